@@ -1,0 +1,7 @@
+"""`python -m logmem` runs the command-line interface."""
+
+import sys
+
+from logmem.cli import main
+
+sys.exit(main())

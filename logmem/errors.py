@@ -1,0 +1,30 @@
+"""Errors with fixed meanings; cli.py maps them to exit code 1 (usage errors are 2)."""
+
+from __future__ import annotations
+
+
+class LogmemError(Exception):
+    """Base class: a clear message for the user, never a traceback."""
+
+
+class InputError(LogmemError):
+    """A file cannot be opened, decompressed or read."""
+
+
+class NoStartupError(LogmemError):
+    """The input holds no SGLang start-up lines at all."""
+
+    def __init__(self, names: list[str]) -> None:
+        shown = ", ".join(names) if names else "the input"
+        super().__init__(
+            f"no SGLang start-up lines found in {shown}; is this an SGLang server log? "
+            "(`logmem lines FILE` lists what was recognised)"
+        )
+
+
+class SelectionError(LogmemError):
+    """--launch / --rank names something the log does not have."""
+
+
+class FitError(LogmemError):
+    """Launches cannot be compared or fitted (they differ in more than the varied setting)."""

@@ -1,0 +1,99 @@
+"""Lines stage: raw segments -> records with timestamp, rank tags and message.
+
+SGLang's prefix is ``[date time TAGS] `` (``[time TAGS] `` before Nov 2024); it is
+searched anywhere in a segment, so docker/kubectl/compose prefixes and records glued
+after a tqdm render both work. One segment can hold several records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import regex
+
+from logmem.read import Segment
+
+# ESC may be lost in pastes, leaving "[32m": strip both forms. Bounded repeats keep it linear.
+_ANSI = regex.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]|\[[0-9;]{1,20}m")
+PREFIX = regex.compile(
+    r"\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}|\d{2}:\d{2}:\d{2})"
+    r"(?P<tags>(?: [A-Z][A-Z_]{0,30}\d{1,6}){0,12})\] ?"
+)
+_TAG = regex.compile(r"([A-Z][A-Z_]*?)(\d+)")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a record came from: file, 1-based line number, and the record's text."""
+
+    path: str
+    line_no: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line_no}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One log record. ``rank`` is None when the text had no SGLang prefix at all,
+    "" for a prefix without rank tags (single GPU or the main process)."""
+
+    rank: str | None
+    tags: tuple[tuple[str, int], ...]
+    timestamp: str | None
+    message: str
+    source: Source = field(compare=False, repr=False)
+
+
+def rank_tags(rank: str) -> tuple[tuple[str, int], ...]:
+    """Parse "DP0 TP3 EP3" into (("DP", 0), ("TP", 3), ("EP", 3)); unknown tags are kept."""
+    out = []
+    for tok in rank.split():
+        m = _TAG.fullmatch(tok)
+        if m:
+            out.append((m.group(1), int(m.group(2))))
+    return tuple(out)
+
+
+def decode(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if "\x1b" in text or "m" in text:
+        text = _ANSI.sub("", text)
+    return text.replace("\x00", "")
+
+
+def split_records(seg: Segment) -> Iterator[Record]:
+    """Cut a segment into records at every SGLang prefix."""
+    text = decode(seg.data)
+    matches = list(PREFIX.finditer(text))
+    if not matches:
+        if text.strip():
+            yield Record(None, (), None, text, Source(seg.path, seg.line_no, text))
+        return
+    head = text[: matches[0].start()]
+    # Text before the first prefix is a tqdm render or a foreign prefix (docker, kubectl).
+    if head.strip() and not _is_wrapper_prefix(head):
+        yield Record(None, (), None, head, Source(seg.path, seg.line_no, head))
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        body = text[m.end() : end]
+        tags = m.group("tags").strip()
+        raw = text[m.start() : end]
+        yield Record(tags, rank_tags(tags), m.group("ts"), body, Source(seg.path, seg.line_no, raw))
+
+
+_WRAPPER = regex.compile(
+    r"^\s*(?:\d{4}-\d{2}-\d{2}T[\d:.]{8,20}Z?\s*|[\w.-]{1,80}\s*\|\s*|[\w.-]{1,80}\s+(?:INFO|WARNING|ERROR|DEBUG)\s+)*$"
+)
+
+
+def _is_wrapper_prefix(head: str) -> bool:
+    """Docker --timestamps, compose `name | ` or shipper prefixes carry nothing of ours."""
+    return len(head) < 200 and _WRAPPER.match(head) is not None
+
+
+def iter_records(segments: Iterable[Segment]) -> Iterator[Record]:
+    for seg in segments:
+        yield from split_records(seg)

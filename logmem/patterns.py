@@ -1,0 +1,284 @@
+"""The table of SGLang line shapes: each pattern has a name, a regex with named groups and a real example.
+
+Patterns are searched in a record's message (the text after the ``[time TAGS]`` prefix).
+The first pattern in table order that matches wins; tests check that every example is
+matched by its own pattern and by no other. Repeats are bounded ({0,N}) so that every
+pattern runs in linear time on hostile input. Sources: ../shared/reference/log-formats.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+NUM = r"-?\d{1,9}(?:\.\d{1,9})?"
+
+
+@dataclass(frozen=True)
+class LinePattern:
+    name: str
+    regex: regex.Pattern[str]
+    example: str
+    note: str = ""
+
+
+def _p(name: str, pattern: str, example: str, note: str = "") -> LinePattern:
+    return LinePattern(name, regex.compile(pattern), example, note)
+
+
+PATTERNS: tuple[LinePattern, ...] = (
+    _p(
+        "server_args",
+        r"server_args=(?P<body>(?:ServerArgs\(|\{).*)$",
+        "server_args=ServerArgs(model_path='/home/model/Qwen/QwQ-32B', tp_size=4, mem_fraction_static=0.85)",
+        "launcher, no rank; repr form until ~Aug 2026, dict form after (10.1)",
+    ),
+    _p(
+        "init_begin",
+        r"^(?:Init torch distributed begin\.|Init nccl begin\.)",
+        "Init torch distributed begin.",
+        "E0 says 'Init nccl begin.'",
+    ),
+    _p(
+        "init_end",
+        rf"^Init torch distributed ends\.(?: elapsed=(?P<elapsed>{NUM}) s,)? mem usage=(?P<usage>{NUM}) GB",
+        "Init torch distributed ends. elapsed=12.85 s, mem usage=3.69 GB",
+        "elapsed= from PR #15426 (Dec 2025)",
+    ),
+    _p(
+        "load_begin",
+        rf"^Load weight begin\. avail mem=(?P<avail>{NUM}) GB",
+        "Load weight begin. avail mem=21.63 GB",
+    ),
+    _p(
+        "load_end",
+        rf"^Load weight end\. (?:elapsed=(?P<elapsed>{NUM}) s, )?type=(?P<type>[^,]{{1,200}}), "
+        rf"(?P<mid>.{{0,400}}?)avail mem=(?P<avail>{NUM}) GB(?:, mem usage=(?P<usage>{NUM}) GB)?",
+        "Load weight end. elapsed=12.02 s, type=Qwen3MoeForCausalLM, quant=fp8, fmt=e4m3, "
+        "avail mem=49.33 GB, mem usage=29.15 GB.",
+        "LE1 no usage; LE2 dtype+usage; LE3 +elapsed; LE4 no dtype, optional quant",
+    ),
+    _p(
+        "kv_dtype",
+        r"^Using KV cache dtype: (?P<dtype>\S{1,60})",
+        "Using KV cache dtype: torch.float8_e4m3fn",
+    ),
+    _p(
+        "kv_pool",
+        rf"^KV Cache is allocated\. (?:dtype: (?P<dtype>[^,]{{1,60}}), )?(?:#tokens: (?P<tokens>\d{{1,15}}), )?"
+        rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)",
+        "KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB",
+        "MLA/NSA pools print one KV size; newest inserts 'dtype: ...'; Jan 2025 had no #tokens",
+    ),
+    _p(
+        "kv_available",
+        rf"^The available memory for KV cache is (?P<avail>{NUM}) GB",
+        "The available memory for KV cache is 14.18 GB.",
+        "Ascend NPU builds",
+    ),
+    _p(
+        "mamba_pool",
+        rf"^Mamba Cache is allocated\. max_mamba_cache_size: (?P<n>\d{{1,12}}), "
+        rf"conv_state size: (?P<conv>{NUM}) ?GB, ssm_state size: (?P<ssm>{NUM}) ?GB"
+        rf"(?: {{0,2}}intermediate_ssm_state_cache size: (?P<iss>{NUM}) ?GB"
+        rf" {{0,2}}intermediate_conv_window_cache size: (?P<icw>{NUM}) ?GB)?",
+        "Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, "
+        "ssm_state size: 4.38GB ",
+    ),
+    _p(
+        "swa_plan",
+        r"^Use sliding window memory pool(?: \(all SWA\))?\. (?:full_layer_tokens=(?P<full>-?\d{1,15}), )?"
+        r"swa_layer_tokens=(?P<swa>-?\d{1,15})",
+        "Use sliding window memory pool. full_layer_tokens=61419, swa_layer_tokens=49135",
+        "negative values precede a crash",
+    ),
+    _p(
+        "swa_summary",
+        rf"^SWAKVPool mem usage: (?P<usage>{NUM}) GB, swa size: (?P<swa>\d{{1,15}}), full size: (?P<full>\d{{1,15}})",
+        "SWAKVPool mem usage: 2.64 GB, swa size: 49135, full size: 61419",
+    ),
+    _p(
+        "dsv4_kv_plan",
+        rf"^DSv4 memory calculation: bytes_per_full_token=(?P<bpt>{NUM}), available_bytes=(?P<avail>{NUM}) GB, "
+        r"full_token=(?P<tokens>\d{1,15})",
+        "DSv4 memory calculation: bytes_per_full_token=176983.05, available_bytes=87.26 GB, full_token=529408",
+    ),
+    _p(
+        "pool_end",
+        rf"^Memory pool end\. avail mem=(?P<avail>{NUM}) GB",
+        "Memory pool end. avail mem=2.09 GB",
+    ),
+    _p(
+        "capture_begin",
+        r"^Capture (?:(?P<name>[a-z][a-z ]{0,40}?) )?(?P<backend>(?i:cuda|npu|cpu|xpu|musa|hpu)) graph begin\."
+        r"(?P<rest>.{0,100000})$",
+        "Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB",
+        "G0-G2; 'piecewise CUDA', 'draft', 'draft extend', E7 'target decode CUDA' ...",
+    ),
+    _p(
+        "capture_end",
+        r"^Capture (?:(?P<name>[a-z][a-z ]{0,40}?) )?(?P<backend>(?i:cuda|npu|cpu|xpu|musa|hpu)) graph end\."
+        r"(?P<rest>.{0,2000})$",
+        "Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.",
+        "field order differs by era: G1 avail first, G2 usage first, E7 'elapsed=' with commas",
+    ),
+    _p(
+        "capture_sizes",
+        r"^Capture (?i:cuda) graph (?P<kind>bs|num tokens) (?P<list>\[.{0,100000})$",
+        "Capture cuda graph bs [1, 2, 4, 8, 12, 16, 24]",
+        "TP0 only, E3-E6; 'num tokens' for piecewise",
+    ),
+    _p(
+        "capture_bar",
+        rf"Capturing (?P<kind>batches|num tokens) \((?:bs=(?P<bs>\d{{1,9}}) |num_tokens=(?P<nt>\d{{1,9}}) )?"
+        rf"(?:variant=\S{{1,40}} )?avail_mem=(?P<avail>{NUM}) GB\)",
+        "Capturing batches (bs=24 avail_mem=4.00 GB):   0%|          | 0/7 [00:00<?, ?it/s]",
+        "tqdm render, no prefix; TP0 only; largest size first",
+    ),
+    _p(
+        "compile_bar",
+        r"Compiling num tokens \(num_tokens=(?P<nt>\d{1,9})\)",
+        "Compiling num tokens (num_tokens=20):   0%|          | 0/5 [00:00<?, ?it/s]",
+        "piecewise compile phase; carries no memory figure",
+    ),
+    _p(
+        "register_graphs",
+        r"Registering (?P<n>\d{1,9}) cuda graph addresses",
+        "Registering 3492 cuda graph addresses",
+    ),
+    _p(
+        "all_reduce_config",
+        rf"All Reduce config: symmetric_memory = (?P<sym>{NUM}) MB, local_buffer = (?P<local>{NUM}) MB, "
+        r"multicast = (?P<mc>True|False)",
+        "All Reduce config: symmetric_memory = 16.00 MB, local_buffer = 8.01 MB, multicast = False",
+        "format string only (8.1); MB is MiB",
+    ),
+    _p(
+        "symm_prealloc",
+        rf"^Pre-allocating symmetric memory pool with (?P<gib>{NUM}) GiB",
+        "Pre-allocating symmetric memory pool with 4 GiB",
+    ),
+    _p(
+        "deepgemm_budget",
+        rf"^DeepGEMM masked layout budget: (?P<budget>{NUM}) GiB from (?P<free>{NUM}) GiB free",
+        "DeepGEMM masked layout budget: 2.50 GiB from 10.00 GiB free.",
+    ),
+    _p(
+        "hicache_host",
+        rf"^Allocating (?P<gb>{NUM}) GB host memory for hierarchical KV cache",
+        "Allocating 100.00 GB host memory for hierarchical KV cache.",
+        "host memory, decimal GB",
+    ),
+    _p(
+        "runtime_reading",
+        rf"^(?P<what>Update engine weights online from disk begin|LoRA adapter loading starts: .{{0,300}})\. "
+        rf"avail mem=(?P<avail>{NUM}) GB",
+        "Update engine weights online from disk begin. avail mem=12.00 GB",
+    ),
+    _p(
+        "summary",
+        r"max_total_num_tokens=(?P<tokens>\d{1,15})(?P<rest>.{0,2000})$",
+        "max_total_num_tokens=46611, chunked_prefill_size=2048, max_prefill_tokens=16384, "
+        "max_running_requests=2049, context_len=131072",
+        "scheduler; key=value list, fields vary by era",
+    ),
+    _p(
+        "imbalance",
+        r"The memory capacity is unbalanced\.(?P<rest>.{0,2000})$",
+        "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+        "pre_model_load_memory=70.1234130859375, local_gpu_memory=78.5, local_gpu_memory * 0.9=70.65",
+        "raw floats; printed by the healthy ranks",
+    ),
+    _p(
+        "not_enough_memory",
+        rf"Not enough memory\. Please try to increase --mem-fraction-static\.(?: Current value: "
+        rf"(?:self\.server_args\.)?mem_fraction_static=(?P<mfs>{NUM}))?",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.84",
+    ),
+    _p(
+        "torch_oom",
+        r"(?P<type>[\w.]{0,60}OutOfMemoryError): (?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\."
+        r"(?P<rest>.{0,4000})$",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 540.00 MiB. GPU 0 has a total "
+        "capacity of 14.76 GiB of which 298.75 MiB is free.",
+    ),
+    _p(
+        "device_oom",
+        r"(?P<type>[\w.]{0,60}Error): (?P<device>CUDA|HIP|NPU|ACL) error: out of memory",
+        "torch.AcceleratorError: CUDA error: out of memory",
+    ),
+    _p(
+        "capture_failed",
+        r"Capture (?i:cuda) graph failed: ?(?P<msg>.{0,4000})$",
+        "Exception: Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB.",
+    ),
+    _p(
+        "scheduler_exception",
+        r"Scheduler hit an exception: ?(?P<rest>.{0,2000})$",
+        "Scheduler hit an exception: Traceback (most recent call last):",
+    ),
+    _p(
+        "other_ranks_failed",
+        r"TP rank (?P<tp>\d{1,6}) could finish the model loading, but there are other ranks that didn't finish",
+        "TP rank 0 could finish the model loading, but there are other ranks that didn't finish loading. "
+        "It is likely due to unexpected failures (e.g., OOM) or a slow node.",
+    ),
+    _p(
+        "sigquit",
+        r"Received sigquit from a child proces",
+        "Received sigquit from a child process. It usually means the child failed.",
+    ),
+    _p(
+        "ready",
+        r"The server is fired up and ready to roll",
+        "The server is fired up and ready to roll!",
+    ),
+    _p(
+        "http_up",
+        r"Uvicorn running on |Application startup complete\.",
+        "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+    ),
+    _p(
+        "graph_disabled",
+        r"^(?:Disable (?P<which>piecewise|prefill) CUDA graph because (?P<why>.{0,500})"
+        r"|Breakable CUDA graph is incompatible with (?P<why2>.{0,200}); disabling prefill CUDA graph)",
+        "Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set",
+    ),
+    _p(
+        "traceback_start",
+        r"^\s{0,8}Traceback \(most recent call last\):",
+        "Traceback (most recent call last):",
+        "an unprefixed traceback (launcher, test harness)",
+    ),
+    _p(
+        "exception",
+        r"^(?P<type>(?:[a-z_][a-z0-9_]{0,40}\.){0,5}[A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception))"
+        r"(?:: (?P<msg>.{0,4000}))?$",
+        "TypeError: cannot unpack non-iterable ForwardMetadata object",
+        "last line of a traceback; unprefixed",
+    ),
+)
+
+BY_NAME: dict[str, LinePattern] = {p.name: p for p in PATTERNS}
+
+# Literal keywords: a segment with none of these cannot match any pattern (or carry a
+# memory figure), so the reader skips it without decoding. Tests check every example.
+KEYWORDS: tuple[str, ...] = (
+    "GB", "GiB", "MiB", "MB", "avail", "mem usage", "server_args", "Init torch distributed",
+    "Init nccl", "Capture", "Capturing", "Compiling num tokens", "Registering",
+    "max_total_num_tokens", "unbalanced", "Not enough memory", "out of memory", "Error",
+    "Exception", "exception", "sigquit", "could finish the model loading", "ready to roll",
+    "Uvicorn running", "Application startup complete", "Disable piecewise", "Disable prefill",
+    "disabling prefill", "Load weight", "Memory pool", "KV Cache", "KV cache", "Mamba Cache",
+    "SWAKVPool", "sliding window", "All Reduce", "DSv4 memory",
+)  # fmt: skip
+KEYWORD_BYTES: regex.Pattern[bytes] = regex.compile(
+    "|".join(regex.escape(k) for k in sorted(KEYWORDS, key=len, reverse=True)).encode()
+)
+
+# A record that carries one of these but matches no pattern is reported, never dropped.
+MEMORY_FIGURE = regex.compile(
+    r"\d(?:\.\d{1,9})? ?(?:GB|GiB|MiB|MB)\b|avail(?:_mem| mem)|mem usage", regex.IGNORECASE
+)

@@ -1,0 +1,175 @@
+"""JSON reporter: the versioned machine-readable form (contract in docs/json-schema.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from logmem import __version__
+from logmem import events as ev
+from logmem.failures import Failure, outcome
+from logmem.ledger import Graph, Launch, Model, Rank
+from logmem.lines import Source
+from logmem.units import gib
+
+if TYPE_CHECKING:
+    from logmem.analysis import Analysis
+
+SCHEMA = "logmem.analysis/1"
+
+
+def _g(m: ev.Mem | None) -> float | None:
+    return m.gib if m is not None else None
+
+
+def _line(src: Source | None) -> dict[str, Any] | None:
+    return {"path": src.path, "line": src.line_no} if src is not None else None
+
+
+def _ln(e: ev.Event | None) -> int | None:
+    return e.source.line_no if e is not None else None
+
+
+def model_json(m: Model) -> dict[str, Any]:
+    wb, we = m.weights_begin, m.weights_end
+    pools: list[dict[str, Any]] = []
+    other: list[dict[str, Any]] = []
+    for p in m.pools:
+        if isinstance(p, ev.KVPool):
+            pools.append({
+                "tokens": p.tokens, "k_gib": _g(p.k), "v_gib": _g(p.v), "kv_gib": _g(p.kv),
+                "dtype": p.dtype, "bytes": p.total_bytes, "line": _ln(p),
+            })  # fmt: skip
+        elif isinstance(p, ev.MambaPool):
+            other.append({
+                "kind": "mamba", "max_mamba_cache_size": p.max_size, "conv_state_gib": p.conv.gib,
+                "ssm_state_gib": p.ssm.gib, "intermediate_ssm_gib": _g(p.intermediate_ssm),
+                "intermediate_conv_gib": _g(p.intermediate_conv), "bytes": p.total_bytes, "line": _ln(p),
+            })  # fmt: skip
+        elif isinstance(p, ev.SWASummary):
+            other.append({"kind": "swa_summary", "usage_gib": p.usage.gib, "swa_size": p.swa_size,
+                          "full_size": p.full_size, "line": _ln(p)})  # fmt: skip
+        elif isinstance(p, ev.SWAPlan):
+            other.append({"kind": "swa_plan", "full_layer_tokens": p.full_tokens,
+                          "swa_layer_tokens": p.swa_tokens, "line": _ln(p)})  # fmt: skip
+        elif isinstance(p, ev.KVAvailable):
+            other.append({"kind": "kv_available", "avail_gib": p.avail.gib, "line": _ln(p)})
+        elif isinstance(p, ev.DSv4Plan):
+            other.append({"kind": "dsv4_plan", "bytes_per_full_token": p.bytes_per_token,
+                          "available_gib": p.avail.gib, "full_tokens": p.tokens, "line": _ln(p)})  # fmt: skip
+    return {
+        "role": m.role,
+        "type": we.model_type if we else None,
+        "weights": {
+            "begin_avail_gib": _g(wb.avail) if wb else None,
+            "end_avail_gib": _g(we.avail) if we else None,
+            "usage_gib": _g(we.usage) if we else None,
+            "elapsed_s": we.elapsed_s if we else None,
+            "details": dict(we.details) if we else {},
+            "lines": [_ln(wb), _ln(we)],
+        },
+        "kv_pools": pools,
+        "other_pools": other,
+        "memory_pool_end_avail_gib": _g(m.pool_end.avail) if m.pool_end else None,
+        "memory_pool_end_line": _ln(m.pool_end),
+    }
+
+
+def graph_json(g: Graph) -> dict[str, Any]:
+    b, e = g.begin, g.end
+    return {
+        "name": g.name,
+        "backend": g.backend,
+        "graph_backend": b.graph_backend if b else None,
+        "tokens_per_req": b.tokens_per_req if b else None,
+        "step": b.step if b else (e.step if e else None),
+        "begin_avail_gib": _g(b.avail) if b else None,
+        "end_avail_gib": _g(e.avail) if e else None,
+        "usage_gib": _g(e.usage) if e else None,
+        "elapsed_s": e.elapsed_s if e else None,
+        "sizes": list(g.sizes) if g.sizes is not None else None,
+        "sizes_source": g.sizes_source,
+        "samples": [{"size": s.size, "avail_gib": s.avail.gib, "line": s.source.line_no} for s in g.samples],
+        "bars_seen": g.bars,
+        "static_gib": gib(g.static_bytes),
+        "largest_bucket_gib": gib(g.largest_bucket_bytes),
+        "other_buckets_gib": gib(g.other_buckets_bytes),
+        "complete": g.complete,
+        "lines": [_ln(b), _ln(e)],
+    }
+
+
+def rank_json(r: Rank) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "rank": r.label,
+        "tags": {t: n for t, n in r.tags},
+        "prints_bars": r.prints_bars,
+        "init": {
+            "usage_gib": _g(r.init_end.usage) if r.init_end else None,
+            "elapsed_s": r.init_end.elapsed_s if r.init_end else None,
+            "lines": [_ln(r.init_begin), _ln(r.init_end)],
+        },
+        "models": [model_json(m) for m in r.models],
+        "graphs": [graph_json(g) for g in r.graphs],
+        "summary_line": _ln(r.summary),
+    }
+    return out
+
+
+def failure_json(f: Failure | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
+    return {
+        "kind": f.kind,
+        "memory_related": f.memory_related,
+        "phase": f.phase,
+        "ranks": list(f.ranks),
+        "graph": f.graph,
+        "size": f.size,
+        "tried_gib": gib(f.tried_bytes),
+        "free_gib": gib(f.free_bytes),
+        "capacity_gib": gib(f.capacity_bytes),
+        "message": f.message,
+        "line": _line(f.line),
+        "fixes": [{"flag": x.flag, "value": x.value, "effect": x.effect} for x in f.fixes],
+    }
+
+
+def launch_json(L: Launch) -> dict[str, Any]:
+    oc = outcome(L)
+    s = L.summary
+    return {
+        "index": L.index,
+        "paths": list(L.paths),
+        "outcome": oc.status,
+        "failure": failure_json(oc.failure),
+        "runtime_errors": len(oc.runtime_errors),
+        "max_total_num_tokens": s.max_total_num_tokens if s else None,
+        "summary": ({k: v for k, v in s.fields} | {"available_gpu_mem_gib": _g(s.available), "line": _ln(s)})
+        if s
+        else None,
+        "server_args": L.args if L.server_args else None,
+        "server_args_line": _ln(L.server_args),
+        "server_args_error": L.server_args.error if L.server_args else None,
+        "ranks": [rank_json(r) for r in L.ranks],
+        "stray_bars": L.stray_bars,
+    }
+
+
+def analysis_json(a: Analysis) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "logmem": __version__,
+        "inputs": [
+            {"path": st.path, "bytes": st.bytes_read, "lines": st.lines, "compression": st.compression,
+             "ends_with_newline": st.ends_with_newline, "truncated_segments": st.truncated_segments}
+            for st in a.stats
+        ],  # fmt: skip
+        "launches": [launch_json(L) for L in a.launches],
+        "unmatched_memory_lines": [{"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}
+                                   for u in a.unmatched],  # fmt: skip
+    }
+
+
+def render(a: Analysis) -> str:
+    return json.dumps(analysis_json(a), indent=2, sort_keys=False, default=str) + "\n"
