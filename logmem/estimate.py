@@ -252,7 +252,8 @@ def _norm(name: str) -> str:
     return name.strip().lower().removeprefix("torch.")
 
 
-def _resolve_dtype(dtype: str | None, cfg: Mapping[str, Any], notes: list[str]) -> tuple[str, float]:
+def _resolve_dtype(dtype: str | None, cfg: Mapping[str, Any],
+                   notes: list[str]) -> tuple[str, float]:
     if dtype is not None and _norm(dtype) != "auto":
         found = _DTYPES.get(_norm(dtype))
         if found is None:
@@ -301,9 +302,9 @@ def _quant_detail(name: str, qc: Mapping[str, Any], notes: list[str]) -> float |
         if isinstance(block, Sequence) and len(block) == 2 and all(
             isinstance(b, int) and b > 0 for b in block
         ):
-            notes.append(f"FP8 weights: 1 byte plus one FP32 scale per {block[0]}x{block[1]} "
-                         "block")
-            return 1.0 + 4.0 / (block[0] * block[1])
+            rows, cols = int(block[0]), int(block[1])
+            notes.append(f"FP8 weights: 1 byte plus one FP32 scale per {rows}x{cols} block")
+            return 1.0 + 4.0 / (rows * cols)
         notes.append("FP8 weights: 1 byte; per-tensor or per-channel scales ignored")
         return 1.0
     if name in ("w8a8_int8", "int8"):
@@ -402,9 +403,9 @@ def _layer_plan(cfg: Mapping[str, Any], n_layers: int | None,
         # Nemotron-H style: one character per layer, each layer is one block.
         kinds = {"M": _Layer("mamba", "none"), "*": _Layer("full", "none"),
                  "-": _Layer("none", "dense"), "E": _Layer("none", "moe")}
-        unknown = sorted({c for c in pattern if c not in kinds})
-        if unknown:
-            notes.append(f"hybrid_override_pattern has unknown blocks {unknown}; treated as "
+        odd = sorted({c for c in pattern if c not in kinds})
+        if odd:
+            notes.append(f"hybrid_override_pattern has unknown blocks {odd}; treated as "
                          "full attention")
         return [kinds.get(c, _Layer("full", "none")) for c in pattern]
     if n_layers is None:
@@ -415,7 +416,7 @@ def _layer_plan(cfg: Mapping[str, Any], n_layers: int | None,
     if isinstance(layer_types, Sequence) and not isinstance(layer_types, str) and layer_types:
         if len(layer_types) != n_layers:
             notes.append(f"layer_types has {len(layer_types)} entries for {n_layers} layers; "
-                         "used the first entries")
+                         "repeated them in order")
         unknown: set[str] = set()
         for i in range(n_layers):
             kind = str(layer_types[i % len(layer_types)]).lower()
@@ -498,6 +499,10 @@ def _repl(group: int) -> str:
     return "replicated" if group > 1 else "whole"
 
 
+def _over(group: int, label: str = "TP") -> str:
+    return f"split over {label} {group}" if group > 1 else "on one rank"
+
+
 class _Model:
     """The text model's dimensions, read once, with the pieces each layer is made of."""
 
@@ -541,6 +546,18 @@ class _Model:
 
     # -- attention ------------------------------------------------------------------------
 
+    def _attn_over(self) -> str:
+        t = self.par.attn_tp
+        if t == 1 and self.par.tp > 1:
+            return f"whole on each rank (DP attention, {self.par.dp} copies)"
+        return _over(t, "attention TP")
+
+    def _attn_shard(self) -> str:
+        # Under DP attention each DP group holds its own copy of the attention weights.
+        if self.par.attn_tp > 1:
+            return "split"
+        return "replicated" if self.par.tp > 1 else "whole"
+
     def attention(self) -> list[_Piece]:
         if self.mla:
             return self._mla()
@@ -557,22 +574,23 @@ class _Model:
         pieces = [
             _Piece("attn.q", h * nq * d * q_mult + bias_q,
                    (h * d * q_mult + (d * q_mult if self.qkv_bias else 0)) * q_rank_heads,
-                   _split(t), f"{nq} query heads over attention TP {t}: {q_rank_heads} per rank"
+                   self._attn_shard(), f"{nq} query heads, {q_rank_heads} per rank"
+                   f" (attention TP {t})"
                    + (" (output gate doubles q)" if self.q_gate else ""), True),
         ]
         kv_rank = (2 * h * d + (2 * d if self.qkv_bias else 0)) * kv_rank_heads
         if t == 1:
-            kv_sharding, kv_why = "whole", f"{nkv} KV heads on one attention rank"
+            kv_sharding, kv_why = self._attn_shard(), f"all {nkv} KV heads (attention TP 1)"
         elif nkv >= t:
-            kv_sharding, kv_why = "split", f"{nkv} KV heads over attention TP {t}: " \
-                                           f"{kv_rank_heads} per rank"
+            kv_sharding = "split"
+            kv_why = f"{nkv} KV heads, {kv_rank_heads} per rank (attention TP {t})"
         else:
             kv_sharding = "replicated"
             kv_why = f"{nkv} KV heads < attention TP {t}: 1 per rank, each copied {t // nkv}x"
         pieces.append(_Piece("attn.kv", 2 * h * nkv * d + bias_kv, kv_rank, kv_sharding,
                              kv_why, True))
-        pieces.append(_Piece("attn.o", nq * d * h, q_rank_heads * d * h, _split(t),
-                             f"row-parallel over attention TP {t}", True))
+        pieces.append(_Piece("attn.o", nq * d * h, q_rank_heads * d * h, self._attn_shard(),
+                             f"row-parallel, {self._attn_over()}", True))
         return pieces
 
     def _mla(self) -> list[_Piece]:
@@ -586,28 +604,30 @@ class _Model:
         qk = nope + rope
         pieces: list[_Piece] = []
         if self.q_lora:
-            pieces.append(_Piece("attn.q_a", h * self.q_lora, h * self.q_lora, _repl(t),
+            pieces.append(_Piece("attn.q_a", h * self.q_lora, h * self.q_lora, _repl(self.par.tp),
                                  f"q down-projection to q_lora_rank {self.q_lora}, "
                                  "replicated linear", True))
             pieces.append(_Piece("attn.q_b", self.q_lora * nq * qk, self.q_lora * rank_heads * qk,
-                                 _split(t), f"{nq} heads over attention TP {t}", True))
+                                 self._attn_shard(), f"{nq} heads, {self._attn_over()}",
+                                 True))
         else:
-            pieces.append(_Piece("attn.q", h * nq * qk, h * rank_heads * qk, _split(t),
-                                 f"{nq} heads over attention TP {t}", True))
-        pieces.append(_Piece("attn.kv_a", h * (kv_lora + rope), h * (kv_lora + rope), _repl(t),
+            pieces.append(_Piece("attn.q", h * nq * qk, h * rank_heads * qk, self._attn_shard(),
+                                 f"{nq} heads, {self._attn_over()}", True))
+        pieces.append(_Piece("attn.kv_a", h * (kv_lora + rope), h * (kv_lora + rope),
+                             _repl(self.par.tp),
                              f"down-projection to kv_lora_rank {kv_lora} + rope {rope}, "
                              "replicated linear", True))
         pieces.append(_Piece("attn.kv_b", kv_lora * nq * (nope + v),
-                             kv_lora * rank_heads * (nope + v), _split(t),
-                             f"{nq} heads over attention TP {t}", True))
-        pieces.append(_Piece("attn.o", nq * v * h, rank_heads * v * h, _split(t),
-                             f"row-parallel over attention TP {t}", True))
+                             kv_lora * rank_heads * (nope + v), self._attn_shard(),
+                             f"{nq} heads, {self._attn_over()}", True))
+        pieces.append(_Piece("attn.o", nq * v * h, rank_heads * v * h, self._attn_shard(),
+                             f"row-parallel, {self._attn_over()}", True))
         if self.index_head_dim:
             idim = self.index_head_dim
             nh = _int(self.cfg, "index_n_heads") or 64
             q_in = self.q_lora or h
             params = q_in * nh * idim + h * idim + 2 * idim + h * nh
-            pieces.append(_Piece("attn.indexer", params, params, _repl(t),
+            pieces.append(_Piece("attn.indexer", params, params, _repl(self.par.tp),
                                  f"DSA indexer ({nh} heads x {idim}), replicated", True))
         return pieces
 
@@ -621,13 +641,13 @@ class _Model:
         kernel = _int(self.cfg, "linear_conv_kernel_dim") or 4
         t = self.par.attn_tp
         if h is None or nk is None or dk is None or nv is None or dv is None:
-            return _Piece("attn.linear", None, None, _split(t),
+            return _Piece("attn.linear", None, None, self._attn_shard(),
                           "linear-attention sizes missing in config", True)
         params = (h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv
                   + (2 * nk * dk + nv * dv) * kernel + 2 * nv + dv + nv * dv * h)
-        return _Piece("attn.linear", params, _ceil_div(params, t), _split(t),
-                      f"gated DeltaNet ({nk} key / {nv} value heads) over attention TP {t}",
-                      True)
+        return _Piece("attn.linear", params, _ceil_div(params, t), self._attn_shard(),
+                      f"gated DeltaNet ({nk} key / {nv} value heads), "
+                      f"{self._attn_over()}", True)
 
     # -- MLP --------------------------------------------------------------------------------
 
@@ -637,7 +657,7 @@ class _Model:
             return _Piece("mlp.dense", None, None, _split(tp), "intermediate_size missing", True)
         m = self.mlp_mats
         return _Piece("mlp.dense", m * h * inter, m * h * _ceil_div(inter, tp), _split(tp),
-                      f"intermediate {inter} split over TP {tp}", True)
+                      f"intermediate {inter} {_over(tp)}", True)
 
     def moe(self) -> list[_Piece]:
         h, e, inter, hr = self.hidden, self.experts, self.moe_inter, self.routed_hidden
@@ -651,7 +671,7 @@ class _Model:
             if par.moe_tp > 1:
                 why += f", intermediate split over MoE TP {par.moe_tp}"
         else:
-            why = f"all {e} experts on every rank, intermediate split over TP {par.tp}"
+            why = f"all {e} experts on every rank, intermediate {_over(par.tp)}"
         if self.latent:
             why += f"; routed hidden {hr} (latent)"
         pieces = [_Piece("moe.experts", e * m * hr * inter, local * m * hr * rank_inter,
@@ -664,7 +684,7 @@ class _Model:
             gate = h if _int(self.cfg, "shared_expert_intermediate_size") else 0
             pieces.append(_Piece("moe.shared", m * h * shared_inter + gate,
                                  m * h * _ceil_div(shared_inter, par.tp) + gate, _split(par.tp),
-                                 f"shared intermediate {shared_inter} split over TP {par.tp}",
+                                 f"shared intermediate {shared_inter} {_over(par.tp)}",
                                  True))
         bias = e if self.cfg.get("topk_method") == "noaux_tc" else 0
         pieces.append(_Piece("moe.router", e * h + bias, e * h + bias, _repl(par.tp),
@@ -699,7 +719,7 @@ class _Model:
         elif layer.mlp == "moe":
             pieces += self.moe()
         n = self.norms(layer)
-        pieces.append(_Piece("norms", n, n, _repl(self.par.tp), "replicated on every rank",
+        pieces.append(_Piece("norms", n, n, _repl(self.par.tp), "RMSNorm weights, replicated",
                              False))
         return pieces
 
@@ -726,7 +746,7 @@ class _Model:
             return _Piece("embedding", v * h, padded * h, "replicated",
                           f"vocab {v} whole on every rank under DP attention{tied}", False)
         return _Piece("embedding", v * h, _ceil_div(padded, par.tp) * h, _split(par.tp),
-                      f"vocab {v} (padded {padded}) split over TP {par.tp}{tied}", False)
+                      f"vocab {v} (padded {padded}) {_over(par.tp)}{tied}", False)
 
     def lm_head(self) -> _Piece | None:
         h, v, par = self.hidden, self.vocab, self.par
@@ -741,7 +761,7 @@ class _Model:
                           "tied with the embedding, but the last PP stage holds its own copy",
                           False)
         return _Piece("lm_head", v * h, rank, _split(par.tp),
-                      f"vocab {v} (padded {padded}) split over TP {par.tp}", False)
+                      f"vocab {v} (padded {padded}) {_over(par.tp)}", False)
 
 
 def _vision_piece(vision: Mapping[str, Any], text_hidden: int | None, tp: int) -> _Piece:
@@ -843,9 +863,7 @@ def _kv_bytes(model: _Model, layers: Sequence[_Layer], kinds: tuple[str, ...],
         elements += got[0]
         fixed += got[1]
         count += 1
-    if count == 0:
-        return None
-    return math.ceil(elements * (elem + scale)) + fixed
+    return math.ceil(elements * (elem + scale)) + fixed if count else 0
 
 
 def estimate(
@@ -892,7 +910,7 @@ def estimate(
     ranges = _pp_stages(len(plan), par.pp) if plan is not None else [range(0)] * par.pp
     emb, head = model.embedding(), model.lm_head()
     final_norm = _Piece("norms", model.hidden, model.hidden, _repl(par.tp),
-                        "replicated on every rank", False)
+                        "RMSNorm weights, replicated", False)
     vis = _vision_piece(vision, model.hidden, par.tp) if vision is not None else None
     for s, layer_range in enumerate(ranges):
         pieces: list[_Piece] = []
@@ -912,7 +930,6 @@ def estimate(
             pieces.append(final_norm)
         stages.append(pieces)
         all_pieces += pieces
-    # A tied lm_head copy on the last stage holds no parameters of its own.
 
     def rank_bytes(piece: _Piece) -> int | None:
         b = bpp(piece)
@@ -927,7 +944,7 @@ def estimate(
         notes.append(f"PP {par.pp}: per-rank figures are for the heaviest stage, {pick} "
                      f"(layers {layer_range.start}-{layer_range.stop - 1})")
 
-    # Components in first-seen order: total params over the model, bytes on the picked stage.
+    # One Component per name: params summed over the model, bytes over the picked stage only.
     order: list[str] = []
     info: dict[str, _Piece] = {}
     totals: dict[str, list[int | None]] = {}
@@ -945,6 +962,10 @@ def estimate(
     rank_by_name: dict[str, list[int | None]] = {name: [] for name in order}
     for p in stages[pick]:
         rank_by_name[p.name].append(rank_bytes(p))
+    canonical = ("embedding", "vision", "attn", "mamba", "mlp.dense", "moe.experts", "moe.shared",
+                 "moe.router", "moe.latent_proj", "norms", "lm_head")
+    order.sort(key=lambda n: next((i for i, c in enumerate(canonical) if n.startswith(c)),
+                                  len(canonical)))
     components = []
     for name in order:
         first = info[name]
@@ -967,11 +988,13 @@ def estimate(
                                par.attn_tp) for r in ranges]
         swa_stage = [_kv_bytes(model, [plan[i] for i in r], ("sliding",), kv_elem, kv_scale,
                                par.attn_tp) for r in ranges]
-        if all(v is not None for v in per_stage):
-            kv_rank = max(v for v in per_stage if v is not None)
-        if any(v is not None for v in swa_stage):
-            kv_swa = max(v for v in swa_stage if v is not None)
         full_layers = sum(1 for layer in plan if layer.attn == "full")
+        # A stage without such layers holds 0 bytes; a model without them has no such pool.
+        if full_layers and all(v is not None for v in per_stage):
+            kv_rank = max(v for v in per_stage if v is not None)
+        if any(layer.attn == "sliding" for layer in plan) and all(
+                v is not None for v in swa_stage):
+            kv_swa = max(v for v in swa_stage if v is not None)
         other = {k: sum(1 for layer in plan if layer.attn == k)
                  for k in ("sliding", "linear", "mamba")}
         if any(other.values()):
@@ -979,11 +1002,12 @@ def estimate(
             notes.append(f"KV per token counts the {full_layers} full-attention layers only "
                          f"({parts} layers are in their own pools)")
         if kv_swa is not None:
-            all_attn = _kv_bytes(model, plan, ("full", "sliding"), kv_elem, kv_scale,
-                                 par.attn_tp)
-            notes.append(f"sliding-window layers need {kv_swa:,} bytes per token in the SWA "
-                         f"pool; without the hybrid SWA pool every layer is full: "
-                         f"{all_attn:,} bytes per token")
+            both = [_kv_bytes(model, [plan[i] for i in r], ("full", "sliding"), kv_elem,
+                              kv_scale, par.attn_tp) for r in ranges]
+            if all(v is not None for v in both):
+                notes.append(f"sliding-window layers need {kv_swa:,} bytes per token in the "
+                             "SWA pool; without the hybrid SWA pool every layer is full: "
+                             f"{max(v or 0 for v in both):,} bytes per token")
         if other["linear"] or other["mamba"]:
             notes.append("linear-attention / Mamba state is per request, not per token; "
                          "not estimated")
@@ -1023,6 +1047,9 @@ def estimate(
             notes.append(f"max dispatch tokens defaulted to {DEFAULT_MAX_DISPATCH_TOKENS}")
         if model.moe_inter is not None:
             masked = deepep_masked_gemm_bytes(t, model.experts, model.moe_inter, par.ep)
+            notes.append(f"masked-GEMM intermediates: about {model.experts} x {t} rows of "
+                         f"2 x {model.moe_inter} BF16 plus the FP8 copy and scales; "
+                         "down-projection output not counted")
 
     req = None
     ctx = context_len
@@ -1033,14 +1060,17 @@ def estimate(
     if max_running_requests is not None and ctx is not None:
         req = (max_running_requests + 1) * ctx * 4
 
-    name = config.get("_name_or_path")
-    if not isinstance(name, str) or not name:
-        archs = cfg.get("architectures")
-        name = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) \
-            else cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None
+    model_name: str | None = None
+    archs = cfg.get("architectures")
+    for candidate in (config.get("_name_or_path"),
+                      archs[0] if isinstance(archs, list) and archs else None,
+                      cfg.get("model_type")):
+        if isinstance(candidate, str) and candidate:
+            model_name = candidate
+            break
 
     return Estimate(
-        model=name,
+        model=model_name,
         parallel=par,
         dtype=dt[0],
         kv_cache_dtype=kv_name,
