@@ -272,7 +272,7 @@ KEYWORDS: tuple[str, ...] = (
     "Exception", "exception", "sigquit", "could finish the model loading", "ready to roll",
     "Uvicorn running", "Application startup complete", "Disable piecewise", "Disable prefill",
     "disabling prefill", "Load weight", "Memory pool", "KV Cache", "KV cache", "Mamba Cache",
-    "SWAKVPool", "sliding window", "All Reduce", "DSv4 memory",
+    "SWAKVPool", "sliding window", "All Reduce", "DSv4 memory", "Traceback",
 )  # fmt: skip
 KEYWORD_BYTES: regex.Pattern[bytes] = regex.compile(
     "|".join(regex.escape(k) for k in sorted(KEYWORDS, key=len, reverse=True)).encode()
