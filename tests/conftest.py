@@ -1,0 +1,52 @@
+"""Shared test set-up: --update-golden, a pinned terminal width, and where the logs are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+FIXTURES = REPO / "fixtures"
+GOLDEN = TESTS / "golden"
+# CI clones the repo with shared/ beside it; the corpus is not part of the repo.
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CORPUS = SHARED / "corpus"
+CORPUS_MISSING = f"the shared corpus is not at {CORPUS} (it lives beside the repo, in ../shared)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden", action="store_true", default=False,
+        help="Rewrite tests/golden/** from the current output instead of comparing.",
+    )  # fmt: skip
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(autouse=True)
+def _pin_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Click and any width-aware output see the same terminal everywhere."""
+    monkeypatch.setenv("COLUMNS", "100")
+
+
+def corpus_log(prefix: str) -> Path:
+    """The corpus log whose name starts with `prefix` (e.g. "021-"); skips without the corpus."""
+    if not CORPUS.is_dir():
+        pytest.skip(CORPUS_MISSING)
+    found = sorted(CORPUS.glob(f"{prefix}*.log"))
+    if not found:
+        pytest.skip(f"no corpus log named {prefix}*.log in {CORPUS}")
+    return found[0]
+
+
+def corpus_logs() -> list[Path]:
+    return sorted(CORPUS.glob("*.log")) if CORPUS.is_dir() else []
+
+
+def fixture_logs() -> list[Path]:
+    return sorted(FIXTURES.glob("*.log")) if FIXTURES.is_dir() else []
