@@ -150,7 +150,7 @@ class CaptureSizes(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class BarRender(Event):
-    kind: str  # "batches" | "num tokens" | "compile"
+    kind: str  # "batches" | "num tokens" | "compile" | "plain" (no description)
     size: int | None
     avail: Mem | None
 
@@ -586,6 +586,7 @@ BUILDERS: dict[str, Builder] = {
         avail=_g("avail"),
     ),
     "compile_bar": _mk(BarRender, kind=lambda m: "compile", size=_i("nt"), avail=lambda m: None),
+    "plain_bar": _mk(BarRender, kind=lambda m: "plain", size=lambda m: None, avail=lambda m: None),
     "register_graphs": _mk(RegisterGraphs, count=_i("n")),
     "all_reduce_config": _mk(
         AllReduceConfig, symmetric=_g("sym", "MB"), local=_g("local", "MB"), multicast=lambda m: m.group("mc") == "True"

@@ -388,7 +388,8 @@ class _Builder:
         if isinstance(e, ev.BarRender):
             r = L.bar_rank()
             if r is None:
-                L.stray_bars += 1
+                if e.kind != "plain":  # a bare tqdm bar outside a capture is someone else's
+                    L.stray_bars += 1
                 return
             r.bars += 1
             r.events.append(e)

@@ -143,6 +143,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "piecewise compile phase; carries no memory figure",
     ),
     _p(
+        "plain_bar",
+        r"^[\s\u23ce]{0,40}(?P<pct>\d{1,3})%\|[^|]{0,1000}\|\s{0,5}(?P<i>\d{1,9})/(?P<n>\d{1,9}) \[",
+        "  0%|          | 0/13 [00:00<?, ?it/s]",
+        "tqdm render without a description: every E2 capture bar, and the first render of "
+        "every later bar (before the description is set); no memory figure",
+    ),
+    _p(
         "register_graphs",
         r"Registering (?P<n>\d{1,9}) cuda graph addresses",
         "Registering 3492 cuda graph addresses",
@@ -272,7 +279,7 @@ KEYWORDS: tuple[str, ...] = (
     "Exception", "exception", "sigquit", "could finish the model loading", "ready to roll",
     "Uvicorn running", "Application startup complete", "Disable piecewise", "Disable prefill",
     "disabling prefill", "Load weight", "Memory pool", "KV Cache", "KV cache", "Mamba Cache",
-    "SWAKVPool", "sliding window", "All Reduce", "DSv4 memory", "Traceback",
+    "SWAKVPool", "sliding window", "All Reduce", "DSv4 memory", "Traceback", "%|",
 )  # fmt: skip
 KEYWORD_BYTES: regex.Pattern[bytes] = regex.compile(
     "|".join(regex.escape(k) for k in sorted(KEYWORDS, key=len, reverse=True)).encode()
