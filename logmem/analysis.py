@@ -75,3 +75,26 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))
     return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats))
+
+
+def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:
+    """Keep one launch and/or some ranks; unknown names are an error that lists what exists."""
+    from dataclasses import replace
+
+    from logmem.errors import SelectionError
+
+    launches = analysis.launches
+    if launch is not None:
+        if not 0 <= launch < len(launches):
+            raise SelectionError(
+                f"--launch {launch}: the input holds {len(launches)} launch(es), numbered 0 to {len(launches) - 1}"
+            )
+        launches = (launches[launch],)
+    if ranks:
+        known = {r.label for L in launches for r in L.ranks}
+        missing = [r for r in ranks if r not in known]
+        if missing:
+            shown = ", ".join(repr(k) for k in sorted(known)) or "none"
+            raise SelectionError(f"--rank {missing[0]!r} is not in the log; ranks seen: {shown}")
+        launches = tuple(replace(L, ranks=tuple(r for r in L.ranks if r.label in ranks)) for L in launches)
+    return replace(analysis, launches=launches)

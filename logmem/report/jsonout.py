@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
 from logmem import events as ev
+from logmem.attribution import LaunchLedger, RankLedger, build_ledger, ledger_rows
 from logmem.failures import Failure, outcome
 from logmem.ledger import Graph, Launch, Model, Rank
 from logmem.lines import Source
@@ -99,7 +100,21 @@ def graph_json(g: Graph) -> dict[str, Any]:
     }
 
 
-def rank_json(r: Rank) -> dict[str, Any]:
+def phases_json(led: RankLedger) -> list[dict[str, Any]]:
+    out = []
+    for p in led.phases:
+        item: dict[str, Any] = {
+            "key": p.key, "name": p.name, "before_gib": gib(p.before_bytes), "after_gib": gib(p.after_bytes),
+            "delta_gib": gib(p.delta_bytes), "delta_bytes": p.delta_bytes, "lines": list(p.lines),
+        }  # fmt: skip
+        if p.buckets:
+            item["buckets"] = [{"size": b.size, "avail_gib": gib(b.avail_bytes), "cost_gib": gib(b.cost_bytes),
+                                "line": b.line} for b in p.buckets]  # fmt: skip
+        out.append(item)
+    return out
+
+
+def rank_json(r: Rank, led: RankLedger | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "rank": r.label,
         "tags": {t: n for t, n in r.tags},
@@ -113,6 +128,10 @@ def rank_json(r: Rank) -> dict[str, Any]:
         "graphs": [graph_json(g) for g in r.graphs],
         "summary_line": _ln(r.summary),
     }
+    if led is not None:
+        out["phases"] = phases_json(led)
+        out["ledger"] = ledger_rows(led)
+        out["ledger_note"] = led.note or None
     return out
 
 
@@ -135,8 +154,28 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
     }
 
 
+def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
+    sz = led.sizing
+    if sz is None:
+        return None
+    return {
+        "mem_fraction_static": sz.mem_fraction_static,
+        "pre_load_gib": gib(sz.pre_load_bytes),
+        "pre_load_rank": sz.pre_load_rank,
+        "after_weights_gib": gib(sz.after_weights_bytes),
+        "rest_gib": gib(sz.rest_bytes),
+        "logged_pool_gib": gib(sz.logged_pool_bytes),
+        "kv_gib": gib(sz.kv_bytes),
+        "kv_tokens": sz.kv_tokens,
+        "bytes_per_token": round(sz.bytes_per_token) if sz.bytes_per_token else None,
+        "bytes_per_token_range": list(sz.bytes_per_token_range) if sz.bytes_per_token_range else None,
+        "bytes_per_token_likely": sz.likely_bytes_per_token,
+    }
+
+
 def launch_json(L: Launch) -> dict[str, Any]:
     oc = outcome(L)
+    led = build_ledger(L)
     s = L.summary
     return {
         "index": L.index,
@@ -151,7 +190,17 @@ def launch_json(L: Launch) -> dict[str, Any]:
         "server_args": L.args if L.server_args else None,
         "server_args_line": _ln(L.server_args),
         "server_args_error": L.server_args.error if L.server_args else None,
-        "ranks": [rank_json(r) for r in L.ranks],
+        "binding_rank": led.binding_rank,
+        "imbalance_gib": gib(led.imbalance_bytes),
+        "imbalance_kv_tokens": led.imbalance_tokens,
+        "sizing": sizing_json(led),
+        "graph_reserve": {
+            "reserve_gib": gib(led.reserve.reserve_bytes),
+            "terms": [{"term": t, "gib": gib(v)} for t, v in led.reserve.terms],
+            "measured_gib": gib(led.reserve.measured_bytes),
+        } if led.reserve else None,
+        "findings": list(led.findings),
+        "ranks": [rank_json(r, led.ranks[i]) for i, r in enumerate(L.ranks)],
         "stray_bars": L.stray_bars,
     }
 

@@ -1,0 +1,588 @@
+"""Attribution stage: a launch -> per-rank phases of free memory, each drop split into causes.
+
+The chain of free-memory readings a rank printed (Load weight begin/end, Memory pool
+end, Capture begin/end, the bars in between, the summary's available_gpu_mem) is cut
+into phases between consecutive readings. Each phase's drop (before - after; negative
+when free memory rose) is explained by the causes the log names (logged), figures
+logmem derives from readings (derived) or from SGLang's rules (estimated), and an
+explicit unattributed remainder. ``RankLedger.check()`` asserts both conservation laws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from logmem import events as ev
+from logmem.ledger import Graph, Launch, Model, Rank
+from logmem.units import GIB, MIB, format_gib, gib
+
+# Differences of two readings printed with two decimals are known to +-0.01 GiB.
+ROUNDING_BYTES = round(0.01 * GIB)
+
+
+@dataclass(frozen=True)
+class Cause:
+    name: str
+    bytes: int
+    kind: str  # logged | derived | estimated | unattributed
+    lines: tuple[int, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One captured batch size: free memory at its start and what it kept."""
+
+    size: int | None
+    avail_bytes: int
+    cost_bytes: int | None  # start of this bucket minus start of the next (or the end line)
+    line: int
+
+
+@dataclass(frozen=True)
+class Phase:
+    key: str  # stable id, e.g. "init", "weights", "pools", "pre_capture:decode", "capture:decode"
+    name: str  # what a person reads
+    before_bytes: int
+    after_bytes: int
+    causes: tuple[Cause, ...]
+    lines: tuple[int, int]
+    graph: Graph | None = field(default=None, compare=False, repr=False)
+    buckets: tuple[Bucket, ...] = ()
+
+    @property
+    def delta_bytes(self) -> int:
+        """Drop in free memory over the phase (negative when free memory rose)."""
+        return self.before_bytes - self.after_bytes
+
+    @property
+    def unattributed_bytes(self) -> int:
+        return sum(c.bytes for c in self.causes if c.kind == "unattributed")
+
+
+@dataclass(frozen=True)
+class RankLedger:
+    rank: str
+    phases: tuple[Phase, ...]
+    note: str = ""
+
+    @property
+    def first_bytes(self) -> int | None:
+        return self.phases[0].before_bytes if self.phases else None
+
+    @property
+    def last_bytes(self) -> int | None:
+        return self.phases[-1].after_bytes if self.phases else None
+
+    def phase(self, key: str) -> Phase | None:
+        return next((p for p in self.phases if p.key == key), None)
+
+    def check(self) -> None:
+        """Conservation: phases chain and add up; causes add up to each phase's drop."""
+        for a, b in zip(self.phases, self.phases[1:]):
+            if a.after_bytes != b.before_bytes:
+                raise AssertionError(f"{self.rank}: phase {a.key} ends where {b.key} does not begin")
+        if self.phases:
+            total = sum(p.delta_bytes for p in self.phases)
+            assert self.first_bytes is not None and self.last_bytes is not None
+            if total != self.first_bytes - self.last_bytes:
+                raise AssertionError(f"{self.rank}: phase drops do not add up")
+        for p in self.phases:
+            if sum(c.bytes for c in p.causes) != p.delta_bytes:
+                raise AssertionError(f"{self.rank}: causes of {p.key} do not add up to its drop")
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """SGLang's KV budget rule (reference 12.2) recomputed from the printed readings."""
+
+    mem_fraction_static: float
+    pre_load_bytes: int  # P: min over ranks of the free memory before weights load
+    pre_load_rank: str
+    after_weights_bytes: int  # min over ranks of the free memory after weights load
+    rest_bytes: int  # after_weights - P x (1 - mfs)
+    logged_pool_bytes: int | None  # KV (+ Mamba) pools of the target, as logged
+    kv_bytes: int | None
+    kv_tokens: int | None
+    bytes_per_token: float | None  # pool bytes / #tokens from the printed (rounded) sizes
+
+    @property
+    def bytes_per_token_range(self) -> tuple[int, int] | None:
+        """Bytes per token consistent with the printed pool sizes (each +-0.005 GiB)."""
+        return _bpt_range(self.kv_bytes, self.kv_tokens, self.kv_parts)
+
+    @property
+    def likely_bytes_per_token(self) -> int | None:
+        """The cell size in that range divisible by the largest power of two (cells are
+        head_dim x heads x layers x dtype bytes, so a round number), when it is unique."""
+        rng = self.bytes_per_token_range
+        return _roundest(rng) if rng else None
+
+    kv_parts: int = 1  # how many printed sizes make up kv_bytes (2 for K+V)
+
+
+@dataclass(frozen=True)
+class GraphReserve:
+    """The graph reserve SGLang's default mem_fraction_static set aside (reference 12.3)."""
+
+    reserve_bytes: int
+    terms: tuple[tuple[str, int], ...]
+    measured_bytes: int | None
+
+
+@dataclass(frozen=True)
+class LaunchLedger:
+    launch: Launch
+    ranks: tuple[RankLedger, ...]
+    sizing: Sizing | None
+    reserve: GraphReserve | None
+    binding_rank: str | None
+    imbalance_bytes: int | None
+    imbalance_tokens: int | None
+    findings: tuple[str, ...]
+
+    def rank(self, label: str) -> RankLedger | None:
+        return next((r for r in self.ranks if r.rank == label), None)
+
+
+# --- readings -> phases -------------------------------------------------------------------
+
+
+@dataclass
+class _Reading:
+    kind: str
+    bytes: int
+    line: int
+    event: ev.Event
+    model: Model | None = None
+    graph: Graph | None = None
+
+
+def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
+    """The rank's free-memory readings in print order, and the pool lines before each."""
+    model_of: dict[int, Model] = {}
+    for m in rank.models:
+        for e in (m.weights_begin, m.weights_end, m.pool_end):
+            if e is not None:
+                model_of[id(e)] = m
+    graph_of: dict[int, Graph] = {}
+    for g in rank.graphs:
+        for e in (g.begin, g.end):
+            if e is not None:
+                graph_of[id(e)] = g
+    out: list[_Reading] = []
+    pending: dict[int, list[ev.Event]] = {}
+    pools: list[ev.Event] = []
+    for e in rank.events:
+        if isinstance(e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)):
+            pools.append(e)
+            continue
+        kind = None
+        amount: ev.Mem | None = None
+        if isinstance(e, ev.WeightsBegin):
+            kind, amount = "weights_begin", e.avail
+        elif isinstance(e, ev.WeightsEnd):
+            kind, amount = "weights_end", e.avail
+        elif isinstance(e, ev.PoolEnd):
+            kind, amount = "pool_end", e.avail
+        elif isinstance(e, ev.CaptureBegin) and e.avail is not None:
+            kind, amount = "capture_begin", e.avail
+        elif isinstance(e, ev.CaptureEnd) and e.avail is not None:
+            kind, amount = "capture_end", e.avail
+        elif isinstance(e, ev.Summary) and e.available is not None:
+            kind, amount = "summary", e.available
+        if kind is None or amount is None:
+            continue
+        pending[len(out)] = pools
+        pools = []
+        out.append(_Reading(kind, amount.bytes, e.source.line_no, e, model_of.get(id(e)), graph_of.get(id(e))))
+    # An open capture (crash or truncated log): its last bucket sample closes the chain.
+    if out and out[-1].kind == "capture_begin" and out[-1].graph and out[-1].graph.samples:
+        g = out[-1].graph
+        s = g.samples[-1]
+        pending[len(out)] = pools
+        out.append(_Reading("last_sample", s.avail.bytes, s.source.line_no, out[-1].event, None, g))
+    return out, pending
+
+
+def _role(m: Model | None) -> str:
+    return "draft " if m is not None and m.role == "draft" else ""
+
+
+def _remainder(delta: int, causes: list[Cause], name: str, lines: tuple[int, ...], note: str = "") -> list[Cause]:
+    rest = delta - sum(c.bytes for c in causes)
+    if rest != 0 or not causes:
+        if abs(rest) <= ROUNDING_BYTES and causes:
+            name, note = "rounding of printed values", "within +-0.01 GiB"
+        causes.append(Cause(name, rest, "unattributed", lines, note))
+    return causes
+
+
+def _pool_causes(
+    pools: Sequence[ev.Event], model: Model | None, launch: Launch, delta: int, lines: tuple[int, int]
+) -> list[Cause]:
+    causes: list[Cause] = []
+    kvs = [p for p in pools if isinstance(p, ev.KVPool)]
+    swa = next((p for p in pools if isinstance(p, ev.SWASummary)), None)
+    for i, p in enumerate(kvs):
+        label = "KV pool"
+        if swa is not None and len(kvs) >= 2 and model is not None and model.role == "target" and i < 2:
+            label = "SWA KV pool" if i == 0 else "full-attention KV pool"
+        what = "KV" if p.kv is not None else "K+V"
+        tok = f", {p.tokens:,} tokens" if p.tokens is not None else ""
+        causes.append(Cause(f"{_role(model)}{label} ({what}{tok})", p.total_bytes, "logged", (p.source.line_no,)))
+    for p in pools:
+        if isinstance(p, ev.MambaPool):
+            causes.append(Cause(f"{_role(model)}Mamba state ({p.max_size} slots)", p.total_bytes, "logged",
+                                (p.source.line_no,)))  # fmt: skip
+    if model is not None and model.role == "target":
+        req = _req_to_token_bytes(launch)
+        if req is not None:
+            n_req, ctx, amount = req
+            causes.append(Cause("request-to-token table", amount, "estimated", (),
+                                f"({n_req} + 1) x {ctx} x 4 B"))  # fmt: skip
+    return _remainder(delta, causes, "unlogged (small pools, allocator)", lines)
+
+
+def _req_to_token_bytes(launch: Launch) -> tuple[int, int, int] | None:
+    s = launch.summary
+    n_req = s.get_int("max_running_requests") if s else None
+    ctx = s.get_int("context_len") if s else None
+    args = launch.args
+    if n_req is None and isinstance(args.get("max_running_requests"), int):
+        n_req = args["max_running_requests"]
+    if ctx is None and isinstance(args.get("context_length"), int):
+        ctx = args["context_length"]
+    if n_req is None or ctx is None:
+        return None
+    return n_req, ctx, (n_req + 1) * ctx * 4
+
+
+def _lazy_note(launch: Launch) -> str:
+    a = launch.args
+    why = []
+    if a.get("moe_a2a_backend") == "deepep" or a.get("enable_deepep_moe"):
+        why.append("DeepEP buffers (moe_a2a_backend='deepep')")
+    ep = a.get("ep_size")
+    if isinstance(ep, int) and ep > 1:
+        why.append(f"expert-parallel (ep_size={ep}) all-to-all buffers")
+    if a.get("enable_dp_attention"):
+        why.append("DP-attention gather buffers")
+    if not why:
+        return ""
+    return "includes lazy allocations made on the first capture: " + ", ".join(why)
+
+
+def _graph_phase(g: Graph, before: _Reading, after: _Reading, launch: Launch, rank: Rank) -> Phase:
+    delta = before.bytes - after.bytes
+    lines = (before.line, after.line)
+    causes: list[Cause] = []
+    buckets: list[Bucket] = []
+    s = g.samples
+    open_capture = after.kind == "last_sample"
+    if s:
+        for i, smp in enumerate(s):
+            nxt = s[i + 1].avail.bytes if i + 1 < len(s) else (None if open_capture else after.bytes)
+            cost = smp.avail.bytes - nxt if nxt is not None else None
+            buckets.append(Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no))
+        causes.append(Cause("static buffers (before the first bucket)", before.bytes - s[0].avail.bytes,
+                            "derived", (before.line, s[0].source.line_no)))  # fmt: skip
+        if open_capture:
+            if len(s) > 1:
+                causes.append(Cause(f"buckets captured before the log stops ({len(s) - 1})",
+                                    s[0].avail.bytes - s[-1].avail.bytes, "derived",
+                                    (s[0].source.line_no, s[-1].source.line_no)))  # fmt: skip
+        elif len(s) >= 2:
+            bs = f"bs {s[0].size}" if s[0].size is not None else "first bucket"
+            causes.append(Cause(f"largest bucket ({bs})", s[0].avail.bytes - s[1].avail.bytes, "derived",
+                                (s[0].source.line_no, s[1].source.line_no), _lazy_note(launch)))  # fmt: skip
+            n_other = (len(g.sizes) - 1) if g.sizes else (len(s) - 1)
+            causes.append(Cause(f"other {n_other} buckets", s[1].avail.bytes - after.bytes, "derived",
+                                (s[1].source.line_no, after.line)))  # fmt: skip
+        else:
+            causes.append(Cause("buckets (one bar reading only)", s[0].avail.bytes - after.bytes, "derived",
+                                (s[0].source.line_no, after.line)))  # fmt: skip
+    elif g.end is not None and g.end.usage is not None:
+        note = "" if rank.prints_bars else "no bucket readings on this rank (only the bar-printing rank has them)"
+        causes.append(Cause("graph capture (total)", g.end.usage.bytes, "logged", (after.line,), note))
+    causes = _remainder(delta, causes, "unattributed", lines)
+    suffix = " (stopped)" if open_capture else ""
+    return Phase(f"capture:{g.name}", f"capture {g.name}{suffix}", before.bytes, after.bytes, tuple(causes),
+                 lines, g, tuple(buckets))  # fmt: skip
+
+
+def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
+    """The phases of one rank, in log order; conservation is checked before returning."""
+    readings, pending = _readings(rank)
+    phases: list[Phase] = []
+    # Distributed init: only its usage is printed; the reading before it is derived.
+    first_wb = next((r for r in readings if r.kind == "weights_begin"), None)
+    if rank.init_end is not None and first_wb is not None and readings and readings[0] is first_wb:
+        usage = rank.init_end.usage.bytes
+        causes = [Cause("NCCL / gloo / custom all-reduce", usage, "logged", (rank.init_end.source.line_no,))]
+        ar = next((e for e in rank.events if isinstance(e, ev.AllReduceConfig)), None)
+        if ar is not None:
+            causes = [
+                Cause("all-reduce symmetric memory", ar.symmetric.bytes, "logged", (ar.source.line_no,)),
+                Cause("all-reduce local buffer", ar.local.bytes, "logged", (ar.source.line_no,)),
+                Cause("NCCL / gloo / other communicators", usage - ar.symmetric.bytes - ar.local.bytes,
+                      "derived", (rank.init_end.source.line_no,)),
+            ]  # fmt: skip
+        phases.append(Phase("init", "distributed init", first_wb.bytes + usage, first_wb.bytes, tuple(causes),
+                            (rank.init_end.source.line_no, first_wb.line)))  # fmt: skip
+    seen: dict[str, int] = {}
+    for i in range(1, len(readings)):
+        a, b = readings[i - 1], readings[i]
+        delta = a.bytes - b.bytes
+        lines = (a.line, b.line)
+        pools = pending.get(i, [])
+        if b.kind in ("capture_end", "last_sample") and b.graph is not None and a.graph is b.graph:
+            phases.append(_graph_phase(b.graph, a, b, launch, rank))
+            continue
+        if b.kind == "weights_end" and a.kind == "weights_begin":
+            we = b.event
+            assert isinstance(we, ev.WeightsEnd)
+            causes = [Cause(f"{_role(b.model)}weights", we.usage.bytes, "logged", (b.line,))] if we.usage else []
+            key, name = f"{_role(b.model).strip() or 'target'}_weights", f"{_role(b.model)}weights"
+            if not causes:
+                causes = [Cause(f"{_role(b.model)}weights", delta, "derived", lines)]
+            cl = _remainder(delta, causes, "unattributed", lines)
+        elif b.kind == "pool_end":
+            key, name = f"{_role(b.model).strip() or 'target'}_pools", f"{_role(b.model)}KV and other pools"
+            cl = _pool_causes(pools, b.model, launch, delta, lines)
+        elif b.kind == "capture_begin" and b.graph is not None:
+            first = not any(p.key.startswith("capture:") for p in phases)
+            key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.name}"
+            why = ("attention-backend workspaces, sampling buffers (unlogged)" if first and a.kind == "pool_end"
+                   else "between captures (unlogged)")  # fmt: skip
+            cl = _remainder(delta, [], why, lines)
+        elif b.kind == "weights_begin":
+            key, name = f"pre_weights:{_role(b.model).strip() or 'target'}", f"before {_role(b.model)}weights"
+            cl = _remainder(delta, [], "between steps (unlogged; a draft worker's init lands here)", lines)
+        elif b.kind == "summary":
+            key, name = "post_capture", "after capture (sampling warm-up; no empty_cache)"
+            cl = _remainder(delta, [], "unlogged", lines)
+        else:
+            key, name = f"gap:{b.kind}", f"{a.kind.replace('_', ' ')} -> {b.kind.replace('_', ' ')}"
+            cl = _remainder(delta, [], "unlogged", lines)
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        if n:
+            key = f"{key}#{n + 1}"
+        phases.append(Phase(key, name, a.bytes, b.bytes, tuple(cl), lines))
+    note = ""
+    if not phases:
+        note = ("this rank printed no free-memory readings"
+                + (" (mid-2025 SGLang printed model-runner lines on TP0 only)" if rank.models else ""))  # fmt: skip
+    led = RankLedger(rank.label, tuple(phases), note)
+    led.check()
+    return led
+
+
+# --- launch-level checks --------------------------------------------------------------------
+
+
+def _min_reading(launch: Launch, attr: str) -> tuple[int, str] | None:
+    vals = []
+    for r in launch.ranks:
+        t = r.target
+        e = getattr(t, attr) if t else None
+        if e is not None:
+            vals.append((e.avail.bytes, r.label))
+    return min(vals) if vals else None
+
+
+def sizing(launch: Launch) -> Sizing | None:
+    mfs = launch.args.get("mem_fraction_static")
+    pre = _min_reading(launch, "weights_begin")
+    post = _min_reading(launch, "weights_end")
+    if not isinstance(mfs, (int, float)) or pre is None or post is None:
+        return None
+    rest = post[0] - round(pre[0] * (1 - float(mfs)))
+    pools = [p for r in launch.ranks if r.target for p in r.target.pools]
+    first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
+    kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
+    kv_bytes = sum(p.total_bytes for p in kv) if kv else None
+    mamba = first_rank.target.mamba_pools if first_rank and first_rank.target else ()
+    logged = (kv_bytes or 0) + sum(p.total_bytes for p in mamba) if kv else None
+    tokens = kv[0].tokens if kv else None
+    bpt = kv[0].total_bytes / kv[0].tokens if kv and kv[0].tokens else None
+    del pools
+    parts = 1 if kv and kv[0].kv is not None else 2
+    first_kv = kv[0].total_bytes if kv else None
+    return Sizing(float(mfs), pre[0], pre[1], post[0], rest, logged, first_kv if kv else kv_bytes, tokens,
+                  bpt, parts)  # fmt: skip
+
+
+def _bpt_range(total: int | None, tokens: int | None, parts: int) -> tuple[int, int] | None:
+    if total is None or not tokens:
+        return None
+    # The buffers hold `tokens + page_size` slots; ignore that sliver, keep the print error.
+    err = parts * 0.005 * GIB
+    lo, hi = (total - err) / tokens, (total + err) / tokens
+    return max(0, int(lo) + 1), int(hi)
+
+
+def _roundest(rng: tuple[int, int]) -> int | None:
+    lo, hi = rng
+    if hi < lo or hi <= 0:
+        return None
+    step = 1 << max(hi.bit_length(), 1)
+    while step >= 64:
+        first = -(-lo // step) * step
+        if first <= hi:
+            return first if first + step > hi else None
+        step //= 2
+    return None
+
+
+def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
+    """SGLang's reserve_for_graph_mb() and friends, from the resolved server_args."""
+    a = launch.args
+    max_bs = a.get("cuda_graph_max_bs")
+    if not isinstance(max_bs, int) or a.get("disable_cuda_graph"):
+        return None
+    terms: list[tuple[str, int]] = [(f"decode graph: max_bs {max_bs} x 2 MB", max_bs * 2 * MIB)]
+    dp = a.get("dp_size")
+    if a.get("enable_dp_attention") and isinstance(dp, int):
+        terms.append((f"DP attention: {max_bs} x dp {dp} x 3 MB", max_bs * dp * 3 * MIB))
+        if max_bs > 300:
+            terms.append((f"DP attention, max_bs > 300: {max_bs} x {dp} x 1.5 MB", round(max_bs * dp * 1.5 * MIB)))
+    pw = a.get("piecewise_cuda_graph_tokens")
+    if (a.get("enable_piecewise_cuda_graph") or a.get("disable_piecewise_cuda_graph") is False) and isinstance(pw, list):
+        terms.append((f"piecewise graph: {len(pw)} sizes x 8 MB", len(pw) * 8 * MIB))
+    if a.get("moe_a2a_backend") == "deepep":
+        terms.append(("DeepEP all-to-all: 2048 MB", 2048 * MIB))
+    return GraphReserve(sum(v for _, v in terms), tuple(terms), measured)
+
+
+def build_ledger(launch: Launch) -> LaunchLedger:
+    ranks = tuple(rank_ledger(launch, r) for r in launch.ranks)
+    sz = sizing(launch)
+    pre = [(r.target.weights_begin.avail.bytes, r.label) for r in launch.ranks
+           if r.target and r.target.weights_begin]  # fmt: skip
+    binding = min(pre)[1] if pre else None
+    imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None
+    imb_tokens = None
+    if imbalance is not None and sz is not None and sz.bytes_per_token:
+        imb_tokens = int(imbalance // sz.bytes_per_token)
+    measured = None
+    bar_rank = next((r for r in launch.ranks if r.prints_bars), launch.ranks[0] if launch.ranks else None)
+    if bar_rank is not None:
+        us = [g.end.usage.bytes for g in bar_rank.graphs if g.end and g.end.usage]
+        measured = sum(us) if us else None
+    reserve = graph_reserve(launch, measured)
+    led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, ())
+    return LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, tuple(findings(led)))
+
+
+# --- findings ----------------------------------------------------------------------------------
+
+
+def _g(n: int | None) -> str:
+    return format_gib(n)
+
+
+def findings(led: LaunchLedger) -> list[str]:
+    """Plain sentences with numbers, most useful first."""
+    out: list[str] = []
+    L = led.launch
+    main = next((r for r in L.ranks if r.prints_bars), L.ranks[0] if L.ranks else None)
+    if main is None:
+        return out
+    rl = led.rank(main.label)
+    where = main.label or "the GPU"
+    t = main.target
+    if t and t.weights_end and t.weights_end.usage:
+        out.append(f"Weights take {_g(t.weights_end.usage.bytes)} GiB per rank on {where}"
+                   f" ({t.weights_end.model_type}).")  # fmt: skip
+    sz = led.sizing
+    if sz is not None:
+        tok = f" for {sz.kv_tokens:,} tokens" if sz.kv_tokens else ""
+        bpt = ""
+        if sz.likely_bytes_per_token:
+            bpt = f" ({sz.likely_bytes_per_token:,} bytes per token)"
+        elif sz.bytes_per_token:
+            bpt = f" (about {sz.bytes_per_token:,.0f} bytes per token)"
+        logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB{tok}{bpt}" if sz.logged_pool_bytes else ""
+        out.append(
+            f"KV budget by SGLang's rule: {_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
+            f"(1 - {sz.mem_fraction_static:g}) = {_g(sz.rest_bytes)} GiB{logged}."
+        )
+        if sz.rest_bytes <= 0:
+            out.append("The KV budget is not positive: raise --mem-fraction-static or put fewer weights on each GPU.")
+    if rl is not None:
+        pools = rl.phase("target_pools")
+        if pools is not None:
+            parts = ", ".join(f"{c.name} {_g(c.bytes)}" for c in pools.causes)
+            out.append(f"The pool step drops {_g(pools.delta_bytes)} GiB on {where}: {parts}.")
+        pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
+        if pre is not None and pre.delta_bytes > ROUNDING_BYTES:
+            out.append(f"{_g(pre.delta_bytes)} GiB went to unlogged attention-backend workspaces between "
+                       f"Memory pool end and the first capture on {where}.")  # fmt: skip
+        for p in rl.phases:
+            g = p.graph
+            if g is None:
+                continue
+            static = next((c for c in p.causes if c.name.startswith("static")), None)
+            largest = next((c for c in p.causes if c.name.startswith("largest")), None)
+            other = next((c for c in p.causes if c.name.startswith("other")), None)
+            if static and largest and other:
+                tail = ""
+                if largest.bytes > 2 * max(other.bytes, 1):
+                    tail = "; the number of buckets hardly matters, the largest bucket does"
+                out.append(
+                    f"CUDA graphs ({g.name}) take {_g(p.delta_bytes)} GiB on {where}: static {_g(static.bytes)}, "
+                    f"{largest.name} {_g(largest.bytes)}, the {other.name} {_g(other.bytes)} in all{tail}."
+                )
+                if largest.note:
+                    out.append(f"The largest {g.name} bucket {largest.note}.")
+            elif p.delta_bytes < -ROUNDING_BYTES:
+                pass
+            if p.delta_bytes < -ROUNDING_BYTES:
+                out.append(f"Free memory rose by {_g(-p.delta_bytes)} GiB during capture {g.name} on {where}: "
+                           "memory was released (temporaries freed, or another process on the GPU), "
+                           "so later readings are higher than the pools left.")  # fmt: skip
+        if rl.last_bytes is not None:
+            out.append(f"{_g(rl.last_bytes)} GiB is left free on {where} at the last reading.")
+    if led.imbalance_bytes is not None and led.imbalance_bytes > ROUNDING_BYTES * 5:
+        cost = f", which costs about {led.imbalance_tokens:,} KV tokens per rank" if led.imbalance_tokens else ""
+        out.append(f"Ranks differ by {_g(led.imbalance_bytes)} GiB of free memory before loading; SGLang sizes "
+                   f"every rank from the smallest ({led.binding_rank}){cost}.")  # fmt: skip
+    if led.reserve is not None and led.reserve.measured_bytes is not None:
+        out.append(f"SGLang's default mem_fraction_static heuristic reserves {_g(led.reserve.reserve_bytes)} GiB "
+                   f"for graphs; the captures used {_g(led.reserve.measured_bytes)} GiB on {where}.")  # fmt: skip
+    out.extend(_rank_graph_spread(led, main))
+    return out
+
+
+def _rank_graph_spread(led: LaunchLedger, main: Rank) -> list[str]:
+    out = []
+    ref = {g.name: g.end.usage.bytes for g in main.graphs if g.end and g.end.usage}
+    for r in led.launch.ranks:
+        if r is main:
+            continue
+        for g in r.graphs:
+            if g.end and g.end.usage and g.name in ref and ref[g.name] > 0:
+                diff = g.end.usage.bytes - ref[g.name]
+                if abs(diff) > 0.1 * ref[g.name] and abs(diff) > ROUNDING_BYTES:
+                    out.append(f"{r.label} used {_g(g.end.usage.bytes)} GiB for capture {g.name}, "
+                               f"{abs(diff) / ref[g.name]:.0%} {'more' if diff > 0 else 'less'} than "
+                               f"{main.label or 'the main rank'}.")  # fmt: skip
+    return out
+
+
+def launch_findings(launch: Launch) -> list[str]:
+    return list(build_ledger(launch).findings)
+
+
+def ledger_rows(led: RankLedger) -> list[dict[str, Any]]:
+    """Flat rows {phase, cause, gib, bytes, kind, lines} for JSON and DataFrames."""
+    rows = []
+    for p in led.phases:
+        for c in p.causes:
+            rows.append({"phase": p.key, "phase_name": p.name, "cause": c.name, "gib": gib(c.bytes),
+                         "bytes": c.bytes, "kind": c.kind, "lines": list(c.lines), "note": c.note})  # fmt: skip
+    return rows

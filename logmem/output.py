@@ -1,0 +1,49 @@
+"""Output writer: '-' is stdout, a path is written whole or not at all; formats guessed from extensions."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from logmem.errors import LogmemError
+
+EXTENSIONS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text",
+              ".html": "html", ".htm": "html", ".png": "png", ".svg": "svg"}  # fmt: skip
+
+
+def guess_format(output: str | None, fmt: str | None, default: str = "text") -> str:
+    """An explicit --format wins; else the output file's extension; else `default`."""
+    if fmt:
+        return fmt
+    if output and output != "-":
+        return EXTENSIONS.get(Path(output).suffix.lower(), default)
+    return default
+
+
+def write_output(data: str | bytes, output: str | None, force: bool = True) -> None:
+    """Write to stdout ('-' or None) or atomically to a file (no half-written reports)."""
+    if output in (None, "-"):
+        if isinstance(data, bytes):
+            if sys.stdout.isatty():
+                raise LogmemError("refusing to write a binary image to a terminal; use -o FILE")
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            click.echo(data, nl=False)
+        return
+    path = Path(output)
+    if path.exists() and not force:
+        raise LogmemError(f"{output} exists; use --force to overwrite it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise LogmemError(f"cannot write {output}: {e.strerror or e}") from None
+    click.echo(f"Wrote {output}", err=True)

@@ -1,0 +1,226 @@
+"""Report model: an Analysis -> verdict, findings and tables that text, Markdown and HTML all draw.
+
+The numbers are decided here once, so the formats cannot disagree about them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from logmem.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.ledger import Launch, Rank
+from logmem.units import format_gib
+
+if TYPE_CHECKING:
+    from logmem.analysis import Analysis
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    align: tuple[str, ...] = ()  # "l" | "r" per column; default: first left, rest right
+    notes: tuple[str, ...] = ()
+    indent: tuple[int, ...] = ()  # per row: 0 a phase, 1 a cause under it
+
+    def alignment(self, i: int) -> str:
+        if self.align:
+            return self.align[i]
+        return "l" if i == 0 else "r"
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    tables: tuple[Table, ...] = ()
+    paragraphs: tuple[str, ...] = ()
+    details: bool = False  # collapsed in Markdown/HTML
+
+
+@dataclass(frozen=True)
+class LaunchReport:
+    title: str
+    verdict: tuple[str, ...]
+    findings: tuple[str, ...]
+    sections: tuple[Section, ...]
+    ledger: LaunchLedger = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    launches: tuple[LaunchReport, ...]
+    input_notes: tuple[str, ...]
+
+
+def _g(n: int | None, signed: bool = False) -> str:
+    return format_gib(n, signed=signed, unknown="-")
+
+
+def main_rank(launch: Launch) -> Rank | None:
+    """The rank a report leads with: the one with bucket readings, else the first."""
+    return next((r for r in launch.ranks if r.prints_bars), launch.ranks[0] if launch.ranks else None)
+
+
+def rank_name(label: str) -> str:
+    return label or "the GPU (no rank tag)"
+
+
+def ledger_table(led: RankLedger) -> Table:
+    rows: list[tuple[str, ...]] = []
+    indent: list[int] = []
+    footnotes: list[str] = []
+    for p in led.phases:
+        rows.append((p.name, _g(p.before_bytes), _g(p.after_bytes), _g(p.delta_bytes), "", f"{p.lines[0]}-{p.lines[1]}"))
+        indent.append(0)
+        for c in p.causes:
+            name = c.name
+            if c.note:
+                footnotes.append(f"[{len(footnotes) + 1}] {c.name}: {c.note}")
+                name = f"{name} [{len(footnotes)}]"
+            rows.append((name, "", "", _g(c.bytes), c.kind, ",".join(str(x) for x in c.lines)))
+            indent.append(1)
+    notes = list(footnotes)
+    if led.phases:
+        total = sum(p.delta_bytes for p in led.phases)
+        notes.append(
+            f"From {_g(led.first_bytes)} GiB free to {_g(led.last_bytes)} GiB: {_g(total)} GiB in all; "
+            "each drop is split into causes, and what the log does not explain is shown as unattributed."
+        )
+    if led.note:
+        notes.append(led.note)
+    return Table(
+        f"Ledger of {rank_name(led.rank)} (GiB)",
+        ("phase / cause", "free before", "free after", "drop", "kind", "lines"),
+        tuple(rows),
+        ("l", "r", "r", "r", "l", "r"),
+        tuple(notes),
+        tuple(indent),
+    )
+
+
+_RANK_COLUMNS = (
+    ("before weights", lambda r: r.target.weights_begin.avail.bytes if r.target and r.target.weights_begin else None),
+    ("after weights", lambda r: r.target.weights_end.avail.bytes if r.target and r.target.weights_end else None),
+    ("after pools", lambda r: r.target.pool_end.avail.bytes if r.target and r.target.pool_end else None),
+    ("capture begin", lambda r: next((g.begin_bytes for g in r.graphs if g.begin_bytes is not None), None)),
+    ("after capture", lambda r: next((g.end_bytes for g in reversed(r.graphs) if g.end_bytes is not None), None)),
+)
+
+
+def ranks_table(led: LaunchLedger) -> Table | None:
+    L = led.launch
+    if len(L.ranks) < 2:
+        return None
+    rows = []
+    for r in L.ranks:
+        graphs = [g.end.usage.bytes for g in r.graphs if g.end and g.end.usage]
+        mark = " *" if r.label == led.binding_rank else ""
+        rows.append((rank_name(r.label) + mark, *(_g(f(r)) for _, f in _RANK_COLUMNS),
+                     _g(sum(graphs)) if graphs else "-"))  # fmt: skip
+    notes = ["* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it."]
+    if any(not r.prints_bars for r in L.ranks) and any(r.prints_bars for r in L.ranks):
+        notes.append("Only the rank that prints progress bars has per-bucket readings; others show totals.")
+    return Table("Free memory per rank (GiB)", ("rank", *(c for c, _ in _RANK_COLUMNS), "graphs"),
+                 tuple(rows), notes=tuple(notes))  # fmt: skip
+
+
+def bucket_tables(led: RankLedger) -> list[Table]:
+    out = []
+    for p in led.phases:
+        if not p.buckets:
+            continue
+        rows = tuple((str(b.size) if b.size is not None else "?", _g(b.avail_bytes), _g(b.cost_bytes), str(b.line))
+                     for b in p.buckets)  # fmt: skip
+        src = p.graph.sizes_source if p.graph is not None else None
+        notes = (f"sizes from the {src}" if src else "sizes from the progress bar",
+                 "cost = free at this bucket's start minus free at the next one's (or the end line)")  # fmt: skip
+        out.append(Table(f"Buckets of {p.name} on {rank_name(led.rank)} (GiB)",
+                         ("size", "free at start", "cost", "line"), rows, notes=notes))  # fmt: skip
+    return out
+
+
+def sizing_table(led: LaunchLedger) -> Table | None:
+    sz = led.sizing
+    if sz is None:
+        return None
+    rows = [
+        ("P: free before weights (min over ranks)", _g(sz.pre_load_bytes), sz.pre_load_rank or "(untagged)"),
+        ("free after weights (min over ranks)", _g(sz.after_weights_bytes), ""),
+        ("mem_fraction_static", f"{sz.mem_fraction_static:g}", "server_args"),
+        ("rest = after - P x (1 - mfs)", _g(sz.rest_bytes), "SGLang's KV rule (reference 12.2)"),
+        ("pools logged", _g(sz.logged_pool_bytes), "KV (+ Mamba) lines"),
+    ]
+    if sz.kv_tokens:
+        rows.append(("KV tokens", f"{sz.kv_tokens:,}", ""))
+    if sz.bytes_per_token_range:
+        lo, hi = sz.bytes_per_token_range
+        likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else "?"
+        rows.append(("bytes per token", likely, f"consistent with the printed sizes: {lo:,} to {hi:,}"))
+    if led.reserve is not None:
+        for term, v in led.reserve.terms:
+            rows.append((f"graph reserve: {term}", _g(v), "default-mfs heuristic (12.3)"))
+        rows.append(("graph reserve, total", _g(led.reserve.reserve_bytes), f"measured {_g(led.reserve.measured_bytes)}"))
+    return Table("KV sizing against SGLang's rules", ("quantity", "value", "source"), tuple(rows), ("l", "r", "l"))
+
+
+def launch_report(L: Launch, n_launches: int, all_ranks: bool = False) -> LaunchReport:
+    led = build_ledger(L)
+    sections: list[Section] = []
+    main = main_rank(L)
+    # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
+    full = all_ranks or len(L.ranks) <= 2
+    leading = [r for r in led.ranks if full or (main is not None and r.rank == main.label)]
+    if leading:
+        sections.append(Section("Ledger", tuple(ledger_table(r) for r in leading)))
+    rt = ranks_table(led)
+    if rt is not None:
+        sections.append(Section("Ranks", (rt,)))
+    st = sizing_table(led)
+    if st is not None:
+        sections.append(Section("Sizing checks", (st,)))
+    if main is not None and (rl := led.rank(main.label)) is not None:
+        bts = bucket_tables(rl)
+        if bts:
+            sections.append(Section("Graph buckets", tuple(bts), details=True))
+    others = [ledger_table(r) for r in led.ranks if r not in leading]
+    if others:
+        sections.append(Section("Other ranks", tuple(others), details=True))
+    model = L.args.get("model_path")
+    title = f"Launch {L.index}" if n_launches > 1 else "Launch"
+    if isinstance(model, str):
+        title += f": {model}"
+    return LaunchReport(title, tuple(_verdict(L)), led.findings, tuple(sections), led)
+
+
+def _verdict(L: Launch) -> list[str]:
+    from logmem import failures
+
+    fn = getattr(failures, "verdict", None)  # TODO(integration): failures.verdict lands with issue 5
+    if fn is not None:
+        out: list[str] = fn(L)
+        return out
+    return [failures.outcome(L).status.capitalize() + "."]
+
+
+def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
+    notes = []
+    for st in a.stats:
+        parts = [f"{st.path}: {st.lines:,} lines"]
+        if st.compression:
+            parts.append(f"{st.compression}-compressed")
+        if not st.ends_with_newline:
+            parts.append("no newline at the end (cut off?)")
+        if st.truncated_segments:
+            parts.append(f"{st.truncated_segments} over-long line(s) cut to 4 MiB")
+        notes.append(", ".join(parts))
+    if a.unmatched:
+        notes.append(f"{len(a.unmatched)} line(s) carry a memory figure but match no pattern "
+                     "(`logmem lines` lists them).")  # fmt: skip
+    stray = sum(L.stray_bars for L in a.launches)
+    if stray:
+        notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
+    return Report("logmem memory report", tuple(launch_report(L, len(a.launches), all_ranks) for L in a.launches),
+                  tuple(notes))  # fmt: skip

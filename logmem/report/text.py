@@ -1,0 +1,84 @@
+"""Text reporter: the report model as plain text for a terminal, at most 100 columns."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING
+
+from logmem.report.model import Report, Table, analysis_report
+
+if TYPE_CHECKING:
+    from logmem.analysis import Analysis
+
+WIDTH = 100
+
+
+def _wrap(text: str, bullet: str = "") -> str:
+    return textwrap.fill(text, WIDTH, initial_indent=bullet, subsequent_indent=" " * len(bullet))
+
+
+MAX_ROWS = 14  # long bucket tables: head and tail on a terminal, all rows in Markdown/JSON
+
+
+def table_lines(t: Table) -> list[str]:
+    rows = [list(r) for r in t.rows]
+    if len(rows) > MAX_ROWS and not t.indent:
+        hidden = len(rows) - 10
+        rows = rows[:8] + [[f"... {hidden} more"] + [""] * (len(t.columns) - 1)] + rows[-2:]
+    cells = [list(t.columns)] + rows
+    indent = [0] + list(t.indent or [0] * len(t.rows))
+    for row, ind in zip(cells, indent):
+        if ind:
+            row[0] = "  " * ind + row[0]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(t.columns))]
+    # Keep within WIDTH: the first column and a trailing text column give way first.
+    over = sum(widths) + 2 * (len(widths) - 1) - WIDTH
+    for i in (len(widths) - 2 if t.alignment(len(widths) - 2) == "l" else 0, 0):
+        if over > 0 and widths[i] > 12:
+            cut = min(over, widths[i] - 12)
+            widths[i] -= cut
+            over -= cut
+    out = []
+    for n, row in enumerate(cells):
+        parts = []
+        for i, cell in enumerate(row):
+            w = widths[i]
+            if len(cell) > w:
+                cell = cell[: w - 1] + "~"
+            parts.append(cell.ljust(w) if t.alignment(i) == "l" else cell.rjust(w))
+        out.append("  ".join(parts).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
+
+
+def render_report(rep: Report) -> str:
+    out: list[str] = []
+    for lr in rep.launches:
+        out.append(lr.title)
+        out.append("=" * min(len(lr.title), WIDTH))
+        out.extend(_wrap(v) for v in lr.verdict)
+        if lr.findings:
+            out.append("")
+            out.append("Findings")
+            out.extend(_wrap(f, "- ") for f in lr.findings)
+        for sec in lr.sections:
+            if sec.title == "Other ranks":
+                out.append("")
+                out.append(f"({len(sec.tables)} more ranks: pick one with --rank, or see --format markdown/json)")
+                continue
+            for t in sec.tables:
+                out.append("")
+                out.append(t.title)
+                out.extend(table_lines(t))
+                out.extend(_wrap(n) for n in t.notes)
+            out.extend(_wrap(p) for p in sec.paragraphs)
+        out.append("")
+    if rep.input_notes:
+        out.append("Input")
+        out.extend(_wrap(n, "- ") for n in rep.input_notes)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render(a: Analysis) -> str:
+    return render_report(analysis_report(a))
