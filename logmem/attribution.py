@@ -513,6 +513,15 @@ def findings(led: LaunchLedger) -> list[str]:
         )
         if sz.rest_bytes <= 0:
             out.append("The KV budget is not positive: raise --mem-fraction-static or put fewer weights on each GPU.")
+        elif sz.logged_pool_bytes is not None:
+            gap = sz.logged_pool_bytes - sz.rest_bytes
+            if abs(gap) > 5 * ROUNDING_BYTES and abs(gap) > 0.02 * sz.rest_bytes:
+                why = ("the allocated cells are bigger than the cell size the sizing assumed "
+                       "(e.g. FP8 scales, an indexer, draft layers)" if gap > 0 else
+                       "a cap held the pool below the budget (max_total_tokens, page rounding, "
+                       "a hybrid/SWA split, or a draft share)")  # fmt: skip
+                out.append(f"The pools logged {_g(abs(gap))} GiB {'more' if gap > 0 else 'less'} than that "
+                           f"budget: {why}.")  # fmt: skip
     if rl is not None:
         pools = rl.phase("target_pools")
         if pools is not None:
@@ -554,7 +563,28 @@ def findings(led: LaunchLedger) -> list[str]:
     if led.reserve is not None and led.reserve.measured_bytes is not None:
         out.append(f"SGLang's default mem_fraction_static heuristic reserves {_g(led.reserve.reserve_bytes)} GiB "
                    f"for graphs; the captures used {_g(led.reserve.measured_bytes)} GiB on {where}.")  # fmt: skip
+    out.extend(_reuse(rl, L))
     out.extend(_rank_graph_spread(led, main))
+    return out
+
+
+def _reuse(rl: RankLedger | None, launch: Launch) -> list[str]:
+    """A later family whose largest bucket is small reuses the lazily allocated buffers."""
+    if rl is None:
+        return []
+    largest = []
+    for p in rl.phases:
+        c = next((c for c in p.causes if c.name.startswith("largest bucket")), None)
+        if c is not None and p.graph is not None:
+            largest.append((p.graph.name, c.bytes))
+    out = []
+    if len(largest) >= 2 and largest[0][1] > 10 * ROUNDING_BYTES:
+        first_name, first = largest[0]
+        for name, b in largest[1:]:
+            if b < 0.25 * first:
+                lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if _lazy_note(launch) else ""
+                out.append(f"The {name} graph's largest bucket took {_g(b)} GiB against {_g(first)} for "
+                           f"{first_name}: the buffers allocated lazily on the first capture{lazy} are reused.")  # fmt: skip
     return out
 
 

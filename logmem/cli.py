@@ -57,7 +57,19 @@ def select_options(fn: F) -> F:
     return fn
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Group(click.Group):
+    """Library errors become "Error: ..." with exit 1, however the CLI is invoked."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from logmem.errors import LogmemError
+
+        try:
+            return super().invoke(ctx)
+        except LogmemError as e:
+            raise UserError(str(e)) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="logmem")
 @click.option("-q", "--quiet", is_flag=True, help="No progress or status messages on stderr.")
 @click.pass_context
