@@ -334,8 +334,9 @@ def parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
         return {}, form, "the server_args line is cut or malformed"
     try:
         if isinstance(tree, ast.Dict):
-            value = ast.literal_eval(tree)
-            return ({str(k): v for k, v in value.items()} if isinstance(value, dict) else {}), form, None
+            return {
+                str(ast.literal_eval(k)): _literal(v) for k, v in zip(tree.keys, tree.values) if k is not None
+            }, form, None
         if isinstance(tree, ast.Call):
             return _call_kwargs(tree), form, None
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -344,12 +345,24 @@ def parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
 
 
 def _literal(node: ast.expr) -> Any:
-    if isinstance(node, ast.Call):
-        return _call_kwargs(node)
+    if _is_config_call(node):
+        return _call_kwargs(node)  # type: ignore[arg-type]
     try:
         return ast.literal_eval(node)
     except ValueError:
-        return ast.unparse(node)  # an enum or object repr we cannot evaluate: keep its text
+        # An enum, a torch.dtype or any other expression: keep its text, never run it.
+        return ast.unparse(node)
+
+
+def _is_config_call(node: ast.expr) -> bool:
+    """A nested dataclass repr such as CudaGraphConfig(decode=PhaseConfig(...)): a plain
+    (dotted) name called with keyword arguments only."""
+    if not isinstance(node, ast.Call) or node.args:
+        return False
+    func = node.func
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return isinstance(func, ast.Name)
 
 
 def _call_kwargs(call: ast.Call) -> dict[str, Any]:
