@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import regex
 
@@ -346,7 +346,7 @@ def parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
 
 def _literal(node: ast.expr) -> Any:
     if _is_config_call(node):
-        return _call_kwargs(node)  # type: ignore[arg-type]
+        return _call_kwargs(node)
     try:
         return ast.literal_eval(node)
     except ValueError:
@@ -354,7 +354,7 @@ def _literal(node: ast.expr) -> Any:
         return ast.unparse(node)
 
 
-def _is_config_call(node: ast.expr) -> bool:
+def _is_config_call(node: ast.expr) -> TypeGuard[ast.Call]:
     """A nested dataclass repr such as CudaGraphConfig(decode=PhaseConfig(...)): a plain
     (dotted) name called with keyword arguments only."""
     if not isinstance(node, ast.Call) or node.args:
