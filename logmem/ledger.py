@@ -21,6 +21,7 @@ from typing import Any
 
 from logmem import events as ev
 from logmem.lines import Source
+from logmem.units import Mem
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Sample:
     """Free memory at the start of one bucket (one per bucket, in capture order)."""
 
     size: int | None
-    avail: ev.Mem
+    avail: Mem
     source: Source = field(compare=False, repr=False)
 
 
