@@ -177,10 +177,13 @@ def launch_json(L: Launch) -> dict[str, Any]:
     oc = outcome(L)
     led = build_ledger(L)
     s = L.summary
+    from logmem.report.model import verdict_lines
+
     return {
         "index": L.index,
         "paths": list(L.paths),
         "outcome": oc.status,
+        "verdict": verdict_lines(L),
         "failure": failure_json(oc.failure),
         "runtime_errors": len(oc.runtime_errors),
         "max_total_num_tokens": s.max_total_num_tokens if s else None,

@@ -192,10 +192,11 @@ def launch_report(L: Launch, n_launches: int, all_ranks: bool = False) -> Launch
     title = f"Launch {L.index}" if n_launches > 1 else "Launch"
     if isinstance(model, str):
         title += f": {model}"
-    return LaunchReport(title, tuple(_verdict(L)), led.findings, tuple(sections), led)
+    return LaunchReport(title, tuple(verdict_lines(L)), led.findings, tuple(sections), led)
 
 
-def _verdict(L: Launch) -> list[str]:
+def verdict_lines(L: Launch) -> list[str]:
+    """The verdict sentences every format prints first."""
     from logmem import failures
 
     fn = getattr(failures, "verdict", None)  # TODO(integration): failures.verdict lands with issue 5
