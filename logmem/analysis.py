@@ -25,6 +25,8 @@ class Analysis:
     launches: tuple[Launch, ...]
     unmatched: tuple[ev.Unmatched, ...]
     stats: tuple[ReadStats, ...] = field(compare=False)
+    # A Hugging Face config.json, when given: reports put expected sizes beside measured ones.
+    model_config: dict[str, Any] | None = field(default=None, compare=False)
 
     @property
     def ranks(self) -> tuple[Rank, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from logmem.commands.analyze import analyze
+from logmem.commands.estimate import estimate
 from logmem.commands.lines import lines
 
-COMMANDS: list[click.Command] = [analyze, lines]
+COMMANDS: list[click.Command] = [analyze, estimate, lines]

@@ -11,19 +11,31 @@ from logmem.output import guess_format, write_output
 @click.command()
 @logs_argument()
 @select_options
+@click.option("--model-config", "model_config", default=None, metavar="PATH",
+              help="A config.json (or model folder): show expected sizes beside measured ones.")  # fmt: skip
 @format_options()
 def analyze(
-    logs: tuple[str, ...], launch: int | None, ranks: tuple[str, ...], fmt: str | None,
-    output: str | None, force: bool,
+    logs: tuple[str, ...], launch: int | None, ranks: tuple[str, ...], model_config: str | None,
+    fmt: str | None, output: str | None, force: bool,
 ) -> None:  # fmt: skip
     """Per-rank memory ledger, findings and verdict of each launch in LOGS.
 
     LOGS are SGLang server logs: one merged file, one file per rank, or - for stdin;
     gzip, bz2, xz and zstd are read by content.
     """
+    from dataclasses import replace
+
     from logmem.analysis import read_log, select
     from logmem.report import render
 
     analysis = select(read_log(*logs), launch, ranks)
+    if model_config is not None:
+        from logmem.errors import LogmemError
+        from logmem.estimate import EstimateError, load_model_config
+
+        try:
+            analysis = replace(analysis, model_config=load_model_config(model_config))
+        except EstimateError as e:
+            raise LogmemError(str(e)) from None
     fmt = guess_format(output, fmt, default="text")
     write_output(render(analysis, fmt), output, force)

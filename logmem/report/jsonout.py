@@ -208,7 +208,24 @@ def launch_json(L: Launch) -> dict[str, Any]:
     }
 
 
+def expected_json(L: Launch, config: dict[str, Any]) -> dict[str, Any]:
+    from logmem.crosscheck import crosscheck
+    from logmem.report.estimate_render import to_json
+
+    cc = crosscheck(build_ledger(L), config)
+    return {
+        "estimate": to_json(cc.estimate),
+        "checks": [{"what": c.what, "measured_bytes": c.measured_bytes, "expected_bytes": c.expected_bytes,
+                    "differs": c.differs, "note": c.note} for c in cc.checks],  # fmt: skip
+        "findings": list(cc.findings),
+    }
+
+
 def analysis_json(a: Analysis) -> dict[str, Any]:
+    launches = [launch_json(L) for L in a.launches]
+    if a.model_config is not None:
+        for doc, L in zip(launches, a.launches):
+            doc["expected"] = expected_json(L, a.model_config)
     return {
         "schema": SCHEMA,
         "logmem": __version__,
@@ -217,7 +234,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
              "ends_with_newline": st.ends_with_newline, "truncated_segments": st.truncated_segments}
             for st in a.stats
         ],  # fmt: skip
-        "launches": [launch_json(L) for L in a.launches],
+        "launches": launches,
         "unmatched_memory_lines": [{"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}
                                    for u in a.unmatched],  # fmt: skip
     }

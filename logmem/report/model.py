@@ -6,7 +6,7 @@ The numbers are decided here once, so the formats cannot disagree about them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from logmem.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.ledger import Launch, Rank
@@ -166,7 +166,23 @@ def sizing_table(led: LaunchLedger) -> Table | None:
     return Table("KV sizing against SGLang's rules", ("quantity", "value", "source"), tuple(rows), ("l", "r", "l"))
 
 
-def launch_report(L: Launch, n_launches: int, all_ranks: bool = False) -> LaunchReport:
+def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:
+    from logmem.crosscheck import crosscheck, gib_or_bytes
+
+    cc = crosscheck(led, config)
+    rows = []
+    for c in cc.checks:
+        verdict = "differs" if c.differs else ("agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-")
+        rows.append((c.what, gib_or_bytes(c.what, c.measured_bytes), gib_or_bytes(c.what, c.expected_bytes), verdict))
+    notes = tuple(c.note for c in cc.checks if c.note) + tuple(cc.estimate.notes[:6])
+    t = Table("Measured against config.json (GiB unless per token)", ("quantity", "measured", "expected", ""),
+              tuple(rows), ("l", "r", "r", "l"), notes)  # fmt: skip
+    return t, cc.findings
+
+
+def launch_report(
+    L: Launch, n_launches: int, all_ranks: bool = False, config: dict[str, Any] | None = None
+) -> LaunchReport:
     led = build_ledger(L)
     sections: list[Section] = []
     main = main_rank(L)
@@ -181,6 +197,10 @@ def launch_report(L: Launch, n_launches: int, all_ranks: bool = False) -> Launch
     st = sizing_table(led)
     if st is not None:
         sections.append(Section("Sizing checks", (st,)))
+    extra: tuple[str, ...] = ()
+    if config is not None:
+        et, extra = expected_table(led, config)
+        sections.append(Section("Expected from config.json", (et,)))
     if main is not None and (rl := led.rank(main.label)) is not None:
         bts = bucket_tables(rl)
         if bts:
@@ -192,7 +212,7 @@ def launch_report(L: Launch, n_launches: int, all_ranks: bool = False) -> Launch
     title = f"Launch {L.index}" if n_launches > 1 else "Launch"
     if isinstance(model, str):
         title += f": {model}"
-    return LaunchReport(title, tuple(verdict_lines(L)), led.findings, tuple(sections), led)
+    return LaunchReport(title, tuple(verdict_lines(L)), led.findings + extra, tuple(sections), led)
 
 
 def verdict_lines(L: Launch) -> list[str]:
@@ -223,5 +243,5 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
     stray = sum(L.stray_bars for L in a.launches)
     if stray:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
-    return Report("logmem memory report", tuple(launch_report(L, len(a.launches), all_ranks) for L in a.launches),
+    return Report("logmem memory report", tuple(launch_report(L, len(a.launches), all_ranks, a.model_config) for L in a.launches),
                   tuple(notes))  # fmt: skip

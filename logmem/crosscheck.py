@@ -1,0 +1,105 @@
+"""Cross-check: measured ledger figures against what the model's config.json says they should be."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from logmem.attribution import ROUNDING_BYTES, LaunchLedger
+from logmem.estimate import Estimate, estimate, settings_from_server_args
+from logmem.units import GIB, format_gib
+
+
+@dataclass(frozen=True)
+class Check:
+    what: str
+    measured_bytes: int | None  # for per-token figures: bytes per token
+    expected_bytes: int | None
+    tolerance_bytes: int  # what print rounding alone can explain
+    note: str = ""
+
+    @property
+    def differs(self) -> bool:
+        if self.measured_bytes is None or self.expected_bytes is None:
+            return False
+        gap = abs(self.measured_bytes - self.expected_bytes)
+        return gap > self.tolerance_bytes and gap > 0.05 * max(abs(self.expected_bytes), 1)
+
+
+@dataclass(frozen=True)
+class Crosscheck:
+    estimate: Estimate
+    checks: tuple[Check, ...]
+    findings: tuple[str, ...]
+
+
+def expected_for(launch_args: Mapping[str, Any], config: Mapping[str, Any]) -> Estimate:
+    """The estimate for the deployment the log describes (parallel sizes and dtypes from server_args)."""
+    return estimate(config, **settings_from_server_args(launch_args))
+
+
+def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
+    L = led.launch
+    est = expected_for(L.args, config)
+    main = next((r for r in L.ranks if r.prints_bars), L.ranks[0] if L.ranks else None)
+    checks: list[Check] = []
+    findings: list[str] = []
+    t = main.target if main else None
+    measured_w = t.weights_end.usage.bytes if t and t.weights_end and t.weights_end.usage else None
+    w = Check("weights per rank", measured_w, est.weights_bytes_per_rank, ROUNDING_BYTES)
+    checks.append(w)
+    if w.differs and w.measured_bytes is not None and w.expected_bytes is not None:
+        gap = w.measured_bytes - w.expected_bytes
+        why = ("memory held after load (loader temporaries still referenced), or weights not sharded as "
+               "assumed" if gap > 0 else
+               "CPU offload (cpu_offload_gb), tied or shared weights, or a stronger quantisation than the "
+               "config says")  # fmt: skip
+        findings.append(f"Weights took {format_gib(w.measured_bytes)} GiB per rank; config.json predicts "
+                        f"{format_gib(w.expected_bytes)} GiB ({format_gib(gap, signed=True)}): likely {why}.")  # fmt: skip
+    sz = led.sizing
+    kv_meas = None
+    tol = 0
+    if sz is not None:
+        kv_meas = sz.likely_bytes_per_token or (round(sz.bytes_per_token) if sz.bytes_per_token else None)
+        if sz.bytes_per_token_range:
+            lo, hi = sz.bytes_per_token_range
+            tol = (hi - lo) // 2 + 1
+    kv = Check("KV bytes per token per rank", kv_meas, est.kv_bytes_per_token_per_rank, tol)
+    checks.append(kv)
+    if kv.differs and kv.measured_bytes and kv.expected_bytes:
+        ratio = kv.measured_bytes / kv.expected_bytes
+        if abs(ratio - 2) < 0.1:
+            why = "the KV cache is twice as wide as assumed: check kv_cache_dtype (e.g. bf16 instead of fp8)"
+        elif abs(ratio - 0.5) < 0.05:
+            why = "the KV cache is half as wide as assumed: an 8-bit kv_cache_dtype"
+        else:
+            why = "the pool holds more per token than the attention layers (draft layers, an indexer, scales)"
+        findings.append(f"A KV cell takes {kv.measured_bytes:,} bytes per token; config.json predicts "
+                        f"{kv.expected_bytes:,} ({ratio:.2f}x): {why}.")  # fmt: skip
+    if main is not None and (rl := led.rank(main.label)) is not None:
+        for p in rl.phases:
+            if p.graph is None:
+                continue
+            static = next((c for c in p.causes if c.name.startswith("static")), None)
+            largest = next((c for c in p.causes if c.name.startswith("largest")), None)
+            if static is not None and est.logits_buffer_bytes is not None and p.graph.name in ("decode", "target decode", "target verify"):
+                checks.append(Check(f"{p.graph.name}: static buffers vs logits buffer", static.bytes,
+                                    est.logits_buffer_bytes, ROUNDING_BYTES,
+                                    "logits buffer = rows x vocab x 4 B; other static buffers add to it"))  # fmt: skip
+            if largest is not None and est.deepep_buffer_bytes is not None and L.args.get("moe_a2a_backend") == "deepep":
+                checks.append(Check(f"{p.graph.name}: largest bucket vs DeepEP buffer", largest.bytes,
+                                    est.deepep_buffer_bytes, ROUNDING_BYTES,
+                                    "the low-latency buffer is allocated on the first capture"))  # fmt: skip
+                share = min(est.deepep_buffer_bytes, max(largest.bytes, 0))
+                if largest.bytes > 0:
+                    findings.append(f"About {format_gib(share)} GiB of the {p.graph.name} largest bucket "
+                                    f"({format_gib(largest.bytes)} GiB) is the DeepEP low-latency buffer "
+                                    "that config.json predicts.")  # fmt: skip
+    return Crosscheck(est, tuple(checks), tuple(findings))
+
+
+def gib_or_bytes(what: str, n: int | None) -> str:
+    if n is None:
+        return "-"
+    return f"{n:,} B" if "per token" in what else f"{n / GIB:.2f}"
