@@ -374,16 +374,26 @@ class _Builder:
     def is_restart(self, L: _LaunchB, e: ev.Event) -> bool:
         """A rank that begins distributed init again after start-up ended is a restart.
 
-        (A draft worker also runs distributed init again, but mid start-up.)"""
+        A draft worker also runs distributed init again, but mid start-up. Only evidence from
+        the same input counts: with one file per rank, the files are read one after another,
+        so TP0's ready line (read earlier) says nothing about where TP1's file stands."""
         if not isinstance(e, ev.InitBegin) or e.rank is None:
             return False
         r = L.ranks.get(e.rank)
         if r is None or r.init_begin is None:
             return False
-        ended = any(isinstance(x, (ev.Ready, ev.HttpUp, ev.SigQuit)) for x in L.events) or any(
-            t.errors for t in L.tracebacks
+        if len(r.models) >= 2:
+            return True  # target and draft are both loaded: nothing else re-initialises
+        spec = L.server_args.args if L.server_args else {}
+        if "speculative_algorithm" in spec and spec["speculative_algorithm"] is None and r.models:
+            return True  # no draft model in this launch, so a second init is a new start-up
+        path = e.source.path
+        ended = any(
+            isinstance(x, (ev.Ready, ev.HttpUp, ev.SigQuit)) and x.source.path == path for x in L.events
+        ) or any(err.source.path == path for t in L.tracebacks for err in t.errors)
+        return ended or any(
+            x.summary is not None and x.summary.source.path == path for x in L.ranks.values()
         )
-        return ended or any(x.summary is not None for x in L.ranks.values())
 
     def feed_unprefixed(self, L: _LaunchB, e: ev.Event) -> None:
         if isinstance(e, ev.BarRender):
