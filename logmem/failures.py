@@ -1,35 +1,164 @@
-"""Failures stage: a launch -> outcome (ready / crashed / incomplete) and, when it died, where and why."""
+"""Failures stage: a launch -> outcome (ready / crashed / incomplete), where it died, why, and what to change.
+
+Input is the ledger only (ranks, models, graphs, tracebacks grouped per rank). Traceback
+frames never reach the events, so the *place* comes from the last memory step each rank
+printed before its error, and the *cause* from the exception lines. For memory failures
+the fixes are computed from printed readings with SGLang's own rules (reference 12.2):
+
+* KV budget: ``rest = avail_after_weights - P x (1 - mem_fraction_static)``, where P is
+  ``pre_model_load_memory``, the minimum over ranks of ``Load weight begin`` avail; so
+  lowering mfs by d gives ``P x d`` bytes back to everything that is not KV, and the
+  smallest mfs with a pool at all is ``1 - avail_after_weights / P``;
+* a KV token costs ``KV bytes / #tokens``, both from the ``KV Cache is allocated`` line;
+* a capture bucket costs the drop in free memory between two bar readings.
+
+Every figure a fix quotes is a printed reading or one subtraction/division away from
+one, so a person can check it against the log.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import regex
+
 from logmem import events as ev
-from logmem.ledger import Launch, Rank, Traceback
-from logmem.lines import Source
+from logmem.ledger import Graph, Launch, Model, Rank, Traceback
+from logmem.lines import Record, Source
+from logmem.units import GIB, Mem
+
+# --- records ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Fix:
-    flag: str
-    value: str | None
-    effect: str
+    """One change that would fix the failure, with its price in numbers a person can check."""
+
+    flag: str  # a server flag, an environment variable, or an action such as "nvidia-smi"
+    value: str | None  # the value to set (None: a switch, or nothing to set)
+    effect: str  # what it buys and what it costs, with the arithmetic
+
+
+@dataclass(frozen=True)
+class OutOfMemory:
+    """PyTorch/HIP/NPU "out of memory" (figures when printed) or "CUDA error: out of memory"."""
+
+    exc_type: str | None
+    device: str | None  # CUDA | HIP | NPU | XPU | MUSA, as printed
+    gpu: int | None
+    tried_bytes: int | None
+    capacity_bytes: int | None
+    free_bytes: int | None
+    in_use_bytes: int | None  # "Process N has" / "this process has ... in use"
+    allocated_bytes: int | None  # allocated by PyTorch
+    reserved_unallocated_bytes: int | None  # reserved by PyTorch but unallocated
+    private_pools_bytes: int | None  # allocated in private pools (CUDA graphs)
+    in_capture_error: bool  # raised as "Capture cuda graph failed: <OOM>"
+    comm_library: str | None  # "DeepEP" / "NVSHMEM" when their buffer asked for it
+
+    @property
+    def shortfall_bytes(self) -> int | None:
+        if self.tried_bytes is None or self.free_bytes is None:
+            return None
+        return max(self.tried_bytes - self.free_bytes, 0)
+
+
+@dataclass(frozen=True)
+class KVSizing:
+    """SGLang's "Not enough memory. Please try to increase --mem-fraction-static." (KV pool <= 0)."""
+
+    mem_fraction_static: float | None
+
+
+@dataclass(frozen=True)
+class Unbalanced:
+    """ "The memory capacity is unbalanced", raised (a warning is not a failure)."""
+
+    pre_model_load_gib: float | None  # global minimum of free memory after distributed init
+    local_gib: float | None  # the raising (healthy) rank's own free memory
+
+
+@dataclass(frozen=True)
+class CaptureError:
+    """ "Capture cuda graph failed: <e>" where e is not an out-of-memory error."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class CommBufferError:
+    """A DeepEP / NVSHMEM error that does not say "out of memory" in PyTorch's words."""
+
+    library: str
+    exc_type: str | None
+    message: str
+    memory: bool | None  # allocation wording -> True; unknown -> None
+
+
+@dataclass(frozen=True)
+class OtherRanksUnfinished:
+    """ "TP rank N could finish the model loading, but there are other ranks that didn't finish"."""
+
+    tp_rank: int
+
+
+@dataclass(frozen=True)
+class PythonError:
+    """Any other exception that ended a traceback (TypeError, ImportError, RuntimeError ...)."""
+
+    exc_type: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ChildDied:
+    """ "Received sigquit from a child process" with no readable traceback."""
+
+
+ErrorRecord = (
+    OutOfMemory
+    | KVSizing
+    | Unbalanced
+    | CaptureError
+    | CommBufferError
+    | OtherRanksUnfinished
+    | PythonError
+    | ChildDied
+)
+
+
+@dataclass(frozen=True)
+class RankError:
+    """The decisive error of one traceback, with the rank that printed it."""
+
+    rank: str | None
+    record: ErrorRecord
+    source: Source | None
 
 
 @dataclass(frozen=True)
 class Failure:
     kind: str  # oom | not_enough_memory | imbalance | capture_failed | error | stopped
-    memory_related: bool | None  # None: cannot tell (a log that just stops)
-    phase: str | None
+    memory_related: bool | None  # None: cannot tell (a log that just stops, a lone sigquit)
+    phase: str | None  # see PHASES
     ranks: tuple[str, ...]
-    graph: str | None
-    size: int | None  # bucket being captured (its last sample)
+    graph: str | None  # graph family being captured, when phase is a capture
+    size: int | None  # bucket being captured (bs or num_tokens): its last bar sample
     tried_bytes: int | None
-    free_bytes: int | None
+    free_bytes: int | None  # the OOM's "is free", else free at the last bar sample
     capacity_bytes: int | None
     message: str
     line: Source | None
     fixes: tuple[Fix, ...] = ()
+    headline: str = ""  # the first verdict line
+    explanation: str = ""  # the second: why it is (not) memory, or what is missing
+    shortfall_bytes: int | None = None  # memory that was missing, when the log shows it
+    bucket_free_bytes: int | None = None  # free memory before the bucket being captured
+    exc_type: str | None = None
+    record: ErrorRecord | None = None
+    errors: tuple[RankError, ...] = ()  # the decisive error of every traceback, per rank
 
 
 @dataclass(frozen=True)
@@ -39,154 +168,1111 @@ class Outcome:
     runtime_errors: tuple[Traceback, ...]  # errors after start-up finished
 
 
-def rank_phase(rank: Rank) -> str:
-    """Where a rank's start-up stands, from the last memory step it printed."""
-    phase = "before distributed init"
+# --- phases -----------------------------------------------------------------------------
+
+# Phase names as they appear in Failure.phase, in start-up order; "<x>" is a graph family.
+PHASES = (
+    "before distributed init", "distributed init", "after distributed init", "weights", "pools",
+    "after pools", "capture <x>", "after capture <x>", "serving",
+)  # fmt: skip
+
+
+def _steps(rank: Rank) -> list[tuple[Source, str]]:
+    """The rank's start-up markers, in its own log order (drafts interleave with graphs)."""
+    steps: list[tuple[Source, str]] = []
     if rank.init_begin is not None:
-        phase = "distributed init"
+        steps.append((rank.init_begin.source, "distributed init"))
     if rank.init_end is not None:
-        phase = "after distributed init"
-    # Walk the rank's own order of steps: models and graphs interleave for drafts.
-    steps: list[tuple[int, str]] = []
+        steps.append((rank.init_end.source, "after distributed init"))
     for m in rank.models:
         label = "" if m.role == "target" else "draft "
         if m.weights_begin:
-            steps.append((m.weights_begin.source.line_no, f"{label}weights"))
+            steps.append((m.weights_begin.source, f"{label}weights"))
         if m.weights_end:
-            steps.append((m.weights_end.source.line_no, f"{label}pools"))
+            steps.append((m.weights_end.source, f"{label}pools"))
         if m.pool_end:
-            steps.append((m.pool_end.source.line_no, f"after {label}pools"))
+            steps.append((m.pool_end.source, f"after {label}pools"))
     for g in rank.graphs:
         if g.begin:
-            steps.append((g.begin.source.line_no, f"capture {g.name}"))
+            steps.append((g.begin.source, f"capture {g.name}"))
         if g.end:
-            steps.append((g.end.source.line_no, f"after capture {g.name}"))
+            steps.append((g.end.source, f"after capture {g.name}"))
     if rank.summary is not None:
-        steps.append((rank.summary.source.line_no, "serving"))
-    if steps:
-        phase = max(steps)[1]
-    return phase
+        steps.append((rank.summary.source, "serving"))
+    steps.sort(key=lambda s: (s[0].path, s[0].line_no))
+    return steps
 
 
-def _finished_line(launch: Launch) -> int | None:
-    """Line where start-up was over: the ready line, the HTTP server, or the summary line."""
-    marks = [e.source.line_no for e in launch.events if isinstance(e, (ev.Ready, ev.HttpUp))]
-    marks += [r.summary.source.line_no for r in launch.ranks if r.summary is not None]
-    return min(marks) if marks else None
+def _before(src: Source, limit: Source | None) -> bool:
+    return limit is None or src.path != limit.path or src.line_no < limit.line_no
 
 
-def _kind(errors: tuple[ev.Event, ...]) -> tuple[str, bool]:
-    for e in errors:
-        if isinstance(e, ev.TorchOOM):
-            return "oom", True
-    for e in errors:
-        if isinstance(e, ev.NotEnoughMemory):
-            return "not_enough_memory", True
-        if isinstance(e, ev.Imbalance):
-            return "imbalance", True
-    for e in errors:
-        if isinstance(e, ev.CaptureFailed):
-            oom = "out of memory" in e.message.lower()
-            return ("oom" if oom else "capture_failed"), oom
-    for e in errors:
-        if isinstance(e, ev.ExceptionLine):
-            text = f"{e.exc_type}: {e.message}".lower()
-            if "out of memory" in text or "outofmemory" in text:
-                return "oom", True
-            if any(w in text for w in ("nvshmem", "deepep")) and any(
-                w in text for w in ("alloc", "memory", "buffer")
-            ):
-                return "error", True
-    return "error", False
+def rank_phase(rank: Rank, before: Source | None = None) -> str:
+    """Where a rank's start-up stands (optionally: just before line `before`), from its last memory step."""
+    steps = [s for s in _steps(rank) if _before(s[0], before)]
+    return steps[-1][1] if steps else "before distributed init"
 
 
-def _message(errors: tuple[ev.Event, ...]) -> tuple[str, Source | None]:
-    for e in reversed(errors):
-        if isinstance(e, ev.ExceptionLine):
-            return f"{e.exc_type}: {e.message}".strip(), e.source
-        if isinstance(e, ev.TorchOOM):
-            return e.message, e.source
-        if isinstance(e, ev.CaptureFailed):
-            return f"Capture CUDA graph failed: {e.message}", e.source
-    if errors:
-        return errors[-1].source.text.strip(), errors[-1].source
-    return "", None
+def _phase_order(phase: str) -> int:
+    if phase.startswith("after capture"):
+        return 7
+    if phase.startswith("capture"):
+        return 6
+    base = phase.removeprefix("after ").removeprefix("draft ")
+    order = {
+        "before distributed init": 0,
+        "distributed init": 1,
+        "weights": 3,
+        "pools": 4,
+        "serving": 8,
+    }
+    if phase == "after distributed init":
+        return 2
+    if phase.startswith("after "):
+        return 5  # after (draft) pools
+    return order.get(base, 0)
 
 
-def _crash_rank(launch: Launch, tb: Traceback) -> Rank | None:
-    if tb.rank is not None:
-        return launch.rank(tb.rank)
-    return None
+def phase_text(phase: str | None, size: int | None = None, unit: str = "bs") -> str:
+    """A phase as a phrase for a sentence: 'while capturing the decode graph at bs 256'."""
+    if phase is None:
+        return "at an unknown point of start-up"
+    if phase.startswith("after capture "):
+        return f"after the {phase.removeprefix('after capture ')} graph capture"
+    if phase.startswith("capture "):
+        where = f" at {unit} {size}" if size is not None else ""
+        return f"while capturing the {phase.removeprefix('capture ')} graph{where}"
+    draft = "the draft model's " if "draft" in phase else ""
+    texts = {
+        "before distributed init": "before distributed init",
+        "distributed init": "during distributed init",
+        "after distributed init": "after distributed init, before weight loading",
+        "weights": f"while loading {draft or 'the '}weights",
+        "pools": f"while sizing and allocating {draft or 'the '}KV cache",
+        "after pools": f"after {draft or 'the '}memory pools (before graph capture)",
+        "serving": "after the scheduler started (warm-up or serving)",
+    }
+    return texts.get(phase.replace("draft ", ""), phase)
+
+
+# --- outcome ----------------------------------------------------------------------------
+
+
+def _ready_source(launch: Launch) -> Source | None:
+    return next((e.source for e in launch.events if isinstance(e, ev.Ready)), None)
+
+
+def _finished(launch: Launch) -> bool:
+    """Start-up finished: the ready line, the HTTP server, or the scheduler summary (offline Engine)."""
+    if any(isinstance(e, (ev.Ready, ev.HttpUp)) for e in launch.events):
+        return True
+    return any(r.summary is not None for r in launch.ranks)
+
+
+def _after_ready(src: Source | None, ready: Source | None) -> bool:
+    """An error is a runtime error when the server was ready and it is not provably earlier."""
+    if ready is None:
+        return False
+    if src is None or src.path != ready.path:
+        return True
+    return src.line_no > ready.line_no
 
 
 def outcome(launch: Launch) -> Outcome:
-    """Classify a launch: ready, crashed (with the failure) or incomplete (where it stopped)."""
-    done = _finished_line(launch)
+    """Classify a launch: ready, crashed (with the failure) or incomplete (where it stopped).
 
-    def before_done(src: Source | None) -> bool:
-        return done is None or src is None or src.line_no < done
-
-    crash_tbs = [t for t in launch.tracebacks if t.errors and before_done(t.errors[0].source)]
-    runtime = tuple(t for t in launch.tracebacks if t.errors and not before_done(t.errors[0].source))
-    sigquit = [e for e in launch.events if isinstance(e, ev.SigQuit) and before_done(e.source)]
+    Only the ready line ends start-up for errors: a traceback after the scheduler summary
+    but before "fired up" (warm-up) is a crash, one after it is a runtime error.
+    """
+    ready = _ready_source(launch)
+    crash_tbs = [
+        t for t in launch.tracebacks if t.errors and not _after_ready(t.errors[0].source, ready)
+    ]
+    runtime = tuple(
+        t for t in launch.tracebacks if t.errors and _after_ready(t.errors[0].source, ready)
+    )
+    sigquit = [
+        e for e in launch.events if isinstance(e, ev.SigQuit) and not _after_ready(e.source, ready)
+    ]
     if crash_tbs or sigquit:
         return Outcome("crashed", _crash_failure(launch, crash_tbs), runtime)
-    if done is not None:
+    if _finished(launch):
         return Outcome("ready", None, runtime)
     return Outcome("incomplete", _stopped(launch), runtime)
 
 
-def _crash_failure(launch: Launch, tbs: list[Traceback]) -> Failure:
-    errors = tuple(e for t in tbs for e in t.errors)
-    kind, memory = _kind(errors)
-    message, line = _message(errors)
-    ranks = tuple(dict.fromkeys(t.rank for t in tbs if t.rank is not None))
-    first_rank = next((r for t in tbs if (r := _crash_rank(launch, t)) is not None), None)
-    if first_rank is None and launch.ranks:
-        first_rank = _furthest_rank(launch)
-    oom = next((e for e in errors if isinstance(e, ev.TorchOOM)), None)
-    graph = _open_graph(first_rank) if first_rank else None
-    if not tbs:
-        message, line = "a child process died (sigquit) without a readable traceback", None
-    return Failure(
-        kind=kind,
-        memory_related=memory,
-        phase=rank_phase(first_rank) if first_rank else None,
-        ranks=ranks,
-        graph=graph.name if graph else None,
-        size=graph.samples[-1].size if graph and graph.samples else None,
-        tried_bytes=oom.tried.bytes if oom and oom.tried else None,
-        free_bytes=oom.free.bytes if oom and oom.free else None,
-        capacity_bytes=oom.capacity.bytes if oom and oom.capacity else None,
-        message=message,
-        line=line,
+# --- reading the error records ----------------------------------------------------------
+
+# Wording of an allocation failure outside PyTorch's OOM sentence (cuBLAS, NVSHMEM, DeepEP, NPU).
+_MEMORY_WORDS = regex.compile(
+    r"out of memory|outofmemory|\bOOM\b|ALLOC_FAILED|failed to allocate|cannot allocate memory|"
+    r"insufficient (?:device )?memory|not enough (?:device )?memory|memory allocation failed|"
+    r"malloc failed|mspace|unable to allocate",
+    regex.IGNORECASE,
+)
+# Errors that mention memory but are not about capacity.
+_NOT_CAPACITY = regex.compile(
+    r"illegal memory access|memory access fault|misaligned address", regex.IGNORECASE
+)
+_COMM = regex.compile(r"\b(DeepEP|deep_ep|NVSHMEM|nvshmem|mooncake|UCCL)\b")
+# A traceback ending with these is a code, install or version problem, never capacity.
+_NOT_MEMORY_TYPES = frozenset({
+    "TypeError", "ImportError", "ModuleNotFoundError", "AttributeError", "NameError", "SyntaxError",
+    "KeyError", "IndexError", "AssertionError", "NotImplementedError", "ValueError", "FileNotFoundError",
+    "PermissionError", "ConnectionError", "ConnectionRefusedError", "TimeoutError", "UnboundLocalError",
+    "ZeroDivisionError", "RecursionError", "JSONDecodeError", "OSError",
+})  # fmt: skip
+
+
+def _b(m: Mem | None) -> int | None:
+    return m.bytes if m is not None else None
+
+
+def _oom_from_event(e: ev.TorchOOM, in_capture: bool = False) -> OutOfMemory:
+    lib = _COMM.search(e.message)
+    return OutOfMemory(
+        exc_type=e.exc_type, device=e.device, gpu=e.gpu, tried_bytes=_b(e.tried), capacity_bytes=_b(e.capacity),
+        free_bytes=_b(e.free), in_use_bytes=_b(e.in_use), allocated_bytes=_b(e.allocated),
+        reserved_unallocated_bytes=_b(e.reserved_unallocated), private_pools_bytes=_b(e.private_pools),
+        in_capture_error=in_capture, comm_library=_library(lib.group(1)) if lib else None,
+    )  # fmt: skip
+
+
+def _library(name: str) -> str:
+    return {"deep_ep": "DeepEP", "nvshmem": "NVSHMEM"}.get(name.lower(), name)
+
+
+def _oom_in_text(text: str, source: Source, rank: str | None) -> ev.TorchOOM | None:
+    """Parse a PyTorch OOM sentence quoted inside another message (Capture ... failed: CUDA out of memory ...)."""
+    m = regex.search(r"(?:CUDA|HIP|NPU|XPU|MUSA) out of memory\.", text)
+    if m is None:
+        return None
+    hit = ev.match_record(
+        Record(rank, (), None, "torch.OutOfMemoryError: " + text[m.start() :], source)
     )
+    return hit[1] if hit is not None and isinstance(hit[1], ev.TorchOOM) else None
 
 
-def _open_graph(rank: Rank):  # type: ignore[no-untyped-def]
-    return next((g for g in reversed(rank.graphs) if g.end is None and g.begin is not None), None)
+def _record(e: ev.Event) -> ErrorRecord | None:
+    """One error event -> its typed record (None for events that are not errors)."""
+    if isinstance(e, ev.TorchOOM):
+        return _oom_from_event(e)
+    if isinstance(e, ev.NotEnoughMemory):
+        return KVSizing(e.mem_fraction_static)
+    if isinstance(e, ev.Imbalance):
+        return Unbalanced(e.pre_model_load_gib, e.local_gib)
+    if isinstance(e, ev.OtherRanksFailed):
+        return OtherRanksUnfinished(e.tp_rank)
+    if isinstance(e, ev.CaptureFailed):
+        inner = _oom_in_text(e.message, e.source, e.rank)
+        if inner is not None:
+            return _oom_from_event(inner, in_capture=True)
+        if _MEMORY_WORDS.search(e.message) and not _NOT_CAPACITY.search(e.message):
+            return _bare_oom(None, e.message, in_capture=True)
+        return CaptureError(e.message)
+    if isinstance(e, ev.ExceptionLine):
+        text = f"{e.exc_type}: {e.message}"
+        lib = _COMM.search(text)
+        memory_words = bool(_MEMORY_WORDS.search(text)) and not _NOT_CAPACITY.search(text)
+        if memory_words and regex.search(r"out of memory|OutOfMemory", text, regex.IGNORECASE):
+            return _bare_oom(e.exc_type, text)
+        if lib is not None:
+            return CommBufferError(
+                _library(lib.group(1)), e.exc_type, e.message, True if memory_words else None
+            )
+        if memory_words:
+            return _bare_oom(e.exc_type, text)
+        return PythonError(e.exc_type, e.message)
+    return None
+
+
+def _bare_oom(exc_type: str | None, text: str, in_capture: bool = False) -> OutOfMemory:
+    dev = regex.search(r"\b(CUDA|HIP|NPU|XPU|MUSA|ACL)\b", text)
+    lib = _COMM.search(text)
+    return OutOfMemory(
+        exc_type=exc_type, device=dev.group(1) if dev else None, gpu=None, tried_bytes=None, capacity_bytes=None,
+        free_bytes=None, in_use_bytes=None, allocated_bytes=None, reserved_unallocated_bytes=None,
+        private_pools_bytes=None, in_capture_error=in_capture, comm_library=_library(lib.group(1)) if lib else None,
+    )  # fmt: skip
+
+
+def _priority(r: ErrorRecord) -> int:
+    """Which error explains a crash best: the specific memory messages before generic ones,
+    and a rank's own error before "other ranks didn't finish" (which only points elsewhere)."""
+    if isinstance(r, OutOfMemory):
+        return 0 if r.tried_bytes is not None else 1
+    order: dict[type, int] = {
+        KVSizing: 2, Unbalanced: 3, CommBufferError: 4, CaptureError: 5, PythonError: 6,
+        OtherRanksUnfinished: 7, ChildDied: 8,
+    }  # fmt: skip
+    return order[type(r)]
+
+
+def _merge(records: Sequence[tuple[ErrorRecord, Source]]) -> tuple[ErrorRecord, Source] | None:
+    """The decisive record of one traceback; a chained OOM + "Capture failed" keeps both facts."""
+    if not records:
+        return None
+    best = min(records, key=lambda rs: _priority(rs[0]))
+    rec, src = best
+    if isinstance(rec, OutOfMemory) and not rec.in_capture_error:
+        wrapped = any(
+            isinstance(r, (CaptureError, OutOfMemory)) and _in_capture(r) for r, _ in records
+        )
+        if wrapped:
+            from dataclasses import replace
+
+            rec = replace(rec, in_capture_error=True)
+    return rec, src
+
+
+def _in_capture(r: ErrorRecord) -> bool:
+    return isinstance(r, CaptureError) or (isinstance(r, OutOfMemory) and r.in_capture_error)
+
+
+def read_errors(tracebacks: Iterable[Traceback]) -> tuple[RankError, ...]:
+    """The decisive error of each traceback, typed, with its rank."""
+    out: list[RankError] = []
+    for t in tracebacks:
+        recs = [(r, e.source) for e in t.errors if (r := _record(e)) is not None]
+        merged = _merge(recs)
+        if merged is not None:
+            out.append(RankError(t.rank, merged[0], merged[1]))
+    return tuple(out)
+
+
+def is_memory(r: ErrorRecord) -> bool | None:
+    """Memory-related: True (capacity ran out), False (code/install/version), None (cannot tell)."""
+    if isinstance(r, (OutOfMemory, KVSizing, Unbalanced)):
+        return True
+    if isinstance(r, CommBufferError):
+        return r.memory
+    if isinstance(r, (CaptureError, PythonError)):
+        text = r.message if isinstance(r, CaptureError) else f"{r.exc_type}: {r.message}"
+        exc = r.exc_type if isinstance(r, PythonError) else _leading_type(r.message)
+        if exc is not None and exc.rsplit(".", 1)[-1] in _NOT_MEMORY_TYPES:
+            return False
+        # NCCL "unhandled cuda error" can hide an allocation failure: do not rule memory out.
+        if regex.search(r"unhandled (?:cuda|system) error|NCCL error", text, regex.IGNORECASE):
+            return None
+        return False
+    return None  # other ranks unfinished, a child that died silently
+
+
+def _leading_type(text: str) -> str | None:
+    m = regex.match(r"\s*((?:[a-z_][a-z0-9_]*\.)*[A-Z]\w*(?:Error|Exception))\b", text)
+    return m.group(1) if m else None
+
+
+def _kind(r: ErrorRecord) -> str:
+    if isinstance(r, OutOfMemory):
+        return "oom"
+    if isinstance(r, KVSizing):
+        return "not_enough_memory"
+    if isinstance(r, Unbalanced):
+        return "imbalance"
+    if isinstance(r, CaptureError):
+        return "capture_failed"
+    return "error"
+
+
+def _message(r: ErrorRecord, src: Source | None) -> str:
+    if isinstance(r, (OutOfMemory, KVSizing, Unbalanced, OtherRanksUnfinished)) and src is not None:
+        return src.text.strip()[:2000]
+    if isinstance(r, CaptureError):
+        return f"Capture CUDA graph failed: {r.message}".strip()
+    if isinstance(r, PythonError):
+        return f"{r.exc_type}: {r.message}".strip()
+    if isinstance(r, CommBufferError):
+        return f"{r.exc_type}: {r.message}" if r.exc_type else r.message
+    return "a child process died (sigquit) without a readable traceback"
+
+
+def _exc_type(r: ErrorRecord) -> str | None:
+    if isinstance(r, (OutOfMemory, PythonError, CommBufferError)):
+        return r.exc_type
+    if isinstance(r, CaptureError):
+        return _leading_type(r.message)
+    return None
+
+
+# --- the place --------------------------------------------------------------------------
+
+
+def _rank_key(r: Rank) -> tuple[int, ...]:
+    return tuple(n for _, n in r.tags)
 
 
 def _furthest_rank(launch: Launch) -> Rank:
-    return max(launch.ranks, key=lambda r: (r.prints_bars, len(r.events)))
+    """The rank whose start-up got furthest; ties go to the rank that prints the bars, then the lowest."""
+
+    def key(r: Rank) -> tuple[int, int, int, tuple[int, ...]]:
+        phase = rank_phase(r)
+        printed_sizes = any(isinstance(e, ev.CaptureSizes) for e in r.events)
+        return (
+            -_phase_order(phase),
+            0 if (r.prints_bars or printed_sizes) else 1,
+            -len(_steps(r)),
+            _rank_key(r),
+        )
+
+    return min(launch.ranks, key=key)
+
+
+def _bar_rank(launch: Launch) -> Rank | None:
+    return next((r for r in launch.ranks if r.prints_bars), None)
+
+
+def _graph_at(rank: Rank, phase: str) -> Graph | None:
+    """The graph a 'capture <x>' phase refers to: the rank's last open capture of that family."""
+    if not phase.startswith("capture "):
+        return None
+    name = phase.removeprefix("capture ")
+    return next((g for g in reversed(rank.graphs) if g.name == name and g.begin is not None), None)
+
+
+@dataclass(frozen=True)
+class _Place:
+    rank: Rank | None
+    phase: str | None
+    graph: Graph | None  # the capture on the failing rank
+    bar_graph: Graph | None  # the same capture on the rank that prints bars (has the samples)
+    bar_rank: str | None
+
+    @property
+    def sample(self) -> tuple[int | None, int | None]:
+        g = self.bar_graph
+        if g is None or not g.samples:
+            return None, None
+        return g.samples[-1].size, g.samples[-1].avail.bytes
+
+
+def _place(launch: Launch, rank: Rank | None, at: Source | None) -> _Place:
+    if rank is None and launch.ranks:
+        rank = _furthest_rank(launch)
+    if rank is None:
+        return _Place(None, None, None, None, None)
+    phase = rank_phase(rank, at)
+    # Under the rank-zero filter (mid 2025) other ranks print no memory lines: take the
+    # phase of the rank that does, as of the same line.
+    if not _steps(rank):
+        main = _furthest_rank(launch)
+        phase = rank_phase(
+            main,
+            at
+            if at is not None and main.events and at.path == main.events[0].source.path
+            else None,
+        )
+    graph = _graph_at(rank, phase)
+    bar = _bar_rank(launch)
+    bar_graph = None
+    if phase.startswith("capture ") and bar is not None:
+        bar_graph = _graph_at(bar, phase)
+    if bar_graph is None:
+        bar_graph = graph
+    bar_label = (
+        bar.label if bar is not None and bar_graph is not None and bar_graph is not graph else None
+    )
+    return _Place(rank, phase, graph, bar_graph, bar_label)
+
+
+# --- the budget behind the fixes -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """SGLang's KV-sizing inputs as this launch printed them (reference 12.2)."""
+
+    mfs: float | None
+    pre_load_bytes: int | None  # P: min over ranks of Load weight begin avail
+    pre_load_rank: str | None
+    post_load_bytes: int | None  # min over ranks of Load weight end avail
+    weights_bytes: int | None  # Load weight end mem usage (the largest rank)
+    kv_bytes: int | None
+    kv_tokens: int | None
+    mamba_bytes: int | None
+    tp_size: int | None
+    ranks_seen: int
+
+    @property
+    def bytes_per_token(self) -> float | None:
+        if self.kv_bytes is None or not self.kv_tokens:
+            return None
+        return self.kv_bytes / self.kv_tokens
+
+    @property
+    def kv_share(self) -> float:
+        """Share of the budget that goes to KV (hybrid models give the rest to Mamba state)."""
+        if self.mamba_bytes and self.kv_bytes:
+            return self.kv_bytes / (self.kv_bytes + self.mamba_bytes)
+        return 1.0
+
+
+def _model(rank: Rank, draft: bool) -> Model | None:
+    return rank.draft if draft else rank.target
+
+
+def _budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> _Budget:
+    models = [(r, m) for r in launch.ranks if (m := _model(r, draft)) is not None]
+    begins = [
+        (m.weights_begin.avail.bytes, r.label) for r, m in models if m.weights_begin is not None
+    ]
+    ends = [m.weights_end.avail.bytes for _, m in models if m.weights_end is not None]
+    usage = [
+        m.weights_end.usage.bytes
+        for _, m in models
+        if m.weights_end is not None and m.weights_end.usage
+    ]
+    kv = next((p for _, m in models for p in m.kv_pools if p.tokens), None)
+    mamba_owner = next((m for _, m in models if m.mamba_pools), None)
+    mamba = sum(p.total_bytes for p in mamba_owner.mamba_pools) if mamba_owner else None
+    arg_mfs = launch.args.get("mem_fraction_static")
+    tp = launch.args.get("tp_size")
+    p_min = min(begins) if begins else None
+    return _Budget(
+        mfs=mfs
+        if mfs is not None
+        else (float(arg_mfs) if isinstance(arg_mfs, (int, float)) else None),
+        pre_load_bytes=p_min[0] if p_min else None,
+        pre_load_rank=p_min[1] if p_min else None,
+        post_load_bytes=min(ends) if ends else None,
+        weights_bytes=max(usage) if usage else None,
+        kv_bytes=kv.total_bytes if kv else None,
+        kv_tokens=kv.tokens if kv else None,
+        mamba_bytes=mamba,
+        tp_size=tp if isinstance(tp, int) else None,
+        ranks_seen=len(begins),
+    )
+
+
+def _g(n_bytes: float | None) -> str:
+    return "?" if n_bytes is None else f"{n_bytes / GIB:.2f}"
+
+
+def _floor3(x: float) -> float:
+    # The tiny epsilon keeps an exact result (e.g. 0.808) from dropping to 0.807 by float error.
+    return math.floor(x * 1000 + 1e-9) / 1000
+
+
+def _ceil3(x: float) -> float:
+    return math.ceil(x * 1000 - 1e-9) / 1000
+
+
+def _fmt_mfs(x: float) -> str:
+    return f"{x:.3f}".rstrip("0").rstrip(".") if x != 0 else "0"
+
+
+def _tokens(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def min_mfs_for_pool(b: _Budget) -> float | None:
+    """Smallest mem_fraction_static with rest > 0: mfs > 1 - avail_after_weights / P (rounded up)."""
+    if b.pre_load_bytes is None or b.post_load_bytes is None or b.pre_load_bytes <= 0:
+        return None
+    exact = 1 - b.post_load_bytes / b.pre_load_bytes
+    x = _ceil3(exact)
+    if x <= exact:  # strictly positive pool
+        x = round(x + 0.001, 3)
+    return x
+
+
+def _lower_mfs_fix(b: _Budget, need_bytes: int, why: str) -> tuple[Fix | None, str | None]:
+    """Lower mfs so that P x (mfs - X) >= need_bytes; price it in KV tokens. Returns (fix, blocker)."""
+    if b.mfs is None or b.pre_load_bytes is None:
+        return None, None
+    p = b.pre_load_bytes
+    delta = need_bytes / p
+    x = _floor3(b.mfs - delta)
+    freed = p * (b.mfs - x)
+    on = f", on {b.pre_load_rank}" if b.pre_load_rank else ""
+    where = f"P = {_g(p)} GiB, the smallest Load weight begin avail{on}"
+    text = (
+        f"lowers mem_fraction_static from {_fmt_mfs(b.mfs)} by at least {_g(need_bytes)} / {_g(p)} = {delta:.4f} "
+        f"({where}), so {_g(freed)} GiB more stays outside the KV pool {why}"
+    )
+    bpt = b.bytes_per_token
+    lowest = min_mfs_for_pool(b)
+    blocker = None
+    if bpt:
+        lost = freed * b.kv_share / bpt
+        share = f" (KV's {b.kv_share:.0%} share of it)" if b.kv_share < 1 else ""
+        pct = f", {lost / b.kv_tokens:.1%} of {_tokens(b.kv_tokens)}" if b.kv_tokens else ""
+        text += f"; costs about {_tokens(math.ceil(lost))} KV tokens{share}{pct} at {bpt:,.0f} bytes per token"
+        if b.kv_tokens and lost >= b.kv_tokens:
+            blocker = f"lowering mem_fraction_static to {_fmt_mfs(x)} would leave no KV tokens"
+    if x <= 0 or (lowest is not None and x < lowest):
+        floor_txt = f"; below {_fmt_mfs(lowest)} the KV pool is empty" if lowest is not None else ""
+        blocker = f"mem_fraction_static would have to drop to {_fmt_mfs(x)}{floor_txt}"
+    return Fix("--mem-fraction-static", _fmt_mfs(x), text), blocker
+
+
+def _graph_flag(launch: Launch, graph: str) -> tuple[str, str]:
+    """The flag that caps a graph family's largest bucket, and the bucket unit."""
+    args = launch.args
+    prefill = graph == "piecewise" or graph.endswith("prefill")
+    if prefill:
+        if graph.endswith("prefill") and "cuda_graph_max_bs_prefill" in args:
+            return "--cuda-graph-max-bs-prefill", "num_tokens"
+        return "--piecewise-cuda-graph-max-tokens", "num_tokens"
+    if "cuda_graph_max_bs_decode" in args:
+        return "--cuda-graph-max-bs-decode", "bs"
+    return "--cuda-graph-max-bs", "bs"
+
+
+def _unit(graph: str | None) -> str:
+    return (
+        "num_tokens"
+        if graph is not None and (graph == "piecewise" or graph.endswith("prefill"))
+        else "bs"
+    )
+
+
+def _cap_fix(
+    launch: Launch, g: Graph, shortfall: int, oom_free: int | None, tried: int | None
+) -> Fix | None:
+    """Cap the family's largest bucket so that the buckets dropped return the shortfall.
+
+    Buckets are captured largest first and each bar reading is the free memory before a
+    bucket, so dropping the buckets above size M returns (first reading - reading at M).
+    When the first bucket itself failed, nothing is measured: scale its need per row."""
+    samples = [s for s in g.samples if s.size is not None]
+    if not samples:
+        return None
+    flag, unit = _graph_flag(launch, g.name)
+    a0 = samples[0].avail.bytes
+    for s in samples[1:]:
+        returned = a0 - s.avail.bytes
+        if returned >= shortfall:
+            dropped = [x.size for x in samples if x.size is not None and x.size > (s.size or 0)]
+            return Fix(flag, str(s.size), (
+                f"drops the {len(dropped)} bucket(s) above {unit} {s.size} ({_sizes_text(dropped)}); their measured cost, "
+                f"{_g(a0)} - {_g(s.avail.bytes)} = {_g(returned)} GiB free before {unit} {samples[0].size} vs before "
+                f"{unit} {s.size} on the bar, covers the {_g(shortfall)} GiB shortfall; costs: batches above {s.size} "
+                f"run without a graph (slower), KV is unchanged"
+            ))  # fmt: skip
+    # Nothing measured is enough: estimate from the failing bucket's need, per row.
+    last = samples[-1]
+    if tried is None or oom_free is None or not last.size:
+        return None
+    need = last.avail.bytes - oom_free + tried  # taken before the failed allocation, plus it
+    if need <= 0:
+        return None
+    per_row = need / last.size
+    est = a0 / per_row
+    sizes = sorted(g.sizes or ())
+    fits = [s for s in sizes if s <= est and s < last.size]
+    cap = fits[-1] if fits else (int(est) // 8 * 8 if est >= 8 else int(est))
+    if cap < 1:
+        return None
+    return Fix(flag, str(cap), (
+        f"{unit} {last.size} needed at least {_g(last.avail.bytes)} - {_g(oom_free)} + {_g(tried)} = {_g(need)} GiB "
+        f"({per_row / (1 << 20):.2f} MiB per row); with {_g(a0)} GiB free before the first bucket about "
+        f"{unit} {est:.0f} fits if the cost grows in proportion, and {cap} is the largest listed size below that "
+        f"(an estimate: a fixed part per bucket makes it optimistic); costs: batches above {cap} run without a graph"
+    ))  # fmt: skip
+
+
+def _sizes_text(sizes: Sequence[int]) -> str:
+    if len(sizes) <= 4:
+        return ", ".join(str(s) for s in sizes)
+    return f"{sizes[0]}, {sizes[1]} ... {sizes[-1]}"
+
+
+# --- fixes per failure --------------------------------------------------------------------
+
+
+def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix, ...], str]:
+    phase = place.phase or ""
+    shortfall = r.shortfall_bytes
+    fixes: list[Fix] = []
+    notes: list[str] = []
+    if shortfall is not None:
+        notes.append(f"{_g(r.tried_bytes)} GiB was asked for with {_g(r.free_bytes)} GiB free: "
+                     f"{_g(shortfall)} GiB short")  # fmt: skip
+    if r.capacity_bytes is not None and r.allocated_bytes is not None:
+        notes.append(
+            f"PyTorch held {_g(r.allocated_bytes)} GiB of the {_g(r.capacity_bytes)} GiB GPU"
+        )
+    frag = r.reserved_unallocated_bytes
+    if frag is not None and shortfall is not None and frag >= shortfall > 0:
+        fixes.append(Fix("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", (
+            f"{_g(frag)} GiB is reserved by PyTorch but unallocated (fragmentation), more than the {_g(shortfall)} GiB "
+            f"shortfall; expandable segments let PyTorch use it; costs nothing in KV"
+        )))  # fmt: skip
+    need = shortfall
+    if phase in ("before distributed init", "distributed init", "after distributed init"):
+        notes.append("nothing of SGLang's own size was allocated yet, so the GPU was already busy: "
+                     "check other processes on it (nvidia-smi); memory flags do not apply")  # fmt: skip
+        return tuple(fixes), "; ".join(notes)
+    if phase.endswith("weights"):
+        notes.append(
+            "weights load before the KV pool is sized, so --mem-fraction-static does not help here"
+        )
+        fixes.extend(_fewer_weights_fixes(launch, r, need))
+        return tuple(fixes), "; ".join(notes)
+    draft = "draft" in phase and not phase.startswith("capture")
+    b = _budget(launch, draft=draft)
+    if need is None:
+        # "CUDA error: out of memory" prints no figures: price one step instead.
+        if b.pre_load_bytes is not None and b.mfs is not None:
+            step = math.floor(
+                0.01 * b.pre_load_bytes
+            )  # rounded down so the step stays exactly 0.01
+            fx, _ = _lower_mfs_fix(b, step, "(no figures in the error: this is one 0.01 step)")
+            if fx is not None:
+                fixes.append(fx)
+        return tuple(fixes), "; ".join(notes)
+    label = "for the capture" if phase.startswith("capture") else "for activations and buffers"
+    mfs_fix, blocker = _lower_mfs_fix(b, need, label)
+    cap = None
+    if phase.startswith("capture") and place.bar_graph is not None:
+        cap = _cap_fix(launch, place.bar_graph, need, r.free_bytes, r.tried_bytes)
+    if r.comm_library is not None:
+        fixes.append(Fix("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", None, (
+            f"the {r.comm_library} buffer grows with the dispatch tokens per rank (reference 12.5); halving it "
+            f"roughly halves the buffer, and decode batches are capped at it"
+        )))  # fmt: skip
+    if mfs_fix is not None and blocker is None:
+        fixes.append(mfs_fix)
+    if cap is not None:
+        fixes.append(cap)
+    if mfs_fix is not None and blocker is not None:
+        notes.append(f"lowering --mem-fraction-static alone cannot fix it: {blocker}")
+    if not fixes and b.mfs is None:
+        notes.append(
+            "the server_args dump (mem_fraction_static) is missing, so no new value can be computed"
+        )
+    return tuple(fixes), "; ".join(notes)
+
+
+def _fewer_weights_fixes(launch: Launch, r: OutOfMemory, need: int | None) -> list[Fix]:
+    fixes: list[Fix] = []
+    tp = launch.args.get("tp_size")
+    ranks = _budget(launch)
+    if isinstance(tp, int):
+        fixes.append(Fix("--tp-size", str(tp * 2), (
+            f"halves the weights per rank (if they shard evenly); needs {tp * 2} GPUs"
+            + (f"; the failing rank was at least {_g(need)} GiB short" if need is not None else "")
+        )))  # fmt: skip
+    fixes.append(Fix("--quantization", "fp8", (
+        "8-bit weights take half the memory of 16-bit ones (if the checkpoint is 16-bit); may change accuracy"
+    )))  # fmt: skip
+    if need is not None:
+        gib_needed = max(1, math.ceil(need / GIB))
+        fixes.append(Fix("--cpu-offload-gb", str(gib_needed), (
+            f"keeps at least {gib_needed} GiB of weights in CPU memory (the {_g(need)} GiB shortfall, rounded up; the "
+            f"rest of the model was not loaded yet, so it may need more); costs speed"
+        )))  # fmt: skip
+    del ranks
+    return fixes
+
+
+def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...], str]:
+    b = _budget(launch, draft="draft" in phase, mfs=r.mem_fraction_static)
+    if b.pre_load_bytes is None or b.post_load_bytes is None:
+        return (Fix("--mem-fraction-static", None, "raise it: the KV pool came out empty (no Load weight lines "
+                    "to compute by how much)"),), ""  # fmt: skip
+    p, a = b.pre_load_bytes, b.post_load_bytes
+    notes = []
+    if b.mfs is not None:
+        rest = a - p * (1 - b.mfs)
+        notes.append(f"the KV budget came out as rest = {_g(a)} - {_g(p)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB "
+                     f"(smallest Load weight end avail minus P x (1 - mfs), P = the smallest Load weight begin avail)")  # fmt: skip
+    fixes: list[Fix] = []
+    lowest = min_mfs_for_pool(b)
+    if lowest is not None and lowest < 1:
+        headroom = p * (1 - lowest)
+        fixes.append(Fix("--mem-fraction-static", _fmt_mfs(lowest), (
+            f"the smallest value with a KV pool at all: mfs > 1 - {_g(a)} / {_g(p)} = {1 - a / p:.4f}; each further "
+            f"0.01 adds {_g(0.01 * p)} GiB of KV; costs headroom: {_g(headroom)} GiB is left outside the budget "
+            f"for activations and CUDA graphs, so too high a value fails later in capture"
+        )))  # fmt: skip
+    else:
+        notes.append(
+            f"no mem_fraction_static below 1 gives a pool: only {_g(a)} GiB is free after the weights"
+        )
+    w = b.weights_bytes
+    tp = b.tp_size
+    if w is not None:
+        gain = ""
+        if b.mfs is not None:
+            # Halving W raises the after-weights reading by W/2 and leaves P alone: rest grows by W/2.
+            gain = f", so at mfs {_fmt_mfs(b.mfs)} the KV pool gets about {_g(a - p * (1 - b.mfs) + w / 2)} GiB"
+        fixes.append(Fix("--tp-size" if tp else "fewer weights per rank", str(tp * 2) if tp else None, (
+            f"halves the weights per rank ({_g(w)} GiB now) if they shard evenly, as would 8-bit instead of 16-bit "
+            f"weights (--quantization fp8): about {_g(w / 2)} GiB more per rank{gain}"
+        )))  # fmt: skip
+    return tuple(fixes), "; ".join(notes)
+
+
+def _imbalance_fixes(
+    launch: Launch, r: Unbalanced, raising: Sequence[str]
+) -> tuple[tuple[Fix, ...], str]:
+    heavy = _heavy_ranks(launch, raising)
+    who = ", ".join(heavy) if heavy else "the rank that did not raise it"
+    notes: list[str] = []
+    fixes: list[Fix] = []
+    if r.pre_model_load_gib is not None and r.local_gib is not None:
+        short = r.local_gib - r.pre_model_load_gib
+        notes.append(
+            f"{who} has {short:.2f} GiB less free memory than the others (pre_model_load_memory={r.pre_model_load_gib:.2f} "
+            f"GiB, the minimum over ranks, vs local_gpu_memory={r.local_gib:.2f} GiB on a rank that raised it); "
+            f"the check runs after distributed init, before the weights load, so the memory was taken before SGLang "
+            f"allocated anything of size: usually another process on that GPU"
+        )  # fmt: skip
+        mfs = launch.args.get("mem_fraction_static")
+        loss = (
+            f"about {float(mfs):.3g} x {short:.2f} = {float(mfs) * short:.2f} GiB"
+            if isinstance(mfs, (int, float))
+            else "mfs x that"
+        )
+        fixes.append(Fix("nvidia-smi", "--query-compute-apps=pid,used_memory --format=csv", (
+            f"find the process holding about {short:.2f} GiB on {who}'s GPU and stop it (or use free GPUs); costs nothing"
+        )))  # fmt: skip
+        fixes.append(Fix("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", "0", (
+            f"starts anyway; every rank then sizes from the tightest GPU ({r.pre_model_load_gib:.2f} GiB), so each "
+            f"rank's KV budget shrinks by {loss}"
+        )))  # fmt: skip
+    else:
+        notes.append(
+            f"{who} had less free memory than the others before the weights loaded: usually another process"
+        )
+    return tuple(fixes), "; ".join(notes)
+
+
+def _heavy_ranks(launch: Launch, raising: Sequence[str]) -> list[str]:
+    """The occupied GPU is the rank that did *not* raise it (only healthy ranks fail the 0.9 test)."""
+    seen = [r.label for r in launch.ranks if r.label not in raising]
+    tp = launch.args.get("tp_size")
+    raising_tp = {n for label in raising for t, n in _tags(label) if t == "TP"}
+    if isinstance(tp, int) and all(
+        _tags(x) and all(t == "TP" for t, _ in _tags(x)) for x in raising
+    ):
+        missing = [f"TP{i}" for i in range(tp) if i not in raising_tp]
+        return missing or seen
+    return seen
+
+
+def _tags(label: str) -> tuple[tuple[str, int], ...]:
+    from logmem.lines import rank_tags
+
+    return rank_tags(label)
+
+
+# --- building failures ------------------------------------------------------------------------
+
+
+def _crash_failure(launch: Launch, tbs: list[Traceback]) -> Failure:
+    errors = read_errors(tbs)
+    if not errors:
+        errors = (RankError(None, ChildDied(), None),)
+    principal = min(
+        errors, key=lambda e: (_priority(e.record), e.source.line_no if e.source else 0)
+    )
+    rec = principal.record
+    same = [e for e in errors if type(e.record) is type(rec)]
+    ranks = _order_ranks(launch, [e.rank for e in same if e.rank is not None])
+    rank = launch.rank(principal.rank) if principal.rank is not None else None
+    place = _place(launch, rank, principal.source)
+    size, bucket_free = place.sample
+    phase = place.phase
+    memory = is_memory(rec)
+    fixes: tuple[Fix, ...] = ()
+    explanation = ""
+    if isinstance(rec, OutOfMemory):
+        fixes, explanation = _oom_fixes(launch, rec, place)
+    elif isinstance(rec, KVSizing):
+        fixes, explanation = _kv_fixes(launch, rec, phase or "pools")
+    elif isinstance(rec, Unbalanced):
+        fixes, explanation = _imbalance_fixes(launch, rec, ranks)
+    elif isinstance(rec, OtherRanksUnfinished):
+        lagging = [
+            r.label for r in launch.ranks if r.target is not None and r.target.weights_end is None
+        ]
+        explanation = (
+            (f"{', '.join(lagging)} printed no Load weight end: " if lagging else "")
+            + "a rank failed while loading or is slow, and its own error is not in this log (often an OOM)"
+        )
+    elif isinstance(rec, ChildDied):
+        explanation = "no traceback reached the log; the child's own output may be elsewhere"
+    elif memory is False:
+        fixes, explanation = _not_memory(rec, place, bucket_free)
+    elif isinstance(rec, CommBufferError):
+        explanation = f"{rec.library} failed without saying whether memory ran out"
+    free = (
+        rec.free_bytes
+        if isinstance(rec, OutOfMemory) and rec.free_bytes is not None
+        else bucket_free
+    )
+    failure = Failure(
+        kind=_kind(rec),
+        memory_related=memory,
+        phase=phase,
+        ranks=ranks,
+        graph=place.graph.name
+        if place.graph
+        else (place.bar_graph.name if place.bar_graph else None),
+        size=size if phase and phase.startswith("capture") else None,
+        tried_bytes=rec.tried_bytes if isinstance(rec, OutOfMemory) else None,
+        free_bytes=free,
+        capacity_bytes=rec.capacity_bytes if isinstance(rec, OutOfMemory) else None,
+        message=_message(rec, principal.source),
+        line=principal.source,
+        fixes=fixes,
+        explanation=explanation,
+        shortfall_bytes=rec.shortfall_bytes
+        if isinstance(rec, OutOfMemory)
+        else _kv_shortfall(launch, rec),
+        bucket_free_bytes=bucket_free if phase and phase.startswith("capture") else None,
+        exc_type=_exc_type(rec),
+        record=rec,
+        errors=errors,
+    )
+    return _with_headline(launch, failure, place)
+
+
+def _kv_shortfall(launch: Launch, rec: ErrorRecord) -> int | None:
+    """For "Not enough memory": how far below zero the KV budget came out."""
+    if not isinstance(rec, KVSizing):
+        return None
+    b = _budget(launch, mfs=rec.mem_fraction_static)
+    if b.mfs is None or b.pre_load_bytes is None or b.post_load_bytes is None:
+        return None
+    rest = b.post_load_bytes - b.pre_load_bytes * (1 - b.mfs)
+    return round(-rest) if rest < 0 else 0
+
+
+def _not_memory(
+    rec: ErrorRecord, place: _Place, bucket_free: int | None
+) -> tuple[tuple[Fix, ...], str]:
+    exc = _exc_type(rec) or "this error"
+    free = (
+        f" ({_g(bucket_free)} GiB was still free at that bucket)" if bucket_free is not None else ""
+    )
+    text = (
+        f"not a memory problem: {_a(exc)} is a code, install or version mismatch{free}; "
+        f"do not change --mem-fraction-static or --cuda-graph-max-bs for it"
+    )
+    fixes: tuple[Fix, ...] = ()
+    phase = place.phase or ""
+    if phase.startswith("capture "):
+        name = phase.removeprefix("capture ")
+        flag = "--disable-piecewise-cuda-graph" if name == "piecewise" else "--disable-cuda-graph"
+        fixes = (Fix(flag, None, (
+            f"skips the {name} graph capture that fails, to confirm the cause and get a server up; "
+            f"costs speed (no graphs for that phase); the real fix is a matching SGLang/kernel version"
+        )),)  # fmt: skip
+    return fixes, text
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
+def _order_ranks(launch: Launch, labels: Sequence[str]) -> tuple[str, ...]:
+    order = {r.label: i for i, r in enumerate(launch.ranks)}
+    return tuple(sorted(dict.fromkeys(labels), key=lambda x: (order.get(x, len(order)), x)))
 
 
 def _stopped(launch: Launch) -> Failure | None:
     if not launch.ranks:
         return None
     rank = _furthest_rank(launch)
-    graph = _open_graph(rank)
-    last = rank.last_event
-    return Failure(
+    place = _place(launch, rank, None)
+    size, free = place.sample
+    last = _last_source(launch, rank)
+    f = Failure(
         kind="stopped",
         memory_related=None,
-        phase=rank_phase(rank),
+        phase=place.phase,
         ranks=(rank.label,),
-        graph=graph.name if graph else None,
-        size=graph.samples[-1].size if graph and graph.samples else None,
+        graph=place.graph.name if place.graph else None,
+        size=size,
         tried_bytes=None,
-        free_bytes=graph.samples[-1].avail.bytes if graph and graph.samples else None,
+        free_bytes=free,
         capacity_bytes=None,
         message="the log stops before start-up finished (no error, no ready line)",
-        line=last.source if last else None,
+        line=last,
+        explanation=(
+            "no error is in the log: it was cut, or the process hung or was killed (a kill leaves no traceback; "
+            "the kernel log shows the OOM killer); memory cannot be judged from it"
+        ),
+        bucket_free_bytes=free,
     )
+    return _with_headline(launch, f, place)
+
+
+def _last_source(launch: Launch, rank: Rank) -> Source | None:
+    """The last line read in the rank's file: where the log stops."""
+    path = rank.last_event.source.path if rank.last_event else None
+    srcs = [e.source for e in launch.all_events() if path is None or e.source.path == path]
+    return max(srcs, key=lambda s: s.line_no) if srcs else None
+
+
+# --- verdict --------------------------------------------------------------------------------
+
+
+def _ranks_text(launch: Launch, ranks: Sequence[str]) -> str:
+    if not ranks:
+        return ""
+    if len(ranks) == 1:
+        return ranks[0] or "the GPU"
+    total = len(launch.ranks)
+    if len(ranks) == total and total > 1:
+        return f"all {total} ranks"
+    return f"{len(ranks)} ranks ({_compress(ranks)})"
+
+
+def _compress(labels: Sequence[str]) -> str:
+    """TP0, TP3, TP4, TP5 -> TP0, TP3-TP5 (only for plain TP labels)."""
+    nums = []
+    for x in labels:
+        m = regex.fullmatch(r"TP(\d+)", x)
+        if m is None:
+            return ", ".join(labels)
+        nums.append(int(m.group(1)))
+    out: list[str] = []
+    i = 0
+    nums.sort()
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(
+            f"TP{nums[i]}"
+            if i == j
+            else (f"TP{nums[i]}, TP{nums[j]}" if j == i + 1 else f"TP{nums[i]}-TP{nums[j]}")
+        )
+        i = j + 1
+    return ", ".join(out)
+
+
+def _what(rec: ErrorRecord | None) -> str:
+    if isinstance(rec, OutOfMemory):
+        dev = rec.device or "GPU"
+        lib = f" in the {rec.comm_library} buffer" if rec.comm_library else ""
+        return f"{dev} out of memory{lib}"
+    if isinstance(rec, KVSizing):
+        at = (
+            f" at mem_fraction_static={_fmt_mfs(rec.mem_fraction_static)}"
+            if rec.mem_fraction_static
+            else ""
+        )
+        return f'"Not enough memory" for the KV cache{at}'
+    if isinstance(rec, Unbalanced):
+        return "the memory capacity is unbalanced across ranks"
+    if isinstance(rec, CaptureError):
+        return f"CUDA graph capture failed ({_short(rec.message)})"
+    if isinstance(rec, CommBufferError):
+        return f"{rec.library} error ({_short(rec.message)})"
+    if isinstance(rec, PythonError):
+        return f"{rec.exc_type} ({_short(rec.message)})" if rec.message else rec.exc_type
+    if isinstance(rec, OtherRanksUnfinished):
+        return f"TP rank {rec.tp_rank} finished loading but other ranks did not"
+    return "a child process died without a traceback"
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = text.strip()
+    return text if len(text) <= n else text[: n - 3].rstrip() + "..."
+
+
+def _memory_word(m: bool | None) -> str:
+    if m is None:
+        return "Memory-related or not: cannot tell."
+    return "Memory-related." if m else "Not memory-related."
+
+
+def _with_headline(launch: Launch, f: Failure, place: _Place) -> Failure:
+    from dataclasses import replace
+
+    unit = _unit(f.graph)
+    where = phase_text(f.phase, f.size, unit)
+    if f.kind == "stopped":
+        rank = f.ranks[0] if f.ranks else "?"
+        extra = ""
+        if f.phase and f.phase.startswith("capture "):
+            extra = _capture_state(place, f)
+        line = f" (last line {f.line.line_no})" if f.line else ""
+        head = (f"Incomplete: the log stops {where}{extra} on {rank or 'the GPU'}{line}; "
+                f"this is not a complete start-up.")  # fmt: skip
+        return replace(f, headline=head)
+    figures = ""
+    if f.tried_bytes is not None and f.free_bytes is not None:
+        figures = f" (tried {_g(f.tried_bytes)} GiB, {_g(f.free_bytes)} GiB free)"
+    elif f.phase and f.phase.startswith("capture") and f.bucket_free_bytes is not None:
+        on = f" on {place.bar_rank}" if place.bar_rank else ""
+        figures = f" ({_g(f.bucket_free_bytes)} GiB free at that bucket{on})"
+    on_ranks = _ranks_text(launch, f.ranks)
+    head = f"Crashed: {_what(f.record)}{' on ' + on_ranks if on_ranks else ''} {where}{figures}. {_memory_word(f.memory_related)}"
+    return replace(f, headline=head)
+
+
+def _capture_state(place: _Place, f: Failure) -> str:
+    if f.bucket_free_bytes is not None:
+        return f" ({_g(f.bucket_free_bytes)} GiB free)"
+    g = place.bar_graph or place.graph
+    if g is None:
+        return ""
+    rank = place.rank
+    bars = [e for e in (rank.events if rank else ()) if isinstance(e, ev.BarRender)]
+    if bars and bars[-1].kind == "compile" and bars[-1].size is not None:
+        return f" (compiling num_tokens {bars[-1].size})"
+    if g.begin_bytes is not None:
+        return f" (before the first bucket; {_g(g.begin_bytes)} GiB free at capture begin)"
+    return ""
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+def verdict(launch: Launch) -> list[str]:
+    """The plain-sentence verdict every report prints first: the outcome, why, and each fix."""
+    oc = outcome(launch)
+    lines: list[str] = []
+    if oc.status == "ready":
+        n = len(launch.ranks)
+        world = _world(launch)
+        count = (
+            f"{world} ranks ({n} print memory lines)"
+            if world and world > n
+            else f"{n} rank{'s' if n != 1 else ''}"
+        )
+        lines.append(f"Ready: start-up finished on {count}.")
+    elif oc.failure is not None:
+        f = oc.failure
+        lines.append(f.headline)
+        if f.explanation:
+            lines.append(_sentence(f.explanation))
+        lines.extend(
+            _sentence(f"Fix: {x.flag}{' ' + x.value if x.value else ''}: {x.effect}")
+            for x in f.fixes
+        )
+        if f.memory_related and not f.fixes:
+            lines.append("No fix can be computed from this log (figures missing).")
+    else:
+        lines.append("Incomplete: the log holds no rank lines, so start-up cannot be judged.")
+    if oc.runtime_errors:
+        first = read_errors(oc.runtime_errors[:1])
+        what = _short(_message(first[0].record, first[0].source)) if first else "an error"
+        at = (
+            f" (first at line {first[0].source.line_no}: {what})"
+            if first and first[0].source
+            else ""
+        )
+        lines.append(
+            f"{len(oc.runtime_errors)} error(s) after start-up{at}; they are not start-up failures."
+        )
+    return lines
+
+
+def _world(launch: Launch) -> int | None:
+    tp, pp = launch.args.get("tp_size"), launch.args.get("pp_size")
+    if not isinstance(tp, int):
+        return None
+    return tp * (pp if isinstance(pp, int) and pp > 0 else 1)

@@ -1,0 +1,465 @@
+"""Failures stage: outcome, place, typed error, memory classification, fixes and verdict lines.
+
+The inline logs are small and made up from the reference's message texts; every expected
+number is recomputed here from the figures the log prints, never copied from the code.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from logmem.analysis import read_log
+from logmem.failures import (
+    CaptureError,
+    KVSizing,
+    OutOfMemory,
+    PythonError,
+    Unbalanced,
+    outcome,
+    rank_phase,
+    verdict,
+)
+from logmem.ledger import Launch
+from logmem.report.jsonout import failure_json
+
+GIB = 1 << 30
+MIB = 1 << 20
+CORPUS = Path("/work/shared/corpus")
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+ARGS = "[2025-11-10 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static={mfs}, tp_size={tp}, cuda_graph_max_bs=256)"
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {tried}. GPU 0 has a total capacity of "
+    "14.76 GiB of which {free} is free. Process 63729 has 14.46 GiB memory in use. Of the allocated memory "
+    "14.35 GiB is allocated by PyTorch, and 1.52 MiB is reserved by PyTorch but unallocated. If reserved but "
+    "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+    "fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+)
+SIGQUIT = "[2025-11-10 10:01:00] Received sigquit from a child process. It usually means the child failed."
+
+
+def start(
+    mfs: float = 0.85,
+    tp: int = 2,
+    begin: tuple[float, ...] = (14.50, 14.40),
+    end: tuple[float, ...] = (7.00, 6.90),
+) -> list[str]:
+    """Distributed init and weights on `tp` ranks, in the E4 wording."""
+    lines = [ARGS.format(mfs=mfs, tp=tp)]
+    lines += [f"[2025-11-10 10:00:01 TP{i}] Init torch distributed begin." for i in range(tp)]
+    lines += [
+        f"[2025-11-10 10:00:02 TP{i}] Init torch distributed ends. mem usage=0.20 GB"
+        for i in range(tp)
+    ]
+    lines += [
+        f"[2025-11-10 10:00:03 TP{i}] Load weight begin. avail mem={begin[i]:.2f} GB"
+        for i in range(tp)
+    ]
+    return lines + [
+        f"[2025-11-10 10:00:09 TP{i}] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+        f"avail mem={end[i]:.2f} GB, mem usage=7.50 GB."
+        for i in range(tp) if end[i] is not None
+    ]  # fmt: skip
+
+
+def pools(
+    tp: int = 2, tokens: int = 40000, k: float = 2.44, pool_end: tuple[float, ...] = (2.10, 2.00)
+) -> list[str]:
+    out = []
+    for i in range(tp):
+        out.append(
+            f"[2025-11-10 10:00:10 TP{i}] KV Cache is allocated. #tokens: {tokens}, K size: {k:.2f} GB, V size: {k:.2f} GB"
+        )
+        out.append(f"[2025-11-10 10:00:10 TP{i}] Memory pool end. avail mem={pool_end[i]:.2f} GB")
+    return out
+
+
+def capture_begin(
+    tp: int = 2,
+    avail: tuple[float, ...] = (2.00, 1.90),
+    sizes: str = "[1, 2, 4, 8, 16, 32, 64, 128, 256]",
+) -> list[str]:
+    out = [f"[2025-11-10 10:00:11 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem={avail[0]:.2f} GB",
+           f"[2025-11-10 10:00:11 TP0] Capture cuda graph bs {sizes}"]  # fmt: skip
+    out += [f"[2025-11-10 10:00:11 TP{i}] Capture cuda graph begin. This can take up to several minutes. avail mem={avail[i]:.2f} GB"
+            for i in range(1, tp)]  # fmt: skip
+    return out
+
+
+def bar(bs: int, avail: float, n: int = 9, done: int = 0) -> str:
+    return f"Capturing batches (bs={bs} avail_mem={avail:.2f} GB):   0%|          | {done}/{n} [00:00<?, ?it/s]"
+
+
+def crash(rank: str, *exception: str) -> list[str]:
+    return [f"[2025-11-10 10:00:20 {rank}] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 370, in __init__',
+            "    self.capture()", *exception, ""]  # fmt: skip
+
+
+def log_path(name: str) -> Path:
+    """A log from fixtures/ (in the repo) or else the shared corpus; skip when neither has it."""
+    for where in (FIXTURES, CORPUS):
+        if (where / name).exists():
+            return where / name
+    pytest.skip(f"{name} is not available")
+
+
+def launch_of(tmp_path: Path, lines: list[str], name: str = "x.log") -> Launch:
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return read_log(str(p)).launches[0]
+
+
+def kv_bytes_per_token(k_gib: float, tokens: int) -> float:
+    return 2 * round(k_gib * GIB) / tokens
+
+
+# --- outcome and place ----------------------------------------------------------------------
+
+
+def test_capture_oom_at_the_largest_bucket(tmp_path: Path) -> None:
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB")) + [SIGQUIT]
+    L = launch_of(tmp_path, lines)
+    oc = outcome(L)
+    f = oc.failure
+    assert oc.status == "crashed" and f is not None
+    assert (f.kind, f.memory_related, f.phase, f.ranks, f.graph, f.size) == (
+        "oom",
+        True,
+        "capture decode",
+        ("TP0",),
+        "decode",
+        256,
+    )
+    assert isinstance(f.record, OutOfMemory) and f.record.device == "CUDA"
+    assert f.tried_bytes == 540 * MIB and f.free_bytes == round(298.75 * MIB)
+    assert f.bucket_free_bytes == round(1.60 * GIB)
+    assert f.shortfall_bytes == 540 * MIB - round(298.75 * MIB)
+
+    # mem_fraction_static: lower by at least shortfall / P, P = min Load weight begin avail.
+    shortfall = (540 - 298.75) * MIB
+    p = 14.40 * GIB
+    want = math.floor((0.85 - shortfall / p) * 1000) / 1000
+    mfs = next(x for x in f.fixes if x.flag == "--mem-fraction-static")
+    assert mfs.value == f"{want:.3f}".rstrip("0")
+    assert want == 0.833
+    freed = p * (0.85 - want)
+    assert freed >= shortfall
+    lost = math.ceil(freed / kv_bytes_per_token(2.44, 40000))
+    assert f"{lost:,}" in mfs.effect
+    assert "0.24 / 14.40" in mfs.effect
+
+    # cap --cuda-graph-max-bs: bs 256 needed 1.60 - 0.29 + 0.53 GiB; scale per row to the 1.60 free.
+    cap = next(x for x in f.fixes if x.flag == "--cuda-graph-max-bs")
+    need = round(1.60 * GIB) - round(298.75 * MIB) + 540 * MIB
+    est = round(1.60 * GIB) / (need / 256)
+    listed = max(s for s in (1, 2, 4, 8, 16, 32, 64, 128, 256) if s <= est and s < 256)
+    assert cap.value == str(listed) == "128"
+
+    v = verdict(L)
+    assert v[0] == (
+        "Crashed: CUDA out of memory on TP0 while capturing the decode graph at bs 256 "
+        "(tried 0.53 GiB, 0.29 GiB free). Memory-related."
+    )
+    assert any(line.startswith("Fix: --mem-fraction-static 0.833:") for line in v)
+    assert any(line.startswith("Fix: --cuda-graph-max-bs 128:") for line in v)
+
+
+def test_capture_oom_after_measured_buckets_caps_at_a_measured_size(tmp_path: Path) -> None:
+    readings = [(256, 1.60), (248, 1.20), (240, 0.90), (232, 0.70)]
+    lines = (
+        start() + pools() + capture_begin(sizes="[1, 2, 4, 8, 16, 32, 64, 128, 232, 240, 248, 256]")
+    )
+    lines += [bar(bs, a, 12, i) for i, (bs, a) in enumerate(readings)]
+    lines += crash("TP0", OOM.format(tried="512.00 MiB", free="204.80 MiB")) + [SIGQUIT]
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and f.size == 232
+    shortfall = 512 * MIB - round(204.80 * MIB)
+    # Dropping the buckets above M returns (reading before 256) - (reading before M):
+    # before 248: 1.60 - 1.20 = 0.40 GiB >= 0.30 GiB shortfall, so M = 248.
+    returned = {bs: round(1.60 * GIB) - round(a * GIB) for bs, a in readings[1:]}
+    m = max(bs for bs, r in returned.items() if r >= shortfall)
+    cap = next(x for x in f.fixes if x.flag == "--cuda-graph-max-bs")
+    assert cap.value == str(m) == "248"
+    assert "1.60 - 1.20 = 0.40" in cap.effect
+
+
+def test_capture_failed_wrapping_an_oom_is_an_oom(tmp_path: Path) -> None:
+    msg = ("Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+           "capacity of 79.11 GiB of which 1.50 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, "
+           "and 20.00 MiB is reserved by PyTorch but unallocated.")  # fmt: skip
+    lines = (
+        start(begin=(78.0, 78.0), end=(40.0, 40.0))
+        + pools(pool_end=(4.0, 4.0))
+        + capture_begin(avail=(3.9, 3.9))
+    )
+    lines += [bar(256, 3.50)] + crash(
+        "TP0", msg, "Possible solutions:", "1. set --mem-fraction-static to a smaller value"
+    )
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and f.kind == "oom" and f.memory_related is True
+    assert isinstance(f.record, OutOfMemory) and f.record.in_capture_error
+    assert (
+        f.tried_bytes == 2 * GIB
+        and f.free_bytes == round(1.5 * GIB)
+        and f.capacity_bytes == round(79.11 * GIB)
+    )
+
+
+def test_fragmentation_fix_when_reserved_exceeds_the_shortfall(tmp_path: Path) -> None:
+    msg = OOM.format(tried="540.00 MiB", free="298.75 MiB").replace(
+        "1.52 MiB is reserved", "600.00 MiB is reserved"
+    )
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)] + crash("TP0", msg)
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and f.fixes[0].flag == "PYTORCH_CUDA_ALLOC_CONF"
+    assert f.fixes[0].value == "expandable_segments:True"
+
+
+def test_device_error_oom_without_figures_prices_one_step(tmp_path: Path) -> None:
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines += crash("TP0", "torch.AcceleratorError: CUDA error: out of memory")
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and f.kind == "oom" and f.tried_bytes is None
+    mfs = next(x for x in f.fixes if x.flag == "--mem-fraction-static")
+    # one 0.01 step of P = 14.40 GiB
+    assert mfs.value == "0.84"
+
+
+def test_oom_while_loading_weights_is_not_a_mem_fraction_problem(tmp_path: Path) -> None:
+    lines = start(end=(None, None))[: 1 + 2 + 2 + 2]  # type: ignore[arg-type]
+    lines += crash(
+        "TP0", OOM.format(tried="12.00 GiB", free="3.88 GiB").replace("CUDA out", "HIP out")
+    )
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and (f.kind, f.phase, f.memory_related) == ("oom", "weights", True)
+    assert "--mem-fraction-static" not in [x.flag for x in f.fixes]
+    assert "does not help" in f.explanation
+    off = next(x for x in f.fixes if x.flag == "--cpu-offload-gb")
+    assert off.value == str(math.ceil((12 * GIB - round(3.88 * GIB)) / GIB)) == "9"
+    assert next(x for x in f.fixes if x.flag == "--tp-size").value == "4"
+    assert verdict(launch_of(tmp_path, lines))[0].startswith(
+        "Crashed: HIP out of memory on TP0 while loading the weights"
+    )
+
+
+def test_not_enough_memory_smallest_mfs(tmp_path: Path) -> None:
+    lines = start(mfs=0.88, end=(1.50, 1.60))
+    lines += crash("TP0", "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                          "Current value: mem_fraction_static=0.88")  # fmt: skip
+    L = launch_of(tmp_path, lines)
+    f = outcome(L).failure
+    assert f is not None and (f.kind, f.phase, f.memory_related) == (
+        "not_enough_memory",
+        "pools",
+        True,
+    )
+    assert isinstance(f.record, KVSizing) and f.record.mem_fraction_static == 0.88
+    # rest = A - P (1 - mfs) with A = min Load weight end avail, P = min Load weight begin avail
+    a, p = 1.50, 14.40
+    assert a - p * (1 - 0.88) < 0
+    exact = 1 - a / p
+    want = math.ceil(exact * 1000) / 1000
+    if want <= exact:
+        want += 0.001
+    fix = f.fixes[0]
+    assert fix.flag == "--mem-fraction-static" and fix.value == f"{want:.3f}" == "0.896"
+    assert f.shortfall_bytes == round(-(round(a * GIB) - round(p * GIB) * (1 - 0.88)))
+    assert "rest = 1.50 - 14.40 x (1 - 0.88) = -0.23 GiB" in f.explanation
+    assert verdict(L)[0] == (
+        'Crashed: "Not enough memory" for the KV cache at mem_fraction_static=0.88 on TP0 while sizing and '
+        "allocating the KV cache. Memory-related."
+    )
+
+
+def test_imbalance_names_the_rank_that_did_not_raise(tmp_path: Path) -> None:
+    lines = [ARGS.format(mfs=0.85, tp=4)]
+    lines += [f"[2026-03-01 10:00:01 TP{i}] Init torch distributed begin." for i in range(4)]
+    lines += [
+        f"[2026-03-01 10:00:02 TP{i}] Init torch distributed ends. elapsed=1.0 s, mem usage=0.50 GB"
+        for i in range(4)
+    ]
+    for i in (0, 1, 3):
+        lines += crash(f"TP{i}", "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+                                 "processes. pre_model_load_memory=70.1234130859375, local_gpu_memory=78.5, "
+                                 "local_gpu_memory * 0.9=70.65")  # fmt: skip
+    L = launch_of(tmp_path, lines)
+    f = outcome(L).failure
+    assert f is not None and (f.kind, f.memory_related, f.phase) == (
+        "imbalance",
+        True,
+        "after distributed init",
+    )
+    assert isinstance(f.record, Unbalanced) and f.ranks == ("TP0", "TP1", "TP3")
+    short = 78.5 - 70.1234130859375
+    assert f"TP2 has {short:.2f} GiB less" in f.explanation
+    assert "another process" in f.explanation
+    env = next(x for x in f.fixes if x.flag == "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK")
+    assert f"{0.85 * short:.2f} GiB" in env.effect
+    assert verdict(L)[0].startswith(
+        "Crashed: the memory capacity is unbalanced across ranks on 3 ranks (TP0, TP1, TP3)"
+    )
+
+
+def test_type_error_during_capture_is_not_memory(tmp_path: Path) -> None:
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines += crash("TP0", "TypeError: cannot unpack non-iterable ForwardMetadata object") + [
+        SIGQUIT
+    ]
+    lines += crash("TP1", "TypeError: cannot unpack non-iterable ForwardMetadata object") + [
+        SIGQUIT
+    ]
+    L = launch_of(tmp_path, lines)
+    f = outcome(L).failure
+    assert f is not None and (f.kind, f.memory_related, f.ranks) == ("error", False, ("TP0", "TP1"))
+    assert isinstance(f.record, PythonError) and f.exc_type == "TypeError"
+    v = verdict(L)
+    assert v[0].endswith("Not memory-related.")
+    assert "do not change --mem-fraction-static" in v[1]
+    assert all("--mem-fraction-static" not in x.flag for x in f.fixes)
+
+
+def test_import_error_inside_capture_failed_is_not_memory(tmp_path: Path) -> None:
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines += crash(
+        "TP0",
+        "Exception: Capture cuda graph failed: ModuleNotFoundError: No module named 'flash_attn'",
+    )
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and (f.kind, f.memory_related) == ("capture_failed", False)
+    assert isinstance(f.record, CaptureError)
+
+
+def test_rank_zero_filter_takes_the_phase_from_the_printing_rank(tmp_path: Path) -> None:
+    # Mid 2025: model_runner lines come from TP0 only; TP1's crash still happened in capture.
+    lines = [ARGS.format(mfs=0.85, tp=2), "[2025-07-01 10:00:03 TP0] Load weight begin. avail mem=14.50 GB",
+             "[2025-07-01 10:00:09 TP0] Load weight end. type=X, dtype=torch.bfloat16, avail mem=7.00 GB, mem usage=7.50 GB.",
+             "[2025-07-01 10:00:10 TP0] KV Cache is allocated. #tokens: 40000, K size: 2.44 GB, V size: 2.44 GB",
+             "[2025-07-01 10:00:10 TP0] Memory pool end. avail mem=2.10 GB",
+             "[2025-07-01 10:00:11 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=2.00 GB",
+             bar(256, 1.60)]  # fmt: skip
+    lines += crash("TP1", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and f.ranks == ("TP1",) and f.phase == "capture decode" and f.size == 256
+
+
+def test_crash_after_summary_before_ready_is_a_warm_up_crash(tmp_path: Path) -> None:
+    lines = start() + pools() + [
+        "[2025-11-10 10:00:30 TP0] max_total_num_tokens=40000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+        "max_running_requests=2048, context_len=8192, available_gpu_mem=1.80 GB"
+    ] + crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))  # fmt: skip
+    oc = outcome(launch_of(tmp_path, lines))
+    assert oc.status == "crashed" and oc.failure is not None and oc.failure.phase == "serving"
+
+
+def test_error_after_ready_is_a_runtime_error(tmp_path: Path) -> None:
+    lines = start() + pools() + ["[2025-11-10 10:00:40] The server is fired up and ready to roll!"]
+    lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
+    L = launch_of(tmp_path, lines)
+    oc = outcome(L)
+    assert oc.status == "ready" and len(oc.runtime_errors) == 1
+    v = verdict(L)
+    assert v[0] == "Ready: start-up finished on 2 ranks."
+    assert v[1].startswith("1 error(s) after start-up")
+
+
+def test_other_ranks_unfinished_points_at_the_rank_without_load_end(tmp_path: Path) -> None:
+    lines = start(end=(7.00, None))  # type: ignore[arg-type]
+    lines += crash("TP0", "RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that "
+                          "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.")  # fmt: skip
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and f.memory_related is None
+    assert f.explanation.startswith("TP1 printed no Load weight end")
+
+
+def test_lone_sigquit_is_a_crash_that_cannot_be_judged(tmp_path: Path) -> None:
+    f = outcome(launch_of(tmp_path, start() + [SIGQUIT])).failure
+    assert f is not None and (f.kind, f.memory_related) == ("error", None)
+
+
+def test_a_log_that_stops_mid_weights(tmp_path: Path) -> None:
+    L = launch_of(tmp_path, start(end=(None, None))[:7])  # type: ignore[arg-type]
+    oc = outcome(L)
+    assert oc.status == "incomplete" and oc.failure is not None
+    assert (oc.failure.kind, oc.failure.phase, oc.failure.memory_related) == (
+        "stopped",
+        "weights",
+        None,
+    )
+    assert verdict(L)[0] == (
+        "Incomplete: the log stops while loading the weights on TP0 (last line 7); this is not a complete start-up."
+    )
+
+
+def test_rank_phase_before_a_line(tmp_path: Path) -> None:
+    L = launch_of(tmp_path, start() + pools())
+    tp0 = L.rank("TP0")
+    assert tp0 is not None
+    assert rank_phase(tp0) == "after pools"
+    weights_end = tp0.target.weights_end if tp0.target else None
+    assert weights_end is not None
+    assert rank_phase(tp0, weights_end.source) == "weights"
+
+
+def test_failure_json_has_the_verdict_and_fixes(tmp_path: Path) -> None:
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
+    f = outcome(launch_of(tmp_path, lines)).failure
+    j = failure_json(f)
+    assert j is not None
+    assert (j["kind"], j["memory_related"], j["phase"], j["size"]) == (
+        "oom",
+        True,
+        "capture decode",
+        256,
+    )
+    assert (j["tried_gib"], j["free_gib"], j["capacity_gib"]) == (0.53, 0.29, 14.76)
+    assert j["headline"].startswith("Crashed: CUDA out of memory")
+    assert {x["flag"] for x in j["fixes"]} >= {"--mem-fraction-static", "--cuda-graph-max-bs"}
+
+
+# --- corpus logs that did not finish ---------------------------------------------------------
+
+CORPUS_VERDICTS = {
+    "003-glm5-fp8-mi355x-tp8-rocm-capture-crash.log": (
+        "Crashed: TypeError (cannot unpack non-iterable ForwardMetadata object) on 6 ranks (TP0, TP3-TP7) while "
+        "capturing the decode graph at bs 512 (2.29 GiB free at that bucket). Not memory-related."
+    ),
+    "023-qwen3-14b-tp2-fp16-truncated-mid-capture.log": (
+        "Incomplete: the log stops while capturing the decode graph at bs 1 (5.89 GiB free) on TP0 (last line 59); "
+        "this is not a complete start-up."
+    ),
+    "026-musa-bf16-ep-moe-dp4-ep4-pr17392-excerpt.log": (
+        "Incomplete: the log stops while capturing the decode graph at bs 16 (21.80 GiB free) on DP0 TP0 EP0 "
+        "(last line 16); this is not a complete start-up."
+    ),
+    "027-musa-tp2-piecewise-pr20758-excerpt.log": (
+        "Incomplete: the log stops while capturing the piecewise graph (compiling num_tokens 20) on TP0 "
+        "(last line 11); this is not a complete start-up."
+    ),
+    "029-tp8-h200-piecewise-sglkernel-pr11716-excerpt.log": (
+        "Incomplete: the log stops while capturing the decode graph (before the first bucket; 11.82 GiB free at "
+        "capture begin) on TP0 (last line 13); this is not a complete start-up."
+    ),
+    "031-dsr1-dp8-attention-h20-issue6017-excerpt.log": (
+        "Incomplete: the log stops after the memory pools (before graph capture) on DP1 TP1 (last line 15); "
+        "this is not a complete start-up."
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_VERDICTS))
+def test_corpus_first_verdict_line(name: str) -> None:
+    L = read_log(str(log_path(name))).launches[0]
+    assert verdict(L)[0] == CORPUS_VERDICTS[name]
+
+
+def test_corpus_003_says_not_to_touch_memory_flags() -> None:
+    L = read_log(str(log_path("003-glm5-fp8-mi355x-tp8-rocm-capture-crash.log"))).launches[0]
+    f = outcome(L).failure
+    assert f is not None and f.kind != "oom" and f.memory_related is False
+    assert "do not change --mem-fraction-static" in verdict(L)[1]
