@@ -151,6 +151,15 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "message": f.message,
         "line": _line(f.line),
         "fixes": [{"flag": x.flag, "value": x.value, "effect": x.effect} for x in f.fixes],
+        # The verdict in words (what every format prints first) and the figures behind it.
+        "headline": f.headline,
+        "explanation": f.explanation,
+        "exc_type": f.exc_type,
+        "shortfall_gib": gib(f.shortfall_bytes),
+        "bucket_free_gib": gib(f.bucket_free_bytes),
+        "errors": [
+            {"rank": e.rank, "record": type(e.record).__name__, "line": _line(e.source)} for e in f.errors
+        ],
     }
 
 
