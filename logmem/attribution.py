@@ -555,14 +555,19 @@ def findings(led: LaunchLedger) -> list[str]:
                            "memory was released (temporaries freed, or another process on the GPU), "
                            "so later readings are higher than the pools left.")  # fmt: skip
         if rl.last_bytes is not None:
-            out.append(f"{_g(rl.last_bytes)} GiB is left free on {where} at the last reading.")
+            last = rl.phases[-1]
+            when = "after capture" if any(p.graph is not None for p in rl.phases) else f"after {last.name}"
+            if last.key.startswith("capture:") and last.graph is not None and not last.graph.complete:
+                when = f"when the log stops (in capture {last.graph.name})"
+            out.append(f"{_g(rl.last_bytes)} GiB is left free on {where} {when}.")
     if led.imbalance_bytes is not None and led.imbalance_bytes > ROUNDING_BYTES * 5:
         cost = f", which costs about {led.imbalance_tokens:,} KV tokens per rank" if led.imbalance_tokens else ""
         out.append(f"Ranks differ by {_g(led.imbalance_bytes)} GiB of free memory before loading; SGLang sizes "
                    f"every rank from the smallest ({led.binding_rank}){cost}.")  # fmt: skip
     if led.reserve is not None and led.reserve.measured_bytes is not None:
-        out.append(f"SGLang's default mem_fraction_static heuristic reserves {_g(led.reserve.reserve_bytes)} GiB "
-                   f"for graphs; the captures used {_g(led.reserve.measured_bytes)} GiB on {where}.")  # fmt: skip
+        out.append(f"SGLang's default-mem_fraction_static heuristic (late 2025 on) would reserve "
+                   f"{_g(led.reserve.reserve_bytes)} GiB for these graphs; the captures used "
+                   f"{_g(led.reserve.measured_bytes)} GiB on {where}.")  # fmt: skip
     out.extend(_reuse(rl, L))
     out.extend(_rank_graph_spread(led, main))
     return out
