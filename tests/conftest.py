@@ -35,13 +35,13 @@ def _pin_columns(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def corpus_log(prefix: str) -> Path:
-    """The corpus log whose name starts with `prefix` (e.g. "021-"); skips without the corpus."""
-    if not CORPUS.is_dir():
-        pytest.skip(CORPUS_MISSING)
-    found = sorted(CORPUS.glob(f"{prefix}*.log"))
-    if not found:
-        pytest.skip(f"no corpus log named {prefix}*.log in {CORPUS}")
-    return found[0]
+    """The real log whose name starts with `prefix` (e.g. "021-"): the copy in fixtures/ if there
+    is one, else the shared corpus; skips when neither has it."""
+    for folder in (FIXTURES, CORPUS):
+        found = sorted(folder.glob(f"{prefix}*.log")) if folder.is_dir() else []
+        if found:
+            return found[0]
+    pytest.skip(CORPUS_MISSING if not CORPUS.is_dir() else f"no log named {prefix}*.log in {CORPUS}")
 
 
 def corpus_logs() -> list[Path]:

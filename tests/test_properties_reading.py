@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, FIXTURES
+from conftest import corpus_log
 from logmem import events as ev
 from logmem.analysis import collect_events, read_log
 from logmem.ledger import Launch, build_launches
@@ -28,11 +28,7 @@ _SCRATCH = Path(tempfile.mkdtemp(prefix="logmem-props-"))
 
 
 def base_log(prefix: str) -> bytes:
-    for folder in (FIXTURES, CORPUS):
-        found = sorted(folder.glob(f"{prefix}*.log")) if folder.is_dir() else []
-        if found:
-            return found[0].read_bytes()
-    pytest.skip(f"no {prefix}*.log in fixtures/ or the shared corpus")
+    return corpus_log(prefix).read_bytes()
 
 
 def parse(data: bytes, name: str = "log.log") -> tuple[list[ev.Event], tuple[Launch, ...]]:
