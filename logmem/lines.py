@@ -70,12 +70,12 @@ def split_records(seg: Segment) -> Iterator[Record]:
     matches = list(PREFIX.finditer(text))
     if not matches:
         if text.strip():
-            yield Record(None, (), None, text, Source(seg.path, seg.line_no, text))
+            yield Record(None, (), None, strip_wrapper(text), Source(seg.path, seg.line_no, text))
         return
     head = text[: matches[0].start()]
     # Text before the first prefix is a tqdm render or a foreign prefix (docker, kubectl).
     if head.strip() and not _is_wrapper_prefix(head):
-        yield Record(None, (), None, head, Source(seg.path, seg.line_no, head))
+        yield Record(None, (), None, strip_wrapper(head), Source(seg.path, seg.line_no, head))
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
         body = text[m.end() : end]
@@ -84,14 +84,26 @@ def split_records(seg: Segment) -> Iterator[Record]:
         yield Record(tags, rank_tags(tags), m.group("ts"), body, Source(seg.path, seg.line_no, raw))
 
 
-_WRAPPER = regex.compile(
-    r"^\s*(?:\d{4}-\d{2}-\d{2}T[\d:.]{8,20}Z?\s*|[\w.-]{1,80}\s*\|\s*|[\w.-]{1,80}\s+(?:INFO|WARNING|ERROR|DEBUG)\s+)*$"
+# What container tooling puts in front of every physical line: docker --timestamps (RFC 3339),
+# compose `name | `, `kubectl logs --prefix` (`[pod/NAME/CONTAINER] `), shippers (`pod INFO `).
+_WRAPPER_PART = (
+    r"(?:\d{4}-\d{2}-\d{2}T[\d:.]{8,20}Z?\s{0,4}|[\w.-]{1,80}\s{0,40}\|\s{0,4}"
+    r"|\[pod/[\w.-]{1,253}/[\w.-]{1,63}\]\s{1,4}|[\w.-]{1,80}\s{1,4}(?:INFO|WARNING|ERROR|DEBUG)\s{1,4})"
 )
+_WRAPPER = regex.compile(rf"^\s{{0,40}}{_WRAPPER_PART}{{0,4}}\s{{0,40}}$")
+_WRAPPER_LEAD = regex.compile(rf"^\s{{0,40}}{_WRAPPER_PART}{{1,4}}")
 
 
 def _is_wrapper_prefix(head: str) -> bool:
     """Docker --timestamps, compose `name | ` or shipper prefixes carry nothing of ours."""
     return len(head) < 200 and _WRAPPER.match(head) is not None
+
+
+def strip_wrapper(text: str) -> str:
+    """Text without an SGLang prefix, minus the container tooling's own prefix: under docker or
+    compose, traceback lines and bare tqdm renders must still start where the patterns expect."""
+    m = _WRAPPER_LEAD.match(text)
+    return text[m.end() :] if m else text
 
 
 def iter_records(segments: Iterable[Segment]) -> Iterator[Record]:

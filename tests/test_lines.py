@@ -189,3 +189,24 @@ def test_record_splitting_is_linear_in_segment_length(fragment: str) -> None:
     small = 10_000
     t_small, t_big = min(cost(small) for _ in range(2)), min(cost(4 * small) for _ in range(2))
     assert t_big / max(t_small, 0.002) < 12, (fragment, t_small, t_big)
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [b"2026-02-26T05:35:13.123456789Z ", b"sglang-1  | ", b"[pod/sglang-0/sglang] ", b"pod INFO "],
+    ids=["docker-timestamps", "compose", "kubectl-prefix", "shipper"],
+)
+def test_wrapper_is_stripped_from_lines_without_an_sglang_prefix(wrapper: bytes) -> None:
+    """Tracebacks and bare tqdm renders have no SGLang prefix; under docker or compose they still
+    start where the anchored patterns expect them."""
+    for text in ("Traceback (most recent call last):", "TypeError: cannot unpack non-iterable X object",
+                 "  0%|          | 0/13 [00:00<?, ?it/s]"):  # fmt: skip
+        rec = one(wrapper + text.encode())
+        assert rec.rank is None
+        assert rec.message.strip() == text.strip()
+        assert rec.source.text == (wrapper + text.encode()).decode()
+
+
+def test_text_that_only_looks_like_a_wrapper_is_kept() -> None:
+    for text in ("Capturing batches (bs=1 avail_mem=3.80 GB): 100%|##########| 7/7", "ValueError: a | b"):
+        assert one(text.encode()).message == text

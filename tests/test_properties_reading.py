@@ -234,3 +234,19 @@ def test_any_mix_of_cr_and_nl_between_bar_renders_gives_the_same_samples(prefix:
     got_events, got = parse(b"".join(pieces), "mixed.log")
     assert samples(got) == samples(want)
     assert got_events == want_events
+
+
+WRAPPERS = (b"2026-02-26T05:35:13.123456789Z ", b"sglang-1  | ", b"[pod/sglang-0/sglang] ", b"pod INFO ")
+
+
+@pytest.mark.parametrize("wrapper", WRAPPERS, ids=["docker-timestamps", "compose", "kubectl-prefix", "shipper"])
+@pytest.mark.parametrize("prefix", (*BASES, "003-"))
+def test_a_container_prefix_on_every_line_changes_nothing(prefix: str, wrapper: bytes) -> None:
+    """docker --timestamps, compose, `kubectl logs --prefix` and shippers prefix every physical line,
+    tracebacks and tqdm renders included (003 crashes with six tracebacks)."""
+    data = base_log(prefix)
+    wrapped = b"".join(wrapper + line for line in data.splitlines(keepends=True))
+    want_events, want = parse(data, "same-name.log")
+    got_events, got = parse(wrapped, "same-name.log")
+    assert got_events == want_events
+    assert got == want
