@@ -836,6 +836,9 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
         fixes.append(mfs_fix)
     if cap is not None:
         fixes.append(cap)
+    chunk = launch.args.get("chunked_prefill_size")
+    if phase == "serving" and isinstance(chunk, int) and chunk > 2048:
+        fixes.append(_chunk_fix(chunk, need))
     if mfs_fix is not None and blocker is not None:
         notes.append(f"lowering --mem-fraction-static alone cannot fix it: {blocker}")
     if not fixes and b.mfs is None:
@@ -843,6 +846,18 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
             "the server_args dump (mem_fraction_static) is missing, so no new value can be computed"
         )
     return tuple(fixes), "; ".join(notes)
+
+
+def _chunk_fix(chunk: int, need: int) -> Fix:
+    """Halve the prefill chunk; priced with SGLang's own 1.5 MiB per chunk token (reference 12.3)."""
+    half = chunk // 2
+    saved = (max(chunk, 2048) - max(half, 2048)) * 1.5 * (1 << 20)
+    enough = "covers" if saved >= need else "does not cover"
+    return Fix("--chunked-prefill-size", str(half), (
+        f"prefill activations grow with the chunk; SGLang's default sizing assumes 1.5 MiB per chunk token, "
+        f"so {chunk} -> {half} needs about ({chunk} - {max(half, 2048)}) x 1.5 MiB = {_g(saved)} GiB less, which "
+        f"{enough} the {_g(need)} GiB shortfall (an estimate); costs: long prompts take more prefill steps"
+    ))  # fmt: skip
 
 
 def _fewer_weights_fixes(launch: Launch, r: OutOfMemory, need: int | None) -> list[Fix]:

@@ -356,6 +356,49 @@ def test_crash_after_summary_before_ready_is_a_warm_up_crash(tmp_path: Path) -> 
     assert oc.status == "crashed" and oc.failure is not None and oc.failure.phase == "serving"
 
 
+def test_warm_up_oom_offers_a_smaller_prefill_chunk(tmp_path: Path) -> None:
+    lines = start() + pools() + [
+        "[2025-11-10 10:00:30 TP0] max_total_num_tokens=40000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+        "max_running_requests=2048, context_len=8192, available_gpu_mem=1.80 GB"
+    ] + crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))  # fmt: skip
+    lines[0] = lines[0].replace(
+        "cuda_graph_max_bs=256", "cuda_graph_max_bs=256, chunked_prefill_size=8192"
+    )
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None
+    chunk = next(x for x in f.fixes if x.flag == "--chunked-prefill-size")
+    assert chunk.value == "4096"
+    assert f"{(8192 - 4096) * 1.5 / 1024:.2f} GiB less" in chunk.effect  # 6.00 GiB
+
+
+def test_empty_mfs_window_says_lowering_mfs_alone_cannot_fix_it(tmp_path: Path) -> None:
+    # Smallest mfs with a KV pool: 1 - 6.90/14.40 = 0.5208, so 0.521; the capture needs 0.85 - 4.90/14.40 = 0.509.
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines += crash("TP0", OOM.format(tried="5.00 GiB", free="102.40 MiB"))
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None
+    assert 0.85 - (5 * GIB - 102.4 * MIB) / (14.40 * GIB) < 1 - 6.90 / 14.40
+    assert "--mem-fraction-static" not in [x.flag for x in f.fixes]
+    assert "lowering --mem-fraction-static alone cannot fix it" in f.explanation
+    assert "below 0.521 the KV pool is empty" in f.explanation
+
+
+def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
+    lines = start() + [
+        "[2025-11-10 10:00:10 TP0] Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, ssm_state size: 4.38GB ",
+        "[2025-11-10 10:00:10 TP0] KV Cache is allocated. #tokens: 327310, K size: 2.50 GB, V size: 2.50 GB",
+        "[2025-11-10 10:00:10 TP0] Memory pool end. avail mem=2.10 GB",
+    ] + capture_begin(tp=1, avail=(2.00,)) + [bar(256, 1.60)]  # fmt: skip
+    lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None
+    mfs = next(x for x in f.fixes if x.flag == "--mem-fraction-static")
+    kv, mamba = 2 * round(2.50 * GIB), round(0.10 * GIB) + round(4.38 * GIB)
+    freed = 14.40 * GIB * (0.85 - float(mfs.value or 0))
+    lost = math.ceil(freed * kv / (kv + mamba) / (kv / 327310))
+    assert f"{lost:,} KV tokens (KV's {kv / (kv + mamba):.0%} share" in mfs.effect
+
+
 def test_error_after_ready_is_a_runtime_error(tmp_path: Path) -> None:
     lines = start() + pools() + ["[2025-11-10 10:00:40] The server is fired up and ready to roll!"]
     lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
