@@ -50,7 +50,7 @@ details=(('dtype', 'torch.bfloat16'),)
 elapsed_s=7.23
      13  ""             Ready              \n\
 
-12 events; 1 lines carry a memory figure but match no pattern:
+12 events; 1 line carries a memory figure but matches no pattern:
       9  [2025-03-08 12:29:21 TP0] A line nobody has seen before. reserved=1.50 GB
 """
 

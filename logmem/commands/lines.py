@@ -49,7 +49,8 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
         out.append(f"{where:>7}  {rank:<14} {type(e).__name__:<18} {' '.join(fields)}\n")
     out.append(f"\n{len(events)} events")
     if unmatched:
-        out.append(f"; {len(unmatched)} lines carry a memory figure but match no pattern:\n")
+        n = len(unmatched)
+        out.append(f"; {n} {'line carries' if n == 1 else 'lines carry'} a memory figure but {'matches' if n == 1 else 'match'} no pattern:\n")
         for u in unmatched:
             where = f"{u.source.path}:{u.source.line_no}" if multi else f"{u.source.line_no}"
             out.append(f"{where:>7}  {u.source.text.strip()[:300]}\n")
