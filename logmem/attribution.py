@@ -16,7 +16,7 @@ from typing import Any
 
 from logmem import events as ev
 from logmem.ledger import Graph, Launch, Model, Rank
-from logmem.units import GIB, MIB, format_gib, gib
+from logmem.units import GIB, MIB, Mem, format_gib, gib
 
 # Differences of two readings printed with two decimals are known to +-0.01 GiB.
 ROUNDING_BYTES = round(0.01 * GIB)
@@ -164,14 +164,14 @@ def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
     """The rank's free-memory readings in print order, and the pool lines before each."""
     model_of: dict[int, Model] = {}
     for m in rank.models:
-        for e in (m.weights_begin, m.weights_end, m.pool_end):
-            if e is not None:
-                model_of[id(e)] = m
+        for me in (m.weights_begin, m.weights_end, m.pool_end):
+            if me is not None:
+                model_of[id(me)] = m
     graph_of: dict[int, Graph] = {}
     for g in rank.graphs:
-        for e in (g.begin, g.end):
-            if e is not None:
-                graph_of[id(e)] = g
+        for ge in (g.begin, g.end):
+            if ge is not None:
+                graph_of[id(ge)] = g
     out: list[_Reading] = []
     pending: dict[int, list[ev.Event]] = {}
     pools: list[ev.Event] = []
@@ -180,7 +180,7 @@ def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
             pools.append(e)
             continue
         kind = None
-        amount: ev.Mem | None = None
+        amount: Mem | None = None
         if isinstance(e, ev.WeightsBegin):
             kind, amount = "weights_begin", e.avail
         elif isinstance(e, ev.WeightsEnd):
@@ -226,13 +226,13 @@ def _pool_causes(
     causes: list[Cause] = []
     kvs = [p for p in pools if isinstance(p, ev.KVPool)]
     swa = next((p for p in pools if isinstance(p, ev.SWASummary)), None)
-    for i, p in enumerate(kvs):
+    for i, kvp in enumerate(kvs):
         label = "KV pool"
         if swa is not None and len(kvs) >= 2 and model is not None and model.role == "target" and i < 2:
             label = "SWA KV pool" if i == 0 else "full-attention KV pool"
-        what = "KV" if p.kv is not None else "K+V"
-        tok = f", {p.tokens:,} tokens" if p.tokens is not None else ""
-        causes.append(Cause(f"{_role(model)}{label} ({what}{tok})", p.total_bytes, "logged", (p.source.line_no,)))
+        what = "KV" if kvp.kv is not None else "K+V"
+        tok = f", {kvp.tokens:,} tokens" if kvp.tokens is not None else ""
+        causes.append(Cause(f"{_role(model)}{label} ({what}{tok})", kvp.total_bytes, "logged", (kvp.source.line_no,)))
     for p in pools:
         if isinstance(p, ev.MambaPool):
             causes.append(Cause(f"{_role(model)}Mamba state ({p.max_size} slots)", p.total_bytes, "logged",

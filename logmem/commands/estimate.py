@@ -54,9 +54,11 @@ def estimate(
             kwargs = est_mod.settings_from_server_args(a.launches[0].args) if a.launches else {}
         par = kwargs.get("parallel", est_mod.Parallel())
         assert isinstance(par, est_mod.Parallel)
-        changes = {k: v for k, v in (("tp", tp), ("dp", dp), ("ep", ep), ("pp", pp), ("dp_attention", dp_attention))
-                   if v is not None}  # fmt: skip
-        kwargs["parallel"] = replace(par, **changes) if changes else par
+        changes: dict[str, int | bool] = {
+            k: v for k, v in (("tp", tp), ("dp", dp), ("ep", ep), ("pp", pp), ("dp_attention", dp_attention))
+            if v is not None
+        }  # fmt: skip
+        kwargs["parallel"] = replace(par, **changes) if changes else par  # type: ignore[arg-type]
         for key, value in (("dtype", dtype), ("kv_cache_dtype", kv_cache_dtype), ("quantization", quantization),
                            ("cuda_graph_max_bs", cuda_graph_max_bs), ("tokens_per_req", tokens_per_req),
                            ("max_dispatch_tokens", max_dispatch_tokens)):  # fmt: skip

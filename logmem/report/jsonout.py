@@ -11,7 +11,7 @@ from logmem.attribution import LaunchLedger, RankLedger, build_ledger, ledger_ro
 from logmem.failures import Failure, outcome
 from logmem.ledger import Graph, Launch, Model, Rank
 from logmem.lines import Source
-from logmem.units import gib
+from logmem.units import Mem, gib
 
 if TYPE_CHECKING:
     from logmem.analysis import Analysis
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 SCHEMA = "logmem.analysis/1"
 
 
-def _g(m: ev.Mem | None) -> float | None:
+def _g(m: Mem | None) -> float | None:
     return m.gib if m is not None else None
 
 

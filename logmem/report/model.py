@@ -5,6 +5,7 @@ The numbers are decided here once, so the formats cannot disagree about them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,7 @@ def ledger_table(led: RankLedger) -> Table:
     )
 
 
-_RANK_COLUMNS = (
+_RANK_COLUMNS: tuple[tuple[str, Callable[[Rank], int | None]], ...] = (
     ("before weights", lambda r: r.target.weights_begin.avail.bytes if r.target and r.target.weights_begin else None),
     ("after weights", lambda r: r.target.weights_end.avail.bytes if r.target and r.target.weights_end else None),
     ("after pools", lambda r: r.target.pool_end.avail.bytes if r.target and r.target.pool_end else None),
