@@ -83,6 +83,8 @@ def cli(ctx: click.Context, quiet: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["quiet"] = quiet
+    from logmem import progress  # the reader draws its bar unless --quiet
+    progress.enabled = not quiet
 
 
 def _register() -> None:
