@@ -272,14 +272,19 @@ BY_NAME: dict[str, LinePattern] = {p.name: p for p in PATTERNS}
 
 # Literal keywords: a segment with none of these cannot match any pattern (or carry a
 # memory figure), so the reader skips it without decoding. Tests check every example.
+# Each is a literal its patterns cannot match without, chosen (where the wording allows)
+# to hold a byte that runtime lines (Decode batch, uvicorn access) never print, such as
+# B, _, y, x, U, V, R, C, %, ' or =: the pure-Python reader then finds them with one
+# memchr (see logmem/read.py). Figures: GB GiB MiB MB (every size SGLang prints, and the
+# MEMORY_FIGURE units); mem usage= and avail mem/avail_mem (the unit-less figures).
 KEYWORDS: tuple[str, ...] = (
-    "GB", "GiB", "MiB", "MB", "avail", "mem usage", "server_args", "Init torch distributed",
-    "Init nccl", "Capture", "Capturing", "Compiling num tokens", "Registering",
-    "max_total_num_tokens", "unbalanced", "Not enough memory", "out of memory", "Error",
-    "Exception", "exception", "sigquit", "could finish the model loading", "ready to roll",
-    "Uvicorn running", "Application startup complete", "Disable piecewise", "Disable prefill",
-    "disabling prefill", "Load weight", "Memory pool", "KV Cache", "KV cache", "Mamba Cache",
-    "SWAKVPool", "sliding window", "All Reduce", "DSv4 memory", "Traceback", "%|",
+    "GB", "GiB", "MiB", "MB", "avail mem", "avail_mem", "mem usage=",
+    "server_args", "max_total_num_tokens", "Init torch distributed", "Init nccl",
+    "KV cache", "KV Cache", "sliding window memory", "Capture", "Capturing",
+    "Compiling num tokens", "%|", "Registering", "memory capacity is unbalanced",
+    "Not enough memory", "out of memory", "Error", "Exception", "exception", "Traceback",
+    "didn't finish", "Received sigquit", "ready to roll", "Uvicorn running",
+    "Application startup complete", "CUDA graph",
 )  # fmt: skip
 KEYWORD_BYTES: regex.Pattern[bytes] = regex.compile(
     "|".join(regex.escape(k) for k in sorted(KEYWORDS, key=len, reverse=True)).encode()
