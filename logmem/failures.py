@@ -827,10 +827,16 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
     cap = None
     if phase.startswith("capture") and place.bar_graph is not None:
         cap = _cap_fix(launch, place.bar_graph, need, r.free_bytes, r.tried_bytes)
-    if r.comm_library is not None:
-        fixes.append(Fix("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", None, (
-            f"the {r.comm_library} buffer grows with the dispatch tokens per rank (reference 12.5); halving it "
-            f"roughly halves the buffer, and decode batches are capped at it"
+    deepep_on = str(launch.args.get("moe_a2a_backend", "")).lower() == "deepep"
+    if r.comm_library is not None or (deepep_on and phase.startswith("capture")):
+        # DeepEP allocates its low-latency buffer at the first dispatch, which is usually
+        # inside the first capture bucket: the OOM may be that buffer, not the graph.
+        if r.comm_library is None:
+            notes.append("DeepEP is on (moe_a2a_backend='deepep') and allocates its buffer lazily at the "
+                         "first dispatch, inside the capture: the failed allocation may be that buffer")  # fmt: skip
+        fixes.append(Fix("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "64", (
+            "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default 128, "
+            "reference 12.5), so 64 halves it; costs: decode batches per rank are capped at 64"
         )))  # fmt: skip
     if mfs_fix is not None and blocker is None:
         fixes.append(mfs_fix)

@@ -399,6 +399,18 @@ def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
     assert f"{lost:,} KV tokens (KV's {kv / (kv + mamba):.0%} share" in mfs.effect
 
 
+def test_capture_oom_with_deepep_on_names_the_lazy_buffer(tmp_path: Path) -> None:
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines[0] = lines[0].replace("tp_size=2", "tp_size=2, moe_a2a_backend='deepep'")
+    lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and "allocates its buffer lazily" in f.explanation
+    assert (
+        next(x for x in f.fixes if x.flag == "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK").value
+        == "64"
+    )
+
+
 def test_error_after_ready_is_a_runtime_error(tmp_path: Path) -> None:
     lines = start() + pools() + ["[2025-11-10 10:00:40] The server is fired up and ready to roll!"]
     lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
