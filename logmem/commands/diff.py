@@ -1,0 +1,45 @@
+"""`logmem diff`: what changed between two launches, and the graph slope when only max bs did."""
+
+from __future__ import annotations
+
+import click
+
+from logmem.cli import format_options
+from logmem.output import guess_format, write_output
+
+COMPARE_FORMATS = ["text", "markdown", "json"]
+
+
+@click.command()
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option("--launch", type=int, default=None, metavar="N",
+              help="Which start-up of a file that holds several (0-based), for A and B.")  # fmt: skip
+@click.option("--launch-b", type=int, default=None, metavar="M",
+              help="A different start-up for B (e.g. `diff x.log x.log --launch 0 --launch-b 1`).")  # fmt: skip
+@click.option("--allow-diff", "allow", multiple=True, metavar="KEY",
+              help="Fit a slope although this server_args key also differs; repeatable.")  # fmt: skip
+@click.option("--no-slope", is_flag=True, help="Compare only; do not check for or fit a slope.")
+@format_options(COMPARE_FORMATS)
+def diff(
+    a: str, b: str, launch: int | None, launch_b: int | None, allow: tuple[str, ...], no_slope: bool,
+    fmt: str | None, output: str | None, force: bool,
+) -> None:  # fmt: skip
+    """Compare launch A with launch B: settings, SGLang wording, phases, KV tokens and graphs.
+
+    A and B are SGLang logs ('-' is stdin, for one of them), or comma-separated
+    per-rank files of one launch (tp0.log,tp1.log). When the memory-relevant
+    settings differ only in cuda_graph_max_bs / cuda_graph_bs, the graph memory per
+    row is fitted; another difference is refused (exit 1) unless --allow-diff names it.
+    """
+    from logmem.fit import diff as compare
+    from logmem.fit import load_launch
+    from logmem.report.compare import render
+
+    if a == "-" and b == "-":
+        raise click.UsageError("only one of A and B can be '-' (stdin)")
+    la, ra = load_launch(a, launch, "A")
+    lb, rb = load_launch(b, launch if launch_b is None else launch_b, "B")
+    model = compare(la, ra, lb, rb, allow, slope=not no_slope)
+    fmt = guess_format(output, fmt, default="text")
+    write_output(render(model, fmt), output, force)
