@@ -1,0 +1,186 @@
+"""Mutation fuzzing of real logs through the CLI: never a traceback, truncation is never "ready".
+
+Bases are the corpus logs (../shared/corpus) and the fixtures; big ones are cut to a window
+so that each example stays fast. Mutations: truncate at any byte, delete / duplicate /
+shuffle lines, flip bytes, insert NULs, interleave two logs line by line. Every run ends
+in exit 0 with JSON, or exit 1 with a message naming the file. Bounded: modest
+max_examples, no deadline; the whole file runs in well under a minute.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import random
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import corpus_logs, fixture_logs
+from logmem import read as rd
+from logmem.cli import main
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SCRATCH = Path(tempfile.mkdtemp(prefix="logmem-fuzz-"))
+WINDOW = 120_000  # bytes of a big base log kept per example
+# What the outcome logic takes as "start-up finished" (failures._finished).
+FINISH_MARKERS = (
+    b"ready to roll",
+    b"Uvicorn running on ",
+    b"Application startup complete.",
+    b"max_total_num_tokens=",
+)
+
+
+def _bases() -> list[Path]:
+    seen: dict[str, Path] = {}
+    for p in fixture_logs() + corpus_logs():
+        seen.setdefault(p.name, p)
+    return [seen[k] for k in sorted(seen)]
+
+
+BASES = _bases()
+pytestmark = pytest.mark.skipif(not BASES, reason="no fixture or corpus logs")
+
+
+@cache
+def base_bytes(i: int) -> bytes:
+    return BASES[i].read_bytes()
+
+
+def analyze(data: bytes, name: str = "fuzz.log") -> tuple[int, str, str, str]:
+    path = _SCRATCH / name
+    path.write_bytes(data)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["-q", "analyze", "-f", "json", str(path)])
+    return code, out.getvalue(), err.getvalue(), str(path)
+
+
+def check_calm(code: int, out: str, err: str, path: str) -> dict[str, object] | None:
+    """Exit 0 with a JSON document, or exit 1 with one message that names the file."""
+    assert "Traceback" not in err
+    if code == 0:
+        doc: dict[str, object] = json.loads(out)
+        assert isinstance(doc.get("launches"), list)
+        return doc
+    assert code == 1, (code, err)
+    assert path in err, err
+    return None
+
+
+def window(data: bytes, rnd: random.Random) -> bytes:
+    if len(data) <= WINDOW:
+        return data
+    start = rnd.randrange(len(data) - WINDOW)
+    return data[start : start + WINDOW]
+
+
+def mutate(data: bytes, ops: list[str], rnd: random.Random, other: bytes) -> bytes:
+    lines = data.splitlines(keepends=True)
+    for op in ops:
+        if op == "delete" and lines:
+            del lines[rnd.randrange(len(lines))]
+        elif op == "duplicate" and lines:
+            i = rnd.randrange(len(lines))
+            lines[i:i] = [lines[i]] * rnd.randrange(1, 4)
+        elif op == "shuffle" and len(lines) > 1:
+            i = rnd.randrange(len(lines) - 1)
+            j = min(len(lines), i + rnd.randrange(2, 40))
+            part = lines[i:j]
+            rnd.shuffle(part)
+            lines[i:j] = part
+        elif op == "interleave":
+            theirs = other.splitlines(keepends=True)
+            mixed: list[bytes] = []
+            while lines or theirs:
+                src = lines if (lines and (not theirs or rnd.random() < 0.5)) else theirs
+                mixed.append(src.pop(0))
+            lines = mixed
+        elif op in ("flip", "nul"):
+            blob = bytearray(b"".join(lines))
+            for _ in range(rnd.randrange(1, 20)):
+                if not blob:
+                    break
+                i = rnd.randrange(len(blob))
+                if op == "flip":
+                    blob[i] ^= 1 << rnd.randrange(8)
+                else:
+                    blob[i:i] = b"\x00" * rnd.randrange(1, 9)
+            lines = bytes(blob).splitlines(keepends=True)
+    return b"".join(lines)
+
+
+OPS = st.lists(
+    st.sampled_from(["delete", "duplicate", "shuffle", "flip", "nul", "interleave"]), max_size=6
+)
+
+
+@SETTINGS
+@given(base=st.integers(0, max(len(BASES) - 1, 0)), ops=OPS, seed=st.integers(0, 2**32 - 1))
+def test_mutated_logs_never_raise(base: int, ops: list[str], seed: int) -> None:
+    rnd = random.Random(seed)
+    data = window(base_bytes(base), rnd)
+    other = window(base_bytes(rnd.randrange(len(BASES))), rnd)
+    check_calm(*analyze(mutate(data, ops, rnd, other)))
+
+
+@SETTINGS
+@given(
+    base=st.integers(0, max(len(BASES) - 1, 0)),
+    frac=st.floats(0, 1),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_truncated_logs_are_never_ready_before_the_end_of_start_up(
+    base: int, frac: float, seed: int
+) -> None:
+    """A prefix that stops before any line that finishes start-up is reported incomplete
+    (or crashed), never ready; whatever the cut, there is no traceback."""
+    data = base_bytes(base)
+    cut = data[: int(len(data) * frac)]
+    if len(cut) > WINDOW:  # keep the tail end, where truncation bites
+        cut = cut[-WINDOW:]
+    doc = check_calm(*analyze(cut))
+    if doc is None or any(m in cut for m in FINISH_MARKERS):
+        return
+    launches = doc["launches"]
+    assert isinstance(launches, list)
+    for launch in launches:
+        assert launch["outcome"] in ("incomplete", "crashed"), launch["outcome"]
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 7, 100])
+def test_cut_before_the_last_bytes(cut: int) -> None:
+    """Cutting into the very last records of a ready log: calm, and lines are still counted."""
+    for i in range(len(BASES)):
+        data = base_bytes(i)
+        if len(data) > 200_000:
+            continue
+        code, out, err, path = analyze(data[:-cut])
+        doc = check_calm(code, out, err, path)
+        if doc is not None:
+            inputs = doc["inputs"]
+            assert isinstance(inputs, list)
+            assert inputs[0]["bytes"] == len(data) - cut
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(base=st.integers(0, max(len(BASES) - 1, 0)), ops=OPS, seed=st.integers(0, 2**32 - 1))
+def test_matchers_agree_on_mutated_logs(base: int, ops: list[str], seed: int) -> None:
+    """The pure-Python and regex matchers give the same JSON as the default one."""
+    rnd = random.Random(seed)
+    data = mutate(window(base_bytes(base), rnd), ops, rnd, window(base_bytes(0), rnd))
+    outs = []
+    with pytest.MonkeyPatch.context() as mp:
+        for kind in ("", "python", "regex"):
+            if kind:
+                mp.setenv("LOGMEM_MATCHER", kind)
+            rd._MATCHERS.clear()
+            outs.append(analyze(data)[:3])
+    rd._MATCHERS.clear()
+    assert outs[1] == outs[0] and outs[2] == outs[0]
