@@ -275,7 +275,14 @@ def _lazy_note(launch: Launch) -> str:
     return "includes lazy allocations made on the first capture: " + ", ".join(why)
 
 
-def _graph_phase(g: Graph, before: _Reading, after: _Reading, launch: Launch, rank: Rank) -> Phase:
+def _graph_kind(name: str) -> str:
+    """Prefill-type graphs (piecewise, prefill) and decode-type graphs allocate different lazy buffers."""
+    return "prefill" if ("prefill" in name or "piecewise" in name) else "decode"
+
+
+def _graph_phase(
+    g: Graph, before: _Reading, after: _Reading, launch: Launch, rank: Rank, first_of_kind: bool
+) -> Phase:
     delta = before.bytes - after.bytes
     lines = (before.line, after.line)
     causes: list[Cause] = []
@@ -297,7 +304,8 @@ def _graph_phase(g: Graph, before: _Reading, after: _Reading, launch: Launch, ra
         elif len(s) >= 2:
             bs = f"bs {s[0].size}" if s[0].size is not None else "first bucket"
             causes.append(Cause(f"largest bucket ({bs})", s[0].avail.bytes - s[1].avail.bytes, "derived",
-                                (s[0].source.line_no, s[1].source.line_no), _lazy_note(launch)))  # fmt: skip
+                                (s[0].source.line_no, s[1].source.line_no),
+                                _lazy_note(launch) if first_of_kind else ""))  # fmt: skip
             n_other = (len(g.sizes) - 1) if g.sizes else (len(s) - 1)
             causes.append(Cause(f"other {n_other} buckets", s[1].avail.bytes - after.bytes, "derived",
                                 (s[1].source.line_no, after.line)))  # fmt: skip
@@ -309,7 +317,7 @@ def _graph_phase(g: Graph, before: _Reading, after: _Reading, launch: Launch, ra
         causes.append(Cause("graph capture (total)", g.end.usage.bytes, "logged", (after.line,), note))
     causes = _remainder(delta, causes, "unattributed", lines)
     suffix = " (stopped)" if open_capture else ""
-    return Phase(f"capture:{g.name}", f"capture {g.name}{suffix}", before.bytes, after.bytes, tuple(causes),
+    return Phase(f"capture:{g.name}", f"capture {g.label}{suffix}", before.bytes, after.bytes, tuple(causes),
                  lines, g, tuple(buckets))  # fmt: skip
 
 
@@ -339,7 +347,10 @@ def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
         lines = (a.line, b.line)
         pools = pending.get(i, [])
         if b.kind in ("capture_end", "last_sample") and b.graph is not None and a.graph is b.graph:
-            phases.append(_graph_phase(b.graph, a, b, launch, rank))
+            # Lazy buffers (DeepEP, NCCL, cuBLAS) come with the first capture of each kind.
+            kind = _graph_kind(b.graph.name)
+            first_of_kind = not any(p.graph is not None and _graph_kind(p.graph.name) == kind for p in phases)
+            phases.append(_graph_phase(b.graph, a, b, launch, rank, first_of_kind))
             continue
         if b.kind == "weights_end" and a.kind == "weights_begin":
             we = b.event
@@ -354,7 +365,7 @@ def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
             cl = _pool_causes(pools, b.model, launch, delta, lines)
         elif b.kind == "capture_begin" and b.graph is not None:
             first = not any(p.key.startswith("capture:") for p in phases)
-            key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.name}"
+            key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.label}"
             why = ("attention-backend workspaces, sampling buffers (unlogged)" if first and a.kind == "pool_end"
                    else "between captures (unlogged)")  # fmt: skip
             cl = _remainder(delta, [], why, lines)
@@ -387,11 +398,28 @@ def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
 def _min_reading(launch: Launch, attr: str) -> tuple[int, str] | None:
     vals = []
     for r in launch.ranks:
-        t = r.target
-        e = getattr(t, attr) if t else None
+        e = _before_pools(r) if attr == "weights_end" else getattr(r.target, attr, None)
         if e is not None:
             vals.append((e.avail.bytes, r.label))
     return min(vals) if vals else None
+
+
+def _before_pools(r: Rank) -> ev.WeightsEnd | None:
+    """The free-memory reading the KV pools were sized from: the last Load weight end before
+    the target's pools (newest SGLang loads the draft before any pool, older after them)."""
+    t = r.target
+    if t is None:
+        return None
+    first_pool = t.pools[0] if t.pools else t.pool_end
+    last = t.weights_end
+    if first_pool is None:
+        return last
+    for e in r.events:
+        if e is first_pool:
+            break
+        if isinstance(e, ev.WeightsEnd):
+            last = e
+    return last
 
 
 def sizing(launch: Launch) -> Sizing | None:
@@ -531,6 +559,7 @@ def findings(led: LaunchLedger) -> list[str]:
         if pre is not None and pre.delta_bytes > ROUNDING_BYTES:
             out.append(f"{_g(pre.delta_bytes)} GiB went to unlogged attention-backend workspaces between "
                        f"Memory pool end and the first capture on {where}.")  # fmt: skip
+        negligible: list[str] = []
         for p in rl.phases:
             g = p.graph
             if g is None:
@@ -538,7 +567,9 @@ def findings(led: LaunchLedger) -> list[str]:
             static = next((c for c in p.causes if c.name.startswith("static")), None)
             largest = next((c for c in p.causes if c.name.startswith("largest")), None)
             other = next((c for c in p.causes if c.name.startswith("other")), None)
-            if static and largest and other:
+            if abs(p.delta_bytes) <= ROUNDING_BYTES and all(abs(c.bytes) <= ROUNDING_BYTES for c in p.causes):
+                negligible.append(g.label)
+            elif static and largest and other:
                 tail = ""
                 if largest.bytes > 2 * max(other.bytes, 1):
                     tail = "; the number of buckets hardly matters, the largest bucket does"
@@ -547,13 +578,16 @@ def findings(led: LaunchLedger) -> list[str]:
                     f"{largest.name} {_g(largest.bytes)}, the {other.name} {_g(other.bytes)} in all{tail}."
                 )
                 if largest.note:
-                    out.append(f"The largest {g.name} bucket {largest.note}.")
+                    out.append(f"The largest {g.label} bucket {largest.note}.")
             elif p.delta_bytes < -ROUNDING_BYTES:
                 pass
             if p.delta_bytes < -ROUNDING_BYTES:
                 out.append(f"Free memory rose by {_g(-p.delta_bytes)} GiB during capture {g.name} on {where}: "
                            "memory was released (temporaries freed, or another process on the GPU), "
                            "so later readings are higher than the pools left.")  # fmt: skip
+        if negligible:
+            out.append(f"{_join(negligible)} took no measurable memory on {where} (within print rounding): "
+                       "they reuse the buffers and memory pool of the earlier captures.")  # fmt: skip
         if rl.last_bytes is not None:
             last = rl.phases[-1]
             when = "after capture" if any(p.graph is not None for p in rl.phases) else f"after {last.name}"
@@ -573,24 +607,35 @@ def findings(led: LaunchLedger) -> list[str]:
     return out
 
 
+def _join(names: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    parts = [n if c == 1 else f"{n} (x{c})" for n, c in counts.items()]
+    text = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    return ("Captures " if len(names) > 1 else "Capture ") + text
+
+
 def _reuse(rl: RankLedger | None, launch: Launch) -> list[str]:
     """A later family whose largest bucket is small reuses the lazily allocated buffers."""
     if rl is None:
         return []
-    largest = []
+    first: dict[str, tuple[str, int]] = {}
+    small: list[tuple[str, int, str, int]] = []
     for p in rl.phases:
         c = next((c for c in p.causes if c.name.startswith("largest bucket")), None)
-        if c is not None and p.graph is not None:
-            largest.append((p.graph.name, c.bytes))
-    out = []
-    if len(largest) >= 2 and largest[0][1] > 10 * ROUNDING_BYTES:
-        first_name, first = largest[0]
-        for name, b in largest[1:]:
-            if b < 0.25 * first:
-                lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if _lazy_note(launch) else ""
-                out.append(f"The {name} graph's largest bucket took {_g(b)} GiB against {_g(first)} for "
-                           f"{first_name}: the buffers allocated lazily on the first capture{lazy} are reused.")  # fmt: skip
-    return out
+        if c is None or p.graph is None:
+            continue
+        kind = _graph_kind(p.graph.name)
+        if kind not in first:
+            first[kind] = (p.graph.label, c.bytes)
+            continue
+        ref_name, ref = first[kind]
+        if ref > 10 * ROUNDING_BYTES and ROUNDING_BYTES < c.bytes < 0.25 * ref:
+            small.append((p.graph.label, c.bytes, ref_name, ref))
+    lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if _lazy_note(launch) else ""
+    return [f"The {name} graph's largest bucket took {_g(b)} GiB against {_g(ref)} for {ref_name}: the "
+            f"buffers allocated lazily on the first capture{lazy} are reused." for name, b, ref_name, ref in small]  # fmt: skip
 
 
 def _rank_graph_spread(led: LaunchLedger, main: Rank) -> list[str]:

@@ -84,6 +84,15 @@ class Graph:
         return self.begin.tokens_per_req if self.begin else None
 
     @property
+    def step(self) -> int | None:
+        return self.begin.step if self.begin and self.begin.step is not None else (self.end.step if self.end else None)
+
+    @property
+    def label(self) -> str:
+        """The family name, with the EAGLE step for multi-step draft-extend captures."""
+        return self.name if self.step is None else f"{self.name} (step {self.step})"
+
+    @property
     def complete(self) -> bool:
         return self.end is not None
 
