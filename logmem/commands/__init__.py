@@ -9,6 +9,7 @@ from logmem.commands.diff import diff
 from logmem.commands.estimate import estimate
 from logmem.commands.fit import fit
 from logmem.commands.lines import lines
+from logmem.commands.plot import plot
 from logmem.commands.whatif import whatif
 
-COMMANDS: list[click.Command] = [analyze, estimate, lines, diff, fit, whatif]
+COMMANDS: list[click.Command] = [analyze, estimate, lines, diff, fit, whatif, plot]

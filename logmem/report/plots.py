@@ -1,0 +1,592 @@
+"""Plots: ledger -> view-model dicts -> matplotlib figures -> SVG text or PNG bytes.
+
+Each plot is two functions: ``*_data`` turns the ledger into a plain dict (numbers in
+GiB, strings as the log printed them; this is what tests check), and ``*_figure`` only
+draws that dict. matplotlib is imported here and in nothing the CLI loads for text or
+JSON; figures use the object API (``matplotlib.figure.Figure`` on the Agg canvas), never
+pyplot, so no global figure state leaks between reports or threads.
+
+The fit plot reads the slope records of ``logmem diff``/``logmem fit`` JSON (issue 4):
+
+    {"slopes": [{"graph": "decode", "rank": "TP0",
+                 "rows": [80, 160, ...],                 # largest bs x tokens per request
+                 "largest_bucket_gib": [0.52, 0.68, ...],
+                 "mib_per_row": 2.05, "intercept_gib": 0.36,
+                 "mib_per_row_error": 0.13,              # from the +-0.005 GiB printing
+                 "residuals_gib": [...],                 # optional (fit only)
+                 "labels": ["a.log", "b.log"]}]}         # optional: one per point
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from logmem.attribution import LaunchLedger, RankLedger
+from logmem.report.model import rank_name
+from logmem.units import GIB, PRINT_RESOLUTION_GIB
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+KINDS = ("waterfall", "buckets", "ranks", "fit")
+
+KIND_COLOURS = {
+    "logged": "#3b6fb6",  # printed by SGLang
+    "derived": "#e08a2c",  # difference of two printed readings
+    "estimated": "#8e6bb8",  # from SGLang's sizing rules
+    "unattributed": "#9a9a9a",  # what the log does not explain
+}
+ROSE_COLOUR = "#4c9a5b"  # free memory went up
+HIGHLIGHT = "#c8362f"
+POINT_ERROR_GIB = 2 * PRINT_RESOLUTION_GIB  # a bucket cost: two readings, each +-0.005 GiB
+MAX_LABEL = 60  # characters of one cause in a step label
+
+
+def _gib(n: int | None) -> float | None:
+    return None if n is None else round(n / GIB, 4)
+
+
+def _lit(text: str) -> str:
+    """Log text drawn literally: a '$' pair in a model path must not start mathtext."""
+    return text.replace("$", r"\$")
+
+
+def _short(text: str, n: int = MAX_LABEL) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# --- view models -------------------------------------------------------------------------
+
+
+_PAREN = re.compile(r" \([^()]*\)")
+
+
+def step_label(causes: Sequence[Mapping[str, Any]], delta_gib: float) -> str:
+    """What a waterfall step says: the drop and its biggest causes."""
+    head = f"+{-delta_gib:.2f} GiB freed" if delta_gib < 0 else f"−{delta_gib:.2f} GiB"
+    # Rounding of the printed values is noise beside a named cause: it stays in the bar only.
+    named = [c for c in causes if not c["name"].startswith("rounding of printed values")] or list(causes)
+    big = sorted((c for c in named if abs(c["gib"]) >= 0.005), key=lambda c: -abs(c["gib"]))
+    if not big:
+        return head
+    if len(big) == 1 and abs(big[0]["gib"] - delta_gib) < 0.005:
+        return f"{head} {_short(big[0]['name'])}"
+    # Two causes share one line: drop their parenthesised detail (the ledger table has it).
+    parts = [f"{_short(_PAREN.sub('', c['name']), 32)} {c['gib']:.2f}" for c in big[:2]]
+    more = f" +{len(big) - 2} more" if len(big) > 2 else ""
+    return f"{head}: " + "; ".join(parts) + more
+
+
+def waterfall_data(rl: RankLedger) -> dict[str, Any]:
+    """One rank's phases: free memory before/after each, and its causes with their kinds."""
+    steps = []
+    for p in rl.phases:
+        causes = [
+            {"name": c.name, "gib": _gib(c.bytes), "kind": c.kind, "lines": list(c.lines)}
+            for c in p.causes
+        ]
+        before, after = _gib(p.before_bytes), _gib(p.after_bytes)
+        assert before is not None and after is not None
+        delta = round(before - after, 4)
+        steps.append({
+            "key": p.key, "phase": p.name, "before_gib": before, "after_gib": after, "delta_gib": delta,
+            "causes": causes, "label": step_label(causes, delta), "lines": list(p.lines),
+            # A phase between two equal readings with nothing in it adds a row and says nothing.
+            "shown": p.delta_bytes != 0 or any(c.bytes for c in p.causes),
+        })  # fmt: skip
+    return {"kind": "waterfall", "rank": rl.rank, "title": f"Free memory phase by phase: {rank_name(rl.rank)}",
+            "steps": steps, "note": rl.note}  # fmt: skip
+
+
+def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
+    """Per graph family with bucket readings: size, free memory at the start, cost; the largest marked."""
+    out = []
+    for p in rl.phases:
+        if not p.buckets:
+            continue
+        sizes = [b.size for b in p.buckets]
+        known = [s for s in sizes if s is not None]
+        largest = sizes.index(max(known)) if known else 0
+        name = p.graph.name if p.graph is not None else p.key.removeprefix("capture:")
+        out.append({
+            "kind": "buckets", "graph": name, "phase": p.name, "rank": rl.rank, "sizes": sizes,
+            "avail_gib": [_gib(b.avail_bytes) for b in p.buckets],
+            "cost_gib": [_gib(b.cost_bytes) for b in p.buckets],
+            "lines": [b.line for b in p.buckets], "largest": largest,
+            "begin_gib": _gib(p.before_bytes), "end_gib": _gib(p.after_bytes),
+            "stopped": p.name.endswith("(stopped)"),
+            "title": f"Buckets of {p.name}: {rank_name(rl.rank)}",
+        })  # fmt: skip
+    return out
+
+
+def milestone(key: str, name: str) -> str:
+    """The moment a phase ends, said so that "after before capture" never appears."""
+    base = key.split("#")[0]
+    if base.startswith("pre_capture:"):
+        return f"at {name.removeprefix('before ')} begin"
+    if base.startswith("pre_weights:"):
+        return f"at {name.removeprefix('before ')} begin"
+    if base == "post_capture":
+        return "last reading (after warm-up)"
+    return f"after {name}"
+
+
+def ranks_data(led: LaunchLedger) -> dict[str, Any]:
+    """Free memory after each phase, per rank; phases that change nothing on any rank are left out."""
+    order: list[str] = []
+    names: dict[str, str] = {}
+    for rl in led.ranks:
+        for p in rl.phases:
+            if p.key not in names:
+                order.append(p.key)
+                names[p.key] = p.name
+    # Keep the chain order of the rank with the most phases (the bar-printing rank).
+    longest = max(led.ranks, key=lambda r: len(r.phases), default=None)
+    if longest is not None:
+        rank_order = [p.key for p in longest.phases]
+        order = rank_order + [k for k in order if k not in rank_order]
+    series: list[dict[str, Any]] = []
+    for key in order:
+        values: list[float | None] = []
+        moved = False
+        for rl in led.ranks:
+            ph = rl.phase(key)
+            values.append(_gib(ph.after_bytes) if ph is not None else None)
+            moved = moved or (ph is not None and ph.delta_bytes != 0)
+        if moved:
+            series.append({"key": key, "phase": milestone(key, names[key]), "gib": values})
+    start = [_gib(rl.first_bytes) for rl in led.ranks]
+    if any(v is not None for v in start):
+        series.insert(0, {"key": "start", "phase": "first reading", "gib": start})
+    for s in series:
+        known = [v for v in s["gib"] if v is not None]
+        least = min(known) if known else 0.0
+        s["above_min_gib"] = [None if v is None else round(v - least, 4) for v in s["gib"]]
+    return {"kind": "ranks", "ranks": [r.rank for r in led.ranks], "binding": led.binding_rank,
+            "series": series, "title": "Free memory per rank after each phase"}  # fmt: skip
+
+
+def fit_data(view: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """The slope records of a diff/fit view model (a dict, or an object with ``to_json()``).
+
+    Each slope's y values are its largest bucket, or its total when its ``basis`` says so
+    (launches whose bars print no per-bucket memory); points are labelled with the launch
+    names when the view model lists one launch per point."""
+    vm = view.to_json() if hasattr(view, "to_json") else view
+    names: list[str] = []
+    if isinstance(vm.get("launches"), list):
+        names = [str(x.get("name", "")) for x in vm["launches"]]
+    elif isinstance(vm.get("a"), Mapping) and isinstance(vm.get("b"), Mapping):
+        names = [str(vm["a"].get("name", "A")), str(vm["b"].get("name", "B"))]
+    slopes = []
+    for s in vm.get("slopes", []) or []:
+        basis = str(s.get("basis") or "largest bucket")
+        ys_raw = s.get("largest_bucket_gib") if basis == "largest bucket" else None
+        ys_raw = ys_raw if ys_raw is not None else s.get("total_gib")
+        if ys_raw is None:
+            continue
+        rows = [float(x) for x in s["rows"]]
+        labels = [str(x) for x in s.get("labels", [])] or (names if len(names) == len(rows) else [])
+        slopes.append({
+            "graph": str(s.get("graph", "")), "rank": str(s.get("rank", "")), "basis": basis, "rows": rows,
+            "largest_bucket_gib": [float(y) for y in ys_raw], "mib_per_row": float(s["mib_per_row"]),
+            "intercept_gib": float(s["intercept_gib"]),
+            "mib_per_row_error": float(s.get("mib_per_row_error") or 0.0),
+            "labels": labels, "residuals_gib": list(s.get("residuals_gib") or []),
+        })  # fmt: skip
+    return {"kind": "fit", "slopes": slopes, "title": "Largest bucket against rows"}
+
+
+def fit_band(
+    slope: Mapping[str, Any], xs: Sequence[float]
+) -> tuple[list[float], list[float], list[float]]:
+    """Fitted line and its band at xs: the slopes the stated error allows, pivoting on the mean
+    of the points, widened by one point's error (POINT_ERROR_GIB: a bucket cost is the
+    difference of two readings printed to +-0.005 GiB each)."""
+    rows = slope["rows"]
+    x_mean = sum(rows) / len(rows) if rows else 0.0
+    k = slope["mib_per_row"] / 1024
+    dk = slope["mib_per_row_error"] / 1024
+    b = slope["intercept_gib"]
+    mid = [b + k * x for x in xs]
+    half = [abs(x - x_mean) * dk + POINT_ERROR_GIB for x in xs]
+    return mid, [m - h for m, h in zip(mid, half)], [m + h for m, h in zip(mid, half)]
+
+
+# --- drawing -----------------------------------------------------------------------------
+
+_RC: dict[Any, Any] = {
+    "font.size": 9.0,
+    "axes.titlesize": 10.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",  # text stays text: searchable, selectable, small
+}
+
+
+@contextmanager
+def _style(salt: str = "logmem") -> Iterator[None]:
+    """Temporary rcParams (restored on exit); hashsalt keeps SVG ids stable between runs."""
+    import matplotlib
+
+    rc: dict[Any, Any] = {**_RC, "svg.hashsalt": salt}
+    with matplotlib.rc_context(rc):
+        yield
+
+
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+_Label = tuple["Text", float, float]
+
+
+def _waterfall_axes(ax: Axes, data: Mapping[str, Any]) -> list[_Label]:
+    labels: list[_Label] = []
+    steps = [s for s in data["steps"] if s.get("shown", True)]
+    n = len(steps)
+    ax.set_title(_lit(data["title"]), loc="left")
+    if not steps:
+        ax.text(0.5, 0.5, _lit(data.get("note") or "no free-memory readings"), ha="center", va="center",
+                transform=ax.transAxes)  # fmt: skip
+        ax.set_axis_off()
+        return labels
+    top = max(max(s["before_gib"], s["after_gib"]) for s in steps)
+    xmax = top * 1.02 if top > 0 else 1.0
+    for i, s in enumerate(steps):
+        pos = s["before_gib"]
+        rose = s["delta_gib"] < 0
+        for j, c in enumerate(s["causes"]):
+            width = -c["gib"]
+            colour = (
+                ROSE_COLOUR if rose and c["gib"] < 0 else KIND_COLOURS.get(c["kind"], "#666666")
+            )
+            bar = ax.barh(
+                i, width, left=pos, height=0.62, color=colour, edgecolor="white", linewidth=0.5
+            )
+            bar.patches[0].set_gid(f"step-{i}-cause-{j}")
+            pos += width
+        if i + 1 < n:  # the connector: this phase's end is the next one's start
+            ax.plot(
+                [s["after_gib"]] * 2,
+                [i + 0.31, i + 0.69],
+                color="#444444",
+                linewidth=0.8,
+                linestyle=":",
+            )
+        lo, hi = sorted((s["before_gib"], s["after_gib"]))
+        t = ax.text(hi, i, _lit(s["label"]), ha="left", va="center", fontsize=8, gid=f"label-{i}")
+        t.set_in_layout(False)  # placed after the layout, by _place_labels
+        labels.append((t, lo, hi))
+    ax.set_yticks(range(n), [_lit(_short(s["phase"], 38)) for s in steps])
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlim(0, xmax)
+    last = steps[-1]["after_gib"]
+    ax.axvline(last, color=HIGHLIGHT, linewidth=0.8, linestyle="--")
+    ax.set_xlabel(f"free GPU memory (GiB); dashed: {last:.2f} GiB left at the last reading")
+    ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
+    ax.set_axisbelow(True)
+    return labels
+
+
+def _place_labels(fig: Figure, ax: Axes, labels: Sequence[_Label]) -> None:
+    """Put each step label where it fits, measured after the layout: inside its bar (white),
+    else left of the bar, else right of it, else on the roomier side."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    if not labels:
+        return
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    box = ax.get_window_extent(renderer)
+    to_px = ax.transData
+    pad = 4.0
+    for t, lo, hi in labels:
+        width = t.get_window_extent(renderer).width
+        x_lo = to_px.transform((lo, 0))[0]
+        x_hi = to_px.transform((hi, 0))[0]
+        y = t.get_position()[1]
+        inv = to_px.inverted()
+        if x_hi - x_lo >= width + 2 * pad:
+            t.set_position((inv.transform(((x_lo + x_hi) / 2, 0))[0], y))
+            t.set_horizontalalignment("center")
+            t.set_color("white")
+        elif x_lo - box.x0 >= width + pad:
+            t.set_position((inv.transform((x_lo - pad, 0))[0], y))
+            t.set_horizontalalignment("right")
+        elif box.x1 - x_hi >= width + pad:
+            t.set_position((inv.transform((x_hi + pad, 0))[0], y))
+            t.set_horizontalalignment("left")
+        else:  # fits nowhere: the roomier side, the text cut to the room there
+            right = box.x1 - x_hi >= x_lo - box.x0
+            room = (box.x1 - x_hi if right else x_lo - box.x0) - pad
+            t.set_position((inv.transform((x_hi + pad if right else x_lo - pad, 0))[0], y))
+            t.set_horizontalalignment("left" if right else "right")
+            text = t.get_text()
+            while len(text) > 12 and t.get_window_extent(renderer).width > room:
+                text = text[:-4]
+                t.set_text(text.rstrip() + "…")
+
+
+def _kind_legend(fig: Figure, kinds: Sequence[str], rose: bool) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=KIND_COLOURS[k], label=k) for k in KIND_COLOURS if k in kinds]
+    if rose:
+        handles.append(Patch(color=ROSE_COLOUR, label="freed"))
+    if handles:
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncols=len(handles),
+            frameon=False,
+            fontsize=8,
+        )
+
+
+def waterfall_figure(data: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> Figure:
+    """Free-memory waterfall, one panel per rank; each step split into its causes, coloured by kind."""
+    panels = [data] if isinstance(data, Mapping) else list(data)
+    rows = [max(sum(1 for s in p["steps"] if s.get("shown", True)), 1) for p in panels]
+    fig = _figure(8.5, sum(0.34 * r + 1.0 for r in rows) + 0.4)
+    axes = fig.subplots(len(panels), 1, squeeze=False, height_ratios=[0.34 * r + 1.0 for r in rows])
+    placed = [(ax, _waterfall_axes(ax, panel)) for ax, panel in zip(axes[:, 0], panels)]
+    kinds = {c["kind"] for p in panels for s in p["steps"] for c in s["causes"]}
+    rose = any(s["delta_gib"] < 0 for p in panels for s in p["steps"])
+    _kind_legend(fig, sorted(kinds), rose)
+    for ax, labels in placed:
+        _place_labels(fig, ax, labels)
+    # The layout is settled now; keep the labels where they were measured to fit.
+    fig.set_layout_engine("none")
+    return fig
+
+
+def _buckets_axes(ax: Axes, d: Mapping[str, Any]) -> None:
+    sizes = d["sizes"]
+    by_size = all(s is not None for s in sizes)
+    xs = list(sizes) if by_size else list(range(1, len(sizes) + 1))
+    ys = d["avail_gib"]
+    ax.plot(
+        xs,
+        ys,
+        color=KIND_COLOURS["logged"],
+        marker="o",
+        markersize=3.5,
+        linewidth=1.0,
+        gid="bucket-line",
+    )
+    li = d["largest"]
+    ax.plot(
+        [xs[li]],
+        [ys[li]],
+        marker="o",
+        markersize=9,
+        color=HIGHLIGHT,
+        linestyle="none",
+        gid="largest-bucket",
+    )
+    cost = d["cost_gib"][li]
+    what = f"bs {sizes[li]}" if sizes[li] is not None else "first bucket"
+    note = (
+        f"largest bucket ({what}): {cost:.2f} GiB"
+        if cost is not None
+        else f"largest bucket ({what})"
+    )
+    ax.annotate(note, (xs[li], ys[li]), xytext=(-8, -4), textcoords="offset points", ha="right", va="top",
+                color=HIGHLIGHT, fontsize=8)  # fmt: skip
+    # The readings either side of the buckets: what the static buffers and the end line say.
+    refs = [(d.get("begin_gib"), "capture begin", "--")]
+    if not d.get("stopped"):
+        refs.append((d.get("end_gib"), "capture end", ":"))
+    for value, name, style in refs:
+        if value is not None:
+            ax.axhline(
+                value, color="#666666", linewidth=0.8, linestyle=style, gid=name.replace(" ", "-")
+            )
+            ax.annotate(f"{name} {value:.2f}", (1.0, value), xycoords=("axes fraction", "data"), xytext=(0, 2),
+                        textcoords="offset points", ha="right", va="bottom", fontsize=7, color="#555555")  # fmt: skip
+    if by_size and len(set(xs)) > 1 and max(xs) / max(min(xs), 1) >= 16:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter("{x:g}")
+    elif len(set(xs)) <= 12:
+        ax.set_xticks(sorted(set(xs)))
+    ax.set_xlabel("bucket size (batch size or tokens)" if by_size else "bucket (capture order)")
+    ax.set_ylabel("free at bucket start (GiB)")
+    title = d["title"] + (" — log stops during capture" if d.get("stopped") else "")
+    ax.set_title(_lit(title), loc="left")
+    ax.grid(color="#e4e4e4", linewidth=0.6)
+    ax.set_axisbelow(True)
+    span = [*ys, *(v for v, _, _ in refs if v is not None)]
+    lo, hi = min(span), max(span)
+    pad = max((hi - lo) * 0.15, 0.05)
+    ax.set_ylim(lo - pad, hi + pad)
+
+
+def buckets_figure(families: Sequence[Mapping[str, Any]]) -> Figure:
+    """One panel per graph family: free memory at each bucket's start against its size."""
+    n = max(len(families), 1)
+    fig = _figure(8.0, 2.7 * n + 0.2)
+    axes = fig.subplots(n, 1, squeeze=False)
+    if not families:
+        axes[0, 0].text(0.5, 0.5, "no bucket readings in this log", ha="center", va="center")
+        axes[0, 0].set_axis_off()
+    for ax, d in zip(axes[:, 0], families):
+        _buckets_axes(ax, d)
+    return fig
+
+
+def _grouped_bars(
+    ax: Axes, n: int, series: Sequence[Mapping[str, Any]], field: str, gid: str
+) -> None:
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    m = max(len(series), 1)
+    group = 0.84
+    width = group / m
+    for j, s in enumerate(series):
+        xs = [i - group / 2 + width * (j + 0.5) for i in range(n)]
+        values = s[field]
+        colour = cmap(0.1 + 0.8 * j / max(m - 1, 1))
+        label = _lit(_short(s["phase"], 40)) if field == "gib" else None
+        bars = ax.bar(xs, [v if v is not None else 0.0 for v in values], width=width * 0.92, color=colour,
+                      label=label)  # fmt: skip
+        for i, (bar, v) in enumerate(zip(bars.patches, values)):
+            bar.set_gid(f"{gid}-{i}-phase-{j}")
+            if v is None:
+                bar.set_visible(False)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.grid(axis="y", color="#e4e4e4", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def ranks_figure(data: Mapping[str, Any]) -> Figure:
+    """Grouped bars: per rank, free memory after each phase; below, how far each rank is above
+    the least-free rank at that moment (imbalance is a few hundred MiB on a scale of 80 GiB,
+    invisible on the first panel). The binding rank is shaded and named."""
+    ranks = data["ranks"]
+    series = data["series"]
+    n, m = len(ranks), max(len(series), 1)
+    spread = max((v for s in series for v in s["above_min_gib"] if v is not None), default=0.0)
+    two = n >= 2 and spread >= 0.01
+    height = (6.4 if two else 4.2) + 0.17 * math.ceil(m / 3)
+    fig = _figure(min(max(6.0, 0.1 * n * m + 1.5), 11.0), height)
+    axes = fig.subplots(
+        2 if two else 1, 1, squeeze=False, sharex=True, height_ratios=[3, 2] if two else [1]
+    )
+    ax = axes[0, 0]
+    ax.set_title(_lit(data["title"]), loc="left")
+    _grouped_bars(ax, n, series, "gib", "rank")
+    ax.set_ylabel("free GPU memory (GiB)")
+    if two:
+        low = axes[1, 0]
+        _grouped_bars(low, n, series, "above_min_gib", "spread")
+        low.set_ylabel("above the least-free\nrank (GiB)")
+        low.set_title("Imbalance: free memory minus the least-free rank's, after each phase", loc="left",
+                      fontsize=9)  # fmt: skip
+    bottom = axes[-1, 0]
+    labels = [_lit(rank_name(r) if r else "(untagged)") for r in ranks]
+    bottom.set_xticks(
+        range(n), labels, rotation=45 if n > 6 else 0, ha="right" if n > 6 else "center"
+    )
+    binding = data.get("binding")
+    if binding is not None and binding in ranks:
+        b = ranks.index(binding)
+        for a in axes[:, 0]:
+            a.axvspan(
+                b - 0.5, b + 0.5, color=HIGHLIGHT, alpha=0.08, linewidth=0, gid="binding-rank"
+            )
+        bottom.get_xticklabels()[b].set_color(HIGHLIGHT)
+        bottom.get_xticklabels()[b].set_fontweight("bold")
+        top = max((v for s in series for v in s["gib"] if v is not None), default=1.0)
+        ax.text(
+            b, top * 1.04, "binding rank", ha="center", va="bottom", color=HIGHLIGHT, fontsize=8
+        )
+        ax.set_ylim(0, top * 1.14)
+    if series:
+        fig.legend(loc="outside lower center", ncols=min(m, 3), frameon=False, fontsize=8)
+    return fig
+
+
+def fit_figure(data: Mapping[str, Any]) -> Figure:
+    """Largest bucket against rows, per graph family: the points, the fitted line, its band."""
+    slopes = data["slopes"]
+    n = max(len(slopes), 1)
+    fig = _figure(7.0, 3.2 * n + 0.2)
+    axes = fig.subplots(n, 1, squeeze=False)
+    if not slopes:
+        axes[0, 0].text(0.5, 0.5, "no slope: the launches share no graph family with bucket readings",
+                        ha="center", va="center")  # fmt: skip
+        axes[0, 0].set_axis_off()
+    for ax, s in zip(axes[:, 0], slopes):
+        rows, ys = s["rows"], s["largest_bucket_gib"]
+        hi = max(rows) * 1.1 if rows else 1.0
+        xs = [hi * i / 50 for i in range(51)]
+        mid, lo_band, hi_band = fit_band(s, xs)
+        ax.fill_between(xs, lo_band, hi_band, color=KIND_COLOURS["logged"], alpha=0.25, linewidth=0,
+                        label="uncertainty of the fit", gid="fit-band")  # fmt: skip
+        err = f" ± {s['mib_per_row_error']:.2f}" if s["mib_per_row_error"] else ""
+        ax.plot(xs, mid, color=KIND_COLOURS["logged"], linewidth=1.2, gid="fit-line",
+                label=f"{s['mib_per_row']:.2f}{err} MiB/row, intercept {s['intercept_gib']:.2f} GiB")  # fmt: skip
+        points = ax.errorbar(rows, ys, yerr=POINT_ERROR_GIB, fmt="o", color=HIGHLIGHT, markersize=6, capsize=3,
+                             label="measured (±0.01 GiB: two printed readings)")  # fmt: skip
+        points.lines[0].set_gid("fit-points")
+        for x, y, lab in zip(rows, ys, s["labels"]):
+            # Names of the launches, shortened; the right-most sit left of their point.
+            right = x > hi * 0.6
+            name = _short(re.sub(r"(\.log)? \(launch 0\)$|\.log$", "", lab), 28)
+            t = ax.annotate(_lit(name), (x, y), xytext=(-6 if right else 6, -12), textcoords="offset points",
+                            fontsize=7, ha="right" if right else "left")  # fmt: skip
+            t.set_in_layout(False)
+        ax.set_xlim(0, hi)
+        ax.set_xlabel("rows (largest batch size × tokens per request)")
+        basis = s.get("basis", "largest bucket")
+        ax.set_ylabel(f"{basis} (GiB)")
+        where = f" on {s['rank']}" if s["rank"] else ""
+        ax.set_title(_lit(f"{s['graph']}{where}: {basis} against rows"), loc="left")
+        ax.grid(color="#e4e4e4", linewidth=0.6)
+        ax.legend(loc="upper left", frameon=False, fontsize=8)
+    return fig
+
+
+# --- output ------------------------------------------------------------------------------
+
+
+def figure_bytes(fig: Figure, fmt: str, salt: str = "logmem") -> bytes:
+    """Save a figure as "svg" or "png" with no date or version stamped in (stable across runs)."""
+    if fmt not in ("svg", "png"):
+        raise ValueError(f"unknown image format {fmt!r}")
+    buf = io.BytesIO()
+    meta: dict[str, Any] = {"Date": None} if fmt == "svg" else {"Software": None}
+    with _style(salt):
+        fig.savefig(buf, format=fmt, metadata=meta)
+    return buf.getvalue()
+
+
+def figure_svg(fig: Figure, salt: str = "logmem") -> str:
+    return figure_bytes(fig, "svg", salt).decode("utf-8")
+
+
+def draw(kind: str, data: Any) -> Figure:
+    """Draw a view model made by the matching ``*_data`` function."""
+    with _style():
+        if kind == "waterfall":
+            return waterfall_figure(data)
+        if kind == "buckets":
+            return buckets_figure(data)
+        if kind == "ranks":
+            return ranks_figure(data)
+        if kind == "fit":
+            return fit_figure(data)
+    raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(KINDS)}")
