@@ -1,0 +1,143 @@
+"""Public Python API: logmem.read_log, the DataFrames, diff/fit/whatif/plot, and light imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import logmem
+from conftest import FIXTURES
+from logmem.errors import FitError, SelectionError
+
+LOG_001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
+LOG_021 = FIXTURES / "021-laguna-s21-int4-dgx-spark-dflash-spec.log"
+# Constructed launches that differ only in cuda_graph_max_bs (fixtures/make_pairs.py).
+E7 = [FIXTURES / f"pair-e7-maxbs{n}-constructed.log" for n in (128, 256, 512)]
+HEAVY = ("pandas", "matplotlib", "numpy")
+
+
+def _modules_after(code: str) -> list[str]:
+    """Heavy modules a fresh interpreter holds after running `code`."""
+    probe = f"{code}\nimport sys, json; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_import_logmem_is_light() -> None:
+    assert _modules_after("import logmem") == []
+    assert _modules_after("import logmem; logmem.read_log") == []
+
+
+def test_help_and_json_output_never_import_pandas_or_matplotlib(tmp_path: Path) -> None:
+    out = tmp_path / "a.json"
+    run = f"from logmem.cli import main; main(['analyze', {str(LOG_001)!r}, '-f', 'json', '-o', {str(out)!r}])"
+    assert _modules_after(run) == []
+    assert json.loads(out.read_text())["launches"]
+    assert _modules_after("from logmem.cli import main; main(['--help'])") == []
+    assert _modules_after(f"from logmem.cli import main; main(['analyze', {str(LOG_001)!r}])") == []
+
+
+def test_read_log_returns_an_analysis() -> None:
+    a = logmem.read_log(str(LOG_001))
+    assert isinstance(a, logmem.Analysis)
+    assert [r.label for r in a.ranks] == ["TP0", "TP1", "TP2", "TP3"]
+    assert len(a.launches) == 1
+    assert any("Weights take 15.54 GiB" in f for f in a.findings)
+    led = logmem.build_ledger(a.launches[0])
+    assert isinstance(led, logmem.LaunchLedger) and led.binding_rank == "TP0"
+
+
+def test_ledger_frame_is_tidy_and_adds_up() -> None:
+    a = logmem.read_log(str(LOG_001))
+    df = a.ledger_frame()
+    assert list(df.columns[:8]) == ["launch", "rank", "phase", "cause", "gib", "bytes", "kind", "first_line"]
+    assert str(df["first_line"].dtype) == "Int64" and str(df["bytes"].dtype) == "int64"
+    assert set(df["rank"]) == {"TP0", "TP1", "TP2", "TP3"}
+    assert set(df["kind"]) <= {"logged", "derived", "estimated", "unattributed"}
+    # The causes of each phase add up to the phase's drop, exactly, in bytes.
+    led = logmem.build_ledger(a.launches[0])
+    sums = df.groupby(["rank", "phase"], sort=False)["bytes"].sum()
+    for rl in led.ranks:
+        for p in rl.phases:
+            assert sums[(rl.rank, p.key)] == p.delta_bytes
+    weights = df[(df["rank"] == "TP0") & (df["phase"] == "target_weights")].iloc[0]
+    assert weights["gib"] == 15.54 and weights["first_line"] == 53
+    estimated = df[df["kind"] == "estimated"]
+    assert estimated["first_line"].isna().all()  # an estimate has no log line
+
+
+def test_samples_frame() -> None:
+    df = logmem.read_log(str(LOG_021)).samples_frame()
+    assert list(df.columns) == ["launch", "graph", "rank", "size", "avail_gib", "cost_gib", "line"]
+    assert df.groupby("graph", sort=False).size().to_dict() == {"target prefill": 58, "target verify": 8,
+                                                               "draft verify": 8}  # fmt: skip
+    first = df.iloc[0]
+    assert first["size"] == 8192 and first["avail_gib"] == 12.06 and first["cost_gib"] == 5.04
+    assert logmem.read_log(str(LOG_001)).samples_frame().empty  # bars without free memory
+
+
+def test_fit_is_the_function_even_after_the_module_is_imported() -> None:
+    import logmem.fit as imported  # binds the package attribute, which must stay the function
+    from logmem.fit import Diff
+
+    assert callable(logmem.fit) and logmem.fit is imported
+    assert logmem.fit.__module__ == "logmem.api" and Diff.__module__ == "logmem.fit"
+
+
+def test_unknown_attribute() -> None:
+    with pytest.raises(AttributeError):
+        _ = logmem.no_such_thing  # type: ignore[attr-defined]
+    assert {"read_log", "diff", "fit", "whatif", "plot"} <= set(dir(logmem))
+
+
+def test_diff_and_whatif_of_analyses() -> None:
+    a = logmem.read_log(str(LOG_001))
+    d = logmem.diff(a, a)
+    vm = d.to_json()
+    assert vm["schema"] == "logmem.diff/1" and vm["changed_args"] == {}
+    assert "logmem diff" in str(d) and d._repr_markdown_().startswith("## logmem diff")
+    w = logmem.whatif(a, mem_fraction_static=0.87).to_json()
+    # Issue 4's worked figure: rest 6.09 - 21.63 x 0.13 = 3.28 GiB, about 53,700 tokens.
+    assert w["predicted"]["rest_gib"] == pytest.approx(3.28, abs=0.01)
+    assert abs(w["kv_tokens"] - 53_700) < 200
+
+
+def test_fit_needs_launches_that_differ_in_max_bs() -> None:
+    a = logmem.read_log(str(LOG_001))
+    with pytest.raises(FitError):
+        logmem.fit(a, a)
+
+
+def test_launch_selection_errors() -> None:
+    a = logmem.read_log(str(LOG_001))
+    with pytest.raises(SelectionError):
+        logmem.diff(a, a, launch=3)
+    with pytest.raises(SelectionError):
+        logmem.plot(a, "waterfall", rank="TP9")
+
+
+def test_plot_returns_figures() -> None:
+    from matplotlib.figure import Figure
+
+    a = logmem.read_log(str(LOG_021))
+    for kind in ("waterfall", "buckets", "ranks"):
+        assert isinstance(logmem.plot(a, kind), Figure)
+    with pytest.raises(ValueError, match="kind='fit'"):
+        logmem.plot(a, "fit")
+
+
+@pytest.mark.skipif(not all(p.is_file() for p in E7), reason="fixtures/pair-e7-maxbs*-constructed.log missing")
+def test_fit_and_its_plot_on_the_constructed_launches() -> None:
+    from matplotlib.figure import Figure
+
+    analyses = [logmem.read_log(str(p)) for p in E7]
+    f = logmem.fit(*analyses)
+    vm = f.to_json()
+    assert vm["slopes"] and all(s["mib_per_row"] is not None for s in vm["slopes"])
+    assert isinstance(logmem.plot(f, "fit"), Figure)
+    assert isinstance(logmem.plot(logmem.diff(analyses[0], analyses[1]), "fit"), Figure)
