@@ -1,0 +1,241 @@
+"""HTML reporter: one self-contained page, in reading order, with every log string escaped."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from logmem.analysis import read_log
+from logmem.cli import cli
+from logmem.report import html as H
+
+HOSTILE_FIXTURE = FIXTURES / "hostile-html-constructed.log"
+SCRIPT = "<script>alert(1)</script>"
+IMG = '"><img src=x onerror=alert(2)>'
+
+# A short start-up (E7 wording, one rank) whose model path, model type, crash message and a
+# stray line carry markup; the crash makes the verdict quote the message too.
+HOSTILE_LOG = f"""\
+[2026-04-14 16:08:40] server_args=ServerArgs(model_path='/m/{SCRIPT}{IMG}', tokenizer_path='t', mem_fraction_static=0.85, cuda_graph_max_bs=24, tp_size=1, served_model_name='{SCRIPT}')
+[2026-04-14 16:08:41 TP0] Init torch distributed begin.
+[2026-04-14 16:08:42 TP0] Init torch distributed ends. mem usage=0.19 GB
+[2026-04-14 16:08:42 TP0] Load weight begin. avail mem=22.93 GB
+[2026-04-14 16:08:49 TP0] Load weight end. type=Evil{SCRIPT}Model, dtype=torch.bfloat16, avail mem=14.08 GB, mem usage=8.85 GB.
+[2026-04-14 16:08:49 TP0] KV Cache is allocated. #tokens: 327310, K size: 4.50 GB, V size: 4.50 GB
+[2026-04-14 16:08:49 TP0] Memory pool end. avail mem=4.49 GB
+[2026-04-14 16:08:50 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=4.04 GB
+[2026-04-14 16:08:50 TP0] Capture cuda graph bs [1, 2, 4]
+Capturing batches (bs=4 avail_mem=4.00 GB):   0%|          | 0/3 [00:00<?, ?it/s]{IMG}
+Capturing batches (bs=2 avail_mem=3.93 GB):  33%|███▎      | 1/3 [00:02<00:04,  2.00s/it]
+Capturing batches (bs=1 avail_mem=3.90 GB):  67%|██████▋   | 2/3 [00:03<00:01,  1.00s/it]
+[2026-04-14 16:08:53 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl/scheduler.py", line 1, in run_scheduler_process
+RuntimeError: {SCRIPT} {IMG} $x$ & more
+"""
+
+# Elements and attributes the reporter writes; anything else in a page came from a log.
+ALLOWED_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "div", "ul", "li", "section",
+    "table", "caption", "thead", "tbody", "tr", "th", "td", "details", "summary", "figure", "figcaption",
+    "pre", "span", "footer",
+    # matplotlib's SVG
+    "svg", "g", "path", "defs", "use", "clippath", "text", "rect", "metadata", "rdf:rdf", "cc:work",
+    "dc:type", "dc:format", "dc:date", "dc:creator", "cc:agent", "dc:title", "style", "polyline", "tspan",
+}  # fmt: skip
+
+
+class Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(page: str) -> Elements:
+    p = Elements()
+    p.feed(page)
+    p.close()
+    return p
+
+
+def assert_inert(page: str) -> None:
+    """Nothing from a log became markup: no script, no img, no event handler, no URL."""
+    p = parse(page)
+    assert set(p.tags) <= ALLOWED_TAGS, set(p.tags) - ALLOWED_TAGS
+    assert "script" not in p.tags and "img" not in p.tags
+    assert not [a for a, _ in p.attrs if a.startswith("on")]
+    assert "<script" not in page.lower() and "<img" not in page.lower()
+    # No reference to anything outside the file (matplotlib's own XML namespaces aside).
+    refs = [v for a, v in p.attrs if a in ("src", "href", "xlink:href", "action") and v]
+    assert all(v.startswith("#") for v in refs), refs
+
+
+@pytest.fixture(scope="module")
+def hostile_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("hostile") / "hostile.log"
+    path.write_text(HOSTILE_LOG, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def page_021() -> str:
+    return H.render(read_log(str(FIXTURES / "021-laguna-s21-int4-dgx-spark-dflash-spec.log")))
+
+
+@pytest.fixture(scope="module")
+def page_001() -> str:
+    return H.render(read_log(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log")))
+
+
+def test_page_is_self_contained(page_021: str) -> None:
+    assert page_021.startswith("<!DOCTYPE html>")
+    assert 'http-equiv="Content-Security-Policy"' in page_021
+    assert "default-src 'none'" in page_021
+    assert '<meta name="viewport"' in page_021
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", page_021)
+    assert "@import" not in page_021 and "url(http" not in page_021
+    assert_inert(page_021)
+
+
+def test_reading_order_verdict_findings_tables_plots_sources(page_021: str) -> None:
+    at = [page_021.index(s) for s in ('class="verdict', 'class="findings"', "<table", '<figure class="plot"',
+                                       'class="sources"')]  # fmt: skip
+    assert at == sorted(at)
+
+
+def test_every_plot_of_a_launch_is_inline_svg(page_021: str, page_001: str) -> None:
+    # 021: one rank with buckets; 001: four ranks, no per-bucket readings.
+    assert re.findall(r'data-kind="(\w+)"', page_021) == ["waterfall", "buckets"]
+    assert re.findall(r'data-kind="(\w+)"', page_001) == ["waterfall", "ranks"]
+    assert "No bucket plot" in page_001
+    for page in (page_021, page_001):
+        figures = page.count('<figure class="plot"')
+        assert page.count("<svg") == figures
+        assert page.count('<details class="sources"') == figures
+        assert "<?xml" not in page and "<!DOCTYPE svg" not in page
+
+
+def test_svg_ids_are_unique_in_the_page(page_001: str) -> None:
+    ids = re.findall(r'\bid="([^"]+)"', page_001)
+    assert len(ids) == len(set(ids))
+    refs = set(re.findall(r'(?:url\(#|href="#)([^)"]+)', page_001))
+    assert refs <= set(ids)
+
+
+def test_findings_and_tables_match_the_report_model(page_021: str) -> None:
+    from html import escape
+
+    from logmem.report.model import analysis_report
+
+    rep = analysis_report(read_log(str(FIXTURES / "021-laguna-s21-int4-dgx-spark-dflash-spec.log")))
+    lr = rep.launches[0]
+    for f in lr.findings:
+        assert f"<li>{escape(f)}</li>" in page_021
+    n_tables = sum(len(s.tables) for s in lr.sections)
+    assert page_021.count("<table") == n_tables
+    assert "<details><summary>Graph buckets" in page_021  # folded, as in Markdown
+
+
+def test_source_lines_quote_the_log(page_021: str) -> None:
+    sources = page_021[page_021.index('class="sources"') :]
+    assert "Load weight end. elapsed=109.33 s, type=LagunaForCausalLM" in sources
+    assert "Capture target prefill CUDA graph begin" in sources
+    assert re.search(r'<span class="ln">\s*\d+  </span>', sources)
+
+
+def test_hostile_log_renders_as_text(hostile_log: Path) -> None:
+    page = H.render(read_log(str(hostile_log)))
+    assert_inert(page)
+    text = "".join(parse(page).text)
+    # The strings are all there, as text: in the title, the findings, the verdict and the sources.
+    assert SCRIPT in text and IMG in text
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3
+    assert "$x$" in text
+
+
+def test_hostile_log_through_the_cli(hostile_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(cli, ["analyze", str(hostile_log), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert_inert(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.skipif(not HOSTILE_FIXTURE.is_file(), reason=f"{HOSTILE_FIXTURE.name} is not in fixtures/")
+def test_hostile_fixture_renders_as_text() -> None:
+    assert_inert(H.render(read_log(str(HOSTILE_FIXTURE))))
+
+
+def test_every_fixture_renders(tmp_path: Path) -> None:
+    for log in sorted(FIXTURES.glob("*.log")):
+        page = H.render(read_log(str(log)))
+        assert_inert(page)
+        assert page.count('<figure class="plot"') >= 1, log.name
+
+
+def test_inline_svg_prefixes_ids_and_references() -> None:
+    svg = ('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="100pt" height="50pt" '
+           'viewBox="0 0 100 50"><defs><clipPath id="p1"><rect/></clipPath><path id="m2"/></defs>'
+           '<g clip-path="url(#p1)"><use xlink:href="#m2"/></g></svg>')  # fmt: skip
+    out = H.inline_svg(svg, "fig3")
+    assert out.startswith("<svg") and "<?xml" not in out
+    assert 'id="fig3-p1"' in out and "url(#fig3-p1)" in out and 'xlink:href="#fig3-m2"' in out
+    assert 'style="max-width: 100pt"' in out and 'width="100pt"' not in out
+
+
+def test_html_out_escapes_what_the_compare_layout_writes() -> None:
+    o = H.HtmlOut()
+    o.title(f"logmem diff: {SCRIPT}")
+    o.heading("h")
+    o.para(IMG)
+    o.bullets([SCRIPT])
+    o.table(["k", "v"], [[SCRIPT, "1"]])
+    o.details(SCRIPT, lambda: o.para("inside"))
+    page = H.page("t", [o.text()])
+    assert_inert(page)
+    assert o.first_title == f"logmem diff: {SCRIPT}"
+
+
+def _slope_view(name: str = SCRIPT) -> dict[str, Any]:
+    return {
+        "schema": "logmem.fit/1",
+        "launches": [{"name": f"a{name}.log"}, {"name": "b.log"}, {"name": "c.log"}],
+        "changed_args": {"cuda_graph_max_bs": [80, 160, 256]},
+        "slopes": [{"graph": "decode", "rank": "TP0", "basis": "largest bucket", "rows": [80, 160, 256],
+                    "largest_bucket_gib": [0.52, 0.68, 0.87], "mib_per_row": 2.03, "intercept_gib": 0.36,
+                    "mib_per_row_error": 0.12, "residuals_gib": [0.0, 0.01, -0.01]}],
+        "notes": [f"note {name}"],
+    }  # fmt: skip
+
+
+def test_compare_page_has_the_fit_plot_and_escapes() -> None:
+    page = H.render_compare_html(_slope_view(), "fit")
+    assert_inert(page)
+    assert page.count('<figure class="plot"') == 1 and 'data-kind="fit"' in page
+    assert "&lt;script&gt;" in page
+
+
+def test_compare_page_from_a_real_diff() -> None:
+    import logmem
+
+    a = logmem.read_log(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log"))
+    b = logmem.read_log(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log"))
+    page = logmem.diff(a, b).render("html")
+    assert_inert(page)
+    assert "<table" in page
+    w = logmem.whatif(a, mem_fraction_static=0.87).render("html")
+    assert_inert(w)
+    assert "0.87" in w
