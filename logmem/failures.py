@@ -787,46 +787,66 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
     fixes: list[Fix] = []
     notes: list[str] = []
     if shortfall is not None:
-        notes.append(f"{_g(r.tried_bytes)} GiB was asked for with {_g(r.free_bytes)} GiB free: "
-                     f"{_g(shortfall)} GiB short")  # fmt: skip
+        notes.append(
+            f"{_g(r.tried_bytes)} GiB was asked for with {_g(r.free_bytes)} GiB free: {_g(shortfall)} GiB short"
+        )
     if r.capacity_bytes is not None and r.allocated_bytes is not None:
         notes.append(
             f"PyTorch held {_g(r.allocated_bytes)} GiB of the {_g(r.capacity_bytes)} GiB GPU"
         )
-    frag = r.reserved_unallocated_bytes
-    if frag is not None and shortfall is not None and frag >= shortfall > 0:
-        fixes.append(Fix("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", (
-            f"{_g(frag)} GiB is reserved by PyTorch but unallocated (fragmentation), more than the {_g(shortfall)} GiB "
-            f"shortfall; expandable segments let PyTorch use it; costs nothing in KV"
-        )))  # fmt: skip
-    need = shortfall
     if phase in ("before distributed init", "distributed init", "after distributed init"):
         notes.append("nothing of SGLang's own size was allocated yet, so the GPU was already busy: "
                      "check other processes on it (nvidia-smi); memory flags do not apply")  # fmt: skip
-        return tuple(fixes), "; ".join(notes)
-    if phase.endswith("weights"):
+    elif phase.endswith("weights"):
         notes.append(
             "weights load before the KV pool is sized, so --mem-fraction-static does not help here"
         )
-        fixes.extend(_fewer_weights_fixes(launch, r, need))
-        return tuple(fixes), "; ".join(notes)
+        more, note = _fewer_weights_fixes(launch, shortfall)
+        fixes.extend(more)
+        if note:
+            notes.append(note)
+    else:
+        more, blocker = _budget_fixes(launch, r, place, shortfall)
+        fixes.extend(more)
+        notes.extend(blocker)
+    # PyTorch's own hint, last: it only helps when the free blocks are the caching allocator's.
+    frag = r.reserved_unallocated_bytes
+    if frag is not None and shortfall is not None and frag >= shortfall > 0:
+        fixes.append(Fix("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", (
+            f"{_g(frag)} GiB is reserved by PyTorch but unallocated (fragmentation), more than the {_g(shortfall)} "
+            f"GiB shortfall; expandable segments may let PyTorch use it; costs nothing in KV"
+        )))  # fmt: skip
+    return tuple(fixes), "; ".join(notes)
+
+
+def _budget_fixes(
+    launch: Launch, r: OutOfMemory, place: _Place, need: int | None
+) -> tuple[list[Fix], list[str]]:
+    """OOM after the weights: give memory back from the KV budget, or shrink what asked for it."""
+    phase = place.phase or ""
+    fixes: list[Fix] = []
+    notes: list[str] = []
     draft = "draft" in phase and not phase.startswith("capture")
     b = _budget(launch, draft=draft)
     if need is None:
         # "CUDA error: out of memory" prints no figures: price one step instead.
         if b.pre_load_bytes is not None and b.mfs is not None:
-            step = math.floor(
-                0.01 * b.pre_load_bytes
-            )  # rounded down so the step stays exactly 0.01
+            step = math.floor(0.01 * b.pre_load_bytes)  # rounded down: the step stays exactly 0.01
             fx, _ = _lower_mfs_fix(b, step, "(no figures in the error: this is one 0.01 step)")
             if fx is not None:
                 fixes.append(fx)
-        return tuple(fixes), "; ".join(notes)
+        return fixes, notes
     label = "for the capture" if phase.startswith("capture") else "for activations and buffers"
     mfs_fix, blocker = _lower_mfs_fix(b, need, label)
-    cap = None
+    if mfs_fix is not None and blocker is None:
+        fixes.append(mfs_fix)
     if phase.startswith("capture") and place.bar_graph is not None:
         cap = _cap_fix(launch, place.bar_graph, need, r.free_bytes, r.tried_bytes)
+        if cap is not None:
+            fixes.append(cap)
+    chunk = launch.args.get("chunked_prefill_size")
+    if phase == "serving" and isinstance(chunk, int) and chunk > 2048:
+        fixes.append(_chunk_fix(chunk, need))
     deepep_on = str(launch.args.get("moe_a2a_backend", "")).lower() == "deepep"
     if r.comm_library is not None or (deepep_on and phase.startswith("capture")):
         # DeepEP allocates its low-latency buffer at the first dispatch, which is usually
@@ -838,20 +858,13 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
             "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default 128, "
             "reference 12.5), so 64 halves it; costs: decode batches per rank are capped at 64"
         )))  # fmt: skip
-    if mfs_fix is not None and blocker is None:
-        fixes.append(mfs_fix)
-    if cap is not None:
-        fixes.append(cap)
-    chunk = launch.args.get("chunked_prefill_size")
-    if phase == "serving" and isinstance(chunk, int) and chunk > 2048:
-        fixes.append(_chunk_fix(chunk, need))
     if mfs_fix is not None and blocker is not None:
         notes.append(f"lowering --mem-fraction-static alone cannot fix it: {blocker}")
-    if not fixes and b.mfs is None:
+    if b.mfs is None:
         notes.append(
             "the server_args dump (mem_fraction_static) is missing, so no new value can be computed"
         )
-    return tuple(fixes), "; ".join(notes)
+    return fixes, notes
 
 
 def _chunk_fix(chunk: int, need: int) -> Fix:
@@ -866,26 +879,70 @@ def _chunk_fix(chunk: int, need: int) -> Fix:
     ))  # fmt: skip
 
 
-def _fewer_weights_fixes(launch: Launch, r: OutOfMemory, need: int | None) -> list[Fix]:
+def _quantized(launch: Launch) -> str | None:
+    """The weight quantisation already in use (server_args or Load weight end), if any."""
+    q = launch.args.get("quantization")
+    if isinstance(q, str) and q:
+        return q
+    for r in launch.ranks:
+        we = r.target.weights_end if r.target else None
+        if we is not None:
+            for k, v in we.details:
+                if k == "quant" and v and v != "None":
+                    return v
+    return None
+
+
+def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[Fix], str]:
+    """OOM while loading: fewer weights per rank. Ranks that did finish show whether the KV
+    pool would have fitted at all (rest = A - P x (1 - mfs), reference 12.2)."""
     fixes: list[Fix] = []
-    tp = launch.args.get("tp_size")
-    ranks = _budget(launch)
-    if isinstance(tp, int):
+    b = _budget(launch)
+    w = b.weights_bytes
+    rest = None
+    note = ""
+    if (
+        b.mfs is not None
+        and b.pre_load_bytes is not None
+        and b.post_load_bytes is not None
+        and w is not None
+    ):
+        rest = b.post_load_bytes - b.pre_load_bytes * (1 - b.mfs)
+        note = (
+            f"the ranks that finished hold {_g(w)} GiB of weights and leave rest = {_g(b.post_load_bytes)} - "
+            f"{_g(b.pre_load_bytes)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB for the KV pool"
+            + (": even without this OOM there would be no KV pool, so the weights per rank must shrink" if rest <= 0 else "")
+        )  # fmt: skip
+    tp = b.tp_size
+    if tp is not None:
+        gain = ""
+        if rest is not None and w is not None:
+            gain = f"; the KV budget at mfs {_fmt_mfs(b.mfs or 0)} becomes about {_g(rest)} + {_g(w / 2)} = {_g(rest + w / 2)} GiB"
         fixes.append(Fix("--tp-size", str(tp * 2), (
-            f"halves the weights per rank (if they shard evenly); needs {tp * 2} GPUs"
-            + (f"; the failing rank was at least {_g(need)} GiB short" if need is not None else "")
+            f"halves the weights per rank if they shard evenly; needs {tp * 2} GPUs{gain}"
         )))  # fmt: skip
-    fixes.append(Fix("--quantization", "fp8", (
-        "8-bit weights take half the memory of 16-bit ones (if the checkpoint is 16-bit); may change accuracy"
-    )))  # fmt: skip
+    quant = _quantized(launch)
+    if quant is None:
+        fixes.append(Fix("--quantization", "fp8", (
+            "8-bit weights take half the memory of 16-bit ones (if the checkpoint is 16-bit); may change accuracy"
+        )))  # fmt: skip
     if need is not None:
-        gib_needed = max(1, math.ceil(need / GIB))
-        fixes.append(Fix("--cpu-offload-gb", str(gib_needed), (
-            f"keeps at least {gib_needed} GiB of weights in CPU memory (the {_g(need)} GiB shortfall, rounded up; the "
-            f"rest of the model was not loaded yet, so it may need more); costs speed"
-        )))  # fmt: skip
-    del ranks
-    return fixes
+        short = max(need, -rest if rest is not None and rest < 0 else 0)
+        n = max(1, math.ceil(short / GIB))
+        why = (
+            f"{_g(-rest)} GiB is what the KV budget lacks, rounded up: that only makes the pool positive, each "
+            f"further GiB adds a GiB of KV"
+            if rest is not None and rest < 0 and -rest > need
+            else f"the {_g(need)} GiB shortfall, rounded up; the rest of the model was not loaded, so it may need more"
+        )
+        fixes.append(
+            Fix(
+                "--cpu-offload-gb",
+                str(n),
+                f"keeps at least {n} GiB of weights in CPU memory ({why}); costs speed",
+            )
+        )
+    return fixes, note
 
 
 def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...], str]:
@@ -919,9 +976,14 @@ def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...],
         if b.mfs is not None:
             # Halving W raises the after-weights reading by W/2 and leaves P alone: rest grows by W/2.
             gain = f", so at mfs {_fmt_mfs(b.mfs)} the KV pool gets about {_g(a - p * (1 - b.mfs) + w / 2)} GiB"
+        also = (
+            ""
+            if _quantized(launch)
+            else ", as would 8-bit instead of 16-bit weights (--quantization fp8)"
+        )
         fixes.append(Fix("--tp-size" if tp else "fewer weights per rank", str(tp * 2) if tp else None, (
-            f"halves the weights per rank ({_g(w)} GiB now) if they shard evenly, as would 8-bit instead of 16-bit "
-            f"weights (--quantization fp8): about {_g(w / 2)} GiB more per rank{gain}"
+            f"halves the weights per rank ({_g(w)} GiB now) if they shard evenly{also}: about {_g(w / 2)} GiB "
+            f"more per rank{gain}"
         )))  # fmt: skip
     return tuple(fixes), "; ".join(notes)
 
@@ -1139,7 +1201,9 @@ def _ranks_text(launch: Launch, ranks: Sequence[str]) -> str:
     if len(ranks) == 1:
         return ranks[0] or "the GPU"
     total = len(launch.ranks)
-    if len(ranks) == total and total > 1:
+    if len(ranks) == total == 2:
+        return f"both ranks ({ranks[0]}, {ranks[1]})"
+    if len(ranks) == total and total > 2:
         return f"all {total} ranks"
     return f"{len(ranks)} ranks ({_compress(ranks)})"
 

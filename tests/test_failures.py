@@ -216,8 +216,10 @@ def test_fragmentation_fix_when_reserved_exceeds_the_shortfall(tmp_path: Path) -
     )
     lines = start() + pools() + capture_begin() + [bar(256, 1.60)] + crash("TP0", msg)
     f = outcome(launch_of(tmp_path, lines)).failure
-    assert f is not None and f.fixes[0].flag == "PYTORCH_CUDA_ALLOC_CONF"
-    assert f.fixes[0].value == "expandable_segments:True"
+    assert f is not None
+    frag = next(x for x in f.fixes if x.flag == "PYTORCH_CUDA_ALLOC_CONF")
+    assert frag.value == "expandable_segments:True"
+    assert "0.59 GiB is reserved" in frag.effect and "0.24 GiB shortfall" in frag.effect
 
 
 def test_device_error_oom_without_figures_prices_one_step(tmp_path: Path) -> None:
