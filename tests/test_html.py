@@ -46,7 +46,7 @@ ALLOWED_TAGS = {
     "pre", "span", "footer",
     # matplotlib's SVG
     "svg", "g", "path", "defs", "use", "clippath", "text", "rect", "metadata", "rdf:rdf", "cc:work",
-    "dc:type", "dc:format", "dc:date", "dc:creator", "cc:agent", "dc:title", "style", "polyline", "tspan",
+    "dc:type", "dc:format", "dc:date", "dc:creator", "cc:agent", "dc:title", "polyline", "tspan",
 }  # fmt: skip
 
 

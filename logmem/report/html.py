@@ -75,6 +75,7 @@ footer { margin-top: 2rem; color: var(--muted); font-size: .8rem; }
   td:first-child { min-width: 10.5rem; }
   /* A phone would shrink the figure's text below reading size: keep it large, let it scroll. */
   figure svg { min-width: 620px; }
+  figure figcaption::before { content: "Scroll the figure sideways. "; }
 }
 """
 

@@ -65,14 +65,14 @@ def _short(text: str, n: int = MAX_LABEL) -> str:
 # --- view models -------------------------------------------------------------------------
 
 
-_PAREN = re.compile(r" \([^()]*\)")
+_PAREN = re.compile(r" \([^()]{11,}\)")  # long detail only: "(bs 36)" stays
 
 
 def step_label(causes: Sequence[Mapping[str, Any]], delta_gib: float) -> str:
     """What a waterfall step says: the drop and its biggest causes."""
     head = f"+{-delta_gib:.2f} GiB freed" if delta_gib < 0 else f"−{delta_gib:.2f} GiB"
     # Rounding of the printed values is noise beside a named cause: it stays in the bar only.
-    named = [c for c in causes if not c["name"].startswith("rounding of printed values")] or list(causes)
+    named = [c for c in causes if not c["name"].startswith("rounding of printed")] or list(causes)
     big = sorted((c for c in named if abs(c["gib"]) >= 0.005), key=lambda c: -abs(c["gib"]))
     if not big:
         return head
