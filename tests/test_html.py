@@ -239,3 +239,28 @@ def test_compare_page_from_a_real_diff() -> None:
     w = logmem.whatif(a, mem_fraction_static=0.87).render("html")
     assert_inert(w)
     assert "0.87" in w
+
+
+def test_html_out_offers_the_compare_layout_interface() -> None:
+    """report.compare lays its dicts out through an `_Out`; HtmlOut must take its place."""
+    compare = pytest.importorskip("logmem.report.compare")
+    out_cls = getattr(compare, "_Out", None)
+    if out_cls is None:
+        pytest.skip("report.compare has no _Out layout class")
+    needed = {n for n in vars(out_cls) if not n.startswith("_") and callable(getattr(out_cls, n))}
+    assert needed <= set(dir(H.HtmlOut)), needed - set(dir(H.HtmlOut))
+
+
+def test_compare_page_uses_the_shared_layout_when_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from logmem.report import compare
+
+    def layout(doc: dict[str, Any], out: H.HtmlOut) -> None:
+        out.title(f"logmem fit: {len(doc['launches'])} launches")
+        out.heading("Slope")
+        out.table(["part", "MiB per row"], [["largest bucket", "2.030"]])
+
+    monkeypatch.setattr(compare, "layout", layout, raising=False)
+    page = H.render_compare_html(_slope_view(), "fit")
+    assert_inert(page)
+    assert "<title>logmem fit: 3 launches</title>" in page and "<td class=\"r\">2.030</td>" in page
+    assert 'data-kind="fit"' in page
