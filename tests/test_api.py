@@ -22,7 +22,9 @@ HEAVY = ("pandas", "matplotlib", "numpy")
 
 def _modules_after(code: str) -> list[str]:
     """Heavy modules a fresh interpreter holds after running `code`."""
-    probe = f"{code}\nimport sys, json; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    probe = (
+        f"{code}\nimport sys, json; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
     return loaded
@@ -55,7 +57,16 @@ def test_read_log_returns_an_analysis() -> None:
 def test_ledger_frame_is_tidy_and_adds_up() -> None:
     a = logmem.read_log(str(LOG_001))
     df = a.ledger_frame()
-    assert list(df.columns[:8]) == ["launch", "rank", "phase", "cause", "gib", "bytes", "kind", "first_line"]
+    assert list(df.columns[:8]) == [
+        "launch",
+        "rank",
+        "phase",
+        "cause",
+        "gib",
+        "bytes",
+        "kind",
+        "first_line",
+    ]
     assert str(df["first_line"].dtype) == "Int64" and str(df["bytes"].dtype) == "int64"
     assert set(df["rank"]) == {"TP0", "TP1", "TP2", "TP3"}
     assert set(df["kind"]) <= {"logged", "derived", "estimated", "unattributed"}
@@ -131,7 +142,9 @@ def test_plot_returns_figures() -> None:
         logmem.plot(a, "fit")
 
 
-@pytest.mark.skipif(not all(p.is_file() for p in E7), reason="fixtures/pair-e7-maxbs*-constructed.log missing")
+@pytest.mark.skipif(
+    not all(p.is_file() for p in E7), reason="fixtures/pair-e7-maxbs*-constructed.log missing"
+)
 def test_fit_and_its_plot_on_the_constructed_launches() -> None:
     from matplotlib.figure import Figure
 

@@ -24,7 +24,9 @@ from logmem.report.model import analysis_report
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("logmem_bench_screenshot", REPO / "bench" / "screenshot.py")
+    spec = importlib.util.spec_from_file_location(
+        "logmem_bench_screenshot", REPO / "bench" / "screenshot.py"
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up by name
@@ -71,7 +73,9 @@ def test_no_console_errors_and_no_network(report_003: tuple[list[object], Path, 
         assert p.probe["scripts"] == 0  # type: ignore[attr-defined]
 
 
-def test_findings_verdict_and_every_plot_are_shown(report_003: tuple[list[object], Path, object]) -> None:
+def test_findings_verdict_and_every_plot_are_shown(
+    report_003: tuple[list[object], Path, object],
+) -> None:
     pages, _, rep = report_003
     lr = rep.launches[0]  # type: ignore[attr-defined]
     for p in pages:
@@ -119,7 +123,9 @@ def test_hostile_log_cannot_inject_markup(tmp_path: Path) -> None:
 E7 = [FIXTURES / f"pair-e7-maxbs{n}-constructed.log" for n in (128, 256, 512)]
 
 
-@pytest.mark.skipif(not all(p.is_file() for p in E7), reason="fixtures/pair-e7-maxbs*-constructed.log missing")
+@pytest.mark.skipif(
+    not all(p.is_file() for p in E7), reason="fixtures/pair-e7-maxbs*-constructed.log missing"
+)
 def test_fit_page(tmp_path: Path) -> None:
     import logmem
 

@@ -174,7 +174,9 @@ def test_hostile_log_through_the_cli(hostile_log: Path, tmp_path: Path) -> None:
     assert_inert(out.read_text(encoding="utf-8"))
 
 
-@pytest.mark.skipif(not HOSTILE_FIXTURE.is_file(), reason=f"{HOSTILE_FIXTURE.name} is not in fixtures/")
+@pytest.mark.skipif(
+    not HOSTILE_FIXTURE.is_file(), reason=f"{HOSTILE_FIXTURE.name} is not in fixtures/"
+)
 def test_hostile_fixture_renders_as_text() -> None:
     assert_inert(H.render(read_log(str(HOSTILE_FIXTURE))))
 
@@ -262,5 +264,5 @@ def test_compare_page_uses_the_shared_layout_when_offered(monkeypatch: pytest.Mo
     monkeypatch.setattr(compare, "layout", layout, raising=False)
     page = H.render_compare_html(_slope_view(), "fit")
     assert_inert(page)
-    assert "<title>logmem fit: 3 launches</title>" in page and "<td class=\"r\">2.030</td>" in page
+    assert "<title>logmem fit: 3 launches</title>" in page and '<td class="r">2.030</td>' in page
     assert 'data-kind="fit"' in page

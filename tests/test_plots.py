@@ -18,7 +18,9 @@ from logmem.attribution import build_ledger
 from logmem.cli import cli, main
 from logmem.report import plots
 
-LOG_021 = FIXTURES / "021-laguna-s21-int4-dgx-spark-dflash-spec.log"  # one rank, three graph families
+LOG_021 = (
+    FIXTURES / "021-laguna-s21-int4-dgx-spark-dflash-spec.log"
+)  # one rank, three graph families
 LOG_003 = FIXTURES / "003-glm5-fp8-mi355x-tp8-rocm-capture-crash.log"  # 8 ranks, crash mid-capture
 LOG_001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"  # 4 ranks, no per-bucket readings
 
@@ -56,9 +58,14 @@ def test_waterfall_data_chains_the_phases() -> None:
 def test_step_label_names_the_biggest_causes() -> None:
     causes = [{"name": "KV pool (K+V, 46,611 tokens)", "gib": 2.84}, {"name": "request-to-token table", "gib": 1.0},
               {"name": "unlogged", "gib": 0.16}]  # fmt: skip
-    assert plots.step_label(causes, 4.0) == "−4.00 GiB: KV pool 2.84; request-to-token table 1.00 +1 more"
+    assert (
+        plots.step_label(causes, 4.0)
+        == "−4.00 GiB: KV pool 2.84; request-to-token table 1.00 +1 more"
+    )
     assert plots.step_label([{"name": "weights", "gib": 15.54}], 15.54) == "−15.54 GiB weights"
-    assert plots.step_label([{"name": "between steps", "gib": -0.03}], -0.03).startswith("+0.03 GiB freed")
+    assert plots.step_label([{"name": "between steps", "gib": -0.03}], -0.03).startswith(
+        "+0.03 GiB freed"
+    )
 
 
 def test_waterfall_svg_has_one_bar_per_cause_and_a_label_per_step() -> None:
@@ -82,7 +89,9 @@ def test_waterfall_labels_stay_inside_the_figure() -> None:
     fig = plots.draw("waterfall", [plots.waterfall_data(ledger(LOG_021).ranks[0])])
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    renderer = (fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)).get_renderer()
+    renderer = (
+        fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    ).get_renderer()
     width = fig.bbox.width
     for t in fig.axes[0].texts:
         box = t.get_window_extent(renderer)
@@ -249,7 +258,9 @@ def test_plot_command_writes_svg(tmp_path: Path, kind: str, marker: str) -> None
 
 def test_plot_command_writes_png_and_picks_ranks(tmp_path: Path) -> None:
     out = tmp_path / "w.png"
-    result = CliRunner().invoke(cli, ["plot", str(LOG_003), "--rank", "TP1", "--rank", "TP2", "-o", str(out)])
+    result = CliRunner().invoke(
+        cli, ["plot", str(LOG_003), "--rank", "TP1", "--rank", "TP2", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert out.read_bytes().startswith(b"\x89PNG")
 
@@ -269,7 +280,9 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_plot_refuses_png_on_a_terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_refuses_png_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     term = _Terminal()
     monkeypatch.setattr(sys, "stdout", term)
     assert main(["plot", str(LOG_001)]) == 1
