@@ -417,10 +417,10 @@ def matcher_for(keywords: regex.Pattern[bytes], kind: str | None = None) -> Matc
     else:
         try:
             m = _HyperscanMatcher(literals)
-        except ImportError:
+        except Exception as e:  # not installed, or a wheel whose library will not load
             if kind == "hyperscan":
                 raise InputError(
-                    "LOGMEM_MATCHER=hyperscan but hyperscan is not installed"
+                    f"LOGMEM_MATCHER=hyperscan, but hyperscan cannot be used: {e}"
                 ) from None
             m = _FindMatcher(literals)
     _MATCHERS[key] = m
