@@ -338,3 +338,23 @@ def test_small_commands_import_neither_pandas_nor_matplotlib(args: list[str]) ->
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0 []", done.stdout + done.stderr
+
+
+# --- the benchmark's generator ----------------------------------------------------------
+
+
+def test_bench_generator_makes_a_restart_near_the_end(tmp_path: Path) -> None:
+    """bench/bench_big.py is a script, not a test; this only keeps its generator honest."""
+    spec = importlib.util.spec_from_file_location("bench_big", REPO / "bench" / "bench_big.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = tmp_path / "big.log"
+    info = bench.generate(path, 4 << 20)
+    data = path.read_bytes()
+    assert info["bytes"] == len(data) and info["lines"] == data.count(b"\n")
+    assert data.count(b"server_args=") == 2
+    assert data.rfind(b"server_args=") > len(data) * 0.9
+    code, out, err = run_cli("-q", "analyze", "-f", "json", str(path))
+    assert code == 0, err
+    assert [L["outcome"] for L in json.loads(out)["launches"]] == ["ready", "ready"]
