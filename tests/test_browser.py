@@ -135,3 +135,16 @@ def test_fit_page(tmp_path: Path) -> None:
         assert p.console_errors == [] and p.requests == [p.url]  # type: ignore[attr-defined]
         assert [x["kind"] for x in probe["figures"]] == ["fit"]
         assert probe["scrollWidth"] <= probe["innerWidth"]
+
+
+HOSTILE_FIXTURE = FIXTURES / "hostile-html-constructed.log"
+
+
+@pytest.mark.skipif(
+    not HOSTILE_FIXTURE.is_file(), reason=f"{HOSTILE_FIXTURE.name} is not in fixtures/"
+)
+def test_hostile_fixture_cannot_inject_markup(tmp_path: Path) -> None:
+    for p in _open(tmp_path, "hostile-fixture", html.render(read_log(str(HOSTILE_FIXTURE)))):
+        probe = p.probe  # type: ignore[attr-defined]
+        assert probe["injected"] == 0 and probe["scripts"] == 0
+        assert p.console_errors == [] and p.requests == [p.url]  # type: ignore[attr-defined]
