@@ -374,24 +374,49 @@ def _record(e: ev.Event) -> ErrorRecord | None:
         text = f"{e.exc_type}: {e.message}"
         lib = _COMM.search(text)
         memory_words = bool(_MEMORY_WORDS.search(text)) and not _NOT_CAPACITY.search(text)
-        if memory_words and regex.search(r"out of memory|OutOfMemory", text, regex.IGNORECASE):
-            return _bare_oom(e.exc_type, text)
-        if lib is not None:
-            return CommBufferError(
-                _library(lib.group(1)), e.exc_type, e.message, True if memory_words else None
-            )
         if memory_words:
             return _bare_oom(e.exc_type, text)
+        if lib is not None:
+            return CommBufferError(_library(lib.group(1)), e.exc_type, e.message, None)
         return PythonError(e.exc_type, e.message)
     return None
 
 
+# Figures in allocation failures outside PyTorch's sentence (DeepEP/NVSHMEM, NPU, cuBLAS ...).
+_SIZE = r"(\d{1,9}(?:\.\d{1,6})?) ?(B|bytes|KiB|MiB|GiB|TiB|KB|MB|GB)\b"
+_ASKED = regex.compile(
+    r"(?:allocate|allocating|requested|request of|size of)\D{0,30}?" + _SIZE, regex.IGNORECASE
+)
+_FREE = regex.compile(
+    r"free(?: memory)?(?: is| of|:|=)? ?" + _SIZE + r"|" + _SIZE + r" (?:is )?free",
+    regex.IGNORECASE,
+)
+
+
+def _size(number: str | None, unit: str | None) -> int | None:
+    if number is None or unit is None:
+        return None
+    unit = {"bytes": "B"}.get(unit, unit)
+    return Mem.parse(number, unit).bytes  # "GB" is read as GiB, as everywhere in SGLang
+
+
 def _bare_oom(exc_type: str | None, text: str, in_capture: bool = False) -> OutOfMemory:
+    """An allocation failure in other words than PyTorch's; keeps the size asked for and the free memory when printed."""
     dev = regex.search(r"\b(CUDA|HIP|NPU|XPU|MUSA|ACL)\b", text)
     lib = _COMM.search(text)
+    asked = _ASKED.search(text)
+    free = _FREE.search(text)
+    free_bytes = None
+    if free is not None:
+        free_bytes = (
+            _size(free.group(1), free.group(2))
+            if free.group(1)
+            else _size(free.group(3), free.group(4))
+        )
     return OutOfMemory(
-        exc_type=exc_type, device=dev.group(1) if dev else None, gpu=None, tried_bytes=None, capacity_bytes=None,
-        free_bytes=None, in_use_bytes=None, allocated_bytes=None, reserved_unallocated_bytes=None,
+        exc_type=exc_type, device=dev.group(1) if dev else None, gpu=None,
+        tried_bytes=_size(asked.group(1), asked.group(2)) if asked else None, capacity_bytes=None,
+        free_bytes=free_bytes, in_use_bytes=None, allocated_bytes=None, reserved_unallocated_bytes=None,
         private_pools_bytes=None, in_capture_error=in_capture, comm_library=_library(lib.group(1)) if lib else None,
     )  # fmt: skip
 
@@ -430,13 +455,31 @@ def _in_capture(r: ErrorRecord) -> bool:
 
 
 def read_errors(tracebacks: Iterable[Traceback]) -> tuple[RankError, ...]:
-    """The decisive error of each traceback, typed, with its rank."""
-    out: list[RankError] = []
+    """The decisive error of each traceback, typed, with its rank.
+
+    A chained exception ("During handling of the above exception ...") prints a second,
+    unprefixed traceback right after the first: it belongs to the same rank."""
+    groups: list[tuple[str | None, list[tuple[ErrorRecord, Source]]]] = []
+    last: Source | None = None
     for t in tracebacks:
         recs = [(r, e.source) for e in t.errors if (r := _record(e)) is not None]
+        if not recs:
+            continue
+        start = t.opening.source if t.opening is not None else recs[0][1]
+        chained = (
+            t.rank is None and groups and last is not None and start.path == last.path
+            and 0 <= start.line_no - last.line_no <= 5
+        )  # fmt: skip
+        if chained:
+            groups[-1][1].extend(recs)
+        else:
+            groups.append((t.rank, recs))
+        last = recs[-1][1]
+    out: list[RankError] = []
+    for rank, recs in groups:
         merged = _merge(recs)
         if merged is not None:
-            out.append(RankError(t.rank, merged[0], merged[1]))
+            out.append(RankError(rank, merged[0], merged[1]))
     return tuple(out)
 
 
@@ -730,45 +773,70 @@ def _unit(graph: str | None) -> str:
 def _cap_fix(
     launch: Launch, g: Graph, shortfall: int, oom_free: int | None, tried: int | None
 ) -> Fix | None:
-    """Cap the family's largest bucket so that the buckets dropped return the shortfall.
+    """Cap the family's largest bucket at M so that what the capture no longer needs covers the shortfall.
 
-    Buckets are captured largest first and each bar reading is the free memory before a
-    bucket, so dropping the buckets above size M returns (first reading - reading at M).
-    When the first bucket itself failed, nothing is measured: scale its need per row."""
-    samples = [s for s in g.samples if s.size is not None]
-    if not samples:
+    Buckets are captured largest first; each bar reading is the free memory before a bucket,
+    so bucket i cost (reading i - reading i+1). Two models, chosen by the samples:
+    * shared pool (the later buckets cost ~0, user needs A): the peak is set by the largest
+      bucket, cost ~ rows, so capping at M saves per_row x (largest - M);
+    * separate pools (later buckets cost as much): dropping the buckets above M returns
+      their measured cost, first reading - reading before M.
+    With one measured bucket we cannot tell and take the smaller M. When the first bucket
+    itself failed, its need (reading - free at the OOM + tried) gives per_row."""
+    samples = [x for x in g.samples if x.size is not None]
+    if not samples or not samples[0].size:
         return None
     flag, unit = _graph_flag(launch, g.name)
-    a0 = samples[0].avail.bytes
-    for s in samples[1:]:
-        returned = a0 - s.avail.bytes
-        if returned >= shortfall:
-            dropped = [x.size for x in samples if x.size is not None and x.size > (s.size or 0)]
-            return Fix(flag, str(s.size), (
-                f"drops the {len(dropped)} bucket(s) above {unit} {s.size} ({_sizes_text(dropped)}); their measured cost, "
-                f"{_g(a0)} - {_g(s.avail.bytes)} = {_g(returned)} GiB free before {unit} {samples[0].size} vs before "
-                f"{unit} {s.size} on the bar, covers the {_g(shortfall)} GiB shortfall; costs: batches above {s.size} "
-                f"run without a graph (slower), KV is unchanged"
-            ))  # fmt: skip
-    # Nothing measured is enough: estimate from the failing bucket's need, per row.
-    last = samples[-1]
-    if tried is None or oom_free is None or not last.size:
+    b0, a0 = samples[0].size, samples[0].avail.bytes
+    costs = [x.avail.bytes - y.avail.bytes for x, y in zip(samples, samples[1:])]
+    if costs and costs[0] > 0:
+        per_row = costs[0] / b0
+        basis = f"{unit} {b0} cost {_g(a0)} - {_g(samples[1].avail.bytes)} = {_g(costs[0])} GiB"
+    elif tried is not None and oom_free is not None:
+        need = a0 - oom_free + tried  # taken before the failed allocation, plus it
+        if need <= 0:
+            return None
+        per_row = need / b0
+        basis = (
+            f"{unit} {b0} needed at least {_g(a0)} - {_g(oom_free)} + {_g(tried)} = {_g(need)} GiB"
+        )
+    else:
         return None
-    need = last.avail.bytes - oom_free + tried  # taken before the failed allocation, plus it
-    if need <= 0:
+    shared_limit = b0 - shortfall / per_row
+    shared: bool | None = None
+    if len(costs) >= 2:
+        shared = all(c <= 0.25 * costs[0] for c in costs[1:])
+    additive = [x.size for x in samples[1:] if x.size and a0 - x.avail.bytes >= shortfall]
+    additive_limit = float(additive[0]) if additive else None
+    if shared is False:
+        limit, how = (
+            additive_limit,
+            "the later buckets cost as much as the first (no shared pool), so dropping the ones above M returns their measured cost",
+        )
+    elif shared or additive_limit is None:
+        limit = shared_limit
+        how = (
+            "the later buckets cost little (one shared pool)"
+            if shared
+            else "assuming one shared pool"
+        )
+    else:
+        limit = min(shared_limit, additive_limit)
+        how = "one measured bucket cannot tell a shared pool from separate ones: the smaller M of the two"
+    if limit is None or limit < 1:
         return None
-    per_row = need / last.size
-    est = a0 / per_row
-    sizes = sorted(g.sizes or ())
-    fits = [s for s in sizes if s <= est and s < last.size]
-    cap = fits[-1] if fits else (int(est) // 8 * 8 if est >= 8 else int(est))
+    listed = sorted(set(g.sizes or ()) | {x.size for x in samples if x.size})
+    fits = [x for x in listed if x <= limit and x < b0]
+    cap = fits[-1] if fits else (int(limit) // 8 * 8 if limit >= 8 else int(limit))
     if cap < 1:
         return None
+    saved = per_row * (b0 - cap)
     return Fix(flag, str(cap), (
-        f"{unit} {last.size} needed at least {_g(last.avail.bytes)} - {_g(oom_free)} + {_g(tried)} = {_g(need)} GiB "
-        f"({per_row / (1 << 20):.2f} MiB per row); with {_g(a0)} GiB free before the first bucket about "
-        f"{unit} {est:.0f} fits if the cost grows in proportion, and {cap} is the largest listed size below that "
-        f"(an estimate: a fixed part per bucket makes it optimistic); costs: batches above {cap} run without a graph"
+        f"{basis}, {per_row / (1 << 20):.2f} MiB per row; capping at {cap} saves about "
+        f"{per_row / (1 << 20):.2f} MiB x ({b0} - {cap}) = {_g(saved)} GiB against the {_g(shortfall)} GiB shortfall "
+        f"({how}; M <= {b0} - {_g(shortfall)} GiB / per row = {shared_limit:.0f}"
+        + (f", measured: {additive_limit:.0f}" if additive_limit is not None and shared is not True else "")
+        + f"); costs: batches above {cap} run without a graph (slower), KV is unchanged"
     ))  # fmt: skip
 
 
@@ -801,6 +869,9 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
         notes.append(
             "weights load before the KV pool is sized, so --mem-fraction-static does not help here"
         )
+        floor_note = _weights_floor(launch, place.rank, r)
+        if floor_note:
+            notes.append(floor_note)
         more, note = _fewer_weights_fixes(launch, shortfall)
         fixes.extend(more)
         if note:
@@ -837,10 +908,13 @@ def _budget_fixes(
                 fixes.append(fx)
         return fixes, notes
     label = "for the capture" if phase.startswith("capture") else "for activations and buffers"
+    if r.comm_library is not None:
+        label = f"for the {r.comm_library} buffer"
     mfs_fix, blocker = _lower_mfs_fix(b, need, label)
     if mfs_fix is not None and blocker is None:
         fixes.append(mfs_fix)
-    if phase.startswith("capture") and place.bar_graph is not None:
+    # A communication buffer does not shrink with the graph's batch sizes: no cap for it.
+    if phase.startswith("capture") and place.bar_graph is not None and r.comm_library is None:
         cap = _cap_fix(launch, place.bar_graph, need, r.free_bytes, r.tried_bytes)
         if cap is not None:
             fixes.append(cap)
@@ -854,10 +928,7 @@ def _budget_fixes(
         if r.comm_library is None:
             notes.append("DeepEP is on (moe_a2a_backend='deepep') and allocates its buffer lazily at the "
                          "first dispatch, inside the capture: the failed allocation may be that buffer")  # fmt: skip
-        fixes.append(Fix("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "64", (
-            "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default 128, "
-            "reference 12.5), so 64 halves it; costs: decode batches per rank are capped at 64"
-        )))  # fmt: skip
+        fixes.append(_dispatch_tokens_fix(r))
     if mfs_fix is not None and blocker is not None:
         notes.append(f"lowering --mem-fraction-static alone cannot fix it: {blocker}")
     if b.mfs is None:
@@ -865,6 +936,28 @@ def _budget_fixes(
             "the server_args dump (mem_fraction_static) is missing, so no new value can be computed"
         )
     return fixes, notes
+
+
+def _dispatch_tokens_fix(r: OutOfMemory) -> Fix:
+    """Fewer DeepEP dispatch tokens: its low-latency buffer is proportional to them (reference 12.5)."""
+    env = "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
+    if (
+        r.comm_library is not None
+        and r.tried_bytes
+        and r.free_bytes is not None
+        and r.free_bytes < r.tried_bytes
+    ):
+        ratio = r.free_bytes / r.tried_bytes
+        at_default = math.floor(128 * ratio)
+        return Fix(env, f"<= {ratio:.2f} x the current value", (
+            f"the buffer asked for {_g(r.tried_bytes)} GiB with {_g(r.free_bytes)} GiB free and is proportional to "
+            f"the dispatch tokens per rank T, so T must drop to at most {_g(r.free_bytes)} / {_g(r.tried_bytes)} = "
+            f"{ratio:.2f} of its value ({at_default} at the default 128); costs: decode batches per rank are capped at T"
+        ))  # fmt: skip
+    return Fix(env, "64", (
+        "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default 128, "
+        "reference 12.5), so 64 halves it; costs: decode batches per rank are capped at 64"
+    ))  # fmt: skip
 
 
 def _chunk_fix(chunk: int, need: int) -> Fix:
@@ -877,6 +970,37 @@ def _chunk_fix(chunk: int, need: int) -> Fix:
         f"so {chunk} -> {half} needs about ({chunk} - {max(half, 2048)}) x 1.5 MiB = {_g(saved)} GiB less, which "
         f"{enough} the {_g(need)} GiB shortfall (an estimate); costs: long prompts take more prefill steps"
     ))  # fmt: skip
+
+
+def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> str:
+    """What the failing rank's weights took so far plus the failed request: a floor for its share."""
+    if rank is None or rank.target is None or rank.target.weights_begin is None:
+        return ""
+    if r.free_bytes is None or r.tried_bytes is None:
+        return ""
+    begin = rank.target.weights_begin.avail.bytes
+    at_least = begin - r.free_bytes + r.tried_bytes
+    text = (
+        f"{rank.label or 'the GPU'} needed at least {_g(begin)} - {_g(r.free_bytes)} + {_g(r.tried_bytes)} = "
+        f"{_g(at_least)} GiB while loading, with {_g(begin)} GiB free before"
+    )
+    if at_least <= begin:
+        return text
+    done = [
+        m.weights_end.usage.bytes
+        for x in launch.ranks
+        if (m := x.target) and m.weights_end and m.weights_end.usage
+    ]
+    if done:
+        # Others finished below that: the load peaks above the final size (conversion temporaries).
+        return (
+            text
+            + ": more than it had, while the ranks that finished hold less, so loading peaks above the final size"
+        )
+    return text + (
+        ": more than the whole GPU had; if the model should fit, check that it shards "
+        "(e.g. a fallback implementation that does not split the experts)"
+    )
 
 
 def _quantized(launch: Launch) -> str | None:
@@ -1003,6 +1127,12 @@ def _imbalance_fixes(
             f"the check runs after distributed init, before the weights load, so the memory was taken before SGLang "
             f"allocated anything of size: usually another process on that GPU"
         )  # fmt: skip
+        # The occupied rank keeps going; its own first reading confirms the minimum.
+        for label in heavy:
+            hr = launch.rank(label)
+            wb = hr.target.weights_begin if hr is not None and hr.target is not None else None
+            if wb is not None:
+                notes.append(f"{label}'s own Load weight begin reads {wb.avail.gib:.2f} GiB")
         mfs = launch.args.get("mem_fraction_static")
         loss = (
             f"about {float(mfs):.3g} x {short:.2f} = {float(mfs) * short:.2f} GiB"
@@ -1235,8 +1365,9 @@ def _compress(labels: Sequence[str]) -> str:
 def _what(rec: ErrorRecord | None) -> str:
     if isinstance(rec, OutOfMemory):
         dev = rec.device or "GPU"
-        lib = f" in the {rec.comm_library} buffer" if rec.comm_library else ""
-        return f"{dev} out of memory{lib}"
+        if rec.comm_library:
+            return f"{rec.comm_library} could not allocate its buffer"
+        return f"{dev} out of memory"
     if isinstance(rec, KVSizing):
         at = (
             f" at mem_fraction_static={_fmt_mfs(rec.mem_fraction_static)}"
