@@ -266,3 +266,16 @@ def test_compare_page_uses_the_shared_layout_when_offered(monkeypatch: pytest.Mo
     assert_inert(page)
     assert "<title>logmem fit: 3 launches</title>" in page and '<td class="r">2.030</td>' in page
     assert 'data-kind="fit"' in page
+
+
+RESTART = FIXTURES / "two-launches-restart-constructed.log"
+
+
+@pytest.mark.skipif(not RESTART.is_file(), reason=f"{RESTART.name} is not in fixtures/")
+def test_two_launches_number_their_figures_on() -> None:
+    page = H.render(read_log(str(RESTART)))
+    assert re.findall(r"<h2>(Launch \d)", page) == ["Launch 0", "Launch 1"]
+    numbers = [int(n) for n in re.findall(r"Figure (\d+)\.", page)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 4
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
