@@ -830,13 +830,25 @@ def _cap_fix(
     cap = fits[-1] if fits else (int(limit) // 8 * 8 if limit >= 8 else int(limit))
     if cap < 1:
         return None
+    cost = f"costs: batches above {cap} run without a graph (slower), KV is unchanged"
+    if shared is False:
+        at = next(x for x in samples if x.size == cap)
+        dropped = [x.size for x in samples if x.size and x.size > cap]
+        return Fix(flag, str(cap), (
+            f"{how}: dropping {unit} {_sizes_text(dropped)} returns {_g(a0)} - {_g(at.avail.bytes)} = "
+            f"{_g(a0 - at.avail.bytes)} GiB (bar readings before {unit} {b0} and {cap}) against the "
+            f"{_g(shortfall)} GiB shortfall; {cost}"
+        ))  # fmt: skip
     saved = per_row * (b0 - cap)
+    measured = (
+        f", measured drops allow {additive_limit:.0f}"
+        if additive_limit is not None and not shared
+        else ""
+    )
     return Fix(flag, str(cap), (
         f"{basis}, {per_row / (1 << 20):.2f} MiB per row; capping at {cap} saves about "
         f"{per_row / (1 << 20):.2f} MiB x ({b0} - {cap}) = {_g(saved)} GiB against the {_g(shortfall)} GiB shortfall "
-        f"({how}; M <= {b0} - {_g(shortfall)} GiB / per row = {shared_limit:.0f}"
-        + (f", measured: {additive_limit:.0f}" if additive_limit is not None and shared is not True else "")
-        + f"); costs: batches above {cap} run without a graph (slower), KV is unchanged"
+        f"({how}; M <= {b0} - {_g(shortfall)} GiB / per row = {shared_limit:.0f}{measured}); {cost}"
     ))  # fmt: skip
 
 
