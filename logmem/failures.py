@@ -1388,7 +1388,7 @@ def _what(rec: ErrorRecord | None) -> str:
         )
         return f'"Not enough memory" for the KV cache{at}'
     if isinstance(rec, Unbalanced):
-        return "the memory capacity is unbalanced across ranks"
+        return '"The memory capacity is unbalanced"'
     if isinstance(rec, CaptureError):
         return f"CUDA graph capture failed ({_short(rec.message)})"
     if isinstance(rec, CommBufferError):
