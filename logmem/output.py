@@ -43,7 +43,14 @@ def write_output(data: str | bytes, output: str | None, force: bool = True) -> N
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        # mkstemp makes the file 0600; a report is for sharing: give it the usual mode.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except OSError as e:
         raise LogmemError(f"cannot write {output}: {e.strerror or e}") from None
-    click.echo(f"Wrote {output}", err=True)
+    ctx = click.get_current_context(silent=True)
+    quiet = bool(ctx and isinstance(ctx.find_root().obj, dict) and ctx.find_root().obj.get("quiet"))
+    if not quiet:
+        click.echo(f"Wrote {output}", err=True)

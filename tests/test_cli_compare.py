@@ -155,9 +155,10 @@ def test_diff_to_a_file_guesses_the_format(logs: dict[str, Path], tmp_path: Path
     res = run(["diff", str(logs["a80"]), str(logs["b160"]), "-o", str(out)])
     assert res.exit_code == 0 and res.stdout == ""
     assert out.read_text().startswith("## logmem diff")
-    html = run(["diff", str(logs["a80"]), str(logs["b160"]), "-o", str(tmp_path / "d.html")])
-    assert html.exit_code == 1
-    assert "Error: html output is not available for this command yet" in html.output
+    page = tmp_path / "d.html"
+    html = run(["diff", str(logs["a80"]), str(logs["b160"]), "-o", str(page)])
+    assert html.exit_code == 0
+    assert page.read_text().startswith("<!DOCTYPE html>") and "logmem diff" in page.read_text()
 
 
 def test_main_returns_exit_codes(

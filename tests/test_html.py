@@ -212,15 +212,17 @@ def test_html_out_escapes_what_the_compare_layout_writes() -> None:
 
 
 def _slope_view(name: str = SCRIPT) -> dict[str, Any]:
-    return {
-        "schema": "logmem.fit/1",
-        "launches": [{"name": f"a{name}.log"}, {"name": "b.log"}, {"name": "c.log"}],
-        "changed_args": {"cuda_graph_max_bs": [80, 160, 256]},
-        "slopes": [{"graph": "decode", "rank": "TP0", "basis": "largest bucket", "rows": [80, 160, 256],
-                    "largest_bucket_gib": [0.52, 0.68, 0.87], "mib_per_row": 2.03, "intercept_gib": 0.36,
-                    "mib_per_row_error": 0.12, "residuals_gib": [0.0, 0.01, -0.01]}],
-        "notes": [f"note {name}"],
-    }  # fmt: skip
+    """A real fit view model (the E7 pair fixtures), with a hostile launch name and note."""
+    import logmem
+    from logmem.report.compare import to_json
+
+    logs = [FIXTURES / f"pair-e7-maxbs{n}-constructed.log" for n in (128, 256, 512)]
+    if not all(p.exists() for p in logs):
+        pytest.skip("the constructed E7 pair fixtures are not in fixtures/")
+    vm = to_json(logmem.fit(*(logmem.read_log(str(p)) for p in logs)).model)
+    vm["launches"][0]["name"] = f"a{name}.log"
+    vm.setdefault("notes", []).append(f"note {name}")
+    return vm
 
 
 def test_compare_page_has_the_fit_plot_and_escapes() -> None:

@@ -7,7 +7,7 @@ import click
 from logmem.cli import format_options
 from logmem.output import guess_format, write_output
 
-COMPARE_FORMATS = ["text", "markdown", "json"]
+COMPARE_FORMATS = ["text", "markdown", "json", "html"]
 
 
 @click.command()

@@ -450,8 +450,8 @@ def _distinct_ranks(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> tupl
     return shown, (text + ".") if text else ""
 
 
-def _diff(d: dict[str, Any], md: bool) -> str:
-    o = _Out(md)
+def _diff(d: dict[str, Any], o: Any) -> str:
+    md = o.md
     o.title(f"logmem diff: A = {d['a']['name']}, B = {d['b']['name']}")
     o.heading("Settings that differ (memory-relevant)")
     if d["changed_args"]:
@@ -564,8 +564,8 @@ def _diff(d: dict[str, Any], md: bool) -> str:
 # --- fit ----------------------------------------------------------------------------------
 
 
-def _fit(f: dict[str, Any], md: bool) -> str:
-    o = _Out(md)
+def _fit(f: dict[str, Any], o: Any) -> str:
+    md = o.md
     o.title(f"logmem fit: {len(f['launches'])} launches")
     o.table(["#", "launch"], [[str(i + 1), L["name"]] for i, L in enumerate(f["launches"])], left=2)
     o.heading("Settings that differ (memory-relevant)")
@@ -586,8 +586,8 @@ def _fit(f: dict[str, Any], md: bool) -> str:
 # --- whatif -------------------------------------------------------------------------------
 
 
-def _whatif(w: dict[str, Any], md: bool) -> str:
-    o = _Out(md)
+def _whatif(w: dict[str, Any], o: Any) -> str:
+    md = o.md
     o.title(f"logmem whatif: {w['launch']['name']}")
     m, p = w["measured"], w["predicted"]
 
@@ -643,19 +643,34 @@ def render_markdown(model: Model) -> str:
     return _layout(to_json(model), md=True)
 
 
-def _layout(doc: dict[str, Any], md: bool) -> str:
+def layout(doc: dict[str, Any], out: Any) -> str:
+    """Lay one view model out into `out` (text/Markdown `_Out`, or html.HtmlOut): one layout,
+    so the formats cannot disagree."""
     schema = doc["schema"]
     if schema == SCHEMAS[Diff]:
-        return _diff(doc, md)
+        return _diff(doc, out)
     if schema == SCHEMAS[Fit]:
-        return _fit(doc, md)
-    return _whatif(doc, md)
+        return _fit(doc, out)
+    return _whatif(doc, out)
+
+
+def _layout(doc: dict[str, Any], md: bool) -> str:
+    return layout(doc, _Out(md))
+
+
+def render_html(model: Model) -> str:
+    from logmem.report.html import render_compare_html
+
+    doc = to_json(model)
+    kind = {SCHEMAS[Diff]: "diff", SCHEMAS[Fit]: "fit"}.get(doc["schema"], "whatif")
+    return render_compare_html(doc, kind)
 
 
 RENDERERS: dict[str, Callable[[Model], str]] = {
     "text": render_text,
     "markdown": render_markdown,
     "json": render_json,
+    "html": render_html,
 }
 
 
