@@ -158,7 +158,8 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "shortfall_gib": gib(f.shortfall_bytes),
         "bucket_free_gib": gib(f.bucket_free_bytes),
         "errors": [
-            {"rank": e.rank, "record": type(e.record).__name__, "line": _line(e.source)} for e in f.errors
+            {"rank": e.rank, "record": type(e.record).__name__, "line": _line(e.source)}
+            for e in f.errors
         ],
     }
 
