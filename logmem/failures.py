@@ -1026,6 +1026,13 @@ def _quantized(launch: Launch) -> str | None:
             for k, v in we.details:
                 if k == "quant" and v and v != "None":
                     return v
+    # A checkpoint quantised by its publisher says so in its name (GLM-5-FP8, ...-AWQ, ...-INT4),
+    # and a crash during load leaves no Load weight end to tell.
+    path = launch.args.get("model_path")
+    if isinstance(path, str):
+        for tag in ("fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a8", "w8a8", "gguf"):
+            if regex.search(rf"(?i)(?<![a-z0-9]){tag}(?![a-z0-9])", path.rsplit("/", 1)[-1]):
+                return tag
     return None
 
 

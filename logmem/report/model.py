@@ -218,13 +218,9 @@ def launch_report(
 
 def verdict_lines(L: Launch) -> list[str]:
     """The verdict sentences every format prints first."""
-    from logmem import failures
+    from logmem.failures import verdict
 
-    fn = getattr(failures, "verdict", None)  # TODO(integration): failures.verdict lands with issue 5
-    if fn is not None:
-        out: list[str] = fn(L)
-        return out
-    return [failures.outcome(L).status.capitalize() + "."]
+    return verdict(L)
 
 
 def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
