@@ -154,7 +154,7 @@ def _position(raw: BinaryIO, fallback: int) -> int:
 def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
     stream, raw = _open(path, stats)
     total = _size_of(raw)
-    bar = progress.start(path, total)
+    bar = progress.start(path, total, compressed=stats.compression is not None)
     try:
         while True:
             try:
@@ -172,9 +172,8 @@ def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
             stats.bytes_read += len(chunk)
             if bar is not None:
                 # Compressed input: progress is how far into the file, not how much came out.
-                bar.update(
-                    _position(raw, stats.bytes_read) if stats.compression else stats.bytes_read
-                )
+                done = _position(raw, stats.bytes_read) if stats.compression else stats.bytes_read
+                bar.update(done, stats.bytes_read)
             yield chunk
     finally:
         if bar is not None:
