@@ -558,14 +558,13 @@ def _diff(d: dict[str, Any], o: Any) -> str:
         o.bullets(d["notes"])
     o.heading("Assumptions")
     o.bullets(d["assumptions"])
-    return o.text()
+    return str(o.text())
 
 
 # --- fit ----------------------------------------------------------------------------------
 
 
 def _fit(f: dict[str, Any], o: Any) -> str:
-    md = o.md
     o.title(f"logmem fit: {len(f['launches'])} launches")
     o.table(["#", "launch"], [[str(i + 1), L["name"]] for i, L in enumerate(f["launches"])], left=2)
     o.heading("Settings that differ (memory-relevant)")
@@ -580,14 +579,13 @@ def _fit(f: dict[str, Any], o: Any) -> str:
         o.bullets(f["notes"])
     o.heading("Assumptions")
     o.bullets(f["assumptions"])
-    return o.text()
+    return str(o.text())
 
 
 # --- whatif -------------------------------------------------------------------------------
 
 
 def _whatif(w: dict[str, Any], o: Any) -> str:
-    md = o.md
     o.title(f"logmem whatif: {w['launch']['name']}")
     m, p = w["measured"], w["predicted"]
 
@@ -632,7 +630,7 @@ def _whatif(w: dict[str, Any], o: Any) -> str:
         o.bullets(w["notes"])
     o.heading("Assumptions")
     o.bullets(w["assumptions"])
-    return o.text()
+    return str(o.text())
 
 
 def render_text(model: Model) -> str:
