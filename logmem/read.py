@@ -240,7 +240,6 @@ class _HyperscanMatcher:
             flags=hyperscan.HS_FLAG_SINGLEMATCH,
             literal=True,
         )
-        self._scratch = hyperscan.Scratch(self._db)
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _HyperscanCursor(self, buf, hi)
@@ -252,6 +251,8 @@ class _HyperscanCursor:
         self._view = memoryview(buf)
         self._hi = hi
         self._hit = -1
+        # Scratch space per cursor: one shared by threads reading different logs would clash.
+        self._scratch = m._hs.Scratch(m._db)
 
     def _on_match(self, _id: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
         self._hit = to - 1
@@ -265,7 +266,7 @@ class _HyperscanCursor:
         # Any buffer works (no copy of the chunk); the stubs only name str and bytes.
         window = cast(bytes, self._view[pos : self._hi])
         with contextlib.suppress(m._hs.ScanTerminated):
-            m._db.scan(window, match_event_handler=self._on_match, scratch=m._scratch)
+            m._db.scan(window, match_event_handler=self._on_match, scratch=self._scratch)
         return -1 if self._hit < 0 else pos + self._hit
 
 

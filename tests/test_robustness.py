@@ -358,3 +358,18 @@ def test_bench_generator_makes_a_restart_near_the_end(tmp_path: Path) -> None:
     code, out, err = run_cli("-q", "analyze", "-f", "json", str(path))
     assert code == 0, err
     assert [L["outcome"] for L in json.loads(out)["launches"]] == ["ready", "ready"]
+
+
+def test_progress_bar_for_a_small_compressed_file_waits_for_its_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 10 MB gzip may hold 300 MB: it gets a bar once 100 MB have come out of it."""
+    monkeypatch.setattr(progress, "enabled", True)
+    tty = FakeTTY()
+    bar = progress.start("x.log.gz", 10_000, tty, threshold=1000, compressed=True)
+    assert bar is not None
+    bar.update(100, 900)
+    assert tty.getvalue() == ""
+    bar.update(5000, 50_000)  # percent from the position in the file, not from the output
+    assert "50%" in tty.getvalue()
+    assert progress.start("x.log", 10_000, tty, threshold=100_000) is None
