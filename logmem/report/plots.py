@@ -107,10 +107,16 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
 
 def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
     """Per graph family with bucket readings: size, free memory at the start, cost; the largest marked."""
+    from logmem.attribution import ROUNDING_BYTES
+
     out = []
     for p in rl.phases:
         if not p.buckets:
             continue
+        if abs(p.before_bytes - p.after_bytes) <= ROUNDING_BYTES and all(
+            b.cost_bytes is None or abs(b.cost_bytes) <= ROUNDING_BYTES for b in p.buckets
+        ):
+            continue  # a capture that took nothing measurable: a flat line says less than the finding
         sizes = [b.size for b in p.buckets]
         known = [s for s in sizes if s is not None]
         largest = sizes.index(max(known)) if known else 0
