@@ -366,10 +366,10 @@ def test_progress_bar_for_a_small_compressed_file_waits_for_its_output(
     """A 10 MB gzip may hold 300 MB: it gets a bar once 100 MB have come out of it."""
     monkeypatch.setattr(progress, "enabled", True)
     tty = FakeTTY()
-    bar = progress.start("x.log.gz", 10_000, tty, threshold=1000, compressed=True)
+    bar = progress.start("x.log.gz", 500, tty, threshold=1000, compressed=True)
     assert bar is not None
     bar.update(100, 900)
     assert tty.getvalue() == ""
-    bar.update(5000, 50_000)  # percent from the position in the file, not from the output
+    bar.update(250, 50_000)  # percent from the position in the file, not from the output
     assert "50%" in tty.getvalue()
     assert progress.start("x.log", 10_000, tty, threshold=100_000) is None
