@@ -497,7 +497,7 @@ def build_ledger(launch: Launch) -> LaunchLedger:
     if imbalance is not None and sz is not None and sz.bytes_per_token:
         imb_tokens = int(imbalance // sz.bytes_per_token)
     measured = None
-    bar_rank = next((r for r in launch.ranks if r.prints_bars), launch.ranks[0] if launch.ranks else None)
+    bar_rank = launch.main_rank
     if bar_rank is not None:
         us = [g.end.usage.bytes for g in bar_rank.graphs if g.end and g.end.usage]
         measured = sum(us) if us else None
@@ -517,7 +517,7 @@ def findings(led: LaunchLedger) -> list[str]:
     """Plain sentences with numbers, most useful first."""
     out: list[str] = []
     L = led.launch
-    main = next((r for r in L.ranks if r.prints_bars), L.ranks[0] if L.ranks else None)
+    main = L.main_rank
     if main is None:
         return out
     rl = led.rank(main.label)

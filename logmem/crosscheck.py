@@ -42,7 +42,7 @@ def expected_for(launch_args: Mapping[str, Any], config: Mapping[str, Any]) -> E
 def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
     L = led.launch
     est = expected_for(L.args, config)
-    main = next((r for r in L.ranks if r.prints_bars), L.ranks[0] if L.ranks else None)
+    main = L.main_rank
     checks: list[Check] = []
     findings: list[str] = []
     t = main.target if main else None

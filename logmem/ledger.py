@@ -175,6 +175,11 @@ class Launch:
         return next((r for r in self.ranks if r.label == label), None)
 
     @property
+    def main_rank(self) -> Rank | None:
+        """The rank reports lead with: the one that printed bucket readings, else the first."""
+        return next((r for r in self.ranks if r.prints_bars), self.ranks[0] if self.ranks else None)
+
+    @property
     def summary(self) -> ev.Summary | None:
         """The scheduler summary line (TP0's when several ranks print it)."""
         found = [r.summary for r in self.ranks if r.summary is not None]

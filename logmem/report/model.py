@@ -62,7 +62,7 @@ def _g(n: int | None, signed: bool = False) -> str:
 
 def main_rank(launch: Launch) -> Rank | None:
     """The rank a report leads with: the one with bucket readings, else the first."""
-    return next((r for r in launch.ranks if r.prints_bars), launch.ranks[0] if launch.ranks else None)
+    return launch.main_rank
 
 
 def rank_name(label: str) -> str:
