@@ -9,10 +9,12 @@ max_examples, no deadline; the whole file runs in well under a minute.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
 import random
+import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -27,6 +29,7 @@ from logmem.cli import main
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SCRATCH = Path(tempfile.mkdtemp(prefix="logmem-fuzz-"))
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
 WINDOW = 120_000  # bytes of a big base log kept per example
 # What the outcome logic takes as "start-up finished" (failures._finished).
 FINISH_MARKERS = (
