@@ -529,7 +529,14 @@ def _diff(d: dict[str, Any], o: Any) -> str:
             if not g["buckets"]:
                 continue
             title = f"Buckets of {_rank(g['rank'])} {g['graph']} that both launches captured (GiB each kept)"
-            rows = [[str(x["size"]), _f(x["a_gib"]), _f(x["b_gib"]), _f(x["change_gib"], signed=True)]
+            # The largest size of each launch carries that capture's lazy allocations: say so.
+            big_a, big_b = (g["a"] or {}).get("largest_size"), (g["b"] or {}).get("largest_size")
+
+            def size_label(size: Any, big_a: Any = big_a, big_b: Any = big_b) -> str:
+                marks = [w for w, big in (("A", big_a), ("B", big_b)) if size is not None and size == big]
+                return f"{size} (largest in {' and '.join(marks)})" if marks else str(size)
+
+            rows = [[size_label(x["size"]), _f(x["a_gib"]), _f(x["b_gib"]), _f(x["change_gib"], signed=True)]
                     for x in g["buckets"]]  # fmt: skip
             if md:
 
