@@ -10,6 +10,7 @@ explicit unattributed remainder. ``RankLedger.check()`` asserts both conservatio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,8 @@ class Cause:
     kind: str  # logged | derived | estimated | unattributed
     lines: tuple[int, ...] = ()
     note: str = ""
+    # For graph captures, which part this is: static | largest | other | buckets | mixed | total.
+    part: str = ""
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,9 @@ class Bucket:
 
     size: int | None
     avail_bytes: int
-    cost_bytes: int | None  # start of this bucket minus start of the next (or the end line)
+    cost_bytes: int | None  # this reading minus the next one (or the end line)
     line: int
+    covers: int = 1  # how many buckets lie between this reading and the next
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,10 @@ class Phase:
     def delta_bytes(self) -> int:
         """Drop in free memory over the phase (negative when free memory rose)."""
         return self.before_bytes - self.after_bytes
+
+    def part(self, name: str) -> Cause | None:
+        """A graph capture's cause by part: static, largest, other, buckets, mixed, total."""
+        return next((c for c in self.causes if c.part == name), None)
 
     @property
     def unattributed_bytes(self) -> int:
@@ -121,6 +129,7 @@ class Sizing:
         return _roundest(rng) if rng else None
 
     kv_parts: int = 1  # how many printed sizes make up kv_bytes (2 for K+V)
+    pools: tuple[tuple[str, int, int | None], ...] = ()  # (label, bytes, tokens) when several KV pools
 
 
 @dataclass(frozen=True)
@@ -221,9 +230,11 @@ def _remainder(delta: int, causes: list[Cause], name: str, lines: tuple[int, ...
 
 
 def _pool_causes(
-    pools: Sequence[ev.Event], model: Model | None, launch: Launch, delta: int, lines: tuple[int, int]
+    pools: Sequence[ev.Event], model: Model | None, launch: Launch, delta: int, lines: tuple[int, int],
+    sz: Sizing | None = None, rest: str = "unlogged (small pools, allocator)",
 ) -> list[Cause]:
     causes: list[Cause] = []
+    summary_tokens = launch.summary.max_total_num_tokens if launch.summary else None
     kvs = [p for p in pools if isinstance(p, ev.KVPool)]
     swa = next((p for p in pools if isinstance(p, ev.SWASummary)), None)
     for i, kvp in enumerate(kvs):
@@ -232,18 +243,27 @@ def _pool_causes(
             label = "SWA KV pool" if i == 0 else "full-attention KV pool"
         what = "KV" if kvp.kv is not None else "K+V"
         tok = f", {kvp.tokens:,} tokens" if kvp.tokens is not None else ""
+        if kvp.tokens is None and summary_tokens is not None and len(kvs) == 1:
+            tok = f"; {summary_tokens:,} tokens per summary"
         causes.append(Cause(f"{_role(model)}{label} ({what}{tok})", kvp.total_bytes, "logged", (kvp.source.line_no,)))
     for p in pools:
         if isinstance(p, ev.MambaPool):
             causes.append(Cause(f"{_role(model)}Mamba state ({p.max_size} slots)", p.total_bytes, "logged",
                                 (p.source.line_no,)))  # fmt: skip
-    if model is not None and model.role == "target":
+    target = model is None or model.role == "target"
+    if target and not kvs and not any(isinstance(p, ev.MambaPool) for p in pools) and sz is not None \
+            and sz.rest_bytes > 0 and sz.rest_bytes <= delta:
+        # SGLang before Feb 2025 logs no KV line: its own rule says what the pool took.
+        causes.append(Cause("KV pool (SGLang's rule; no KV line)", sz.rest_bytes, "estimated",
+                            (), f"{_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
+                                f"(1 - {sz.mem_fraction_static:g})"))  # fmt: skip
+    if target:
         req = _req_to_token_bytes(launch)
         if req is not None:
             n_req, ctx, amount = req
             causes.append(Cause("request-to-token table", amount, "estimated", (),
                                 f"({n_req} + 1) x {ctx} x 4 B"))  # fmt: skip
-    return _remainder(delta, causes, "unlogged (small pools, allocator)", lines)
+    return _remainder(delta, causes, rest, lines)
 
 
 def _req_to_token_bytes(launch: Launch) -> tuple[int, int, int] | None:
@@ -280,6 +300,41 @@ def _graph_kind(name: str) -> str:
     return "prefill" if ("prefill" in name or "piecewise" in name) else "decode"
 
 
+def _bucket_indices(g: Graph) -> tuple[list[int], int | None, bool]:
+    """Each sample's 0-based bucket in capture order, the number of buckets, and whether
+    the indices were read (tqdm's n/total or the sizes list) rather than assumed."""
+    order = sorted(g.sizes, reverse=True) if g.sizes else None  # SGLang captures largest first
+    n = len(order) if order else g.bar_total
+    out: list[int] = []
+    known = True
+    for i, smp in enumerate(g.samples):
+        if smp.index is not None:
+            out.append(smp.index)
+        elif order is not None and smp.size in order:
+            out.append(order.index(smp.size))
+        else:
+            out.append(i)
+            known = False
+    return out, n, known
+
+
+def _size_name(g: Graph, size: int | None) -> str:
+    if size is None:
+        return "?"
+    return f"num_tokens {size}" if _graph_kind(g.name) == "prefill" else f"bs {size}"
+
+
+def _span(g: Graph, lo: int, hi: int) -> str:
+    """Buckets lo..hi-1 (capture order) in words."""
+    order = sorted(g.sizes, reverse=True) if g.sizes else None
+    count = hi - lo
+    if order is None or hi > len(order):
+        return f"{count} bucket{'s' if count != 1 else ''}"
+    if count == 1:
+        return f"bucket {_size_name(g, order[lo])}"
+    return f"buckets {_size_name(g, order[lo])} to {order[hi - 1]} ({count} buckets)"
+
+
 def _graph_phase(
     g: Graph, before: _Reading, after: _Reading, launch: Launch, rank: Rank, first_of_kind: bool
 ) -> Phase:
@@ -290,39 +345,64 @@ def _graph_phase(
     s = g.samples
     open_capture = after.kind == "last_sample"
     if s:
+        idx, n, known = _bucket_indices(g)
+        ends: list[int | None] = [*idx[1:], n if n is not None and not open_capture else None]
         for i, smp in enumerate(s):
             nxt = s[i + 1].avail.bytes if i + 1 < len(s) else (None if open_capture else after.bytes)
             cost = smp.avail.bytes - nxt if nxt is not None else None
-            buckets.append(Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no))
-        causes.append(Cause("static buffers (before the first bucket)", before.bytes - s[0].avail.bytes,
-                            "derived", (before.line, s[0].source.line_no)))  # fmt: skip
+            hi = ends[i]
+            covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
+            buckets.append(Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers))
+        consecutive = idx == list(range(len(s)))
+        lazy = _lazy_note(launch) if first_of_kind else ""
+        assumed = "" if known else "bar renders carry no bucket count: assumed consecutive"
+        head = (before.line, s[0].source.line_no)
+        if idx[0] == 0:
+            causes.append(Cause("static buffers (before the first bucket)", before.bytes - s[0].avail.bytes,
+                                "derived", head, assumed, part="static"))  # fmt: skip
+        else:
+            first_n = f"first {idx[0]} bucket{'s' if idx[0] != 1 else ''}"
+            causes.append(Cause(f"static buffers + {first_n} (no earlier reading)", before.bytes - s[0].avail.bytes,
+                                "derived", head, lazy, part="mixed"))  # fmt: skip
+            lazy = ""
         if open_capture:
             if len(s) > 1:
-                causes.append(Cause(f"buckets captured before the log stops ({len(s) - 1})",
+                causes.append(Cause(f"{_span(g, idx[0], idx[-1])} captured before the log stops",
                                     s[0].avail.bytes - s[-1].avail.bytes, "derived",
-                                    (s[0].source.line_no, s[-1].source.line_no)))  # fmt: skip
-        elif len(s) >= 2:
-            bs = f"bs {s[0].size}" if s[0].size is not None else "first bucket"
-            causes.append(Cause(f"largest bucket ({bs})", s[0].avail.bytes - s[1].avail.bytes, "derived",
-                                (s[0].source.line_no, s[1].source.line_no),
-                                _lazy_note(launch) if first_of_kind else ""))  # fmt: skip
-            n_other = (len(g.sizes) - 1) if g.sizes else (len(s) - 1)
+                                    (s[0].source.line_no, s[-1].source.line_no), lazy, part="buckets"))  # fmt: skip
+        elif len(s) >= 2 and consecutive and idx[0] == 0:
+            causes.append(Cause(f"largest bucket ({_size_name(g, s[0].size) if s[0].size else 'first bucket'})",
+                                s[0].avail.bytes - s[1].avail.bytes, "derived",
+                                (s[0].source.line_no, s[1].source.line_no), lazy, part="largest"))  # fmt: skip
+            n_other = (n - 1) if n is not None else (len(s) - 1)
             causes.append(Cause(f"other {n_other} buckets", s[1].avail.bytes - after.bytes, "derived",
-                                (s[1].source.line_no, after.line)))  # fmt: skip
+                                (s[1].source.line_no, after.line), part="other"))  # fmt: skip
         else:
-            causes.append(Cause("buckets (one bar reading only)", s[0].avail.bytes - after.bytes, "derived",
-                                (s[0].source.line_no, after.line)))  # fmt: skip
+            # Sparse readings (only some renders reached the log): one cause per stretch.
+            for i, smp in enumerate(s):
+                nxt_b = s[i + 1].avail.bytes if i + 1 < len(s) else after.bytes
+                nxt_line = s[i + 1].source.line_no if i + 1 < len(s) else after.line
+                end_i = ends[i]
+                hi = end_i if end_i is not None else idx[i] + 1
+                what = _span(g, idx[i], hi) if n is not None else "the remaining buckets"
+                causes.append(Cause(what, smp.avail.bytes - nxt_b, "derived", (smp.source.line_no, nxt_line),
+                                    lazy if i == 0 else "", part="buckets"))  # fmt: skip
     elif g.end is not None and g.end.usage is not None:
         note = "" if rank.prints_bars else "no bucket readings on this rank (only the bar-printing rank has them)"
-        causes.append(Cause("graph capture (total)", g.end.usage.bytes, "logged", (after.line,), note))
+        causes.append(Cause("graph capture (total)", g.end.usage.bytes, "logged", (after.line,), note, part="total"))
     causes = _remainder(delta, causes, "unattributed", lines)
     suffix = " (stopped)" if open_capture else ""
     return Phase(f"capture:{g.name}", f"capture {g.label}{suffix}", before.bytes, after.bytes, tuple(causes),
                  lines, g, tuple(buckets))  # fmt: skip
 
 
-def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
+def _owner(rank: Rank, event: ev.Event) -> Model | None:
+    return next((m for m in rank.models if any(p is event for p in m.pools)), None)
+
+
+def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLedger:
     """The phases of one rank, in log order; conservation is checked before returning."""
+    sz = sz if sz is not None else sizing(launch)
     readings, pending = _readings(rank)
     phases: list[Phase] = []
     # Distributed init: only its usage is printed; the reading before it is derived.
@@ -352,6 +432,9 @@ def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
             first_of_kind = not any(p.graph is not None and _graph_kind(p.graph.name) == kind for p in phases)
             phases.append(_graph_phase(b.graph, a, b, launch, rank, first_of_kind))
             continue
+        logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
+        pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model
+        role = _role(pool_model).strip() or "target"
         if b.kind == "weights_end" and a.kind == "weights_begin":
             we = b.event
             assert isinstance(we, ev.WeightsEnd)
@@ -360,20 +443,31 @@ def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
             if not causes:
                 causes = [Cause(f"{_role(b.model)}weights", delta, "derived", lines)]
             cl = _remainder(delta, causes, "unattributed", lines)
-        elif b.kind == "pool_end":
-            key, name = f"{_role(b.model).strip() or 'target'}_pools", f"{_role(b.model)}KV and other pools"
-            cl = _pool_causes(pools, b.model, launch, delta, lines)
+        elif b.kind == "pool_end" and a.kind == "weights_begin":
+            # No Load weight end: weights and pools are one step here.
+            key, name = f"{role}_weights_and_pools", f"{_role(pool_model)}weights and pools (no Load weight end)"
+            cl = _pool_causes(pools, pool_model, launch, delta, lines, sz,
+                              rest="weights + unlogged pools")  # fmt: skip
+        elif b.kind == "pool_end" or logged_pools:
+            key, name = f"{role}_pools", f"{_role(pool_model)}KV and other pools"
+            rest = "unlogged (small pools, allocator)"
+            if b.kind != "pool_end":
+                # No Memory pool end line: the pools and what followed them share one step.
+                name += f" (no pool end line; to {b.kind.replace('_', ' ')})"
+                rest = "unlogged: small pools + workspaces"
+            cl = _pool_causes(pools, pool_model, launch, delta, lines, sz, rest=rest)
         elif b.kind == "capture_begin" and b.graph is not None:
-            first = not any(p.key.startswith("capture:") for p in phases)
             key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.label}"
-            why = ("attention-backend workspaces, sampling buffers (unlogged)" if first and a.kind == "pool_end"
-                   else "between captures (unlogged)")  # fmt: skip
+            why = ("attention workspaces, sampling (unlogged)" if a.kind in ("pool_end", "weights_end")
+                   else "between captures (unlogged)" if a.kind == "capture_end" else "unlogged")  # fmt: skip
             cl = _remainder(delta, [], why, lines)
         elif b.kind == "weights_begin":
             key, name = f"pre_weights:{_role(b.model).strip() or 'target'}", f"before {_role(b.model)}weights"
-            cl = _remainder(delta, [], "between steps (unlogged; a draft worker's init lands here)", lines)
+            cl = _remainder(delta, [], "unlogged (e.g. the draft worker's init)", lines)
         elif b.kind == "summary":
-            key, name = "post_capture", "after capture (sampling warm-up; no empty_cache)"
+            key = "post_capture"
+            name = ("after capture (warm-up)" if a.kind == "capture_end"
+                    else "until the scheduler summary")  # fmt: skip
             cl = _remainder(delta, [], "unlogged", lines)
         else:
             key, name = f"gap:{b.kind}", f"{a.kind.replace('_', ' ')} -> {b.kind.replace('_', ' ')}"
@@ -385,8 +479,14 @@ def rank_ledger(launch: Launch, rank: Rank) -> RankLedger:
         phases.append(Phase(key, name, a.bytes, b.bytes, tuple(cl), lines))
     note = ""
     if not phases:
-        note = ("this rank printed no free-memory readings"
-                + (" (mid-2025 SGLang printed model-runner lines on TP0 only)" if rank.models else ""))  # fmt: skip
+        if len(readings) == 1:
+            r0 = readings[0]
+            note = (f"this rank printed one free-memory reading ({r0.kind.replace('_', ' ')} "
+                    f"{_g(r0.bytes)} GiB, line {r0.line}); a ledger needs two")  # fmt: skip
+        else:
+            e3 = rank.models and any(m.kv_pools for m in rank.models) and rank.tag("TP") not in (None, 0)
+            note = ("this rank printed no free-memory readings"
+                    + (" (mid-2025 SGLang printed model-runner lines on TP0 only)" if e3 else ""))  # fmt: skip
     led = RankLedger(rank.label, tuple(phases), note)
     led.check()
     return led
@@ -422,26 +522,46 @@ def _before_pools(r: Rank) -> ev.WeightsEnd | None:
     return last
 
 
+def arg_number(args: dict[str, Any], key: str, lo: float, hi: float) -> float | None:
+    """A numeric server_args value in a sane range (logs are untrusted: no bools, inf or 1e999)."""
+    v = args.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) and lo <= f <= hi else None
+
+
 def sizing(launch: Launch) -> Sizing | None:
-    mfs = launch.args.get("mem_fraction_static")
+    mfs = arg_number(launch.args, "mem_fraction_static", 1e-6, 1.0)
     pre = _min_reading(launch, "weights_begin")
     post = _min_reading(launch, "weights_end")
-    if not isinstance(mfs, (int, float)) or pre is None or post is None:
+    if mfs is None or pre is None or post is None:
         return None
     rest = post[0] - round(pre[0] * (1 - float(mfs)))
-    pools = [p for r in launch.ranks if r.target for p in r.target.pools]
     first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
     kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
-    kv_bytes = sum(p.total_bytes for p in kv) if kv else None
     mamba = first_rank.target.mamba_pools if first_rank and first_rank.target else ()
-    logged = (kv_bytes or 0) + sum(p.total_bytes for p in mamba) if kv else None
-    tokens = kv[0].tokens if kv else None
-    bpt = kv[0].total_bytes / kv[0].tokens if kv and kv[0].tokens else None
-    del pools
-    parts = 1 if kv and kv[0].kv is not None else 2
-    first_kv = kv[0].total_bytes if kv else None
-    return Sizing(float(mfs), pre[0], pre[1], post[0], rest, logged, first_kv if kv else kv_bytes, tokens,
-                  bpt, parts)  # fmt: skip
+    logged = sum(p.total_bytes for p in kv) + sum(p.total_bytes for p in mamba) if kv else None
+    # With a sliding-window model the first KV line is the SWA pool and the second the full
+    # pool (reference 4.3): max_total_num_tokens and the per-token cost are the full pool's.
+    swa = first_rank is not None and first_rank.target is not None and any(
+        isinstance(p, ev.SWASummary) for p in first_rank.target.pools
+    )
+    main = kv[1] if swa and len(kv) >= 2 else (kv[0] if kv else None)
+    tokens = main.tokens if main else None
+    if tokens is None and launch.summary is not None and len(kv) == 1:
+        tokens = launch.summary.max_total_num_tokens  # Jan 2025 KV lines print no #tokens
+    bpt = main.total_bytes / tokens if main and tokens else None
+    parts = 1 if main is not None and main.kv is not None else 2
+    labels = ("SWA", "full") if swa and len(kv) >= 2 else ()
+    per_pool = tuple(
+        (labels[i] if i < len(labels) else f"pool {i + 1}", p.total_bytes, p.tokens) for i, p in enumerate(kv)
+    ) if len(kv) > 1 else ()  # fmt: skip
+    return Sizing(float(mfs), pre[0], pre[1], post[0], rest, logged, main.total_bytes if main else None, tokens,
+                  bpt, parts, per_pool)  # fmt: skip
 
 
 def _bpt_range(total: int | None, tokens: int | None, parts: int) -> tuple[int, int] | None:
@@ -469,12 +589,14 @@ def _roundest(rng: tuple[int, int]) -> int | None:
 def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
     """SGLang's reserve_for_graph_mb() and friends, from the resolved server_args."""
     a = launch.args
-    max_bs = a.get("cuda_graph_max_bs")
-    if not isinstance(max_bs, int) or a.get("disable_cuda_graph"):
+    max_bs_f = arg_number(a, "cuda_graph_max_bs", 1, 1 << 20)
+    if max_bs_f is None or not isinstance(a.get("cuda_graph_max_bs"), int) or a.get("disable_cuda_graph"):
         return None
+    max_bs = int(max_bs_f)
     terms: list[tuple[str, int]] = [(f"decode graph: max_bs {max_bs} x 2 MB", max_bs * 2 * MIB)]
-    dp = a.get("dp_size")
-    if a.get("enable_dp_attention") and isinstance(dp, int):
+    dp_f = arg_number(a, "dp_size", 1, 1 << 16)
+    dp = int(dp_f) if dp_f is not None else None
+    if a.get("enable_dp_attention") and dp is not None:
         terms.append((f"DP attention: {max_bs} x dp {dp} x 3 MB", max_bs * dp * 3 * MIB))
         if max_bs > 300:
             terms.append((f"DP attention, max_bs > 300: {max_bs} x {dp} x 1.5 MB", round(max_bs * dp * 1.5 * MIB)))
@@ -487,8 +609,8 @@ def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
 
 
 def build_ledger(launch: Launch) -> LaunchLedger:
-    ranks = tuple(rank_ledger(launch, r) for r in launch.ranks)
     sz = sizing(launch)
+    ranks = tuple(rank_ledger(launch, r, sz) for r in launch.ranks)
     pre = [(r.target.weights_begin.avail.bytes, r.label) for r in launch.ranks
            if r.target and r.target.weights_begin]  # fmt: skip
     binding = min(pre)[1] if pre else None
@@ -524,8 +646,10 @@ def findings(led: LaunchLedger) -> list[str]:
     where = main.label or "the GPU"
     t = main.target
     if t and t.weights_end and t.weights_end.usage:
+        offload = arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)
+        held = f"; cpu_offload_gb={offload:g} keeps that much of them in CPU memory" if offload else ""
         out.append(f"Weights take {_g(t.weights_end.usage.bytes)} GiB per rank on {where}"
-                   f" ({t.weights_end.model_type}).")  # fmt: skip
+                   f" ({t.weights_end.model_type}{held}).")  # fmt: skip
     sz = led.sizing
     if sz is not None:
         tok = f" for {sz.kv_tokens:,} tokens" if sz.kv_tokens else ""
@@ -535,10 +659,24 @@ def findings(led: LaunchLedger) -> list[str]:
         elif sz.bytes_per_token:
             bpt = f" (about {sz.bytes_per_token:,.0f} bytes per token)"
         logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB{tok}{bpt}" if sz.logged_pool_bytes else ""
+        if sz.pools and sz.logged_pool_bytes:
+            each = ", ".join(f"{lab} {_g(b)} GiB" + (f" for {tk:,} tokens" if tk else "") for lab, b, tk in sz.pools)
+            cell = sz.likely_bytes_per_token or (round(sz.bytes_per_token) if sz.bytes_per_token else None)
+            per = f"; {cell:,} bytes per token in the {sz.pools[-1][0]} pool" if cell else ""
+            logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB ({each}{per})"
         out.append(
             f"KV budget by SGLang's rule: {_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
             f"(1 - {sz.mem_fraction_static:g}) = {_g(sz.rest_bytes)} GiB{logged}."
         )
+        for m in main.models:
+            for kva in (p for p in m.pools if isinstance(p, ev.KVAvailable)):
+                if m.role == "target":
+                    out.append(f"SGLang logged {kva.avail.gib:.2f} GiB available for the KV cache (line "
+                               f"{kva.source.line_no}); the rule above gives {_g(sz.rest_bytes)}.")  # fmt: skip
+                elif kva.avail.bytes < 0:
+                    out.append(f"The draft model's KV budget is negative ({kva.avail.gib:.2f} GiB, line "
+                               f"{kva.source.line_no}): the draft was sized from what the target left, so "
+                               "its pools ate into memory the target had reserved.")  # fmt: skip
         if sz.rest_bytes <= 0:
             out.append("The KV budget is not positive: raise --mem-fraction-static or put fewer weights on each GPU.")
         elif sz.logged_pool_bytes is not None:
@@ -548,57 +686,84 @@ def findings(led: LaunchLedger) -> list[str]:
                        "(e.g. FP8 scales, an indexer, draft layers)" if gap > 0 else
                        "a cap held the pool below the budget (max_total_tokens, page rounding, "
                        "a hybrid/SWA split, or a draft share)")  # fmt: skip
+                cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
+                if gap < 0 and cap is not None and sz.kv_tokens is not None and 0 <= cap - sz.kv_tokens < 4096:
+                    why = f"--max-total-tokens {int(cap):,} capped the pool"
                 out.append(f"The pools logged {_g(abs(gap))} GiB {'more' if gap > 0 else 'less'} than that "
                            f"budget: {why}.")  # fmt: skip
     if rl is not None:
         pools = rl.phase("target_pools")
         if pools is not None:
-            parts = ", ".join(f"{c.name} {_g(c.bytes)}" for c in pools.causes)
+            parts = ", ".join(f"{c.name} {_g(c.bytes)}" for c in pools.causes if abs(c.bytes) >= ROUNDING_BYTES)
             out.append(f"The pool step drops {_g(pools.delta_bytes)} GiB on {where}: {parts}.")
         pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
-        if pre is not None and pre.delta_bytes > ROUNDING_BYTES:
+        if pre is not None and pre.delta_bytes > ROUNDING_BYTES and pre.causes[0].name.startswith("attention"):
             out.append(f"{_g(pre.delta_bytes)} GiB went to unlogged attention-backend workspaces between "
                        f"Memory pool end and the first capture on {where}.")  # fmt: skip
         negligible: list[str] = []
+        earlier = False  # a capture already took memory before this one
         for p in rl.phases:
             g = p.graph
             if g is None:
                 continue
-            static = next((c for c in p.causes if c.name.startswith("static")), None)
-            largest = next((c for c in p.causes if c.name.startswith("largest")), None)
-            other = next((c for c in p.causes if c.name.startswith("other")), None)
-            if abs(p.delta_bytes) <= ROUNDING_BYTES and all(abs(c.bytes) <= ROUNDING_BYTES for c in p.causes):
+            static, largest, other = p.part("static"), p.part("largest"), p.part("other")
+            zero = abs(p.delta_bytes) <= ROUNDING_BYTES and all(abs(c.bytes) <= ROUNDING_BYTES for c in p.causes)
+            if zero and g.complete:
                 negligible.append(g.label)
             elif static and largest and other:
                 tail = ""
-                if largest.bytes > 2 * max(other.bytes, 1):
+                if largest.bytes > 0 and other.bytes < 0.2 * largest.bytes:
                     tail = "; the number of buckets hardly matters, the largest bucket does"
                 out.append(
-                    f"CUDA graphs ({g.name}) take {_g(p.delta_bytes)} GiB on {where}: static {_g(static.bytes)}, "
+                    f"CUDA graphs ({g.label}) take {_g(p.delta_bytes)} GiB on {where}: static {_g(static.bytes)}, "
                     f"{largest.name} {_g(largest.bytes)}, the {other.name} {_g(other.bytes)} in all{tail}."
                 )
                 if largest.note:
                     out.append(f"The largest {g.label} bucket {largest.note}.")
-            elif p.delta_bytes < -ROUNDING_BYTES:
-                pass
+            elif g.samples and g.complete and not largest:
+                parts = "; ".join(f"{c.name} {_g(c.bytes)}" for c in p.causes if c.kind == "derived")
+                out.append(f"CUDA graphs ({g.label}) take {_g(p.delta_bytes)} GiB on {where}, but the log kept "
+                           f"bar readings for only some buckets, so the largest bucket cannot be told apart: "
+                           f"{parts}.")  # fmt: skip
             if p.delta_bytes < -ROUNDING_BYTES:
-                out.append(f"Free memory rose by {_g(-p.delta_bytes)} GiB during capture {g.name} on {where}: "
+                out.append(f"Free memory rose by {_g(-p.delta_bytes)} GiB during capture {g.label} on {where}: "
                            "memory was released (temporaries freed, or another process on the GPU), "
                            "so later readings are higher than the pools left.")  # fmt: skip
+            rising = [b for b in p.buckets if b.cost_bytes is not None and b.cost_bytes < -5 * ROUNDING_BYTES]
+            if rising:
+                worst = min(b.cost_bytes for b in rising if b.cost_bytes is not None)
+                out.append(f"During capture {g.label} on {where} free memory rose between {len(rising)} bucket "
+                           f"reading(s) (by up to {_g(-worst)} GiB): readings are not monotonic here (freed "
+                           "temporaries, another process, or a unified-memory device such as GB10, where "
+                           "avail mem is system RAM).")  # fmt: skip
+            earlier = earlier or p.delta_bytes > ROUNDING_BYTES
         if negligible:
-            out.append(f"{_join(negligible)} took no measurable memory on {where} (within print rounding): "
-                       "they reuse the buffers and memory pool of the earlier captures.")  # fmt: skip
+            bottomed = rl.last_bytes is not None and rl.last_bytes <= ROUNDING_BYTES
+            why = ("free memory was already at 0.00 GiB, so nothing more could be measured" if bottomed
+                   else "they reuse the buffers and memory pool of the earlier captures" if earlier
+                   else "nothing measurable was allocated")  # fmt: skip
+            out.append(f"{_join(negligible)} took no measurable memory on {where} (within print rounding): {why}.")
         if rl.last_bytes is not None:
             last = rl.phases[-1]
-            when = "after capture" if any(p.graph is not None for p in rl.phases) else f"after {last.name}"
+            when = "after capture" if any(p.graph is not None for p in rl.phases) else f"at the end of {last.name}"
+            if last.key == "post_capture" and not any(p.graph is not None for p in rl.phases):
+                when = "at the scheduler summary"
             if last.key.startswith("capture:") and last.graph is not None and not last.graph.complete:
-                when = f"when the log stops (in capture {last.graph.name})"
-            out.append(f"{_g(rl.last_bytes)} GiB is left free on {where} {when}.")
+                when = f"when the log stops (in capture {last.graph.label})"
+            tight = " — very little: the first requests may run out of memory" if rl.last_bytes < 0.5 * GIB else ""
+            out.append(f"{_g(rl.last_bytes)} GiB is left free on {where} {when}{tight}.")
+        low = min(((p.after_bytes, p) for p in rl.phases), key=lambda t: t[0], default=None)
+        if low is not None and rl.last_bytes is not None and low[0] < rl.last_bytes - 10 * ROUNDING_BYTES:
+            out.append(f"Free memory bottomed out at {_g(low[0])} GiB (line {low[1].lines[1]}, {low[1].name}) "
+                       f"before rising to {_g(rl.last_bytes)} GiB: the lowest point is what an extra "
+                       "allocation there would have to fit in.")  # fmt: skip
     if led.imbalance_bytes is not None and led.imbalance_bytes > ROUNDING_BYTES * 5:
         cost = f", which costs about {led.imbalance_tokens:,} KV tokens per rank" if led.imbalance_tokens else ""
         out.append(f"Ranks differ by {_g(led.imbalance_bytes)} GiB of free memory before loading; SGLang sizes "
                    f"every rank from the smallest ({led.binding_rank}){cost}.")  # fmt: skip
-    if led.reserve is not None and led.reserve.measured_bytes is not None:
+    # The reserve heuristic dates from late 2025 (when the piecewise-graph flags appeared).
+    modern = any("piecewise_cuda_graph" in k for k in led.launch.args)
+    if led.reserve is not None and led.reserve.measured_bytes is not None and led.reserve.measured_bytes > 0 and modern:
         out.append(f"SGLang's default-mem_fraction_static heuristic (late 2025 on) would reserve "
                    f"{_g(led.reserve.reserve_bytes)} GiB for these graphs; the captures used "
                    f"{_g(led.reserve.measured_bytes)} GiB on {where}.")  # fmt: skip
@@ -623,7 +788,7 @@ def _reuse(rl: RankLedger | None, launch: Launch) -> list[str]:
     first: dict[str, tuple[str, int]] = {}
     small: list[tuple[str, int, str, int]] = []
     for p in rl.phases:
-        c = next((c for c in p.causes if c.name.startswith("largest bucket")), None)
+        c = p.part("largest")
         if c is None or p.graph is None:
             continue
         kind = _graph_kind(p.graph.name)
@@ -633,9 +798,12 @@ def _reuse(rl: RankLedger | None, launch: Launch) -> list[str]:
         ref_name, ref = first[kind]
         if ref > 10 * ROUNDING_BYTES and ROUNDING_BYTES < c.bytes < 0.25 * ref:
             small.append((p.graph.label, c.bytes, ref_name, ref))
+    if not small:
+        return []
     lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if _lazy_note(launch) else ""
-    return [f"The {name} graph's largest bucket took {_g(b)} GiB against {_g(ref)} for {ref_name}: the "
-            f"buffers allocated lazily on the first capture{lazy} are reused." for name, b, ref_name, ref in small]  # fmt: skip
+    parts = ", ".join(f"{name} {_g(b)} GiB against {_g(ref)} for {ref_name}" for name, b, ref_name, ref in small)
+    return [f"Later captures have small largest buckets ({parts}): the buffers allocated lazily on the "
+            f"first capture{lazy} are reused."]  # fmt: skip
 
 
 def _rank_graph_spread(led: LaunchLedger, main: Rank) -> list[str]:

@@ -81,8 +81,7 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
         for p in rl.phases:
             if p.graph is None:
                 continue
-            static = next((c for c in p.causes if c.name.startswith("static")), None)
-            largest = next((c for c in p.causes if c.name.startswith("largest")), None)
+            static, largest = p.part("static"), p.part("largest")
             if static is not None and est.logits_buffer_bytes is not None and p.graph.name in ("decode", "target decode", "target verify"):
                 checks.append(Check(f"{p.graph.name}: static buffers vs logits buffer", static.bytes,
                                     est.logits_buffer_bytes, ROUNDING_BYTES,

@@ -153,6 +153,16 @@ class BarRender(Event):
     kind: str  # "batches" | "num tokens" | "compile" | "plain" (no description)
     size: int | None
     avail: Mem | None
+    count: int | None = None  # tqdm's n/total: which bucket the render belongs to
+    total: int | None = None
+
+    @property
+    def bucket_index(self) -> int | None:
+        """0-based bucket (largest first) whose start this reading is: tqdm renders a new
+        description at count = index, and re-renders the last one at count = total."""
+        if self.count is None or self.total is None:
+            return None
+        return min(self.count, self.total - 1) if self.total > 0 else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,7 +341,10 @@ def parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
     try:
         tree = ast.parse(body, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return {}, form, "the server_args line is cut or malformed"
+        partial = _partial_args(body)
+        why = "the server_args line is cut, elided or malformed"
+        n = len(partial)
+        return partial, form, (f"{why}; {n} plain value{'s were' if n != 1 else ' was'} read from it" if n else why)
     try:
         if isinstance(tree, ast.Dict):
             return {
@@ -342,6 +355,26 @@ def parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return {}, form, "the server_args line holds values that are not literals"
     return {}, form, "the server_args line is neither ServerArgs(...) nor a dict"
+
+
+_PAIR = regex.compile(
+    r"(?<![\w.'\"])'?([a-z_][a-z0-9_]{0,60})'?(?:=|: )"
+    r"('(?:[^'\\\n]|\\.){0,2000}'|-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:e-?[0-9]{1,3})?|True|False|None)"
+    r"(?=[,)}\s]|$)",
+    regex.ASCII,
+)
+
+
+def _partial_args(body: str) -> dict[str, Any]:
+    """The plain key=value pairs of a server_args line that ast cannot parse whole (an author's
+    '...' elision, a shipper's cut): enough for model_path, tp_size, mem_fraction_static."""
+    out: dict[str, Any] = {}
+    for m in _PAIR.finditer(body):
+        try:
+            out.setdefault(m.group(1), ast.literal_eval(m.group(2)))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return out
 
 
 def _literal(node: ast.expr) -> Any:
@@ -534,6 +567,23 @@ def _b_misc(what: str, group: str, unit: str = "GB") -> Builder:
     return build
 
 
+_BAR_COUNT = regex.compile(r"(\d{1,9})/(\d{1,9}) {0,2}\[")
+
+
+def _b_bar(m: regex.Match[str], r: Record) -> Event:
+    size = m.group("bs") or m.group("nt")
+    c = _BAR_COUNT.search(r.message, m.end(), m.end() + 400)
+    return BarRender(
+        rank=r.rank,
+        source=r.source,
+        kind=m.group("kind"),
+        size=int(size) if size else None,
+        avail=Mem.parse(m.group("avail")),
+        count=int(c.group(1)) if c else None,
+        total=int(c.group(2)) if c else None,
+    )
+
+
 def _b_exception(m: regex.Match[str], r: Record) -> Event | None:
     return ExceptionLine(rank=r.rank, source=r.source, exc_type=m.group("type"), message=m.group("msg") or "")
 
@@ -592,12 +642,7 @@ BUILDERS: dict[str, Builder] = {
     "capture_sizes": _mk(
         CaptureSizes, kind=lambda m: m.group("kind"), sizes=lambda m: parse_int_list(m.group("list"))
     ),
-    "capture_bar": _mk(
-        BarRender,
-        kind=lambda m: m.group("kind"),
-        size=lambda m: int(m.group("bs") or m.group("nt")) if (m.group("bs") or m.group("nt")) else None,
-        avail=_g("avail"),
-    ),
+    "capture_bar": _b_bar,
     "compile_bar": _mk(BarRender, kind=lambda m: "compile", size=_i("nt"), avail=lambda m: None),
     "plain_bar": _mk(BarRender, kind=lambda m: "plain", size=lambda m: None, avail=lambda m: None),
     "register_graphs": _mk(RegisterGraphs, count=_i("n")),
@@ -661,7 +706,13 @@ def iter_events(records: Iterable[Record], unmatched: list[Unmatched] | None = N
         hit = match_record(record)
         if hit is not None:
             yield hit[1]
-        elif unmatched is not None and MEMORY_FIGURE.search(record.message):
+        elif (
+            unmatched is not None
+            # Foreign lines (pip, vLLM, nvidia-smi tables) print sizes too; only SGLang's own
+            # records and its progress bars are ours to recognise.
+            and (record.rank is not None or "avail" in record.message)
+            and MEMORY_FIGURE.search(record.message)
+        ):
             unmatched.append(Unmatched(record.rank, record.source))
 
 

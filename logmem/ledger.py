@@ -15,6 +15,7 @@ Rules, from ../shared/reference/log-formats.md section 17:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ class Sample:
     size: int | None
     avail: Mem
     source: Source = field(compare=False, repr=False)
+    index: int | None = None  # 0-based bucket in capture order, from tqdm's n/total
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class Graph:
     sizes_source: str | None  # "begin line" | "bs line" | "num tokens line"
     samples: tuple[Sample, ...]
     bars: int  # progress-bar renders seen, with or without a reading
+    bar_total: int | None = None  # tqdm's total: the number of buckets, when sizes are not printed
 
     @property
     def begin_bytes(self) -> int | None:
@@ -177,7 +180,11 @@ class Launch:
     @property
     def main_rank(self) -> Rank | None:
         """The rank reports lead with: the one that printed bucket readings, else the first."""
-        return next((r for r in self.ranks if r.prints_bars), self.ranks[0] if self.ranks else None)
+        bars = next((r for r in self.ranks if r.prints_bars), None)
+        if bars is not None or not self.ranks:
+            return bars
+        # Else the rank that printed the most free-memory readings (ties: the first).
+        return max(self.ranks, key=lambda r: sum(1 for e in r.events if _is_reading(e)))
 
     @property
     def summary(self) -> ev.Summary | None:
@@ -204,6 +211,12 @@ class Launch:
         return sorted(out, key=lambda e: (e.source.path, e.source.line_no))
 
 
+def _is_reading(e: ev.Event) -> bool:
+    if isinstance(e, (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd)):
+        return True
+    return isinstance(e, (ev.CaptureBegin, ev.CaptureEnd)) and e.avail is not None
+
+
 # --- building ---------------------------------------------------------------------------
 
 _POOL_EVENTS = (ev.KVPool, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailable, ev.DSv4Plan)
@@ -220,11 +233,12 @@ class _GraphB:
     sizes_source: str | None = None
     samples: list[Sample] = field(default_factory=list)
     bars: int = 0
+    bar_total: int | None = None
 
     def freeze(self) -> Graph:
         return Graph(
             self.name, self.backend, self.begin, self.end, self.sizes, self.sizes_source,
-            tuple(self.samples), self.bars,
+            tuple(self.samples), self.bars, self.bar_total,
         )  # fmt: skip
 
 
@@ -366,6 +380,10 @@ class _Builder:
         if isinstance(e, ev.ServerArgs):
             if self.file_content:
                 L = self.next_launch()
+            elif L.server_args is not None and L.server_args.args != e.args:
+                # Another file's start-up with other settings: a launch of its own, not a part.
+                self.cur = len(self.launches)
+                L = self.launch()
             if L.server_args is None:
                 L.server_args = e
             self.file_content = True
@@ -398,6 +416,8 @@ class _Builder:
             return False
         if len(r.models) >= 2:
             return True  # target and draft are both loaded: nothing else re-initialises
+        if r.events and r.events[-1].source.path != e.source.path:
+            return True  # the same rank starting over in another file: a second run, not a part
         spec = L.server_args.args if L.server_args else {}
         if "speculative_algorithm" in spec and spec["speculative_algorithm"] is None and r.models:
             return True  # no draft model in this launch, so a second init is a new start-up
@@ -421,13 +441,15 @@ class _Builder:
             g = r.open_graph()
             assert g is not None
             g.bars += 1
+            if e.total is not None and e.kind != "compile":
+                g.bar_total = e.total
             if e.avail is not None and e.kind != "compile":
                 last = g.samples[-1] if g.samples else None
                 new_bucket = last is None or (
                     e.size != last.size if e.size is not None else e.avail.bytes != last.avail.bytes
                 )
                 if new_bucket:
-                    g.samples.append(Sample(e.size, e.avail, e.source))
+                    g.samples.append(Sample(e.size, e.avail, e.source, e.bucket_index))
             return
         if isinstance(e, ev.TracebackStart):
             L.tracebacks.append(_TracebackB(None, e))
@@ -479,8 +501,7 @@ class _Builder:
                 r.graphs.append(g)
             g.end = e
         elif isinstance(e, ev.BarRender):
-            self.feed_unprefixed(L, ev.BarRender(rank=None, source=e.source, kind=e.kind, size=e.size,
-                                                 avail=e.avail))  # fmt: skip
+            self.feed_unprefixed(L, dataclasses.replace(e, rank=None))
             r.events.pop()  # the bar is recorded on the rank that owns the capture
         elif isinstance(e, ev.Summary):
             r.summary = r.summary or e

@@ -18,9 +18,10 @@ from logmem.read import Segment
 _ANSI = regex.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]|\[[0-9;]{1,20}m")
 PREFIX = regex.compile(
     r"\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}|\d{2}:\d{2}:\d{2})"
-    r"(?P<tags>(?: [A-Z][A-Z_]{0,30}\d{1,6}){0,12})\] ?"
+    r"(?P<tags>(?: [A-Z][A-Z_]{0,30}\d{1,6}){0,12})\] ?",
+    regex.ASCII,
 )
-_TAG = regex.compile(r"([A-Z][A-Z_]*?)(\d+)")
+_TAG = regex.compile(r"([A-Z][A-Z_]*?)(\d+)", regex.ASCII)
 
 
 @dataclass(frozen=True)

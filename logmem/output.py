@@ -15,12 +15,22 @@ EXTENSIONS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt
               ".html": "html", ".htm": "html", ".png": "png", ".svg": "svg"}  # fmt: skip
 
 
-def guess_format(output: str | None, fmt: str | None, default: str = "text") -> str:
-    """An explicit --format wins; else the output file's extension; else `default`."""
+def guess_format(
+    output: str | None, fmt: str | None, default: str = "text", allowed: tuple[str, ...] | None = None
+) -> str:
+    """An explicit --format wins; else the output file's extension; else `default`.
+
+    With `allowed`, an extension that names another format is a usage error (exit 2)."""
     if fmt:
         return fmt
     if output and output != "-":
-        return EXTENSIONS.get(Path(output).suffix.lower(), default)
+        guessed = EXTENSIONS.get(Path(output).suffix.lower(), default)
+        if allowed is not None and guessed not in allowed:
+            raise click.UsageError(
+                f"-o {output}: this command writes {', '.join(allowed)}, not {guessed} "
+                "(pick a matching extension or --format)"
+            )
+        return guessed
     return default
 
 

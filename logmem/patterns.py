@@ -24,7 +24,8 @@ class LinePattern:
 
 
 def _p(name: str, pattern: str, example: str, note: str = "") -> LinePattern:
-    return LinePattern(name, regex.compile(pattern), example, note)
+    # ASCII: \d must not accept Arabic-Indic or full-width digits from a hostile log.
+    return LinePattern(name, regex.compile(pattern, regex.ASCII), example, note)
 
 
 PATTERNS: tuple[LinePattern, ...] = (

@@ -44,8 +44,8 @@ details=(('dtype', 'torch.bfloat16'),)
       7  TP0            KVPool             tokens=46611 k=1.42GiB v=1.42GiB
       8  TP0            PoolEnd            avail=2.09GiB
      10  TP0            CaptureBegin       name=decode backend=cuda graph avail=1.45GiB
-     11  -              BarRender          kind=batches size=2 avail=1.4GiB
-     11  -              BarRender          kind=batches size=1 avail=1.2GiB
+     11  -              BarRender          kind=batches size=2 avail=1.4GiB count=0 total=2
+     11  -              BarRender          kind=batches size=1 avail=1.2GiB count=1 total=2
      12  TP0            CaptureEnd         name=decode backend=cuda graph avail=0.53GiB usage=0.93GiB \
 elapsed_s=7.23
      13  ""             Ready              \n\

@@ -86,8 +86,9 @@ def test_server_args_nested_config_objects() -> None:
 def test_server_args_cut_by_a_log_shipper_gives_an_error_not_an_exception() -> None:
     e = event("[2026-09-22 06:49:56] server_args=ServerArgs(model_path='m', tp_size=2, mem_frac")
     assert isinstance(e, ev.ServerArgs)
-    assert e.args == {}
-    assert e.error == "the server_args line is cut or malformed"
+    # The plain values before the cut are kept (model_path names the report); the rest is lost.
+    assert e.args == {"model_path": "m", "tp_size": 2}
+    assert e.error == "the server_args line is cut, elided or malformed; 2 plain values were read from it"
 
 
 def test_server_args_is_never_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -414,7 +415,25 @@ def test_parse_int_list() -> None:
 def test_bar_renders(line: str, kind: str, size: int | None, avail: float | None) -> None:
     e = event(line)
     assert e == ev.BarRender(rank=None, source=e.source, kind=kind, size=size,
-                             avail=gib(avail) if avail is not None else None)  # fmt: skip
+                             avail=gib(avail) if avail is not None else None,
+                             count=e.count, total=e.total)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("line", "count", "total", "bucket"),
+    [
+        ("Capturing batches (bs=24 avail_mem=4.00 GB):   0%|          | 0/7 [00:00<?, ?it/s]", 0, 7, 0),
+        ("Capturing batches (bs=16 avail_mem=3.93 GB):  14%|█▍        | 1/7 [00:02<00:17,  2.96s/it]", 1, 7, 1),
+        # The closing render repeats the last description at n == total: it is the last bucket.
+        ("Capturing batches (bs=1 avail_mem=10.28 GB): 100%|██████████| 23/23 [00:16<00:00,  1.42it/s]", 23, 23, 22),
+        ("Capturing batches (bs=1 avail_mem=23.54 GB): 100% | 52/52 [00:03<00:00, 16.76it/s]", 52, 52, 51),
+        ("Capturing batches (bs=8 avail_mem=3.10 GB)", None, None, None),
+    ],
+)  # fmt: skip
+def test_bar_counts_say_which_bucket(line: str, count: int | None, total: int | None, bucket: int | None) -> None:
+    e = event(line)
+    assert isinstance(e, ev.BarRender)
+    assert (e.count, e.total, e.bucket_index) == (count, total, bucket)
 
 
 def test_weight_loading_bar_is_not_a_capture_bar() -> None:

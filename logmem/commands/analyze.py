@@ -37,5 +37,7 @@ def analyze(
             analysis = replace(analysis, model_config=load_model_config(model_config))
         except EstimateError as e:
             raise LogmemError(str(e)) from None
-    fmt = guess_format(output, fmt, default="text")
+    from logmem.report import FORMATS
+
+    fmt = guess_format(output, fmt, default="text", allowed=tuple(FORMATS))
     write_output(render(analysis, fmt), output, force)

@@ -67,7 +67,7 @@ def estimate(
         result = est_mod.estimate(config, **kwargs)  # type: ignore[arg-type]
     except est_mod.EstimateError as e:
         raise LogmemError(str(e)) from None
-    fmt = guess_format(output, fmt)
+    fmt = guess_format(output, fmt, allowed=("text", "markdown", "json"))
     if fmt == "json":
         text = json.dumps(estimate_render.to_json(result), indent=2) + "\n"
     elif fmt == "markdown":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
@@ -83,7 +84,7 @@ def graph_json(g: Graph) -> dict[str, Any]:
         "backend": g.backend,
         "graph_backend": b.graph_backend if b else None,
         "tokens_per_req": b.tokens_per_req if b else None,
-        "step": b.step if b else (e.step if e else None),
+        "step": g.step,
         "begin_avail_gib": _g(b.avail) if b else None,
         "end_avail_gib": _g(e.avail) if e else None,
         "usage_gib": _g(e.usage) if e else None,
@@ -250,5 +251,16 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
     }
 
 
+def _finite(v: Any) -> Any:
+    """Strict JSON has no NaN or Infinity; a log can print them (server_args, hostile input)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
 def render(a: Analysis) -> str:
-    return json.dumps(analysis_json(a), indent=2, sort_keys=False, default=str) + "\n"
+    return json.dumps(_finite(analysis_json(a)), indent=2, sort_keys=False, default=str, allow_nan=False) + "\n"

@@ -118,10 +118,12 @@ def ranks_table(led: LaunchLedger) -> Table | None:
     rows = []
     for r in L.ranks:
         graphs = [g.end.usage.bytes for g in r.graphs if g.end and g.end.usage]
-        mark = " *" if r.label == led.binding_rank else ""
+        mark = " *" if r.label == led.binding_rank and led.imbalance_bytes is not None else ""
         rows.append((rank_name(r.label) + mark, *(_g(f(r)) for _, f in _RANK_COLUMNS),
                      _g(sum(graphs)) if graphs else "-"))  # fmt: skip
-    notes = ["* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it."]
+    notes = []
+    if any(r.label == led.binding_rank for r in L.ranks) and led.imbalance_bytes is not None:
+        notes.append("* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it.")
     if any(not r.prints_bars for r in L.ranks) and any(r.prints_bars for r in L.ranks):
         notes.append("Only the rank that prints progress bars has per-bucket readings; others show totals.")
     return Table("Free memory per rank (GiB)", ("rank", *(c for c, _ in _RANK_COLUMNS), "graphs"),

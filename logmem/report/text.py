@@ -65,7 +65,7 @@ def render_report(rep: Report) -> str:
         for sec in lr.sections:
             if sec.title == "Other ranks":
                 out.append("")
-                out.append(f"({len(sec.tables)} more ranks: pick one with --rank, or see --format markdown/json)")
+                out.append(f"(The ledgers of {len(sec.tables)} more ranks: pick one with --rank, or see -f markdown/json.)")
                 continue
             for t in sec.tables:
                 out.append("")
