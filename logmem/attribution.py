@@ -185,7 +185,9 @@ def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
     pending: dict[int, list[ev.Event]] = {}
     pools: list[ev.Event] = []
     for e in rank.events:
-        if isinstance(e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)):
+        if isinstance(e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)) or (
+            isinstance(e, ev.InitEnd) and e is not rank.init_end  # a draft worker's own init
+        ):
             pools.append(e)
             continue
         kind = None
@@ -463,7 +465,9 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
             cl = _remainder(delta, [], why, lines)
         elif b.kind == "weights_begin":
             key, name = f"pre_weights:{_role(b.model).strip() or 'target'}", f"before {_role(b.model)}weights"
-            cl = _remainder(delta, [], "unlogged (e.g. the draft worker's init)", lines)
+            inits = [Cause("the draft worker's distributed init", x.usage.bytes, "logged", (x.source.line_no,))
+                     for x in pools if isinstance(x, ev.InitEnd)]  # fmt: skip
+            cl = _remainder(delta, inits, "unlogged", lines)
         elif b.kind == "summary":
             key = "post_capture"
             name = ("after capture (warm-up)" if a.kind == "capture_end"

@@ -652,6 +652,7 @@ BUILDERS: dict[str, Builder] = {
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
     "hicache_host": _b_misc("hicache_host", "gb", "decimal"),
+    "hicache_host_short": _b_misc("hicache_host_short", "want", "decimal"),
     "runtime_reading": _b_misc("runtime_reading", "avail"),
     "summary": _b_summary,
     "imbalance": _b_imbalance,

@@ -318,7 +318,7 @@ class _LaunchB:
     def has_content(self) -> bool:
         return bool(self.ranks) or self.server_args is not None
 
-    def bar_rank(self) -> _RankB | None:
+    def bar_rank(self, bar: ev.BarRender | None = None) -> _RankB | None:
         """The rank whose open capture a prefix-less bar belongs to."""
         open_ranks = [r for r in self.ranks.values() if r.open_graph() is not None]
         if not open_ranks:
@@ -332,7 +332,14 @@ class _LaunchB:
 
         best = min(preference(r) for r in open_ranks)
         candidates = [r for r in open_ranks if preference(r) == best]
-        # Several (e.g. PP stages): the most recently opened capture.
+        if len(candidates) > 1 and bar is not None and bar.avail is not None:
+            # Several bar printers at once (each PP stage has a TP rank 0): the render belongs
+            # to the capture it continues. A reading above capture begin cannot be that capture's.
+            avail = bar.avail.bytes
+            fitting = [r for r in candidates if _continues(r, bar)]
+            if fitting:
+                return min(fitting, key=lambda r: (abs(_last_avail(r) - avail), -_open_line(r)))
+        # Otherwise the most recently opened capture.
         return max(candidates, key=lambda r: _open_line(r))
 
     def freeze(self) -> Launch:
@@ -342,6 +349,27 @@ class _LaunchB:
             self.index, self.server_args, tuple(r.freeze() for r in ranks), tbs,
             tuple(self.events), self.stray_bars, tuple(dict.fromkeys(self.paths)),
         )  # fmt: skip
+
+
+_SLACK = round(0.01 * (1 << 30))  # two printed readings differ by +-0.01 GiB
+
+
+def _last_avail(r: _RankB) -> int:
+    g = r.open_graph()
+    assert g is not None
+    if g.samples:
+        return g.samples[-1].avail.bytes
+    return g.begin.avail.bytes if g.begin and g.begin.avail else 0
+
+
+def _continues(r: _RankB, bar: ev.BarRender) -> bool:
+    g = r.open_graph()
+    assert g is not None and bar.avail is not None
+    if g.begin is not None and g.begin.avail is not None and bar.avail.bytes > g.begin.avail.bytes + _SLACK:
+        return False
+    last = g.samples[-1] if g.samples else None
+    # Sizes are captured largest first: a larger size than the last one is another capture's.
+    return not (last is not None and last.size is not None and bar.size is not None and bar.size > last.size)
 
 
 def _main_rank_key(r: _RankB) -> tuple[int, ...]:
@@ -431,7 +459,7 @@ class _Builder:
 
     def feed_unprefixed(self, L: _LaunchB, e: ev.Event) -> None:
         if isinstance(e, ev.BarRender):
-            r = L.bar_rank()
+            r = L.bar_rank(e)
             if r is None:
                 if e.kind != "plain":  # a bare tqdm bar outside a capture is someone else's
                     L.stray_bars += 1

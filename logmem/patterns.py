@@ -179,6 +179,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "host memory, decimal GB",
     ),
     _p(
+        "hicache_host_short",
+        rf"Not enough host memory available\. Requesting (?P<want>{NUM}) GB but only have (?P<have>{NUM}) GB free",
+        "Not enough host memory available. Requesting 200.00 GB but only have 120.50 GB free. "
+        "Please reduce the size of the hierarchical cache.",
+        "HiCache host pool; decimal GB (4.6)",
+    ),
+    _p(
         "runtime_reading",
         rf"^(?P<what>Update engine weights online from disk begin|LoRA adapter loading starts: .{{0,300}})\. "
         rf"avail mem=(?P<avail>{NUM}) GB",
@@ -207,7 +214,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "torch_oom",
-        r"(?P<type>[\w.]{0,60}OutOfMemoryError): (?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\."
+        r"(?P<type>[\w.]{0,60}(?:OutOfMemoryError|RuntimeError)): (?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\."
         r"(?P<rest>.{0,4000})$",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 540.00 MiB. GPU 0 has a total "
         "capacity of 14.76 GiB of which 298.75 MiB is free.",

@@ -185,3 +185,32 @@ def test_conservation_on_generated_logs(text: str) -> None:
                     assert all(abs(c.bytes) <= ROUNDING_BYTES for c in small)
     finally:
         Path(f.name).unlink()
+
+
+PP_LOG = """\
+[2026-01-30 20:54:50] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, pp_size=2, mem_fraction_static=0.8)
+[2026-01-30 20:55:01 PP0 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=19.00 GB
+[2026-01-30 20:55:01 PP0 TP0] Capture cuda graph bs [1, 2, 4]
+[2026-01-30 20:55:01 PP1 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=29.00 GB
+[2026-01-30 20:55:01 PP1 TP0] Capture cuda graph bs [1, 2, 4]
+Capturing batches (bs=4 avail_mem=18.90 GB):   0%|          | 0/3 [00:00<?, ?it/s]
+Capturing batches (bs=4 avail_mem=28.90 GB):   0%|          | 0/3 [00:00<?, ?it/s]
+Capturing batches (bs=2 avail_mem=18.70 GB):  33%|###       | 1/3 [00:01<00:02,  1.00it/s]
+Capturing batches (bs=2 avail_mem=28.70 GB):  33%|###       | 1/3 [00:01<00:02,  1.00it/s]
+Capturing batches (bs=1 avail_mem=18.60 GB):  67%|######    | 2/3 [00:02<00:01,  1.00it/s]
+Capturing batches (bs=1 avail_mem=28.60 GB):  67%|######    | 2/3 [00:02<00:01,  1.00it/s]
+[2026-01-30 20:55:05 PP0 TP0] Capture cuda graph end. Time elapsed: 4.00 s. mem usage=0.45 GB. avail mem=18.55 GB.
+[2026-01-30 20:55:05 PP1 TP0] Capture cuda graph end. Time elapsed: 4.00 s. mem usage=0.45 GB. avail mem=28.55 GB.
+"""
+
+
+def test_two_pipeline_stages_keep_their_own_bars(tmp_path: Path) -> None:
+    """Each PP stage has a TP rank 0 that draws a bar; interleaved renders go to the capture they continue."""
+    log = tmp_path / "pp.log"
+    log.write_text(PP_LOG)
+    L = read_log(str(log)).launches[0]
+    got = {r.label: [s.avail.gib for s in r.graphs[0].samples] for r in L.ranks}
+    assert got == {"PP0 TP0": [18.90, 18.70, 18.60], "PP1 TP0": [28.90, 28.70, 28.60]}
+    for r in build_ledger(L).ranks:
+        cap = r.phase("capture:decode")
+        assert cap is not None and gib(_cause(cap, "static").bytes) == 0.10
