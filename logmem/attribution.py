@@ -334,7 +334,7 @@ def _span(g: Graph, lo: int, hi: int) -> str:
         return f"{count} bucket{'s' if count != 1 else ''}"
     if count == 1:
         return f"bucket {_size_name(g, order[lo])}"
-    return f"buckets {_size_name(g, order[lo])} to {order[hi - 1]} ({count} buckets)"
+    return f"{count} buckets, {_size_name(g, order[lo])} to {order[hi - 1]}"
 
 
 def _graph_phase(
@@ -364,12 +364,12 @@ def _graph_phase(
                                 "derived", head, assumed, part="static"))  # fmt: skip
         else:
             first_n = f"first {idx[0]} bucket{'s' if idx[0] != 1 else ''}"
-            causes.append(Cause(f"static buffers + {first_n} (no earlier reading)", before.bytes - s[0].avail.bytes,
+            causes.append(Cause(f"static buffers + {first_n} (one reading)", before.bytes - s[0].avail.bytes,
                                 "derived", head, lazy, part="mixed"))  # fmt: skip
             lazy = ""
         if open_capture:
             if len(s) > 1:
-                causes.append(Cause(f"{_span(g, idx[0], idx[-1])} captured before the log stops",
+                causes.append(Cause(f"{_span(g, idx[0], idx[-1])}, before the stop",
                                     s[0].avail.bytes - s[-1].avail.bytes, "derived",
                                     (s[0].source.line_no, s[-1].source.line_no), lazy, part="buckets"))  # fmt: skip
         elif len(s) >= 2 and consecutive and idx[0] == 0:

@@ -94,7 +94,7 @@ def ledger_table(led: RankLedger) -> Table:
         notes.append(led.note)
     return Table(
         f"Ledger of {rank_name(led.rank)} (GiB)",
-        ("phase / cause", "free before", "free after", "drop", "kind", "lines"),
+        ("phase / cause", "before", "after", "drop", "kind", "lines"),
         tuple(rows),
         ("l", "r", "r", "r", "l", "r"),
         tuple(notes),

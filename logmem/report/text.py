@@ -31,15 +31,25 @@ def table_lines(t: Table) -> list[str]:
         if ind:
             row[0] = "  " * ind + row[0]
     widths = [max(len(row[i]) for row in cells) for i in range(len(t.columns))]
-    # Keep within WIDTH: the first column and a trailing text column give way first.
+    # Keep within WIDTH: a trailing text column wraps onto continuation lines; then a
+    # text column before the last, then the first, give way (cut with "~").
     over = sum(widths) + 2 * (len(widths) - 1) - WIDTH
-    for i in (len(widths) - 2 if t.alignment(len(widths) - 2) == "l" else 0, 0):
+    last = len(widths) - 1
+    wrap_last = t.alignment(last) == "l" and last > 0
+    if over > 0 and wrap_last and widths[last] > 20:
+        cut = min(over, widths[last] - 20)
+        widths[last] -= cut
+        over -= cut
+    for i in (last - 1 if last > 0 and t.alignment(last - 1) == "l" else 0, 0):
         if over > 0 and widths[i] > 12:
             cut = min(over, widths[i] - 12)
             widths[i] -= cut
             over -= cut
     out = []
     for n, row in enumerate(cells):
+        tail = textwrap.wrap(row[last], widths[last]) if wrap_last and len(row[last]) > widths[last] else []
+        if tail:
+            row = [*row[:last], tail[0]]
         parts = []
         for i, cell in enumerate(row):
             w = widths[i]
@@ -47,6 +57,8 @@ def table_lines(t: Table) -> list[str]:
                 cell = cell[: w - 1] + "~"
             parts.append(cell.ljust(w) if t.alignment(i) == "l" else cell.rjust(w))
         out.append("  ".join(parts).rstrip())
+        pad = sum(widths[:last]) + 2 * last
+        out.extend(" " * pad + more for more in tail[1:])
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return out
@@ -55,8 +67,9 @@ def table_lines(t: Table) -> list[str]:
 def render_report(rep: Report) -> str:
     out: list[str] = []
     for lr in rep.launches:
-        out.append(lr.title)
-        out.append("=" * min(len(lr.title), WIDTH))
+        title = lr.title if len(lr.title) <= WIDTH else lr.title[: WIDTH - 3] + "..."
+        out.append(title)
+        out.append("=" * len(title))
         out.extend(_wrap(v) for v in lr.verdict)
         if lr.findings:
             out.append("")
