@@ -635,9 +635,16 @@ class _Budget:
     mamba_bytes: int | None
     tp_size: int | None
     ranks_seen: int
+    cell_bytes: int | None = (
+        None  # the round cell size the printed KV sizes allow (attribution.Sizing)
+    )
 
     @property
     def bytes_per_token(self) -> float | None:
+        """The cell size the ledger's findings quote (Sizing.likely_bytes_per_token), else the
+        printed KV bytes / #tokens."""
+        if self.cell_bytes:
+            return self.cell_bytes
         if self.kv_bytes is None or not self.kv_tokens:
             return None
         return self.kv_bytes / self.kv_tokens
@@ -671,6 +678,14 @@ def _budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> _B
     arg_mfs = launch.args.get("mem_fraction_static")
     tp = launch.args.get("tp_size")
     p_min = min(begins) if begins else None
+    cell = None
+    if not draft and kv is not None:
+        from logmem.attribution import build_ledger
+
+        sz = build_ledger(launch).sizing
+        # The same pool the findings price (a sliding-window model's full pool may differ).
+        if sz is not None and sz.kv_tokens == kv.tokens and sz.kv_bytes == kv.total_bytes:
+            cell = sz.likely_bytes_per_token
     return _Budget(
         mfs=mfs
         if mfs is not None
@@ -684,6 +699,7 @@ def _budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> _B
         mamba_bytes=mamba,
         tp_size=tp if isinstance(tp, int) else None,
         ranks_seen=len(begins),
+        cell_bytes=cell,
     )
 
 
@@ -899,7 +915,7 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
             f"{_g(frag)} GiB is reserved by PyTorch but unallocated (fragmentation), more than the {_g(shortfall)} "
             f"GiB shortfall; expandable segments may let PyTorch use it; costs nothing in KV"
         )))  # fmt: skip
-    return tuple(fixes), "; ".join(notes)
+    return tuple(fixes), _sentences(notes)
 
 
 def _budget_fixes(
@@ -994,10 +1010,10 @@ def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> str:
     at_least = begin - r.free_bytes + r.tried_bytes
     text = (
         f"{rank.label or 'the GPU'} needed at least {_g(begin)} - {_g(r.free_bytes)} + {_g(r.tried_bytes)} = "
-        f"{_g(at_least)} GiB while loading, with {_g(begin)} GiB free before"
+        f"{_g(at_least)} GiB while loading"
     )
     if at_least <= begin:
-        return text
+        return f"{text}, with {_g(begin)} GiB free before"
     done = [
         m.weights_end.usage.bytes
         for x in launch.ranks
@@ -1006,12 +1022,12 @@ def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> str:
     if done:
         # Others finished below that: the load peaks above the final size (conversion temporaries).
         return (
-            text
-            + ": more than it had, while the ranks that finished hold less, so loading peaks above the final size"
+            f"{text}, more than the {_g(begin)} GiB it had free: loading peaks above the final size "
+            f"(the ranks that finished hold {_g(max(done))} GiB)"
         )
-    return text + (
-        ": more than the whole GPU had; if the model should fit, check that it shards "
-        "(e.g. a fallback implementation that does not split the experts)"
+    return (
+        f"{text}, more than the whole GPU had ({_g(begin)} GiB free before). If the model should fit, "
+        "check that it shards (e.g. a fallback implementation that does not split the experts)"
     )
 
 
@@ -1052,9 +1068,9 @@ def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[Fix], s
     ):
         rest = b.post_load_bytes - b.pre_load_bytes * (1 - b.mfs)
         note = (
-            f"the ranks that finished hold {_g(w)} GiB of weights and leave rest = {_g(b.post_load_bytes)} - "
+            f"after loading {_g(w)} GiB of weights, the ranks that finished leave rest = {_g(b.post_load_bytes)} - "
             f"{_g(b.pre_load_bytes)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB for the KV pool"
-            + (": even without this OOM there would be no KV pool, so the weights per rank must shrink" if rest <= 0 else "")
+            + (". Even without this OOM there would be no KV pool, so the weights per rank must shrink" if rest <= 0 else "")
         )  # fmt: skip
     tp = b.tp_size
     if tp is not None:
@@ -1128,7 +1144,7 @@ def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...],
             f"halves the weights per rank ({_g(w)} GiB now) if they shard evenly{also}: about {_g(w / 2)} GiB "
             f"more per rank{gain}"
         )))  # fmt: skip
-    return tuple(fixes), "; ".join(notes)
+    return tuple(fixes), _sentences(notes)
 
 
 def _imbalance_fixes(
@@ -1142,8 +1158,8 @@ def _imbalance_fixes(
         short = r.local_gib - r.pre_model_load_gib
         notes.append(
             f"{who} has {short:.2f} GiB less free memory than the others (pre_model_load_memory={r.pre_model_load_gib:.2f} "
-            f"GiB, the minimum over ranks, vs local_gpu_memory={r.local_gib:.2f} GiB on a rank that raised it); "
-            f"the check runs after distributed init, before the weights load, so the memory was taken before SGLang "
+            f"GiB, the minimum over ranks, vs local_gpu_memory={r.local_gib:.2f} GiB on a rank that raised it). "
+            f"The check runs after distributed init, before the weights load, so the memory was taken before SGLang "
             f"allocated anything of size: usually another process on that GPU"
         )  # fmt: skip
         # The occupied rank keeps going; its own first reading confirms the minimum.
@@ -1154,22 +1170,26 @@ def _imbalance_fixes(
                 notes.append(f"{label}'s own Load weight begin reads {wb.avail.gib:.2f} GiB")
         mfs = launch.args.get("mem_fraction_static")
         loss = (
-            f"about {float(mfs):.3g} x {short:.2f} = {float(mfs) * short:.2f} GiB"
+            f"{float(mfs):.3g} x {short:.2f} = {float(mfs) * short:.2f} GiB"
             if isinstance(mfs, (int, float))
-            else "mfs x that"
+            else "mem_fraction_static x the gap"
         )
         fixes.append(Fix("nvidia-smi", "--query-compute-apps=pid,used_memory --format=csv", (
             f"find the process holding about {short:.2f} GiB on {who}'s GPU and stop it (or use free GPUs); costs nothing"
         )))  # fmt: skip
+        # SGLang's rule (reference 12.2) takes both P and the after-weights reading as minimums over
+        # ranks: a GPU with g less of both lowers rest = after - P x (1 - mfs) by mfs x g.
         fixes.append(Fix("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", "0", (
-            f"starts anyway; every rank then sizes from the tightest GPU ({r.pre_model_load_gib:.2f} GiB), so each "
-            f"rank's KV budget shrinks by {loss}"
+            f"starts anyway; every rank then sizes its KV pool from the tightest GPU ({r.pre_model_load_gib:.2f} GiB) "
+            f"and the other ranks leave the difference unused. SGLang's rule rest = after-weights - P x (1 - mfs) "
+            f"takes both readings as minimums over ranks, so a gap g lowers it by mfs x g: each rank's KV budget "
+            f"shrinks by {loss}"
         )))  # fmt: skip
     else:
         notes.append(
             f"{who} had less free memory than the others before the weights loaded: usually another process"
         )
-    return tuple(fixes), "; ".join(notes)
+    return tuple(fixes), _sentences(notes)
 
 
 def _heavy_ranks(launch: Launch, raising: Sequence[str]) -> list[str]:
@@ -1277,12 +1297,12 @@ def _kv_shortfall(launch: Launch, rec: ErrorRecord) -> int | None:
 def _not_memory(
     rec: ErrorRecord, place: _Place, bucket_free: int | None
 ) -> tuple[tuple[Fix, ...], str]:
-    exc = _exc_type(rec) or "this error"
+    exc = _exc_type(rec)
     free = (
         f" ({_g(bucket_free)} GiB was still free at that bucket)" if bucket_free is not None else ""
     )
     text = (
-        f"not a memory problem: {_a(exc)} is a code, install or version mismatch{free}; "
+        f"{_a(exc) if exc else 'the error'} points to a code, install or version mismatch{free}; "
         f"do not change --mem-fraction-static or --cuda-graph-max-bs for it"
     )
     fixes: tuple[Fix, ...] = ()
@@ -1456,6 +1476,11 @@ def _capture_state(place: _Place, f: Failure) -> str:
     if g.begin_bytes is not None:
         return f" (before the first bucket; {_g(g.begin_bytes)} GiB free at capture begin)"
     return ""
+
+
+def _sentences(notes: Sequence[str]) -> str:
+    """Notes as short sentences, one after the other (a verdict is read, not parsed)."""
+    return " ".join(_sentence(n) for n in notes if n.strip())
 
 
 def _sentence(text: str) -> str:

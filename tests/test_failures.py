@@ -117,6 +117,17 @@ def kv_bytes_per_token(k_gib: float, tokens: int) -> float:
     return 2 * round(k_gib * GIB) / tokens
 
 
+def round_cell(total_bytes: float, tokens: int, parts: int = 2) -> int:
+    """The cell size the fixes quote: of the values the printed sizes allow (each +-0.005 GiB),
+    the one divisible by the largest power of two, as the ledger's findings do."""
+    err = parts * 0.005 * GIB
+    lo, hi = math.floor((total_bytes - err) / tokens) + 1, math.floor((total_bytes + err) / tokens)
+    step = 1 << hi.bit_length()
+    while -(-lo // step) * step > hi:
+        step //= 2
+    return -(-lo // step) * step
+
+
 # --- outcome and place ----------------------------------------------------------------------
 
 
@@ -149,7 +160,9 @@ def test_capture_oom_at_the_largest_bucket(tmp_path: Path) -> None:
     assert want == 0.833
     freed = p * (0.85 - want)
     assert freed >= shortfall
-    lost = math.ceil(freed / kv_bytes_per_token(2.44, 40000))
+    cell = round_cell(2 * round(2.44 * GIB), 40000)
+    assert cell == 131072 and f"at {cell:,} bytes per token" in mfs.effect
+    lost = math.ceil(freed / cell)
     assert f"{lost:,}" in mfs.effect
     assert "0.24 / 14.40" in mfs.effect
 
@@ -381,7 +394,7 @@ def test_empty_mfs_window_says_lowering_mfs_alone_cannot_fix_it(tmp_path: Path) 
     assert f is not None
     assert 0.85 - (5 * GIB - 102.4 * MIB) / (14.40 * GIB) < 1 - 6.90 / 14.40
     assert "--mem-fraction-static" not in [x.flag for x in f.fixes]
-    assert "lowering --mem-fraction-static alone cannot fix it" in f.explanation
+    assert "Lowering --mem-fraction-static alone cannot fix it" in f.explanation
     assert "below 0.521 the KV pool is empty" in f.explanation
 
 
@@ -397,7 +410,9 @@ def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
     mfs = next(x for x in f.fixes if x.flag == "--mem-fraction-static")
     kv, mamba = 2 * round(2.50 * GIB), round(0.10 * GIB) + round(4.38 * GIB)
     freed = 14.40 * GIB * (0.85 - float(mfs.value or 0))
-    lost = math.ceil(freed * kv / (kv + mamba) / (kv / 327310))
+    cell = round_cell(kv, 327310)
+    assert cell == 16384
+    lost = math.ceil(freed * kv / (kv + mamba) / cell)
     assert f"{lost:,} KV tokens (KV's {kv / (kv + mamba):.0%} share" in mfs.effect
 
 
@@ -666,7 +681,11 @@ def test_fixture_oom_decode_largest_bucket_fixes() -> None:
     x = lower_mfs(log.arg("mem_fraction_static"), shortfall, log.p)
     value, effect = fix(f, "--mem-fraction-static").split("\n")
     assert value == f"{x:.3f}" == "0.966"
-    lost = math.ceil(log.p * (0.97 - x) / log.bytes_per_token())
+    # The round cell size the findings quote (163,840 = 80 layers x 8/2 heads x 128 x 2 x 2 B), not
+    # the printed 10.28 GiB / 67,433 = 163,689 B.
+    cell = round_cell(log.bytes_per_token() * log.kv_tokens(), log.kv_tokens())
+    assert cell == 163840 and "at 163,840 bytes per token" in effect
+    lost = math.ceil(log.p * (0.97 - x) / cell)
     assert f"{lost:,} KV tokens" in effect
     # Cap: the first bucket failed, so its need sets the cost per row (assumed shared pool).
     (b0, a0), *_ = log.bars()
@@ -691,6 +710,10 @@ def test_fixture_oom_piecewise_fixes() -> None:
     cost0 = a0 - a1  # the 4096 bucket, measured
     shared_limit = b0 - shortfall / (cost0 / b0)
     measured_limit = b1 if a0 - a1 >= shortfall else 0
+    # The cell size is the round one the findings quote (262,144), not 14.36 GiB / 58,813 = 262,169.
+    effect = fix(f, "--mem-fraction-static").split("\n")[1]
+    assert round_cell(log.bytes_per_token() * log.kv_tokens(), log.kv_tokens()) == 262144
+    assert "at 262,144 bytes per token" in effect and "262,169" not in effect
     assert (
         fix(f, "--piecewise-cuda-graph-max-tokens").split("\n")[0]
         == str(min(b1, int(shared_limit), measured_limit))
@@ -725,6 +748,29 @@ def test_fixture_oom_load_weights_fixes() -> None:
     assert fix(f, "--cpu-offload-gb").split("\n")[0] == str(math.ceil(-rest / GIB)) == "9"
 
 
+def test_fixture_oom_load_weights_verdict_is_short_sentences() -> None:
+    """The explanation reads as short sentences: shortfall; why mfs does not help; the KV budget."""
+    _, L = fixture("oom-load-weights-constructed.log")
+    explanation = verdict(L)[1]
+    sentences = [x for x in explanation.split(". ") if x]
+    assert len(sentences) >= 5
+    assert sentences[0] == "1.75 GiB was asked for with 1.02 GiB free: 0.73 GiB short"
+    assert any(x.startswith("Weights load before the KV pool is sized") for x in sentences)
+    assert any(
+        "rest = 5.17 - 78.63 x (1 - 0.825) = -8.59 GiB for the KV pool" in x for x in sentences
+    )
+    assert max(len(x) for x in sentences) <= 200
+    assert ";" not in explanation
+
+
+def test_corpus_003_does_not_say_not_memory_twice() -> None:
+    L = read_log(str(log_path("003-glm5-fp8-mi355x-tp8-rocm-capture-crash.log"))).launches[0]
+    v = verdict(L)
+    assert v[0].endswith("Not memory-related.")
+    assert v[1].startswith("A TypeError points to a code, install or version mismatch (2.29 GiB")
+    assert "not a memory problem" not in " ".join(v).lower()
+
+
 def test_fixture_imbalance_names_tp5() -> None:
     log, L = fixture("imbalance-tp8-constructed.log")
     f = outcome(L).failure
@@ -736,7 +782,10 @@ def test_fixture_imbalance_names_tp5() -> None:
     )[0]
     assert f"TP5 has {local0 - pre:.2f} GiB less" in f.explanation
     env = fix(f, "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK").split("\n")[1]
+    # SGLang's rule takes P and the after-weights reading as minimums over ranks: a GPU with g
+    # less of both lowers rest = after - P (1 - mfs) by mfs x g, and the fix says so.
     assert f"{log.arg('mem_fraction_static') * (local0 - pre):.2f} GiB" in env
+    assert "so a gap g lowers it by mfs x g" in env
 
 
 def test_fixture_deepep_buffer_fixes() -> None:
