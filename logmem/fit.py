@@ -904,13 +904,59 @@ class Prediction:
     headroom_bytes: int | None
     headroom_rank: str | None
     max_running_requests: int | None
+    headroom_exact: bool = True  # False: an upper bound (a capture did not finish)
+    graph_exact: bool = True  # False: a lower bound (what the capture took before it stopped)
+    crashed: str | None = None  # this setting ran out of memory: "crashed at bs 256"
+    label: str | None = None  # the feasible cell when yes / NO cannot say it
+
+    def verdict(self, reserve_bytes: int) -> bool | None:
+        """Feasible: True, False, or None when the bounds cannot tell."""
+        if self.crashed is not None or self.kv_tokens <= 0:
+            return False
+        if self.headroom_bytes is None:
+            return None
+        if self.headroom_bytes < reserve_bytes:
+            return False  # an upper bound below the reserve rules it out too
+        return True if self.headroom_exact else None
 
     def feasible(self, reserve_bytes: int) -> bool:
-        return (
-            self.kv_tokens > 0
-            and self.headroom_bytes is not None
-            and self.headroom_bytes >= reserve_bytes
-        )
+        return self.verdict(reserve_bytes) is True
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A launch whose start-up did not finish (crashed, or the log stops), as whatif needs it."""
+
+    status: str  # "crashed" | "incomplete"
+    headline: str  # the verdict's first line (logmem.failures)
+    phase: str | None
+    graph: str | None  # the capture that did not finish
+    size: int | None  # its last bucket (bs or num_tokens)
+    unit: str  # "bs" | "num_tokens"
+    memory: bool | None  # ran out of memory: True; another error: False; cannot tell: None
+    cause: str  # short: "out of memory", "TypeError", "the log stops"
+    shortfall_bytes: int | None  # what the failed allocation lacked, when printed
+    in_capture: bool  # a capture did not finish: graph memory and headroom are bounds
+    rank: str | None = None  # the rank whose error the verdict quotes
+
+    @property
+    def at(self) -> str:
+        """Where it stopped, short: 'at bs 256', 'in the piecewise capture', 'after the pools'."""
+        if self.in_capture:
+            if self.size is not None:
+                return f"at {self.unit} {self.size}"
+            return f"in the {self.graph} capture" if self.graph else "in a graph capture"
+        phase = self.phase or "start-up"
+        if phase == "serving":
+            return "in warm-up"
+        return phase if phase.startswith(("after ", "before ")) else f"in {phase}"
+
+    @property
+    def label(self) -> str:
+        """The measured column's feasible cell."""
+        if self.memory:
+            return f"NO (crashed {self.at})"
+        return "unknown (log stops)" if self.status == "incomplete" else f"unknown ({self.cause})"
 
 
 @dataclass(frozen=True)
@@ -937,10 +983,16 @@ class WhatIf:
     notes: tuple[str, ...]
     requested_mfs: float | None = None  # as passed; None: the launch's own
     requested_max_bs: int | None = None
+    unfinished: Unfinished | None = None  # start-up did not finish
+    hi_exact: bool = True  # False: `hi` is only an upper bound on the window's top
 
     @property
     def feasible(self) -> bool:
         return self.predicted.feasible(self.reserve_bytes)
+
+    @property
+    def verdict(self) -> bool | None:
+        return self.predicted.verdict(self.reserve_bytes)
 
     @property
     def window(self) -> tuple[float, float] | None:
@@ -1126,18 +1178,58 @@ def whatif(
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
-    offset = 0  # tokens the rule misses at the logged setting, carried to every prediction
     if logged and abs(rule0 - logged) > max(0.01 * logged, 2 * PRINT_RESOLUTION_GIB * GIB / md.bpt):
-        offset = logged - rule0
         notes.append(
             f"SGLang's rule gives {rule0:,} tokens at the logged setting but the pool holds {logged:,}: "
-            "this version sizes KV differently (post-capture sizing, spec decoding, a fork), so "
-            f"predictions are the rule's changes applied to the measured pool ({offset:+,} tokens)."
+            "this version sizes KV differently (post-capture sizing, spec decoding, a fork); predictions "
+            "apply the rule's changes to the measured pool."
         )
+    # The pool does not depend on max bs: a prediction is the logged pool plus the change of the
+    # rule's budget, in tokens of one cell size, so an unchanged mfs gives exactly the logged pool.
+    # When --max-total-tokens held the logged pool, the rule's own count is the base instead.
+    capped = (
+        md.max_total_tokens is not None and logged is not None and logged >= md.max_total_tokens
+    )
+    base = logged if logged and not capped else None
+    kv0 = int(md.rest(md.m0) * md.share)
 
     def tokens(m: float) -> int:
-        t = md.tokens(m)
-        return max(0, t + offset) // md.page * md.page if t > 0 else 0
+        kv = int(md.rest(m) * md.share)
+        if kv <= 0:
+            return 0
+        if base is None:
+            return md.tokens(m)
+        t = base + (kv - kv0) // md.bpt // md.page * md.page
+        if md.max_total_tokens is not None:
+            t = min(t, md.max_total_tokens)
+        return max(t, 0)
+
+    assumptions.append(
+        "Predicted KV tokens = the logged pool + (rest at the new setting - rest as logged) // "
+        f"{md.bpt:,} B per token"
+        + (f", in whole pages of {md.page}" if md.page > 1 else "")
+        + ": the pool does not depend on max bs, and an unchanged mem_fraction_static gives the logged pool."
+        if base is not None
+        else "Predicted KV tokens are SGLang's rule (no logged pool to start from, or --max-total-tokens held it)."
+    )
+
+    unfinished = _unfinished(launch)
+    if unfinished is not None:
+        notes.append(
+            f"{unfinished.headline} "
+            + (
+                "Graph memory is at least what the capture took before it stopped, and the headroom "
+                "after capture at most the free memory then"
+                + (
+                    f" minus the {_gs(unfinished.shortfall_bytes)} GiB the failed allocation lacked"
+                    if unfinished.memory and unfinished.shortfall_bytes
+                    else ""
+                )
+                + ": '>=' and '<=' mark these bounds."
+                if unfinished.in_capture
+                else "The memory figures are complete; the crash is judged by `logmem analyze`."
+            )
+        )
 
     if md.ctx and md.logged_ctx and md.ctx != md.logged_ctx:
         assumptions.append(
@@ -1205,9 +1297,8 @@ def whatif(
         per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
         return round(per_row * d_rows * MIB)
 
-    t0 = tokens(md.m0)
-    req0 = md.req_table(t0, md.logged_ctx)
-    n0 = md.requests(t0, md.logged_ctx)
+    req0 = md.req_table(tokens(md.m0), md.logged_ctx)
+    n0 = md.requests(tokens(md.m0), md.logged_ctx)
     s_line = launch.summary
     logged_n = s_line.get_int("max_running_requests") if s_line else None
 
@@ -1217,35 +1308,63 @@ def whatif(
             return n if logged_n is None else logged_n
         return logged_n + (n - n0)  # SGLang prints its own count (pool size, +1 in some eras)
 
+    # Free memory after the last capture per rank, and the graph memory it measured; for a capture
+    # that did not finish, upper bounds of the free memory (and so lower bounds of the graphs).
+    after = dict(md.after)
+    bounded = unfinished is not None and unfinished.in_capture
+    if unfinished is not None and bounded and unfinished.memory and after:
+        # The failed allocation lacked the shortfall: the rank that crashed would end at -shortfall
+        # at best (or below zero, when the error prints no figures).
+        cap = -(unfinished.shortfall_bytes or 0)
+        crash_rank = (
+            unfinished.rank if unfinished.rank in after else min(after, key=lambda r: after[r][0])
+        )
+        free_c, graph_c = after[crash_rank]
+        if free_c > cap:
+            after[crash_rank] = (cap, graph_c + free_c - cap)
+    t0 = tokens(md.m0)
+
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
-        pool_change = round((t - rule0 - offset) * md.bpt / md.share)
+        pool_change = round((t - t0) * md.bpt / md.share)
         req_change = md.req_table(t, ctx) - req0 if req0 else 0
         g_change = graph_delta(bs)
         worst: tuple[int, str] | None = None
-        for rank, (free, _g) in md.after.items():
+        for rank, (free, _g) in after.items():
             h = free - pool_change - req_change - g_change
             if worst is None or h < worst[0]:
                 worst = (h, rank)
         graph_bytes = None
         if worst is not None and md.has_capture:
-            graph_bytes = md.after[worst[1]][1] + g_change
+            graph_bytes = after[worst[1]][1] + g_change
+        crashed = label = None
+        if unfinished is not None:
+            same = m == md.m0 and bs == cur_bs and ctx == md.logged_ctx
+            # More KV and no smaller graphs than the setting that ran out of memory: it does again.
+            worse = (
+                m >= md.m0
+                and (bs is None or cur_bs is None or bs >= cur_bs)
+                and (ctx or 0) >= (md.logged_ctx or 0)
+            )
+            if unfinished.memory and worse:
+                crashed = f"crashed {unfinished.at}"
+            label = unfinished.label if same else (f"NO ({crashed})" if crashed else None)
         return Prediction(
             m, bs, md.rest(m), t, t * md.bpt, pool_change, req_change, graph_bytes, g_change,
             worst[0] if worst else None, worst[1] if worst else None, n_requests(t, ctx),
+            headroom_exact=not bounded, graph_exact=not bounded, crashed=crashed, label=label,
         )  # fmt: skip
 
     mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
     measured = predict(md.m0, cur_bs, md.logged_ctx)
-    if logged:  # the measured column shows the pool SGLang allocated, not the rule's replay
-        measured = replace(measured, kv_tokens=logged, kv_bytes=logged * md.bpt)
     predicted = predict(mfs, new_bs, md.ctx)
 
     # The window on a 0.001 grid (users pass three decimals); both edges are monotone.
     grid = [i / 1000 for i in range(1, 1001)]
     lo_pos = next((m for m in grid if tokens(m) > 0), None)
+    # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
     ok = [m for m in grid if (p := predict(m, new_bs, md.ctx)).headroom_bytes is not None
-          and p.headroom_bytes >= activation_reserve_bytes]  # fmt: skip
+          and p.verdict(activation_reserve_bytes) is not False]  # fmt: skip
     hi = ok[-1] if ok else None
     lo_ctx = None
     if md.ctx:
@@ -1261,6 +1380,11 @@ def whatif(
             context_note = (
                 f"needs mem_fraction_static >= {lo_ctx:.3f}, above the window's top {hi:.3f}: it would not "
                 "leave the headroom after capture"
+            )
+        elif bounded:
+            context_note = (
+                f"the KV pool holds it from mem_fraction_static {lo_ctx:.3f}; whether the graphs then "
+                "fit is unknown (the capture did not finish)"
             )
         else:
             context_note = f"fits from mem_fraction_static {lo_ctx:.3f}"
@@ -1284,6 +1408,38 @@ def whatif(
         if sz.likely_bytes_per_token else "KV bytes / #tokens from the KV line",
         md.share, logged, md.ctx, activation_reserve_bytes, measured, predicted, use, lo_pos, hi,
         lo_ctx, context_note, tuple(assumptions), tuple(notes), mem_fraction_static, cuda_graph_max_bs,
+        unfinished, not bounded,
+    )  # fmt: skip
+
+
+def _unfinished(launch: Launch) -> Unfinished | None:
+    """How start-up ended when it did not finish (logmem.failures.outcome), for whatif."""
+    from logmem.failures import outcome
+
+    oc = outcome(launch)
+    f = oc.failure
+    if oc.status == "ready" or f is None:
+        return None
+    in_capture = (f.phase or "").startswith("capture ") or any(
+        not g.complete for r in launch.ranks for g in r.graphs
+    )
+    graph = f.graph
+    if graph is None and in_capture:
+        graph = next((g.name for r in launch.ranks for g in r.graphs if not g.complete), None)
+    unit = (
+        "num_tokens"
+        if graph is not None and (graph == "piecewise" or graph.endswith("prefill"))
+        else "bs"
+    )
+    cause = {
+        "oom": "out of memory", "not_enough_memory": "not enough memory for the KV cache",
+        "imbalance": "unbalanced GPU memory", "capture_failed": "the capture failed", "stopped": "the log stops",
+    }.get(f.kind, f.exc_type or "an error")  # fmt: skip
+    raised = next((e.rank for e in f.errors if f.line is not None and e.source == f.line), None)
+    return Unfinished(
+        oc.status, f.headline, f.phase, graph, f.size if in_capture else None, unit,
+        True if f.memory_related else f.memory_related, cause,
+        f.shortfall_bytes if f.memory_related else None, in_capture, raised,
     )  # fmt: skip
 
 

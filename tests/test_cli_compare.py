@@ -234,7 +234,7 @@ def test_whatif_001_worked_figures(fmt: str, use_stdin: bool) -> None:
     assert res.exit_code == 0, res.output
     doc = _check(fmt, res.output, "logmem.whatif/1", "whatif")
     if doc is not None:
-        assert doc["kv_tokens"] == 53708
+        assert doc["kv_tokens"] == 53698
         assert doc["kv_gib"] == 3.28 and doc["headroom_gib"] == 0.10 and doc["graph_gib"] == 0.92
         assert doc["feasible"] is True
         assert doc["mem_fraction_static_window"] == [0.719, 0.874]
@@ -243,7 +243,7 @@ def test_whatif_001_worked_figures(fmt: str, use_stdin: bool) -> None:
         assert str(doc["full_context"]).startswith("impossible: it needs 8.00 GiB of KV")
     elif fmt == "text":
         assert "[0.719, 0.874]" in res.output
-        assert "53,708" in res.output
+        assert "53,698" in res.output
         assert "One full context (131,072 tokens): impossible" in res.output
 
 
@@ -271,6 +271,40 @@ def test_whatif_max_bs_with_a_measured_or_heuristic_slope(logs: dict[str, Path])
     assert heur.exit_code == 0 and "heuristic, not measured" in heur.output
     bad = run(["whatif", a, "--cuda-graph-max-bs", "160", "--slope-from", a, str(logs["mfs"])])
     assert bad.exit_code == 1 and "mem_fraction_static" in bad.output
+
+
+def test_whatif_on_a_crashed_launch_answers_with_bounds() -> None:
+    """A launch that ran out of memory in capture is predicted (exit 0), never called feasible,
+    and docs/compare.md shows the same lines."""
+    log = FIXTURES / "oom-decode-largest-bucket-constructed.log"
+    res = run(["whatif", str(log), "--mem-fraction-static", "0.966"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    feasible = next(x for x in lines if x.startswith("feasible"))
+    assert feasible.split() == [
+        "feasible",
+        "NO",
+        "(crashed",
+        "at",
+        "bs",
+        "256)",
+        "not",
+        "ruled",
+        "out",
+    ]
+    doc = (FIXTURES.parent / "docs" / "compare.md").read_text()
+    shown = doc.split(
+        "$ logmem whatif oom-decode-largest-bucket-constructed.log --mem-fraction-static 0.966\n...\n"
+    )[1]
+    for line in shown.split("```", 1)[0].splitlines():
+        assert line in lines, line
+    j = json.loads(run(["whatif", str(log), "-f", "json"]).output)
+    assert (
+        j["measured"]["feasible"] is False
+        and j["measured"]["feasible_label"] == "NO (crashed at bs 256)"
+    )
+    assert j["unfinished"]["memory_related"] is True and j["window_top_bound"] == "at most"
+    assert j["mem_fraction_static_window"][1] < 0.97
 
 
 def test_whatif_usage_and_selection_errors(logs: dict[str, Path]) -> None:

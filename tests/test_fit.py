@@ -18,6 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
+from logmem.attribution import build_ledger
 from logmem.errors import FitError
 from logmem.fit import (
     NON_MEMORY_ARGS,
@@ -385,7 +386,9 @@ def test_whatif_001_worked_figures() -> None:
     assert w.bytes_per_token == 65536
     p = w.predicted
     assert p.rest_bytes / GIB == pytest.approx(6.09 - 21.63 * 0.13, abs=1e-6)  # 3.28
-    assert p.kv_tokens == 53708  # "about 53,700"
+    # The logged pool plus the rule's change in whole cells: 46,611 + (3.28 - 2.85 GiB) // 64 KiB.
+    assert w.measured.kv_tokens == 46611
+    assert p.kv_tokens == 46611 + (p.rest_bytes - w.measured.rest_bytes) // 65536 == 53698
     assert p.headroom_bytes is not None and round(p.headroom_bytes / GIB, 2) == 0.10
     assert (
         w.measured.headroom_bytes is not None and round(w.measured.headroom_bytes / GIB, 2) == 0.53
@@ -397,7 +400,7 @@ def test_whatif_001_worked_figures() -> None:
     doc = to_json(w)
     assert doc["schema"] == "logmem.whatif/1"
     assert {k: doc[k] for k in ("kv_tokens", "kv_gib", "headroom_gib", "feasible")} == {
-        "kv_tokens": 53708, "kv_gib": 3.28, "headroom_gib": 0.10, "feasible": True,
+        "kv_tokens": 53698, "kv_gib": 3.28, "headroom_gib": 0.10, "feasible": True,
     }  # fmt: skip
     assert doc["mem_fraction_static_window"] == [0.719, 0.874] and doc["graph_gib"] == 0.92
 
@@ -427,6 +430,95 @@ def test_whatif_max_bs_uses_a_slope_or_the_labelled_heuristic(tmp_path: Path) ->
     assert h.slope is not None and h.slope.per_bs and "heuristic, not measured" in h.slope.source
     assert h.predicted.graph_change_bytes == 80 * 2 * MIB
     assert any("No measured slope" in n for n in h.notes)
+
+
+OOM_DECODE = FIXTURES / "oom-decode-largest-bucket-constructed.log"
+
+
+def test_whatif_on_a_capture_oom_calls_the_measured_setting_crashed() -> None:
+    """mfs 0.97 ran out of memory at the first bucket (bs 256, 0.24 GiB short): the measured
+    column is NO, the graphs and headroom are bounds, and the window's top is below 0.97."""
+    L, r = load_launch(str(OOM_DECODE), None, "LOG")
+    w = whatif(L, r, mem_fraction_static=0.966)
+    m, p = w.measured, w.predicted
+    assert m.verdict(0) is False and m.label == "NO (crashed at bs 256)" and not m.feasible(0)
+    assert not m.headroom_exact and not m.graph_exact
+    # Headroom at most the free memory at the OOM minus what was asked: 0.29 - 0.53 = -0.24 GiB.
+    assert m.headroom_bytes is not None and round(m.headroom_bytes / GIB, 2) == -0.24
+    # Graphs at least capture begin (0.77) - that: 1.01 GiB.
+    assert m.graph_bytes is not None and round(m.graph_bytes / GIB, 2) == 1.01
+    assert p.verdict(0) is None and p.label is None  # 0.966 is not ruled out, nor proven
+    assert w.hi is not None and w.hi < 0.97 and w.hi == 0.966 and not w.hi_exact
+    assert w.unfinished is not None and w.unfinished.memory is True
+    text = render_text(w)
+    assert "NO (crashed at bs 256)" in text and "not ruled out" in text
+    assert "<= -0.24" in text and ">= 1.01" in text
+    flat = " ".join(text.split())
+    assert "the top is at most 0.966, below the 0.970 that ran out of memory at bs 256" in flat
+    doc = to_json(w)
+    assert doc["measured"]["feasible"] is False and doc["feasible"] is None
+    assert doc["window_top_bound"] == "at most" and doc["measured"]["headroom_bound"] == "at most"
+    # The crashed setting, or one with more KV, crashes again.
+    for mfs in (0.97, 0.98):
+        again = whatif(L, r, mem_fraction_static=mfs).predicted
+        assert again.verdict(0) is False and again.label == "NO (crashed at bs 256)"
+
+
+def test_whatif_on_a_non_memory_capture_crash_cannot_judge_the_top() -> None:
+    from conftest import corpus_log
+
+    L, r = load_launch(str(corpus_log("003-")), None, "LOG")
+    w = whatif(L, r)
+    assert w.measured.verdict(0) is None and w.measured.label == "unknown (TypeError)"
+    assert w.predicted.label == "unknown (TypeError)"  # the same setting
+    assert not w.hi_exact and w.unfinished is not None and w.unfinished.memory is False
+    text = render_text(w)
+    assert "[0.320, ?]" in text and "The top cannot be judged for graphs" in " ".join(text.split())
+    assert "feasible" in text and "yes" not in text.split("Feasible mem_fraction_static window")[0]
+
+
+def test_whatif_kv_tokens_do_not_move_with_max_bs() -> None:
+    """011: the logged pool (903,439) is the base, so max bs alone leaves it exactly."""
+    from conftest import corpus_log
+
+    L, r = load_launch(str(corpus_log("011-")), None, "LOG")
+    w = whatif(L, r, cuda_graph_max_bs=320)
+    assert w.measured.kv_tokens == w.predicted.kv_tokens == 903439
+    assert w.predicted.pool_change_bytes == 0
+    sz = build_ledger(L).sizing
+    assert sz is not None and w.bytes_per_token == (
+        sz.likely_bytes_per_token or round(sz.bytes_per_token or 0)
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(mfs=st.floats(0.76, 0.95), bpt=st.sampled_from([16384, 65536, 163840]))
+def test_whatif_at_the_logged_setting_is_the_logged_pool(
+    tmp_path_factory: Any, mfs: float, bpt: int
+) -> None:
+    path = write(tmp_path_factory.mktemp("w"), Model(mfs=round(mfs, 3), bytes_per_token=bpt), "x")
+    L, r = load_launch(path, None, "LOG")
+    w = whatif(L, r, cuda_graph_max_bs=40)
+    assert w.measured.kv_tokens == w.predicted.kv_tokens == w.logged_tokens
+
+
+def test_whatif_after_a_warm_up_oom_keeps_the_top_below_the_crashed_value(tmp_path: Path) -> None:
+    """Graphs were captured, then warm-up ran out of memory: the figures are exact, the measured
+    setting is NO, and every value from it up is ruled out."""
+    text = make_log(Model())  # its last line, the ready line, is replaced by the crash
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 540.00 MiB. GPU 0 has a total "
+           "capacity of 23.57 GiB of which 298.75 MiB is free.")  # fmt: skip
+    p = tmp_path / "warm.log"
+    p.write_text(text.rstrip("\n").rsplit("\n", 1)[0] + "\n[2025-03-08 12:29:05] Scheduler hit an exception: "
+                 "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n" + oom + "\n")  # fmt: skip
+    L, r = load_launch(str(p), None, "LOG")
+    w = whatif(L, r)
+    assert w.unfinished is not None and w.unfinished.memory and not w.unfinished.in_capture
+    assert w.measured.label == "NO (crashed in warm-up)" and w.measured.headroom_exact
+    assert w.hi is not None and w.hi < 0.85 and w.hi_exact
+    assert "The top is below the 0.850 that ran out of memory in warm-up." in " ".join(
+        render_text(w).split()
+    )
 
 
 def test_whatif_refuses_bad_inputs() -> None:

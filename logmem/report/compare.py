@@ -198,7 +198,11 @@ def _prediction(p: Prediction, reserve: int) -> dict[str, Any]:
         "graph_change_gib": gib(p.graph_change_bytes),
         "headroom_gib": gib(p.headroom_bytes),
         "headroom_rank": p.headroom_rank,
-        "feasible": p.feasible(reserve),
+        "graph_bound": "exact" if p.graph_exact else "at least",
+        "headroom_bound": "exact" if p.headroom_exact else "at most",
+        "crashed": p.crashed,
+        "feasible": p.verdict(reserve),
+        "feasible_label": p.label,
     }
 
 
@@ -239,8 +243,10 @@ def whatif_json(w: WhatIf) -> dict[str, Any]:
         "kv_gib": gib(p.kv_bytes),
         "graph_gib": gib(p.graph_bytes),
         "headroom_gib": gib(p.headroom_bytes),
-        "feasible": w.feasible,
+        "feasible": w.verdict,
+        "unfinished": _unfinished(w),
         "mem_fraction_static_window": [lo, hi],
+        "window_top_bound": "exact" if w.hi_exact else "at most",
         "window_empty": w.window is None,
         "lo_positive_kv": lo,
         "lo_full_context": w.lo_context,
@@ -248,6 +254,18 @@ def whatif_json(w: WhatIf) -> dict[str, Any]:
         "notes": list(w.notes),
         "assumptions": list(w.assumptions),
     }
+
+
+def _unfinished(w: WhatIf) -> dict[str, Any] | None:
+    u = w.unfinished
+    if u is None:
+        return None
+    return {
+        "status": u.status, "headline": u.headline, "phase": u.phase, "graph": u.graph,
+        "size": u.size, "unit": u.unit, "memory_related": u.memory, "cause": u.cause,
+        "shortfall_gib": gib(u.shortfall_bytes), "in_capture": u.in_capture, "at": u.at,
+        "rank": u.rank, "label": u.label,
+    }  # fmt: skip
 
 
 def to_json(model: Model) -> dict[str, Any]:
@@ -275,10 +293,17 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1)
     """A plain table: the first `left` columns left-aligned, the rest right-aligned."""
     cells = [list(columns)] + [list(r) for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    over = sum(widths) + 2 * (len(widths) - 1) - WIDTH
-    if over > 0:  # the widest left column gives way, with a marker where it was cut
-        i = max(range(left), key=lambda j: widths[j])
-        widths[i] = max(8, widths[i] - over)
+    # Too wide: the widest text (left-aligned) column gives way, one column at a time, down to 8
+    # characters each, then any column; a cut cell ends with a marker.
+    while (over := sum(widths) + 2 * (len(widths) - 1) - WIDTH) > 0:
+        pool = [j for j in range(left) if widths[j] > 8] or [
+            j for j in range(len(widths)) if widths[j] > 8
+        ]
+        if not pool:
+            break
+        i = max(pool, key=lambda j: widths[j])
+        second = max((widths[j] for j in pool if j != i), default=8)
+        widths[i] -= max(1, min(over, widths[i] - max(8, second)))
     out = []
     for n, r in enumerate(cells):
         parts = []
@@ -595,9 +620,19 @@ def _fit(f: dict[str, Any], o: Any) -> str:
 def _whatif(w: dict[str, Any], o: Any) -> str:
     o.title(f"logmem whatif: {w['launch']['name']}")
     m, p = w["measured"], w["predicted"]
+    u = w["unfinished"]
 
-    def yn(v: bool) -> str:
-        return "yes" if v else "NO"
+    def feasible(x: dict[str, Any]) -> str:
+        if x["feasible_label"]:
+            return str(x["feasible_label"])
+        v = x["feasible"]
+        return "yes" if v else ("NO" if v is False else "not ruled out")
+
+    def bound(x: dict[str, Any], key: str, kind: str) -> str:
+        shown = _f(x[f"{key}_gib"])
+        if x[f"{key}_bound"] == "exact" or x[f"{key}_gib"] is None:
+            return shown
+        return (">= " if kind == "at least" else "<= ") + shown
 
     rows = [
         ["mem_fraction_static", f"{m['mem_fraction_static']:.3f}", f"{p['mem_fraction_static']:.3f}"],
@@ -606,20 +641,49 @@ def _whatif(w: dict[str, Any], o: Any) -> str:
         ["KV tokens (max_total_num_tokens)", _n(m["kv_tokens"]), _n(p["kv_tokens"])],
         ["KV pool, GiB", _f(m["kv_gib"]), _f(p["kv_gib"])],
         ["max_running_requests (request table)", _n(m["max_running_requests"]), _n(p["max_running_requests"])],
-        ["CUDA graphs, GiB", _f(m["graph_gib"]), _f(p["graph_gib"])],
-        [f"headroom after capture, GiB ({_rank(p['headroom_rank'] or '')})", _f(m["headroom_gib"]),
-         _f(p["headroom_gib"])],
-        ["feasible", yn(m["feasible"]), yn(p["feasible"])],
+        ["CUDA graphs, GiB", bound(m, "graph", "at least"), bound(p, "graph", "at least")],
+        [f"headroom after capture, GiB ({_rank(p['headroom_rank'] or '')})", bound(m, "headroom", "at most"),
+         bound(p, "headroom", "at most")],
+        ["feasible", feasible(m), feasible(p)],
     ]  # fmt: skip
     o.table(["", "measured", "what if"], rows)
     lo, hi = w["mem_fraction_static_window"]
     reserve = w["inputs"]["activation_reserve_gib"] or 0.0
     o.heading("Feasible mem_fraction_static window")
-    if not w["window_empty"]:
-        o.para(
-            f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; up to {hi:.3f} the headroom after "
-            f"capture stays >= {reserve:.2f} GiB."
+    exact = w["window_top_bound"] == "exact"
+    crashed_mfs = m["mem_fraction_static"]
+    if u is not None and u["in_capture"] and not u["memory_related"] and lo is not None:
+        what = (
+            "the log stops"
+            if u["status"] == "incomplete"
+            else f"the launch crashed ({u['cause']}, not memory)"
         )
+        if u["memory_related"] is None and u["status"] != "incomplete":
+            what = f"the launch crashed ({u['cause']}; memory or not cannot be told)"
+        top = (
+            f" Up to {hi:.3f} the free memory at the last reading stays >= {reserve:.2f} GiB, so the top is "
+            f"at most {hi:.3f}."
+            if hi is not None
+            else ""
+        )
+        o.para(
+            f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged for graphs: "
+            f"{what} {u['at']}, before the {u['graph'] or 'graph'} capture finished, so its memory is "
+            f"unknown.{top}"
+        )
+    elif not w["window_empty"]:
+        text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "
+        if exact:
+            text += f"up to {hi:.3f} the headroom after capture stays >= {reserve:.2f} GiB."
+        else:
+            at = f" {u['at']}" if u else ""
+            text += (
+                f"the top is at most {hi:.3f}, below the {crashed_mfs:.3f} that ran out of memory{at}. The rest "
+                "of the capture was not measured, so the real top may be lower."
+            )
+        if exact and u is not None and u["memory_related"]:
+            text += f" The top is below the {crashed_mfs:.3f} that ran out of memory {u['at']}."
+        o.para(text)
     else:
         why = []
         why.append(
