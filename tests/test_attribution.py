@@ -214,3 +214,72 @@ def test_two_pipeline_stages_keep_their_own_bars(tmp_path: Path) -> None:
     for r in build_ledger(L).ranks:
         cap = r.phase("capture:decode")
         assert cap is not None and gib(_cause(cap, "static").bytes) == 0.10
+
+
+def test_sparse_bars_never_call_a_stretch_the_largest_bucket() -> None:
+    """011 kept only the 0% (bs 160) and 100% (bs 1) renders: 0.64 GiB is 22 buckets, not one."""
+    cap = _ledger(corpus_log("011-")).rank("TP0").phase("capture:decode")  # type: ignore[union-attr]
+    assert cap is not None and cap.part("largest") is None
+    names = [c.name for c in cap.causes]
+    assert names[0] == "static buffers (before the first bucket)"
+    assert names[1] == "22 buckets, bs 160 to 2" and names[2] == "bucket bs 1"
+    assert [gib(c.bytes) for c in cap.causes[:3]] == [0.24, 0.64, 0.02]
+
+
+def test_only_a_closing_bar_is_not_static_buffers() -> None:
+    cap = _ledger(corpus_log("017-")).rank("").phase("capture:decode")  # type: ignore[union-attr]
+    assert cap is not None and cap.causes[0].part == "mixed"
+    assert cap.causes[0].name.startswith("static buffers + first 51 buckets")
+
+
+def test_pool_lines_without_a_pool_end_are_still_causes() -> None:
+    """016 prints Mamba and KV lines but no Memory pool end before the capture."""
+    led = _ledger(corpus_log("016-"))
+    ph = led.rank("").phase("target_pools")  # type: ignore[union-attr]
+    assert ph is not None
+    assert gib(_cause(ph, "KV pool").bytes) == 12.45 and gib(_cause(ph, "Mamba").bytes) == 11.19
+    assert gib(ph.unattributed_bytes) == 0.53
+    assert not any("workspaces" in f and "24.17" in f for f in led.findings)
+
+
+def test_old_logs_get_the_kv_pool_from_sglangs_rule() -> None:
+    """024 (Oct 2024) prints no KV line: the pool is SGLang's rule, marked estimated."""
+    ph = _ledger(corpus_log("024-")).rank("TP0").phase("target_pools")  # type: ignore[union-attr]
+    assert ph is not None
+    kv = _cause(ph, "KV pool")
+    assert kv.kind == "estimated" and gib(kv.bytes) == round(32.22 - 47.27 * (1 - 0.88), 2)
+
+
+def test_swa_sizing_reports_each_pool() -> None:
+    led = _ledger(corpus_log("006-"))
+    sz = led.sizing
+    assert sz is not None and [p[0] for p in sz.pools] == ["SWA", "full"]
+    assert sz.kv_tokens == 61_419  # the full pool: max_total_num_tokens
+    assert any("SWA 2.34 GiB for 49,135 tokens, full 0.30 GiB for 61,419 tokens" in f for f in led.findings)
+
+
+def test_hostile_server_args_values_do_not_crash(tmp_path: Path) -> None:
+    from logmem.report import render
+
+    log = tmp_path / "x.log"
+    log.write_text(
+        "[2026-01-01 00:00:00] server_args=ServerArgs(mem_fraction_static=1e999, cuda_graph_max_bs=1"
+        + "0" * 400 + ", enable_dp_attention=True, dp_size=4, x=1e999)\n"
+        "[2026-01-01 00:00:01] Load weight begin. avail mem=10.00 GB\n"
+        "[2026-01-01 00:00:02] Load weight end. type=X, avail mem=5.00 GB, mem usage=5.00 GB.\n"
+    )
+    a = read_log(str(log))
+    for fmt in ("text", "markdown", "json", "html"):
+        out = render(a, fmt)
+        assert "Infinity" not in out and "NaN" not in out
+    assert build_ledger(a.launches[0]).sizing is None  # mfs out of range: no rule to apply
+
+
+def test_two_files_with_their_own_start_ups_are_two_launches(tmp_path: Path) -> None:
+    src = corpus_log("001-").read_text()
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text(src)
+    b.write_text(src.replace("mem_fraction_static=0.85", "mem_fraction_static=0.8"))
+    launches = read_log(str(a), str(b)).launches
+    assert len(launches) == 2
+    assert [m.role for m in launches[1].ranks[0].models] == ["target"]

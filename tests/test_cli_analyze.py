@@ -100,3 +100,9 @@ def test_all_ranks_in_text_when_few(tmp_path: Path) -> None:
     assert "Ledger of TP0" in text and "Ledger of TP1" in text
     four = run(["analyze", str(LOG)]).output
     assert "Ledger of TP1" not in four and "3 more ranks" in four
+
+
+def test_output_extension_for_another_command_is_a_usage_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["analyze", str(LOG), "-o", str(tmp_path / "r.png")])
+    assert res.exit_code == 2
+    assert "this command writes text, markdown, json, html, not png" in res.output

@@ -210,3 +210,16 @@ def test_wrapper_is_stripped_from_lines_without_an_sglang_prefix(wrapper: bytes)
 def test_text_that_only_looks_like_a_wrapper_is_kept() -> None:
     for text in ("Capturing batches (bs=1 avail_mem=3.80 GB): 100%|##########| 7/7", "ValueError: a | b"):
         assert one(text.encode()).message == text
+
+
+def test_only_ascii_digits_are_digits() -> None:
+    """A hostile log's Arabic-Indic or full-width digits are neither rank tags nor figures."""
+    from logmem.events import match_record
+    from logmem.lines import Record, Source, split_records
+    from logmem.read import Segment
+
+    text = "[2025-03-08 12:29:13 TP\u0663] Load weight begin. avail mem=\uff12\uff11.63 GB"
+    recs = list(split_records(Segment("x", 1, text.encode())))
+    assert all(r.rank != "TP\u0663" for r in recs)
+    wide = "Load weight begin. avail mem=\uff12\uff11.63 GB"
+    assert match_record(Record("TP0", (), None, wide, Source("x", 1, wide))) is None
