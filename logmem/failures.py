@@ -393,10 +393,15 @@ _FREE = regex.compile(
 )
 
 
+_UNITS = {"b": "B", "bytes": "B", "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB", "kb": "KB",
+          "mb": "MB", "gb": "GB"}  # fmt: skip
+
+
 def _size(number: str | None, unit: str | None) -> int | None:
     if number is None or unit is None:
         return None
-    unit = {"bytes": "B"}.get(unit, unit)
+    # The pattern ignores case ("Gib", "mb" in hand-written messages): back to the printed forms.
+    unit = _UNITS.get(unit.lower(), unit)
     return Mem.parse(number, unit).bytes  # "GB" is read as GiB, as everywhere in SGLang
 
 

@@ -262,6 +262,15 @@ def test_oom_while_loading_weights_is_not_a_mem_fraction_problem(tmp_path: Path)
     )
 
 
+def test_allocation_failure_units_in_any_case(tmp_path: Path) -> None:
+    """A hand-written message may say 'Gib' or 'mb'; the size still parses (a fuzz case raised)."""
+    lines = start() + pools() + capture_begin() + [bar(256, 1.60)]
+    lines += crash("TP0", "RuntimeError: failed to allocate 3.55 Gib, free memory 512 mb")
+    f = outcome(launch_of(tmp_path, lines)).failure
+    assert f is not None and f.kind == "oom"
+    assert f.tried_bytes == round(3.55 * GIB) and f.free_bytes == 512 * MIB
+
+
 def test_not_enough_memory_smallest_mfs(tmp_path: Path) -> None:
     lines = start(mfs=0.88, end=(1.50, 1.60))
     lines += crash("TP0", "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
