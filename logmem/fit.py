@@ -126,12 +126,18 @@ class ArgChange:
 
 @dataclass(frozen=True)
 class ArgsComparison:
-    changed: tuple[ArgChange, ...]  # memory-relevant (graph-size keys included)
-    ignored: tuple[ArgChange, ...]  # in NON_MEMORY_ARGS
-    varied: tuple[str, ...]  # changed keys in GRAPH_SIZE_ARGS
-    confounders: tuple[str, ...]  # other memory-relevant changes not named by --allow-diff
-    allowed: tuple[str, ...]  # changed keys that --allow-diff named
+    changed: tuple[
+        ArgChange, ...
+    ]  # memory-relevant keys every launch prints, with differing values
+    ignored: tuple[ArgChange, ...]  # the same in NON_MEMORY_ARGS
+    varied: tuple[str, ...]  # changed (or one-sided) keys in GRAPH_SIZE_ARGS
+    confounders: tuple[str, ...]  # other memory-relevant differences not named by --allow-diff
+    allowed: tuple[str, ...]  # differing keys that --allow-diff named
     missing: tuple[str, ...]  # labels of launches without a server_args line
+    # Keys some launches do not print at all (another SGLang version): label -> the keys it prints
+    # that another launch does not ("only in A" for two), and the same as rows (None where absent).
+    only_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    one_sided: tuple[ArgChange, ...] = ()
 
 
 _ABSENT = object()
@@ -148,17 +154,33 @@ def compare_args(
         keys.extend(k for k in d if k not in keys)
     changed: list[ArgChange] = []
     ignored: list[ArgChange] = []
+    one_sided: list[ArgChange] = []
     for k in keys:
         vals = [d.get(k, _ABSENT) for d in present]
         if all(v == vals[0] for v in vals[1:]):
             continue
         row = ArgChange(k, tuple(None if v is _ABSENT else v for v in vals))
-        (ignored if k in NON_MEMORY_ARGS else changed).append(row)
-    varied = tuple(c.key for c in changed if c.key in GRAPH_SIZE_ARGS)
-    others = [c.key for c in changed if c.key not in GRAPH_SIZE_ARGS]
+        if any(v is _ABSENT for v in vals):
+            one_sided.append(row)
+        else:
+            (ignored if k in NON_MEMORY_ARGS else changed).append(row)
+    present_labels = [lab for lab, d in zip(labels, dumps) if d is not None]
+    only_in = tuple(
+        (lab, keys_only)
+        for i, lab in enumerate(present_labels)
+        if (keys_only := tuple(c.key for c in one_sided if c.key in present[i]))
+    )  # fmt: skip
+    # A memory-relevant key only some launches print (another SGLang version) also stands in
+    # the way of a slope: its value on the others is unknown.
+    relevant = [c for c in changed] + [c for c in one_sided if c.key not in NON_MEMORY_ARGS]
+    varied = tuple(c.key for c in relevant if c.key in GRAPH_SIZE_ARGS)
+    others = [c.key for c in relevant if c.key not in GRAPH_SIZE_ARGS]
     allowed = tuple(k for k in others if k in allow)
     confounders = tuple(k for k in others if k not in allow)
-    return ArgsComparison(tuple(changed), tuple(ignored), varied, confounders, allowed, missing)
+    return ArgsComparison(
+        tuple(changed), tuple(ignored), varied, confounders, allowed, missing, only_in,
+        tuple(one_sided),
+    )  # fmt: skip
 
 
 def _fmt_value(v: Any) -> str:
@@ -166,21 +188,44 @@ def _fmt_value(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def confounder_message(cmp: ArgsComparison, labels: Sequence[str]) -> str:
+def key_list(keys: Sequence[str], n: int = 12) -> str:
+    """'a, b, c' or 'a, b and 38 more': a list of keys that stays short."""
+    if len(keys) <= n:
+        return ", ".join(keys)
+    return f"{', '.join(keys[:n])} and {len(keys) - n} more"
+
+
+def confounder_parts(cmp: ArgsComparison, limit: int = 8) -> list[str]:
+    """The confounding keys, briefly: 'mfs (0.85 vs 0.83)', then 'only in A: ...'."""
     parts = []
-    for c in cmp.changed:
-        if c.key in cmp.confounders:
-            vals = " vs ".join(f"{_fmt_value(v)}" for v in c.values)
-            parts.append(f"{c.key} ({vals})")
+    differ = [c for c in cmp.changed if c.key in cmp.confounders]
+    for c in differ[:limit]:
+        vals = " vs ".join(f"{_fmt_value(v)}" for v in c.values)
+        parts.append(f"{c.key} ({vals})")
+    if len(differ) > limit:
+        parts.append(f"{len(differ) - limit} more keys with other values")
+    for lab, keys in cmp.only_in:
+        mine = [k for k in keys if k in cmp.confounders]
+        if mine:
+            who = f"launch {lab}" if lab.isdigit() else lab
+            parts.append(
+                f"{len(mine)} key{'s' if len(mine) > 1 else ''} only {who} prints: {key_list(mine, limit)}"
+            )
+    return parts
+
+
+def confounder_message(cmp: ArgsComparison, labels: Sequence[str]) -> str:
     hint = ""
-    if "mem_fraction_static" in cmp.confounders:
+    if "mem_fraction_static" in cmp.confounders and any(
+        c.key == "mem_fraction_static" for c in cmp.changed
+    ):
         hint = (
             "; SGLang derives its default mem_fraction_static from cuda_graph_max_bs, so pass "
             "--mem-fraction-static explicitly to both launches"
         )
     return (
-        f"the launches differ in more than the CUDA-graph batch sizes: {', '.join(parts)}. A slope "
-        f"would mix their effects{hint}. Name each with --allow-diff KEY to fit anyway"
+        f"the launches differ in more than the CUDA-graph batch sizes: {'; '.join(confounder_parts(cmp))}. "
+        f"A slope would mix their effects{hint}. Name each with --allow-diff KEY to fit anyway"
     )
 
 
@@ -615,6 +660,7 @@ class KVChange:
     after_weights_bytes: tuple[int, int]
     rest_bytes: tuple[int, int]
     terms: tuple[KVTerm, ...]
+    terms_note: str = ""  # why there are no terms
 
     @property
     def change_tokens(self) -> int | None:
@@ -646,6 +692,8 @@ class Diff:
     slope_note: str
     notes: tuple[str, ...]
     assumptions: tuple[str, ...]
+    headlines: tuple[str, ...] = ()  # said before anything else: different models, SGLang versions
+    models: tuple[str | None, str | None] = (None, None)  # model_path (architecture) of A and B
 
 
 def bytes_per_token(sz: Sizing) -> int | None:
@@ -676,7 +724,24 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
     tb, src_b = _tokens(b, sb)
     ba, bb = bytes_per_token(sa), bytes_per_token(sb)
     terms: list[KVTerm] = []
-    if ba and bb:
+    # Terms in tokens only add up when both pools count the same cells under the same rule.
+    caps = [
+        x if isinstance(x := L.args.get("max_total_tokens"), int) and x > 0 else None
+        for L in (a, b)
+    ]
+    why = []
+    if ba and bb and ba != bb:
+        why.append(
+            f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
+            "a token of A is not a token of B"
+        )
+    if caps[0] != caps[1]:
+        shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in caps)
+        why.append(f"--max-total-tokens differs ({shown}), so a cap, not the rule, sets a pool")
+    terms_note = ""
+    if why:
+        terms_note = "No split into the rule's terms: " + "; and ".join(why) + "."
+    elif ba and bb:
         d_p = sb.pre_load_bytes - sa.pre_load_bytes
         w_a = sa.pre_load_bytes - sa.after_weights_bytes
         w_b = sb.pre_load_bytes - sb.after_weights_bytes
@@ -689,9 +754,6 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
             ("weights (P - free after weights)", t_w),
         ):
             terms.append(KVTerm(name, n, int(n / ba)))
-        if ba != bb:
-            n_tok = int(sb.rest_bytes / bb - sb.rest_bytes / ba)
-            terms.append(KVTerm(f"bytes per token {ba:,} -> {bb:,}", None, n_tok))
         if ta is not None and tb is not None:
             rest = (tb - ta) - sum(t.tokens for t in terms)
             terms.append(
@@ -703,6 +765,7 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
         (ta, tb), src_a if src_a == src_b else f"{src_a} / {src_b}", (ba, bb),
         (sa.mem_fraction_static, sb.mem_fraction_static), (sa.pre_load_bytes, sb.pre_load_bytes),
         (sa.after_weights_bytes, sb.after_weights_bytes), (sa.rest_bytes, sb.rest_bytes), tuple(terms),
+        terms_note,
     )  # fmt: skip
 
 
@@ -761,8 +824,9 @@ def _graph_changes(a: Launch, b: Launch) -> list[GraphChange]:
 
 def diff(a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str] = (),
          slope: bool = True) -> Diff:  # fmt: skip
-    """Compare two launches. Raises FitError when they differ in the graph batch sizes and
-    in another memory-relevant setting that `allow` does not name (unless slope=False)."""
+    """Compare two launches; always compares. A slope is fitted when they differ in the graph
+    batch sizes and in nothing else memory-relevant that `allow` does not name; otherwise
+    `slope_note` says why there is none (which keys)."""
     labels = (ref_a.label, ref_b.label)
     cmp = compare_args((a, b), labels, allow)
     la, lb = build_ledger(a), build_ledger(b)
@@ -777,8 +841,16 @@ def diff(a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequen
     elif not cmp.varied:
         note = "none: the launches do not differ in cuda_graph_max_bs / cuda_graph_bs"
     elif cmp.confounders:
-        raise FitError(
-            confounder_message(cmp, labels) + ", or --no-slope to compare without a slope"
+        hint = (
+            " (SGLang derives its default mem_fraction_static from cuda_graph_max_bs: pass it to both)"
+            if any(c.key == "mem_fraction_static" for c in cmp.changed)
+            and "mem_fraction_static" in cmp.confounders
+            else ""
+        )
+        note = (
+            f"none: besides the CUDA-graph batch sizes the launches differ in "
+            f"{'; '.join(confounder_parts(cmp, 4))}, so a slope would mix their effects{hint}. "
+            "--allow-diff KEY fits one anyway."
         )
     else:
         found, why = slopes((a, b))
@@ -799,10 +871,23 @@ def diff(a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequen
     for k in allow:
         if k not in {c.key for c in cmp.changed} and k not in {c.key for c in cmp.ignored}:
             notes.append(f"--allow-diff {k}: the launches do not differ in {k}")
+    headlines: list[str] = []
+    models = (_model_name(a), _model_name(b))
+    if _models_differ(a, b):
+        ta, tb = _model_type(a), _model_type(b)
+        same_arch = (
+            f" Both are {ta}: if it is one checkpoint under two paths, ignore this."
+            if ta and ta == tb
+            else ""
+        )
+        headlines.append(
+            f"Different models: A loads {models[0] or '?'}, B loads {models[1] or '?'}. Weights, KV "
+            f"cells and graphs follow the model, so most changes below are the model's, not the settings'.{same_arch}"
+        )
     if any(m.differs for m in markers):
-        notes.append(
-            "The logs use different SGLang wordings (see 'SGLang wording'), so they come from different "
-            "versions: part of any change may be the version, not the settings."
+        headlines.append(
+            f"Different SGLang wording: A reads as {era_guess(ma)}, B as {era_guess(mb)} (see 'SGLang "
+            "wording'), so they come from different versions: part of any change may be the version."
         )
     wa = [p for p in _phase_changes(la, lb) if p.key == "target_weights" and p.change_bytes]
     if found and any(abs(p.change_bytes or 0) > round(POINT_ERROR_GIB * GIB) for p in wa):
@@ -817,8 +902,32 @@ def diff(a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequen
     return Diff(
         ref_a, ref_b, cmp, markers, (era_guess(ma), era_guess(mb)), tuple(_phase_changes(la, lb)),
         kv_change(a, la, b, lb), tuple(_graph_changes(a, b)), tuple(found), note, tuple(notes),
-        assumptions + (_slope_assumptions() if found else ()),
+        assumptions + (_slope_assumptions() if found else ()), tuple(headlines), models,
     )  # fmt: skip
+
+
+def _model_type(launch: Launch) -> str | None:
+    """The architecture the main rank's Load weight end line names (e.g. Qwen2ForCausalLM)."""
+    main = launch.main_rank
+    we = main.target.weights_end if main is not None and main.target is not None else None
+    return we.model_type if we is not None else None
+
+
+def _model_name(launch: Launch) -> str | None:
+    path = launch.args.get("model_path")
+    kind = _model_type(launch)
+    if isinstance(path, str) and path:
+        return f"{path} ({kind})" if kind else path
+    return kind
+
+
+def _models_differ(a: Launch, b: Launch) -> bool:
+    """model_path differs, or the Load weight end architecture does (when both print it)."""
+    pa, pb = a.args.get("model_path"), b.args.get("model_path")
+    if isinstance(pa, str) and isinstance(pb, str) and pa.rstrip("/") != pb.rstrip("/"):
+        return True
+    ta, tb = _model_type(a), _model_type(b)
+    return ta is not None and tb is not None and ta != tb
 
 
 def _slope_assumptions() -> tuple[str, ...]:

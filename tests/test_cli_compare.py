@@ -94,13 +94,15 @@ def test_diff_per_rank_files_as_a_comma_list(tmp_path: Path, logs: dict[str, Pat
     assert {p["rank"] for p in doc["phases"]} == {"TP0", "TP1"}
 
 
-def test_diff_refuses_a_pair_that_also_changes_mfs(logs: dict[str, Path]) -> None:
+def test_diff_compares_a_pair_that_also_changes_mfs_without_a_slope(logs: dict[str, Path]) -> None:
     res = run(["diff", str(logs["a80"]), str(logs["mfs"])])
-    assert res.exit_code == 1
-    assert res.output.startswith(
-        "Error: the launches differ in more than the CUDA-graph batch sizes: mem_fraction_static (0.85 vs 0.83)."
-    )
-    assert "--allow-diff KEY" in res.output and "--no-slope" in res.output
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert (
+        "none: besides the CUDA-graph batch sizes the launches differ in mem_fraction_static (0.85 vs 0.83), "
+        "so a slope would mix their effects"
+    ) in flat
+    assert "--allow-diff KEY" in flat
     ok = run(
         [
             "diff",
@@ -114,8 +116,47 @@ def test_diff_refuses_a_pair_that_also_changes_mfs(logs: dict[str, Path]) -> Non
     )
     assert ok.exit_code == 0
     assert json.loads(ok.output)["allowed_args"] == ["mem_fraction_static"]
+    assert json.loads(ok.output)["slopes"]
     plain = run(["diff", str(logs["a80"]), str(logs["mfs"]), "--no-slope", "-f", "json"])
     assert plain.exit_code == 0 and json.loads(plain.output)["slopes"] == []
+
+
+def test_diff_of_two_different_models_and_versions_is_short_and_says_so_first() -> None:
+    """001 (QwQ-32B, E2, 107 server_args keys) vs 017 (Qwen3-8B, E6, model_path only): a
+    comparison (exit 0), not a 10 KB refusal listing 'quantization (None vs None)'."""
+    b = FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"
+    res = run(["diff", str(LOG001), str(b)])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert max(len(x) for x in out.splitlines()) <= 100
+    assert "None vs None" not in out and "null  null" not in out
+    body = out.split("Settings that differ")[0]
+    assert (
+        "Different models: A loads /home/model/Qwen/QwQ-32B (Qwen2ForCausalLM), B loads Qwen/Qwen3-8B"
+        in " ".join(body.split())
+    )
+    assert "Different SGLang wording: A reads as E2" in " ".join(body.split())
+    flat = " ".join(out.split())
+    assert "Only in A (106): tokenizer_path, tokenizer_mode" in flat and "and 94 more." in flat
+    assert "None among the keys both launches print." in out
+    assert len(out) < 6000
+    doc = json.loads(run(["diff", str(LOG001), str(b), "-f", "json"]).output)
+    assert (
+        doc["changed_args"] == {} and len(doc["only_in"]["A"]) == 106 and "B" not in doc["only_in"]
+    )
+    assert doc["one_sided_args"]["quantization"] == [None, None]
+    assert len(doc["headlines"]) == 2 and doc["b"]["model"] == "Qwen/Qwen3-8B (Qwen3ForCausalLM)"
+    assert doc["slopes"] == [] and "74 keys only A prints" in doc["slope_note"]
+
+
+def test_fit_still_refuses_briefly() -> None:
+    b = FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"
+    res = run(["fit", str(LOG001), str(b)])
+    assert res.exit_code == 1
+    assert res.output.startswith(
+        "Error: the launches differ in more than the CUDA-graph batch sizes: 74 keys only launch 1 prints: "
+    )
+    assert "None vs None" not in res.output and len(res.output) < 600
 
 
 def test_diff_of_different_eras_names_the_wording(logs: dict[str, Path]) -> None:
@@ -165,7 +206,9 @@ def test_main_returns_exit_codes(
     logs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["diff", str(logs["a80"]), str(logs["b160"]), "-f", "json"]) == 0
-    assert main(["diff", str(logs["a80"]), str(logs["mfs"])]) == 1
+    assert main(["diff", str(logs["a80"]), str(logs["mfs"])]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(logs["a80"]), str(logs["mfs"])]) == 1
     assert "mem_fraction_static (0.85 vs 0.83)" in capsys.readouterr().err
     assert main(["diff", str(logs["a80"]), str(tmp_path / "nope.log")]) == 1
     assert "Error: cannot open" in capsys.readouterr().err
@@ -349,8 +392,16 @@ def test_constructed_pairs_recover_the_truth(era: str, names: list[str]) -> None
 def test_constructed_pair_with_a_different_mfs_is_refused() -> None:
     if "pair-e7-maxbs256-mfs-differs" not in PAIRS or "pair-e7-maxbs128" not in PAIRS:
         pytest.skip("the mfs-differs fixture is not there yet")
-    res = run(["diff", str(PAIRS["pair-e7-maxbs128"]), str(PAIRS["pair-e7-maxbs256-mfs-differs"])])
+    pair = [str(PAIRS["pair-e7-maxbs128"]), str(PAIRS["pair-e7-maxbs256-mfs-differs"])]
+    res = run(["fit", *pair])
     assert res.exit_code == 1 and "mem_fraction_static (" in res.output
+    d = run(["diff", *pair, "-f", "json"])
+    assert d.exit_code == 0 and json.loads(d.output)["slopes"] == []
+    # docs/compare.md shows this pair's Slope section
+    doc = (FIXTURES.parent / "docs" / "compare.md").read_text()
+    shown = doc.split("```\nSlope\n", 1)[1].split("```", 1)[0]
+    text = run(["diff", *pair]).output
+    assert "\nSlope\n" + shown in text
 
 
 def test_docs_transcript_is_current() -> None:

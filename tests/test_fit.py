@@ -304,12 +304,12 @@ def test_diff_of_a_max_bs_pair(tmp_path: Path) -> None:
     assert sj["rows"] == [80, 160] and len(sj["largest_bucket_gib"]) == 2
 
 
-def test_diff_refuses_a_pair_that_also_differs_in_mfs(tmp_path: Path) -> None:
+def test_diff_of_a_pair_that_also_differs_in_mfs_has_no_slope(tmp_path: Path) -> None:
     a, b = Model(max_bs=80), Model(max_bs=160, mfs=0.83)
     args = pair(tmp_path, a, b)
-    with pytest.raises(FitError, match=r"mem_fraction_static \(0\.85 vs 0\.83\)") as e:
-        diff(*args)
-    assert "--allow-diff" in str(e.value)
+    refused = diff(*args)
+    assert not refused.slopes and "mem_fraction_static (0.85 vs 0.83)" in refused.slope_note
+    assert "--allow-diff" in refused.slope_note
     d = diff(*args, allow=["mem_fraction_static"])
     assert d.slopes and d.args.allowed == ("mem_fraction_static",)
     assert d.kv is not None and d.kv.change_tokens is not None and d.kv.change_tokens < 0
@@ -336,11 +336,53 @@ def test_kv_terms_account_for_an_mfs_change(tmp_path: Path) -> None:
     assert abs(terms["other"]) <= 2
 
 
+def test_kv_terms_are_skipped_when_the_cells_or_the_cap_differ(tmp_path: Path) -> None:
+    d = diff(*pair(tmp_path, Model(bytes_per_token=65536), Model(bytes_per_token=131072)))
+    assert d.kv is not None and d.kv.terms == ()
+    assert d.kv.terms_note.startswith(
+        "No split into the rule's terms: the bytes per token differ (65,536 vs 131,072"
+    )
+    capped = Model(extra_args={"max_total_tokens": 30000})
+    d2 = diff(*pair(tmp_path, Model(), capped))
+    assert d2.kv is not None and d2.kv.terms == ()
+    assert "--max-total-tokens differs (not set vs 30,000)" in d2.kv.terms_note
+    text = render_text(d2)
+    assert "--max-total-tokens differs" in text and "what accounts for the change" not in text
+    same = diff(*pair(tmp_path, Model(), Model(mfs=0.86)))
+    assert same.kv is not None and same.kv.terms and same.kv.terms_note == ""
+
+
+def test_diff_says_different_models_first(tmp_path: Path) -> None:
+    d = diff(
+        *pair(tmp_path, Model(), Model(extra_args={"model_path": "/models/other"})), slope=False
+    )
+    (h,) = d.headlines
+    assert h.startswith(
+        "Different models: A loads /models/test (Qwen2ForCausalLM), B loads /models/other"
+    )
+    assert "Both are Qwen2ForCausalLM" in h
+    text = render_text(d)
+    assert text.index("Different models") < text.index("Settings that differ")
+    assert diff(*pair(tmp_path, Model(), Model()), slope=False).headlines == ()
+
+
+def test_compare_args_keeps_keys_one_launch_lacks_apart(tmp_path: Path) -> None:
+    la, _, lb, _ = pair(tmp_path, Model(extra_args={"quantization": None, "only_a": 1}),
+                        Model(extra_args={"only_b": None}))  # fmt: skip
+    cmp = compare_args([la, lb], ["A", "B"])
+    assert cmp.changed == () and dict(cmp.only_in) == {
+        "A": ("quantization", "only_a"),
+        "B": ("only_b",),
+    }
+    assert set(cmp.confounders) == {"quantization", "only_a", "only_b"}
+
+
 def test_diff_names_different_wording(tmp_path: Path) -> None:
     d = diff(*pair(tmp_path, Model(era="E2"), Model(era="E7")), slope=False)
     differ = {m.name for m in d.markers if m.differs}
     assert {"capture lines", "capture end fields", "server_args form", "KV line"} <= differ
-    assert any("different SGLang wordings" in n for n in d.notes)
+    assert any(h.startswith("Different SGLang wording: A reads as E2") for h in d.headlines)
+    assert not any("wording" in n for n in d.notes)  # said once, up front
     assert d.eras[0].startswith("E2") and d.eras[1].startswith("E7")
 
 

@@ -28,9 +28,10 @@ def diff(
     """Compare launch A with launch B: settings, SGLang wording, phases, KV tokens and graphs.
 
     A and B are SGLang logs ('-' is stdin, for one of them), or comma-separated
-    per-rank files of one launch (tp0.log,tp1.log). When the memory-relevant
-    settings differ only in cuda_graph_max_bs / cuda_graph_bs, the graph memory per
-    row is fitted; another difference is refused (exit 1) unless --allow-diff names it.
+    per-rank files of one launch (tp0.log,tp1.log). Any two launches are compared.
+    When the memory-relevant settings differ only in cuda_graph_max_bs / cuda_graph_bs,
+    the graph memory per row is fitted too; otherwise the report says which keys stand
+    in the way (--allow-diff KEY fits anyway).
     """
     from logmem.fit import diff as compare
     from logmem.fit import load_launch

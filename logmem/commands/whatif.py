@@ -74,7 +74,8 @@ def whatif(
         slope = slope_from_fit(d.slopes, main.graph if main else None)
         if slope is None:
             raise FitError(
-                f"--slope-from {ra.name} {rb.name} gave no slope: {d.slope_note or 'no batch-size graph'}"
+                f"--slope-from {ra.name} {rb.name} gave no slope: "
+                f"{d.slope_note.removeprefix('none: ') or 'no batch-size graph'}"
             )
     model = predict(
         L, ref, mfs, max_bs, slope, gib_to_bytes(activation_reserve), context_length, logged_mfs

@@ -15,7 +15,7 @@ from typing import Any
 
 from logmem import __version__
 from logmem.errors import LogmemError
-from logmem.fit import Diff, Fit, GraphPoint, LaunchRef, Line, Prediction, Slope, WhatIf
+from logmem.fit import Diff, Fit, GraphPoint, LaunchRef, Line, Prediction, Slope, WhatIf, key_list
 from logmem.units import gib
 
 WIDTH = 100
@@ -117,6 +117,7 @@ def diff_json(d: Diff) -> dict[str, Any]:
             "after_weights_gib": [gib(x) for x in k.after_weights_bytes],
             "rest_gib": [gib(x) for x in k.rest_bytes],
             "terms": [{"term": t.name, "gib": gib(t.bytes), "tokens": t.tokens} for t in k.terms],
+            "terms_note": k.terms_note or None,
         }  # fmt: skip
     graphs = []
     for g in d.graphs:
@@ -137,12 +138,15 @@ def diff_json(d: Diff) -> dict[str, Any]:
     return {
         "schema": SCHEMAS[Diff],
         "logmem": __version__,
-        "a": _launch(d.a) | {"era_guess": d.eras[0]},
-        "b": _launch(d.b) | {"era_guess": d.eras[1]},
+        "a": _launch(d.a) | {"era_guess": d.eras[0], "model": d.models[0]},
+        "b": _launch(d.b) | {"era_guess": d.eras[1], "model": d.models[1]},
+        "headlines": list(d.headlines),
         "changed_args": {c.key: _jsonable(list(c.values)) for c in d.args.changed},
         "varied_args": list(d.args.varied),
         "allowed_args": list(d.args.allowed),
         "ignored_args": {c.key: _jsonable(list(c.values)) for c in d.args.ignored},
+        "only_in": {lab: list(keys) for lab, keys in d.args.only_in},
+        "one_sided_args": {c.key: _jsonable(list(c.values)) for c in d.args.one_sided},
         "server_args_missing": list(d.args.missing),
         "wording": [
             {"marker": m.name, "a": m.values[0], "b": m.values[1], "differs": m.differs}
@@ -178,6 +182,8 @@ def fit_json(f: Fit) -> dict[str, Any]:
         "varied_args": list(f.args.varied),
         "allowed_args": list(f.args.allowed),
         "ignored_args": {c.key: _jsonable(list(c.values)) for c in f.args.ignored},
+        "only_in": {lab: list(keys) for lab, keys in f.args.only_in},
+        "one_sided_args": {c.key: _jsonable(list(c.values)) for c in f.args.one_sided},
         "slopes": [_slope(s, residuals=True) for s in f.slopes],
         "notes": list(f.notes),
         "assumptions": list(f.assumptions),
@@ -359,7 +365,11 @@ class _Out:
         self.lines: list[str] = []
 
     def title(self, text: str) -> None:
-        self.lines.extend([f"## {text}", ""] if self.md else [text, "=" * min(len(text), WIDTH)])
+        if self.md:
+            self.lines.extend([f"## {text}", ""])
+            return
+        wrapped = textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False) or [""]
+        self.lines.extend([*wrapped, "=" * max(len(x) for x in wrapped)])
 
     def heading(self, text: str) -> None:
         if self.lines and self.lines[-1] == "":
@@ -475,9 +485,23 @@ def _distinct_ranks(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> tupl
     return shown, (text + ".") if text else ""
 
 
+def _only_in(doc: dict[str, Any]) -> str:
+    """'Only in A: x, y; only in B: z.' for keys one launch does not print (another version)."""
+    parts = [
+        f"only in {'launch ' if lab.isdigit() else ''}{lab} ({len(keys)}): {key_list(keys)}"
+        for lab, keys in doc.get("only_in", {}).items()
+    ]
+    if not parts:
+        return ""
+    text = "; ".join(parts)
+    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed dump."
+
+
 def _diff(d: dict[str, Any], o: Any) -> str:
     md = o.md
     o.title(f"logmem diff: A = {d['a']['name']}, B = {d['b']['name']}")
+    for h in d.get("headlines", []):
+        o.para(h)
     o.heading("Settings that differ (memory-relevant)")
     if d["changed_args"]:
         rows = []
@@ -489,8 +513,12 @@ def _diff(d: dict[str, Any], o: Any) -> str:
         o.table(["server_args key", "A", "B", "note"], rows, left=4)
     elif d["server_args_missing"]:
         o.para(f"Cannot tell: no server_args line in {' and '.join(d['server_args_missing'])}.")
+    elif d.get("only_in"):
+        o.para("None among the keys both launches print.")
     else:
         o.para("None.")
+    if d.get("only_in"):
+        o.para(_only_in(d))
     if d["ignored_args"]:
         ign = "; ".join(f"{k} {_val(a)} -> {_val(b)}" for k, (a, b) in d["ignored_args"].items())
         o.para(f"Ignored (they do not touch memory): {ign}.")
@@ -528,6 +556,8 @@ def _diff(d: dict[str, Any], o: Any) -> str:
         if kv["terms"]:
             o.table(["what accounts for the change", "GiB", "tokens"],
                     [[t["term"], _f(t["gib"], signed=True), _n(t["tokens"], True)] for t in kv["terms"]])  # fmt: skip
+        elif kv.get("terms_note"):
+            o.para(kv["terms_note"])
 
     if d["graphs"]:
         o.heading("CUDA graphs (GiB; change = B - A)")
@@ -605,6 +635,8 @@ def _fit(f: dict[str, Any], o: Any) -> str:
         tag = "varied" if k in f["varied_args"] else ("allowed" if k in f["allowed_args"] else "")
         rows.append([k, " | ".join(_val(v) for v in vals), tag])
     o.table(["server_args key", "values (in launch order)", "note"], rows, left=3)
+    if f.get("only_in"):
+        o.para(_only_in(f))
     _slopes(o, f["slopes"], fit=True)
     if f["notes"]:
         o.heading("Notes")
