@@ -71,9 +71,9 @@ def _pick(a: Analysis, launch: int | None, label: str) -> tuple[Launch, LaunchRe
 
 def diff(a: Analysis, b: Analysis, *, launch: int | None = None, launch_b: int | None = None,
          allow: Sequence[str] = (), slope: bool = True) -> Comparison:  # fmt: skip
-    """What changed from ``a`` to ``b`` (as ``logmem diff A B``); raises FitError when the
-    graph batch sizes and another memory-relevant setting both differ, unless ``allow``
-    names it or ``slope=False``."""
+    """What changed from ``a`` to ``b`` (as ``logmem diff A B``). It always compares; the
+    slope is left out (and the reason given) when other memory-relevant settings differ
+    too, unless ``allow`` names them; ``slope=False`` skips it."""
     from logmem.fit import diff as compare
 
     la, ra = _pick(a, launch, "A")

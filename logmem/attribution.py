@@ -330,8 +330,9 @@ def _span(g: Graph, lo: int, hi: int) -> str:
     """Buckets lo..hi-1 (capture order) in words."""
     order = sorted(g.sizes, reverse=True) if g.sizes else None
     count = hi - lo
-    if order is None or hi > len(order):
-        return f"{count} bucket{'s' if count != 1 else ''}"
+    if order is None or not 0 <= lo < hi <= len(order):
+        # Counts that do not fit the sizes list (two logs interleaved, a cut bar): say less.
+        return f"{count} bucket{'s' if count != 1 else ''}" if count > 0 else "buckets"
     if count == 1:
         return f"bucket {_size_name(g, order[lo])}"
     return f"{count} buckets, {_size_name(g, order[lo])} to {order[hi - 1]}"
@@ -620,8 +621,11 @@ def build_ledger(launch: Launch) -> LaunchLedger:
     binding = min(pre)[1] if pre else None
     imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None
     imb_tokens = None
-    if imbalance is not None and sz is not None and sz.bytes_per_token:
-        imb_tokens = int(imbalance // sz.bytes_per_token)
+    cell = (sz.likely_bytes_per_token or sz.bytes_per_token) if sz is not None else None
+    if imbalance is not None and sz is not None and cell:
+        # The KV rule takes P and the after-weights reading as minimums over ranks, so a rank
+        # with g GiB less of both lowers everyone's budget by mfs x g.
+        imb_tokens = int(sz.mem_fraction_static * imbalance // cell)
     measured = None
     bar_rank = launch.main_rank
     if bar_rank is not None:
@@ -762,7 +766,8 @@ def findings(led: LaunchLedger) -> list[str]:
                        f"before rising to {_g(rl.last_bytes)} GiB: the lowest point is what an extra "
                        "allocation there would have to fit in.")  # fmt: skip
     if led.imbalance_bytes is not None and led.imbalance_bytes > ROUNDING_BYTES * 5:
-        cost = f", which costs about {led.imbalance_tokens:,} KV tokens per rank" if led.imbalance_tokens else ""
+        cost = (f", which costs about {led.imbalance_tokens:,} KV tokens per rank (mem_fraction_static x the gap)"
+                if led.imbalance_tokens else "")  # fmt: skip
         out.append(f"Ranks differ by {_g(led.imbalance_bytes)} GiB of free memory before loading; SGLang sizes "
                    f"every rank from the smallest ({led.binding_rank}){cost}.")  # fmt: skip
     # The reserve heuristic dates from late 2025 (when the piecewise-graph flags appeared).

@@ -286,8 +286,9 @@ def outcome(launch: Launch) -> Outcome:
     """
     ready = _ready_source(launch)
     crash_tbs = [
-        t for t in launch.tracebacks if t.errors and not _after_ready(t.errors[0].source, ready)
-    ]
+        t for t in launch.tracebacks
+        if t.errors and not _after_ready(t.errors[0].source, ready) and _fatal(launch, t, ready)
+    ]  # fmt: skip
     runtime = tuple(
         t for t in launch.tracebacks if t.errors and _after_ready(t.errors[0].source, ready)
     )
@@ -299,6 +300,25 @@ def outcome(launch: Launch) -> Outcome:
     if _finished(launch):
         return Outcome("ready", None, runtime)
     return Outcome("incomplete", _stopped(launch), runtime)
+
+
+def _fatal(launch: Launch, tb: Traceback, ready: Source | None) -> bool:
+    """Did this traceback end start-up? A scheduler's crash report or an OOM/KV/imbalance
+    error does; a stray exception line, or a caught and printed traceback, does not when
+    start-up carried on (the server came up, or a rank printed memory steps after it)."""
+    if isinstance(tb.opening, ev.SchedulerException):
+        return True
+    if any(isinstance(e, (ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed, ev.Imbalance)) for e in tb.errors):
+        return True
+    if ready is not None:
+        return False
+    err = tb.errors[-1].source
+    later = [
+        e for r in launch.ranks for e in r.events
+        if e.source.path == err.path and e.source.line_no > err.line_no
+        and isinstance(e, (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.CaptureBegin, ev.CaptureEnd, ev.Summary))
+    ]  # fmt: skip
+    return not later
 
 
 # --- reading the error records ----------------------------------------------------------

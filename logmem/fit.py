@@ -460,9 +460,13 @@ def graph_points(launch: Launch) -> list[GraphPoint]:
             for i, s in enumerate(g.samples):
                 nxt = g.samples[i + 1].avail.bytes if i + 1 < len(g.samples) else g.end_bytes
                 buckets.append((s.size, s.avail.bytes - nxt if nxt is not None else None))
+            # Only readings at the first two buckets measure them (a log may keep only the 0%
+            # and 100% renders: their difference is many buckets, not the largest one).
+            largest = g.largest_bucket_bytes if g.largest_measured else None
             out.append(GraphPoint(
-                r.label, key, per is not None, size, per, rows, source, g.static_bytes,
-                g.largest_bucket_bytes, g.other_buckets_bytes, total, tuple(buckets),
+                r.label, key, per is not None, size, per, rows, source,
+                g.static_bytes if g.static_measured else None,
+                largest, g.other_buckets_bytes if largest is not None else None, total, tuple(buckets),
             ))  # fmt: skip
     return out
 

@@ -76,6 +76,26 @@ class Graph:
             return None
         return self.samples[1].avail.bytes - self.end_bytes
 
+    def sample_bucket(self, i: int) -> int | None:
+        """The 0-based bucket (capture order) of sample i: tqdm's count, else the sizes list."""
+        smp = self.samples[i]
+        if smp.index is not None:
+            return smp.index
+        if self.sizes and smp.size in self.sizes:
+            return sorted(self.sizes, reverse=True).index(smp.size)
+        return None
+
+    @property
+    def static_measured(self) -> bool:
+        """The first reading is taken at the first bucket, so begin - it is the static buffers."""
+        return bool(self.samples) and self.sample_bucket(0) in (0, None)
+
+    @property
+    def largest_measured(self) -> bool:
+        """Readings at the first two buckets exist, so their difference is the largest bucket."""
+        return (len(self.samples) >= 2 and self.sample_bucket(0) in (0, None)
+                and self.sample_bucket(1) in (1, None))  # fmt: skip
+
     @property
     def largest_size(self) -> int | None:
         if self.samples and self.samples[0].size is not None:

@@ -842,3 +842,19 @@ def test_fixture_restart_second_launch_confirms_the_fix() -> None:
     # The restart used mem_fraction_static=0.90, below the 0.967 this log asks for: it fitted.
     x = float(fix(f, "--mem-fraction-static").split("\n")[0])
     assert second.args["mem_fraction_static"] <= x
+
+
+def test_a_stray_exception_line_does_not_crash_a_server_that_came_up(tmp_path: Path) -> None:
+    """An import warning's traceback printed early is not what ended start-up (it did not end)."""
+    src = (FIXTURES / "001-qwq32b-tp4-l4-docs.log").read_text().splitlines(keepends=True)
+    stray = ["ModuleNotFoundError: No module named 'vllm'\n"]
+    caught = ["Traceback (most recent call last):\n", '  File "x.py", line 1, in <module>\n',
+              "ImportError: cannot import name 'x'\n"]  # fmt: skip
+    for extra in (stray, caught):
+        log = tmp_path / "x.log"
+        log.write_text("".join(src[:3] + extra + src[3:]))
+        assert outcome(read_log(str(log)).launches[0]).status == "ready"
+    # The same line as the last thing in a log that then stops is where it died.
+    log = tmp_path / "y.log"
+    log.write_text("".join(src[:30] + stray))
+    assert outcome(read_log(str(log)).launches[0]).status == "crashed"
