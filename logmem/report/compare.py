@@ -615,11 +615,16 @@ def _diff(d: dict[str, Any], o: Any) -> str:
     else:
         o.heading("Slope")
         o.para(d["slope_note"] or "none")
-    if d["notes"]:
+    return _tail(o, d)
+
+
+def _tail(o: Any, doc: dict[str, Any]) -> str:
+    """Every command ends the same way: its notes, then the assumptions it rests on."""
+    if doc["notes"]:
         o.heading("Notes")
-        o.bullets(d["notes"])
+        o.bullets(doc["notes"])
     o.heading("Assumptions")
-    o.bullets(d["assumptions"])
+    o.bullets(doc["assumptions"])
     return str(o.text())
 
 
@@ -638,12 +643,7 @@ def _fit(f: dict[str, Any], o: Any) -> str:
     if f.get("only_in"):
         o.para(_only_in(f))
     _slopes(o, f["slopes"], fit=True)
-    if f["notes"]:
-        o.heading("Notes")
-        o.bullets(f["notes"])
-    o.heading("Assumptions")
-    o.bullets(f["assumptions"])
-    return str(o.text())
+    return _tail(o, f)
 
 
 # --- whatif -------------------------------------------------------------------------------
@@ -728,12 +728,7 @@ def _whatif(w: dict[str, Any], o: Any) -> str:
         o.para(f"EMPTY: no mem_fraction_static works: {why[0]}, but {why[1]}.")
     ctx = w["inputs"]["context_length"]
     o.para(f"One full context{f' ({ctx:,} tokens)' if ctx else ''}: {w['full_context']}.")
-    if w["notes"]:
-        o.heading("Notes")
-        o.bullets(w["notes"])
-    o.heading("Assumptions")
-    o.bullets(w["assumptions"])
-    return str(o.text())
+    return _tail(o, w)
 
 
 def render_text(model: Model) -> str:
