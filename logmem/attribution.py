@@ -309,14 +309,11 @@ def _bucket_indices(g: Graph) -> tuple[list[int], int | None, bool]:
     n = len(order) if order else g.bar_total
     out: list[int] = []
     known = True
-    for i, smp in enumerate(g.samples):
-        if smp.index is not None:
-            out.append(smp.index)
-        elif order is not None and smp.size in order:
-            out.append(order.index(smp.size))
-        else:
-            out.append(i)
-            known = False
+    for i in range(len(g.samples)):
+        b = g.sample_bucket(i)
+        if b is None:
+            b, known = i, False
+        out.append(b)
     return out, n, known
 
 

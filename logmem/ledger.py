@@ -77,13 +77,13 @@ class Graph:
         return self.samples[1].avail.bytes - self.end_bytes
 
     def sample_bucket(self, i: int) -> int | None:
-        """The 0-based bucket (capture order) of sample i: tqdm's count, else the sizes list."""
+        """The 0-based bucket (capture order) of sample i: from the sizes list, else tqdm's count."""
         smp = self.samples[i]
-        if smp.index is not None:
-            return smp.index
+        # The sizes list is exact; tqdm's count can lag one behind a new description when
+        # renders are throttled, so it is only the fallback.
         if self.sizes and smp.size in self.sizes:
             return sorted(self.sizes, reverse=True).index(smp.size)
-        return None
+        return smp.index
 
     @property
     def static_measured(self) -> bool:

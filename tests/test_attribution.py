@@ -283,3 +283,11 @@ def test_two_files_with_their_own_start_ups_are_two_launches(tmp_path: Path) -> 
     launches = read_log(str(a), str(b)).launches
     assert len(launches) == 2
     assert [m.role for m in launches[1].ranks[0].models] == ["target"]
+
+
+def test_throttled_bar_counts_do_not_regroup_buckets() -> None:
+    """021's draft verify bars skip renders (bs=7 shows at 2/8): the sizes list, not the
+    lagging tqdm count, says which bucket a reading starts."""
+    cap = _ledger(corpus_log("021-")).rank("").phase("capture:draft verify")  # type: ignore[union-attr]
+    assert cap is not None
+    assert [(c.part, gib(c.bytes)) for c in cap.causes[:3]] == [("static", 0.07), ("largest", 0.11), ("other", 0.27)]
