@@ -20,6 +20,8 @@ def md_escape(text: str) -> str:
 
 def table_md(t: Table) -> list[str]:
     out = [f"**{md_escape(t.title)}**", ""]
+    if not t.rows:  # a rank with no readings: its note says why, no empty grid
+        return out + [f"_{md_escape(n)}_  " for n in t.notes]
     out.append("| " + " | ".join(md_escape(c) for c in t.columns) + " |")
     out.append("|" + "|".join(("---:" if t.alignment(i) == "r" else ":---") for i in range(len(t.columns))) + "|")
     indent = t.indent or (0,) * len(t.rows)

@@ -83,7 +83,8 @@ def render_report(rep: Report) -> str:
             for t in sec.tables:
                 out.append("")
                 out.append(t.title)
-                out.extend(table_lines(t))
+                if t.rows:  # a rank with no readings: its note says why, no empty grid
+                    out.extend(table_lines(t))
                 out.extend(_wrap(n) for n in t.notes)
             out.extend(_wrap(p) for p in sec.paragraphs)
         out.append("")
