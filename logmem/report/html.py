@@ -111,7 +111,7 @@ def table_html(t: Table, kind_column: int | None = None) -> str:
     """A model Table as an HTML table; phase rows bold, cause rows indented (Table.indent)."""
     if not t.rows:  # a rank with no readings: its caption and note say why, no empty grid
         notes = "".join(f'<p class="note">{esc(n)}</p>' for n in t.notes)
-        return f'<div class="empty-table"><p><strong>{esc(t.title)}</strong></p>{notes}</div>'
+        return f'<div class="empty-table"><p class="meta">{esc(t.title)}</p>{notes}</div>'
     out = ['<div class="scroll"><table>']
     if t.title:
         out.append(f"<caption>{esc(t.title)}</caption>")
