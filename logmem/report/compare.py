@@ -141,12 +141,7 @@ def diff_json(d: Diff) -> dict[str, Any]:
         "a": _launch(d.a) | {"era_guess": d.eras[0], "model": d.models[0]},
         "b": _launch(d.b) | {"era_guess": d.eras[1], "model": d.models[1]},
         "headlines": list(d.headlines),
-        "changed_args": {c.key: _jsonable(list(c.values)) for c in d.args.changed},
-        "varied_args": list(d.args.varied),
-        "allowed_args": list(d.args.allowed),
-        "ignored_args": {c.key: _jsonable(list(c.values)) for c in d.args.ignored},
-        "only_in": {lab: list(keys) for lab, keys in d.args.only_in},
-        "one_sided_args": {c.key: _jsonable(list(c.values)) for c in d.args.one_sided},
+        **_args_json(d.args),
         "server_args_missing": list(d.args.missing),
         "wording": [
             {"marker": m.name, "a": m.values[0], "b": m.values[1], "differs": m.differs}
@@ -173,17 +168,24 @@ def diff_json(d: Diff) -> dict[str, Any]:
     }
 
 
+def _args_json(args: Any) -> dict[str, Any]:
+    """The server_args comparison, the same in diff and fit."""
+    return {
+        "changed_args": {c.key: _jsonable(list(c.values)) for c in args.changed},
+        "varied_args": list(args.varied),
+        "allowed_args": list(args.allowed),
+        "ignored_args": {c.key: _jsonable(list(c.values)) for c in args.ignored},
+        "only_in": {lab: list(keys) for lab, keys in args.only_in},
+        "one_sided_args": {c.key: _jsonable(list(c.values)) for c in args.one_sided},
+    }
+
+
 def fit_json(f: Fit) -> dict[str, Any]:
     return {
         "schema": SCHEMAS[Fit],
         "logmem": __version__,
         "launches": [_launch(r) for r in f.launches],
-        "changed_args": {c.key: _jsonable(list(c.values)) for c in f.args.changed},
-        "varied_args": list(f.args.varied),
-        "allowed_args": list(f.args.allowed),
-        "ignored_args": {c.key: _jsonable(list(c.values)) for c in f.args.ignored},
-        "only_in": {lab: list(keys) for lab, keys in f.args.only_in},
-        "one_sided_args": {c.key: _jsonable(list(c.values)) for c in f.args.one_sided},
+        **_args_json(f.args),
         "slopes": [_slope(s, residuals=True) for s in f.slopes],
         "notes": list(f.notes),
         "assumptions": list(f.assumptions),

@@ -184,9 +184,9 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
     }
 
 
-def launch_json(L: Launch) -> dict[str, Any]:
+def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
     oc = outcome(L)
-    led = build_ledger(L)
+    led = led if led is not None else build_ledger(L)
     s = L.summary
     from logmem.report.model import verdict_lines
 
@@ -219,11 +219,11 @@ def launch_json(L: Launch) -> dict[str, Any]:
     }
 
 
-def expected_json(L: Launch, config: dict[str, Any]) -> dict[str, Any]:
+def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
     from logmem.crosscheck import crosscheck
     from logmem.report.estimate_render import to_json
 
-    cc = crosscheck(build_ledger(L), config)
+    cc = crosscheck(led, config)
     return {
         "estimate": to_json(cc.estimate),
         "checks": [{"what": c.what, "measured_bytes": c.measured_bytes, "expected_bytes": c.expected_bytes,
@@ -233,10 +233,11 @@ def expected_json(L: Launch, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def analysis_json(a: Analysis) -> dict[str, Any]:
-    launches = [launch_json(L) for L in a.launches]
+    ledgers = [build_ledger(L) for L in a.launches]
+    launches = [launch_json(L, led) for L, led in zip(a.launches, ledgers)]
     if a.model_config is not None:
-        for doc, L in zip(launches, a.launches):
-            doc["expected"] = expected_json(L, a.model_config)
+        for doc, led in zip(launches, ledgers):
+            doc["expected"] = expected_json(led, a.model_config)
     return {
         "schema": SCHEMA,
         "logmem": __version__,
