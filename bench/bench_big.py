@@ -85,8 +85,13 @@ def _runtime_block(rng: random.Random, start_sec: int, n_lines: int, ranks: int)
             )
         elif r < 0.999:
             ip = rng.choice(("127.0.0.1", "10.0.2.141", "10.0.0.207"))
-            req = rng.choice(('"POST /generate HTTP/1.1" 200 OK', '"GET /health HTTP/1.1" 200 OK',
-                              '"POST /v1/chat/completions HTTP/1.1" 200 OK'))  # fmt: skip
+            req = rng.choice(
+                (
+                    '"POST /generate HTTP/1.1" 200 OK',
+                    '"GET /health HTTP/1.1" 200 OK',
+                    '"POST /v1/chat/completions HTTP/1.1" 200 OK',
+                )
+            )
             out.append(f"[{ts}] INFO:     {ip}:{rng.randrange(1024, 65535)} - {req}")
         else:
             # A weight-loading bar (e.g. an update from disk): renders joined by \r.
@@ -136,7 +141,7 @@ def generate(path: Path, size: int, seed: int = 8) -> dict[str, int]:
 def grep_keywords() -> list[str]:
     """The literals logmem's prefilter looks for (what grep must find for the same job)."""
     sys.path.insert(0, str(ROOT))
-    from logmem.patterns import KEYWORDS
+    from logmem.parse.patterns import KEYWORDS
 
     return list(KEYWORDS)
 
@@ -189,8 +194,11 @@ def bench_size(path: Path, repeat: int) -> dict[str, float]:
     outs: dict[str, bytes] = {}
     for _ in range(repeat):
         # Interleaved, so that a busy moment on the machine hits all three alike.
-        for name, cmd, env in (("grep", grep, None), ("logmem", logmem, None),
-                               ("python", logmem, {**os.environ, "LOGMEM_MATCHER": "python"})):  # fmt: skip
+        for name, cmd, env in (
+            ("grep", grep, None),
+            ("logmem", logmem, None),
+            ("python", logmem, {**os.environ, "LOGMEM_MATCHER": "python"}),
+        ):
             wall, peak, rc, out = run_measured(cmd, env)
             if name == "grep" and rc not in (0, 1):
                 sys.exit(f"bench: grep exited {rc}")
@@ -204,17 +212,24 @@ def bench_size(path: Path, repeat: int) -> dict[str, float]:
     import json
 
     launches = len(json.loads(outs["logmem"])["launches"])
-    return {"grep_s": best["grep"], "logmem_s": best["logmem"], "python_s": best["python"],
-            "rss_mib": rss["logmem"], "python_rss_mib": rss["python"],
-            "launches": float(launches)}  # fmt: skip
+    return {
+        "grep_s": best["grep"],
+        "logmem_s": best["logmem"],
+        "python_s": best["python"],
+        "rss_mib": rss["logmem"],
+        "python_rss_mib": rss["python"],
+        "launches": float(launches),
+    }
 
 
 def import_times() -> dict[str, float]:
     """Wall time of `logmem --help` and of `logmem analyze` on one small log (best of 5)."""
     small = fixture_path()
     out: dict[str, float] = {}
-    for name, args in (("logmem --help", ["--help"]),
-                       ("logmem analyze small.log", ["analyze", "-f", "json", str(small)])):  # fmt: skip
+    for name, args in (
+        ("logmem --help", ["--help"]),
+        ("logmem analyze small.log", ["analyze", "-f", "json", str(small)]),
+    ):
         best = float("inf")
         for _ in range(5):
             t0 = time.perf_counter()
@@ -253,12 +268,18 @@ def main() -> int:
         matcher = "hyperscan"
     except ImportError:
         matcher = "python (hyperscan not installed)"
-    print(f"logmem bench: {os.cpu_count()} cores, python {sys.version.split()[0]}, "
-          f"default matcher: {matcher}")  # fmt: skip
-    print(f"grep -cE over the {len(grep_keywords())} literals of logmem.patterns.KEYWORDS; "
-          f"best of {args.repeat}\n")  # fmt: skip
-    print(f"{'size':>8} {'lines':>11} {'grep s':>7} {'logmem s':>8} {'ratio':>6} {'MiB/s':>6} "
-          f"{'RSS MiB':>7} | {'python s':>8} {'ratio':>6} {'RSS MiB':>7}")  # fmt: skip
+    print(
+        f"logmem bench: {os.cpu_count()} cores, python {sys.version.split()[0]}, "
+        f"default matcher: {matcher}"
+    )
+    print(
+        f"grep -cE over the {len(grep_keywords())} literals of logmem.parse.patterns.KEYWORDS; "
+        f"best of {args.repeat}\n"
+    )
+    print(
+        f"{'size':>8} {'lines':>11} {'grep s':>7} {'logmem s':>8} {'ratio':>6} {'MiB/s':>6} "
+        f"{'RSS MiB':>7} | {'python s':>8} {'ratio':>6} {'RSS MiB':>7}"
+    )
     results: list[tuple[float, dict[str, float]]] = []
     workdir = (
         Path(args.keep_dir) if args.keep_dir else Path(tempfile.mkdtemp(prefix="logmem-bench-"))
@@ -277,9 +298,11 @@ def main() -> int:
             r["ratio"] = r["logmem_s"] / r["grep_s"]
             r["python_ratio"] = r["python_s"] / r["grep_s"]
             mibs = info["bytes"] / MIB / r["logmem_s"]
-            print(f"{gib:>5g}GiB {info['lines']:>11,} {r['grep_s']:>7.2f} {r['logmem_s']:>8.2f} "
-                  f"{r['ratio']:>6.2f} {mibs:>6.0f} {r['rss_mib']:>7.1f} | {r['python_s']:>8.2f} "
-                  f"{r['python_ratio']:>6.2f} {r['python_rss_mib']:>7.1f}")  # fmt: skip
+            print(
+                f"{gib:>5g}GiB {info['lines']:>11,} {r['grep_s']:>7.2f} {r['logmem_s']:>8.2f} "
+                f"{r['ratio']:>6.2f} {mibs:>6.0f} {r['rss_mib']:>7.1f} | {r['python_s']:>8.2f} "
+                f"{r['python_ratio']:>6.2f} {r['python_rss_mib']:>7.1f}"
+            )
             results.append((gib, r))
     finally:
         if not args.keep_dir:
@@ -302,8 +325,10 @@ def main() -> int:
     print(
         f"  peak RSS <= {TARGET_RSS_MIB:.0f} MiB        : {'PASS' if ok_rss else 'FAIL'} ({big['rss_mib']:.1f} MiB)"
     )
-    print(f"  linear in size          : {'PASS' if ok_linear else 'FAIL'} ({icpt:.2f} s + {slope:.2f} s/GiB, "
-          f"worst residual {worst * 100:.0f}%)")  # fmt: skip
+    print(
+        f"  linear in size          : {'PASS' if ok_linear else 'FAIL'} ({icpt:.2f} s + {slope:.2f} s/GiB, "
+        f"worst residual {worst * 100:.0f}%)"
+    )
     print(
         f"  pure Python <= {FALLBACK_RATIO:.0f} x grep : {'PASS' if ok_py else 'FAIL'} ({big['python_ratio']:.2f} x)"
     )

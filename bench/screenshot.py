@@ -36,11 +36,20 @@ DEFAULT_LOG = "021-laguna-s21-int4-dgx-spark-dflash-spec.log"
 
 # The flags that keep Chromium quiet on a machine with no network and no screen.
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--mute-audio",
+    "--hide-scrollbars",
     "--remote-debugging-pipe",
-)  # fmt: skip
+)
 
 # What the page is asked after loading: figures, findings, scripts, overflow.
 PROBE = """(() => {
@@ -96,9 +105,12 @@ class Browser:
 
         self.proc = subprocess.Popen(
             [binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            preexec_fn=wire, close_fds=False,
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=wire,
+            close_fds=False,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._buf = b""
@@ -221,19 +233,33 @@ def open_page(
             start = len(browser.events)
             for domain in ("Page", "Runtime", "Log", "Network"):
                 browser.send(f"{domain}.enable", session=session)
-            browser.send("Emulation.setDeviceMetricsOverride",
-                         {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600},
-                         session=session)  # fmt: skip
+            browser.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600},
+                session=session,
+            )
             browser.events = browser.events[:start]  # what about:blank did is not the page's
             browser.send("Page.navigate", {"url": url}, session=session)
             browser.wait_for("Page.loadEventFired")
-            probe = browser.send("Runtime.evaluate", {"expression": PROBE, "returnByValue": True},
-                                 session=session)["result"]["value"]  # fmt: skip
+            probe = browser.send(
+                "Runtime.evaluate", {"expression": PROBE, "returnByValue": True}, session=session
+            )["result"]["value"]
             size = browser.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
-            shot = browser.send("Page.captureScreenshot", {
-                "format": "png", "captureBeyondViewport": True,
-                "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
-            }, session=session)  # fmt: skip
+            shot = browser.send(
+                "Page.captureScreenshot",
+                {
+                    "format": "png",
+                    "captureBeyondViewport": True,
+                    "clip": {
+                        "x": 0,
+                        "y": 0,
+                        "width": size["width"],
+                        "height": size["height"],
+                        "scale": 1,
+                    },
+                },
+                session=session,
+            )
             page_events = [
                 e for e in browser.events[start:] if e.get("sessionId") in (None, session)
             ]
@@ -242,8 +268,16 @@ def open_page(
                 for e in page_events
                 if e["method"] == "Network.requestWillBeSent"
             ]
-            out.append(PageReport(url, width, base64.b64decode(shot["data"]), probe,
-                                  _console_errors(page_events), requests))  # fmt: skip
+            out.append(
+                PageReport(
+                    url,
+                    width,
+                    base64.b64decode(shot["data"]),
+                    probe,
+                    _console_errors(page_events),
+                    requests,
+                )
+            )
             browser.send("Target.closeTarget", {"targetId": target})
             browser.events = []
     finally:
@@ -278,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = args.out or Path(tempfile.mkdtemp(prefix="logmem-screens-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(ROOT))
-    from logmem.analysis import read_log
+    from logmem.api import read_log
     from logmem.report import html
 
     report = out_dir / f"{logs[0].stem}.html"
@@ -295,8 +329,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  findings: {len(p['findings'])}, tables: {p['tables']}, source blocks: {p['sources']}"
         )
-        print(f"  page width {p['scrollWidth']} px in a {p['innerWidth']} px window"
-              + ("  <- WIDER THAN THE SCREEN" if overflow else ""))  # fmt: skip
+        print(
+            f"  page width {p['scrollWidth']} px in a {p['innerWidth']} px window"
+            + ("  <- WIDER THAN THE SCREEN" if overflow else "")
+        )
         print(f"  network requests: {page.requests}")
         print(f"  console errors: {page.console_errors or 'none'}")
     print(f"report: {report}")

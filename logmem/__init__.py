@@ -2,8 +2,14 @@
 
 Pipeline, one module per stage:
 
-    read (bytes) -> lines (records) -> events (typed facts) -> ledger (launches,
-    ranks, phases) -> attribution (causes) -> fit (diff, slopes, what-if) -> report
+    parse/     bytes -> records -> typed events (read, lines, patterns, events)
+    model/     events -> launches, ranks, graphs (launch)
+    sglang/    SGLang's own rules and formulas, each once (rules, eras)
+    analysis/  attribution of every drop, sizing, findings, failures
+    compare/   diff, slope fit and what-if over launches
+    estimate/  expected sizes from a config.json, and the cross-check
+    report/    text, Markdown, HTML, JSON, plots, pandas frames
+    cli/       one module per command, over ``logmem.api``
 
 Library use::
 
@@ -19,16 +25,14 @@ loads neither the parser nor pandas nor matplotlib.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from logmem.analysis import Analysis, read_log
-    from logmem.api import diff, fit, plot, whatif
-    from logmem.attribution import LaunchLedger, build_ledger
+    from logmem.analysis.attribution import LaunchLedger, build_ledger
+    from logmem.api import diff, fit, plot, read_log, whatif
+    from logmem.model.analysis import Analysis
 
 __all__ = [
     "Analysis",
@@ -43,10 +47,10 @@ __all__ = [
 ]
 
 _LAZY = {
-    "read_log": "logmem.analysis",
-    "Analysis": "logmem.analysis",
-    "build_ledger": "logmem.attribution",
-    "LaunchLedger": "logmem.attribution",
+    "read_log": "logmem.api",
+    "Analysis": "logmem.model.analysis",
+    "build_ledger": "logmem.analysis.attribution",
+    "LaunchLedger": "logmem.analysis.attribution",
     "diff": "logmem.api",
     "fit": "logmem.api",
     "whatif": "logmem.api",
@@ -65,18 +69,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """``logmem.fit`` is both a stage module and the public ``fit(*analyses)``. Importing
-    the module makes Python bind it as the package attribute; bind the function instead,
-    so ``logmem.fit(a, b)`` works whenever the module happened to be imported first.
-    (``from logmem.fit import X`` reads sys.modules and is unaffected.)"""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "fit" and isinstance(value, types.ModuleType):
-            from logmem.api import fit as value
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

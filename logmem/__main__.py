@@ -2,6 +2,6 @@
 
 import sys
 
-from logmem.cli import main
+from logmem.cli.main import main
 
 sys.exit(main())

@@ -36,7 +36,9 @@ class Mem:
         """Parse a printed number and unit ("GB" means GiB in SGLang logs)."""
         value = float(number)
         n_bytes = round(value * _UNIT_BYTES[unit])
-        return cls(gib=round(n_bytes / GIB, 6) if unit not in ("GB", "GiB") else value, bytes=n_bytes)
+        return cls(
+            gib=round(n_bytes / GIB, 6) if unit not in ("GB", "GiB") else value, bytes=n_bytes
+        )
 
     @classmethod
     def from_bytes(cls, n_bytes: int) -> Mem:

@@ -18,9 +18,11 @@ CORPUS_MISSING = f"the shared corpus is not at {CORPUS} (it lives beside the rep
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--update-golden", action="store_true", default=False,
+        "--update-golden",
+        action="store_true",
+        default=False,
         help="Rewrite tests/golden/** from the current output instead of comparing.",
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -41,7 +43,9 @@ def corpus_log(prefix: str) -> Path:
         found = sorted(folder.glob(f"{prefix}*.log")) if folder.is_dir() else []
         if found:
             return found[0]
-    pytest.skip(CORPUS_MISSING if not CORPUS.is_dir() else f"no log named {prefix}*.log in {CORPUS}")
+    pytest.skip(
+        CORPUS_MISSING if not CORPUS.is_dir() else f"no log named {prefix}*.log in {CORPUS}"
+    )
 
 
 def corpus_logs() -> list[Path]:

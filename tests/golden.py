@@ -62,10 +62,12 @@ def compare(
     dumped = _dump(actual, rel)
     diff = "".join(
         difflib.unified_diff(
-            expected.splitlines(keepends=True), actual.splitlines(keepends=True),
-            fromfile=f"golden/{rel}", tofile=f"actual/{rel}",
+            expected.splitlines(keepends=True),
+            actual.splitlines(keepends=True),
+            fromfile=f"golden/{rel}",
+            tofile=f"actual/{rel}",
         )
-    )  # fmt: skip
+    )
     raise AssertionError(
         f"output differs from golden/{rel} (actual written to {dumped}; "
         f"`pytest --update-golden` accepts it):\n{diff}"

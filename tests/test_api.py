@@ -37,11 +37,14 @@ def test_import_logmem_is_light() -> None:
 
 def test_help_and_json_output_never_import_pandas_or_matplotlib(tmp_path: Path) -> None:
     out = tmp_path / "a.json"
-    run = f"from logmem.cli import main; main(['analyze', {str(LOG_001)!r}, '-f', 'json', '-o', {str(out)!r}])"
+    run = f"from logmem.cli.main import main; main(['analyze', {str(LOG_001)!r}, '-f', 'json', '-o', {str(out)!r}])"
     assert _modules_after(run) == []
     assert json.loads(out.read_text())["launches"]
-    assert _modules_after("from logmem.cli import main; main(['--help'])") == []
-    assert _modules_after(f"from logmem.cli import main; main(['analyze', {str(LOG_001)!r}])") == []
+    assert _modules_after("from logmem.cli.main import main; main(['--help'])") == []
+    assert (
+        _modules_after(f"from logmem.cli.main import main; main(['analyze', {str(LOG_001)!r}])")
+        == []
+    )
 
 
 def test_read_log_returns_an_analysis() -> None:
@@ -85,19 +88,24 @@ def test_ledger_frame_is_tidy_and_adds_up() -> None:
 def test_samples_frame() -> None:
     df = logmem.read_log(str(LOG_021)).samples_frame()
     assert list(df.columns) == ["launch", "graph", "rank", "size", "avail_gib", "cost_gib", "line"]
-    assert df.groupby("graph", sort=False).size().to_dict() == {"target prefill": 58, "target verify": 8,
-                                                               "draft verify": 8}  # fmt: skip
+    assert df.groupby("graph", sort=False).size().to_dict() == {
+        "target prefill": 58,
+        "target verify": 8,
+        "draft verify": 8,
+    }
     first = df.iloc[0]
     assert first["size"] == 8192 and first["avail_gib"] == 12.06 and first["cost_gib"] == 5.04
     assert logmem.read_log(str(LOG_001)).samples_frame().empty  # bars without free memory
 
 
-def test_fit_is_the_function_even_after_the_module_is_imported() -> None:
-    import logmem.fit as imported  # binds the package attribute, which must stay the function
-    from logmem.fit import Diff
+def test_no_module_is_named_like_a_public_function() -> None:
+    # logmem.fit once named both a module and the public function; importing the module
+    # rebound the package attribute. No public name may be a submodule's name.
+    import importlib.util
 
-    assert callable(logmem.fit) and logmem.fit is imported
-    assert logmem.fit.__module__ == "logmem.api" and Diff.__module__ == "logmem.fit"
+    for name in logmem.__all__:
+        assert importlib.util.find_spec(f"logmem.{name}") is None, name
+    assert callable(logmem.fit) and logmem.fit.__module__ == "logmem.api"
 
 
 def test_unknown_attribute() -> None:

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
-from logmem.analysis import read_log
-from logmem.attribution import ROUNDING_BYTES, build_ledger, rank_ledger
+from logmem.analysis.attribution import ROUNDING_BYTES, build_ledger, rank_ledger
+from logmem.api import read_log
 from logmem.units import GIB, gib
 
 
@@ -145,26 +145,40 @@ def _startup(draw: st.DrawFn) -> str:
     lines.append(ts + f"Init torch distributed ends. mem usage={draw(_reading) / 10:.2f} GB")
     lines.append(ts + f"Load weight begin. avail mem={free:.2f} GB")
     used = draw(_reading)
-    lines.append(ts + f"Load weight end. type=M, dtype=torch.bfloat16, avail mem={free - used:.2f} GB, "
-                 f"mem usage={used + draw(st.sampled_from([0, 0.01, -0.01])):.2f} GB.")  # fmt: skip
+    lines.append(
+        ts + f"Load weight end. type=M, dtype=torch.bfloat16, avail mem={free - used:.2f} GB, "
+        f"mem usage={used + draw(st.sampled_from([0, 0.01, -0.01])):.2f} GB."
+    )
     free -= used
     if draw(st.booleans()):
-        lines.append(ts + f"KV Cache is allocated. #tokens: 1000, K size: {draw(_reading) / 4:.2f} GB, "
-                     f"V size: {draw(_reading) / 4:.2f} GB")  # fmt: skip
+        lines.append(
+            ts + f"KV Cache is allocated. #tokens: 1000, K size: {draw(_reading) / 4:.2f} GB, "
+            f"V size: {draw(_reading) / 4:.2f} GB"
+        )
     free -= draw(_reading)
     lines.append(ts + f"Memory pool end. avail mem={free:.2f} GB")
-    for name in draw(st.lists(st.sampled_from(["cuda", "draft cuda", "piecewise CUDA"]), max_size=3)):
+    for name in draw(
+        st.lists(st.sampled_from(["cuda", "draft cuda", "piecewise CUDA"]), max_size=3)
+    ):
         free -= draw(_reading) / 10
-        lines.append(ts + f"Capture {name} graph begin. This can take up to several minutes. avail mem={free:.2f} GB")
+        lines.append(
+            ts
+            + f"Capture {name} graph begin. This can take up to several minutes. avail mem={free:.2f} GB"
+        )
         begin = free
         for bs in draw(st.lists(st.sampled_from([64, 32, 16, 8, 4, 1]), unique=True, max_size=5)):
             free -= draw(_reading) / 20
-            lines.append(f"Capturing batches (bs={bs} avail_mem={free:.2f} GB):   0%|   | 0/5 [00:00<?, ?it/s]")
+            lines.append(
+                f"Capturing batches (bs={bs} avail_mem={free:.2f} GB):   0%|   | 0/5 [00:00<?, ?it/s]"
+            )
         if draw(st.integers(0, 9)) == 0:
             break  # the log stops mid-capture
         free -= draw(_reading) / 20
-        lines.append(ts + f"Capture {name} graph end. Time elapsed: 1.00 s. mem usage={begin - free:.2f} GB. "
-                     f"avail mem={free:.2f} GB.")  # fmt: skip
+        lines.append(
+            ts
+            + f"Capture {name} graph end. Time elapsed: 1.00 s. mem usage={begin - free:.2f} GB. "
+            f"avail mem={free:.2f} GB."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -255,7 +269,9 @@ def test_swa_sizing_reports_each_pool() -> None:
     sz = led.sizing
     assert sz is not None and [p[0] for p in sz.pools] == ["SWA", "full"]
     assert sz.kv_tokens == 61_419  # the full pool: max_total_num_tokens
-    assert any("SWA 2.34 GiB for 49,135 tokens, full 0.30 GiB for 61,419 tokens" in f for f in led.findings)
+    assert any(
+        "SWA 2.34 GiB for 49,135 tokens, full 0.30 GiB for 61,419 tokens" in f for f in led.findings
+    )
 
 
 def test_hostile_server_args_values_do_not_crash(tmp_path: Path) -> None:
@@ -264,7 +280,8 @@ def test_hostile_server_args_values_do_not_crash(tmp_path: Path) -> None:
     log = tmp_path / "x.log"
     log.write_text(
         "[2026-01-01 00:00:00] server_args=ServerArgs(mem_fraction_static=1e999, cuda_graph_max_bs=1"
-        + "0" * 400 + ", enable_dp_attention=True, dp_size=4, x=1e999)\n"
+        + "0" * 400
+        + ", enable_dp_attention=True, dp_size=4, x=1e999)\n"
         "[2026-01-01 00:00:01] Load weight begin. avail mem=10.00 GB\n"
         "[2026-01-01 00:00:02] Load weight end. type=X, avail mem=5.00 GB, mem usage=5.00 GB.\n"
     )
@@ -290,4 +307,8 @@ def test_throttled_bar_counts_do_not_regroup_buckets() -> None:
     lagging tqdm count, says which bucket a reading starts."""
     cap = _ledger(corpus_log("021-")).rank("").phase("capture:draft verify")  # type: ignore[union-attr]
     assert cap is not None
-    assert [(c.part, gib(c.bytes)) for c in cap.causes[:3]] == [("static", 0.07), ("largest", 0.11), ("other", 0.27)]
+    assert [(c.part, gib(c.bytes)) for c in cap.causes[:3]] == [
+        ("static", 0.07),
+        ("largest", 0.11),
+        ("other", 0.27),
+    ]

@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 
 from conftest import FIXTURES, REPO
-from logmem.analysis import read_log
+from logmem.api import read_log
 from logmem.report import html
 from logmem.report.model import analysis_report
 

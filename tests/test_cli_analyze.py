@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES
-from logmem.cli import cli, main
+from logmem.cli.main import cli, main
 
 LOG = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
 
@@ -42,7 +42,9 @@ def test_stdin_and_file_agree() -> None:
     assert json.loads(a)["launches"][0]["ranks"] == json.loads(b)["launches"][0]["ranks"]
 
 
-@pytest.mark.parametrize(("name", "check"), [("r.json", "{"), ("r.md", "## Launch"), ("r.txt", "Launch")])
+@pytest.mark.parametrize(
+    ("name", "check"), [("r.json", "{"), ("r.md", "## Launch"), ("r.txt", "Launch")]
+)
 def test_output_extension_picks_format(tmp_path: Path, name: str, check: str) -> None:
     out = tmp_path / name
     res = run(["analyze", str(LOG), "-o", str(out)])
@@ -68,7 +70,10 @@ def test_rank_selection() -> None:
 def test_unknown_rank_lists_the_ranks() -> None:
     res = CliRunner().invoke(cli, ["analyze", str(LOG), "--rank", "TP9"])
     assert res.exit_code == 1
-    assert "Error: --rank 'TP9' is not in the log; ranks seen: 'TP0', 'TP1', 'TP2', 'TP3'" in res.output
+    assert (
+        "Error: --rank 'TP9' is not in the log; ranks seen: 'TP0', 'TP1', 'TP2', 'TP3'"
+        in res.output
+    )
 
 
 def test_unknown_launch() -> None:
@@ -96,7 +101,9 @@ def test_usage_error_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_all_ranks_in_text_when_few(tmp_path: Path) -> None:
-    text = run(["analyze", str(FIXTURES / "014-qwen35-9b-tp2-rtx4090-gdn-mamba-apr2026.log")]).output
+    text = run(
+        ["analyze", str(FIXTURES / "014-qwen35-9b-tp2-rtx4090-gdn-mamba-apr2026.log")]
+    ).output
     assert "Ledger of TP0" in text and "Ledger of TP1" in text
     four = run(["analyze", str(LOG)]).output
     assert "Ledger of TP1" not in four and "3 more ranks" in four

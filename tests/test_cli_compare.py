@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from test_fit import Model, make_log
 
 from conftest import FIXTURES
-from logmem.cli import cli, main
+from logmem.cli.main import cli, main
 
 LOG001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
 FORMATS = ["text", "markdown", "json"]
@@ -64,8 +64,10 @@ def _check(fmt: str, output: str, schema: str, title: str) -> dict[str, object] 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_diff_formats_files_and_stdin(logs: dict[str, Path], fmt: str, use_stdin: bool) -> None:
     a = logs["a80"]
-    res = run(["diff", "-" if use_stdin else str(a), str(logs["b160"]), "-f", fmt],
-              a.read_bytes() if use_stdin else None)  # fmt: skip
+    res = run(
+        ["diff", "-" if use_stdin else str(a), str(logs["b160"]), "-f", fmt],
+        a.read_bytes() if use_stdin else None,
+    )
     assert res.exit_code == 0, res.output
     doc = _check(fmt, res.output, "logmem.diff/1", "diff")
     if doc is not None:
@@ -374,9 +376,11 @@ TRUTH = {"e2": (0.40, 2.5), "e7": (1.10, 3.2)}
 
 @pytest.mark.parametrize(
     ("era", "names"),
-    [("e2", ["pair-e2-maxbs80", "pair-e2-maxbs160"]),
-     ("e7", ["pair-e7-maxbs128", "pair-e7-maxbs256", "pair-e7-maxbs512"])],
-)  # fmt: skip
+    [
+        ("e2", ["pair-e2-maxbs80", "pair-e2-maxbs160"]),
+        ("e7", ["pair-e7-maxbs128", "pair-e7-maxbs256", "pair-e7-maxbs512"]),
+    ],
+)
 def test_constructed_pairs_recover_the_truth(era: str, names: list[str]) -> None:
     found = [PAIRS[n] for n in names if n in PAIRS]
     if len(found) < 2:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logmem.cli import cli, main
+from logmem.cli.main import cli, main
 
 LOG = (
     b"[2025-03-08 12:29:04] server_args=ServerArgs(model_path='/m/QwQ-32B', tp_size=2)\n"
@@ -100,7 +100,11 @@ def test_lines_to_an_output_file(log_file: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("use_stdin", [False, True], ids=["file", "stdin"])
 def test_analyze_json(log_file: Path, use_stdin: bool) -> None:
-    args = ["analyze", "-", "-f", "json"] if use_stdin else ["analyze", str(log_file), "--format", "json"]
+    args = (
+        ["analyze", "-", "-f", "json"]
+        if use_stdin
+        else ["analyze", str(log_file), "--format", "json"]
+    )
     result = invoke(args, LOG if use_stdin else None)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -122,7 +126,11 @@ def test_analyze_json(log_file: Path, use_stdin: bool) -> None:
     assert target["memory_pool_end_avail_gib"] == 2.09
     (graph,) = tp0["graphs"]
     assert [(s["size"], s["avail_gib"]) for s in graph["samples"]] == [(2, 1.40), (1, 1.20)]
-    assert (graph["begin_avail_gib"], graph["end_avail_gib"], graph["usage_gib"]) == (1.45, 0.53, 0.93)
+    assert (graph["begin_avail_gib"], graph["end_avail_gib"], graph["usage_gib"]) == (
+        1.45,
+        0.53,
+        0.93,
+    )
     assert graph["static_gib"] == 0.05
     assert graph["largest_bucket_gib"] == 0.2
     assert graph["other_buckets_gib"] == 0.67
@@ -157,7 +165,12 @@ def test_missing_file_exits_1(tmp_path: Path, command: str) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["analyze", "--no-such-option", "x.log"], ["analyze", "-f", "yaml", "x.log"], ["lines"], ["no-such-command"]],
+    [
+        ["analyze", "--no-such-option", "x.log"],
+        ["analyze", "-f", "yaml", "x.log"],
+        ["lines"],
+        ["no-such-command"],
+    ],
     ids=["unknown-option", "bad-format", "no-log", "unknown-command"],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:
@@ -203,7 +216,9 @@ def test_corrupt_gzip_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     assert result.output.startswith(f"Error: {path}: ")
 
 
-def test_main_returns_exit_codes(log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_returns_exit_codes(
+    log_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["lines", str(log_file)]) == 0
     assert capsys.readouterr().out == LINES_OUTPUT
     missing = tmp_path / "nope.log"
@@ -216,7 +231,10 @@ def test_main_returns_exit_codes(log_file: Path, tmp_path: Path, capsys: pytest.
 
 @pytest.mark.parametrize(
     "command",
-    [[str(Path(sys.executable).parent / "logmem"), "--help"], [sys.executable, "-m", "logmem", "--help"]],
+    [
+        [str(Path(sys.executable).parent / "logmem"), "--help"],
+        [sys.executable, "-m", "logmem", "--help"],
+    ],
     ids=["console-script", "python-m"],
 )
 def test_entry_points_smoke(command: list[str]) -> None:

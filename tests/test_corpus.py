@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import CORPUS, CORPUS_MISSING, SHARED, corpus_logs
-from logmem.analysis import read_log
+from logmem.api import read_log
 from logmem.report.jsonout import analysis_json
 
 CHECKER = SHARED / "tools" / "check_corpus.py"
@@ -50,7 +50,8 @@ def test_the_corpus_has_oracles() -> None:
 
 @pytest.mark.parametrize(
     "log",
-    [pytest.param(p, id=p.stem) for p in LOGS] or [pytest.param(None, marks=pytest.mark.skip(reason=CORPUS_MISSING))],
+    [pytest.param(p, id=p.stem) for p in LOGS]
+    or [pytest.param(None, marks=pytest.mark.skip(reason=CORPUS_MISSING))],
 )
 def test_corpus_log_matches_its_oracle(log: Path, compare: Callable[..., list[str]]) -> None:
     expected = json.loads(log.with_suffix(".expected.json").read_text(encoding="utf-8"))

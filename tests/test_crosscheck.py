@@ -8,10 +8,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from conftest import FIXTURES
-from logmem.analysis import read_log
-from logmem.attribution import build_ledger
-from logmem.cli import cli
-from logmem.crosscheck import crosscheck
+from logmem.analysis.attribution import build_ledger
+from logmem.api import read_log
+from logmem.cli.main import cli
+from logmem.estimate.crosscheck import crosscheck
 
 QWQ = FIXTURES / "configs" / "qwq-32b.json"
 LLAMA = FIXTURES / "configs" / "llama-3-70b.json"
@@ -28,7 +28,9 @@ def test_estimate_takes_parallel_sizes_from_the_log() -> None:
 
 
 def test_estimate_options_override() -> None:
-    res = CliRunner().invoke(cli, ["estimate", "--model-config", str(LLAMA), "--tp", "16", "-f", "json"])
+    res = CliRunner().invoke(
+        cli, ["estimate", "--model-config", str(LLAMA), "--tp", "16", "-f", "json"]
+    )
     doc = json.loads(res.stdout)
     assert doc["kv_bytes_per_token_per_rank"] == 40_960  # KV heads replicated past TP 8
     text = CliRunner().invoke(cli, ["estimate", "--model-config", str(LLAMA), "--tp", "8"]).stdout

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import REPO
-from logmem.cli import cli
+from logmem.cli.main import cli
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
@@ -50,8 +50,14 @@ def _transcripts() -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize(("cmd", "expected"), _transcripts(), ids=lambda v: v if isinstance(v, str) and v.startswith("logmem") else "")
-def test_readme_transcripts_reproduce(cmd: str, expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("cmd", "expected"),
+    _transcripts(),
+    ids=lambda v: v if isinstance(v, str) and v.startswith("logmem") else "",
+)
+def test_readme_transcripts_reproduce(
+    cmd: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(REPO)
     args = shlex.split(cmd)[1:]
     res = CliRunner().invoke(cli, args, catch_exceptions=False)

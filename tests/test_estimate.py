@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from logmem.estimate import (
+from logmem.estimate.model import (
     GIB,
     Component,
     Estimate,
@@ -245,11 +245,18 @@ def test_multimodal_text_config_and_sliding_window() -> None:
 
 def test_layer_types_and_linear_attention() -> None:
     config = {
-        "hidden_size": 2048, "num_hidden_layers": 8, "num_attention_heads": 16,
-        "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 5120,
-        "vocab_size": 151936, "full_attention_interval": 4,
-        "linear_num_key_heads": 16, "linear_key_head_dim": 128,
-        "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+        "hidden_size": 2048,
+        "num_hidden_layers": 8,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 2,
+        "head_dim": 256,
+        "intermediate_size": 5120,
+        "vocab_size": 151936,
+        "full_attention_interval": 4,
+        "linear_num_key_heads": 16,
+        "linear_key_head_dim": 128,
+        "linear_num_value_heads": 32,
+        "linear_value_head_dim": 128,
     }
     est = estimate(config)
     assert est.kv_bytes_per_token_per_rank == 2 * 512 * 2 * 2  # 2 of 8 layers are full
@@ -335,17 +342,30 @@ def test_every_fixture_estimates_fully(path: Path) -> None:
 
 def test_settings_from_server_args() -> None:
     args = {
-        "tp_size": 8, "dp_size": 8, "ep_size": 8, "pp_size": 1, "enable_dp_attention": True,
-        "dtype": "auto", "kv_cache_dtype": "fp8_e4m3", "quantization": None,
-        "cuda_graph_max_bs": 128, "speculative_algorithm": "EAGLE",
-        "speculative_num_draft_tokens": 4, "max_running_requests": 256, "context_length": 8192,
+        "tp_size": 8,
+        "dp_size": 8,
+        "ep_size": 8,
+        "pp_size": 1,
+        "enable_dp_attention": True,
+        "dtype": "auto",
+        "kv_cache_dtype": "fp8_e4m3",
+        "quantization": None,
+        "cuda_graph_max_bs": 128,
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_draft_tokens": 4,
+        "max_running_requests": 256,
+        "context_length": 8192,
         "mem_fraction_static": 0.85,
     }
     kw = settings_from_server_args(args)
     assert kw == {
         "parallel": Parallel(tp=8, dp=8, ep=8, pp=1, dp_attention=True),
-        "dtype": "auto", "kv_cache_dtype": "fp8_e4m3", "cuda_graph_max_bs": 128,
-        "tokens_per_req": 4, "max_running_requests": 256, "context_len": 8192,
+        "dtype": "auto",
+        "kv_cache_dtype": "fp8_e4m3",
+        "cuda_graph_max_bs": 128,
+        "tokens_per_req": 4,
+        "max_running_requests": 256,
+        "context_len": 8192,
     }
     est = estimate(cfg("deepseek-v3"), **kw)
     assert est.kv_bytes_per_token_per_rank == 35_136
@@ -355,12 +375,18 @@ def test_settings_from_server_args() -> None:
 
 def test_settings_from_server_args_missing_keys_absent() -> None:
     assert settings_from_server_args({}) == {}
-    kw = settings_from_server_args({"tp_size": 4, "speculative_algorithm": None,
-                                    "speculative_num_draft_tokens": None,
-                                    "max_running_requests": None})
+    kw = settings_from_server_args(
+        {
+            "tp_size": 4,
+            "speculative_algorithm": None,
+            "speculative_num_draft_tokens": None,
+            "max_running_requests": None,
+        }
+    )
     assert kw == {"parallel": Parallel(tp=4)}
     newest = settings_from_server_args(
-        {"cuda_graph_config": {"decode": {"max_bs": 256}, "prefill": {"max_bs": 8192}}})
+        {"cuda_graph_config": {"decode": {"max_bs": 256}, "prefill": {"max_bs": 8192}}}
+    )
     assert newest == {"cuda_graph_max_bs": 256}
     assert settings_from_server_args({"cuda_graph_max_bs": 80, "disable_cuda_graph": True}) == {}
     legacy = settings_from_server_args({"tp_size": 8, "enable_ep_moe": True})
@@ -374,8 +400,15 @@ def test_to_json_is_versioned_and_serialisable() -> None:
     est = estimate(cfg("latent-moe"), parallel=Parallel(tp=8, ep=8), cuda_graph_max_bs=144)
     data = to_json(est)
     assert data["schema"] == SCHEMA == "logmem.estimate/1"
-    for key in ("params_total", "weights_bytes_per_rank", "kv_bytes_per_token_per_rank",
-                "kv_tokens_per_gib", "components", "logits_buffer_bytes", "deepep_buffer_bytes"):
+    for key in (
+        "params_total",
+        "weights_bytes_per_rank",
+        "kv_bytes_per_token_per_rank",
+        "kv_tokens_per_gib",
+        "components",
+        "logits_buffer_bytes",
+        "deepep_buffer_bytes",
+    ):
         assert key in data
     assert set(data["components"][0]) >= {"name", "params", "bytes_per_rank", "sharding"}
     assert json.loads(json.dumps(data)) == data
@@ -385,8 +418,12 @@ def test_to_json_is_versioned_and_serialisable() -> None:
 
 @pytest.mark.parametrize("name", ["llama-3-70b", "deepseek-v3", "gemma-3-27b-it", "latent-moe"])
 def test_render_text_fits_100_columns(name: str) -> None:
-    est = estimate(cfg(name), parallel=Parallel(tp=8, dp=8, ep=8, dp_attention=True),
-                   cuda_graph_max_bs=160, max_running_requests=256)
+    est = estimate(
+        cfg(name),
+        parallel=Parallel(tp=8, dp=8, ep=8, dp_attention=True),
+        cuda_graph_max_bs=160,
+        max_running_requests=256,
+    )
     text = render_text(est)
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "attn.o" in text and "Notes:" in text

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from logmem import events as ev
-from logmem.events import match_record, parse_int_list, parse_server_args
-from logmem.lines import split_records
-from logmem.read import Segment
+from logmem.parse import events as ev
+from logmem.parse.events import match_record, parse_int_list, parse_server_args
+from logmem.parse.lines import split_records
+from logmem.parse.read import Segment
 from logmem.units import GIB, MIB, Mem
 
 
@@ -68,9 +68,12 @@ def test_server_args_dict_form() -> None:
     assert isinstance(e, ev.ServerArgs)
     assert (e.form, e.error) == ("dict", None)
     assert e.args == {
-        "model_path": "Qwen/Qwen3-8B", "tp_size": 2, "mem_fraction_static": 0.88,
-        "speculative_algorithm": None, "cuda_graph_bs": [1, 2, 4],
-    }  # fmt: skip
+        "model_path": "Qwen/Qwen3-8B",
+        "tp_size": 2,
+        "mem_fraction_static": 0.88,
+        "speculative_algorithm": None,
+        "cuda_graph_bs": [1, 2, 4],
+    }
 
 
 def test_server_args_nested_config_objects() -> None:
@@ -88,7 +91,10 @@ def test_server_args_cut_by_a_log_shipper_gives_an_error_not_an_exception() -> N
     assert isinstance(e, ev.ServerArgs)
     # The plain values before the cut are kept (model_path names the report); the rest is lost.
     assert e.args == {"model_path": "m", "tp_size": 2}
-    assert e.error == "the server_args line is cut, elided or malformed; 2 plain values were read from it"
+    assert (
+        e.error
+        == "the server_args line is cut, elided or malformed; 2 plain values were read from it"
+    )
 
 
 def test_server_args_is_never_evaluated(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,7 +102,9 @@ def test_server_args_is_never_evaluated(monkeypatch: pytest.MonkeyPatch) -> None
 
     calls: list[str] = []
     monkeypatch.setattr(os, "system", lambda cmd: calls.append(cmd) or 0)
-    args, _, error = parse_server_args("ServerArgs(model_path=__import__('os').system('x'), tp_size=1)")
+    args, _, error = parse_server_args(
+        "ServerArgs(model_path=__import__('os').system('x'), tp_size=1)"
+    )
     assert calls == []
     assert error is None
     assert args == {"model_path": "__import__('os').system('x')", "tp_size": 1}
@@ -112,7 +120,8 @@ def test_server_args_is_never_evaluated(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.mark.parametrize(
-    "line", ["[2025-03-08 12:29:11 TP3] Init torch distributed begin.", "[19:01:01 TP0] Init nccl begin."]
+    "line",
+    ["[2025-03-08 12:29:11 TP3] Init torch distributed begin.", "[19:01:01 TP0] Init nccl begin."],
 )
 def test_init_begin(line: str) -> None:
     e = event(line)
@@ -123,7 +132,9 @@ def test_init_begin(line: str) -> None:
 def test_init_end_with_and_without_elapsed() -> None:
     e = event("[2025-03-08 12:29:14 TP2] Init torch distributed ends. mem usage=0.13 GB")
     assert e == ev.InitEnd(rank="TP2", source=e.source, usage=gib(0.13), elapsed_s=None)
-    e = event("[2026-08-01 23:37:40] Init torch distributed ends. elapsed=0.23 s, mem usage=0.03 GB")
+    e = event(
+        "[2026-08-01 23:37:40] Init torch distributed ends. elapsed=0.23 s, mem usage=0.03 GB"
+    )
     assert isinstance(e, ev.InitEnd)
     assert (e.rank, e.elapsed_s, e.usage.gib, e.usage.bytes) == ("", 0.23, 0.03, round(0.03 * GIB))
 
@@ -136,8 +147,10 @@ def test_weights_begin() -> None:
 
 
 def test_weights_end_e0_no_usage() -> None:
-    e = event("[2024-10-29 02:03:33 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
-              "avail mem=32.22 GB")  # fmt: skip
+    e = event(
+        "[2024-10-29 02:03:33 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=32.22 GB"
+    )
     assert isinstance(e, ev.WeightsEnd)
     assert e.avail == gib(32.22)
     assert e.usage is None
@@ -147,35 +160,45 @@ def test_weights_end_e0_no_usage() -> None:
 
 
 def test_weights_end_e2_dtype_and_usage() -> None:
-    e = event("[2025-03-08 12:29:19 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
-              "avail mem=6.09 GB, mem usage=15.54 GB.")  # fmt: skip
+    e = event(
+        "[2025-03-08 12:29:19 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=6.09 GB, mem usage=15.54 GB."
+    )
     assert isinstance(e, ev.WeightsEnd)
     assert (e.avail, e.usage) == (gib(6.09), gib(15.54))
     assert e.details == (("dtype", "torch.bfloat16"),)
 
 
 def test_weights_end_e5_elapsed() -> None:
-    e = event("Load weight end. elapsed=0.38 s, type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
-              "avail mem=77.45 GB, mem usage=0.98 GB.")  # fmt: skip
+    e = event(
+        "Load weight end. elapsed=0.38 s, type=Qwen2ForCausalLM, dtype=torch.bfloat16, "
+        "avail mem=77.45 GB, mem usage=0.98 GB."
+    )
     assert isinstance(e, ev.WeightsEnd)
     assert e.elapsed_s == 0.38
     assert (e.avail.gib, e.usage.gib if e.usage else None) == (77.45, 0.98)
 
 
 def test_weights_end_e6_no_dtype_with_quant() -> None:
-    e = event("Load weight end. elapsed=1.85 s, type=Gemma4ForConditionalGeneration, quant=awq, bits=4, "
-              "avail mem=7.36 GB, mem usage=24.13 GB.")  # fmt: skip
+    e = event(
+        "Load weight end. elapsed=1.85 s, type=Gemma4ForConditionalGeneration, quant=awq, bits=4, "
+        "avail mem=7.36 GB, mem usage=24.13 GB."
+    )
     assert isinstance(e, ev.WeightsEnd)
     assert e.model_type == "Gemma4ForConditionalGeneration"
     assert e.details == (("quant", "awq"), ("bits", "4"))
-    e = event("Load weight end. elapsed=1.97 s, type=Qwen3ForCausalLM, avail mem=162.30 GB, mem usage=15.28 GB.")
+    e = event(
+        "Load weight end. elapsed=1.97 s, type=Qwen3ForCausalLM, avail mem=162.30 GB, mem usage=15.28 GB."
+    )
     assert isinstance(e, ev.WeightsEnd)
     assert e.details == ()
     assert e.avail.gib == 162.30
 
 
 def test_weights_end_negative_usage_is_kept() -> None:
-    e = event("Load weight end. type=X, dtype=torch.float16, avail mem=9.00 GB, mem usage=-0.25 GB.")
+    e = event(
+        "Load weight end. type=X, dtype=torch.float16, avail mem=9.00 GB, mem usage=-0.25 GB."
+    )
     assert isinstance(e, ev.WeightsEnd)
     assert e.usage == Mem(-0.25, -round(0.25 * GIB))
 
@@ -190,9 +213,12 @@ def test_kv_dtype() -> None:
 
 
 def test_kv_pool_k_and_v() -> None:
-    e = event("[2025-03-08 12:29:20 TP0] KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB")
-    assert e == ev.KVPool(rank="TP0", source=e.source, tokens=46611, k=gib(1.42), v=gib(1.42), kv=None,
-                          dtype=None)  # fmt: skip
+    e = event(
+        "[2025-03-08 12:29:20 TP0] KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB"
+    )
+    assert e == ev.KVPool(
+        rank="TP0", source=e.source, tokens=46611, k=gib(1.42), v=gib(1.42), kv=None, dtype=None
+    )
     assert isinstance(e, ev.KVPool)
     assert e.total_bytes == 2 * round(1.42 * GIB)
 
@@ -205,7 +231,9 @@ def test_kv_pool_single_kv_size_mla() -> None:
 
 
 def test_kv_pool_e7_with_dtype() -> None:
-    e = event("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 148717, K size: 10.21 GB, V size: 10.21 GB")
+    e = event(
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 148717, K size: 10.21 GB, V size: 10.21 GB"
+    )
     assert isinstance(e, ev.KVPool)
     assert (e.dtype, e.tokens, e.k, e.v) == ("torch.bfloat16", 148717, gib(10.21), gib(10.21))
 
@@ -248,14 +276,18 @@ def test_mamba_pool(line: str) -> None:
 
 
 def test_mamba_pool_with_speculative_intermediate_caches() -> None:
-    e = event("Mamba Cache is allocated. max_mamba_cache_size: 40, conv_state size: 0.11GB, ssm_state size: 5.77GB "
-              "intermediate_ssm_state_cache size: 2.50GB intermediate_conv_window_cache size: 0.05GB")  # fmt: skip
+    e = event(
+        "Mamba Cache is allocated. max_mamba_cache_size: 40, conv_state size: 0.11GB, ssm_state size: 5.77GB "
+        "intermediate_ssm_state_cache size: 2.50GB intermediate_conv_window_cache size: 0.05GB"
+    )
     assert isinstance(e, ev.MambaPool)
     assert (e.intermediate_ssm, e.intermediate_conv) == (gib(2.50), gib(0.05))
 
 
 def test_swa_plan_and_summary() -> None:
-    e = event("[2026-08-01 23:39:35] Use sliding window memory pool. full_layer_tokens=185897, swa_layer_tokens=148717")
+    e = event(
+        "[2026-08-01 23:39:35] Use sliding window memory pool. full_layer_tokens=185897, swa_layer_tokens=148717"
+    )
     assert e == ev.SWAPlan(rank="", source=e.source, full_tokens=185897, swa_tokens=148717)
     e = event("Use sliding window memory pool (all SWA). swa_layer_tokens=49135")
     assert isinstance(e, ev.SWAPlan)
@@ -264,11 +296,15 @@ def test_swa_plan_and_summary() -> None:
     assert isinstance(e, ev.SWAPlan)
     assert (e.full_tokens, e.swa_tokens) == (-120, -96)
     e = event("SWAKVPool mem usage: 28.93 GB, swa size: 148717, full size: 185897")
-    assert e == ev.SWASummary(rank=None, source=e.source, usage=gib(28.93), swa_size=148717, full_size=185897)
+    assert e == ev.SWASummary(
+        rank=None, source=e.source, usage=gib(28.93), swa_size=148717, full_size=185897
+    )
 
 
 def test_dsv4_plan() -> None:
-    e = event("DSv4 memory calculation: bytes_per_full_token=176983.05, available_bytes=87.26 GB, full_token=529408")
+    e = event(
+        "DSv4 memory calculation: bytes_per_full_token=176983.05, available_bytes=87.26 GB, full_token=529408"
+    )
     assert isinstance(e, ev.DSv4Plan)
     assert (e.bytes_per_token, e.avail, e.tokens) == (176983.05, gib(87.26), 529408)
 
@@ -282,10 +318,21 @@ def test_pool_end() -> None:
 
 
 def test_capture_begin_old_decode() -> None:
-    e = event("[2025-03-08 12:29:21 TP0] Capture cuda graph begin. This can take up to several minutes. "
-              "avail mem=1.45 GB")  # fmt: skip
-    assert e == ev.CaptureBegin(rank="TP0", source=e.source, name="decode", backend="cuda graph", avail=gib(1.45),
-                                sizes=None, graph_backend=None, tokens_per_req=None, step=None)  # fmt: skip
+    e = event(
+        "[2025-03-08 12:29:21 TP0] Capture cuda graph begin. This can take up to several minutes. "
+        "avail mem=1.45 GB"
+    )
+    assert e == ev.CaptureBegin(
+        rank="TP0",
+        source=e.source,
+        name="decode",
+        backend="cuda graph",
+        avail=gib(1.45),
+        sizes=None,
+        graph_backend=None,
+        tokens_per_req=None,
+        step=None,
+    )
 
 
 def test_capture_begin_e1_without_avail() -> None:
@@ -297,14 +344,24 @@ def test_capture_begin_e1_without_avail() -> None:
 @pytest.mark.parametrize(
     ("line", "name", "backend"),
     [
-        ("Capture npu graph begin. This can take up to several minutes. avail mem=17.55 GB", "decode", "npu graph"),
-        ("Capture draft cuda graph begin. This can take up to several minutes. avail mem=4.20 GB", "draft",
-         "cuda graph"),
-        ("Capture draft extend cuda graph begin. This can take up to several minutes. avail mem=3.42 GB",
-         "draft extend", "cuda graph"),
+        (
+            "Capture npu graph begin. This can take up to several minutes. avail mem=17.55 GB",
+            "decode",
+            "npu graph",
+        ),
+        (
+            "Capture draft cuda graph begin. This can take up to several minutes. avail mem=4.20 GB",
+            "draft",
+            "cuda graph",
+        ),
+        (
+            "Capture draft extend cuda graph begin. This can take up to several minutes. avail mem=3.42 GB",
+            "draft extend",
+            "cuda graph",
+        ),
         ("Capture piecewise CUDA graph begin. avail mem=10.81 GB", "piecewise", "CUDA graph"),
     ],
-)  # fmt: skip
+)
 def test_capture_begin_families(line: str, name: str, backend: str) -> None:
     e = event(line)
     assert isinstance(e, ev.CaptureBegin)
@@ -313,32 +370,61 @@ def test_capture_begin_families(line: str, name: str, backend: str) -> None:
 
 
 def test_capture_begin_e7_with_bs_list_and_tokens_per_req() -> None:
-    e = event("[2026-08-17 10:02:11] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, "
-              "bs=[1, 2], avail mem=73.10 GB")  # fmt: skip
-    assert e == ev.CaptureBegin(rank="", source=e.source, name="target decode", backend="CUDA graph",
-                                avail=gib(73.10), sizes=(1, 2), graph_backend="full", tokens_per_req=1,
-                                step=None)  # fmt: skip
+    e = event(
+        "[2026-08-17 10:02:11] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, "
+        "bs=[1, 2], avail mem=73.10 GB"
+    )
+    assert e == ev.CaptureBegin(
+        rank="",
+        source=e.source,
+        name="target decode",
+        backend="CUDA graph",
+        avail=gib(73.10),
+        sizes=(1, 2),
+        graph_backend="full",
+        tokens_per_req=1,
+        step=None,
+    )
 
 
 def test_capture_begin_e7_prefill_num_tokens() -> None:
-    e = event("Capture target prefill CUDA graph begin. backend=breakable, num_tokens=[4, 8, 12, 16], "
-              "avail mem=12.52 GB")  # fmt: skip
+    e = event(
+        "Capture target prefill CUDA graph begin. backend=breakable, num_tokens=[4, 8, 12, 16], "
+        "avail mem=12.52 GB"
+    )
     assert isinstance(e, ev.CaptureBegin)
-    assert (e.name, e.graph_backend, e.sizes, e.tokens_per_req) == ("target prefill", "breakable", (4, 8, 12, 16), None)
+    assert (e.name, e.graph_backend, e.sizes, e.tokens_per_req) == (
+        "target prefill",
+        "breakable",
+        (4, 8, 12, 16),
+        None,
+    )
 
 
 def test_capture_begin_draft_extend_with_step() -> None:
     e = event("Capture draft extend CUDA graph begin. step=2, avail mem=5.12 GB")
     assert isinstance(e, ev.CaptureBegin)
     assert (e.name, e.step, e.avail) == ("draft extend", 2, gib(5.12))
-    e = event("Capture draft extend CUDA graph end. step=2, elapsed=1.50 s, mem usage=0.10 GB, avail mem=5.02 GB.")
+    e = event(
+        "Capture draft extend CUDA graph end. step=2, elapsed=1.50 s, mem usage=0.10 GB, avail mem=5.02 GB."
+    )
     assert isinstance(e, ev.CaptureEnd)
-    assert (e.name, e.step, e.elapsed_s, e.usage, e.avail) == ("draft extend", 2, 1.5, gib(0.10), gib(5.02))
+    assert (e.name, e.step, e.elapsed_s, e.usage, e.avail) == (
+        "draft extend",
+        2,
+        1.5,
+        gib(0.10),
+        gib(5.02),
+    )
 
 
 def test_capture_end_both_field_orders() -> None:
-    old = event("Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.")
-    new = event("Capture cuda graph end. Time elapsed: 7.23 s. mem usage=0.93 GB. avail mem=0.53 GB.")
+    old = event(
+        "Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB."
+    )
+    new = event(
+        "Capture cuda graph end. Time elapsed: 7.23 s. mem usage=0.93 GB. avail mem=0.53 GB."
+    )
     assert old == new
     assert isinstance(old, ev.CaptureEnd)
     assert (old.avail, old.usage, old.elapsed_s) == (gib(0.53), gib(0.93), 7.23)
@@ -351,22 +437,36 @@ def test_capture_end_e1_only_elapsed() -> None:
 
 
 def test_capture_end_negative_usage_is_kept() -> None:
-    e = event("[2026-03-20 11:02:33 TP0] Capture cuda graph end. Time elapsed: 1.95 s. mem usage=-5.29 GB. "
-              "avail mem=7.20 GB.")  # fmt: skip
+    e = event(
+        "[2026-03-20 11:02:33 TP0] Capture cuda graph end. Time elapsed: 1.95 s. mem usage=-5.29 GB. "
+        "avail mem=7.20 GB."
+    )
     assert isinstance(e, ev.CaptureEnd)
     assert e.usage == Mem(-5.29, -round(5.29 * GIB))
     assert e.usage.bytes < 0
 
 
 def test_capture_end_e7() -> None:
-    e = event("Capture target verify CUDA graph end. elapsed=3.00 s, mem usage=0.60 GB, avail mem=6.67 GB.")
-    assert e == ev.CaptureEnd(rank=None, source=e.source, name="target verify", backend="CUDA graph",
-                              avail=gib(6.67), usage=gib(0.60), elapsed_s=3.0, step=None)  # fmt: skip
+    e = event(
+        "Capture target verify CUDA graph end. elapsed=3.00 s, mem usage=0.60 GB, avail mem=6.67 GB."
+    )
+    assert e == ev.CaptureEnd(
+        rank=None,
+        source=e.source,
+        name="target verify",
+        backend="CUDA graph",
+        avail=gib(6.67),
+        usage=gib(0.60),
+        elapsed_s=3.0,
+        step=None,
+    )
 
 
 def test_capture_sizes() -> None:
     e = event("[2026-02-06 12:11:59 DP0 TP0 EP0] Capture cuda graph bs [8, 16, 24, 28, 32, 36]")
-    assert e == ev.CaptureSizes(rank="DP0 TP0 EP0", source=e.source, kind="bs", sizes=(8, 16, 24, 28, 32, 36))
+    assert e == ev.CaptureSizes(
+        rank="DP0 TP0 EP0", source=e.source, kind="bs", sizes=(8, 16, 24, 28, 32, 36)
+    )
     e = event("Capture cuda graph num tokens [4, 8, 12, 16]")
     assert isinstance(e, ev.CaptureSizes)
     assert (e.kind, e.sizes) == ("num tokens", (4, 8, 12, 16))
@@ -399,38 +499,98 @@ def test_parse_int_list() -> None:
 @pytest.mark.parametrize(
     ("line", "kind", "size", "avail"),
     [
-        ("Capturing batches (avail_mem=75.12 GB):   0%|          | 0/7 [00:00<?, ?it/s]", "batches", None, 75.12),
-        ("Capturing batches (bs=24 avail_mem=4.00 GB):  14%|█▍        | 1/7 [00:02<00:17,  2.96s/it]", "batches",
-         24, 4.00),
-        ("Capturing batches (bs=8 variant=tbo avail_mem=3.10 GB):   0%|          | 0/7", "batches", 8, 3.10),
-        ("Capturing num tokens (num_tokens=8192 avail_mem=12.59 GB):   0%|          | 0/58 [00:00<?, ?it/s]",
-         "num tokens", 8192, 12.59),
-        ("Compiling num tokens (num_tokens=20):   0%|          | 0/5 [00:00<?, ?it/s]", "compile", 20, None),
+        (
+            "Capturing batches (avail_mem=75.12 GB):   0%|          | 0/7 [00:00<?, ?it/s]",
+            "batches",
+            None,
+            75.12,
+        ),
+        (
+            "Capturing batches (bs=24 avail_mem=4.00 GB):  14%|█▍        | 1/7 [00:02<00:17,  2.96s/it]",
+            "batches",
+            24,
+            4.00,
+        ),
+        (
+            "Capturing batches (bs=8 variant=tbo avail_mem=3.10 GB):   0%|          | 0/7",
+            "batches",
+            8,
+            3.10,
+        ),
+        (
+            "Capturing num tokens (num_tokens=8192 avail_mem=12.59 GB):   0%|          | 0/58 [00:00<?, ?it/s]",
+            "num tokens",
+            8192,
+            12.59,
+        ),
+        (
+            "Compiling num tokens (num_tokens=20):   0%|          | 0/5 [00:00<?, ?it/s]",
+            "compile",
+            20,
+            None,
+        ),
         ("  0%|          | 0/13 [00:00<?, ?it/s]", "plain", None, None),
         ("100%|██████████| 13/13 [00:07<00:00,  1.80it/s]", "plain", None, None),
         ("\u23ce 100%|██████████| 13/13 [00:07<00:00,  1.80it/s]", "plain", None, None),
     ],
-    ids=["avail-only", "bs", "variant", "num-tokens", "compile", "plain-0", "plain-100", "paste-marker"],
-)  # fmt: skip
+    ids=[
+        "avail-only",
+        "bs",
+        "variant",
+        "num-tokens",
+        "compile",
+        "plain-0",
+        "plain-100",
+        "paste-marker",
+    ],
+)
 def test_bar_renders(line: str, kind: str, size: int | None, avail: float | None) -> None:
     e = event(line)
-    assert e == ev.BarRender(rank=None, source=e.source, kind=kind, size=size,
-                             avail=gib(avail) if avail is not None else None,
-                             count=e.count, total=e.total)  # fmt: skip
+    assert e == ev.BarRender(
+        rank=None,
+        source=e.source,
+        kind=kind,
+        size=size,
+        avail=gib(avail) if avail is not None else None,
+        count=e.count,
+        total=e.total,
+    )
 
 
 @pytest.mark.parametrize(
     ("line", "count", "total", "bucket"),
     [
-        ("Capturing batches (bs=24 avail_mem=4.00 GB):   0%|          | 0/7 [00:00<?, ?it/s]", 0, 7, 0),
-        ("Capturing batches (bs=16 avail_mem=3.93 GB):  14%|█▍        | 1/7 [00:02<00:17,  2.96s/it]", 1, 7, 1),
+        (
+            "Capturing batches (bs=24 avail_mem=4.00 GB):   0%|          | 0/7 [00:00<?, ?it/s]",
+            0,
+            7,
+            0,
+        ),
+        (
+            "Capturing batches (bs=16 avail_mem=3.93 GB):  14%|█▍        | 1/7 [00:02<00:17,  2.96s/it]",
+            1,
+            7,
+            1,
+        ),
         # The closing render repeats the last description at n == total: it is the last bucket.
-        ("Capturing batches (bs=1 avail_mem=10.28 GB): 100%|██████████| 23/23 [00:16<00:00,  1.42it/s]", 23, 23, 22),
-        ("Capturing batches (bs=1 avail_mem=23.54 GB): 100% | 52/52 [00:03<00:00, 16.76it/s]", 52, 52, 51),
+        (
+            "Capturing batches (bs=1 avail_mem=10.28 GB): 100%|██████████| 23/23 [00:16<00:00,  1.42it/s]",
+            23,
+            23,
+            22,
+        ),
+        (
+            "Capturing batches (bs=1 avail_mem=23.54 GB): 100% | 52/52 [00:03<00:00, 16.76it/s]",
+            52,
+            52,
+            51,
+        ),
         ("Capturing batches (bs=8 avail_mem=3.10 GB)", None, None, None),
     ],
-)  # fmt: skip
-def test_bar_counts_say_which_bucket(line: str, count: int | None, total: int | None, bucket: int | None) -> None:
+)
+def test_bar_counts_say_which_bucket(
+    line: str, count: int | None, total: int | None, bucket: int | None
+) -> None:
     e = event(line)
     assert isinstance(e, ev.BarRender)
     assert (e.count, e.total, e.bucket_index) == (count, total, bucket)
@@ -448,7 +608,9 @@ def test_register_graphs() -> None:
 
 
 def test_all_reduce_config_in_mib() -> None:
-    e = event("All Reduce config: symmetric_memory = 16.00 MB, local_buffer = 8.01 MB, multicast = False")
+    e = event(
+        "All Reduce config: symmetric_memory = 16.00 MB, local_buffer = 8.01 MB, multicast = False"
+    )
     assert isinstance(e, ev.AllReduceConfig)
     assert e.symmetric.bytes == 16 * MIB
     assert e.local.bytes == round(8.01 * MIB)
@@ -459,9 +621,21 @@ def test_all_reduce_config_in_mib() -> None:
     ("line", "what", "n_bytes"),
     [
         ("Pre-allocating symmetric memory pool with 4 GiB", "symm_prealloc", 4 * GIB),
-        ("DeepGEMM masked layout budget: 2.50 GiB from 10.00 GiB free.", "deepgemm_budget", round(2.5 * GIB)),
-        ("Allocating 100.00 GB host memory for hierarchical KV cache.", "hicache_host", 100 * 10**9),
-        ("Update engine weights online from disk begin. avail mem=12.00 GB", "runtime_reading", 12 * GIB),
+        (
+            "DeepGEMM masked layout budget: 2.50 GiB from 10.00 GiB free.",
+            "deepgemm_budget",
+            round(2.5 * GIB),
+        ),
+        (
+            "Allocating 100.00 GB host memory for hierarchical KV cache.",
+            "hicache_host",
+            100 * 10**9,
+        ),
+        (
+            "Update engine weights online from disk begin. avail mem=12.00 GB",
+            "runtime_reading",
+            12 * GIB,
+        ),
     ],
 )
 def test_misc_memory(line: str, what: str, n_bytes: int) -> None:
@@ -474,14 +648,19 @@ def test_misc_memory(line: str, what: str, n_bytes: int) -> None:
 
 
 def test_summary_generic_key_values() -> None:
-    e = event("[2025-09-11 08:12:40 TP0] max_total_num_tokens=132608, chunked_prefill_size=512, "
-              "max_prefill_tokens=16384, max_running_requests=24, context_len=8192, available_gpu_mem=2.74 GB")  # fmt: skip
+    e = event(
+        "[2025-09-11 08:12:40 TP0] max_total_num_tokens=132608, chunked_prefill_size=512, "
+        "max_prefill_tokens=16384, max_running_requests=24, context_len=8192, available_gpu_mem=2.74 GB"
+    )
     assert isinstance(e, ev.Summary)
     assert e.max_total_num_tokens == 132608
     assert dict(e.fields) == {
-        "chunked_prefill_size": "512", "max_prefill_tokens": "16384", "max_running_requests": "24",
-        "context_len": "8192", "available_gpu_mem": "2.74 GB",
-    }  # fmt: skip
+        "chunked_prefill_size": "512",
+        "max_prefill_tokens": "16384",
+        "max_running_requests": "24",
+        "context_len": "8192",
+        "available_gpu_mem": "2.74 GB",
+    }
     assert e.available == gib(2.74)
     assert e.get_int("max_running_requests") == 24
     assert e.get_int("available_gpu_mem") is None
@@ -489,7 +668,9 @@ def test_summary_generic_key_values() -> None:
 
 
 def test_summary_e1_without_available_or_chunked() -> None:
-    e = event("max_total_num_tokens=217512, max_prefill_tokens=16384, max_running_requests=2049, context_len=131072")
+    e = event(
+        "max_total_num_tokens=217512, max_prefill_tokens=16384, max_running_requests=2049, context_len=131072"
+    )
     assert isinstance(e, ev.Summary)
     assert e.available is None
     assert e.get_int("chunked_prefill_size") is None
@@ -497,22 +678,33 @@ def test_summary_e1_without_available_or_chunked() -> None:
 
 
 def test_summary_negative_chunked_prefill() -> None:
-    e = event("max_total_num_tokens=217600, chunked_prefill_size=-1, max_prefill_tokens=9000, "
-              "max_running_requests=36, context_len=8188, available_gpu_mem=6.83 GB")  # fmt: skip
+    e = event(
+        "max_total_num_tokens=217600, chunked_prefill_size=-1, max_prefill_tokens=9000, "
+        "max_running_requests=36, context_len=8188, available_gpu_mem=6.83 GB"
+    )
     assert isinstance(e, ev.Summary)
     assert e.get_int("chunked_prefill_size") == -1
 
 
 def test_imbalance_raw_floats() -> None:
-    e = event("[2026-01-01 00:00:00 TP1] The memory capacity is unbalanced. Some GPUs may be occupied by other "
-              "processes. pre_model_load_memory=70.1234130859375, local_gpu_memory=78.5, "
-              "local_gpu_memory * 0.9=70.65")  # fmt: skip
-    assert e == ev.Imbalance(rank="TP1", source=e.source, pre_model_load_gib=70.1234130859375, local_gib=78.5,
-                             exc_type=None)  # fmt: skip
+    e = event(
+        "[2026-01-01 00:00:00 TP1] The memory capacity is unbalanced. Some GPUs may be occupied by other "
+        "processes. pre_model_load_memory=70.1234130859375, local_gpu_memory=78.5, "
+        "local_gpu_memory * 0.9=70.65"
+    )
+    assert e == ev.Imbalance(
+        rank="TP1",
+        source=e.source,
+        pre_model_load_gib=70.1234130859375,
+        local_gib=78.5,
+        exc_type=None,
+    )
 
 
 def test_imbalance_raised_old_form() -> None:
-    e = event("ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes.")
+    e = event(
+        "ValueError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes."
+    )
     assert isinstance(e, ev.Imbalance)
     assert (e.pre_model_load_gib, e.local_gib, e.exc_type) == (None, None, "ValueError")
 
@@ -520,16 +712,24 @@ def test_imbalance_raised_old_form() -> None:
 @pytest.mark.parametrize(
     ("line", "mfs"),
     [
-        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-         "Current value: mem_fraction_static=0.84", 0.84),
-        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-         "Current value: self.server_args.mem_fraction_static=0.2", 0.2),
+        (
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            "Current value: mem_fraction_static=0.84",
+            0.84,
+        ),
+        (
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            "Current value: self.server_args.mem_fraction_static=0.2",
+            0.2,
+        ),
         ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", None),
     ],
-)  # fmt: skip
+)
 def test_not_enough_memory(line: str, mfs: float | None) -> None:
     e = event(line)
-    assert e == ev.NotEnoughMemory(rank=None, source=e.source, mem_fraction_static=mfs, exc_type="RuntimeError")
+    assert e == ev.NotEnoughMemory(
+        rank=None, source=e.source, mem_fraction_static=mfs, exc_type="RuntimeError"
+    )
 
 
 def test_torch_oom_cuda_mib_and_gib() -> None:
@@ -574,39 +774,69 @@ def test_device_oom_has_no_figures() -> None:
 
 
 def test_capture_failed() -> None:
-    e = event("Exception: Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB.")
-    assert e == ev.CaptureFailed(rank=None, source=e.source, message="CUDA out of memory. Tried to allocate 2.00 MiB.")
+    e = event(
+        "Exception: Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB."
+    )
+    assert e == ev.CaptureFailed(
+        rank=None, source=e.source, message="CUDA out of memory. Tried to allocate 2.00 MiB."
+    )
 
 
 def test_scheduler_exception_and_traceback() -> None:
-    e = event("[2026-02-26 05:35:14 TP3] Scheduler hit an exception: Traceback (most recent call last):")
-    assert e == ev.SchedulerException(rank="TP3", source=e.source, text="Traceback (most recent call last):")
+    e = event(
+        "[2026-02-26 05:35:14 TP3] Scheduler hit an exception: Traceback (most recent call last):"
+    )
+    assert e == ev.SchedulerException(
+        rank="TP3", source=e.source, text="Traceback (most recent call last):"
+    )
     assert isinstance(event("Traceback (most recent call last):"), ev.TracebackStart)
     e = event("TypeError: cannot unpack non-iterable ForwardMetadata object")
-    assert e == ev.ExceptionLine(rank=None, source=e.source, exc_type="TypeError",
-                                 message="cannot unpack non-iterable ForwardMetadata object")  # fmt: skip
+    assert e == ev.ExceptionLine(
+        rank=None,
+        source=e.source,
+        exc_type="TypeError",
+        message="cannot unpack non-iterable ForwardMetadata object",
+    )
 
 
 def test_other_ranks_failed_sigquit_ready_http() -> None:
-    e = event("RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that didn't finish "
-              "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.")  # fmt: skip
+    e = event(
+        "RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that didn't finish "
+        "loading. It is likely due to unexpected failures (e.g., OOM) or a slow node."
+    )
     assert e == ev.OtherRanksFailed(rank=None, source=e.source, tp_rank=0)
-    assert isinstance(event("[2026-01-01 00:00:00] Received sigquit from a child proces. It usually means"), ev.SigQuit)
-    assert isinstance(event("[2025-03-08 12:29:31] The server is fired up and ready to roll!"), ev.Ready)
-    e = event("[2025-03-08 12:29:29] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)")
+    assert isinstance(
+        event("[2026-01-01 00:00:00] Received sigquit from a child proces. It usually means"),
+        ev.SigQuit,
+    )
+    assert isinstance(
+        event("[2025-03-08 12:29:31] The server is fired up and ready to roll!"), ev.Ready
+    )
+    e = event(
+        "[2025-03-08 12:29:29] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)"
+    )
     assert isinstance(e, ev.HttpUp)
     assert e.rank == ""
 
 
 def test_graph_disabled() -> None:
     e = event("Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set")
-    assert e == ev.GraphDisabled(rank=None, source=e.source, which="piecewise",
-                                 why="--disable-piecewise-cuda-graph is set")  # fmt: skip
+    assert e == ev.GraphDisabled(
+        rank=None, source=e.source, which="piecewise", why="--disable-piecewise-cuda-graph is set"
+    )
 
 
 def test_unmatched_memory_lines_are_reported() -> None:
-    records = list(split_records(Segment("t.log", 9, b"[2026-08-01 23:37:38] Reported total GPU memory (MiB): "
-                                                      b"[124546], using min: 124546 MiB.")))  # fmt: skip
+    records = list(
+        split_records(
+            Segment(
+                "t.log",
+                9,
+                b"[2026-08-01 23:37:38] Reported total GPU memory (MiB): "
+                b"[124546], using min: 124546 MiB.",
+            )
+        )
+    )
     unmatched: list[ev.Unmatched] = []
     assert list(ev.iter_events(records, unmatched)) == []
     assert [(u.rank, u.source.line_no) for u in unmatched] == [("", 9)]

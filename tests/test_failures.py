@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from logmem.analysis import read_log
-from logmem.failures import (
+from logmem.analysis.failures import (
     CaptureError,
     KVSizing,
     OutOfMemory,
@@ -22,7 +21,8 @@ from logmem.failures import (
     rank_phase,
     verdict,
 )
-from logmem.ledger import Launch
+from logmem.api import read_log
+from logmem.model.launch import Launch
 from logmem.report.jsonout import failure_json
 
 GIB = 1 << 30
@@ -61,8 +61,9 @@ def start(
     return lines + [
         f"[2025-11-10 10:00:09 TP{i}] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
         f"avail mem={end[i]:.2f} GB, mem usage=7.50 GB."
-        for i in range(tp) if end[i] is not None
-    ]  # fmt: skip
+        for i in range(tp)
+        if end[i] is not None
+    ]
 
 
 def pools(
@@ -82,10 +83,14 @@ def capture_begin(
     avail: tuple[float, ...] = (2.00, 1.90),
     sizes: str = "[1, 2, 4, 8, 16, 32, 64, 128, 256]",
 ) -> list[str]:
-    out = [f"[2025-11-10 10:00:11 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem={avail[0]:.2f} GB",
-           f"[2025-11-10 10:00:11 TP0] Capture cuda graph bs {sizes}"]  # fmt: skip
-    out += [f"[2025-11-10 10:00:11 TP{i}] Capture cuda graph begin. This can take up to several minutes. avail mem={avail[i]:.2f} GB"
-            for i in range(1, tp)]  # fmt: skip
+    out = [
+        f"[2025-11-10 10:00:11 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem={avail[0]:.2f} GB",
+        f"[2025-11-10 10:00:11 TP0] Capture cuda graph bs {sizes}",
+    ]
+    out += [
+        f"[2025-11-10 10:00:11 TP{i}] Capture cuda graph begin. This can take up to several minutes. avail mem={avail[i]:.2f} GB"
+        for i in range(1, tp)
+    ]
     return out
 
 
@@ -94,9 +99,13 @@ def bar(bs: int, avail: float, n: int = 9, done: int = 0) -> str:
 
 
 def crash(rank: str, *exception: str) -> list[str]:
-    return [f"[2025-11-10 10:00:20 {rank}] Scheduler hit an exception: Traceback (most recent call last):",
-            '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 370, in __init__',
-            "    self.capture()", *exception, ""]  # fmt: skip
+    return [
+        f"[2025-11-10 10:00:20 {rank}] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 370, in __init__',
+        "    self.capture()",
+        *exception,
+        "",
+    ]
 
 
 def log_path(name: str) -> Path:
@@ -202,9 +211,11 @@ def test_capture_oom_after_measured_buckets_caps_at_a_measured_size(tmp_path: Pa
 
 
 def test_capture_failed_wrapping_an_oom_is_an_oom(tmp_path: Path) -> None:
-    msg = ("Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-           "capacity of 79.11 GiB of which 1.50 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, "
-           "and 20.00 MiB is reserved by PyTorch but unallocated.")  # fmt: skip
+    msg = (
+        "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+        "capacity of 79.11 GiB of which 1.50 GiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, "
+        "and 20.00 MiB is reserved by PyTorch but unallocated."
+    )
     lines = (
         start(begin=(78.0, 78.0), end=(40.0, 40.0))
         + pools(pool_end=(4.0, 4.0))
@@ -273,8 +284,11 @@ def test_allocation_failure_units_in_any_case(tmp_path: Path) -> None:
 
 def test_not_enough_memory_smallest_mfs(tmp_path: Path) -> None:
     lines = start(mfs=0.88, end=(1.50, 1.60))
-    lines += crash("TP0", "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-                          "Current value: mem_fraction_static=0.88")  # fmt: skip
+    lines += crash(
+        "TP0",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.88",
+    )
     L = launch_of(tmp_path, lines)
     f = outcome(L).failure
     assert f is not None and (f.kind, f.phase, f.memory_related) == (
@@ -308,9 +322,12 @@ def test_imbalance_names_the_rank_that_did_not_raise(tmp_path: Path) -> None:
         for i in range(4)
     ]
     for i in (0, 1, 3):
-        lines += crash(f"TP{i}", "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
-                                 "processes. pre_model_load_memory=70.1234130859375, local_gpu_memory=78.5, "
-                                 "local_gpu_memory * 0.9=70.65")  # fmt: skip
+        lines += crash(
+            f"TP{i}",
+            "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+            "processes. pre_model_load_memory=70.1234130859375, local_gpu_memory=78.5, "
+            "local_gpu_memory * 0.9=70.65",
+        )
     L = launch_of(tmp_path, lines)
     f = outcome(L).failure
     assert f is not None and (f.kind, f.memory_related, f.phase) == (
@@ -360,31 +377,44 @@ def test_import_error_inside_capture_failed_is_not_memory(tmp_path: Path) -> Non
 
 def test_rank_zero_filter_takes_the_phase_from_the_printing_rank(tmp_path: Path) -> None:
     # Mid 2025: model_runner lines come from TP0 only; TP1's crash still happened in capture.
-    lines = [ARGS.format(mfs=0.85, tp=2), "[2025-07-01 10:00:03 TP0] Load weight begin. avail mem=14.50 GB",
-             "[2025-07-01 10:00:09 TP0] Load weight end. type=X, dtype=torch.bfloat16, avail mem=7.00 GB, mem usage=7.50 GB.",
-             "[2025-07-01 10:00:10 TP0] KV Cache is allocated. #tokens: 40000, K size: 2.44 GB, V size: 2.44 GB",
-             "[2025-07-01 10:00:10 TP0] Memory pool end. avail mem=2.10 GB",
-             "[2025-07-01 10:00:11 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=2.00 GB",
-             bar(256, 1.60)]  # fmt: skip
+    lines = [
+        ARGS.format(mfs=0.85, tp=2),
+        "[2025-07-01 10:00:03 TP0] Load weight begin. avail mem=14.50 GB",
+        "[2025-07-01 10:00:09 TP0] Load weight end. type=X, dtype=torch.bfloat16, avail mem=7.00 GB, mem usage=7.50 GB.",
+        "[2025-07-01 10:00:10 TP0] KV Cache is allocated. #tokens: 40000, K size: 2.44 GB, V size: 2.44 GB",
+        "[2025-07-01 10:00:10 TP0] Memory pool end. avail mem=2.10 GB",
+        "[2025-07-01 10:00:11 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=2.00 GB",
+        bar(256, 1.60),
+    ]
     lines += crash("TP1", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
     f = outcome(launch_of(tmp_path, lines)).failure
     assert f is not None and f.ranks == ("TP1",) and f.phase == "capture decode" and f.size == 256
 
 
 def test_crash_after_summary_before_ready_is_a_warm_up_crash(tmp_path: Path) -> None:
-    lines = start() + pools() + [
-        "[2025-11-10 10:00:30 TP0] max_total_num_tokens=40000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-        "max_running_requests=2048, context_len=8192, available_gpu_mem=1.80 GB"
-    ] + crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))  # fmt: skip
+    lines = (
+        start()
+        + pools()
+        + [
+            "[2025-11-10 10:00:30 TP0] max_total_num_tokens=40000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            "max_running_requests=2048, context_len=8192, available_gpu_mem=1.80 GB"
+        ]
+        + crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
+    )
     oc = outcome(launch_of(tmp_path, lines))
     assert oc.status == "crashed" and oc.failure is not None and oc.failure.phase == "serving"
 
 
 def test_warm_up_oom_offers_a_smaller_prefill_chunk(tmp_path: Path) -> None:
-    lines = start() + pools() + [
-        "[2025-11-10 10:00:30 TP0] max_total_num_tokens=40000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-        "max_running_requests=2048, context_len=8192, available_gpu_mem=1.80 GB"
-    ] + crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))  # fmt: skip
+    lines = (
+        start()
+        + pools()
+        + [
+            "[2025-11-10 10:00:30 TP0] max_total_num_tokens=40000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            "max_running_requests=2048, context_len=8192, available_gpu_mem=1.80 GB"
+        ]
+        + crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
+    )
     lines[0] = lines[0].replace(
         "cuda_graph_max_bs=256", "cuda_graph_max_bs=256, chunked_prefill_size=8192"
     )
@@ -408,11 +438,16 @@ def test_empty_mfs_window_says_lowering_mfs_alone_cannot_fix_it(tmp_path: Path) 
 
 
 def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
-    lines = start() + [
-        "[2025-11-10 10:00:10 TP0] Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, ssm_state size: 4.38GB ",
-        "[2025-11-10 10:00:10 TP0] KV Cache is allocated. #tokens: 327310, K size: 2.50 GB, V size: 2.50 GB",
-        "[2025-11-10 10:00:10 TP0] Memory pool end. avail mem=2.10 GB",
-    ] + capture_begin(tp=1, avail=(2.00,)) + [bar(256, 1.60)]  # fmt: skip
+    lines = (
+        start()
+        + [
+            "[2025-11-10 10:00:10 TP0] Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, ssm_state size: 4.38GB ",
+            "[2025-11-10 10:00:10 TP0] KV Cache is allocated. #tokens: 327310, K size: 2.50 GB, V size: 2.50 GB",
+            "[2025-11-10 10:00:10 TP0] Memory pool end. avail mem=2.10 GB",
+        ]
+        + capture_begin(tp=1, avail=(2.00,))
+        + [bar(256, 1.60)]
+    )
     lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
     f = outcome(launch_of(tmp_path, lines)).failure
     assert f is not None
@@ -450,8 +485,11 @@ def test_error_after_ready_is_a_runtime_error(tmp_path: Path) -> None:
 
 def test_other_ranks_unfinished_points_at_the_rank_without_load_end(tmp_path: Path) -> None:
     lines = start(end=(7.00, None))  # type: ignore[arg-type]
-    lines += crash("TP0", "RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that "
-                          "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.")  # fmt: skip
+    lines += crash(
+        "TP0",
+        "RuntimeError: TP rank 0 could finish the model loading, but there are other ranks that "
+        "didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or a slow node.",
+    )
     f = outcome(launch_of(tmp_path, lines)).failure
     assert f is not None and f.memory_related is None
     assert f.explanation.startswith("TP1 printed no Load weight end")
@@ -667,7 +705,7 @@ def lower_mfs(mfs: float, shortfall: int, p: int) -> float:
 
 
 def fix(f: object, flag: str) -> str:
-    from logmem.failures import Failure
+    from logmem.analysis.failures import Failure
 
     assert isinstance(f, Failure)
     found = next((x for x in f.fixes if x.flag == flag), None)
@@ -848,8 +886,11 @@ def test_a_stray_exception_line_does_not_crash_a_server_that_came_up(tmp_path: P
     """An import warning's traceback printed early is not what ended start-up (it did not end)."""
     src = (FIXTURES / "001-qwq32b-tp4-l4-docs.log").read_text().splitlines(keepends=True)
     stray = ["ModuleNotFoundError: No module named 'vllm'\n"]
-    caught = ["Traceback (most recent call last):\n", '  File "x.py", line 1, in <module>\n',
-              "ImportError: cannot import name 'x'\n"]  # fmt: skip
+    caught = [
+        "Traceback (most recent call last):\n",
+        '  File "x.py", line 1, in <module>\n',
+        "ImportError: cannot import name 'x'\n",
+    ]
     for extra in (stray, caught):
         log = tmp_path / "x.log"
         log.write_text("".join(src[:3] + extra + src[3:]))

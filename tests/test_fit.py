@@ -1,4 +1,4 @@
-"""logmem.fit: diff, slopes, least squares and what-if, on corpus log 001 and generated pairs.
+"""logmem.compare.core: diff, slopes, least squares and what-if, on corpus log 001 and generated pairs.
 
 `make_log` writes a start-up log from a known graph model (static buffers and largest
 bucket each = intercept + slope x rows) through the real wording of two SGLang eras,
@@ -18,9 +18,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from logmem.attribution import build_ledger
-from logmem.errors import FitError
-from logmem.fit import (
+from logmem.analysis.attribution import build_ledger
+from logmem.compare.core import (
     NON_MEMORY_ARGS,
     compare_args,
     diff,
@@ -31,6 +30,7 @@ from logmem.fit import (
     load_launch,
     whatif,
 )
+from logmem.errors import FitError
 from logmem.report.compare import render_markdown, render_text, to_json
 
 GIB = 1 << 30
@@ -83,15 +83,26 @@ def make_log(m: Model) -> str:
     e7 = m.era == "E7"
     sizes = bs_list(m.max_bs)
     args: dict[str, Any] = {
-        "model_path": "/models/test", "tokenizer_path": "/models/test", "host": "127.0.0.1",
-        "port": m.port, "mem_fraction_static": m.mfs, "max_running_requests": None, "max_total_tokens": None,
-        "chunked_prefill_size": 2048, "tp_size": m.ranks, "random_seed": m.seed, "page_size": 1,
-        "dp_size": 1, "enable_dp_attention": False, "disable_cuda_graph": False,
-        "cuda_graph_max_bs": m.max_bs, "cuda_graph_bs": sizes if e7 else None,
+        "model_path": "/models/test",
+        "tokenizer_path": "/models/test",
+        "host": "127.0.0.1",
+        "port": m.port,
+        "mem_fraction_static": m.mfs,
+        "max_running_requests": None,
+        "max_total_tokens": None,
+        "chunked_prefill_size": 2048,
+        "tp_size": m.ranks,
+        "random_seed": m.seed,
+        "page_size": 1,
+        "dp_size": 1,
+        "enable_dp_attention": False,
+        "disable_cuda_graph": False,
+        "cuda_graph_max_bs": m.max_bs,
+        "cuda_graph_bs": sizes if e7 else None,
         "speculative_algorithm": "EAGLE" if m.tokens_per_req > 1 else None,
         "speculative_num_draft_tokens": m.tokens_per_req if m.tokens_per_req > 1 else 8,
         "log_level": "info",
-    } | m.extra_args  # fmt: skip
+    } | m.extra_args
     if e7:
         dump = "{" + ", ".join(f"{k!r}: {v!r}" for k, v in args.items()) + "}"
     else:
@@ -123,13 +134,19 @@ def make_log(m: Model) -> str:
     each("Init torch distributed ends. " + ("elapsed=0.05 s, " if e7 else "") + "mem usage=0.13 GB")
     each(f"Load weight begin. avail mem={p2(pre)} GB")
     if e7:
-        each(f"Load weight end. elapsed=12.02 s, type=Qwen3ForCausalLM, quant=fp8, fmt=e4m3, "
-             f"avail mem={p2(after_w)} GB, mem usage={p2(pre - after_w)} GB.")  # fmt: skip
-        each(f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {tokens}, K size: {p2(kv / 2)} GB, "
-             f"V size: {p2(kv / 2)} GB")  # fmt: skip
+        each(
+            f"Load weight end. elapsed=12.02 s, type=Qwen3ForCausalLM, quant=fp8, fmt=e4m3, "
+            f"avail mem={p2(after_w)} GB, mem usage={p2(pre - after_w)} GB."
+        )
+        each(
+            f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {tokens}, K size: {p2(kv / 2)} GB, "
+            f"V size: {p2(kv / 2)} GB"
+        )
     else:
-        each(f"Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem={p2(after_w)} GB, "
-             f"mem usage={p2(pre - after_w)} GB.")  # fmt: skip
+        each(
+            f"Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem={p2(after_w)} GB, "
+            f"mem usage={p2(pre - after_w)} GB."
+        )
         each(
             f"KV Cache is allocated. #tokens: {tokens}, K size: {p2(kv / 2)} GB, V size: {p2(kv / 2)} GB"
         )
@@ -137,11 +154,15 @@ def make_log(m: Model) -> str:
     name = ("target verify" if m.tokens_per_req > 1 else "target decode") if e7 else ""
     for i, lab in enumerate(labels):
         if e7:
-            out.append(f"[{ts}{lab}] Capture {name} CUDA graph begin. backend=full, "
-                       f"num_tokens_per_req={m.tokens_per_req}, bs={sizes}, avail mem={p2(begin)} GB")  # fmt: skip
+            out.append(
+                f"[{ts}{lab}] Capture {name} CUDA graph begin. backend=full, "
+                f"num_tokens_per_req={m.tokens_per_req}, bs={sizes}, avail mem={p2(begin)} GB"
+            )
         else:
-            out.append(f"[{ts}{lab}] Capture cuda graph begin. This can take up to several minutes. "
-                       f"avail mem={p2(begin)} GB")  # fmt: skip
+            out.append(
+                f"[{ts}{lab}] Capture cuda graph begin. This can take up to several minutes. "
+                f"avail mem={p2(begin)} GB"
+            )
         if i == 0:  # tqdm: TP0 only, one physical line of \r-separated renders, largest bs first
             n = len(sizes)
             renders = [f"  0%|          | 0/{n} [00:00<?, ?it/s]"]
@@ -157,14 +178,20 @@ def make_log(m: Model) -> str:
     usage = p2(begin - end)
     for lab in labels:
         if e7:
-            out.append(f"[{ts}{lab}] Capture {name} CUDA graph end. elapsed=1.00 s, mem usage={usage} GB, "
-                       f"avail mem={p2(end)} GB.")  # fmt: skip
+            out.append(
+                f"[{ts}{lab}] Capture {name} CUDA graph end. elapsed=1.00 s, mem usage={usage} GB, "
+                f"avail mem={p2(end)} GB."
+            )
         else:
-            out.append(f"[{ts}{lab}] Capture cuda graph end. Time elapsed: 1.00 s. avail mem={p2(end)} GB. "
-                       f"mem usage={usage} GB.")  # fmt: skip
+            out.append(
+                f"[{ts}{lab}] Capture cuda graph end. Time elapsed: 1.00 s. avail mem={p2(end)} GB. "
+                f"mem usage={usage} GB."
+            )
     tail = f", available_gpu_mem={p2(end)} GB" if e7 else ""
-    each(f"max_total_num_tokens={tokens}, chunked_prefill_size=2048, max_prefill_tokens=16384, "
-         f"max_running_requests=2049, context_len={m.context_len}{tail}")  # fmt: skip
+    each(
+        f"max_total_num_tokens={tokens}, chunked_prefill_size=2048, max_prefill_tokens=16384, "
+        f"max_running_requests=2049, context_len={m.context_len}{tail}"
+    )
     out.append(f"[{ts}] The server is fired up and ready to roll!")
     return "\n".join(out) + "\n"
 
@@ -244,14 +271,30 @@ def test_same_rows_cannot_be_fitted() -> None:
 @example(era="E2", bs=[80, 160], icpt=0.3, slope=2.5, s_icpt=0.05, s_slope=0.25, tpr=1)
 @example(era="E7", bs=[128, 256, 512], icpt=1.2, slope=0.75, s_icpt=0.1, s_slope=0.0, tpr=4)
 def test_fit_recovers_slope_and_intercept(
-    tmp_path_factory: pytest.TempPathFactory, era: str, bs: list[int], icpt: float, slope: float,
-    s_icpt: float, s_slope: float, tpr: int,
-) -> None:  # fmt: skip
+    tmp_path_factory: pytest.TempPathFactory,
+    era: str,
+    bs: list[int],
+    icpt: float,
+    slope: float,
+    s_icpt: float,
+    s_slope: float,
+    tpr: int,
+) -> None:
     tmp = tmp_path_factory.mktemp("pair")
-    base = Model(era=era, largest_gib=icpt, largest_mib_per_row=slope, static_gib=s_icpt,
-                 static_mib_per_row=s_slope, tokens_per_req=tpr, pre_load_gib=78.0, weights_gib=20.0)  # fmt: skip
-    loaded = [load_launch(write(tmp, replace(base, max_bs=b, port=30000 + i), f"l{i}"), None, str(i))
-              for i, b in enumerate(bs)]  # fmt: skip
+    base = Model(
+        era=era,
+        largest_gib=icpt,
+        largest_mib_per_row=slope,
+        static_gib=s_icpt,
+        static_mib_per_row=s_slope,
+        tokens_per_req=tpr,
+        pre_load_gib=78.0,
+        weights_gib=20.0,
+    )
+    loaded = [
+        load_launch(write(tmp, replace(base, max_bs=b, port=30000 + i), f"l{i}"), None, str(i))
+        for i, b in enumerate(bs)
+    ]
     f = fit([L for L, _ in loaded], [r for _, r in loaded])
     (s,) = f.slopes
     assert s.basis == "largest bucket"
@@ -299,8 +342,15 @@ def test_diff_of_a_max_bs_pair(tmp_path: Path) -> None:
     assert doc["schema"] == "logmem.diff/1"
     assert doc["changed_args"] == {"cuda_graph_max_bs": [80, 160]}
     sj = doc["slopes"][0]
-    assert set(sj) >= {"graph", "rank", "rows", "largest_bucket_gib", "mib_per_row", "intercept_gib",
-                       "mib_per_row_error"}  # fmt: skip
+    assert set(sj) >= {
+        "graph",
+        "rank",
+        "rows",
+        "largest_bucket_gib",
+        "mib_per_row",
+        "intercept_gib",
+        "mib_per_row_error",
+    }
     assert sj["rows"] == [80, 160] and len(sj["largest_bucket_gib"]) == 2
 
 
@@ -367,8 +417,11 @@ def test_diff_says_different_models_first(tmp_path: Path) -> None:
 
 
 def test_compare_args_keeps_keys_one_launch_lacks_apart(tmp_path: Path) -> None:
-    la, _, lb, _ = pair(tmp_path, Model(extra_args={"quantization": None, "only_a": 1}),
-                        Model(extra_args={"only_b": None}))  # fmt: skip
+    la, _, lb, _ = pair(
+        tmp_path,
+        Model(extra_args={"quantization": None, "only_a": 1}),
+        Model(extra_args={"only_b": None}),
+    )
     cmp = compare_args([la, lb], ["A", "B"])
     assert cmp.changed == () and dict(cmp.only_in) == {
         "A": ("quantization", "only_a"),
@@ -405,8 +458,11 @@ def test_capture_total_slope_without_bucket_readings(tmp_path: Path) -> None:
     """The real QwQ-32B log has no bar description: a slope falls back to the capture total."""
     text = LOG001.read_text()
     b = tmp_path / "b.log"
-    b.write_text(text.replace("cuda_graph_max_bs=80", "cuda_graph_max_bs=160")
-                 .replace("avail mem=0.53 GB. mem usage=0.93 GB.", "avail mem=0.33 GB. mem usage=1.13 GB."))  # fmt: skip
+    b.write_text(
+        text.replace("cuda_graph_max_bs=80", "cuda_graph_max_bs=160").replace(
+            "avail mem=0.53 GB. mem usage=0.93 GB.", "avail mem=0.33 GB. mem usage=1.13 GB."
+        )
+    )
     la, ra = load_launch(str(LOG001), None, "A")
     lb, rb = load_launch(str(b), None, "B")
     d = diff(la, ra, lb, rb)
@@ -442,8 +498,11 @@ def test_whatif_001_worked_figures() -> None:
     doc = to_json(w)
     assert doc["schema"] == "logmem.whatif/1"
     assert {k: doc[k] for k in ("kv_tokens", "kv_gib", "headroom_gib", "feasible")} == {
-        "kv_tokens": 53698, "kv_gib": 3.28, "headroom_gib": 0.10, "feasible": True,
-    }  # fmt: skip
+        "kv_tokens": 53698,
+        "kv_gib": 3.28,
+        "headroom_gib": 0.10,
+        "feasible": True,
+    }
     assert doc["mem_fraction_static_window"] == [0.719, 0.874] and doc["graph_gib"] == 0.92
 
 
@@ -459,7 +518,7 @@ def test_whatif_activation_reserve_can_empty_the_window() -> None:
 def test_whatif_max_bs_uses_a_slope_or_the_labelled_heuristic(tmp_path: Path) -> None:
     la, ra, lb, rb = pair(tmp_path, Model(max_bs=80), Model(max_bs=160))
     (s,) = diff(la, ra, lb, rb).slopes
-    from logmem.fit import slope_from_fit
+    from logmem.compare.core import slope_from_fit
 
     gs = slope_from_fit([s], "decode")
     assert gs is not None
@@ -548,11 +607,16 @@ def test_whatif_after_a_warm_up_oom_keeps_the_top_below_the_crashed_value(tmp_pa
     """Graphs were captured, then warm-up ran out of memory: the figures are exact, the measured
     setting is NO, and every value from it up is ruled out."""
     text = make_log(Model())  # its last line, the ready line, is replaced by the crash
-    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 540.00 MiB. GPU 0 has a total "
-           "capacity of 23.57 GiB of which 298.75 MiB is free.")  # fmt: skip
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 540.00 MiB. GPU 0 has a total "
+        "capacity of 23.57 GiB of which 298.75 MiB is free."
+    )
     p = tmp_path / "warm.log"
-    p.write_text(text.rstrip("\n").rsplit("\n", 1)[0] + "\n[2025-03-08 12:29:05] Scheduler hit an exception: "
-                 "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n" + oom + "\n")  # fmt: skip
+    p.write_text(
+        text.rstrip("\n").rsplit("\n", 1)[0]
+        + "\n[2025-03-08 12:29:05] Scheduler hit an exception: "
+        'Traceback (most recent call last):\n  File "x.py", line 1, in f\n' + oom + "\n"
+    )
     L, r = load_launch(str(p), None, "LOG")
     w = whatif(L, r)
     assert w.unfinished is not None and w.unfinished.memory and not w.unfinished.in_capture

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import corpus_logs, fixture_logs
-from logmem import read as rd
-from logmem.cli import main
+from logmem.cli.main import main
+from logmem.parse import read as rd
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SCRATCH = Path(tempfile.mkdtemp(prefix="logmem-fuzz-"))

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES, GOLDEN, fixture_logs
 from golden import compare
-from logmem.analysis import read_log
+from logmem.api import read_log
 from logmem.report.jsonout import render
 
 LOGS = fixture_logs()
@@ -33,5 +33,7 @@ def test_analyze_json_golden(log: Path, update_golden: bool) -> None:
 def test_every_golden_has_its_fixture() -> None:
     """A golden directory whose fixture was renamed or removed is stale."""
     stems = {p.stem for p in LOGS}
-    stale = sorted(p.parent.name for p in GOLDEN.glob("*/analyze.json") if p.parent.name not in stems)
+    stale = sorted(
+        p.parent.name for p in GOLDEN.glob("*/analyze.json") if p.parent.name not in stems
+    )
     assert not stale, f"golden JSON without a fixtures/*.log: {stale}; delete tests/golden/<name>/"

@@ -8,13 +8,15 @@ import pytest
 
 from conftest import GOLDEN, REPO, fixture_logs
 from golden import compare
-from logmem.analysis import read_log
+from logmem.api import read_log
 from logmem.report import render
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
 @pytest.mark.parametrize("path", fixture_logs(), ids=lambda p: p.name)
-def test_report_golden(path: Path, fmt: str, update_golden: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_golden(
+    path: Path, fmt: str, update_golden: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A relative path: text wraps around the input's name, so it must not depend on the checkout.
     monkeypatch.chdir(REPO)
     out = render(read_log(str(path.relative_to(REPO))), fmt)

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES
-from logmem.analysis import read_log
-from logmem.cli import cli
+from logmem.api import read_log
+from logmem.cli.main import cli
 from logmem.report import html as H
 
 HOSTILE_FIXTURE = FIXTURES / "hostile-html-constructed.log"
@@ -41,13 +41,55 @@ RuntimeError: {SCRIPT} {IMG} $x$ & more
 
 # Elements and attributes the reporter writes; anything else in a page came from a log.
 ALLOWED_TAGS = {
-    "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "div", "ul", "li", "section",
-    "table", "caption", "thead", "tbody", "tr", "th", "td", "details", "summary", "figure", "figcaption",
-    "pre", "span", "footer",
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "div",
+    "ul",
+    "li",
+    "section",
+    "table",
+    "caption",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "details",
+    "summary",
+    "figure",
+    "figcaption",
+    "pre",
+    "span",
+    "footer",
     # matplotlib's SVG
-    "svg", "g", "path", "defs", "use", "clippath", "text", "rect", "metadata", "rdf:rdf", "cc:work",
-    "dc:type", "dc:format", "dc:date", "dc:creator", "cc:agent", "dc:title", "polyline", "tspan",
-}  # fmt: skip
+    "svg",
+    "g",
+    "path",
+    "defs",
+    "use",
+    "clippath",
+    "text",
+    "rect",
+    "metadata",
+    "rdf:rdf",
+    "cc:work",
+    "dc:type",
+    "dc:format",
+    "dc:date",
+    "dc:creator",
+    "cc:agent",
+    "dc:title",
+    "polyline",
+    "tspan",
+}
 
 
 class Elements(HTMLParser):
@@ -112,8 +154,16 @@ def test_page_is_self_contained(page_021: str) -> None:
 
 
 def test_reading_order_verdict_findings_tables_plots_sources(page_021: str) -> None:
-    at = [page_021.index(s) for s in ('class="verdict', 'class="findings"', "<table", '<figure class="plot"',
-                                       'class="sources"')]  # fmt: skip
+    at = [
+        page_021.index(s)
+        for s in (
+            'class="verdict',
+            'class="findings"',
+            "<table",
+            '<figure class="plot"',
+            'class="sources"',
+        )
+    ]
     assert at == sorted(at)
 
 
@@ -189,9 +239,11 @@ def test_every_fixture_renders(tmp_path: Path) -> None:
 
 
 def test_inline_svg_prefixes_ids_and_references() -> None:
-    svg = ('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="100pt" height="50pt" '
-           'viewBox="0 0 100 50"><defs><clipPath id="p1"><rect/></clipPath><path id="m2"/></defs>'
-           '<g clip-path="url(#p1)"><use xlink:href="#m2"/></g></svg>')  # fmt: skip
+    svg = (
+        '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="100pt" height="50pt" '
+        'viewBox="0 0 100 50"><defs><clipPath id="p1"><rect/></clipPath><path id="m2"/></defs>'
+        '<g clip-path="url(#p1)"><use xlink:href="#m2"/></g></svg>'
+    )
     out = H.inline_svg(svg, "fig3")
     assert out.startswith("<svg") and "<?xml" not in out
     assert 'id="fig3-p1"' in out and "url(#fig3-p1)" in out and 'xlink:href="#fig3-m2"' in out

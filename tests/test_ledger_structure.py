@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import corpus_log
-from logmem.analysis import Analysis, read_log
-from logmem.ledger import Launch, Rank
+from logmem.api import read_log
+from logmem.model.analysis import Analysis
+from logmem.model.launch import Launch, Rank
 
 TS = "[2026-04-14 16:08:{:02d}{}] "
 
@@ -19,28 +20,53 @@ def rec(rank: str, message: str, second: int = 0) -> str:
     return TS.format(second, f" {rank}" if rank else "") + message
 
 
-def startup(ranks: tuple[str, ...] = ("TP0", "TP1"), *, avail: float = 23.5, ready: bool = True,
-            server_args: bool = True) -> list[str]:  # fmt: skip
+def startup(
+    ranks: tuple[str, ...] = ("TP0", "TP1"),
+    *,
+    avail: float = 23.5,
+    ready: bool = True,
+    server_args: bool = True,
+) -> list[str]:
     """A small start-up in the E3-E6 wording: every rank loads, allocates and captures; TP0 prints bars."""
-    out = [rec("", f"server_args=ServerArgs(model_path='m', tp_size={len(ranks)})")] if server_args else []
+    out = (
+        [rec("", f"server_args=ServerArgs(model_path='m', tp_size={len(ranks)})")]
+        if server_args
+        else []
+    )
     for r in ranks:
         out.append(rec(r, "Init torch distributed begin."))
     for r in ranks:
         out += [
             rec(r, "Init torch distributed ends. mem usage=0.13 GB"),
             rec(r, f"Load weight begin. avail mem={avail:.2f} GB"),
-            rec(r, f"Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem={avail - 15:.2f} GB, "
-                   "mem usage=15.00 GB."),
+            rec(
+                r,
+                f"Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem={avail - 15:.2f} GB, "
+                "mem usage=15.00 GB.",
+            ),
             rec(r, "KV Cache is allocated. #tokens: 46611, K size: 2.00 GB, V size: 2.00 GB"),
             rec(r, f"Memory pool end. avail mem={avail - 19.5:.2f} GB"),
-            rec(r, f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail - 20:.2f} GB"),
-        ]  # fmt: skip
+            rec(
+                r,
+                f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail - 20:.2f} GB",
+            ),
+        ]
     out.append(rec(ranks[0], "Capture cuda graph bs [1, 2, 4]"))
     out += bars(avail - 20.05)
     for r in ranks:
-        out.append(rec(r, f"Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.30 GB. avail mem={avail - 20.3:.2f} GB."))
-        out.append(rec(r, "max_total_num_tokens=46611, chunked_prefill_size=2048, max_prefill_tokens=16384, "
-                          "max_running_requests=2049, context_len=131072"))  # fmt: skip
+        out.append(
+            rec(
+                r,
+                f"Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.30 GB. avail mem={avail - 20.3:.2f} GB.",
+            )
+        )
+        out.append(
+            rec(
+                r,
+                "max_total_num_tokens=46611, chunked_prefill_size=2048, max_prefill_tokens=16384, "
+                "max_running_requests=2049, context_len=131072",
+            )
+        )
     if ready:
         out.append(rec("", "The server is fired up and ready to roll!"))
     return out
@@ -53,7 +79,9 @@ def bars(first: float, sizes: tuple[int, ...] = (4, 2, 1), step: float = 0.05) -
     for i, bs in enumerate(sizes):
         desc = f"Capturing batches (bs={bs} avail_mem={first - i * step:.2f} GB)"
         out.append(f"{desc}: {100 * i // n:3d}%|█         | {i}/{n} [00:01<00:01,  1.00it/s]")
-        out.append(f"{desc}: {100 * (i + 1) // n:3d}%|██        | {i + 1}/{n} [00:01<00:01,  1.00it/s]")
+        out.append(
+            f"{desc}: {100 * (i + 1) // n:3d}%|██        | {i + 1}/{n} [00:01<00:01,  1.00it/s]"
+        )
     return out
 
 
@@ -137,6 +165,7 @@ def split_by_rank(data: bytes) -> dict[str, bytes]:
     to the rank of its first prefix. Unprefixed lines go with the rank that printed them: tqdm bars
     to the bar-printing rank (the one that prints the bs list), anything else (tracebacks, warnings)
     to the rank of the line before; lines before any rank go to the bar rank's file."""
+
     def rank_of(line: bytes) -> str | None:
         m = _PREFIX.search(line)
         return m.group(1).decode().strip() if m else None
@@ -240,19 +269,34 @@ def test_draft_loads_before_any_pool_newest_order() -> None:
     assert target.pool_end is not None and draft.pool_end is not None
     assert _line(target.pool_end) < _line(draft.kv_pools[0]) < _line(draft.pool_end)
     assert target.weights_end is not None and target.weights_end.model_type == "LagunaForCausalLM"
-    assert draft.weights_end is not None and draft.weights_end.model_type == "DFlashLagunaForCausalLM"
+    assert (
+        draft.weights_end is not None and draft.weights_end.model_type == "DFlashLagunaForCausalLM"
+    )
 
 
 @pytest.mark.parametrize("order", ["old", "newest"])
 def test_target_and_draft_synthetic(tmp_path: Path, order: str) -> None:
-    load = [rec("", "Load weight begin. avail mem=70.00 GB"),
-            rec("", "Load weight end. type=T, avail mem=50.00 GB, mem usage=20.00 GB.")]  # fmt: skip
-    pools = [rec("", "KV Cache is allocated. #tokens: 1000, K size: 10.00 GB, V size: 10.00 GB"),
-             rec("", "Memory pool end. avail mem=29.00 GB")]  # fmt: skip
-    dload = [rec("", "Load weight begin. avail mem=29.00 GB" if order == "old" else "Load weight begin. avail mem=50.00 GB"),
-             rec("", "Load weight end. type=D, avail mem=28.00 GB, mem usage=1.00 GB.")]  # fmt: skip
-    dpools = [rec("", "KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, V size: 1.00 GB"),
-              rec("", "Memory pool end. avail mem=26.00 GB")]  # fmt: skip
+    load = [
+        rec("", "Load weight begin. avail mem=70.00 GB"),
+        rec("", "Load weight end. type=T, avail mem=50.00 GB, mem usage=20.00 GB."),
+    ]
+    pools = [
+        rec("", "KV Cache is allocated. #tokens: 1000, K size: 10.00 GB, V size: 10.00 GB"),
+        rec("", "Memory pool end. avail mem=29.00 GB"),
+    ]
+    dload = [
+        rec(
+            "",
+            "Load weight begin. avail mem=29.00 GB"
+            if order == "old"
+            else "Load weight begin. avail mem=50.00 GB",
+        ),
+        rec("", "Load weight end. type=D, avail mem=28.00 GB, mem usage=1.00 GB."),
+    ]
+    dpools = [
+        rec("", "KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, V size: 1.00 GB"),
+        rec("", "Memory pool end. avail mem=26.00 GB"),
+    ]
     lines = load + pools + dload + dpools if order == "old" else load + dload + pools + dpools
     (L,) = read_text(tmp_path, lines).launches
     (r,) = L.ranks
@@ -291,11 +335,19 @@ def test_bars_go_to_the_rank_that_printed_the_bs_list() -> None:
 
 
 def _capture(ranks: tuple[str, ...], sizes_rank: str | None) -> list[str]:
-    out = [rec(r, "Capture cuda graph begin. This can take up to several minutes. avail mem=5.00 GB") for r in ranks]
+    out = [
+        rec(r, "Capture cuda graph begin. This can take up to several minutes. avail mem=5.00 GB")
+        for r in ranks
+    ]
     if sizes_rank is not None:
         out.append(rec(sizes_rank, "Capture cuda graph bs [1, 2, 4]"))
     out += bars(4.90)
-    out += [rec(r, "Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.30 GB. avail mem=4.70 GB.") for r in ranks]
+    out += [
+        rec(
+            r, "Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.30 GB. avail mem=4.70 GB."
+        )
+        for r in ranks
+    ]
     return out
 
 
@@ -309,7 +361,9 @@ def _capture(ranks: tuple[str, ...], sizes_rank: str | None) -> list[str]:
         (("",), None, ""),
     ],
 )
-def test_bar_owner(tmp_path: Path, ranks: tuple[str, ...], sizes_rank: str | None, owner: str) -> None:
+def test_bar_owner(
+    tmp_path: Path, ranks: tuple[str, ...], sizes_rank: str | None, owner: str
+) -> None:
     (L,) = read_text(tmp_path, _capture(ranks, sizes_rank)).launches
     for r in L.ranks:
         (g,) = r.graphs
@@ -340,13 +394,21 @@ def test_one_sample_per_bucket_in_capture_order() -> None:
 
 def test_samples_without_bs_are_split_on_a_new_reading(tmp_path: Path) -> None:
     """May-Jun 2025 bars print only avail_mem: a bucket starts when the reading changes."""
-    renders = ["Capturing batches (avail_mem=5.00 GB):   0%|          | 0/3 [00:00<?, ?it/s]",
-               "Capturing batches (avail_mem=5.00 GB):  33%|███       | 1/3 [00:01<00:02,  1.00s/it]",
-               "Capturing batches (avail_mem=4.90 GB):  33%|███       | 1/3 [00:01<00:02,  1.00s/it]",
-               "Capturing batches (avail_mem=4.90 GB):  67%|██████    | 2/3 [00:02<00:01,  1.00s/it]",
-               "Capturing batches (avail_mem=4.85 GB): 100%|██████████| 3/3 [00:03<00:00,  1.00s/it]"]  # fmt: skip
-    lines = [rec("", "Capture cuda graph begin. This can take up to several minutes. avail mem=5.10 GB"),
-             *renders, rec("", "Capture cuda graph end. Time elapsed: 3.00 s. mem usage=0.30 GB. avail mem=4.80 GB.")]  # fmt: skip
+    renders = [
+        "Capturing batches (avail_mem=5.00 GB):   0%|          | 0/3 [00:00<?, ?it/s]",
+        "Capturing batches (avail_mem=5.00 GB):  33%|███       | 1/3 [00:01<00:02,  1.00s/it]",
+        "Capturing batches (avail_mem=4.90 GB):  33%|███       | 1/3 [00:01<00:02,  1.00s/it]",
+        "Capturing batches (avail_mem=4.90 GB):  67%|██████    | 2/3 [00:02<00:01,  1.00s/it]",
+        "Capturing batches (avail_mem=4.85 GB): 100%|██████████| 3/3 [00:03<00:00,  1.00s/it]",
+    ]
+    lines = [
+        rec("", "Capture cuda graph begin. This can take up to several minutes. avail mem=5.10 GB"),
+        *renders,
+        rec(
+            "",
+            "Capture cuda graph end. Time elapsed: 3.00 s. mem usage=0.30 GB. avail mem=4.80 GB.",
+        ),
+    ]
     (L,) = read_text(tmp_path, lines).launches
     (g,) = L.ranks[0].graphs
     assert [(s.size, s.avail.gib) for s in g.samples] == [(None, 5.0), (None, 4.9), (None, 4.85)]
@@ -354,18 +416,22 @@ def test_samples_without_bs_are_split_on_a_new_reading(tmp_path: Path) -> None:
 
 
 def test_stray_bars_are_counted(tmp_path: Path) -> None:
-    lines = [rec("TP0", "Memory pool end. avail mem=2.09 GB"),
-             "Capturing batches (bs=4 avail_mem=1.00 GB):   0%|          | 0/3 [00:00<?, ?it/s]",
-             "Capturing batches (bs=4 avail_mem=1.00 GB):  33%|███       | 1/3 [00:01<00:02,  1.00s/it]",
-             # a bare tqdm bar outside any capture (benchmark progress) is not a capture bar at all
-             "  0%|          | 0/576 [00:00<?, ?it/s]"]  # fmt: skip
+    lines = [
+        rec("TP0", "Memory pool end. avail mem=2.09 GB"),
+        "Capturing batches (bs=4 avail_mem=1.00 GB):   0%|          | 0/3 [00:00<?, ?it/s]",
+        "Capturing batches (bs=4 avail_mem=1.00 GB):  33%|███       | 1/3 [00:01<00:02,  1.00s/it]",
+        # a bare tqdm bar outside any capture (benchmark progress) is not a capture bar at all
+        "  0%|          | 0/576 [00:00<?, ?it/s]",
+    ]
     (L,) = read_text(tmp_path, lines).launches
     assert L.stray_bars == 2
     assert not L.ranks[0].prints_bars
 
 
 def test_bars_after_the_capture_ended_are_stray(tmp_path: Path) -> None:
-    lines = _capture(("TP0",), None) + ["Capturing batches (bs=1 avail_mem=4.00 GB): 100%|██████████| 3/3"]
+    lines = _capture(("TP0",), None) + [
+        "Capturing batches (bs=1 avail_mem=4.00 GB): 100%|██████████| 3/3"
+    ]
     (L,) = read_text(tmp_path, lines).launches
     assert L.stray_bars == 1
     (g,) = L.ranks[0].graphs
@@ -373,7 +439,12 @@ def test_bars_after_the_capture_ended_are_stray(tmp_path: Path) -> None:
 
 
 def test_capture_end_without_begin_makes_its_own_graph(tmp_path: Path) -> None:
-    lines = [rec("TP0", "Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.30 GB. avail mem=4.70 GB.")]
+    lines = [
+        rec(
+            "TP0",
+            "Capture cuda graph end. Time elapsed: 2.00 s. mem usage=0.30 GB. avail mem=4.70 GB.",
+        )
+    ]
     (L,) = read_text(tmp_path, lines).launches
     (g,) = L.ranks[0].graphs
     assert (g.begin, g.complete, g.samples) == (None, True, ())
@@ -397,4 +468,9 @@ def test_ranks_are_sorted_and_tagged() -> None:
     assert len(ranks) == 16
     assert [r.tags for r in ranks] == sorted(r.tags for r in ranks)
     assert ranks[0].label == "DP0 TP0 EP0"
-    assert (ranks[0].tag("DP"), ranks[0].tag("TP"), ranks[0].tag("EP"), ranks[0].tag("PP")) == (0, 0, 0, None)
+    assert (ranks[0].tag("DP"), ranks[0].tag("TP"), ranks[0].tag("EP"), ranks[0].tag("PP")) == (
+        0,
+        0,
+        0,
+        None,
+    )

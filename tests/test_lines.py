@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from logmem.lines import Record, decode, iter_records, rank_tags, split_records
-from logmem.patterns import KEYWORD_BYTES
-from logmem.read import Segment, read_segments
+from logmem.parse.lines import Record, decode, iter_records, rank_tags, split_records
+from logmem.parse.patterns import KEYWORD_BYTES
+from logmem.parse.read import Segment, read_segments
 
 POOL_END = "Memory pool end. avail mem=2.09 GB"
 
@@ -149,8 +149,10 @@ def test_crlf_file(tmp_path: Path) -> None:
 
 
 def test_invalid_utf8_in_a_line_keeps_the_record(tmp_path: Path) -> None:
-    data = b"[2025-03-08 12:29:21 TP0] Load weight end. type=Qwen\xff\xfe, dtype=torch.bfloat16, " \
-           b"avail mem=6.09 GB, mem usage=15.54 GB.\n"  # fmt: skip
+    data = (
+        b"[2025-03-08 12:29:21 TP0] Load weight end. type=Qwen\xff\xfe, dtype=torch.bfloat16, "
+        b"avail mem=6.09 GB, mem usage=15.54 GB.\n"
+    )
     (rec,) = records_of_file(tmp_path, data)
     assert rec.rank == "TP0"
     assert "type=Qwen\ufffd\ufffd," in rec.message
@@ -199,8 +201,11 @@ def test_record_splitting_is_linear_in_segment_length(fragment: str) -> None:
 def test_wrapper_is_stripped_from_lines_without_an_sglang_prefix(wrapper: bytes) -> None:
     """Tracebacks and bare tqdm renders have no SGLang prefix; under docker or compose they still
     start where the anchored patterns expect them."""
-    for text in ("Traceback (most recent call last):", "TypeError: cannot unpack non-iterable X object",
-                 "  0%|          | 0/13 [00:00<?, ?it/s]"):  # fmt: skip
+    for text in (
+        "Traceback (most recent call last):",
+        "TypeError: cannot unpack non-iterable X object",
+        "  0%|          | 0/13 [00:00<?, ?it/s]",
+    ):
         rec = one(wrapper + text.encode())
         assert rec.rank is None
         assert rec.message.strip() == text.strip()
@@ -208,15 +213,18 @@ def test_wrapper_is_stripped_from_lines_without_an_sglang_prefix(wrapper: bytes)
 
 
 def test_text_that_only_looks_like_a_wrapper_is_kept() -> None:
-    for text in ("Capturing batches (bs=1 avail_mem=3.80 GB): 100%|##########| 7/7", "ValueError: a | b"):
+    for text in (
+        "Capturing batches (bs=1 avail_mem=3.80 GB): 100%|##########| 7/7",
+        "ValueError: a | b",
+    ):
         assert one(text.encode()).message == text
 
 
 def test_only_ascii_digits_are_digits() -> None:
     """A hostile log's Arabic-Indic or full-width digits are neither rank tags nor figures."""
-    from logmem.events import match_record
-    from logmem.lines import Record, Source, split_records
-    from logmem.read import Segment
+    from logmem.parse.events import match_record
+    from logmem.parse.lines import Record, Source, split_records
+    from logmem.parse.read import Segment
 
     text = "[2025-03-08 12:29:13 TP\u0663] Load weight begin. avail mem=\uff12\uff11.63 GB"
     recs = list(split_records(Segment("x", 1, text.encode())))

@@ -41,14 +41,20 @@ def test_notebook_uses_the_public_api_only() -> None:
 def test_notebook_runs_top_to_bottom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = tmp_path / "kernels" / KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "logmem tests", "language": "python",
-    }))  # fmt: skip
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "logmem tests",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=180,
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})  # fmt: skip
+    client = nbclient.NotebookClient(
+        nb, kernel_name=KERNEL, timeout=180, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
     client.execute()  # raises CellExecutionError, with the cell and traceback, on any failure
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code)

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from logmem.events import BUILDERS, match_record
-from logmem.lines import Record, Source
-from logmem.patterns import BY_NAME, KEYWORD_BYTES, MEMORY_FIGURE, PATTERNS, LinePattern
+from logmem.parse.events import BUILDERS, match_record
+from logmem.parse.lines import Record, Source
+from logmem.parse.patterns import BY_NAME, KEYWORD_BYTES, MEMORY_FIGURE, PATTERNS, LinePattern
 
 NAMES = [p.name for p in PATTERNS]
 

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES
-from logmem.analysis import read_log
-from logmem.attribution import build_ledger
-from logmem.cli import cli, main
+from logmem.analysis.attribution import build_ledger
+from logmem.api import read_log
+from logmem.cli.main import cli, main
 from logmem.report import plots
 
 LOG_021 = (
@@ -56,8 +56,11 @@ def test_waterfall_data_chains_the_phases() -> None:
 
 
 def test_step_label_names_the_biggest_causes() -> None:
-    causes = [{"name": "KV pool (K+V, 46,611 tokens)", "gib": 2.84}, {"name": "request-to-token table", "gib": 1.0},
-              {"name": "unlogged", "gib": 0.16}]  # fmt: skip
+    causes = [
+        {"name": "KV pool (K+V, 46,611 tokens)", "gib": 2.84},
+        {"name": "request-to-token table", "gib": 1.0},
+        {"name": "unlogged", "gib": 0.16},
+    ]
     assert (
         plots.step_label(causes, 4.0)
         == "−4.00 GiB: KV pool 2.84; request-to-token table 1.00 +1 more"
@@ -168,16 +171,36 @@ def test_ranks_without_imbalance_draw_one_panel() -> None:
 # --- fit -----------------------------------------------------------------------------------
 
 FIT_VIEW = {
-    "launches": [{"name": "a.log (launch 0)"}, {"name": "b.log (launch 0)"}, {"name": "c.log (launch 0)"}],
-    "slopes": [
-        {"graph": "decode", "rank": "TP0", "basis": "largest bucket", "rows": [80, 160, 256],
-         "largest_bucket_gib": [0.52, 0.68, 0.87], "total_gib": [0.9, 1.1, 1.4], "mib_per_row": 2.03,
-         "intercept_gib": 0.36, "mib_per_row_error": 0.12},
-        {"graph": "draft", "rank": "TP0", "basis": "capture total", "rows": [80, 160, 256],
-         "largest_bucket_gib": None, "total_gib": [0.2, 0.3, 0.41], "mib_per_row": 1.22,
-         "intercept_gib": 0.1, "mib_per_row_error": 0.2},
+    "launches": [
+        {"name": "a.log (launch 0)"},
+        {"name": "b.log (launch 0)"},
+        {"name": "c.log (launch 0)"},
     ],
-}  # fmt: skip
+    "slopes": [
+        {
+            "graph": "decode",
+            "rank": "TP0",
+            "basis": "largest bucket",
+            "rows": [80, 160, 256],
+            "largest_bucket_gib": [0.52, 0.68, 0.87],
+            "total_gib": [0.9, 1.1, 1.4],
+            "mib_per_row": 2.03,
+            "intercept_gib": 0.36,
+            "mib_per_row_error": 0.12,
+        },
+        {
+            "graph": "draft",
+            "rank": "TP0",
+            "basis": "capture total",
+            "rows": [80, 160, 256],
+            "largest_bucket_gib": None,
+            "total_gib": [0.2, 0.3, 0.41],
+            "mib_per_row": 1.22,
+            "intercept_gib": 0.1,
+            "mib_per_row_error": 0.2,
+        },
+    ],
+}
 
 
 def test_fit_data_reads_the_compare_view_model() -> None:
@@ -233,7 +256,7 @@ def test_png_has_no_software_stamp() -> None:
 
 def test_plots_never_import_pyplot() -> None:
     code = (
-        "import sys; from logmem.analysis import read_log; from logmem.attribution import build_ledger;"
+        "import sys; from logmem.api import read_log; from logmem.analysis.attribution import build_ledger;"
         "from logmem.report import plots, html;"
         f"a = read_log({str(LOG_003)!r}); html.render(a);"
         "print('matplotlib.pyplot' in sys.modules)"
@@ -245,8 +268,14 @@ def test_plots_never_import_pyplot() -> None:
 # --- logmem plot ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kind", "marker"), [("waterfall", 'id="step-'), ("buckets", 'id="largest-bucket"'),
-                                             ("ranks", 'id="rank-0-phase-0"')])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "marker"),
+    [
+        ("waterfall", 'id="step-'),
+        ("buckets", 'id="largest-bucket"'),
+        ("ranks", 'id="rank-0-phase-0"'),
+    ],
+)
 def test_plot_command_writes_svg(tmp_path: Path, kind: str, marker: str) -> None:
     log = LOG_003
     out = tmp_path / f"{kind}.svg"

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import corpus_log
-from logmem import events as ev
-from logmem.analysis import collect_events, read_log
-from logmem.ledger import Launch, build_launches
+from logmem.api import collect_events, read_log
+from logmem.model.launch import Launch, build_launches
+from logmem.parse import events as ev
 from logmem.report.jsonout import analysis_json
 
 BASES = ("001-", "014-", "021-", "023-")
@@ -43,7 +43,9 @@ def rank_views(launches: tuple[Launch, ...]) -> list[dict[str, object]]:
 
 
 def samples(launches: tuple[Launch, ...]) -> list[object]:
-    return [(r.label, g.name, g.samples, g.bars) for L in launches for r in L.ranks for g in r.graphs]
+    return [
+        (r.label, g.name, g.samples, g.bars) for L in launches for r in L.ranks for g in r.graphs
+    ]
 
 
 # --- foreign lines ------------------------------------------------------------------------------
@@ -80,7 +82,9 @@ def test_foreign_lines_carry_nothing() -> None:
 @SETTINGS
 @given(inserts=st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(FOREIGN)), max_size=25))
 @example(inserts=[(0, FOREIGN[2]), (10**9, FOREIGN[12])])
-def test_inserting_foreign_lines_changes_nothing(prefix: str, inserts: list[tuple[int, bytes]]) -> None:
+def test_inserting_foreign_lines_changes_nothing(
+    prefix: str, inserts: list[tuple[int, bytes]]
+) -> None:
     data = base_log(prefix)
     lines = data.splitlines(keepends=True)
     if lines and not lines[-1].endswith((b"\n", b"\r")):
@@ -154,7 +158,9 @@ def interleave(parts: dict[str, list[bytes]], rnd: random.Random) -> list[bytes]
 @pytest.mark.parametrize("prefix", ("001-", "014-", "023-"))
 @SETTINGS
 @given(rnd=st.randoms(use_true_random=False))
-def test_shuffling_the_interleaving_of_ranks_changes_no_rank(prefix: str, rnd: random.Random) -> None:
+def test_shuffling_the_interleaving_of_ranks_changes_no_rank(
+    prefix: str, rnd: random.Random
+) -> None:
     data = base_log(prefix)
     head, parts = streams(data)
     assert len([k for k in parts if k]) >= 2
@@ -195,7 +201,11 @@ def test_any_prefix_parses_and_gives_a_prefix_of_the_events(prefix: str, cut: fl
 def test_a_prefix_cut_near_the_interesting_lines(prefix: str, n: int) -> None:
     """Cut around the capture block, where the bytes are densest in events."""
     data = base_log(prefix)
-    start = data.find(b"Capture cuda graph begin") if b"Capture cuda graph begin" in data else data.find(b"Capture ")
+    start = (
+        data.find(b"Capture cuda graph begin")
+        if b"Capture cuda graph begin" in data
+        else data.find(b"Capture ")
+    )
     cut = max(0, start - 200) + n * 7
     full, _ = parse(data, "full.log")
     part, _ = parse(data[:cut], "part.log")
@@ -219,7 +229,9 @@ def test_cr_joined_bars_as_newlines_give_the_same_samples(prefix: str) -> None:
 @pytest.mark.parametrize("prefix", ("014-", "021-", "023-"))
 @SETTINGS
 @given(choice=st.lists(st.booleans(), min_size=1, max_size=400))
-def test_any_mix_of_cr_and_nl_between_bar_renders_gives_the_same_samples(prefix: str, choice: list[bool]) -> None:
+def test_any_mix_of_cr_and_nl_between_bar_renders_gives_the_same_samples(
+    prefix: str, choice: list[bool]
+) -> None:
     """Each separator between two consecutive bar renders may be \\r (raw tqdm) or \\n (a paste)."""
     data = base_log(prefix).replace(b"\r\n", b"\n")
     pieces = re.split(rb"([\r\n])", data)  # text, sep, text, sep, ...
@@ -236,10 +248,17 @@ def test_any_mix_of_cr_and_nl_between_bar_renders_gives_the_same_samples(prefix:
     assert got_events == want_events
 
 
-WRAPPERS = (b"2026-02-26T05:35:13.123456789Z ", b"sglang-1  | ", b"[pod/sglang-0/sglang] ", b"pod INFO ")
+WRAPPERS = (
+    b"2026-02-26T05:35:13.123456789Z ",
+    b"sglang-1  | ",
+    b"[pod/sglang-0/sglang] ",
+    b"pod INFO ",
+)
 
 
-@pytest.mark.parametrize("wrapper", WRAPPERS, ids=["docker-timestamps", "compose", "kubectl-prefix", "shipper"])
+@pytest.mark.parametrize(
+    "wrapper", WRAPPERS, ids=["docker-timestamps", "compose", "kubectl-prefix", "shipper"]
+)
 @pytest.mark.parametrize("prefix", (*BASES, "003-"))
 def test_a_container_prefix_on_every_line_changes_nothing(prefix: str, wrapper: bytes) -> None:
     """docker --timestamps, compose, `kubectl logs --prefix` and shippers prefix every physical line,

@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO, corpus_log, corpus_logs, fixture_logs
-from logmem import progress
-from logmem import read as rd
-from logmem.cli import main
-from logmem.patterns import KEYWORD_BYTES, KEYWORDS
+from logmem.cli.main import main
+from logmem.parse import progress as progress
+from logmem.parse import read as rd
+from logmem.parse.patterns import KEYWORD_BYTES, KEYWORDS
 from logmem.report import FORMATS
 
 HAVE_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
@@ -82,10 +82,29 @@ def read_all(path: Path) -> tuple[list[tuple[int, bytes]], int, bool]:
 
 
 _PIECES = [k.encode() for k in KEYWORDS] + [
-    b"\n", b"\r", b"\r\n", b"\x00", b" ", b"[2025-03-08 12:30:01 TP0] ", b"Decode batch. #token: 3, ",
-    b"INFO:     127.0.0.1:49540 - \"GET /health HTTP/1.1\" 200 OK", b"\xff\xfe", b"avail mem=1.5 GB",
-    b"Init", b"Erro", b"Trac", b"vai", b"B", b"_", b"=", b"C", b"%", b"|", b"GiB", b"M",
-]  # fmt: skip
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\x00",
+    b" ",
+    b"[2025-03-08 12:30:01 TP0] ",
+    b"Decode batch. #token: 3, ",
+    b'INFO:     127.0.0.1:49540 - "GET /health HTTP/1.1" 200 OK',
+    b"\xff\xfe",
+    b"avail mem=1.5 GB",
+    b"Init",
+    b"Erro",
+    b"Trac",
+    b"vai",
+    b"B",
+    b"_",
+    b"=",
+    b"C",
+    b"%",
+    b"|",
+    b"GiB",
+    b"M",
+]
 
 
 @pytest.mark.parametrize("matcher", MATCHERS, indirect=True)
@@ -327,7 +346,7 @@ def test_small_commands_import_neither_pandas_nor_matplotlib(args: list[str]) ->
     argv = [log if a == "LOG" else a for a in args]
     code = (
         "import sys, io, contextlib\n"
-        "from logmem.cli import main\n"
+        "from logmem.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    rc = main({argv!r})\n"
         "heavy = sorted(m for m in ('pandas', 'matplotlib') if m in sys.modules)\n"

@@ -14,8 +14,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from logmem import __version__
+from logmem.compare.core import (
+    Diff,
+    Fit,
+    GraphPoint,
+    LaunchRef,
+    Line,
+    Prediction,
+    Slope,
+    WhatIf,
+    key_list,
+)
 from logmem.errors import LogmemError
-from logmem.fit import Diff, Fit, GraphPoint, LaunchRef, Line, Prediction, Slope, WhatIf, key_list
 from logmem.units import gib
 
 WIDTH = 100
@@ -51,9 +61,11 @@ def _line(ln: Line | None, residuals: bool) -> dict[str, Any] | None:
     if ln is None:
         return None
     out: dict[str, Any] = {
-        "mib_per_row": _r(ln.mib_per_row), "mib_per_row_error": _r(ln.mib_per_row_error),
-        "intercept_gib": _r(ln.intercept_gib), "intercept_error_gib": _r(ln.intercept_error_gib),
-    }  # fmt: skip
+        "mib_per_row": _r(ln.mib_per_row),
+        "mib_per_row_error": _r(ln.mib_per_row_error),
+        "intercept_gib": _r(ln.intercept_gib),
+        "intercept_error_gib": _r(ln.intercept_error_gib),
+    }
     if residuals:
         out["residuals_gib"] = [_r(x, 4) for x in ln.residuals_gib]
         out["mib_per_row_stderr"] = _r(ln.stderr_mib_per_row)
@@ -85,10 +97,12 @@ def _slope(s: Slope, residuals: bool) -> dict[str, Any]:
     if s.heuristic is not None:
         h = s.heuristic
         out["heuristic"] = {
-            "sglang_mib_per_bs": _r(h.mib_per_bs), "sglang_terms": h.terms,
-            "measured_mib_per_bs": _r(h.measured_mib_per_bs), "measured_terms": h.measured_terms,
+            "sglang_mib_per_bs": _r(h.mib_per_bs),
+            "sglang_terms": h.terms,
+            "measured_mib_per_bs": _r(h.measured_mib_per_bs),
+            "measured_terms": h.measured_terms,
             "ratio": _r(h.ratio, 2),
-        }  # fmt: skip
+        }
     return out
 
 
@@ -96,10 +110,13 @@ def _point(p: GraphPoint | None) -> dict[str, Any] | None:
     if p is None:
         return None
     return {
-        "largest_size": p.largest_size, "rows": p.rows, "static_gib": gib(p.static_bytes),
-        "largest_bucket_gib": gib(p.largest_bytes), "other_buckets_gib": gib(p.other_bytes),
+        "largest_size": p.largest_size,
+        "rows": p.rows,
+        "static_gib": gib(p.static_bytes),
+        "largest_bucket_gib": gib(p.largest_bytes),
+        "other_buckets_gib": gib(p.other_bytes),
         "total_gib": gib(p.total_bytes),
-    }  # fmt: skip
+    }
 
 
 def _pair_change(a: int | None, b: int | None) -> float | None:
@@ -111,14 +128,17 @@ def diff_json(d: Diff) -> dict[str, Any]:
     if d.kv is not None:
         k = d.kv
         kv = {
-            "tokens": list(k.tokens), "tokens_source": k.tokens_source, "change_tokens": k.change_tokens,
-            "bytes_per_token": list(k.bytes_per_token), "mem_fraction_static": list(k.mem_fraction_static),
+            "tokens": list(k.tokens),
+            "tokens_source": k.tokens_source,
+            "change_tokens": k.change_tokens,
+            "bytes_per_token": list(k.bytes_per_token),
+            "mem_fraction_static": list(k.mem_fraction_static),
             "pre_load_gib": [gib(x) for x in k.pre_load_bytes],
             "after_weights_gib": [gib(x) for x in k.after_weights_bytes],
             "rest_gib": [gib(x) for x in k.rest_bytes],
             "terms": [{"term": t.name, "gib": gib(t.bytes), "tokens": t.tokens} for t in k.terms],
             "terms_note": k.terms_note or None,
-        }  # fmt: skip
+        }
     graphs = []
     for g in d.graphs:
         a, b = g.a, g.b
@@ -126,15 +146,25 @@ def diff_json(d: Diff) -> dict[str, Any]:
         def change(attr: str, a: GraphPoint | None = a, b: GraphPoint | None = b) -> float | None:
             return _pair_change(getattr(a, attr) if a else None, getattr(b, attr) if b else None)
 
-        graphs.append({
-            "rank": g.rank, "rank_b": g.rank_b, "graph": g.graph, "a": _point(a), "b": _point(b),
-            "change": {
-                "static_gib": change("static_bytes"), "largest_bucket_gib": change("largest_bytes"),
-                "other_buckets_gib": change("other_bytes"), "total_gib": change("total_bytes"),
-            },
-            "buckets": [{"size": s, "a_gib": gib(x), "b_gib": gib(y), "change_gib": gib(y - x)}
-                        for s, x, y in g.buckets],
-        })  # fmt: skip
+        graphs.append(
+            {
+                "rank": g.rank,
+                "rank_b": g.rank_b,
+                "graph": g.graph,
+                "a": _point(a),
+                "b": _point(b),
+                "change": {
+                    "static_gib": change("static_bytes"),
+                    "largest_bucket_gib": change("largest_bytes"),
+                    "other_buckets_gib": change("other_bytes"),
+                    "total_gib": change("total_bytes"),
+                },
+                "buckets": [
+                    {"size": s, "a_gib": gib(x), "b_gib": gib(y), "change_gib": gib(y - x)}
+                    for s, x, y in g.buckets
+                ],
+            }
+        )
     return {
         "schema": SCHEMAS[Diff],
         "logmem": __version__,
@@ -146,7 +176,7 @@ def diff_json(d: Diff) -> dict[str, Any]:
         "wording": [
             {"marker": m.name, "a": m.values[0], "b": m.values[1], "differs": m.differs}
             for m in d.markers
-        ],  # fmt: skip
+        ],
         "phases": [
             {
                 "rank": p.rank,
@@ -158,7 +188,7 @@ def diff_json(d: Diff) -> dict[str, Any]:
                 "change_gib": gib(p.change_bytes),
             }
             for p in d.phases
-        ],  # fmt: skip
+        ],
         "kv": kv,
         "graphs": graphs,
         "slopes": [_slope(s, residuals=False) for s in d.slopes],
@@ -222,9 +252,10 @@ def whatif_json(w: WhatIf) -> dict[str, Any]:
         slope = {
             "mib_per_row": _r(w.slope.mib_per_row) if not w.slope.per_bs else None,
             "mib_per_bs": _r(w.slope.mib_per_row) if w.slope.per_bs else None,
-            "static_mib_per_row": _r(w.slope.static_mib_per_row), "source": w.slope.source,
+            "static_mib_per_row": _r(w.slope.static_mib_per_row),
+            "source": w.slope.source,
             "measured": not w.slope.per_bs,
-        }  # fmt: skip
+        }
     return {
         "schema": SCHEMAS[WhatIf],
         "logmem": __version__,
@@ -235,7 +266,7 @@ def whatif_json(w: WhatIf) -> dict[str, Any]:
             "activation_reserve_gib": gib(w.reserve_bytes),
             "context_length": w.context_len,
             "slope": slope,
-        },  # fmt: skip
+        },
         "rule": {
             "pre_load_gib": gib(w.pre_load_bytes),
             "pre_load_rank": w.pre_load_rank,
@@ -244,7 +275,7 @@ def whatif_json(w: WhatIf) -> dict[str, Any]:
             "bytes_per_token_source": w.bytes_per_token_source,
             "kv_share": _r(w.kv_share, 4),
             "logged_tokens": w.logged_tokens,
-        },  # fmt: skip
+        },
         "measured": _prediction(w.measured, w.reserve_bytes),
         "predicted": _prediction(p, w.reserve_bytes),
         "kv_tokens": p.kv_tokens,
@@ -269,11 +300,20 @@ def _unfinished(w: WhatIf) -> dict[str, Any] | None:
     if u is None:
         return None
     return {
-        "status": u.status, "headline": u.headline, "phase": u.phase, "graph": u.graph,
-        "size": u.size, "unit": u.unit, "memory_related": u.memory, "cause": u.cause,
-        "shortfall_gib": gib(u.shortfall_bytes), "in_capture": u.in_capture, "at": u.at,
-        "rank": u.rank, "label": u.label,
-    }  # fmt: skip
+        "status": u.status,
+        "headline": u.headline,
+        "phase": u.phase,
+        "graph": u.graph,
+        "size": u.size,
+        "unit": u.unit,
+        "memory_related": u.memory,
+        "cause": u.cause,
+        "shortfall_gib": gib(u.shortfall_bytes),
+        "in_capture": u.in_capture,
+        "at": u.at,
+        "rank": u.rank,
+        "label": u.label,
+    }
 
 
 def to_json(model: Model) -> dict[str, Any]:
@@ -435,16 +475,31 @@ def _slopes(o: _Out, slopes: Sequence[dict[str, Any]], fit: bool) -> None:
         )
         cols = ["part", "GiB per launch", "MiB per row", "+-", "intercept GiB", "+-"]
         y = s["largest_bucket_gib"] if s["basis"] == "largest bucket" else s["total_gib"]
-        rows_out = [[s["basis"], " ".join(_f(v) for v in y), _f(s["mib_per_row"], 3),
-                     _f(s["mib_per_row_error"], 3), _f(s["intercept_gib"], 3), _f(s["intercept_error_gib"], 3)]]  # fmt: skip
+        rows_out = [
+            [
+                s["basis"],
+                " ".join(_f(v) for v in y),
+                _f(s["mib_per_row"], 3),
+                _f(s["mib_per_row_error"], 3),
+                _f(s["intercept_gib"], 3),
+                _f(s["intercept_error_gib"], 3),
+            ]
+        ]
         resid = (
             [f"{s['basis']} " + " ".join(_f(r, 4, True) for r in s["residuals_gib"])] if fit else []
         )
         st = s["static"]
         if st is not None and s["static_gib"] is not None:
-            rows_out.append(["static buffers", " ".join(_f(v) for v in s["static_gib"]), _f(st["mib_per_row"], 3),
-                             _f(st["mib_per_row_error"], 3), _f(st["intercept_gib"], 3),
-                             _f(st["intercept_error_gib"], 3)])  # fmt: skip
+            rows_out.append(
+                [
+                    "static buffers",
+                    " ".join(_f(v) for v in s["static_gib"]),
+                    _f(st["mib_per_row"], 3),
+                    _f(st["mib_per_row_error"], 3),
+                    _f(st["intercept_gib"], 3),
+                    _f(st["intercept_error_gib"], 3),
+                ]
+            )
             if fit:
                 resid.append(
                     "static buffers " + " ".join(_f(r, 4, True) for r in st["residuals_gib"])
@@ -452,8 +507,16 @@ def _slopes(o: _Out, slopes: Sequence[dict[str, Any]], fit: bool) -> None:
         o.table(cols, rows_out, left=2)
         if resid:
             se = s.get("mib_per_row_stderr")
-            o.para("Residuals, GiB: " + "; ".join(resid) + "."
-                   + (f" Standard error of the slope from them: {se:.3f} MiB per row." if se is not None else ""))  # fmt: skip
+            o.para(
+                "Residuals, GiB: "
+                + "; ".join(resid)
+                + "."
+                + (
+                    f" Standard error of the slope from them: {se:.3f} MiB per row."
+                    if se is not None
+                    else ""
+                )
+            )
         h = s["heuristic"]
         if h is not None:
             o.para(
@@ -536,8 +599,17 @@ def _diff(d: dict[str, Any], o: Any) -> str:
 
     o.heading("Phases per rank (GiB of free memory each phase took; change = B - A)")
     shown, same = _distinct_ranks(d["phases"], ("key", "a_gib", "b_gib"))
-    prow = [[_rank(p["rank"]) + (f" ~ {_rank(p['rank_b'])}" if p["rank_b"] is not None else ""), p["name"], _f(p["a_gib"]), _f(p["b_gib"]), _f(p["change_gib"], signed=True)]
-            for p in d["phases"] if p["rank"] in shown]  # fmt: skip
+    prow = [
+        [
+            _rank(p["rank"]) + (f" ~ {_rank(p['rank_b'])}" if p["rank_b"] is not None else ""),
+            p["name"],
+            _f(p["a_gib"]),
+            _f(p["b_gib"]),
+            _f(p["change_gib"], signed=True),
+        ]
+        for p in d["phases"]
+        if p["rank"] in shown
+    ]
     o.table(["rank", "phase", "A", "B", "change"], prow, left=2)
     if same:
         o.para(same)
@@ -556,8 +628,13 @@ def _diff(d: dict[str, Any], o: Any) -> str:
             f"{_f(kv['rest_gib'][1])} GiB. Tokens from {kv['tokens_source']}."
         )
         if kv["terms"]:
-            o.table(["what accounts for the change", "GiB", "tokens"],
-                    [[t["term"], _f(t["gib"], signed=True), _n(t["tokens"], True)] for t in kv["terms"]])  # fmt: skip
+            o.table(
+                ["what accounts for the change", "GiB", "tokens"],
+                [
+                    [t["term"], _f(t["gib"], signed=True), _n(t["tokens"], True)]
+                    for t in kv["terms"]
+                ],
+            )
         elif kv.get("terms_note"):
             o.para(kv["terms_note"])
 
@@ -574,8 +651,12 @@ def _diff(d: dict[str, Any], o: Any) -> str:
             grow.append(
                 [label, "largest size", _n(a.get("largest_size")), _n(b.get("largest_size")), ""]
             )
-            for part, key in (("static buffers", "static_gib"), ("largest bucket", "largest_bucket_gib"),
-                              ("other buckets", "other_buckets_gib"), ("total (mem usage)", "total_gib")):  # fmt: skip
+            for part, key in (
+                ("static buffers", "static_gib"),
+                ("largest bucket", "largest_bucket_gib"),
+                ("other buckets", "other_buckets_gib"),
+                ("total (mem usage)", "total_gib"),
+            ):
                 if a.get(key) is None and b.get(key) is None:
                     continue
                 grow.append(["", part, _f(a.get(key)), _f(b.get(key)), _f(c[key], signed=True)])
@@ -590,11 +671,20 @@ def _diff(d: dict[str, Any], o: Any) -> str:
             big_a, big_b = (g["a"] or {}).get("largest_size"), (g["b"] or {}).get("largest_size")
 
             def size_label(size: Any, big_a: Any = big_a, big_b: Any = big_b) -> str:
-                marks = [w for w, big in (("A", big_a), ("B", big_b)) if size is not None and size == big]
+                marks = [
+                    w for w, big in (("A", big_a), ("B", big_b)) if size is not None and size == big
+                ]
                 return f"{size} (largest in {' and '.join(marks)})" if marks else str(size)
 
-            rows = [[size_label(x["size"]), _f(x["a_gib"]), _f(x["b_gib"]), _f(x["change_gib"], signed=True)]
-                    for x in g["buckets"]]  # fmt: skip
+            rows = [
+                [
+                    size_label(x["size"]),
+                    _f(x["a_gib"]),
+                    _f(x["b_gib"]),
+                    _f(x["change_gib"], signed=True),
+                ]
+                for x in g["buckets"]
+            ]
             if md:
 
                 def body(rows: list[list[str]] = rows) -> None:
@@ -609,8 +699,14 @@ def _diff(d: dict[str, Any], o: Any) -> str:
                 o.heading(title)
                 if moved:
                     o.table(["size", "A", "B", "change"], moved)
-                o.para(("Listed: changes beyond the +-0.02 GiB that printing allows; " if moved else "")
-                       + f"{len(rows) - len(moved)} of {len(rows)} sizes are within it (every size: -f markdown/json).")  # fmt: skip
+                o.para(
+                    (
+                        "Listed: changes beyond the +-0.02 GiB that printing allows; "
+                        if moved
+                        else ""
+                    )
+                    + f"{len(rows) - len(moved)} of {len(rows)} sizes are within it (every size: -f markdown/json)."
+                )
 
     if d["slopes"]:
         _slopes(o, d["slopes"], fit=False)
@@ -669,17 +765,28 @@ def _whatif(w: dict[str, Any], o: Any) -> str:
         return (">= " if kind == "at least" else "<= ") + shown
 
     rows = [
-        ["mem_fraction_static", f"{m['mem_fraction_static']:.3f}", f"{p['mem_fraction_static']:.3f}"],
+        [
+            "mem_fraction_static",
+            f"{m['mem_fraction_static']:.3f}",
+            f"{p['mem_fraction_static']:.3f}",
+        ],
         ["largest captured bs", _n(m["largest_bs"]), _n(p["largest_bs"])],
         ["KV budget by SGLang's rule (rest), GiB", _f(m["rest_gib"]), _f(p["rest_gib"])],
         ["KV tokens (max_total_num_tokens)", _n(m["kv_tokens"]), _n(p["kv_tokens"])],
         ["KV pool, GiB", _f(m["kv_gib"]), _f(p["kv_gib"])],
-        ["max_running_requests (request table)", _n(m["max_running_requests"]), _n(p["max_running_requests"])],
+        [
+            "max_running_requests (request table)",
+            _n(m["max_running_requests"]),
+            _n(p["max_running_requests"]),
+        ],
         ["CUDA graphs, GiB", bound(m, "graph", "at least"), bound(p, "graph", "at least")],
-        [f"headroom after capture, GiB ({_rank(p['headroom_rank'] or '')})", bound(m, "headroom", "at most"),
-         bound(p, "headroom", "at most")],
+        [
+            f"headroom after capture, GiB ({_rank(p['headroom_rank'] or '')})",
+            bound(m, "headroom", "at most"),
+            bound(p, "headroom", "at most"),
+        ],
         ["feasible", feasible(m), feasible(p)],
-    ]  # fmt: skip
+    ]
     o.table(["", "measured", "what if"], rows)
     lo, hi = w["mem_fraction_static_window"]
     reserve = w["inputs"]["activation_reserve_gib"] or 0.0
@@ -725,8 +832,11 @@ def _whatif(w: dict[str, Any], o: Any) -> str:
             if lo is None
             else f"the KV pool is positive only from {lo:.3f}"
         )
-        why.append(f"no value leaves {reserve:.2f} GiB after capture" if hi is None
-                   else f"the headroom stays >= {reserve:.2f} GiB only up to {hi:.3f}")  # fmt: skip
+        why.append(
+            f"no value leaves {reserve:.2f} GiB after capture"
+            if hi is None
+            else f"the headroom stays >= {reserve:.2f} GiB only up to {hi:.3f}"
+        )
         o.para(f"EMPTY: no mem_fraction_static works: {why[0]}, but {why[1]}.")
     ctx = w["inputs"]["context_length"]
     o.para(f"One full context{f' ({ctx:,} tokens)' if ctx else ''}: {w['full_context']}.")

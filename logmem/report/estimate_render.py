@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from logmem.estimate import GIB, Estimate
+from logmem.estimate.model import GIB, Estimate
 
 SCHEMA = "logmem.estimate/1"
 WIDTH = 100
@@ -55,8 +55,11 @@ def _summary(est: Estimate) -> list[tuple[str, str]]:
     rows = [
         ("model", est.model or UNKNOWN),
         ("parallel", _parallel(est)),
-        ("dtype", f"{est.dtype}, KV cache {est.kv_cache_dtype}, "
-                  f"quantization {est.quantization or 'none'}"),
+        (
+            "dtype",
+            f"{est.dtype}, KV cache {est.kv_cache_dtype}, "
+            f"quantization {est.quantization or 'none'}",
+        ),
         ("parameters", _params(est.params_total)),
         ("weights", weights),
         ("KV cache", kv),
@@ -74,8 +77,10 @@ def _summary(est: Estimate) -> list[tuple[str, str]]:
 
 
 def _component_rows(est: Estimate) -> list[tuple[str, str, str, str, str]]:
-    return [(c.name, _params(c.params), _bytes(c.bytes_per_rank), c.sharding, c.why)
-            for c in est.components]
+    return [
+        (c.name, _params(c.params), _bytes(c.bytes_per_rank), c.sharding, c.why)
+        for c in est.components
+    ]
 
 
 def render_text(est: Estimate) -> str:
@@ -104,8 +109,10 @@ def render_text(est: Estimate) -> str:
 
 def _row(cells: tuple[str, ...], widths: list[int], why_w: int) -> list[str]:
     name, params, per_rank, sharding, why = cells
-    left = f"{name:<{widths[0]}}  {params:>{widths[1]}}  {per_rank:>{widths[2]}}  " \
-           f"{sharding:<{widths[3]}}  "
+    left = (
+        f"{name:<{widths[0]}}  {params:>{widths[1]}}  {per_rank:>{widths[2]}}  "
+        f"{sharding:<{widths[3]}}  "
+    )
     wrapped = textwrap.wrap(why, why_w) or [""]
     out = [(left + wrapped[0]).rstrip()]
     out += [" " * len(left) + more for more in wrapped[1:]]
@@ -118,13 +125,20 @@ def _md(text: str) -> str:
 
 def render_markdown(est: Estimate) -> str:
     """GitHub Markdown: a summary table, a component table and the notes."""
-    lines = [f"## Expected sizes for {_md(est.model or 'an unnamed model')}", "",
-             "| | |", "|---|---|"]
+    lines = [
+        f"## Expected sizes for {_md(est.model or 'an unnamed model')}",
+        "",
+        "| | |",
+        "|---|---|",
+    ]
     lines += [f"| {_md(label)} | {_md(value)} |" for label, value in _summary(est)]
     rows = _component_rows(est)
     if rows:
-        lines += ["", "| Component | Parameters | Per rank | Sharding | Why |",
-                  "|---|---:|---:|---|---|"]
+        lines += [
+            "",
+            "| Component | Parameters | Per rank | Sharding | Why |",
+            "|---|---:|---:|---|---|",
+        ]
         lines += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
     if est.notes:
         lines += ["", "Notes:", ""]
@@ -138,8 +152,14 @@ def to_json(est: Estimate) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "model": est.model,
-        "parallel": {"tp": p.tp, "dp": p.dp, "ep": p.ep, "pp": p.pp,
-                     "dp_attention": p.dp_attention, "attn_tp": p.attn_tp},
+        "parallel": {
+            "tp": p.tp,
+            "dp": p.dp,
+            "ep": p.ep,
+            "pp": p.pp,
+            "dp_attention": p.dp_attention,
+            "attn_tp": p.attn_tp,
+        },
         "dtype": est.dtype,
         "kv_cache_dtype": est.kv_cache_dtype,
         "quantization": est.quantization,
@@ -150,8 +170,13 @@ def to_json(est: Estimate) -> dict[str, Any]:
         "kv_swa_bytes_per_token_per_rank": est.kv_swa_bytes_per_token_per_rank,
         "kv_tokens_per_gib": est.kv_tokens_per_gib,
         "components": [
-            {"name": c.name, "params": c.params, "bytes_per_rank": c.bytes_per_rank,
-             "sharding": c.sharding, "why": c.why}
+            {
+                "name": c.name,
+                "params": c.params,
+                "bytes_per_rank": c.bytes_per_rank,
+                "sharding": c.sharding,
+                "why": c.why,
+            }
             for c in est.components
         ],
         "logits_buffer_bytes": est.logits_buffer_bytes,

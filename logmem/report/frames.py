@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from logmem.attribution import build_ledger
+from logmem.analysis.attribution import build_ledger
 from logmem.units import gib
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from logmem.analysis import Analysis
+    from logmem.model.analysis import Analysis
 
 LEDGER_COLUMNS = (
     "launch",
@@ -38,12 +38,20 @@ def ledger_records(a: Analysis) -> list[dict[str, Any]]:
         for rl in build_ledger(L).ranks:
             for p in rl.phases:
                 for c in p.causes:
-                    rows.append({
-                        "launch": L.index, "rank": rl.rank, "phase": p.key, "cause": c.name,
-                        "gib": gib(c.bytes), "bytes": c.bytes, "kind": c.kind,
-                        "first_line": c.lines[0] if c.lines else None,
-                        "phase_name": p.name, "note": c.note,
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "launch": L.index,
+                            "rank": rl.rank,
+                            "phase": p.key,
+                            "cause": c.name,
+                            "gib": gib(c.bytes),
+                            "bytes": c.bytes,
+                            "kind": c.kind,
+                            "first_line": c.lines[0] if c.lines else None,
+                            "phase_name": p.name,
+                            "note": c.note,
+                        }
+                    )
     return rows
 
 
@@ -55,10 +63,17 @@ def samples_records(a: Analysis) -> list[dict[str, Any]]:
             for p in rl.phases:
                 name = p.graph.name if p.graph is not None else p.key.removeprefix("capture:")
                 for b in p.buckets:
-                    rows.append({
-                        "launch": L.index, "graph": name, "rank": rl.rank, "size": b.size,
-                        "avail_gib": gib(b.avail_bytes), "cost_gib": gib(b.cost_bytes), "line": b.line,
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "launch": L.index,
+                            "graph": name,
+                            "rank": rl.rank,
+                            "size": b.size,
+                            "avail_gib": gib(b.avail_bytes),
+                            "cost_gib": gib(b.cost_bytes),
+                            "line": b.line,
+                        }
+                    )
     return rows
 
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
-from logmem.attribution import LaunchLedger, RankLedger
-from logmem.ledger import Launch
-from logmem.lines import Source
+from logmem.analysis.attribution import LaunchLedger, RankLedger
+from logmem.model.launch import Launch
+from logmem.parse.lines import Source
 from logmem.report.model import LaunchReport, Report, Table, analysis_report, main_rank, rank_name
 
 if TYPE_CHECKING:
-    from logmem.analysis import Analysis
+    from logmem.model.analysis import Analysis
 
 MAX_LINE_CHARS = 2000  # a raw line longer than this (a glued tqdm render) is cut in the page
 
@@ -84,24 +84,26 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'n
 
 
 def page(title: str, body: Iterable[str]) -> str:
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        '<meta name="referrer" content="no-referrer">',
-        f"<title>{esc(title)}</title>",
-        f"<style>{CSS}</style>",
-        "</head>",
-        "<body>",
-        *body,
-        f'<footer>Made by logmem {esc(__version__)}. This file is self-contained: it loads nothing and runs no script.</footer>',
-        "</body>",
-        "</html>",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            '<meta name="referrer" content="no-referrer">',
+            f"<title>{esc(title)}</title>",
+            f"<style>{CSS}</style>",
+            "</head>",
+            "<body>",
+            *body,
+            f"<footer>Made by logmem {esc(__version__)}. This file is self-contained: it loads nothing and runs no script.</footer>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
 
 
 # --- tables -----------------------------------------------------------------------------
@@ -176,12 +178,14 @@ class Figure:
 
 def figure_html(n: int, fig: Figure) -> str:
     prefix = f"fig{n}"
-    return "\n".join([
-        f'<figure class="plot" id="{prefix}" data-kind="{esc(fig.kind)}">',
-        f'<div class="plotbox">{inline_svg(fig.svg, prefix)}</div>',
-        f'<figcaption id="{prefix}-cap">Figure {n}. {esc(fig.caption)}</figcaption>',
-        "</figure>",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f'<figure class="plot" id="{prefix}" data-kind="{esc(fig.kind)}">',
+            f'<div class="plotbox">{inline_svg(fig.svg, prefix)}</div>',
+            f'<figcaption id="{prefix}-cap">Figure {n}. {esc(fig.caption)}</figcaption>',
+            "</figure>",
+        ]
+    )
 
 
 def sources_html(n: int, fig: Figure, multi_path: bool) -> str:
@@ -194,12 +198,14 @@ def sources_html(n: int, fig: Figure, multi_path: bool) -> str:
         # \r inside a record (tqdm redraws) would overprint in a terminal; show it as a mark.
         rows.append(f'<span class="ln">{esc(where):>7}  </span>{esc(text.replace(chr(13), "⏎"))}')
     body = "\n".join(rows) if rows else "(no source lines)"
-    return "\n".join([
-        f'<details class="sources" data-figure="{n}"><summary>Figure {n} ({esc(fig.kind)}):'
-        f" {len(fig.sources)} log lines</summary>",
-        f'<pre class="src">{body}</pre>',
-        "</details>",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f'<details class="sources" data-figure="{n}"><summary>Figure {n} ({esc(fig.kind)}):'
+            f" {len(fig.sources)} log lines</summary>",
+            f'<pre class="src">{body}</pre>',
+            "</details>",
+        ]
+    )
 
 
 def _line_index(launch: Launch, rank_label: str | None) -> dict[int, Source]:
@@ -256,9 +262,14 @@ def launch_figures(
         data = [plots.waterfall_data(rl) for rl in drawn]
         lines = [n for rl in drawn for n in _rank_lines(rl)]
         who = ", ".join(rank_name(rl.rank) for rl in drawn)
-        figs.append(Figure("waterfall", svg("waterfall", data),
-                           f"Free memory phase by phase on {who}; each step split into its causes.",
-                           _sources(L, drawn[0].rank, lines)))  # fmt: skip
+        figs.append(
+            Figure(
+                "waterfall",
+                svg("waterfall", data),
+                f"Free memory phase by phase on {who}; each step split into its causes.",
+                _sources(L, drawn[0].rank, lines),
+            )
+        )
     else:
         notes.append("No waterfall: no rank printed two free-memory readings.")
     main = main_rank(L)
@@ -268,9 +279,15 @@ def launch_figures(
         lines = [
             n for p in rl_main.phases if p.buckets for n in (*p.lines, *(b.line for b in p.buckets))
         ]
-        figs.append(Figure("buckets", svg("buckets", families),
-                           f"Free memory at the start of each graph bucket on {rank_name(rl_main.rank)}; "
-                           "the largest bucket is highlighted.", _sources(L, rl_main.rank, lines)))  # fmt: skip
+        figs.append(
+            Figure(
+                "buckets",
+                svg("buckets", families),
+                f"Free memory at the start of each graph bucket on {rank_name(rl_main.rank)}; "
+                "the largest bucket is highlighted.",
+                _sources(L, rl_main.rank, lines),
+            )
+        )
     else:
         notes.append(
             "No bucket plot: the capture progress bars of this log print no free memory per bucket."
@@ -280,9 +297,14 @@ def launch_figures(
         binding = (
             f"; the binding rank is {led.binding_rank}" if led.binding_rank is not None else ""
         )
-        figs.append(Figure("ranks", svg("ranks", plots.ranks_data(led)),
-                           f"Free memory after each phase, rank by rank{binding}.",
-                           _sources(L, None, lines)))  # fmt: skip
+        figs.append(
+            Figure(
+                "ranks",
+                svg("ranks", plots.ranks_data(led)),
+                f"Free memory after each phase, rank by rank{binding}.",
+                _sources(L, None, lines),
+            )
+        )
     return figs, notes
 
 
@@ -347,8 +369,11 @@ def render_report(rep: Report, paths: Sequence[str]) -> str:
         part, n = launch_html(lr, n, multi_path)
         body.append(part)
     if rep.input_notes:
-        body.append("<details><summary>Input</summary><ul>"
-                    + "".join(f"<li>{esc(x)}</li>" for x in rep.input_notes) + "</ul></details>")  # fmt: skip
+        body.append(
+            "<details><summary>Input</summary><ul>"
+            + "".join(f"<li>{esc(x)}</li>" for x in rep.input_notes)
+            + "</ul></details>"
+        )
     model = next((lr.title for lr in rep.launches), "")
     return page(f"logmem: {model}" if model else rep.title, body)
 

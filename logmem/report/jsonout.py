@@ -7,15 +7,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
-from logmem import events as ev
-from logmem.attribution import LaunchLedger, RankLedger, build_ledger, ledger_rows
-from logmem.failures import Failure, outcome
-from logmem.ledger import Graph, Launch, Model, Rank
-from logmem.lines import Source
+from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger, ledger_rows
+from logmem.analysis.failures import Failure, outcome
+from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.parse import events as ev
+from logmem.parse.lines import Source
 from logmem.units import Mem, gib
 
 if TYPE_CHECKING:
-    from logmem.analysis import Analysis
+    from logmem.model.analysis import Analysis
 
 SCHEMA = "logmem.analysis/1"
 
@@ -38,27 +38,61 @@ def model_json(m: Model) -> dict[str, Any]:
     other: list[dict[str, Any]] = []
     for p in m.pools:
         if isinstance(p, ev.KVPool):
-            pools.append({
-                "tokens": p.tokens, "k_gib": _g(p.k), "v_gib": _g(p.v), "kv_gib": _g(p.kv),
-                "dtype": p.dtype, "bytes": p.total_bytes, "line": _ln(p),
-            })  # fmt: skip
+            pools.append(
+                {
+                    "tokens": p.tokens,
+                    "k_gib": _g(p.k),
+                    "v_gib": _g(p.v),
+                    "kv_gib": _g(p.kv),
+                    "dtype": p.dtype,
+                    "bytes": p.total_bytes,
+                    "line": _ln(p),
+                }
+            )
         elif isinstance(p, ev.MambaPool):
-            other.append({
-                "kind": "mamba", "max_mamba_cache_size": p.max_size, "conv_state_gib": p.conv.gib,
-                "ssm_state_gib": p.ssm.gib, "intermediate_ssm_gib": _g(p.intermediate_ssm),
-                "intermediate_conv_gib": _g(p.intermediate_conv), "bytes": p.total_bytes, "line": _ln(p),
-            })  # fmt: skip
+            other.append(
+                {
+                    "kind": "mamba",
+                    "max_mamba_cache_size": p.max_size,
+                    "conv_state_gib": p.conv.gib,
+                    "ssm_state_gib": p.ssm.gib,
+                    "intermediate_ssm_gib": _g(p.intermediate_ssm),
+                    "intermediate_conv_gib": _g(p.intermediate_conv),
+                    "bytes": p.total_bytes,
+                    "line": _ln(p),
+                }
+            )
         elif isinstance(p, ev.SWASummary):
-            other.append({"kind": "swa_summary", "usage_gib": p.usage.gib, "swa_size": p.swa_size,
-                          "full_size": p.full_size, "line": _ln(p)})  # fmt: skip
+            other.append(
+                {
+                    "kind": "swa_summary",
+                    "usage_gib": p.usage.gib,
+                    "swa_size": p.swa_size,
+                    "full_size": p.full_size,
+                    "line": _ln(p),
+                }
+            )
         elif isinstance(p, ev.SWAPlan):
-            other.append({"kind": "swa_plan", "full_layer_tokens": p.full_tokens,
-                          "swa_layer_tokens": p.swa_tokens, "line": _ln(p)})  # fmt: skip
+            other.append(
+                {
+                    "kind": "swa_plan",
+                    "full_layer_tokens": p.full_tokens,
+                    "swa_layer_tokens": p.swa_tokens,
+                    "line": _ln(p),
+                }
+            )
         elif isinstance(p, ev.KVAvailable):
             other.append({"kind": "kv_available", "avail_gib": p.avail.gib, "line": _ln(p)})
         elif isinstance(p, ev.DSv4Plan):
-            other.append({"kind": "dsv4_plan", "bytes_per_full_token": p.bytes_per_token,
-                          "available_gib": p.avail.gib, "full_tokens": p.tokens, "line": _ln(p)})  # fmt: skip
+            other.append(
+                {
+                    "kind": "dsv4_plan",
+                    "bytes_per_full_token": p.bytes_per_token,
+                    "available_gib": p.avail.gib,
+                    "full_tokens": p.tokens,
+                    "line": _ln(p),
+                }
+            )
     return {
         "role": m.role,
         "type": we.model_type if we else None,
@@ -91,7 +125,9 @@ def graph_json(g: Graph) -> dict[str, Any]:
         "elapsed_s": e.elapsed_s if e else None,
         "sizes": list(g.sizes) if g.sizes is not None else None,
         "sizes_source": g.sizes_source,
-        "samples": [{"size": s.size, "avail_gib": s.avail.gib, "line": s.source.line_no} for s in g.samples],
+        "samples": [
+            {"size": s.size, "avail_gib": s.avail.gib, "line": s.source.line_no} for s in g.samples
+        ],
         "bars_seen": g.bars,
         "static_gib": gib(g.static_bytes),
         "largest_bucket_gib": gib(g.largest_bucket_bytes),
@@ -105,12 +141,24 @@ def phases_json(led: RankLedger) -> list[dict[str, Any]]:
     out = []
     for p in led.phases:
         item: dict[str, Any] = {
-            "key": p.key, "name": p.name, "before_gib": gib(p.before_bytes), "after_gib": gib(p.after_bytes),
-            "delta_gib": gib(p.delta_bytes), "delta_bytes": p.delta_bytes, "lines": list(p.lines),
-        }  # fmt: skip
+            "key": p.key,
+            "name": p.name,
+            "before_gib": gib(p.before_bytes),
+            "after_gib": gib(p.after_bytes),
+            "delta_gib": gib(p.delta_bytes),
+            "delta_bytes": p.delta_bytes,
+            "lines": list(p.lines),
+        }
         if p.buckets:
-            item["buckets"] = [{"size": b.size, "avail_gib": gib(b.avail_bytes), "cost_gib": gib(b.cost_bytes),
-                                "line": b.line} for b in p.buckets]  # fmt: skip
+            item["buckets"] = [
+                {
+                    "size": b.size,
+                    "avail_gib": gib(b.avail_bytes),
+                    "cost_gib": gib(b.cost_bytes),
+                    "line": b.line,
+                }
+                for b in p.buckets
+            ]
         out.append(item)
     return out
 
@@ -179,7 +227,9 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
         "kv_gib": gib(sz.kv_bytes),
         "kv_tokens": sz.kv_tokens,
         "bytes_per_token": round(sz.bytes_per_token) if sz.bytes_per_token else None,
-        "bytes_per_token_range": list(sz.bytes_per_token_range) if sz.bytes_per_token_range else None,
+        "bytes_per_token_range": list(sz.bytes_per_token_range)
+        if sz.bytes_per_token_range
+        else None,
         "bytes_per_token_likely": sz.likely_bytes_per_token,
     }
 
@@ -198,7 +248,9 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
         "failure": failure_json(oc.failure),
         "runtime_errors": len(oc.runtime_errors),
         "max_total_num_tokens": s.max_total_num_tokens if s else None,
-        "summary": ({k: v for k, v in s.fields} | {"available_gpu_mem_gib": _g(s.available), "line": _ln(s)})
+        "summary": (
+            {k: v for k, v in s.fields} | {"available_gpu_mem_gib": _g(s.available), "line": _ln(s)}
+        )
         if s
         else None,
         "server_args": L.args if L.server_args else None,
@@ -212,7 +264,9 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
             "reserve_gib": gib(led.reserve.reserve_bytes),
             "terms": [{"term": t, "gib": gib(v)} for t, v in led.reserve.terms],
             "measured_gib": gib(led.reserve.measured_bytes),
-        } if led.reserve else None,
+        }
+        if led.reserve
+        else None,
         "findings": list(led.findings),
         "ranks": [rank_json(r, led.ranks[i]) for i, r in enumerate(L.ranks)],
         "stray_bars": L.stray_bars,
@@ -220,14 +274,22 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
 
 
 def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
-    from logmem.crosscheck import crosscheck
+    from logmem.estimate.crosscheck import crosscheck
     from logmem.report.estimate_render import to_json
 
     cc = crosscheck(led, config)
     return {
         "estimate": to_json(cc.estimate),
-        "checks": [{"what": c.what, "measured_bytes": c.measured_bytes, "expected_bytes": c.expected_bytes,
-                    "differs": c.differs, "note": c.note} for c in cc.checks],  # fmt: skip
+        "checks": [
+            {
+                "what": c.what,
+                "measured_bytes": c.measured_bytes,
+                "expected_bytes": c.expected_bytes,
+                "differs": c.differs,
+                "note": c.note,
+            }
+            for c in cc.checks
+        ],
         "findings": list(cc.findings),
     }
 
@@ -242,13 +304,21 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         "schema": SCHEMA,
         "logmem": __version__,
         "inputs": [
-            {"path": st.path, "bytes": st.bytes_read, "lines": st.lines, "compression": st.compression,
-             "ends_with_newline": st.ends_with_newline, "truncated_segments": st.truncated_segments}
+            {
+                "path": st.path,
+                "bytes": st.bytes_read,
+                "lines": st.lines,
+                "compression": st.compression,
+                "ends_with_newline": st.ends_with_newline,
+                "truncated_segments": st.truncated_segments,
+            }
             for st in a.stats
-        ],  # fmt: skip
+        ],
         "launches": launches,
-        "unmatched_memory_lines": [{"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}
-                                   for u in a.unmatched],  # fmt: skip
+        "unmatched_memory_lines": [
+            {"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}
+            for u in a.unmatched
+        ],
     }
 
 
@@ -264,4 +334,9 @@ def _finite(v: Any) -> Any:
 
 
 def render(a: Analysis) -> str:
-    return json.dumps(_finite(analysis_json(a)), indent=2, sort_keys=False, default=str, allow_nan=False) + "\n"
+    return (
+        json.dumps(
+            _finite(analysis_json(a)), indent=2, sort_keys=False, default=str, allow_nan=False
+        )
+        + "\n"
+    )

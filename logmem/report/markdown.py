@@ -7,15 +7,21 @@ from typing import TYPE_CHECKING
 from logmem.report.model import Report, Table, analysis_report
 
 if TYPE_CHECKING:
-    from logmem.analysis import Analysis
+    from logmem.model.analysis import Analysis
 
 
 def md_escape(text: str) -> str:
     """Keep log text inert: no table breaks, no HTML, no accidental emphasis."""
     return (
-        text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-        .replace("*", "\\*").replace("_", "\\_").replace("`", "\\`").replace("\n", " ")
-    )  # fmt: skip
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("*", "\\*")
+        .replace("_", "\\_")
+        .replace("`", "\\`")
+        .replace("\n", " ")
+    )
 
 
 def table_md(t: Table) -> list[str]:
@@ -23,7 +29,11 @@ def table_md(t: Table) -> list[str]:
     if not t.rows:  # a rank with no readings: its note says why, no empty grid
         return out + [f"_{md_escape(n)}_  " for n in t.notes]
     out.append("| " + " | ".join(md_escape(c) for c in t.columns) + " |")
-    out.append("|" + "|".join(("---:" if t.alignment(i) == "r" else ":---") for i in range(len(t.columns))) + "|")
+    out.append(
+        "|"
+        + "|".join(("---:" if t.alignment(i) == "r" else ":---") for i in range(len(t.columns)))
+        + "|"
+    )
     indent = t.indent or (0,) * len(t.rows)
     for row, ind in zip(t.rows, indent):
         cells = [md_escape(c) for c in row]

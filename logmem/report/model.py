@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from logmem.attribution import LaunchLedger, RankLedger, build_ledger
-from logmem.ledger import Launch, Rank
+from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.model.launch import Launch, Rank
 from logmem.units import format_gib
 
 if TYPE_CHECKING:
-    from logmem.analysis import Analysis
+    from logmem.model.analysis import Analysis
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,16 @@ def ledger_table(led: RankLedger) -> Table:
     indent: list[int] = []
     footnotes: list[str] = []
     for p in led.phases:
-        rows.append((p.name, _g(p.before_bytes), _g(p.after_bytes), _g(p.delta_bytes), "", f"{p.lines[0]}-{p.lines[1]}"))
+        rows.append(
+            (
+                p.name,
+                _g(p.before_bytes),
+                _g(p.after_bytes),
+                _g(p.delta_bytes),
+                "",
+                f"{p.lines[0]}-{p.lines[1]}",
+            )
+        )
         indent.append(0)
         for c in p.causes:
             name = c.name
@@ -103,11 +112,28 @@ def ledger_table(led: RankLedger) -> Table:
 
 
 _RANK_COLUMNS: tuple[tuple[str, Callable[[Rank], int | None]], ...] = (
-    ("before weights", lambda r: r.target.weights_begin.avail.bytes if r.target and r.target.weights_begin else None),
-    ("after weights", lambda r: r.target.weights_end.avail.bytes if r.target and r.target.weights_end else None),
-    ("after pools", lambda r: r.target.pool_end.avail.bytes if r.target and r.target.pool_end else None),
-    ("capture begin", lambda r: next((g.begin_bytes for g in r.graphs if g.begin_bytes is not None), None)),
-    ("after capture", lambda r: next((g.end_bytes for g in reversed(r.graphs) if g.end_bytes is not None), None)),
+    (
+        "before weights",
+        lambda r: (
+            r.target.weights_begin.avail.bytes if r.target and r.target.weights_begin else None
+        ),
+    ),
+    (
+        "after weights",
+        lambda r: r.target.weights_end.avail.bytes if r.target and r.target.weights_end else None,
+    ),
+    (
+        "after pools",
+        lambda r: r.target.pool_end.avail.bytes if r.target and r.target.pool_end else None,
+    ),
+    (
+        "capture begin",
+        lambda r: next((g.begin_bytes for g in r.graphs if g.begin_bytes is not None), None),
+    ),
+    (
+        "after capture",
+        lambda r: next((g.end_bytes for g in reversed(r.graphs) if g.end_bytes is not None), None),
+    ),
 )
 
 
@@ -119,15 +145,28 @@ def ranks_table(led: LaunchLedger) -> Table | None:
     for r in L.ranks:
         graphs = [g.end.usage.bytes for g in r.graphs if g.end and g.end.usage]
         mark = " *" if r.label == led.binding_rank and led.imbalance_bytes is not None else ""
-        rows.append((rank_name(r.label) + mark, *(_g(f(r)) for _, f in _RANK_COLUMNS),
-                     _g(sum(graphs)) if graphs else "-"))  # fmt: skip
+        rows.append(
+            (
+                rank_name(r.label) + mark,
+                *(_g(f(r)) for _, f in _RANK_COLUMNS),
+                _g(sum(graphs)) if graphs else "-",
+            )
+        )
     notes = []
     if any(r.label == led.binding_rank for r in L.ranks) and led.imbalance_bytes is not None:
-        notes.append("* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it.")
+        notes.append(
+            "* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it."
+        )
     if any(not r.prints_bars for r in L.ranks) and any(r.prints_bars for r in L.ranks):
-        notes.append("Only the rank that prints progress bars has per-bucket readings; others show totals.")
-    return Table("Free memory per rank (GiB)", ("rank", *(c for c, _ in _RANK_COLUMNS), "graphs"),
-                 tuple(rows), notes=tuple(notes))  # fmt: skip
+        notes.append(
+            "Only the rank that prints progress bars has per-bucket readings; others show totals."
+        )
+    return Table(
+        "Free memory per rank (GiB)",
+        ("rank", *(c for c, _ in _RANK_COLUMNS), "graphs"),
+        tuple(rows),
+        notes=tuple(notes),
+    )
 
 
 def bucket_tables(led: RankLedger) -> list[Table]:
@@ -135,13 +174,28 @@ def bucket_tables(led: RankLedger) -> list[Table]:
     for p in led.phases:
         if not p.buckets:
             continue
-        rows = tuple((str(b.size) if b.size is not None else "?", _g(b.avail_bytes), _g(b.cost_bytes), str(b.line))
-                     for b in p.buckets)  # fmt: skip
+        rows = tuple(
+            (
+                str(b.size) if b.size is not None else "?",
+                _g(b.avail_bytes),
+                _g(b.cost_bytes),
+                str(b.line),
+            )
+            for b in p.buckets
+        )
         src = p.graph.sizes_source if p.graph is not None else None
-        notes = (f"sizes from the {src}" if src else "sizes from the progress bar",
-                 "cost = free at this bucket's start minus free at the next one's (or the end line)")  # fmt: skip
-        out.append(Table(f"Buckets of {p.name} on {rank_name(led.rank)} (GiB)",
-                         ("size", "free at start", "cost", "line"), rows, notes=notes))  # fmt: skip
+        notes = (
+            f"sizes from the {src}" if src else "sizes from the progress bar",
+            "cost = free at this bucket's start minus free at the next one's (or the end line)",
+        )
+        out.append(
+            Table(
+                f"Buckets of {p.name} on {rank_name(led.rank)} (GiB)",
+                ("size", "free at start", "cost", "line"),
+                rows,
+                notes=notes,
+            )
+        )
     return out
 
 
@@ -150,7 +204,11 @@ def sizing_table(led: LaunchLedger) -> Table | None:
     if sz is None:
         return None
     rows = [
-        ("P: free before weights (min over ranks)", _g(sz.pre_load_bytes), sz.pre_load_rank or "(untagged)"),
+        (
+            "P: free before weights (min over ranks)",
+            _g(sz.pre_load_bytes),
+            sz.pre_load_rank or "(untagged)",
+        ),
         ("free after weights (min over ranks)", _g(sz.after_weights_bytes), ""),
         ("mem_fraction_static", f"{sz.mem_fraction_static:g}", "server_args"),
         ("rest = after - P x (1 - mfs)", _g(sz.rest_bytes), "SGLang's KV rule (reference 12.2)"),
@@ -161,25 +219,56 @@ def sizing_table(led: LaunchLedger) -> Table | None:
     if sz.bytes_per_token_range:
         lo, hi = sz.bytes_per_token_range
         likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else "?"
-        rows.append(("bytes per token", likely, f"consistent with the printed sizes: {lo:,} to {hi:,}"))
+        rows.append(
+            ("bytes per token", likely, f"consistent with the printed sizes: {lo:,} to {hi:,}")
+        )
     if led.reserve is not None:
         for term, v in led.reserve.terms:
             rows.append((f"graph reserve: {term}", _g(v), "default-mfs heuristic (12.3)"))
-        rows.append(("graph reserve, total", _g(led.reserve.reserve_bytes), f"measured {_g(led.reserve.measured_bytes)}"))
-    return Table("KV sizing against SGLang's rules", ("quantity", "value", "source"), tuple(rows), ("l", "r", "l"))
+        rows.append(
+            (
+                "graph reserve, total",
+                _g(led.reserve.reserve_bytes),
+                f"measured {_g(led.reserve.measured_bytes)}",
+            )
+        )
+    return Table(
+        "KV sizing against SGLang's rules",
+        ("quantity", "value", "source"),
+        tuple(rows),
+        ("l", "r", "l"),
+    )
 
 
 def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:
-    from logmem.crosscheck import crosscheck, gib_or_bytes
+    from logmem.estimate.crosscheck import crosscheck, gib_or_bytes
 
     cc = crosscheck(led, config)
     rows = []
     for c in cc.checks:
-        verdict = "differs" if c.differs else ("agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-")
-        rows.append((c.what, gib_or_bytes(c.what, c.measured_bytes), gib_or_bytes(c.what, c.expected_bytes), verdict))
+        verdict = (
+            "differs"
+            if c.differs
+            else (
+                "agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-"
+            )
+        )
+        rows.append(
+            (
+                c.what,
+                gib_or_bytes(c.what, c.measured_bytes),
+                gib_or_bytes(c.what, c.expected_bytes),
+                verdict,
+            )
+        )
     notes = tuple(c.note for c in cc.checks if c.note) + tuple(cc.estimate.notes[:6])
-    t = Table("Measured against config.json (GiB unless per token)", ("quantity", "measured", "expected", ""),
-              tuple(rows), ("l", "r", "r", "l"), notes)  # fmt: skip
+    t = Table(
+        "Measured against config.json (GiB unless per token)",
+        ("quantity", "measured", "expected", ""),
+        tuple(rows),
+        ("l", "r", "r", "l"),
+        notes,
+    )
     return t, cc.findings
 
 
@@ -220,7 +309,7 @@ def launch_report(
 
 def verdict_lines(L: Launch) -> list[str]:
     """The verdict sentences every format prints first."""
-    from logmem.failures import verdict
+    from logmem.analysis.failures import verdict
 
     return verdict(L)
 
@@ -237,10 +326,15 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
             parts.append(f"{st.truncated_segments} over-long line(s) cut to 4 MiB")
         notes.append(", ".join(parts))
     if a.unmatched:
-        notes.append(f"{len(a.unmatched)} line(s) carry a memory figure but match no pattern "
-                     "(`logmem lines` lists them).")  # fmt: skip
+        notes.append(
+            f"{len(a.unmatched)} line(s) carry a memory figure but match no pattern "
+            "(`logmem lines` lists them)."
+        )
     stray = sum(L.stray_bars for L in a.launches)
     if stray:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
-    return Report("logmem memory report", tuple(launch_report(L, len(a.launches), all_ranks, a.model_config) for L in a.launches),
-                  tuple(notes))  # fmt: skip
+    return Report(
+        "logmem memory report",
+        tuple(launch_report(L, len(a.launches), all_ranks, a.model_config) for L in a.launches),
+        tuple(notes),
+    )

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from logmem.attribution import LaunchLedger, RankLedger
+from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.report.model import rank_name
 from logmem.units import GIB, PRINT_RESOLUTION_GIB
 
@@ -95,19 +95,32 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
         before, after = _gib(p.before_bytes), _gib(p.after_bytes)
         assert before is not None and after is not None
         delta = round(before - after, 4)
-        steps.append({
-            "key": p.key, "phase": p.name, "before_gib": before, "after_gib": after, "delta_gib": delta,
-            "causes": causes, "label": step_label(causes, delta), "lines": list(p.lines),
-            # A phase between two equal readings with nothing in it adds a row and says nothing.
-            "shown": p.delta_bytes != 0 or any(c.bytes for c in p.causes),
-        })  # fmt: skip
-    return {"kind": "waterfall", "rank": rl.rank, "title": f"Free memory phase by phase: {rank_name(rl.rank)}",
-            "steps": steps, "note": rl.note}  # fmt: skip
+        steps.append(
+            {
+                "key": p.key,
+                "phase": p.name,
+                "before_gib": before,
+                "after_gib": after,
+                "delta_gib": delta,
+                "causes": causes,
+                "label": step_label(causes, delta),
+                "lines": list(p.lines),
+                # A phase between two equal readings with nothing in it adds a row and says nothing.
+                "shown": p.delta_bytes != 0 or any(c.bytes for c in p.causes),
+            }
+        )
+    return {
+        "kind": "waterfall",
+        "rank": rl.rank,
+        "title": f"Free memory phase by phase: {rank_name(rl.rank)}",
+        "steps": steps,
+        "note": rl.note,
+    }
 
 
 def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
     """Per graph family with bucket readings: size, free memory at the start, cost; the largest marked."""
-    from logmem.attribution import ROUNDING_BYTES
+    from logmem.analysis.attribution import ROUNDING_BYTES
 
     out = []
     for p in rl.phases:
@@ -121,15 +134,23 @@ def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
         known = [s for s in sizes if s is not None]
         largest = sizes.index(max(known)) if known else 0
         name = p.graph.name if p.graph is not None else p.key.removeprefix("capture:")
-        out.append({
-            "kind": "buckets", "graph": name, "phase": p.name, "rank": rl.rank, "sizes": sizes,
-            "avail_gib": [_gib(b.avail_bytes) for b in p.buckets],
-            "cost_gib": [_gib(b.cost_bytes) for b in p.buckets],
-            "lines": [b.line for b in p.buckets], "largest": largest,
-            "begin_gib": _gib(p.before_bytes), "end_gib": _gib(p.after_bytes),
-            "stopped": p.name.endswith("(stopped)"),
-            "title": f"Buckets of {p.name}: {rank_name(rl.rank)}",
-        })  # fmt: skip
+        out.append(
+            {
+                "kind": "buckets",
+                "graph": name,
+                "phase": p.name,
+                "rank": rl.rank,
+                "sizes": sizes,
+                "avail_gib": [_gib(b.avail_bytes) for b in p.buckets],
+                "cost_gib": [_gib(b.cost_bytes) for b in p.buckets],
+                "lines": [b.line for b in p.buckets],
+                "largest": largest,
+                "begin_gib": _gib(p.before_bytes),
+                "end_gib": _gib(p.after_bytes),
+                "stopped": p.name.endswith("(stopped)"),
+                "title": f"Buckets of {p.name}: {rank_name(rl.rank)}",
+            }
+        )
     return out
 
 
@@ -176,8 +197,13 @@ def ranks_data(led: LaunchLedger) -> dict[str, Any]:
         known = [v for v in s["gib"] if v is not None]
         least = min(known) if known else 0.0
         s["above_min_gib"] = [None if v is None else round(v - least, 4) for v in s["gib"]]
-    return {"kind": "ranks", "ranks": [r.rank for r in led.ranks], "binding": led.binding_rank,
-            "series": series, "title": "Free memory per rank after each phase"}  # fmt: skip
+    return {
+        "kind": "ranks",
+        "ranks": [r.rank for r in led.ranks],
+        "binding": led.binding_rank,
+        "series": series,
+        "title": "Free memory per rank after each phase",
+    }
 
 
 def fit_data(view: Mapping[str, Any] | Any) -> dict[str, Any]:
@@ -201,13 +227,20 @@ def fit_data(view: Mapping[str, Any] | Any) -> dict[str, Any]:
             continue
         rows = [float(x) for x in s["rows"]]
         labels = [str(x) for x in s.get("labels", [])] or (names if len(names) == len(rows) else [])
-        slopes.append({
-            "graph": str(s.get("graph", "")), "rank": str(s.get("rank", "")), "basis": basis, "rows": rows,
-            "largest_bucket_gib": [float(y) for y in ys_raw], "mib_per_row": float(s["mib_per_row"]),
-            "intercept_gib": float(s["intercept_gib"]),
-            "mib_per_row_error": float(s.get("mib_per_row_error") or 0.0),
-            "labels": labels, "residuals_gib": list(s.get("residuals_gib") or []),
-        })  # fmt: skip
+        slopes.append(
+            {
+                "graph": str(s.get("graph", "")),
+                "rank": str(s.get("rank", "")),
+                "basis": basis,
+                "rows": rows,
+                "largest_bucket_gib": [float(y) for y in ys_raw],
+                "mib_per_row": float(s["mib_per_row"]),
+                "intercept_gib": float(s["intercept_gib"]),
+                "mib_per_row_error": float(s.get("mib_per_row_error") or 0.0),
+                "labels": labels,
+                "residuals_gib": list(s.get("residuals_gib") or []),
+            }
+        )
     return {"kind": "fit", "slopes": slopes, "title": "Largest bucket against rows"}
 
 
@@ -263,8 +296,14 @@ def _waterfall_axes(ax: Axes, data: Mapping[str, Any]) -> list[_Label]:
     n = len(steps)
     ax.set_title(_lit(data["title"]), loc="left")
     if not steps:
-        ax.text(0.5, 0.5, _lit(data.get("note") or "no free-memory readings"), ha="center", va="center",
-                transform=ax.transAxes)  # fmt: skip
+        ax.text(
+            0.5,
+            0.5,
+            _lit(data.get("note") or "no free-memory readings"),
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
         return labels
     top = max(max(s["before_gib"], s["after_gib"]) for s in steps)
@@ -409,8 +448,16 @@ def _buckets_axes(ax: Axes, d: Mapping[str, Any]) -> None:
         if cost is not None
         else f"largest bucket ({what})"
     )
-    ax.annotate(note, (xs[li], ys[li]), xytext=(-8, -4), textcoords="offset points", ha="right", va="top",
-                color=HIGHLIGHT, fontsize=8)  # fmt: skip
+    ax.annotate(
+        note,
+        (xs[li], ys[li]),
+        xytext=(-8, -4),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+        color=HIGHLIGHT,
+        fontsize=8,
+    )
     # The readings either side of the buckets: what the static buffers and the end line say.
     refs = [(d.get("begin_gib"), "capture begin", "--")]
     if not d.get("stopped"):
@@ -420,8 +467,17 @@ def _buckets_axes(ax: Axes, d: Mapping[str, Any]) -> None:
             ax.axhline(
                 value, color="#666666", linewidth=0.8, linestyle=style, gid=name.replace(" ", "-")
             )
-            ax.annotate(f"{name} {value:.2f}", (1.0, value), xycoords=("axes fraction", "data"), xytext=(0, 2),
-                        textcoords="offset points", ha="right", va="bottom", fontsize=7, color="#555555")  # fmt: skip
+            ax.annotate(
+                f"{name} {value:.2f}",
+                (1.0, value),
+                xycoords=("axes fraction", "data"),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color="#555555",
+            )
     if by_size and len(set(xs)) > 1 and max(xs) / max(min(xs), 1) >= 16:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter("{x:g}")
@@ -466,8 +522,13 @@ def _grouped_bars(
         values = s[field]
         colour = cmap(0.1 + 0.8 * j / max(m - 1, 1))
         label = _lit(_short(s["phase"], 40)) if field == "gib" else None
-        bars = ax.bar(xs, [v if v is not None else 0.0 for v in values], width=width * 0.92, color=colour,
-                      label=label)  # fmt: skip
+        bars = ax.bar(
+            xs,
+            [v if v is not None else 0.0 for v in values],
+            width=width * 0.92,
+            color=colour,
+            label=label,
+        )
         for i, (bar, v) in enumerate(zip(bars.patches, values)):
             bar.set_gid(f"{gid}-{i}-phase-{j}")
             if v is None:
@@ -499,8 +560,11 @@ def ranks_figure(data: Mapping[str, Any]) -> Figure:
         low = axes[1, 0]
         _grouped_bars(low, n, series, "above_min_gib", "spread")
         low.set_ylabel("above the least-free\nrank (GiB)")
-        low.set_title("Imbalance: free memory minus the least-free rank's, after each phase", loc="left",
-                      fontsize=9)  # fmt: skip
+        low.set_title(
+            "Imbalance: free memory minus the least-free rank's, after each phase",
+            loc="left",
+            fontsize=9,
+        )
     bottom = axes[-1, 0]
     labels = [_lit(rank_name(r) if r else "(untagged)") for r in ranks]
     bottom.set_xticks(
@@ -532,28 +596,61 @@ def fit_figure(data: Mapping[str, Any]) -> Figure:
     fig = _figure(7.0, 3.2 * n + 0.2)
     axes = fig.subplots(n, 1, squeeze=False)
     if not slopes:
-        axes[0, 0].text(0.5, 0.5, "no slope: the launches share no graph family with bucket readings",
-                        ha="center", va="center")  # fmt: skip
+        axes[0, 0].text(
+            0.5,
+            0.5,
+            "no slope: the launches share no graph family with bucket readings",
+            ha="center",
+            va="center",
+        )
         axes[0, 0].set_axis_off()
     for ax, s in zip(axes[:, 0], slopes):
         rows, ys = s["rows"], s["largest_bucket_gib"]
         hi = max(rows) * 1.1 if rows else 1.0
         xs = [hi * i / 50 for i in range(51)]
         mid, lo_band, hi_band = fit_band(s, xs)
-        ax.fill_between(xs, lo_band, hi_band, color=KIND_COLOURS["logged"], alpha=0.25, linewidth=0,
-                        label="uncertainty of the fit", gid="fit-band")  # fmt: skip
+        ax.fill_between(
+            xs,
+            lo_band,
+            hi_band,
+            color=KIND_COLOURS["logged"],
+            alpha=0.25,
+            linewidth=0,
+            label="uncertainty of the fit",
+            gid="fit-band",
+        )
         err = f" ± {s['mib_per_row_error']:.2f}" if s["mib_per_row_error"] else ""
-        ax.plot(xs, mid, color=KIND_COLOURS["logged"], linewidth=1.2, gid="fit-line",
-                label=f"{s['mib_per_row']:.2f}{err} MiB/row, intercept {s['intercept_gib']:.2f} GiB")  # fmt: skip
-        points = ax.errorbar(rows, ys, yerr=POINT_ERROR_GIB, fmt="o", color=HIGHLIGHT, markersize=6, capsize=3,
-                             label="measured (±0.01 GiB: two printed readings)")  # fmt: skip
+        ax.plot(
+            xs,
+            mid,
+            color=KIND_COLOURS["logged"],
+            linewidth=1.2,
+            gid="fit-line",
+            label=f"{s['mib_per_row']:.2f}{err} MiB/row, intercept {s['intercept_gib']:.2f} GiB",
+        )
+        points = ax.errorbar(
+            rows,
+            ys,
+            yerr=POINT_ERROR_GIB,
+            fmt="o",
+            color=HIGHLIGHT,
+            markersize=6,
+            capsize=3,
+            label="measured (±0.01 GiB: two printed readings)",
+        )
         points.lines[0].set_gid("fit-points")
         for x, y, lab in zip(rows, ys, s["labels"]):
             # Names of the launches, shortened; the right-most sit left of their point.
             right = x > hi * 0.6
             name = _short(re.sub(r"(\.log)? \(launch 0\)$|\.log$", "", lab), 28)
-            t = ax.annotate(_lit(name), (x, y), xytext=(-6 if right else 6, -12), textcoords="offset points",
-                            fontsize=7, ha="right" if right else "left")  # fmt: skip
+            t = ax.annotate(
+                _lit(name),
+                (x, y),
+                xytext=(-6 if right else 6, -12),
+                textcoords="offset points",
+                fontsize=7,
+                ha="right" if right else "left",
+            )
             t.set_in_layout(False)
         ax.set_xlim(0, hi)
         ax.set_xlabel("rows (largest batch size × tokens per request)")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from logmem.report.model import Report, Table, analysis_report
 
 if TYPE_CHECKING:
-    from logmem.analysis import Analysis
+    from logmem.model.analysis import Analysis
 
 WIDTH = 100
 
@@ -47,7 +47,11 @@ def table_lines(t: Table) -> list[str]:
             over -= cut
     out = []
     for n, row in enumerate(cells):
-        tail = textwrap.wrap(row[last], widths[last]) if wrap_last and len(row[last]) > widths[last] else []
+        tail = (
+            textwrap.wrap(row[last], widths[last])
+            if wrap_last and len(row[last]) > widths[last]
+            else []
+        )
         if tail:
             row = [*row[:last], tail[0]]
         parts = []
@@ -78,7 +82,9 @@ def render_report(rep: Report) -> str:
         for sec in lr.sections:
             if sec.title == "Other ranks":
                 out.append("")
-                out.append(f"(The ledgers of {len(sec.tables)} more ranks: pick one with --rank, or see -f markdown/json.)")
+                out.append(
+                    f"(The ledgers of {len(sec.tables)} more ranks: pick one with --rank, or see -f markdown/json.)"
+                )
                 continue
             for t in sec.tables:
                 out.append("")

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from logmem import events as ev
-from logmem.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
+from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
 from logmem.errors import FitError, SelectionError
-from logmem.ledger import Graph, Launch
+from logmem.model.launch import Graph, Launch
+from logmem.parse import events as ev
 from logmem.units import GIB, MIB, PRINT_RESOLUTION_GIB
 
 # server_args keys that do not change GPU memory at start-up: where the server listens,
@@ -32,35 +32,83 @@ from logmem.units import GIB, MIB, PRINT_RESOLUTION_GIB
 # different model shows up in the weights phase instead). `diff` lists these under
 # "ignored" and they never block a slope. Any key not named here counts as
 # memory-relevant, so a new SGLang flag is suspect until someone adds it here.
-NON_MEMORY_ARGS: frozenset[str] = frozenset({
-    # network and process placement
-    "host", "port", "nccl_port", "dist_init_addr", "node_rank", "api_key", "admin_api_key",
-    # seeds and timeouts
-    "random_seed", "watchdog_timeout", "dist_timeout", "soft_watchdog_timeout",
-    # names and paths
-    "model_path", "tokenizer_path", "download_dir", "served_model_name", "file_storage_path",
-    "chat_template", "completion_template", "crash_dump_folder",
-    "debug_tensor_dump_output_folder", "debug_tensor_dump_input_file",
-    # logging, metrics and tracing
-    "log_level", "log_level_http", "log_requests", "log_requests_level", "log_requests_format",
-    "log_requests_target", "show_time_cost", "decode_log_interval", "enable_metrics",
-    "enable_metrics_for_all_schedulers", "enable_cache_report", "enable_request_time_stats_logging",
-    "bucket_time_to_first_token", "bucket_inter_token_latency", "bucket_e2e_request_latency",
-    "collect_tokens_histogram", "prompt_tokens_buckets", "generation_tokens_buckets",
-    "kv_events_config", "enable_trace", "otlp_traces_endpoint", "uvicorn_access_log_exclude_prefixes",
-    "gc_warning_threshold_secs",
-    # front end (tokenizer process, parsers, streaming): CPU side
-    "tool_call_parser", "reasoning_parser", "stream_interval", "stream_output",
-    "allow_auto_truncate", "constrained_json_whitespace_pattern", "skip_server_warmup", "warmups",
-})  # fmt: skip
+NON_MEMORY_ARGS: frozenset[str] = frozenset(
+    {
+        # network and process placement
+        "host",
+        "port",
+        "nccl_port",
+        "dist_init_addr",
+        "node_rank",
+        "api_key",
+        "admin_api_key",
+        # seeds and timeouts
+        "random_seed",
+        "watchdog_timeout",
+        "dist_timeout",
+        "soft_watchdog_timeout",
+        # names and paths
+        "model_path",
+        "tokenizer_path",
+        "download_dir",
+        "served_model_name",
+        "file_storage_path",
+        "chat_template",
+        "completion_template",
+        "crash_dump_folder",
+        "debug_tensor_dump_output_folder",
+        "debug_tensor_dump_input_file",
+        # logging, metrics and tracing
+        "log_level",
+        "log_level_http",
+        "log_requests",
+        "log_requests_level",
+        "log_requests_format",
+        "log_requests_target",
+        "show_time_cost",
+        "decode_log_interval",
+        "enable_metrics",
+        "enable_metrics_for_all_schedulers",
+        "enable_cache_report",
+        "enable_request_time_stats_logging",
+        "bucket_time_to_first_token",
+        "bucket_inter_token_latency",
+        "bucket_e2e_request_latency",
+        "collect_tokens_histogram",
+        "prompt_tokens_buckets",
+        "generation_tokens_buckets",
+        "kv_events_config",
+        "enable_trace",
+        "otlp_traces_endpoint",
+        "uvicorn_access_log_exclude_prefixes",
+        "gc_warning_threshold_secs",
+        # front end (tokenizer process, parsers, streaming): CPU side
+        "tool_call_parser",
+        "reasoning_parser",
+        "stream_interval",
+        "stream_output",
+        "allow_auto_truncate",
+        "constrained_json_whitespace_pattern",
+        "skip_server_warmup",
+        "warmups",
+    }
+)
 
 # The varied setting of a slope pair and the lists SGLang derives from it (the dump
 # shows values after __post_init__, so a new max bs also rewrites these).
-GRAPH_SIZE_ARGS: frozenset[str] = frozenset({
-    "cuda_graph_max_bs", "cuda_graph_bs", "cuda_graph_config", "cuda_graph_max_bs_decode",
-    "cuda_graph_bs_decode", "cuda_graph_max_bs_prefill", "cuda_graph_bs_prefill",
-    "piecewise_cuda_graph_tokens", "piecewise_cuda_graph_max_tokens",
-})  # fmt: skip
+GRAPH_SIZE_ARGS: frozenset[str] = frozenset(
+    {
+        "cuda_graph_max_bs",
+        "cuda_graph_bs",
+        "cuda_graph_config",
+        "cuda_graph_max_bs_decode",
+        "cuda_graph_bs_decode",
+        "cuda_graph_max_bs_prefill",
+        "cuda_graph_bs_prefill",
+        "piecewise_cuda_graph_tokens",
+        "piecewise_cuda_graph_max_tokens",
+    }
+)
 
 # A bucket cost or a static-buffer size is a difference of two readings printed with
 # "%.2f", so it is known to +-(0.005 + 0.005) GiB; every error bound below uses this.
@@ -96,7 +144,7 @@ def split_spec(spec: str) -> list[str]:
 
 def load_launch(spec: str, launch: int | None, label: str) -> tuple[Launch, LaunchRef]:
     """Read one launch from a path spec; a file with several launches needs `launch`."""
-    from logmem.analysis import read_log
+    from logmem.api import read_log
 
     paths = split_spec(spec)
     analysis = read_log(*paths)
@@ -169,7 +217,7 @@ def compare_args(
         (lab, keys_only)
         for i, lab in enumerate(present_labels)
         if (keys_only := tuple(c.key for c in one_sided if c.key in present[i]))
-    )  # fmt: skip
+    )
     # A memory-relevant key only some launches print (another SGLang version) also stands in
     # the way of a slope: its value on the others is unknown.
     relevant = [c for c in changed] + [c for c in one_sided if c.key not in NON_MEMORY_ARGS]
@@ -178,9 +226,15 @@ def compare_args(
     allowed = tuple(k for k in others if k in allow)
     confounders = tuple(k for k in others if k not in allow)
     return ArgsComparison(
-        tuple(changed), tuple(ignored), varied, confounders, allowed, missing, only_in,
+        tuple(changed),
+        tuple(ignored),
+        varied,
+        confounders,
+        allowed,
+        missing,
+        only_in,
         tuple(one_sided),
-    )  # fmt: skip
+    )
 
 
 def _fmt_value(v: Any) -> str:
@@ -463,11 +517,22 @@ def graph_points(launch: Launch) -> list[GraphPoint]:
             # Only readings at the first two buckets measure them (a log may keep only the 0%
             # and 100% renders: their difference is many buckets, not the largest one).
             largest = g.largest_bucket_bytes if g.largest_measured else None
-            out.append(GraphPoint(
-                r.label, key, per is not None, size, per, rows, source,
-                g.static_bytes if g.static_measured else None,
-                largest, g.other_buckets_bytes if largest is not None else None, total, tuple(buckets),
-            ))  # fmt: skip
+            out.append(
+                GraphPoint(
+                    r.label,
+                    key,
+                    per is not None,
+                    size,
+                    per,
+                    rows,
+                    source,
+                    g.static_bytes if g.static_measured else None,
+                    largest,
+                    g.other_buckets_bytes if largest is not None else None,
+                    total,
+                    tuple(buckets),
+                )
+            )
     return out
 
 
@@ -585,13 +650,22 @@ def _slope_for(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Slope |
             what += f", x {p0.rows_per_bs} rows per unit of bs"
         heur = Heuristic(h, terms, per_bs, what)
     return Slope(
-        p0.graph, p0.rank, basis, tuple(xs), p0.rows_source, p0.rows_per_bs,
+        p0.graph,
+        p0.rank,
+        basis,
+        tuple(xs),
+        p0.rows_source,
+        p0.rows_per_bs,
         tuple(p.largest_size for p in points),
-        tuple(int(p.largest_bytes) for p in points if p.largest_bytes is not None) if basis == "largest bucket"
+        tuple(int(p.largest_bytes) for p in points if p.largest_bytes is not None)
+        if basis == "largest bucket"
         else None,
         tuple(int(s) for s in st if s is not None) if static else None,
-        tuple(p.total_bytes for p in points), line, static, heur,
-    )  # fmt: skip
+        tuple(p.total_bytes for p in points),
+        line,
+        static,
+        heur,
+    )
 
 
 def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[str]]:
@@ -766,11 +840,16 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
                 )
             )
     return KVChange(
-        (ta, tb), src_a if src_a == src_b else f"{src_a} / {src_b}", (ba, bb),
-        (sa.mem_fraction_static, sb.mem_fraction_static), (sa.pre_load_bytes, sb.pre_load_bytes),
-        (sa.after_weights_bytes, sb.after_weights_bytes), (sa.rest_bytes, sb.rest_bytes), tuple(terms),
+        (ta, tb),
+        src_a if src_a == src_b else f"{src_a} / {src_b}",
+        (ba, bb),
+        (sa.mem_fraction_static, sb.mem_fraction_static),
+        (sa.pre_load_bytes, sb.pre_load_bytes),
+        (sa.after_weights_bytes, sb.after_weights_bytes),
+        (sa.rest_bytes, sb.rest_bytes),
+        tuple(terms),
         terms_note,
-    )  # fmt: skip
+    )
 
 
 def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
@@ -826,8 +905,14 @@ def _graph_changes(a: Launch, b: Launch) -> list[GraphChange]:
     return out
 
 
-def diff(a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str] = (),
-         slope: bool = True) -> Diff:  # fmt: skip
+def diff(
+    a: Launch,
+    ref_a: LaunchRef,
+    b: Launch,
+    ref_b: LaunchRef,
+    allow: Sequence[str] = (),
+    slope: bool = True,
+) -> Diff:
     """Compare two launches; always compares. A slope is fitted when they differ in the graph
     batch sizes and in nothing else memory-relevant that `allow` does not name; otherwise
     `slope_note` says why there is none (which keys)."""
@@ -904,10 +989,21 @@ def diff(a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequen
         "A phase value is the drop in free memory over the phase (negative: free memory rose).",
     )
     return Diff(
-        ref_a, ref_b, cmp, markers, (era_guess(ma), era_guess(mb)), tuple(_phase_changes(la, lb)),
-        kv_change(a, la, b, lb), tuple(_graph_changes(a, b)), tuple(found), note, tuple(notes),
-        assumptions + (_slope_assumptions() if found else ()), tuple(headlines), models,
-    )  # fmt: skip
+        ref_a,
+        ref_b,
+        cmp,
+        markers,
+        (era_guess(ma), era_guess(mb)),
+        tuple(_phase_changes(la, lb)),
+        kv_change(a, la, b, lb),
+        tuple(_graph_changes(a, b)),
+        tuple(found),
+        note,
+        tuple(notes),
+        assumptions + (_slope_assumptions() if found else ()),
+        tuple(headlines),
+        models,
+    )
 
 
 def _model_type(launch: Launch) -> str | None:
@@ -984,10 +1080,18 @@ def fit(launches: Sequence[Launch], refs: Sequence[LaunchRef], allow: Sequence[s
             "no graph family was captured with different largest sizes in every launch"
             + (f" ({'; '.join(notes)})" if notes else "")
         )
-    return Fit(tuple(refs), cmp, tuple(found), tuple(notes), _slope_assumptions()[:2] + (
-        "Errors are worst-case bounds from printing (each point +-0.01 GiB); with three or more "
-        "launches the standard error from the residuals is shown too.",
-    ) + _slope_assumptions()[3:])  # fmt: skip
+    return Fit(
+        tuple(refs),
+        cmp,
+        tuple(found),
+        tuple(notes),
+        _slope_assumptions()[:2]
+        + (
+            "Errors are worst-case bounds from printing (each point +-0.01 GiB); with three or more "
+            "launches the standard error from the residuals is shown too.",
+        )
+        + _slope_assumptions()[3:],
+    )
 
 
 # --- what-if ----------------------------------------------------------------------------
@@ -1041,7 +1145,7 @@ class Unfinished:
     """A launch whose start-up did not finish (crashed, or the log stops), as whatif needs it."""
 
     status: str  # "crashed" | "incomplete"
-    headline: str  # the verdict's first line (logmem.failures)
+    headline: str  # the verdict's first line (logmem.analysis.failures)
     phase: str | None
     graph: str | None  # the capture that did not finish
     size: int | None  # its last bucket (bs or num_tokens)
@@ -1383,15 +1487,21 @@ def whatif(
             )
         assumptions.append(
             f"The largest captured batch becomes {new_bs} (SGLang's list extended to max bs); "
-            + ("graph memory changes by the heuristic x the change in bs"
-               if use.per_bs else
-               f"rows = bs x {rows_per_bs}; the largest bucket changes by slope x the change in rows"
-               + (", static buffers by their slope" if use.static_mib_per_row is not None
-                  else "; static buffers stay as measured (no static slope given)"))
+            + (
+                "graph memory changes by the heuristic x the change in bs"
+                if use.per_bs
+                else f"rows = bs x {rows_per_bs}; the largest bucket changes by slope x the change in rows"
+                + (
+                    ", static buffers by their slope"
+                    if use.static_mib_per_row is not None
+                    else "; static buffers stay as measured (no static slope given)"
+                )
+            )
             + "; the other buckets stay as measured."
-        )  # fmt: skip
-        if main is not None and any(p.per_bs and p.graph != main.graph for p in graph_points(launch)
-                                    if p.rank == main.rank):  # fmt: skip
+        )
+        if main is not None and any(
+            p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
+        ):
             assumptions.append(
                 f"Only the {main.graph} graph is rescaled; other batch-sized graphs stay as measured."
             )
@@ -1463,10 +1573,23 @@ def whatif(
                 crashed = f"crashed {unfinished.at}"
             label = unfinished.label if same else (f"NO ({crashed})" if crashed else None)
         return Prediction(
-            m, bs, md.rest(m), t, t * md.bpt, pool_change, req_change, graph_bytes, g_change,
-            worst[0] if worst else None, worst[1] if worst else None, n_requests(t, ctx),
-            headroom_exact=not bounded, graph_exact=not bounded, crashed=crashed, label=label,
-        )  # fmt: skip
+            m,
+            bs,
+            md.rest(m),
+            t,
+            t * md.bpt,
+            pool_change,
+            req_change,
+            graph_bytes,
+            g_change,
+            worst[0] if worst else None,
+            worst[1] if worst else None,
+            n_requests(t, ctx),
+            headroom_exact=not bounded,
+            graph_exact=not bounded,
+            crashed=crashed,
+            label=label,
+        )
 
     mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
     measured = predict(md.m0, cur_bs, md.logged_ctx)
@@ -1476,8 +1599,12 @@ def whatif(
     grid = [i / 1000 for i in range(1, 1001)]
     lo_pos = next((m for m in grid if tokens(m) > 0), None)
     # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
-    ok = [m for m in grid if (p := predict(m, new_bs, md.ctx)).headroom_bytes is not None
-          and p.verdict(activation_reserve_bytes) is not False]  # fmt: skip
+    ok = [
+        m
+        for m in grid
+        if (p := predict(m, new_bs, md.ctx)).headroom_bytes is not None
+        and p.verdict(activation_reserve_bytes) is not False
+    ]
     hi = ok[-1] if ok else None
     lo_ctx = None
     if md.ctx:
@@ -1516,18 +1643,38 @@ def whatif(
         unit = "MiB per unit of bs" if use.per_bs else "MiB per row"
         assumptions.append(f"Graph slope {use.mib_per_row:.3f} {unit}: {use.source}.")
     return WhatIf(
-        ref, md.m0, sz.pre_load_bytes, sz.pre_load_rank, sz.after_weights_bytes, md.bpt,
+        ref,
+        md.m0,
+        sz.pre_load_bytes,
+        sz.pre_load_rank,
+        sz.after_weights_bytes,
+        md.bpt,
         "cell size from the KV line (the round value its printed sizes allow)"
-        if sz.likely_bytes_per_token else "KV bytes / #tokens from the KV line",
-        md.share, logged, md.ctx, activation_reserve_bytes, measured, predicted, use, lo_pos, hi,
-        lo_ctx, context_note, tuple(assumptions), tuple(notes), mem_fraction_static, cuda_graph_max_bs,
-        unfinished, not bounded,
-    )  # fmt: skip
+        if sz.likely_bytes_per_token
+        else "KV bytes / #tokens from the KV line",
+        md.share,
+        logged,
+        md.ctx,
+        activation_reserve_bytes,
+        measured,
+        predicted,
+        use,
+        lo_pos,
+        hi,
+        lo_ctx,
+        context_note,
+        tuple(assumptions),
+        tuple(notes),
+        mem_fraction_static,
+        cuda_graph_max_bs,
+        unfinished,
+        not bounded,
+    )
 
 
 def _unfinished(launch: Launch) -> Unfinished | None:
-    """How start-up ended when it did not finish (logmem.failures.outcome), for whatif."""
-    from logmem.failures import outcome
+    """How start-up ended when it did not finish (logmem.analysis.failures.outcome), for whatif."""
+    from logmem.analysis.failures import outcome
 
     oc = outcome(launch)
     f = oc.failure
@@ -1545,15 +1692,26 @@ def _unfinished(launch: Launch) -> Unfinished | None:
         else "bs"
     )
     cause = {
-        "oom": "out of memory", "not_enough_memory": "not enough memory for the KV cache",
-        "imbalance": "unbalanced GPU memory", "capture_failed": "the capture failed", "stopped": "the log stops",
-    }.get(f.kind, f.exc_type or "an error")  # fmt: skip
+        "oom": "out of memory",
+        "not_enough_memory": "not enough memory for the KV cache",
+        "imbalance": "unbalanced GPU memory",
+        "capture_failed": "the capture failed",
+        "stopped": "the log stops",
+    }.get(f.kind, f.exc_type or "an error")
     raised = next((e.rank for e in f.errors if f.line is not None and e.source == f.line), None)
     return Unfinished(
-        oc.status, f.headline, f.phase, graph, f.size if in_capture else None, unit,
-        True if f.memory_related else f.memory_related, cause,
-        f.shortfall_bytes if f.memory_related else None, in_capture, raised,
-    )  # fmt: skip
+        oc.status,
+        f.headline,
+        f.phase,
+        graph,
+        f.size if in_capture else None,
+        unit,
+        True if f.memory_related else f.memory_related,
+        cause,
+        f.shortfall_bytes if f.memory_related else None,
+        in_capture,
+        raised,
+    )
 
 
 def _gs(n: int) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import regex
 
-from logmem.read import Segment
+from logmem.parse.read import Segment
 
 # ESC may be lost in pastes, leaving "[32m": strip both forms. Bounded repeats keep it linear.
 _ANSI = regex.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]|\[[0-9;]{1,20}m")

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from logmem import events as ev
-from logmem.lines import Source
+from logmem.parse import events as ev
+from logmem.parse.lines import Source
 from logmem.units import Mem
 
 
@@ -93,8 +93,11 @@ class Graph:
     @property
     def largest_measured(self) -> bool:
         """Readings at the first two buckets exist, so their difference is the largest bucket."""
-        return (len(self.samples) >= 2 and self.sample_bucket(0) in (0, None)
-                and self.sample_bucket(1) in (1, None))  # fmt: skip
+        return (
+            len(self.samples) >= 2
+            and self.sample_bucket(0) in (0, None)
+            and self.sample_bucket(1) in (1, None)
+        )
 
     @property
     def largest_size(self) -> int | None:
@@ -108,7 +111,11 @@ class Graph:
 
     @property
     def step(self) -> int | None:
-        return self.begin.step if self.begin and self.begin.step is not None else (self.end.step if self.end else None)
+        return (
+            self.begin.step
+            if self.begin and self.begin.step is not None
+            else (self.end.step if self.end else None)
+        )
 
     @property
     def label(self) -> str:
@@ -143,7 +150,9 @@ class Traceback:
 
     rank: str | None
     opening: ev.Event | None  # SchedulerException or TracebackStart
-    errors: tuple[ev.Event, ...]  # ExceptionLine, TorchOOM, NotEnoughMemory, CaptureFailed, Imbalance
+    errors: tuple[
+        ev.Event, ...
+    ]  # ExceptionLine, TorchOOM, NotEnoughMemory, CaptureFailed, Imbalance
 
 
 @dataclass(frozen=True)
@@ -257,9 +266,16 @@ class _GraphB:
 
     def freeze(self) -> Graph:
         return Graph(
-            self.name, self.backend, self.begin, self.end, self.sizes, self.sizes_source,
-            tuple(self.samples), self.bars, self.bar_total,
-        )  # fmt: skip
+            self.name,
+            self.backend,
+            self.begin,
+            self.end,
+            self.sizes,
+            self.sizes_source,
+            tuple(self.samples),
+            self.bars,
+            self.bar_total,
+        )
 
 
 @dataclass
@@ -271,7 +287,9 @@ class _ModelB:
     pool_end: ev.PoolEnd | None = None
 
     def freeze(self) -> Model:
-        return Model(self.role, self.weights_begin, self.weights_end, tuple(self.pools), self.pool_end)
+        return Model(
+            self.role, self.weights_begin, self.weights_end, tuple(self.pools), self.pool_end
+        )
 
 
 @dataclass
@@ -306,10 +324,16 @@ class _RankB:
 
     def freeze(self) -> Rank:
         return Rank(
-            self.label, self.tags, self.init_begin, self.init_end,
-            tuple(m.freeze() for m in self.models), tuple(g.freeze() for g in self.graphs),
-            tuple(self.events), self.summary, self.bars > 0,
-        )  # fmt: skip
+            self.label,
+            self.tags,
+            self.init_begin,
+            self.init_end,
+            tuple(m.freeze() for m in self.models),
+            tuple(g.freeze() for g in self.graphs),
+            tuple(self.events),
+            self.summary,
+            self.bars > 0,
+        )
 
 
 @dataclass
@@ -348,7 +372,10 @@ class _LaunchB:
             tp = next((n for t, n in r.tags if t == "TP"), 0)
             dp = next((n for t, n in r.tags if t == "DP"), 0)
             # The rank that printed the bs list prints the bars; else TP rank 0 (DP0 first).
-            return (0 if r.printed_sizes else 1, 0 if tp == 0 and dp == 0 else (1 if tp == 0 else 2))
+            return (
+                0 if r.printed_sizes else 1,
+                0 if tp == 0 and dp == 0 else (1 if tp == 0 else 2),
+            )
 
         best = min(preference(r) for r in open_ranks)
         candidates = [r for r in open_ranks if preference(r) == best]
@@ -366,9 +393,14 @@ class _LaunchB:
         ranks = sorted(self.ranks.values(), key=lambda r: (len(r.tags) > 0, r.tags, r.label))
         tbs = tuple(Traceback(t.rank, t.opening, tuple(t.errors)) for t in self.tracebacks)
         return Launch(
-            self.index, self.server_args, tuple(r.freeze() for r in ranks), tbs,
-            tuple(self.events), self.stray_bars, tuple(dict.fromkeys(self.paths)),
-        )  # fmt: skip
+            self.index,
+            self.server_args,
+            tuple(r.freeze() for r in ranks),
+            tbs,
+            tuple(self.events),
+            self.stray_bars,
+            tuple(dict.fromkeys(self.paths)),
+        )
 
 
 _SLACK = round(0.01 * (1 << 30))  # two printed readings differ by +-0.01 GiB
@@ -385,11 +417,17 @@ def _last_avail(r: _RankB) -> int:
 def _continues(r: _RankB, bar: ev.BarRender) -> bool:
     g = r.open_graph()
     assert g is not None and bar.avail is not None
-    if g.begin is not None and g.begin.avail is not None and bar.avail.bytes > g.begin.avail.bytes + _SLACK:
+    if (
+        g.begin is not None
+        and g.begin.avail is not None
+        and bar.avail.bytes > g.begin.avail.bytes + _SLACK
+    ):
         return False
     last = g.samples[-1] if g.samples else None
     # Sizes are captured largest first: a larger size than the last one is another capture's.
-    return not (last is not None and last.size is not None and bar.size is not None and bar.size > last.size)
+    return not (
+        last is not None and last.size is not None and bar.size is not None and bar.size > last.size
+    )
 
 
 def _main_rank_key(r: _RankB) -> tuple[int, ...]:
@@ -471,7 +509,8 @@ class _Builder:
             return True  # no draft model in this launch, so a second init is a new start-up
         path = e.source.path
         ended = any(
-            isinstance(x, (ev.Ready, ev.HttpUp, ev.SigQuit)) and x.source.path == path for x in L.events
+            isinstance(x, (ev.Ready, ev.HttpUp, ev.SigQuit)) and x.source.path == path
+            for x in L.events
         ) or any(err.source.path == path for t in L.tracebacks for err in t.errors)
         return ended or any(
             x.summary is not None and x.summary.source.path == path for x in L.ranks.values()
@@ -532,8 +571,15 @@ class _Builder:
         elif isinstance(e, ev.PoolEnd):
             r.model_for_pools().pool_end = e
         elif isinstance(e, ev.CaptureBegin):
-            r.graphs.append(_GraphB(e.name, e.backend, begin=e, sizes=e.sizes,
-                                    sizes_source="begin line" if e.sizes is not None else None))  # fmt: skip
+            r.graphs.append(
+                _GraphB(
+                    e.name,
+                    e.backend,
+                    begin=e,
+                    sizes=e.sizes,
+                    sizes_source="begin line" if e.sizes is not None else None,
+                )
+            )
         elif isinstance(e, ev.CaptureSizes):
             r.printed_sizes = True
             g = r.open_graph()
@@ -543,7 +589,9 @@ class _Builder:
         elif isinstance(e, ev.CaptureEnd):
             g = r.open_graph()
             if g is None or g.name != e.name:
-                g = next((x for x in reversed(r.graphs) if x.end is None and x.name == e.name), None)
+                g = next(
+                    (x for x in reversed(r.graphs) if x.end is None and x.name == e.name), None
+                )
             if g is None:
                 g = _GraphB(e.name, e.backend)
                 r.graphs.append(g)
@@ -568,7 +616,7 @@ class _Builder:
 
 
 def ev_tags(e: ev.Event) -> tuple[tuple[str, int], ...]:
-    from logmem.lines import rank_tags
+    from logmem.parse.lines import rank_tags
 
     return rank_tags(e.rank or "")
 

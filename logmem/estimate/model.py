@@ -181,8 +181,10 @@ def settings_from_server_args(server_args: Mapping[str, Any]) -> dict[str, Any]:
     draft = num("speculative_num_draft_tokens")
     if draft is not None and server_args.get("speculative_algorithm", "unknown") is not None:
         out["tokens_per_req"] = draft
-    for key, kwarg in (("max_running_requests", "max_running_requests"),
-                       ("context_length", "context_len")):
+    for key, kwarg in (
+        ("max_running_requests", "max_running_requests"),
+        ("context_length", "context_len"),
+    ):
         value = num(key)
         if value is not None:
             out[kwarg] = value
@@ -252,13 +254,15 @@ def _norm(name: str) -> str:
     return name.strip().lower().removeprefix("torch.")
 
 
-def _resolve_dtype(dtype: str | None, cfg: Mapping[str, Any],
-                   notes: list[str]) -> tuple[str, float]:
+def _resolve_dtype(
+    dtype: str | None, cfg: Mapping[str, Any], notes: list[str]
+) -> tuple[str, float]:
     if dtype is not None and _norm(dtype) != "auto":
         found = _DTYPES.get(_norm(dtype))
         if found is None:
-            raise EstimateError(f"unknown dtype {dtype!r}; expected one of bfloat16, float16, "
-                                "float32 or auto")
+            raise EstimateError(
+                f"unknown dtype {dtype!r}; expected one of bfloat16, float16, float32 or auto"
+            )
         return found
     cfg_dtype = cfg.get("torch_dtype", cfg.get("dtype"))
     found = _DTYPES.get(_norm(cfg_dtype)) if isinstance(cfg_dtype, str) else None
@@ -281,8 +285,10 @@ def _resolve_kv_dtype(kv: str | None, dtype: tuple[str, float]) -> tuple[str, fl
     if key in _DTYPES:
         name, size = _DTYPES[key]
         return name, size, 0.0
-    raise EstimateError(f"unknown kv_cache_dtype {kv!r}; expected auto, bfloat16, float16, "
-                        "fp8_e4m3, fp8_e5m2 or fp4_e2m1")
+    raise EstimateError(
+        f"unknown kv_cache_dtype {kv!r}; expected auto, bfloat16, float16, "
+        "fp8_e4m3, fp8_e5m2 or fp4_e2m1"
+    )
 
 
 @dataclass(frozen=True)
@@ -299,8 +305,10 @@ def _quant_detail(name: str, qc: Mapping[str, Any], notes: list[str]) -> float |
     """Bytes per weight of a quantised linear layer, scales included where they are blocked."""
     block = qc.get("weight_block_size")
     if name in ("fp8", "modelopt_fp8", "w8a8_fp8", "fbgemm_fp8", "modelopt"):
-        if isinstance(block, Sequence) and len(block) == 2 and all(
-            isinstance(b, int) and b > 0 for b in block
+        if (
+            isinstance(block, Sequence)
+            and len(block) == 2
+            and all(isinstance(b, int) and b > 0 for b in block)
         ):
             rows, cols = int(block[0]), int(block[1])
             notes.append(f"FP8 weights: 1 byte plus one FP32 scale per {rows}x{cols} block")
@@ -320,8 +328,10 @@ def _quant_detail(name: str, qc: Mapping[str, Any], notes: list[str]) -> float |
         bits = _int(qc, "bits", "w_bit") or 4
         group = qc.get("group_size", qc.get("q_group_size", 128))
         if isinstance(group, int) and group > 0:
-            notes.append(f"{name}: {bits}-bit weights plus an FP16 scale and a packed zero per "
-                         f"group of {group}")
+            notes.append(
+                f"{name}: {bits}-bit weights plus an FP16 scale and a packed zero per "
+                f"group of {group}"
+            )
             return bits / 8 + (2 + bits / 8) / group
         notes.append(f"{name}: {bits}-bit weights; per-channel scales ignored")
         return bits / 8
@@ -386,8 +396,14 @@ class _Layer:
 
 
 _FULL_TYPES = {"full_attention", "attention", "global", "full", "global_attention"}
-_SLIDING_TYPES = {"sliding_attention", "sliding_window", "local", "local_attention",
-                  "chunked_attention", "swa"}
+_SLIDING_TYPES = {
+    "sliding_attention",
+    "sliding_window",
+    "local",
+    "local_attention",
+    "chunked_attention",
+    "swa",
+}
 _LINEAR_TYPES = {"linear_attention", "linear", "gated_deltanet", "deltanet", "lightning"}
 _MAMBA_TYPES = {"mamba", "mamba2", "ssm"}
 
@@ -396,17 +412,23 @@ def _num_experts(cfg: Mapping[str, Any]) -> int | None:
     return _int(cfg, "n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
 
 
-def _layer_plan(cfg: Mapping[str, Any], n_layers: int | None,
-                notes: list[str]) -> list[_Layer] | None:
+def _layer_plan(
+    cfg: Mapping[str, Any], n_layers: int | None, notes: list[str]
+) -> list[_Layer] | None:
     pattern = cfg.get("hybrid_override_pattern")
     if isinstance(pattern, str) and pattern:
         # Nemotron-H style: one character per layer, each layer is one block.
-        kinds = {"M": _Layer("mamba", "none"), "*": _Layer("full", "none"),
-                 "-": _Layer("none", "dense"), "E": _Layer("none", "moe")}
+        kinds = {
+            "M": _Layer("mamba", "none"),
+            "*": _Layer("full", "none"),
+            "-": _Layer("none", "dense"),
+            "E": _Layer("none", "moe"),
+        }
         odd = sorted({c for c in pattern if c not in kinds})
         if odd:
-            notes.append(f"hybrid_override_pattern has unknown blocks {odd}; treated as "
-                         "full attention")
+            notes.append(
+                f"hybrid_override_pattern has unknown blocks {odd}; treated as full attention"
+            )
         return [kinds.get(c, _Layer("full", "none")) for c in pattern]
     if n_layers is None:
         return None
@@ -415,8 +437,10 @@ def _layer_plan(cfg: Mapping[str, Any], n_layers: int | None,
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, Sequence) and not isinstance(layer_types, str) and layer_types:
         if len(layer_types) != n_layers:
-            notes.append(f"layer_types has {len(layer_types)} entries for {n_layers} layers; "
-                         "repeated them in order")
+            notes.append(
+                f"layer_types has {len(layer_types)} entries for {n_layers} layers; "
+                "repeated them in order"
+            )
         unknown: set[str] = set()
         for i in range(n_layers):
             kind = str(layer_types[i % len(layer_types)]).lower()
@@ -429,24 +453,32 @@ def _layer_plan(cfg: Mapping[str, Any], n_layers: int | None,
             elif kind not in _FULL_TYPES:
                 unknown.add(kind)
         if unknown:
-            notes.append(f"layer_types {sorted(unknown)} not recognised; counted as full "
-                         "attention (larger KV cell)")
+            notes.append(
+                f"layer_types {sorted(unknown)} not recognised; counted as full "
+                "attention (larger KV cell)"
+            )
     elif (interval := _int(cfg, "full_attention_interval")) is not None:
         # Qwen3-Next style: every interval-th layer is full attention, the rest linear.
         attn = ["full" if (i + 1) % interval == 0 else "linear" for i in range(n_layers)]
-        notes.append(f"full_attention_interval {interval}: layers other than every "
-                     f"{interval}th are linear attention")
+        notes.append(
+            f"full_attention_interval {interval}: layers other than every "
+            f"{interval}th are linear attention"
+        )
     elif (swa_pattern := _int(cfg, "sliding_window_pattern")) is not None:
         # Gemma-3 style: every swa_pattern-th layer is global, the rest slide.
         attn = ["full" if (i + 1) % swa_pattern == 0 else "sliding" for i in range(n_layers)]
-        notes.append(f"sliding_window_pattern {swa_pattern}: every {swa_pattern}th layer is "
-                     "full attention, the others sliding window")
+        notes.append(
+            f"sliding_window_pattern {swa_pattern}: every {swa_pattern}th layer is "
+            "full attention, the others sliding window"
+        )
     elif str(cfg.get("model_type", "")).startswith("gemma2") and cfg.get("sliding_window"):
         attn = ["sliding" if i % 2 == 0 else "full" for i in range(n_layers)]
         notes.append("gemma2: even layers sliding window, odd layers full attention")
     elif cfg.get("sliding_window") and cfg.get("use_sliding_window") is not False:
-        notes.append(f"sliding_window {cfg['sliding_window']} with no per-layer pattern; "
-                     "counted every layer as full attention (conservative)")
+        notes.append(
+            f"sliding_window {cfg['sliding_window']} with no per-layer pattern; "
+            "counted every layer as full attention (conservative)"
+        )
     if cfg.get("attention_chunk_size") and "sliding" not in attn:
         notes.append("attention_chunk_size set; chunked layers counted as full attention")
 
@@ -458,8 +490,7 @@ def _layer_plan(cfg: Mapping[str, Any], n_layers: int | None,
         only_dense_raw = cfg.get("mlp_only_layers") or []
         only_dense = set(only_dense_raw) if isinstance(only_dense_raw, Sequence) else set()
         for i in range(n_layers):
-            if i >= first_dense and i % freq == 0 and (i + 1) % step == 0 \
-                    and i not in only_dense:
+            if i >= first_dense and i % freq == 0 and (i + 1) % step == 0 and i not in only_dense:
                 mlp[i] = "moe"
     return [_Layer(a, m) for a, m in zip(attn, mlp, strict=True)]
 
@@ -512,14 +543,15 @@ class _Model:
         self.notes = notes
         self.hidden = _int(cfg, "hidden_size", "n_embd", "d_model", "dim")
         self.heads = _int(cfg, "num_attention_heads", "n_head", "num_heads", "n_heads")
-        self.kv_heads = _int(cfg, "num_key_value_heads", "num_kv_heads", "n_kv_heads",
-                             "multi_query_group_num") or self.heads
+        self.kv_heads = (
+            _int(cfg, "num_key_value_heads", "num_kv_heads", "n_kv_heads", "multi_query_group_num")
+            or self.heads
+        )
         head_dim = _int(cfg, "head_dim", "attention_head_dim")
         if head_dim is None and self.hidden and self.heads:
             head_dim = self.hidden // self.heads
         self.head_dim = head_dim
-        self.intermediate = _int(cfg, "intermediate_size", "ffn_hidden_size", "n_inner",
-                                 "ffn_dim")
+        self.intermediate = _int(cfg, "intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
         self.vocab = _int(cfg, "vocab_size", "padded_vocab_size")
         self.mla = _int(cfg, "kv_lora_rank") is not None
         self.kv_lora = _int(cfg, "kv_lora_rank")
@@ -530,14 +562,24 @@ class _Model:
         self.index_head_dim = _int(cfg, "index_head_dim")
         self.experts = _num_experts(cfg)
         self.moe_inter = _int(cfg, "moe_intermediate_size", "expert_intermediate_size") or (
-            self.intermediate if self.experts else None)
+            self.intermediate if self.experts else None
+        )
         self.latent = _int(cfg, *LATENT_KEYS)
         self.routed_hidden = self.latent or self.hidden
         model_type = str(cfg.get("model_type", "")).lower()
         act = str(cfg.get("mlp_hidden_act", cfg.get("hidden_act", ""))).lower()
         # Gated MLPs (SwiGLU/GeGLU) have gate, up and down; these families have only up and down.
-        non_gated = {"gpt2", "gpt_bigcode", "starcoder2", "phi", "falcon", "gpt_neox", "opt",
-                     "bloom", "gptj"}
+        non_gated = {
+            "gpt2",
+            "gpt_bigcode",
+            "starcoder2",
+            "phi",
+            "falcon",
+            "gpt_neox",
+            "opt",
+            "bloom",
+            "gptj",
+        }
         self.mlp_mats = 2 if (act in ("relu2", "relu^2") or model_type in non_gated) else 3
         bias = cfg.get("attention_bias", cfg.get("qkv_bias"))
         # Qwen2 hard-codes q/k/v biases without a config key.
@@ -563,8 +605,7 @@ class _Model:
             return self._mla()
         h, nq, nkv, d = self.hidden, self.heads, self.kv_heads, self.head_dim
         if h is None or nq is None or nkv is None or d is None:
-            return [_Piece("attn", None, None, "whole", "attention sizes missing in config",
-                           True)]
+            return [_Piece("attn", None, None, "whole", "attention sizes missing in config", True)]
         t = self.par.attn_tp
         q_rank_heads = _ceil_div(nq, t)
         kv_rank_heads = max(1, nkv // t)
@@ -572,11 +613,15 @@ class _Model:
         bias_q = nq * d * q_mult if self.qkv_bias else 0
         bias_kv = 2 * nkv * d if self.qkv_bias else 0
         pieces = [
-            _Piece("attn.q", h * nq * d * q_mult + bias_q,
-                   (h * d * q_mult + (d * q_mult if self.qkv_bias else 0)) * q_rank_heads,
-                   self._attn_shard(), f"{nq} query heads, {q_rank_heads} per rank"
-                   f" (attention TP {t})"
-                   + (" (output gate doubles q)" if self.q_gate else ""), True),
+            _Piece(
+                "attn.q",
+                h * nq * d * q_mult + bias_q,
+                (h * d * q_mult + (d * q_mult if self.qkv_bias else 0)) * q_rank_heads,
+                self._attn_shard(),
+                f"{nq} query heads, {q_rank_heads} per rank"
+                f" (attention TP {t})" + (" (output gate doubles q)" if self.q_gate else ""),
+                True,
+            ),
         ]
         kv_rank = (2 * h * d + (2 * d if self.qkv_bias else 0)) * kv_rank_heads
         if t == 1:
@@ -587,10 +632,19 @@ class _Model:
         else:
             kv_sharding = "replicated"
             kv_why = f"{nkv} KV heads < attention TP {t}: 1 per rank, each copied {t // nkv}x"
-        pieces.append(_Piece("attn.kv", 2 * h * nkv * d + bias_kv, kv_rank, kv_sharding,
-                             kv_why, True))
-        pieces.append(_Piece("attn.o", nq * d * h, q_rank_heads * d * h, self._attn_shard(),
-                             f"row-parallel, {self._attn_over()}", True))
+        pieces.append(
+            _Piece("attn.kv", 2 * h * nkv * d + bias_kv, kv_rank, kv_sharding, kv_why, True)
+        )
+        pieces.append(
+            _Piece(
+                "attn.o",
+                nq * d * h,
+                q_rank_heads * d * h,
+                self._attn_shard(),
+                f"row-parallel, {self._attn_over()}",
+                True,
+            )
+        )
         return pieces
 
     def _mla(self) -> list[_Piece]:
@@ -604,31 +658,82 @@ class _Model:
         qk = nope + rope
         pieces: list[_Piece] = []
         if self.q_lora:
-            pieces.append(_Piece("attn.q_a", h * self.q_lora, h * self.q_lora, _repl(self.par.tp),
-                                 f"q down-projection to q_lora_rank {self.q_lora}, "
-                                 "replicated linear", True))
-            pieces.append(_Piece("attn.q_b", self.q_lora * nq * qk, self.q_lora * rank_heads * qk,
-                                 self._attn_shard(), f"{nq} heads, {self._attn_over()}",
-                                 True))
+            pieces.append(
+                _Piece(
+                    "attn.q_a",
+                    h * self.q_lora,
+                    h * self.q_lora,
+                    _repl(self.par.tp),
+                    f"q down-projection to q_lora_rank {self.q_lora}, replicated linear",
+                    True,
+                )
+            )
+            pieces.append(
+                _Piece(
+                    "attn.q_b",
+                    self.q_lora * nq * qk,
+                    self.q_lora * rank_heads * qk,
+                    self._attn_shard(),
+                    f"{nq} heads, {self._attn_over()}",
+                    True,
+                )
+            )
         else:
-            pieces.append(_Piece("attn.q", h * nq * qk, h * rank_heads * qk, self._attn_shard(),
-                                 f"{nq} heads, {self._attn_over()}", True))
-        pieces.append(_Piece("attn.kv_a", h * (kv_lora + rope), h * (kv_lora + rope),
-                             _repl(self.par.tp),
-                             f"down-projection to kv_lora_rank {kv_lora} + rope {rope}, "
-                             "replicated linear", True))
-        pieces.append(_Piece("attn.kv_b", kv_lora * nq * (nope + v),
-                             kv_lora * rank_heads * (nope + v), self._attn_shard(),
-                             f"{nq} heads, {self._attn_over()}", True))
-        pieces.append(_Piece("attn.o", nq * v * h, rank_heads * v * h, self._attn_shard(),
-                             f"row-parallel, {self._attn_over()}", True))
+            pieces.append(
+                _Piece(
+                    "attn.q",
+                    h * nq * qk,
+                    h * rank_heads * qk,
+                    self._attn_shard(),
+                    f"{nq} heads, {self._attn_over()}",
+                    True,
+                )
+            )
+        pieces.append(
+            _Piece(
+                "attn.kv_a",
+                h * (kv_lora + rope),
+                h * (kv_lora + rope),
+                _repl(self.par.tp),
+                f"down-projection to kv_lora_rank {kv_lora} + rope {rope}, replicated linear",
+                True,
+            )
+        )
+        pieces.append(
+            _Piece(
+                "attn.kv_b",
+                kv_lora * nq * (nope + v),
+                kv_lora * rank_heads * (nope + v),
+                self._attn_shard(),
+                f"{nq} heads, {self._attn_over()}",
+                True,
+            )
+        )
+        pieces.append(
+            _Piece(
+                "attn.o",
+                nq * v * h,
+                rank_heads * v * h,
+                self._attn_shard(),
+                f"row-parallel, {self._attn_over()}",
+                True,
+            )
+        )
         if self.index_head_dim:
             idim = self.index_head_dim
             nh = _int(self.cfg, "index_n_heads") or 64
             q_in = self.q_lora or h
             params = q_in * nh * idim + h * idim + 2 * idim + h * nh
-            pieces.append(_Piece("attn.indexer", params, params, _repl(self.par.tp),
-                                 f"DSA indexer ({nh} heads x {idim}), replicated", True))
+            pieces.append(
+                _Piece(
+                    "attn.indexer",
+                    params,
+                    params,
+                    _repl(self.par.tp),
+                    f"DSA indexer ({nh} heads x {idim}), replicated",
+                    True,
+                )
+            )
         return pieces
 
     def linear_attention(self) -> _Piece:
@@ -641,13 +746,30 @@ class _Model:
         kernel = _int(self.cfg, "linear_conv_kernel_dim") or 4
         t = self.par.attn_tp
         if h is None or nk is None or dk is None or nv is None or dv is None:
-            return _Piece("attn.linear", None, None, self._attn_shard(),
-                          "linear-attention sizes missing in config", True)
-        params = (h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv
-                  + (2 * nk * dk + nv * dv) * kernel + 2 * nv + dv + nv * dv * h)
-        return _Piece("attn.linear", params, _ceil_div(params, t), self._attn_shard(),
-                      f"gated DeltaNet ({nk} key / {nv} value heads), "
-                      f"{self._attn_over()}", True)
+            return _Piece(
+                "attn.linear",
+                None,
+                None,
+                self._attn_shard(),
+                "linear-attention sizes missing in config",
+                True,
+            )
+        params = (
+            h * (2 * nk * dk + 2 * nv * dv)
+            + h * 2 * nv
+            + (2 * nk * dk + nv * dv) * kernel
+            + 2 * nv
+            + dv
+            + nv * dv * h
+        )
+        return _Piece(
+            "attn.linear",
+            params,
+            _ceil_div(params, t),
+            self._attn_shard(),
+            f"gated DeltaNet ({nk} key / {nv} value heads), {self._attn_over()}",
+            True,
+        )
 
     # -- MLP --------------------------------------------------------------------------------
 
@@ -656,8 +778,14 @@ class _Model:
         if h is None or inter is None:
             return _Piece("mlp.dense", None, None, _split(tp), "intermediate_size missing", True)
         m = self.mlp_mats
-        return _Piece("mlp.dense", m * h * inter, m * h * _ceil_div(inter, tp), _split(tp),
-                      f"intermediate {inter} {_over(tp)}", True)
+        return _Piece(
+            "mlp.dense",
+            m * h * inter,
+            m * h * _ceil_div(inter, tp),
+            _split(tp),
+            f"intermediate {inter} {_over(tp)}",
+            True,
+        )
 
     def moe(self) -> list[_Piece]:
         h, e, inter, hr = self.hidden, self.experts, self.moe_inter, self.routed_hidden
@@ -674,26 +802,56 @@ class _Model:
             why = f"all {e} experts on every rank, intermediate {_over(par.tp)}"
         if self.latent:
             why += f"; routed hidden {hr} (latent)"
-        pieces = [_Piece("moe.experts", e * m * hr * inter, local * m * hr * rank_inter,
-                         _split(par.ep * par.moe_tp), why, True)]
+        pieces = [
+            _Piece(
+                "moe.experts",
+                e * m * hr * inter,
+                local * m * hr * rank_inter,
+                _split(par.ep * par.moe_tp),
+                why,
+                True,
+            )
+        ]
         n_shared = _int(self.cfg, "n_shared_experts", "num_shared_experts")
         shared_inter = _int(self.cfg, "shared_expert_intermediate_size")
         if shared_inter is None and n_shared:
             shared_inter = n_shared * inter
         if shared_inter:
             gate = h if _int(self.cfg, "shared_expert_intermediate_size") else 0
-            pieces.append(_Piece("moe.shared", m * h * shared_inter + gate,
-                                 m * h * _ceil_div(shared_inter, par.tp) + gate, _split(par.tp),
-                                 f"shared intermediate {shared_inter} {_over(par.tp)}",
-                                 True))
+            pieces.append(
+                _Piece(
+                    "moe.shared",
+                    m * h * shared_inter + gate,
+                    m * h * _ceil_div(shared_inter, par.tp) + gate,
+                    _split(par.tp),
+                    f"shared intermediate {shared_inter} {_over(par.tp)}",
+                    True,
+                )
+            )
         bias = e if self.cfg.get("topk_method") == "noaux_tc" else 0
-        pieces.append(_Piece("moe.router", e * h + bias, e * h + bias, _repl(par.tp),
-                             "gate over full hidden, replicated, kept unquantised", False))
+        pieces.append(
+            _Piece(
+                "moe.router",
+                e * h + bias,
+                e * h + bias,
+                _repl(par.tp),
+                "gate over full hidden, replicated, kept unquantised",
+                False,
+            )
+        )
         if self.latent:
             proj = 2 * h * self.latent
-            pieces.append(_Piece("moe.latent_proj", proj, proj, _repl(par.tp),
-                                 f"hidden {h} <-> latent {self.latent} projections; assumed "
-                                 "replicated and unquantised", False))
+            pieces.append(
+                _Piece(
+                    "moe.latent_proj",
+                    proj,
+                    proj,
+                    _repl(par.tp),
+                    f"hidden {h} <-> latent {self.latent} projections; assumed "
+                    "replicated and unquantised",
+                    False,
+                )
+            )
         return pieces
 
     def norms(self, layer: _Layer) -> int | None:
@@ -712,15 +870,24 @@ class _Model:
         elif layer.attn == "linear":
             pieces.append(self.linear_attention())
         elif layer.attn == "mamba":
-            pieces.append(_Piece("mamba", None, None, _split(self.par.tp),
-                                 "Mamba mixer weights not modelled", True))
+            pieces.append(
+                _Piece(
+                    "mamba",
+                    None,
+                    None,
+                    _split(self.par.tp),
+                    "Mamba mixer weights not modelled",
+                    True,
+                )
+            )
         if layer.mlp == "dense":
             pieces.append(self.dense_mlp())
         elif layer.mlp == "moe":
             pieces += self.moe()
         n = self.norms(layer)
-        pieces.append(_Piece("norms", n, n, _repl(self.par.tp), "RMSNorm weights, replicated",
-                             False))
+        pieces.append(
+            _Piece("norms", n, n, _repl(self.par.tp), "RMSNorm weights, replicated", False)
+        )
         return pieces
 
     # -- once-per-model pieces --------------------------------------------------------------
@@ -737,16 +904,27 @@ class _Model:
     def embedding(self) -> _Piece:
         h, v, par = self.hidden, self.vocab, self.par
         if h is None or v is None:
-            return _Piece("embedding", None, None, "split", "vocab_size or hidden missing",
-                          False)
+            return _Piece("embedding", None, None, "split", "vocab_size or hidden missing", False)
         padded = _ceil_div(v, VOCAB_PADDING) * VOCAB_PADDING
         tied = " (tied with lm_head)" if self.tied() else ""
         if par.dp_attention and par.tp > 1:
             # deepseek_v2-style models build the embedding without TP under DP attention.
-            return _Piece("embedding", v * h, padded * h, "replicated",
-                          f"vocab {v} whole on every rank under DP attention{tied}", False)
-        return _Piece("embedding", v * h, _ceil_div(padded, par.tp) * h, _split(par.tp),
-                      f"vocab {v} (padded {padded}) {_over(par.tp)}{tied}", False)
+            return _Piece(
+                "embedding",
+                v * h,
+                padded * h,
+                "replicated",
+                f"vocab {v} whole on every rank under DP attention{tied}",
+                False,
+            )
+        return _Piece(
+            "embedding",
+            v * h,
+            _ceil_div(padded, par.tp) * h,
+            _split(par.tp),
+            f"vocab {v} (padded {padded}) {_over(par.tp)}{tied}",
+            False,
+        )
 
     def lm_head(self) -> _Piece | None:
         h, v, par = self.hidden, self.vocab, self.par
@@ -757,11 +935,22 @@ class _Model:
         if self.tied():
             if par.pp == 1:
                 return None
-            return _Piece("lm_head", 0, rank, _split(par.tp),
-                          "tied with the embedding, but the last PP stage holds its own copy",
-                          False)
-        return _Piece("lm_head", v * h, rank, _split(par.tp),
-                      f"vocab {v} (padded {padded}) {_over(par.tp)}", False)
+            return _Piece(
+                "lm_head",
+                0,
+                rank,
+                _split(par.tp),
+                "tied with the embedding, but the last PP stage holds its own copy",
+                False,
+            )
+        return _Piece(
+            "lm_head",
+            v * h,
+            rank,
+            _split(par.tp),
+            f"vocab {v} (padded {padded}) {_over(par.tp)}",
+            False,
+        )
 
 
 def _vision_piece(vision: Mapping[str, Any], text_hidden: int | None, tp: int) -> _Piece:
@@ -784,16 +973,27 @@ def _vision_piece(vision: Mapping[str, Any], text_hidden: int | None, tp: int) -
             params += (image // patch) ** 2 * h
     if text_hidden:
         params += h * text_hidden
-    return _Piece("vision", params, _ceil_div(params, tp), _split(tp),
-                  f"approximate ViT ({layers} layers, width {h}) and projector; assumed TP-split",
-                  False)
+    return _Piece(
+        "vision",
+        params,
+        _ceil_div(params, tp),
+        _split(tp),
+        f"approximate ViT ({layers} layers, width {h}) and projector; assumed TP-split",
+        False,
+    )
 
 
 # --------------------------------------------------------------------------- buffers
 
 
-def deepep_low_latency_bytes(max_dispatch_tokens: int, hidden: int, num_experts: int,
-                             num_ranks: int = 1, *, scaled_combine: bool = False) -> int:
+def deepep_low_latency_bytes(
+    max_dispatch_tokens: int,
+    hidden: int,
+    num_experts: int,
+    num_ranks: int = 1,
+    *,
+    scaled_combine: bool = False,
+) -> int:
     """DeepEP low-latency RDMA buffer per rank (get_low_latency_rdma_size_hint, reference 12.5).
 
     scaled_combine=False is the original layout (combine messages of 2*H bytes, E*4 signal
@@ -813,8 +1013,9 @@ def deepep_low_latency_bytes(max_dispatch_tokens: int, hidden: int, num_experts:
     return _ceil_div(total, DEEPEP_ALIGNMENT) * DEEPEP_ALIGNMENT
 
 
-def deepep_masked_gemm_bytes(max_dispatch_tokens: int, num_experts: int, moe_intermediate: int,
-                             num_ranks: int = 1) -> int:
+def deepep_masked_gemm_bytes(
+    max_dispatch_tokens: int, num_experts: int, moe_intermediate: int, num_ranks: int = 1
+) -> int:
     """Masked grouped-GEMM intermediates for one DeepEP low-latency step, per rank.
 
     Rows are local experts x (max_dispatch x ranks), about num_experts x max_dispatch. Each row
@@ -849,8 +1050,14 @@ def _kv_elements(model: _Model, layer: _Layer, attn_tp: int) -> tuple[int, int] 
     return heads * (model.head_dim + model.v_head), 0
 
 
-def _kv_bytes(model: _Model, layers: Sequence[_Layer], kinds: tuple[str, ...],
-              elem: float, scale: float, attn_tp: int) -> int | None:
+def _kv_bytes(
+    model: _Model,
+    layers: Sequence[_Layer],
+    kinds: tuple[str, ...],
+    elem: float,
+    scale: float,
+    attn_tp: int,
+) -> int | None:
     elements = 0
     fixed = 0
     count = 0
@@ -909,8 +1116,9 @@ def estimate(
     all_pieces: list[_Piece] = []
     ranges = _pp_stages(len(plan), par.pp) if plan is not None else [range(0)] * par.pp
     emb, head = model.embedding(), model.lm_head()
-    final_norm = _Piece("norms", model.hidden, model.hidden, _repl(par.tp),
-                        "RMSNorm weights, replicated", False)
+    final_norm = _Piece(
+        "norms", model.hidden, model.hidden, _repl(par.tp), "RMSNorm weights, replicated", False
+    )
     vis = _vision_piece(vision, model.hidden, par.tp) if vision is not None else None
     for s, layer_range in enumerate(ranges):
         pieces: list[_Piece] = []
@@ -922,8 +1130,7 @@ def estimate(
             for i in layer_range:
                 pieces += model.layer_pieces(plan[i])
         else:
-            pieces.append(_Piece("layers", None, None, "split", "num_hidden_layers missing",
-                                 True))
+            pieces.append(_Piece("layers", None, None, "split", "num_hidden_layers missing", True))
         if s == par.pp - 1:
             if head is not None:
                 pieces.append(head)
@@ -941,8 +1148,10 @@ def estimate(
     pick = max(range(par.pp), key=lambda s: known[s] or 0)
     if par.pp > 1:
         layer_range = ranges[pick]
-        notes.append(f"PP {par.pp}: per-rank figures are for the heaviest stage, {pick} "
-                     f"(layers {layer_range.start}-{layer_range.stop - 1})")
+        notes.append(
+            f"PP {par.pp}: per-rank figures are for the heaviest stage, {pick} "
+            f"(layers {layer_range.start}-{layer_range.stop - 1})"
+        )
 
     # One Component per name: params summed over the model, bytes over the picked stage only.
     order: list[str] = []
@@ -957,15 +1166,26 @@ def estimate(
             total_bytes[p.name] = []
         totals[p.name].append(p.params)
         b = bpp(p)
-        total_bytes[p.name].append(None if b is None or p.params is None
-                                   else round(p.params * b))
+        total_bytes[p.name].append(None if b is None or p.params is None else round(p.params * b))
     rank_by_name: dict[str, list[int | None]] = {name: [] for name in order}
     for p in stages[pick]:
         rank_by_name[p.name].append(rank_bytes(p))
-    canonical = ("embedding", "vision", "attn", "mamba", "mlp.dense", "moe.experts", "moe.shared",
-                 "moe.router", "moe.latent_proj", "norms", "lm_head")
-    order.sort(key=lambda n: next((i for i, c in enumerate(canonical) if n.startswith(c)),
-                                  len(canonical)))
+    canonical = (
+        "embedding",
+        "vision",
+        "attn",
+        "mamba",
+        "mlp.dense",
+        "moe.experts",
+        "moe.shared",
+        "moe.router",
+        "moe.latent_proj",
+        "norms",
+        "lm_head",
+    )
+    order.sort(
+        key=lambda n: next((i for i, c in enumerate(canonical) if n.startswith(c)), len(canonical))
+    )
     components = []
     for name in order:
         first = info[name]
@@ -973,8 +1193,11 @@ def estimate(
         why = first.why
         if par.pp > 1 and not rank_list:
             why += f"; not on PP stage {pick}"
-        components.append(Component(name, _sum(totals[name]),
-                                    _sum(rank_list) if rank_list else 0, first.sharding, why))
+        components.append(
+            Component(
+                name, _sum(totals[name]), _sum(rank_list) if rank_list else 0, first.sharding, why
+            )
+        )
 
     params_total = _sum([c.params for c in components])
     weights_total = _sum([b for name in order for b in total_bytes[name]])
@@ -984,72 +1207,97 @@ def estimate(
     kv_rank: int | None = None
     kv_swa: int | None = None
     if plan is not None:
-        per_stage = [_kv_bytes(model, [plan[i] for i in r], ("full",), kv_elem, kv_scale,
-                               par.attn_tp) for r in ranges]
-        swa_stage = [_kv_bytes(model, [plan[i] for i in r], ("sliding",), kv_elem, kv_scale,
-                               par.attn_tp) for r in ranges]
+        per_stage = [
+            _kv_bytes(model, [plan[i] for i in r], ("full",), kv_elem, kv_scale, par.attn_tp)
+            for r in ranges
+        ]
+        swa_stage = [
+            _kv_bytes(model, [plan[i] for i in r], ("sliding",), kv_elem, kv_scale, par.attn_tp)
+            for r in ranges
+        ]
         full_layers = sum(1 for layer in plan if layer.attn == "full")
         # A stage without such layers holds 0 bytes; a model without them has no such pool.
         if full_layers and all(v is not None for v in per_stage):
             kv_rank = max(v for v in per_stage if v is not None)
-        if any(layer.attn == "sliding" for layer in plan) and all(
-                v is not None for v in swa_stage):
+        if any(layer.attn == "sliding" for layer in plan) and all(v is not None for v in swa_stage):
             kv_swa = max(v for v in swa_stage if v is not None)
-        other = {k: sum(1 for layer in plan if layer.attn == k)
-                 for k in ("sliding", "linear", "mamba")}
+        other = {
+            k: sum(1 for layer in plan if layer.attn == k) for k in ("sliding", "linear", "mamba")
+        }
         if any(other.values()):
             parts = ", ".join(f"{n} {k}" for k, n in other.items() if n)
-            notes.append(f"KV per token counts the {full_layers} full-attention layers only "
-                         f"({parts} layers are in their own pools)")
+            notes.append(
+                f"KV per token counts the {full_layers} full-attention layers only "
+                f"({parts} layers are in their own pools)"
+            )
         if kv_swa is not None:
-            both = [_kv_bytes(model, [plan[i] for i in r], ("full", "sliding"), kv_elem,
-                              kv_scale, par.attn_tp) for r in ranges]
+            both = [
+                _kv_bytes(
+                    model, [plan[i] for i in r], ("full", "sliding"), kv_elem, kv_scale, par.attn_tp
+                )
+                for r in ranges
+            ]
             if all(v is not None for v in both):
-                notes.append(f"sliding-window layers need {kv_swa:,} bytes per token in the "
-                             "SWA pool; without the hybrid SWA pool every layer is full: "
-                             f"{max(v or 0 for v in both):,} bytes per token")
+                notes.append(
+                    f"sliding-window layers need {kv_swa:,} bytes per token in the "
+                    "SWA pool; without the hybrid SWA pool every layer is full: "
+                    f"{max(v or 0 for v in both):,} bytes per token"
+                )
         if other["linear"] or other["mamba"]:
-            notes.append("linear-attention / Mamba state is per request, not per token; "
-                         "not estimated")
+            notes.append(
+                "linear-attention / Mamba state is per request, not per token; not estimated"
+            )
         if model.mla:
             notes.append("MLA KV: (kv_lora_rank + qk_rope_head_dim) per layer, no TP divisor")
         if model.index_head_dim:
-            notes.append(f"DSA index keys: {model.index_head_dim} FP8 bytes plus FP32 scales "
-                         "per layer, included in KV per token")
+            notes.append(
+                f"DSA index keys: {model.index_head_dim} FP8 bytes plus FP32 scales "
+                "per layer, included in KV per token"
+            )
     kv_per_gib = GIB / kv_rank if kv_rank else None
 
     nextn = _int(cfg, "num_nextn_predict_layers")
     if nextn:
-        notes.append(f"{nextn} MTP/NextN layer(s) excluded; they load only with speculative "
-                     "decoding")
+        notes.append(
+            f"{nextn} MTP/NextN layer(s) excluded; they load only with speculative decoding"
+        )
     if par.dp_attention:
-        notes.append(f"DP attention: attention TP group is {par.attn_tp}; dense MLP and "
-                     "shared experts assumed split over the full TP group")
+        notes.append(
+            f"DP attention: attention TP group is {par.attn_tp}; dense MLP and "
+            "shared experts assumed split over the full TP group"
+        )
 
     logits = None
     if cuda_graph_max_bs is not None and model.vocab is not None:
         rows = cuda_graph_max_bs * tokens_per_req
         logits = rows * model.vocab * 4
-        notes.append(f"logits buffer: {rows} rows ({cuda_graph_max_bs} x {tokens_per_req}) x "
-                     f"vocab {model.vocab} x 4 bytes")
+        notes.append(
+            f"logits buffer: {rows} rows ({cuda_graph_max_bs} x {tokens_per_req}) x "
+            f"vocab {model.vocab} x 4 bytes"
+        )
 
     deepep = masked = None
     if model.experts is not None and model.routed_hidden is not None:
         t = max_dispatch_tokens or DEFAULT_MAX_DISPATCH_TOKENS
         deepep = deepep_low_latency_bytes(t, model.routed_hidden, model.experts, par.ep)
-        newer = deepep_low_latency_bytes(t, model.routed_hidden, model.experts, par.ep,
-                                         scaled_combine=True)
-        notes.append(f"DeepEP low-latency buffer (only with moe_a2a_backend deepep): "
-                     f"{t} dispatch tokens x {model.experts} experts x hidden "
-                     f"{model.routed_hidden}, combine messages of 2*H bytes; DeepEP versions "
-                     f"that add combine scales need {newer / GIB:.2f} GiB")
+        newer = deepep_low_latency_bytes(
+            t, model.routed_hidden, model.experts, par.ep, scaled_combine=True
+        )
+        notes.append(
+            f"DeepEP low-latency buffer (only with moe_a2a_backend deepep): "
+            f"{t} dispatch tokens x {model.experts} experts x hidden "
+            f"{model.routed_hidden}, combine messages of 2*H bytes; DeepEP versions "
+            f"that add combine scales need {newer / GIB:.2f} GiB"
+        )
         if max_dispatch_tokens is None:
             notes.append(f"max dispatch tokens defaulted to {DEFAULT_MAX_DISPATCH_TOKENS}")
         if model.moe_inter is not None:
             masked = deepep_masked_gemm_bytes(t, model.experts, model.moe_inter, par.ep)
-            notes.append(f"masked-GEMM intermediates: about {model.experts} x {t} rows of "
-                         f"2 x {model.moe_inter} BF16 plus the FP8 copy and scales; "
-                         "down-projection output not counted")
+            notes.append(
+                f"masked-GEMM intermediates: about {model.experts} x {t} rows of "
+                f"2 x {model.moe_inter} BF16 plus the FP8 copy and scales; "
+                "down-projection output not counted"
+            )
 
     req = None
     ctx = context_len
@@ -1062,9 +1310,11 @@ def estimate(
 
     model_name: str | None = None
     archs = cfg.get("architectures")
-    for candidate in (config.get("_name_or_path"),
-                      archs[0] if isinstance(archs, list) and archs else None,
-                      cfg.get("model_type")):
+    for candidate in (
+        config.get("_name_or_path"),
+        archs[0] if isinstance(archs, list) and archs else None,
+        cfg.get("model_type"),
+    ):
         if isinstance(candidate, str) and candidate:
             model_name = candidate
             break

@@ -1,6 +1,6 @@
 """Events stage: records -> typed, frozen facts with their numbers converted once.
 
-Each event keeps the rank it was printed by and its :class:`~logmem.lines.Source`
+Each event keeps the rank it was printed by and its :class:`~logmem.parse.lines.Source`
 (excluded from equality, so tests compare meaning). A figure the line does not print
 is None, never 0.
 """
@@ -14,8 +14,8 @@ from typing import Any, TypeGuard
 
 import regex
 
-from logmem.lines import Record, Source
-from logmem.patterns import BY_NAME, MEMORY_FIGURE, PATTERNS
+from logmem.parse.lines import Record, Source
+from logmem.parse.patterns import BY_NAME, MEMORY_FIGURE, PATTERNS
 from logmem.units import Mem
 
 
@@ -344,12 +344,22 @@ def parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
         partial = _partial_args(body)
         why = "the server_args line is cut, elided or malformed"
         n = len(partial)
-        return partial, form, (f"{why}; {n} plain value{'s were' if n != 1 else ' was'} read from it" if n else why)
+        return (
+            partial,
+            form,
+            (f"{why}; {n} plain value{'s were' if n != 1 else ' was'} read from it" if n else why),
+        )
     try:
         if isinstance(tree, ast.Dict):
-            return {
-                str(ast.literal_eval(k)): _literal(v) for k, v in zip(tree.keys, tree.values) if k is not None
-            }, form, None
+            return (
+                {
+                    str(ast.literal_eval(k)): _literal(v)
+                    for k, v in zip(tree.keys, tree.values)
+                    if k is not None
+                },
+                form,
+                None,
+            )
         if isinstance(tree, ast.Call):
             return _call_kwargs(tree), form, None
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -489,9 +499,13 @@ _OOM_FIELDS = {
     "gpu": regex.compile(r"GPU (\d{1,4}) has a total capacity"),
     "capacity": regex.compile(r"total capacity of (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
     "free": regex.compile(r"of which (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is free"),
-    "in_use": regex.compile(r"(?:has|this process has) (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) memory in use"),
+    "in_use": regex.compile(
+        r"(?:has|this process has) (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) memory in use"
+    ),
     "allocated": regex.compile(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is allocated by PyTorch"),
-    "reserved": regex.compile(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is reserved by PyTorch but unallocated"),
+    "reserved": regex.compile(
+        r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is reserved by PyTorch but unallocated"
+    ),
     "private": regex.compile(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) allocated in private pools"),
 }
 
@@ -585,7 +599,9 @@ def _b_bar(m: regex.Match[str], r: Record) -> Event:
 
 
 def _b_exception(m: regex.Match[str], r: Record) -> Event | None:
-    return ExceptionLine(rank=r.rank, source=r.source, exc_type=m.group("type"), message=m.group("msg") or "")
+    return ExceptionLine(
+        rank=r.rank, source=r.source, exc_type=m.group("type"), message=m.group("msg") or ""
+    )
 
 
 def _mk(cls: type[Event], **conv: Callable[[regex.Match[str]], Any]) -> Builder:
@@ -634,20 +650,28 @@ BUILDERS: dict[str, Builder] = {
     "swa_plan": _mk(SWAPlan, full_tokens=_i("full"), swa_tokens=_i("swa")),
     "swa_summary": _mk(SWASummary, usage=_g("usage"), swa_size=_i("swa"), full_size=_i("full")),
     "dsv4_kv_plan": _mk(
-        DSv4Plan, bytes_per_token=lambda m: float(m.group("bpt")), avail=_g("avail"), tokens=_i("tokens")
+        DSv4Plan,
+        bytes_per_token=lambda m: float(m.group("bpt")),
+        avail=_g("avail"),
+        tokens=_i("tokens"),
     ),
     "pool_end": _mk(PoolEnd, avail=_g("avail")),
     "capture_begin": _b_capture_begin,
     "capture_end": _b_capture_end,
     "capture_sizes": _mk(
-        CaptureSizes, kind=lambda m: m.group("kind"), sizes=lambda m: parse_int_list(m.group("list"))
+        CaptureSizes,
+        kind=lambda m: m.group("kind"),
+        sizes=lambda m: parse_int_list(m.group("list")),
     ),
     "capture_bar": _b_bar,
     "compile_bar": _mk(BarRender, kind=lambda m: "compile", size=_i("nt"), avail=lambda m: None),
     "plain_bar": _mk(BarRender, kind=lambda m: "plain", size=lambda m: None, avail=lambda m: None),
     "register_graphs": _mk(RegisterGraphs, count=_i("n")),
     "all_reduce_config": _mk(
-        AllReduceConfig, symmetric=_g("sym", "MB"), local=_g("local", "MB"), multicast=lambda m: m.group("mc") == "True"
+        AllReduceConfig,
+        symmetric=_g("sym", "MB"),
+        local=_g("local", "MB"),
+        multicast=lambda m: m.group("mc") == "True",
     ),
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
@@ -701,7 +725,9 @@ def match_record(record: Record) -> tuple[str, Event] | None:
     return None
 
 
-def iter_events(records: Iterable[Record], unmatched: list[Unmatched] | None = None) -> Iterator[Event]:
+def iter_events(
+    records: Iterable[Record], unmatched: list[Unmatched] | None = None
+) -> Iterator[Event]:
     """Typed events, in input order; memory-carrying records that match nothing go to `unmatched`."""
     for record in records:
         hit = match_record(record)

@@ -283,7 +283,7 @@ BY_NAME: dict[str, LinePattern] = {p.name: p for p in PATTERNS}
 # Each is a literal its patterns cannot match without, chosen (where the wording allows)
 # to hold a byte that runtime lines (Decode batch, uvicorn access) never print, such as
 # B, _, y, x, U, V, R, C, %, ' or =: the pure-Python reader then finds them with one
-# memchr (see logmem/read.py). Figures: GB GiB MiB MB (every size SGLang prints, and the
+# memchr (see logmem/parse/read.py). Figures: GB GiB MiB MB (every size SGLang prints, and the
 # MEMORY_FIGURE units); mem usage= and avail mem/avail_mem (the unit-less figures).
 KEYWORDS: tuple[str, ...] = (
     "GB", "GiB", "MiB", "MB", "avail mem", "avail_mem", "mem usage=",

@@ -33,8 +33,8 @@ from typing import Any, BinaryIO, Protocol, cast
 
 import regex
 
-from logmem import progress
 from logmem.errors import InputError
+from logmem.parse import progress as progress
 
 CHUNK_BYTES = 4 << 20
 # A longer segment is cut: server_args lines are 10-40 KB, nothing real is near this.

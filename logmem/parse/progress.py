@@ -94,8 +94,13 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
-def start(name: str, total: int | None, stream: TextIO | None = None,
-          threshold: int | None = None, compressed: bool = False) -> Bar | None:  # fmt: skip
+def start(
+    name: str,
+    total: int | None,
+    stream: TextIO | None = None,
+    threshold: int | None = None,
+    compressed: bool = False,
+) -> Bar | None:
     """A bar for one input, or None when none should be shown.
 
     `total` is the input's size in bytes (None for a pipe: then the bar appears once more

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from logmem.cli import logs_argument, select_options
-from logmem.output import guess_format, write_output
+from logmem.cli.options import logs_argument, select_options
+from logmem.cli.output import guess_format, write_output
 
 KINDS = ["waterfall", "buckets", "ranks", "fit"]
 
@@ -15,20 +15,41 @@ KINDS = ["waterfall", "buckets", "ranks", "fit"]
 @click.command()
 @logs_argument()
 @select_options
-@click.option("--kind", type=click.Choice(KINDS), default="waterfall", show_default=True,
-              help="waterfall: free memory phase by phase per rank; buckets: free memory at each graph "
-                   "bucket; ranks: ranks side by side; fit: largest bucket against rows over 2+ LOGS.")  # fmt: skip
-@click.option("-f", "--format", "fmt", type=click.Choice(["png", "svg"]), default=None,
-              help="Image format (default: from the -o extension, else png).")  # fmt: skip
-@click.option("-o", "--output", default=None, metavar="FILE",
-              help="Write to FILE.png or FILE.svg ('-' is stdout; PNG is refused on a terminal).")  # fmt: skip
+@click.option(
+    "--kind",
+    type=click.Choice(KINDS),
+    default="waterfall",
+    show_default=True,
+    help="waterfall: free memory phase by phase per rank; buckets: free memory at each graph "
+    "bucket; ranks: ranks side by side; fit: largest bucket against rows over 2+ LOGS.",
+)
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["png", "svg"]),
+    default=None,
+    help="Image format (default: from the -o extension, else png).",
+)
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    metavar="FILE",
+    help="Write to FILE.png or FILE.svg ('-' is stdout; PNG is refused on a terminal).",
+)
 @click.option(
     "--force/--no-force", default=True, show_default=True, help="Overwrite an existing output file."
 )
 def plot(
-    logs: tuple[str, ...], launch: int | None, ranks: tuple[str, ...], kind: str, fmt: str | None,
-    output: str | None, force: bool,
-) -> None:  # fmt: skip
+    logs: tuple[str, ...],
+    launch: int | None,
+    ranks: tuple[str, ...],
+    kind: str,
+    fmt: str | None,
+    output: str | None,
+    force: bool,
+) -> None:
     """Draw one figure from LOGS.
 
     For waterfall, buckets and ranks, LOGS are one launch (one merged file or one file
@@ -48,22 +69,28 @@ def plot(
     if kind == "fit":
         data = plots.fit_data(_fit_view(logs, launch))
     else:
-        from logmem.analysis import read_log, select
-        from logmem.attribution import build_ledger
+        from logmem.analysis.attribution import build_ledger
+        from logmem.api import read_log, select
         from logmem.report.model import main_rank
 
         analysis = select(read_log(*logs), launch, ranks)
         L = analysis.launches[0]
         if len(analysis.launches) > 1:
-            click.echo(f"The input holds {len(analysis.launches)} launches; plotting launch {L.index} "
-                       "(--launch N picks another).", err=True)  # fmt: skip
+            click.echo(
+                f"The input holds {len(analysis.launches)} launches; plotting launch {L.index} "
+                "(--launch N picks another).",
+                err=True,
+            )
         led = build_ledger(L)
         main = main_rank(L)
         if kind == "ranks":
             data = plots.ranks_data(led)
         else:
-            chosen = [r for r in led.ranks if r.rank in ranks] if ranks else [
-                r for r in led.ranks if main is not None and r.rank == main.label]  # fmt: skip
+            chosen = (
+                [r for r in led.ranks if r.rank in ranks]
+                if ranks
+                else [r for r in led.ranks if main is not None and r.rank == main.label]
+            )
             if not chosen or not any(r.phases for r in chosen):
                 raise LogmemError(
                     "no free-memory readings to plot on " + (", ".join(ranks) or "any rank")
@@ -73,8 +100,10 @@ def plot(
             else:
                 data = [f for r in chosen for f in plots.buckets_data(r)]
                 if not data:
-                    raise LogmemError("no bucket readings: this log's capture progress bars print no free "
-                                      "memory per bucket (try --kind waterfall)")  # fmt: skip
+                    raise LogmemError(
+                        "no bucket readings: this log's capture progress bars print no free "
+                        "memory per bucket (try --kind waterfall)"
+                    )
     fig = plots.draw(kind, data)
     out = plots.figure_bytes(fig, fmt)
     write_output(out.decode("utf-8") if fmt == "svg" else out, output, force)
@@ -87,10 +116,12 @@ def _fit_view(logs: tuple[str, ...], launch: int | None) -> Any:
     if len(logs) < 2:
         raise click.UsageError("--kind fit needs two or more LOGS (one launch each)")
     try:
-        from logmem.fit import fit as fit_launches
-        from logmem.fit import load_launch
+        from logmem.compare.core import fit as fit_launches
+        from logmem.compare.core import load_launch
         from logmem.report.compare import to_json
     except ImportError:  # the diff/fit stage is another module's; say so rather than crash
-        raise LogmemError("--kind fit needs logmem.fit, which this installation lacks") from None
+        raise LogmemError(
+            "--kind fit needs logmem.compare.core, which this installation lacks"
+        ) from None
     loaded = [load_launch(spec, launch, str(i + 1)) for i, spec in enumerate(logs)]
     return to_json(fit_launches([L for L, _ in loaded], [r for _, r in loaded]))

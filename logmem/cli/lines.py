@@ -6,8 +6,8 @@ import dataclasses
 
 import click
 
-from logmem.cli import logs_argument
-from logmem.output import write_output
+from logmem.cli.options import logs_argument
+from logmem.cli.output import write_output
 
 
 @click.command()
@@ -19,9 +19,9 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
     Lines that carry a memory figure (GB, GiB, MiB, avail, mem usage) but match no
     pattern are listed separately, so nothing is dropped silently.
     """
-    from logmem.analysis import collect_events
+    from logmem.api import collect_events
     from logmem.errors import NoStartupError
-    from logmem.events import Unmatched
+    from logmem.parse.events import Unmatched
 
     unmatched: list[Unmatched] = []
     out: list[str] = []
@@ -50,7 +50,9 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
     out.append(f"\n{len(events)} events")
     if unmatched:
         n = len(unmatched)
-        out.append(f"; {n} {'line carries' if n == 1 else 'lines carry'} a memory figure but {'matches' if n == 1 else 'match'} no pattern:\n")
+        out.append(
+            f"; {n} {'line carries' if n == 1 else 'lines carry'} a memory figure but {'matches' if n == 1 else 'match'} no pattern:\n"
+        )
         for u in unmatched:
             where = f"{u.source.path}:{u.source.line_no}" if multi else f"{u.source.line_no}"
             out.append(f"{where:>7}  {u.source.text.strip()[:300]}\n")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli import format_options
-from logmem.output import guess_format, write_output
+from logmem.cli.options import format_options
+from logmem.cli.output import guess_format, write_output
 
 COMPARE_FORMATS = ["text", "markdown", "json", "html"]
 
@@ -13,18 +13,40 @@ COMPARE_FORMATS = ["text", "markdown", "json", "html"]
 @click.command()
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
-@click.option("--launch", type=int, default=None, metavar="N",
-              help="Which start-up of a file that holds several (0-based), for A and B.")  # fmt: skip
-@click.option("--launch-b", type=int, default=None, metavar="M",
-              help="A different start-up for B (e.g. `diff x.log x.log --launch 0 --launch-b 1`).")  # fmt: skip
-@click.option("--allow-diff", "allow", multiple=True, metavar="KEY",
-              help="Fit a slope although this server_args key also differs; repeatable.")  # fmt: skip
+@click.option(
+    "--launch",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Which start-up of a file that holds several (0-based), for A and B.",
+)
+@click.option(
+    "--launch-b",
+    type=int,
+    default=None,
+    metavar="M",
+    help="A different start-up for B (e.g. `diff x.log x.log --launch 0 --launch-b 1`).",
+)
+@click.option(
+    "--allow-diff",
+    "allow",
+    multiple=True,
+    metavar="KEY",
+    help="Fit a slope although this server_args key also differs; repeatable.",
+)
 @click.option("--no-slope", is_flag=True, help="Compare only; do not check for or fit a slope.")
 @format_options(COMPARE_FORMATS)
 def diff(
-    a: str, b: str, launch: int | None, launch_b: int | None, allow: tuple[str, ...], no_slope: bool,
-    fmt: str | None, output: str | None, force: bool,
-) -> None:  # fmt: skip
+    a: str,
+    b: str,
+    launch: int | None,
+    launch_b: int | None,
+    allow: tuple[str, ...],
+    no_slope: bool,
+    fmt: str | None,
+    output: str | None,
+    force: bool,
+) -> None:
     """Compare launch A with launch B: settings, SGLang wording, phases, KV tokens and graphs.
 
     A and B are SGLang logs ('-' is stdin, for one of them), or comma-separated
@@ -33,8 +55,8 @@ def diff(
     the graph memory per row is fitted too; otherwise the report says which keys stand
     in the way (--allow-diff KEY fits anyway).
     """
-    from logmem.fit import diff as compare
-    from logmem.fit import load_launch
+    from logmem.compare.core import diff as compare
+    from logmem.compare.core import load_launch
     from logmem.report.compare import render
 
     if a == "-" and b == "-":

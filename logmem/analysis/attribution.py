@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from logmem import events as ev
-from logmem.ledger import Graph, Launch, Model, Rank
+from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.parse import events as ev
 from logmem.units import GIB, MIB, Mem, format_gib, gib
 
 # Differences of two readings printed with two decimals are known to +-0.01 GiB.
@@ -91,7 +91,9 @@ class RankLedger:
         """Conservation: phases chain and add up; causes add up to each phase's drop."""
         for a, b in zip(self.phases, self.phases[1:]):
             if a.after_bytes != b.before_bytes:
-                raise AssertionError(f"{self.rank}: phase {a.key} ends where {b.key} does not begin")
+                raise AssertionError(
+                    f"{self.rank}: phase {a.key} ends where {b.key} does not begin"
+                )
         if self.phases:
             total = sum(p.delta_bytes for p in self.phases)
             assert self.first_bytes is not None and self.last_bytes is not None
@@ -129,7 +131,9 @@ class Sizing:
         return _roundest(rng) if rng else None
 
     kv_parts: int = 1  # how many printed sizes make up kv_bytes (2 for K+V)
-    pools: tuple[tuple[str, int, int | None], ...] = ()  # (label, bytes, tokens) when several KV pools
+    pools: tuple[
+        tuple[str, int, int | None], ...
+    ] = ()  # (label, bytes, tokens) when several KV pools
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,9 @@ def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
     pending: dict[int, list[ev.Event]] = {}
     pools: list[ev.Event] = []
     for e in rank.events:
-        if isinstance(e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)) or (
+        if isinstance(
+            e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)
+        ) or (
             isinstance(e, ev.InitEnd) and e is not rank.init_end  # a draft worker's own init
         ):
             pools.append(e)
@@ -208,7 +214,11 @@ def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
             continue
         pending[len(out)] = pools
         pools = []
-        out.append(_Reading(kind, amount.bytes, e.source.line_no, e, model_of.get(id(e)), graph_of.get(id(e))))
+        out.append(
+            _Reading(
+                kind, amount.bytes, e.source.line_no, e, model_of.get(id(e)), graph_of.get(id(e))
+            )
+        )
     # An open capture (crash or truncated log): its last bucket sample closes the chain.
     if out and out[-1].kind == "capture_begin" and out[-1].graph and out[-1].graph.samples:
         g = out[-1].graph
@@ -222,7 +232,9 @@ def _role(m: Model | None) -> str:
     return "draft " if m is not None and m.role == "draft" else ""
 
 
-def _remainder(delta: int, causes: list[Cause], name: str, lines: tuple[int, ...], note: str = "") -> list[Cause]:
+def _remainder(
+    delta: int, causes: list[Cause], name: str, lines: tuple[int, ...], note: str = ""
+) -> list[Cause]:
     rest = delta - sum(c.bytes for c in causes)
     if rest != 0 or not causes:
         if abs(rest) <= ROUNDING_BYTES and causes:
@@ -232,8 +244,13 @@ def _remainder(delta: int, causes: list[Cause], name: str, lines: tuple[int, ...
 
 
 def _pool_causes(
-    pools: Sequence[ev.Event], model: Model | None, launch: Launch, delta: int, lines: tuple[int, int],
-    sz: Sizing | None = None, rest: str = "unlogged (small pools, allocator)",
+    pools: Sequence[ev.Event],
+    model: Model | None,
+    launch: Launch,
+    delta: int,
+    lines: tuple[int, int],
+    sz: Sizing | None = None,
+    rest: str = "unlogged (small pools, allocator)",
 ) -> list[Cause]:
     causes: list[Cause] = []
     summary_tokens = launch.summary.max_total_num_tokens if launch.summary else None
@@ -241,30 +258,69 @@ def _pool_causes(
     swa = next((p for p in pools if isinstance(p, ev.SWASummary)), None)
     for i, kvp in enumerate(kvs):
         label = "KV pool"
-        if swa is not None and len(kvs) >= 2 and model is not None and model.role == "target" and i < 2:
+        if (
+            swa is not None
+            and len(kvs) >= 2
+            and model is not None
+            and model.role == "target"
+            and i < 2
+        ):
             label = "SWA KV pool" if i == 0 else "full-attention KV pool"
         what = "KV" if kvp.kv is not None else "K+V"
         tok = f", {kvp.tokens:,} tokens" if kvp.tokens is not None else ""
         if kvp.tokens is None and summary_tokens is not None and len(kvs) == 1:
             tok = f"; {summary_tokens:,} tokens per summary"
-        causes.append(Cause(f"{_role(model)}{label} ({what}{tok})", kvp.total_bytes, "logged", (kvp.source.line_no,)))
+        causes.append(
+            Cause(
+                f"{_role(model)}{label} ({what}{tok})",
+                kvp.total_bytes,
+                "logged",
+                (kvp.source.line_no,),
+            )
+        )
     for p in pools:
         if isinstance(p, ev.MambaPool):
-            causes.append(Cause(f"{_role(model)}Mamba state ({p.max_size} slots)", p.total_bytes, "logged",
-                                (p.source.line_no,)))  # fmt: skip
+            causes.append(
+                Cause(
+                    f"{_role(model)}Mamba state ({p.max_size} slots)",
+                    p.total_bytes,
+                    "logged",
+                    (p.source.line_no,),
+                )
+            )
     target = model is None or model.role == "target"
-    if target and not kvs and not any(isinstance(p, ev.MambaPool) for p in pools) and sz is not None \
-            and sz.rest_bytes > 0 and sz.rest_bytes <= delta:
+    if (
+        target
+        and not kvs
+        and not any(isinstance(p, ev.MambaPool) for p in pools)
+        and sz is not None
+        and sz.rest_bytes > 0
+        and sz.rest_bytes <= delta
+    ):
         # SGLang before Feb 2025 logs no KV line: its own rule says what the pool took.
-        causes.append(Cause("KV pool (SGLang's rule; no KV line)", sz.rest_bytes, "estimated",
-                            (), f"{_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
-                                f"(1 - {sz.mem_fraction_static:g})"))  # fmt: skip
+        causes.append(
+            Cause(
+                "KV pool (SGLang's rule; no KV line)",
+                sz.rest_bytes,
+                "estimated",
+                (),
+                f"{_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
+                f"(1 - {sz.mem_fraction_static:g})",
+            )
+        )
     if target:
         req = _req_to_token_bytes(launch)
         if req is not None:
             n_req, ctx, amount = req
-            causes.append(Cause("request-to-token table", amount, "estimated", (),
-                                f"({n_req} + 1) x {ctx} x 4 B"))  # fmt: skip
+            causes.append(
+                Cause(
+                    "request-to-token table",
+                    amount,
+                    "estimated",
+                    (),
+                    f"({n_req} + 1) x {ctx} x 4 B",
+                )
+            )
     return _remainder(delta, causes, rest, lines)
 
 
@@ -348,7 +404,9 @@ def _graph_phase(
         idx, n, known = _bucket_indices(g)
         ends: list[int | None] = [*idx[1:], n if n is not None and not open_capture else None]
         for i, smp in enumerate(s):
-            nxt = s[i + 1].avail.bytes if i + 1 < len(s) else (None if open_capture else after.bytes)
+            nxt = (
+                s[i + 1].avail.bytes if i + 1 < len(s) else (None if open_capture else after.bytes)
+            )
             cost = smp.avail.bytes - nxt if nxt is not None else None
             hi = ends[i]
             covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
@@ -358,25 +416,62 @@ def _graph_phase(
         assumed = "" if known else "bar renders carry no bucket count: assumed consecutive"
         head = (before.line, s[0].source.line_no)
         if idx[0] == 0:
-            causes.append(Cause("static buffers (before the first bucket)", before.bytes - s[0].avail.bytes,
-                                "derived", head, assumed, part="static"))  # fmt: skip
+            causes.append(
+                Cause(
+                    "static buffers (before the first bucket)",
+                    before.bytes - s[0].avail.bytes,
+                    "derived",
+                    head,
+                    assumed,
+                    part="static",
+                )
+            )
         else:
             first_n = f"first {idx[0]} bucket{'s' if idx[0] != 1 else ''}"
-            causes.append(Cause(f"static buffers + {first_n} (one reading)", before.bytes - s[0].avail.bytes,
-                                "derived", head, lazy, part="mixed"))  # fmt: skip
+            causes.append(
+                Cause(
+                    f"static buffers + {first_n} (one reading)",
+                    before.bytes - s[0].avail.bytes,
+                    "derived",
+                    head,
+                    lazy,
+                    part="mixed",
+                )
+            )
             lazy = ""
         if open_capture:
             if len(s) > 1:
-                causes.append(Cause(f"{_span(g, idx[0], idx[-1])}, before the stop",
-                                    s[0].avail.bytes - s[-1].avail.bytes, "derived",
-                                    (s[0].source.line_no, s[-1].source.line_no), lazy, part="buckets"))  # fmt: skip
+                causes.append(
+                    Cause(
+                        f"{_span(g, idx[0], idx[-1])}, before the stop",
+                        s[0].avail.bytes - s[-1].avail.bytes,
+                        "derived",
+                        (s[0].source.line_no, s[-1].source.line_no),
+                        lazy,
+                        part="buckets",
+                    )
+                )
         elif len(s) >= 2 and consecutive and idx[0] == 0:
-            causes.append(Cause(f"largest bucket ({_size_name(g, s[0].size) if s[0].size else 'first bucket'})",
-                                s[0].avail.bytes - s[1].avail.bytes, "derived",
-                                (s[0].source.line_no, s[1].source.line_no), lazy, part="largest"))  # fmt: skip
+            causes.append(
+                Cause(
+                    f"largest bucket ({_size_name(g, s[0].size) if s[0].size else 'first bucket'})",
+                    s[0].avail.bytes - s[1].avail.bytes,
+                    "derived",
+                    (s[0].source.line_no, s[1].source.line_no),
+                    lazy,
+                    part="largest",
+                )
+            )
             n_other = (n - 1) if n is not None else (len(s) - 1)
-            causes.append(Cause(f"other {n_other} buckets", s[1].avail.bytes - after.bytes, "derived",
-                                (s[1].source.line_no, after.line), part="other"))  # fmt: skip
+            causes.append(
+                Cause(
+                    f"other {n_other} buckets",
+                    s[1].avail.bytes - after.bytes,
+                    "derived",
+                    (s[1].source.line_no, after.line),
+                    part="other",
+                )
+            )
         else:
             # Sparse readings (only some renders reached the log): one cause per stretch.
             for i, smp in enumerate(s):
@@ -385,15 +480,44 @@ def _graph_phase(
                 end_i = ends[i]
                 hi = end_i if end_i is not None else idx[i] + 1
                 what = _span(g, idx[i], hi) if n is not None else "the remaining buckets"
-                causes.append(Cause(what, smp.avail.bytes - nxt_b, "derived", (smp.source.line_no, nxt_line),
-                                    lazy if i == 0 else "", part="buckets"))  # fmt: skip
+                causes.append(
+                    Cause(
+                        what,
+                        smp.avail.bytes - nxt_b,
+                        "derived",
+                        (smp.source.line_no, nxt_line),
+                        lazy if i == 0 else "",
+                        part="buckets",
+                    )
+                )
     elif g.end is not None and g.end.usage is not None:
-        note = "" if rank.prints_bars else "no bucket readings on this rank (only the bar-printing rank has them)"
-        causes.append(Cause("graph capture (total)", g.end.usage.bytes, "logged", (after.line,), note, part="total"))
+        note = (
+            ""
+            if rank.prints_bars
+            else "no bucket readings on this rank (only the bar-printing rank has them)"
+        )
+        causes.append(
+            Cause(
+                "graph capture (total)",
+                g.end.usage.bytes,
+                "logged",
+                (after.line,),
+                note,
+                part="total",
+            )
+        )
     causes = _remainder(delta, causes, "unattributed", lines)
     suffix = " (stopped)" if open_capture else ""
-    return Phase(f"capture:{g.name}", f"capture {g.label}{suffix}", before.bytes, after.bytes, tuple(causes),
-                 lines, g, tuple(buckets))  # fmt: skip
+    return Phase(
+        f"capture:{g.name}",
+        f"capture {g.label}{suffix}",
+        before.bytes,
+        after.bytes,
+        tuple(causes),
+        lines,
+        g,
+        tuple(buckets),
+    )
 
 
 def _owner(rank: Rank, event: ev.Event) -> Model | None:
@@ -409,17 +533,38 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
     first_wb = next((r for r in readings if r.kind == "weights_begin"), None)
     if rank.init_end is not None and first_wb is not None and readings and readings[0] is first_wb:
         usage = rank.init_end.usage.bytes
-        causes = [Cause("NCCL / gloo / custom all-reduce", usage, "logged", (rank.init_end.source.line_no,))]
+        causes = [
+            Cause(
+                "NCCL / gloo / custom all-reduce", usage, "logged", (rank.init_end.source.line_no,)
+            )
+        ]
         ar = next((e for e in rank.events if isinstance(e, ev.AllReduceConfig)), None)
         if ar is not None:
             causes = [
-                Cause("all-reduce symmetric memory", ar.symmetric.bytes, "logged", (ar.source.line_no,)),
+                Cause(
+                    "all-reduce symmetric memory",
+                    ar.symmetric.bytes,
+                    "logged",
+                    (ar.source.line_no,),
+                ),
                 Cause("all-reduce local buffer", ar.local.bytes, "logged", (ar.source.line_no,)),
-                Cause("NCCL / gloo / other communicators", usage - ar.symmetric.bytes - ar.local.bytes,
-                      "derived", (rank.init_end.source.line_no,)),
-            ]  # fmt: skip
-        phases.append(Phase("init", "distributed init", first_wb.bytes + usage, first_wb.bytes, tuple(causes),
-                            (rank.init_end.source.line_no, first_wb.line)))  # fmt: skip
+                Cause(
+                    "NCCL / gloo / other communicators",
+                    usage - ar.symmetric.bytes - ar.local.bytes,
+                    "derived",
+                    (rank.init_end.source.line_no,),
+                ),
+            ]
+        phases.append(
+            Phase(
+                "init",
+                "distributed init",
+                first_wb.bytes + usage,
+                first_wb.bytes,
+                tuple(causes),
+                (rank.init_end.source.line_no, first_wb.line),
+            )
+        )
     seen: dict[str, int] = {}
     for i in range(1, len(readings)):
         a, b = readings[i - 1], readings[i]
@@ -429,7 +574,9 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
         if b.kind in ("capture_end", "last_sample") and b.graph is not None and a.graph is b.graph:
             # Lazy buffers (DeepEP, NCCL, cuBLAS) come with the first capture of each kind.
             kind = _graph_kind(b.graph.name)
-            first_of_kind = not any(p.graph is not None and _graph_kind(p.graph.name) == kind for p in phases)
+            first_of_kind = not any(
+                p.graph is not None and _graph_kind(p.graph.name) == kind for p in phases
+            )
             phases.append(_graph_phase(b.graph, a, b, launch, rank, first_of_kind))
             continue
         logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
@@ -438,16 +585,24 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
         if b.kind == "weights_end" and a.kind == "weights_begin":
             we = b.event
             assert isinstance(we, ev.WeightsEnd)
-            causes = [Cause(f"{_role(b.model)}weights", we.usage.bytes, "logged", (b.line,))] if we.usage else []
+            causes = (
+                [Cause(f"{_role(b.model)}weights", we.usage.bytes, "logged", (b.line,))]
+                if we.usage
+                else []
+            )
             key, name = f"{_role(b.model).strip() or 'target'}_weights", f"{_role(b.model)}weights"
             if not causes:
                 causes = [Cause(f"{_role(b.model)}weights", delta, "derived", lines)]
             cl = _remainder(delta, causes, "unattributed", lines)
         elif b.kind == "pool_end" and a.kind == "weights_begin":
             # No Load weight end: weights and pools are one step here.
-            key, name = f"{role}_weights_and_pools", f"{_role(pool_model)}weights and pools (no Load weight end)"
-            cl = _pool_causes(pools, pool_model, launch, delta, lines, sz,
-                              rest="weights + unlogged pools")  # fmt: skip
+            key, name = (
+                f"{role}_weights_and_pools",
+                f"{_role(pool_model)}weights and pools (no Load weight end)",
+            )
+            cl = _pool_causes(
+                pools, pool_model, launch, delta, lines, sz, rest="weights + unlogged pools"
+            )
         elif b.kind == "pool_end" or logged_pools:
             key, name = f"{role}_pools", f"{_role(pool_model)}KV and other pools"
             rest = "unlogged (small pools, allocator)"
@@ -458,18 +613,37 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
             cl = _pool_causes(pools, pool_model, launch, delta, lines, sz, rest=rest)
         elif b.kind == "capture_begin" and b.graph is not None:
             key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.label}"
-            why = ("attention workspaces, sampling (unlogged)" if a.kind in ("pool_end", "weights_end")
-                   else "between captures (unlogged)" if a.kind == "capture_end" else "unlogged")  # fmt: skip
+            why = (
+                "attention workspaces, sampling (unlogged)"
+                if a.kind in ("pool_end", "weights_end")
+                else "between captures (unlogged)"
+                if a.kind == "capture_end"
+                else "unlogged"
+            )
             cl = _remainder(delta, [], why, lines)
         elif b.kind == "weights_begin":
-            key, name = f"pre_weights:{_role(b.model).strip() or 'target'}", f"before {_role(b.model)}weights"
-            inits = [Cause("the draft worker's distributed init", x.usage.bytes, "logged", (x.source.line_no,))
-                     for x in pools if isinstance(x, ev.InitEnd)]  # fmt: skip
+            key, name = (
+                f"pre_weights:{_role(b.model).strip() or 'target'}",
+                f"before {_role(b.model)}weights",
+            )
+            inits = [
+                Cause(
+                    "the draft worker's distributed init",
+                    x.usage.bytes,
+                    "logged",
+                    (x.source.line_no,),
+                )
+                for x in pools
+                if isinstance(x, ev.InitEnd)
+            ]
             cl = _remainder(delta, inits, "unlogged", lines)
         elif b.kind == "summary":
             key = "post_capture"
-            name = ("after capture (warm-up)" if a.kind == "capture_end"
-                    else "until the scheduler summary")  # fmt: skip
+            name = (
+                "after capture (warm-up)"
+                if a.kind == "capture_end"
+                else "until the scheduler summary"
+            )
             cl = _remainder(delta, [], "unlogged", lines)
         else:
             key, name = f"gap:{b.kind}", f"{a.kind.replace('_', ' ')} -> {b.kind.replace('_', ' ')}"
@@ -483,12 +657,19 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
     if not phases:
         if len(readings) == 1:
             r0 = readings[0]
-            note = (f"this rank printed one free-memory reading ({r0.kind.replace('_', ' ')} "
-                    f"{_g(r0.bytes)} GiB, line {r0.line}); a ledger needs two")  # fmt: skip
+            note = (
+                f"this rank printed one free-memory reading ({r0.kind.replace('_', ' ')} "
+                f"{_g(r0.bytes)} GiB, line {r0.line}); a ledger needs two"
+            )
         else:
-            e3 = rank.models and any(m.kv_pools for m in rank.models) and rank.tag("TP") not in (None, 0)
-            note = ("this rank printed no free-memory readings"
-                    + (" (mid-2025 SGLang printed model-runner lines on TP0 only)" if e3 else ""))  # fmt: skip
+            e3 = (
+                rank.models
+                and any(m.kv_pools for m in rank.models)
+                and rank.tag("TP") not in (None, 0)
+            )
+            note = "this rank printed no free-memory readings" + (
+                " (mid-2025 SGLang printed model-runner lines on TP0 only)" if e3 else ""
+            )
     led = RankLedger(rank.label, tuple(phases), note)
     led.check()
     return led
@@ -549,8 +730,10 @@ def sizing(launch: Launch) -> Sizing | None:
     logged = sum(p.total_bytes for p in kv) + sum(p.total_bytes for p in mamba) if kv else None
     # With a sliding-window model the first KV line is the SWA pool and the second the full
     # pool (reference 4.3): max_total_num_tokens and the per-token cost are the full pool's.
-    swa = first_rank is not None and first_rank.target is not None and any(
-        isinstance(p, ev.SWASummary) for p in first_rank.target.pools
+    swa = (
+        first_rank is not None
+        and first_rank.target is not None
+        and any(isinstance(p, ev.SWASummary) for p in first_rank.target.pools)
     )
     main = kv[1] if swa and len(kv) >= 2 else (kv[0] if kv else None)
     tokens = main.tokens if main else None
@@ -559,11 +742,27 @@ def sizing(launch: Launch) -> Sizing | None:
     bpt = main.total_bytes / tokens if main and tokens else None
     parts = 1 if main is not None and main.kv is not None else 2
     labels = ("SWA", "full") if swa and len(kv) >= 2 else ()
-    per_pool = tuple(
-        (labels[i] if i < len(labels) else f"pool {i + 1}", p.total_bytes, p.tokens) for i, p in enumerate(kv)
-    ) if len(kv) > 1 else ()  # fmt: skip
-    return Sizing(float(mfs), pre[0], pre[1], post[0], rest, logged, main.total_bytes if main else None, tokens,
-                  bpt, parts, per_pool)  # fmt: skip
+    per_pool = (
+        tuple(
+            (labels[i] if i < len(labels) else f"pool {i + 1}", p.total_bytes, p.tokens)
+            for i, p in enumerate(kv)
+        )
+        if len(kv) > 1
+        else ()
+    )
+    return Sizing(
+        float(mfs),
+        pre[0],
+        pre[1],
+        post[0],
+        rest,
+        logged,
+        main.total_bytes if main else None,
+        tokens,
+        bpt,
+        parts,
+        per_pool,
+    )
 
 
 def _bpt_range(total: int | None, tokens: int | None, parts: int) -> tuple[int, int] | None:
@@ -592,7 +791,11 @@ def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
     """SGLang's reserve_for_graph_mb() and friends, from the resolved server_args."""
     a = launch.args
     max_bs_f = arg_number(a, "cuda_graph_max_bs", 1, 1 << 20)
-    if max_bs_f is None or not isinstance(a.get("cuda_graph_max_bs"), int) or a.get("disable_cuda_graph"):
+    if (
+        max_bs_f is None
+        or not isinstance(a.get("cuda_graph_max_bs"), int)
+        or a.get("disable_cuda_graph")
+    ):
         return None
     max_bs = int(max_bs_f)
     terms: list[tuple[str, int]] = [(f"decode graph: max_bs {max_bs} x 2 MB", max_bs * 2 * MIB)]
@@ -601,9 +804,16 @@ def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
     if a.get("enable_dp_attention") and dp is not None:
         terms.append((f"DP attention: {max_bs} x dp {dp} x 3 MB", max_bs * dp * 3 * MIB))
         if max_bs > 300:
-            terms.append((f"DP attention, max_bs > 300: {max_bs} x {dp} x 1.5 MB", round(max_bs * dp * 1.5 * MIB)))
+            terms.append(
+                (
+                    f"DP attention, max_bs > 300: {max_bs} x {dp} x 1.5 MB",
+                    round(max_bs * dp * 1.5 * MIB),
+                )
+            )
     pw = a.get("piecewise_cuda_graph_tokens")
-    if (a.get("enable_piecewise_cuda_graph") or a.get("disable_piecewise_cuda_graph") is False) and isinstance(pw, list):
+    if (
+        a.get("enable_piecewise_cuda_graph") or a.get("disable_piecewise_cuda_graph") is False
+    ) and isinstance(pw, list):
         terms.append((f"piecewise graph: {len(pw)} sizes x 8 MB", len(pw) * 8 * MIB))
     if a.get("moe_a2a_backend") == "deepep":
         terms.append(("DeepEP all-to-all: 2048 MB", 2048 * MIB))
@@ -613,8 +823,11 @@ def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
 def build_ledger(launch: Launch) -> LaunchLedger:
     sz = sizing(launch)
     ranks = tuple(rank_ledger(launch, r, sz) for r in launch.ranks)
-    pre = [(r.target.weights_begin.avail.bytes, r.label) for r in launch.ranks
-           if r.target and r.target.weights_begin]  # fmt: skip
+    pre = [
+        (r.target.weights_begin.avail.bytes, r.label)
+        for r in launch.ranks
+        if r.target and r.target.weights_begin
+    ]
     binding = min(pre)[1] if pre else None
     imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None
     imb_tokens = None
@@ -630,7 +843,9 @@ def build_ledger(launch: Launch) -> LaunchLedger:
         measured = sum(us) if us else None
     reserve = graph_reserve(launch, measured)
     led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, ())
-    return LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, tuple(findings(led)))
+    return LaunchLedger(
+        launch, ranks, sz, reserve, binding, imbalance, imb_tokens, tuple(findings(led))
+    )
 
 
 # --- findings ----------------------------------------------------------------------------------
@@ -652,9 +867,13 @@ def findings(led: LaunchLedger) -> list[str]:
     t = main.target
     if t and t.weights_end and t.weights_end.usage:
         offload = arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)
-        held = f"; cpu_offload_gb={offload:g} keeps that much of them in CPU memory" if offload else ""
-        out.append(f"Weights take {_g(t.weights_end.usage.bytes)} GiB per rank on {where}"
-                   f" ({t.weights_end.model_type}{held}).")  # fmt: skip
+        held = (
+            f"; cpu_offload_gb={offload:g} keeps that much of them in CPU memory" if offload else ""
+        )
+        out.append(
+            f"Weights take {_g(t.weights_end.usage.bytes)} GiB per rank on {where}"
+            f" ({t.weights_end.model_type}{held})."
+        )
     sz = led.sizing
     if sz is not None:
         tok = f" for {sz.kv_tokens:,} tokens" if sz.kv_tokens else ""
@@ -663,10 +882,19 @@ def findings(led: LaunchLedger) -> list[str]:
             bpt = f" ({sz.likely_bytes_per_token:,} bytes per token)"
         elif sz.bytes_per_token:
             bpt = f" (about {sz.bytes_per_token:,.0f} bytes per token)"
-        logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB{tok}{bpt}" if sz.logged_pool_bytes else ""
+        logged = (
+            f"; the pools logged {_g(sz.logged_pool_bytes)} GiB{tok}{bpt}"
+            if sz.logged_pool_bytes
+            else ""
+        )
         if sz.pools and sz.logged_pool_bytes:
-            each = ", ".join(f"{lab} {_g(b)} GiB" + (f" for {tk:,} tokens" if tk else "") for lab, b, tk in sz.pools)
-            cell = sz.likely_bytes_per_token or (round(sz.bytes_per_token) if sz.bytes_per_token else None)
+            each = ", ".join(
+                f"{lab} {_g(b)} GiB" + (f" for {tk:,} tokens" if tk else "")
+                for lab, b, tk in sz.pools
+            )
+            cell = sz.likely_bytes_per_token or (
+                round(sz.bytes_per_token) if sz.bytes_per_token else None
+            )
             per = f"; {cell:,} bytes per token in the {sz.pools[-1][0]} pool" if cell else ""
             logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB ({each}{per})"
         out.append(
@@ -676,35 +904,59 @@ def findings(led: LaunchLedger) -> list[str]:
         for m in main.models:
             for kva in (p for p in m.pools if isinstance(p, ev.KVAvailable)):
                 if m.role == "target":
-                    out.append(f"SGLang logged {kva.avail.gib:.2f} GiB available for the KV cache (line "
-                               f"{kva.source.line_no}); the rule above gives {_g(sz.rest_bytes)}.")  # fmt: skip
+                    out.append(
+                        f"SGLang logged {kva.avail.gib:.2f} GiB available for the KV cache (line "
+                        f"{kva.source.line_no}); the rule above gives {_g(sz.rest_bytes)}."
+                    )
                 elif kva.avail.bytes < 0:
-                    out.append(f"The draft model's KV budget is negative ({kva.avail.gib:.2f} GiB, line "
-                               f"{kva.source.line_no}): the draft was sized from what the target left, so "
-                               "its pools ate into memory the target had reserved.")  # fmt: skip
+                    out.append(
+                        f"The draft model's KV budget is negative ({kva.avail.gib:.2f} GiB, line "
+                        f"{kva.source.line_no}): the draft was sized from what the target left, so "
+                        "its pools ate into memory the target had reserved."
+                    )
         if sz.rest_bytes <= 0:
-            out.append("The KV budget is not positive: raise --mem-fraction-static or put fewer weights on each GPU.")
+            out.append(
+                "The KV budget is not positive: raise --mem-fraction-static or put fewer weights on each GPU."
+            )
         elif sz.logged_pool_bytes is not None:
             gap = sz.logged_pool_bytes - sz.rest_bytes
             if abs(gap) > 5 * ROUNDING_BYTES and abs(gap) > 0.02 * sz.rest_bytes:
-                why = ("the allocated cells are bigger than the cell size the sizing assumed "
-                       "(e.g. FP8 scales, an indexer, draft layers)" if gap > 0 else
-                       "a cap held the pool below the budget (max_total_tokens, page rounding, "
-                       "a hybrid/SWA split, or a draft share)")  # fmt: skip
+                why = (
+                    "the allocated cells are bigger than the cell size the sizing assumed "
+                    "(e.g. FP8 scales, an indexer, draft layers)"
+                    if gap > 0
+                    else "a cap held the pool below the budget (max_total_tokens, page rounding, "
+                    "a hybrid/SWA split, or a draft share)"
+                )
                 cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
-                if gap < 0 and cap is not None and sz.kv_tokens is not None and 0 <= cap - sz.kv_tokens < 4096:
+                if (
+                    gap < 0
+                    and cap is not None
+                    and sz.kv_tokens is not None
+                    and 0 <= cap - sz.kv_tokens < 4096
+                ):
                     why = f"--max-total-tokens {int(cap):,} capped the pool"
-                out.append(f"The pools logged {_g(abs(gap))} GiB {'more' if gap > 0 else 'less'} than that "
-                           f"budget: {why}.")  # fmt: skip
+                out.append(
+                    f"The pools logged {_g(abs(gap))} GiB {'more' if gap > 0 else 'less'} than that "
+                    f"budget: {why}."
+                )
     if rl is not None:
         pools = rl.phase("target_pools")
         if pools is not None:
-            parts = ", ".join(f"{c.name} {_g(c.bytes)}" for c in pools.causes if abs(c.bytes) >= ROUNDING_BYTES)
+            parts = ", ".join(
+                f"{c.name} {_g(c.bytes)}" for c in pools.causes if abs(c.bytes) >= ROUNDING_BYTES
+            )
             out.append(f"The pool step drops {_g(pools.delta_bytes)} GiB on {where}: {parts}.")
         pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
-        if pre is not None and pre.delta_bytes > ROUNDING_BYTES and pre.causes[0].name.startswith("attention"):
-            out.append(f"{_g(pre.delta_bytes)} GiB went to unlogged attention-backend workspaces between "
-                       f"Memory pool end and the first capture on {where}.")  # fmt: skip
+        if (
+            pre is not None
+            and pre.delta_bytes > ROUNDING_BYTES
+            and pre.causes[0].name.startswith("attention")
+        ):
+            out.append(
+                f"{_g(pre.delta_bytes)} GiB went to unlogged attention-backend workspaces between "
+                f"Memory pool end and the first capture on {where}."
+            )
         negligible: list[str] = []
         earlier = False  # a capture already took memory before this one
         for p in rl.phases:
@@ -712,7 +964,9 @@ def findings(led: LaunchLedger) -> list[str]:
             if g is None:
                 continue
             static, largest, other = p.part("static"), p.part("largest"), p.part("other")
-            zero = abs(p.delta_bytes) <= ROUNDING_BYTES and all(abs(c.bytes) <= ROUNDING_BYTES for c in p.causes)
+            zero = abs(p.delta_bytes) <= ROUNDING_BYTES and all(
+                abs(c.bytes) <= ROUNDING_BYTES for c in p.causes
+            )
             if zero and g.complete:
                 negligible.append(g.label)
             elif static and largest and other:
@@ -726,53 +980,101 @@ def findings(led: LaunchLedger) -> list[str]:
                 if largest.note:
                     out.append(f"The largest {g.label} bucket {largest.note}.")
             elif g.samples and g.complete and not largest:
-                parts = "; ".join(f"{c.name} {_g(c.bytes)}" for c in p.causes if c.kind == "derived")
-                out.append(f"CUDA graphs ({g.label}) take {_g(p.delta_bytes)} GiB on {where}, but the log kept "
-                           f"bar readings for only some buckets, so the largest bucket cannot be told apart: "
-                           f"{parts}.")  # fmt: skip
+                parts = "; ".join(
+                    f"{c.name} {_g(c.bytes)}" for c in p.causes if c.kind == "derived"
+                )
+                out.append(
+                    f"CUDA graphs ({g.label}) take {_g(p.delta_bytes)} GiB on {where}, but the log kept "
+                    f"bar readings for only some buckets, so the largest bucket cannot be told apart: "
+                    f"{parts}."
+                )
             if p.delta_bytes < -ROUNDING_BYTES:
-                out.append(f"Free memory rose by {_g(-p.delta_bytes)} GiB during capture {g.label} on {where}: "
-                           "memory was released (temporaries freed, or another process on the GPU), "
-                           "so later readings are higher than the pools left.")  # fmt: skip
-            rising = [b for b in p.buckets if b.cost_bytes is not None and b.cost_bytes < -5 * ROUNDING_BYTES]
+                out.append(
+                    f"Free memory rose by {_g(-p.delta_bytes)} GiB during capture {g.label} on {where}: "
+                    "memory was released (temporaries freed, or another process on the GPU), "
+                    "so later readings are higher than the pools left."
+                )
+            rising = [
+                b
+                for b in p.buckets
+                if b.cost_bytes is not None and b.cost_bytes < -5 * ROUNDING_BYTES
+            ]
             if rising:
                 worst = min(b.cost_bytes for b in rising if b.cost_bytes is not None)
-                out.append(f"During capture {g.label} on {where} free memory rose between {len(rising)} bucket "
-                           f"reading(s) (by up to {_g(-worst)} GiB): readings are not monotonic here (freed "
-                           "temporaries, another process, or a unified-memory device such as GB10, where "
-                           "avail mem is system RAM).")  # fmt: skip
+                out.append(
+                    f"During capture {g.label} on {where} free memory rose between {len(rising)} bucket "
+                    f"reading(s) (by up to {_g(-worst)} GiB): readings are not monotonic here (freed "
+                    "temporaries, another process, or a unified-memory device such as GB10, where "
+                    "avail mem is system RAM)."
+                )
             earlier = earlier or p.delta_bytes > ROUNDING_BYTES
         if negligible:
             bottomed = rl.last_bytes is not None and rl.last_bytes <= ROUNDING_BYTES
-            why = ("free memory was already at 0.00 GiB, so nothing more could be measured" if bottomed
-                   else "they reuse the buffers and memory pool of the earlier captures" if earlier
-                   else "nothing measurable was allocated")  # fmt: skip
-            out.append(f"{_join(negligible)} took no measurable memory on {where} (within print rounding): {why}.")
+            why = (
+                "free memory was already at 0.00 GiB, so nothing more could be measured"
+                if bottomed
+                else "they reuse the buffers and memory pool of the earlier captures"
+                if earlier
+                else "nothing measurable was allocated"
+            )
+            out.append(
+                f"{_join(negligible)} took no measurable memory on {where} (within print rounding): {why}."
+            )
         if rl.last_bytes is not None:
             last = rl.phases[-1]
-            when = "after capture" if any(p.graph is not None for p in rl.phases) else f"at the end of {last.name}"
+            when = (
+                "after capture"
+                if any(p.graph is not None for p in rl.phases)
+                else f"at the end of {last.name}"
+            )
             if last.key == "post_capture" and not any(p.graph is not None for p in rl.phases):
                 when = "at the scheduler summary"
-            if last.key.startswith("capture:") and last.graph is not None and not last.graph.complete:
+            if (
+                last.key.startswith("capture:")
+                and last.graph is not None
+                and not last.graph.complete
+            ):
                 when = f"when the log stops (in capture {last.graph.label})"
-            tight = " — very little: the first requests may run out of memory" if rl.last_bytes < 0.5 * GIB else ""
+            tight = (
+                " — very little: the first requests may run out of memory"
+                if rl.last_bytes < 0.5 * GIB
+                else ""
+            )
             out.append(f"{_g(rl.last_bytes)} GiB is left free on {where} {when}{tight}.")
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda t: t[0], default=None)
-        if low is not None and rl.last_bytes is not None and low[0] < rl.last_bytes - 10 * ROUNDING_BYTES:
-            out.append(f"Free memory bottomed out at {_g(low[0])} GiB (line {low[1].lines[1]}, {low[1].name}) "
-                       f"before rising to {_g(rl.last_bytes)} GiB: the lowest point is what an extra "
-                       "allocation there would have to fit in.")  # fmt: skip
+        if (
+            low is not None
+            and rl.last_bytes is not None
+            and low[0] < rl.last_bytes - 10 * ROUNDING_BYTES
+        ):
+            out.append(
+                f"Free memory bottomed out at {_g(low[0])} GiB (line {low[1].lines[1]}, {low[1].name}) "
+                f"before rising to {_g(rl.last_bytes)} GiB: the lowest point is what an extra "
+                "allocation there would have to fit in."
+            )
     if led.imbalance_bytes is not None and led.imbalance_bytes > ROUNDING_BYTES * 5:
-        cost = (f", which costs about {led.imbalance_tokens:,} KV tokens per rank (mem_fraction_static x the gap)"
-                if led.imbalance_tokens else "")  # fmt: skip
-        out.append(f"Ranks differ by {_g(led.imbalance_bytes)} GiB of free memory before loading; SGLang sizes "
-                   f"every rank from the smallest ({led.binding_rank}){cost}.")  # fmt: skip
+        cost = (
+            f", which costs about {led.imbalance_tokens:,} KV tokens per rank (mem_fraction_static x the gap)"
+            if led.imbalance_tokens
+            else ""
+        )
+        out.append(
+            f"Ranks differ by {_g(led.imbalance_bytes)} GiB of free memory before loading; SGLang sizes "
+            f"every rank from the smallest ({led.binding_rank}){cost}."
+        )
     # The reserve heuristic dates from late 2025 (when the piecewise-graph flags appeared).
     modern = any("piecewise_cuda_graph" in k for k in led.launch.args)
-    if led.reserve is not None and led.reserve.measured_bytes is not None and led.reserve.measured_bytes > 0 and modern:
-        out.append(f"SGLang's default-mem_fraction_static heuristic (late 2025 on) would reserve "
-                   f"{_g(led.reserve.reserve_bytes)} GiB for these graphs; the captures used "
-                   f"{_g(led.reserve.measured_bytes)} GiB on {where}.")  # fmt: skip
+    if (
+        led.reserve is not None
+        and led.reserve.measured_bytes is not None
+        and led.reserve.measured_bytes > 0
+        and modern
+    ):
+        out.append(
+            f"SGLang's default-mem_fraction_static heuristic (late 2025 on) would reserve "
+            f"{_g(led.reserve.reserve_bytes)} GiB for these graphs; the captures used "
+            f"{_g(led.reserve.measured_bytes)} GiB on {where}."
+        )
     out.extend(_reuse(rl, L))
     out.extend(_rank_graph_spread(led, main))
     return out
@@ -807,9 +1109,13 @@ def _reuse(rl: RankLedger | None, launch: Launch) -> list[str]:
     if not small:
         return []
     lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if _lazy_note(launch) else ""
-    parts = ", ".join(f"{name} {_g(b)} GiB against {_g(ref)} for {ref_name}" for name, b, ref_name, ref in small)
-    return [f"Later captures have small largest buckets ({parts}): the buffers allocated lazily on the "
-            f"first capture{lazy} are reused."]  # fmt: skip
+    parts = ", ".join(
+        f"{name} {_g(b)} GiB against {_g(ref)} for {ref_name}" for name, b, ref_name, ref in small
+    )
+    return [
+        f"Later captures have small largest buckets ({parts}): the buffers allocated lazily on the "
+        f"first capture{lazy} are reused."
+    ]
 
 
 def _rank_graph_spread(led: LaunchLedger, main: Rank) -> list[str]:
@@ -822,9 +1128,11 @@ def _rank_graph_spread(led: LaunchLedger, main: Rank) -> list[str]:
             if g.end and g.end.usage and g.name in ref and ref[g.name] > 0:
                 diff = g.end.usage.bytes - ref[g.name]
                 if abs(diff) > 0.1 * ref[g.name] and abs(diff) > ROUNDING_BYTES:
-                    out.append(f"{r.label} used {_g(g.end.usage.bytes)} GiB for capture {g.name}, "
-                               f"{abs(diff) / ref[g.name]:.0%} {'more' if diff > 0 else 'less'} than "
-                               f"{main.label or 'the main rank'}.")  # fmt: skip
+                    out.append(
+                        f"{r.label} used {_g(g.end.usage.bytes)} GiB for capture {g.name}, "
+                        f"{abs(diff) / ref[g.name]:.0%} {'more' if diff > 0 else 'less'} than "
+                        f"{main.label or 'the main rank'}."
+                    )
     return out
 
 
@@ -837,6 +1145,16 @@ def ledger_rows(led: RankLedger) -> list[dict[str, Any]]:
     rows = []
     for p in led.phases:
         for c in p.causes:
-            rows.append({"phase": p.key, "phase_name": p.name, "cause": c.name, "gib": gib(c.bytes),
-                         "bytes": c.bytes, "kind": c.kind, "lines": list(c.lines), "note": c.note})  # fmt: skip
+            rows.append(
+                {
+                    "phase": p.key,
+                    "phase_name": p.name,
+                    "cause": c.name,
+                    "gib": gib(c.bytes),
+                    "bytes": c.bytes,
+                    "kind": c.kind,
+                    "lines": list(c.lines),
+                    "note": c.note,
+                }
+            )
     return rows

@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli import format_options, logs_argument, select_options
-from logmem.output import guess_format, write_output
+from logmem.cli.options import format_options, logs_argument, select_options
+from logmem.cli.output import guess_format, write_output
 
 
 @click.command()
 @logs_argument()
 @select_options
-@click.option("--model-config", "model_config", default=None, metavar="PATH",
-              help="A config.json (or model folder): show expected sizes beside measured ones.")  # fmt: skip
+@click.option(
+    "--model-config",
+    "model_config",
+    default=None,
+    metavar="PATH",
+    help="A config.json (or model folder): show expected sizes beside measured ones.",
+)
 @format_options()
 def analyze(
-    logs: tuple[str, ...], launch: int | None, ranks: tuple[str, ...], model_config: str | None,
-    fmt: str | None, output: str | None, force: bool,
-) -> None:  # fmt: skip
+    logs: tuple[str, ...],
+    launch: int | None,
+    ranks: tuple[str, ...],
+    model_config: str | None,
+    fmt: str | None,
+    output: str | None,
+    force: bool,
+) -> None:
     """Per-rank memory ledger, findings and verdict of each launch in LOGS.
 
     LOGS are SGLang server logs: one merged file, one file per rank, or - for stdin;
@@ -25,13 +35,13 @@ def analyze(
     """
     from dataclasses import replace
 
-    from logmem.analysis import read_log, select
+    from logmem.api import read_log, select
     from logmem.report import render
 
     analysis = select(read_log(*logs), launch, ranks)
     if model_config is not None:
         from logmem.errors import LogmemError
-        from logmem.estimate import EstimateError, load_model_config
+        from logmem.estimate.model import EstimateError, load_model_config
 
         try:
             analysis = replace(analysis, model_config=load_model_config(model_config))

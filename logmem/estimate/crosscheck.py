@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.attribution import ROUNDING_BYTES, LaunchLedger
-from logmem.estimate import Estimate, estimate, settings_from_server_args
+from logmem.analysis.attribution import ROUNDING_BYTES, LaunchLedger
+from logmem.estimate.model import Estimate, estimate, settings_from_server_args
 from logmem.units import GIB, format_gib
 
 
@@ -51,17 +51,24 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
     checks.append(w)
     if w.differs and w.measured_bytes is not None and w.expected_bytes is not None:
         gap = w.measured_bytes - w.expected_bytes
-        why = ("memory held after load (loader temporaries still referenced), or weights not sharded as "
-               "assumed" if gap > 0 else
-               "CPU offload (cpu_offload_gb), tied or shared weights, or a stronger quantisation than the "
-               "config says")  # fmt: skip
-        findings.append(f"Weights took {format_gib(w.measured_bytes)} GiB per rank; config.json predicts "
-                        f"{format_gib(w.expected_bytes)} GiB ({format_gib(gap, signed=True)}): likely {why}.")  # fmt: skip
+        why = (
+            "memory held after load (loader temporaries still referenced), or weights not sharded as "
+            "assumed"
+            if gap > 0
+            else "CPU offload (cpu_offload_gb), tied or shared weights, or a stronger quantisation than the "
+            "config says"
+        )
+        findings.append(
+            f"Weights took {format_gib(w.measured_bytes)} GiB per rank; config.json predicts "
+            f"{format_gib(w.expected_bytes)} GiB ({format_gib(gap, signed=True)}): likely {why}."
+        )
     sz = led.sizing
     kv_meas = None
     tol = 0
     if sz is not None:
-        kv_meas = sz.likely_bytes_per_token or (round(sz.bytes_per_token) if sz.bytes_per_token else None)
+        kv_meas = sz.likely_bytes_per_token or (
+            round(sz.bytes_per_token) if sz.bytes_per_token else None
+        )
         if sz.bytes_per_token_range:
             lo, hi = sz.bytes_per_token_range
             tol = (hi - lo) // 2 + 1
@@ -75,26 +82,50 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
             why = "the KV cache is half as wide as assumed: an 8-bit kv_cache_dtype"
         else:
             why = "the pool holds more per token than the attention layers (draft layers, an indexer, scales)"
-        findings.append(f"A KV cell takes {kv.measured_bytes:,} bytes per token; config.json predicts "
-                        f"{kv.expected_bytes:,} ({ratio:.2f}x): {why}.")  # fmt: skip
+        findings.append(
+            f"A KV cell takes {kv.measured_bytes:,} bytes per token; config.json predicts "
+            f"{kv.expected_bytes:,} ({ratio:.2f}x): {why}."
+        )
     if main is not None and (rl := led.rank(main.label)) is not None:
         for p in rl.phases:
             if p.graph is None:
                 continue
             static, largest = p.part("static"), p.part("largest")
-            if static is not None and est.logits_buffer_bytes is not None and p.graph.name in ("decode", "target decode", "target verify"):
-                checks.append(Check(f"{p.graph.name}: static buffers vs logits buffer", static.bytes,
-                                    est.logits_buffer_bytes, ROUNDING_BYTES,
-                                    "logits buffer = rows x vocab x 4 B; other static buffers add to it"))  # fmt: skip
-            if largest is not None and est.deepep_buffer_bytes is not None and L.args.get("moe_a2a_backend") == "deepep":
-                checks.append(Check(f"{p.graph.name}: largest bucket vs DeepEP buffer", largest.bytes,
-                                    est.deepep_buffer_bytes, ROUNDING_BYTES,
-                                    "the low-latency buffer is allocated on the first capture"))  # fmt: skip
+            if (
+                static is not None
+                and est.logits_buffer_bytes is not None
+                and p.graph.name in ("decode", "target decode", "target verify")
+            ):
+                checks.append(
+                    Check(
+                        f"{p.graph.name}: static buffers vs logits buffer",
+                        static.bytes,
+                        est.logits_buffer_bytes,
+                        ROUNDING_BYTES,
+                        "logits buffer = rows x vocab x 4 B; other static buffers add to it",
+                    )
+                )
+            if (
+                largest is not None
+                and est.deepep_buffer_bytes is not None
+                and L.args.get("moe_a2a_backend") == "deepep"
+            ):
+                checks.append(
+                    Check(
+                        f"{p.graph.name}: largest bucket vs DeepEP buffer",
+                        largest.bytes,
+                        est.deepep_buffer_bytes,
+                        ROUNDING_BYTES,
+                        "the low-latency buffer is allocated on the first capture",
+                    )
+                )
                 share = min(est.deepep_buffer_bytes, max(largest.bytes, 0))
                 if largest.bytes > 0:
-                    findings.append(f"About {format_gib(share)} GiB of the {p.graph.name} largest bucket "
-                                    f"({format_gib(largest.bytes)} GiB) is the DeepEP low-latency buffer "
-                                    "that config.json predicts.")  # fmt: skip
+                    findings.append(
+                        f"About {format_gib(share)} GiB of the {p.graph.name} largest bucket "
+                        f"({format_gib(largest.bytes)} GiB) is the DeepEP low-latency buffer "
+                        "that config.json predicts."
+                    )
     return Crosscheck(est, tuple(checks), tuple(findings))
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import regex
 
-from logmem import events as ev
-from logmem.ledger import Graph, Launch, Model, Rank, Traceback
-from logmem.lines import Record, Source
+from logmem.model.launch import Graph, Launch, Model, Rank, Traceback
+from logmem.parse import events as ev
+from logmem.parse.lines import Record, Source
 from logmem.units import GIB, Mem
 
 # --- records ----------------------------------------------------------------------------
@@ -172,9 +172,16 @@ class Outcome:
 
 # Phase names as they appear in Failure.phase, in start-up order; "<x>" is a graph family.
 PHASES = (
-    "before distributed init", "distributed init", "after distributed init", "weights", "pools",
-    "after pools", "capture <x>", "after capture <x>", "serving",
-)  # fmt: skip
+    "before distributed init",
+    "distributed init",
+    "after distributed init",
+    "weights",
+    "pools",
+    "after pools",
+    "capture <x>",
+    "after capture <x>",
+    "serving",
+)
 
 
 def _steps(rank: Rank) -> list[tuple[Source, str]]:
@@ -286,9 +293,10 @@ def outcome(launch: Launch) -> Outcome:
     """
     ready = _ready_source(launch)
     crash_tbs = [
-        t for t in launch.tracebacks
+        t
+        for t in launch.tracebacks
         if t.errors and not _after_ready(t.errors[0].source, ready) and _fatal(launch, t, ready)
-    ]  # fmt: skip
+    ]
     runtime = tuple(
         t for t in launch.tracebacks if t.errors and _after_ready(t.errors[0].source, ready)
     )
@@ -308,16 +316,32 @@ def _fatal(launch: Launch, tb: Traceback, ready: Source | None) -> bool:
     start-up carried on (the server came up, or a rank printed memory steps after it)."""
     if isinstance(tb.opening, ev.SchedulerException):
         return True
-    if any(isinstance(e, (ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed, ev.Imbalance)) for e in tb.errors):
+    if any(
+        isinstance(e, (ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed, ev.Imbalance))
+        for e in tb.errors
+    ):
         return True
     if ready is not None:
         return False
     err = tb.errors[-1].source
     later = [
-        e for r in launch.ranks for e in r.events
-        if e.source.path == err.path and e.source.line_no > err.line_no
-        and isinstance(e, (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.CaptureBegin, ev.CaptureEnd, ev.Summary))
-    ]  # fmt: skip
+        e
+        for r in launch.ranks
+        for e in r.events
+        if e.source.path == err.path
+        and e.source.line_no > err.line_no
+        and isinstance(
+            e,
+            (
+                ev.WeightsBegin,
+                ev.WeightsEnd,
+                ev.PoolEnd,
+                ev.CaptureBegin,
+                ev.CaptureEnd,
+                ev.Summary,
+            ),
+        )
+    ]
     return not later
 
 
@@ -336,12 +360,31 @@ _NOT_CAPACITY = regex.compile(
 )
 _COMM = regex.compile(r"\b(DeepEP|deep_ep|NVSHMEM|nvshmem|mooncake|UCCL)\b")
 # A traceback ending with these is a code, install or version problem, never capacity.
-_NOT_MEMORY_TYPES = frozenset({
-    "TypeError", "ImportError", "ModuleNotFoundError", "AttributeError", "NameError", "SyntaxError",
-    "KeyError", "IndexError", "AssertionError", "NotImplementedError", "ValueError", "FileNotFoundError",
-    "PermissionError", "ConnectionError", "ConnectionRefusedError", "TimeoutError", "UnboundLocalError",
-    "ZeroDivisionError", "RecursionError", "JSONDecodeError", "OSError",
-})  # fmt: skip
+_NOT_MEMORY_TYPES = frozenset(
+    {
+        "TypeError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "AttributeError",
+        "NameError",
+        "SyntaxError",
+        "KeyError",
+        "IndexError",
+        "AssertionError",
+        "NotImplementedError",
+        "ValueError",
+        "FileNotFoundError",
+        "PermissionError",
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "TimeoutError",
+        "UnboundLocalError",
+        "ZeroDivisionError",
+        "RecursionError",
+        "JSONDecodeError",
+        "OSError",
+    }
+)
 
 
 def _b(m: Mem | None) -> int | None:
@@ -351,11 +394,19 @@ def _b(m: Mem | None) -> int | None:
 def _oom_from_event(e: ev.TorchOOM, in_capture: bool = False) -> OutOfMemory:
     lib = _COMM.search(e.message)
     return OutOfMemory(
-        exc_type=e.exc_type, device=e.device, gpu=e.gpu, tried_bytes=_b(e.tried), capacity_bytes=_b(e.capacity),
-        free_bytes=_b(e.free), in_use_bytes=_b(e.in_use), allocated_bytes=_b(e.allocated),
-        reserved_unallocated_bytes=_b(e.reserved_unallocated), private_pools_bytes=_b(e.private_pools),
-        in_capture_error=in_capture, comm_library=_library(lib.group(1)) if lib else None,
-    )  # fmt: skip
+        exc_type=e.exc_type,
+        device=e.device,
+        gpu=e.gpu,
+        tried_bytes=_b(e.tried),
+        capacity_bytes=_b(e.capacity),
+        free_bytes=_b(e.free),
+        in_use_bytes=_b(e.in_use),
+        allocated_bytes=_b(e.allocated),
+        reserved_unallocated_bytes=_b(e.reserved_unallocated),
+        private_pools_bytes=_b(e.private_pools),
+        in_capture_error=in_capture,
+        comm_library=_library(lib.group(1)) if lib else None,
+    )
 
 
 def _library(name: str) -> str:
@@ -413,8 +464,17 @@ _FREE = regex.compile(
 )
 
 
-_UNITS = {"b": "B", "bytes": "B", "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB", "kb": "KB",
-          "mb": "MB", "gb": "GB"}  # fmt: skip
+_UNITS = {
+    "b": "B",
+    "bytes": "B",
+    "kib": "KiB",
+    "mib": "MiB",
+    "gib": "GiB",
+    "tib": "TiB",
+    "kb": "KB",
+    "mb": "MB",
+    "gb": "GB",
+}
 
 
 def _size(number: str | None, unit: str | None) -> int | None:
@@ -439,11 +499,19 @@ def _bare_oom(exc_type: str | None, text: str, in_capture: bool = False) -> OutO
             else _size(free.group(3), free.group(4))
         )
     return OutOfMemory(
-        exc_type=exc_type, device=dev.group(1) if dev else None, gpu=None,
-        tried_bytes=_size(asked.group(1), asked.group(2)) if asked else None, capacity_bytes=None,
-        free_bytes=free_bytes, in_use_bytes=None, allocated_bytes=None, reserved_unallocated_bytes=None,
-        private_pools_bytes=None, in_capture_error=in_capture, comm_library=_library(lib.group(1)) if lib else None,
-    )  # fmt: skip
+        exc_type=exc_type,
+        device=dev.group(1) if dev else None,
+        gpu=None,
+        tried_bytes=_size(asked.group(1), asked.group(2)) if asked else None,
+        capacity_bytes=None,
+        free_bytes=free_bytes,
+        in_use_bytes=None,
+        allocated_bytes=None,
+        reserved_unallocated_bytes=None,
+        private_pools_bytes=None,
+        in_capture_error=in_capture,
+        comm_library=_library(lib.group(1)) if lib else None,
+    )
 
 
 def _priority(r: ErrorRecord) -> int:
@@ -452,9 +520,14 @@ def _priority(r: ErrorRecord) -> int:
     if isinstance(r, OutOfMemory):
         return 0 if r.tried_bytes is not None else 1
     order: dict[type, int] = {
-        KVSizing: 2, Unbalanced: 3, CommBufferError: 4, CaptureError: 5, PythonError: 6,
-        OtherRanksUnfinished: 7, ChildDied: 8,
-    }  # fmt: skip
+        KVSizing: 2,
+        Unbalanced: 3,
+        CommBufferError: 4,
+        CaptureError: 5,
+        PythonError: 6,
+        OtherRanksUnfinished: 7,
+        ChildDied: 8,
+    }
     return order[type(r)]
 
 
@@ -492,9 +565,12 @@ def read_errors(tracebacks: Iterable[Traceback]) -> tuple[RankError, ...]:
             continue
         start = t.opening.source if t.opening is not None else recs[0][1]
         chained = (
-            t.rank is None and groups and last is not None and start.path == last.path
+            t.rank is None
+            and groups
+            and last is not None
+            and start.path == last.path
             and 0 <= start.line_no - last.line_no <= 5
-        )  # fmt: skip
+        )
         if chained:
             groups[-1][1].extend(recs)
         else:
@@ -705,7 +781,7 @@ def _budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> _B
     p_min = min(begins) if begins else None
     cell = None
     if not draft and kv is not None:
-        from logmem.attribution import build_ledger
+        from logmem.analysis.attribution import build_ledger
 
         sz = build_ledger(launch).sizing
         # The same pool the findings price (a sliding-window model's full pool may differ).
@@ -875,22 +951,30 @@ def _cap_fix(
     if shared is False:
         at = next(x for x in samples if x.size == cap)
         dropped = [x.size for x in samples if x.size and x.size > cap]
-        return Fix(flag, str(cap), (
-            f"{how}: dropping {unit} {_sizes_text(dropped)} returns {_g(a0)} - {_g(at.avail.bytes)} = "
-            f"{_g(a0 - at.avail.bytes)} GiB (bar readings before {unit} {b0} and {cap}) against the "
-            f"{_g(shortfall)} GiB shortfall; {cost}"
-        ))  # fmt: skip
+        return Fix(
+            flag,
+            str(cap),
+            (
+                f"{how}: dropping {unit} {_sizes_text(dropped)} returns {_g(a0)} - {_g(at.avail.bytes)} = "
+                f"{_g(a0 - at.avail.bytes)} GiB (bar readings before {unit} {b0} and {cap}) against the "
+                f"{_g(shortfall)} GiB shortfall; {cost}"
+            ),
+        )
     saved = per_row * (b0 - cap)
     measured = (
         f", measured drops allow {additive_limit:.0f}"
         if additive_limit is not None and not shared
         else ""
     )
-    return Fix(flag, str(cap), (
-        f"{basis}, {per_row / (1 << 20):.2f} MiB per row; capping at {cap} saves about "
-        f"{per_row / (1 << 20):.2f} MiB x ({b0} - {cap}) = {_g(saved)} GiB against the {_g(shortfall)} GiB shortfall "
-        f"({how}; M <= {b0} - {_g(shortfall)} GiB / per row = {shared_limit:.0f}{measured}); {cost}"
-    ))  # fmt: skip
+    return Fix(
+        flag,
+        str(cap),
+        (
+            f"{basis}, {per_row / (1 << 20):.2f} MiB per row; capping at {cap} saves about "
+            f"{per_row / (1 << 20):.2f} MiB x ({b0} - {cap}) = {_g(saved)} GiB against the {_g(shortfall)} GiB shortfall "
+            f"({how}; M <= {b0} - {_g(shortfall)} GiB / per row = {shared_limit:.0f}{measured}); {cost}"
+        ),
+    )
 
 
 def _sizes_text(sizes: Sequence[int]) -> str:
@@ -916,8 +1000,10 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
             f"PyTorch held {_g(r.allocated_bytes)} GiB of the {_g(r.capacity_bytes)} GiB GPU"
         )
     if phase in ("before distributed init", "distributed init", "after distributed init"):
-        notes.append("nothing of SGLang's own size was allocated yet, so the GPU was already busy: "
-                     "check other processes on it (nvidia-smi); memory flags do not apply")  # fmt: skip
+        notes.append(
+            "nothing of SGLang's own size was allocated yet, so the GPU was already busy: "
+            "check other processes on it (nvidia-smi); memory flags do not apply"
+        )
     elif phase.endswith("weights"):
         notes.append(
             "weights load before the KV pool is sized, so --mem-fraction-static does not help here"
@@ -936,10 +1022,16 @@ def _oom_fixes(launch: Launch, r: OutOfMemory, place: _Place) -> tuple[tuple[Fix
     # PyTorch's own hint, last: it only helps when the free blocks are the caching allocator's.
     frag = r.reserved_unallocated_bytes
     if frag is not None and shortfall is not None and frag >= shortfall > 0:
-        fixes.append(Fix("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", (
-            f"{_g(frag)} GiB is reserved by PyTorch but unallocated (fragmentation), more than the {_g(shortfall)} "
-            f"GiB shortfall; expandable segments may let PyTorch use it; costs nothing in KV"
-        )))  # fmt: skip
+        fixes.append(
+            Fix(
+                "PYTORCH_CUDA_ALLOC_CONF",
+                "expandable_segments:True",
+                (
+                    f"{_g(frag)} GiB is reserved by PyTorch but unallocated (fragmentation), more than the {_g(shortfall)} "
+                    f"GiB shortfall; expandable segments may let PyTorch use it; costs nothing in KV"
+                ),
+            )
+        )
     return tuple(fixes), _sentences(notes)
 
 
@@ -979,8 +1071,10 @@ def _budget_fixes(
         # DeepEP allocates its low-latency buffer at the first dispatch, which is usually
         # inside the first capture bucket: the OOM may be that buffer, not the graph.
         if r.comm_library is None:
-            notes.append("DeepEP is on (moe_a2a_backend='deepep') and allocates its buffer lazily at the "
-                         "first dispatch, inside the capture: the failed allocation may be that buffer")  # fmt: skip
+            notes.append(
+                "DeepEP is on (moe_a2a_backend='deepep') and allocates its buffer lazily at the "
+                "first dispatch, inside the capture: the failed allocation may be that buffer"
+            )
         fixes.append(_dispatch_tokens_fix(r))
     if mfs_fix is not None and blocker is not None:
         notes.append(f"lowering --mem-fraction-static alone cannot fix it: {blocker}")
@@ -1002,15 +1096,23 @@ def _dispatch_tokens_fix(r: OutOfMemory) -> Fix:
     ):
         ratio = r.free_bytes / r.tried_bytes
         at_default = math.floor(128 * ratio)
-        return Fix(env, f"<= {ratio:.2f} x the current value", (
-            f"the buffer asked for {_g(r.tried_bytes)} GiB with {_g(r.free_bytes)} GiB free and is proportional to "
-            f"the dispatch tokens per rank T, so T must drop to at most {_g(r.free_bytes)} / {_g(r.tried_bytes)} = "
-            f"{ratio:.2f} of its value ({at_default} at the default 128); costs: decode batches per rank are capped at T"
-        ))  # fmt: skip
-    return Fix(env, "64", (
-        "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default 128, "
-        "reference 12.5), so 64 halves it; costs: decode batches per rank are capped at 64"
-    ))  # fmt: skip
+        return Fix(
+            env,
+            f"<= {ratio:.2f} x the current value",
+            (
+                f"the buffer asked for {_g(r.tried_bytes)} GiB with {_g(r.free_bytes)} GiB free and is proportional to "
+                f"the dispatch tokens per rank T, so T must drop to at most {_g(r.free_bytes)} / {_g(r.tried_bytes)} = "
+                f"{ratio:.2f} of its value ({at_default} at the default 128); costs: decode batches per rank are capped at T"
+            ),
+        )
+    return Fix(
+        env,
+        "64",
+        (
+            "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default 128, "
+            "reference 12.5), so 64 halves it; costs: decode batches per rank are capped at 64"
+        ),
+    )
 
 
 def _chunk_fix(chunk: int, need: int) -> Fix:
@@ -1018,11 +1120,15 @@ def _chunk_fix(chunk: int, need: int) -> Fix:
     half = chunk // 2
     saved = (max(chunk, 2048) - max(half, 2048)) * 1.5 * (1 << 20)
     enough = "covers" if saved >= need else "does not cover"
-    return Fix("--chunked-prefill-size", str(half), (
-        f"prefill activations grow with the chunk; SGLang's default sizing assumes 1.5 MiB per chunk token, "
-        f"so {chunk} -> {half} needs about ({chunk} - {max(half, 2048)}) x 1.5 MiB = {_g(saved)} GiB less, which "
-        f"{enough} the {_g(need)} GiB shortfall (an estimate); costs: long prompts take more prefill steps"
-    ))  # fmt: skip
+    return Fix(
+        "--chunked-prefill-size",
+        str(half),
+        (
+            f"prefill activations grow with the chunk; SGLang's default sizing assumes 1.5 MiB per chunk token, "
+            f"so {chunk} -> {half} needs about ({chunk} - {max(half, 2048)}) x 1.5 MiB = {_g(saved)} GiB less, which "
+            f"{enough} the {_g(need)} GiB shortfall (an estimate); costs: long prompts take more prefill steps"
+        ),
+    )
 
 
 def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> str:
@@ -1071,7 +1177,19 @@ def _quantized(launch: Launch) -> str | None:
     # and a crash during load leaves no Load weight end to tell.
     path = launch.args.get("model_path")
     if isinstance(path, str):
-        for tag in ("fp8", "fp4", "nvfp4", "mxfp4", "awq", "gptq", "int4", "int8", "w4a8", "w8a8", "gguf"):
+        for tag in (
+            "fp8",
+            "fp4",
+            "nvfp4",
+            "mxfp4",
+            "awq",
+            "gptq",
+            "int4",
+            "int8",
+            "w4a8",
+            "w8a8",
+            "gguf",
+        ):
             if regex.search(rf"(?i)(?<![a-z0-9]){tag}(?![a-z0-9])", path.rsplit("/", 1)[-1]):
                 return tag
     return None
@@ -1095,21 +1213,35 @@ def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[Fix], s
         note = (
             f"after loading {_g(w)} GiB of weights, the ranks that finished leave rest = {_g(b.post_load_bytes)} - "
             f"{_g(b.pre_load_bytes)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB for the KV pool"
-            + (". Even without this OOM there would be no KV pool, so the weights per rank must shrink" if rest <= 0 else "")
-        )  # fmt: skip
+            + (
+                ". Even without this OOM there would be no KV pool, so the weights per rank must shrink"
+                if rest <= 0
+                else ""
+            )
+        )
     tp = b.tp_size
     if tp is not None:
         gain = ""
         if rest is not None and w is not None:
             gain = f"; the KV budget at mfs {_fmt_mfs(b.mfs or 0)} becomes about {_g(rest)} + {_g(w / 2)} = {_g(rest + w / 2)} GiB"
-        fixes.append(Fix("--tp-size", str(tp * 2), (
-            f"halves the weights per rank if they shard evenly; needs {tp * 2} GPUs{gain}"
-        )))  # fmt: skip
+        fixes.append(
+            Fix(
+                "--tp-size",
+                str(tp * 2),
+                (f"halves the weights per rank if they shard evenly; needs {tp * 2} GPUs{gain}"),
+            )
+        )
     quant = _quantized(launch)
     if quant is None:
-        fixes.append(Fix("--quantization", "fp8", (
-            "8-bit weights take half the memory of 16-bit ones (if the checkpoint is 16-bit); may change accuracy"
-        )))  # fmt: skip
+        fixes.append(
+            Fix(
+                "--quantization",
+                "fp8",
+                (
+                    "8-bit weights take half the memory of 16-bit ones (if the checkpoint is 16-bit); may change accuracy"
+                ),
+            )
+        )
     if need is not None:
         short = max(need, -rest if rest is not None and rest < 0 else 0)
         n = max(1, math.ceil(short / GIB))
@@ -1132,23 +1264,37 @@ def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[Fix], s
 def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...], str]:
     b = _budget(launch, draft="draft" in phase, mfs=r.mem_fraction_static)
     if b.pre_load_bytes is None or b.post_load_bytes is None:
-        return (Fix("--mem-fraction-static", None, "raise it: the KV pool came out empty (no Load weight lines "
-                    "to compute by how much)"),), ""  # fmt: skip
+        return (
+            Fix(
+                "--mem-fraction-static",
+                None,
+                "raise it: the KV pool came out empty (no Load weight lines "
+                "to compute by how much)",
+            ),
+        ), ""
     p, a = b.pre_load_bytes, b.post_load_bytes
     notes = []
     if b.mfs is not None:
         rest = a - p * (1 - b.mfs)
-        notes.append(f"the KV budget came out as rest = {_g(a)} - {_g(p)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB "
-                     f"(smallest Load weight end avail minus P x (1 - mfs), P = the smallest Load weight begin avail)")  # fmt: skip
+        notes.append(
+            f"the KV budget came out as rest = {_g(a)} - {_g(p)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB "
+            f"(smallest Load weight end avail minus P x (1 - mfs), P = the smallest Load weight begin avail)"
+        )
     fixes: list[Fix] = []
     lowest = min_mfs_for_pool(b)
     if lowest is not None and lowest < 1:
         headroom = p * (1 - lowest)
-        fixes.append(Fix("--mem-fraction-static", _fmt_mfs(lowest), (
-            f"the smallest value with a KV pool at all: mfs > 1 - {_g(a)} / {_g(p)} = {1 - a / p:.4f}; each further "
-            f"0.01 adds {_g(0.01 * p)} GiB of KV; costs headroom: {_g(headroom)} GiB is left outside the budget "
-            f"for activations and CUDA graphs, so too high a value fails later in capture"
-        )))  # fmt: skip
+        fixes.append(
+            Fix(
+                "--mem-fraction-static",
+                _fmt_mfs(lowest),
+                (
+                    f"the smallest value with a KV pool at all: mfs > 1 - {_g(a)} / {_g(p)} = {1 - a / p:.4f}; each further "
+                    f"0.01 adds {_g(0.01 * p)} GiB of KV; costs headroom: {_g(headroom)} GiB is left outside the budget "
+                    f"for activations and CUDA graphs, so too high a value fails later in capture"
+                ),
+            )
+        )
     else:
         notes.append(
             f"no mem_fraction_static below 1 gives a pool: only {_g(a)} GiB is free after the weights"
@@ -1165,10 +1311,16 @@ def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...],
             if _quantized(launch)
             else ", as would 8-bit instead of 16-bit weights (--quantization fp8)"
         )
-        fixes.append(Fix("--tp-size" if tp else "fewer weights per rank", str(tp * 2) if tp else None, (
-            f"halves the weights per rank ({_g(w)} GiB now) if they shard evenly{also}: about {_g(w / 2)} GiB "
-            f"more per rank{gain}"
-        )))  # fmt: skip
+        fixes.append(
+            Fix(
+                "--tp-size" if tp else "fewer weights per rank",
+                str(tp * 2) if tp else None,
+                (
+                    f"halves the weights per rank ({_g(w)} GiB now) if they shard evenly{also}: about {_g(w / 2)} GiB "
+                    f"more per rank{gain}"
+                ),
+            )
+        )
     return tuple(fixes), _sentences(notes)
 
 
@@ -1186,7 +1338,7 @@ def _imbalance_fixes(
             f"GiB, the minimum over ranks, vs local_gpu_memory={r.local_gib:.2f} GiB on a rank that raised it). "
             f"The check runs after distributed init, before the weights load, so the memory was taken before SGLang "
             f"allocated anything of size: usually another process on that GPU"
-        )  # fmt: skip
+        )
         # The occupied rank keeps going; its own first reading confirms the minimum.
         for label in heavy:
             hr = launch.rank(label)
@@ -1199,17 +1351,29 @@ def _imbalance_fixes(
             if isinstance(mfs, (int, float))
             else "mem_fraction_static x the gap"
         )
-        fixes.append(Fix("nvidia-smi", "--query-compute-apps=pid,used_memory --format=csv", (
-            f"find the process holding about {short:.2f} GiB on {who}'s GPU and stop it (or use free GPUs); costs nothing"
-        )))  # fmt: skip
+        fixes.append(
+            Fix(
+                "nvidia-smi",
+                "--query-compute-apps=pid,used_memory --format=csv",
+                (
+                    f"find the process holding about {short:.2f} GiB on {who}'s GPU and stop it (or use free GPUs); costs nothing"
+                ),
+            )
+        )
         # SGLang's rule (reference 12.2) takes both P and the after-weights reading as minimums over
         # ranks: a GPU with g less of both lowers rest = after - P x (1 - mfs) by mfs x g.
-        fixes.append(Fix("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", "0", (
-            f"starts anyway; every rank then sizes its KV pool from the tightest GPU ({r.pre_model_load_gib:.2f} GiB) "
-            f"and the other ranks leave the difference unused. SGLang's rule rest = after-weights - P x (1 - mfs) "
-            f"takes both readings as minimums over ranks, so a gap g lowers it by mfs x g: each rank's KV budget "
-            f"shrinks by {loss}"
-        )))  # fmt: skip
+        fixes.append(
+            Fix(
+                "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK",
+                "0",
+                (
+                    f"starts anyway; every rank then sizes its KV pool from the tightest GPU ({r.pre_model_load_gib:.2f} GiB) "
+                    f"and the other ranks leave the difference unused. SGLang's rule rest = after-weights - P x (1 - mfs) "
+                    f"takes both readings as minimums over ranks, so a gap g lowers it by mfs x g: each rank's KV budget "
+                    f"shrinks by {loss}"
+                ),
+            )
+        )
     else:
         notes.append(
             f"{who} had less free memory than the others before the weights loaded: usually another process"
@@ -1231,7 +1395,7 @@ def _heavy_ranks(launch: Launch, raising: Sequence[str]) -> list[str]:
 
 
 def _tags(label: str) -> tuple[tuple[str, int], ...]:
-    from logmem.lines import rank_tags
+    from logmem.parse.lines import rank_tags
 
     return rank_tags(label)
 
@@ -1335,10 +1499,16 @@ def _not_memory(
     if phase.startswith("capture "):
         name = phase.removeprefix("capture ")
         flag = "--disable-piecewise-cuda-graph" if name == "piecewise" else "--disable-cuda-graph"
-        fixes = (Fix(flag, None, (
-            f"skips the {name} graph capture that fails, to confirm the cause and get a server up; "
-            f"costs speed (no graphs for that phase); the real fix is a matching SGLang/kernel version"
-        )),)  # fmt: skip
+        fixes = (
+            Fix(
+                flag,
+                None,
+                (
+                    f"skips the {name} graph capture that fails, to confirm the cause and get a server up; "
+                    f"costs speed (no graphs for that phase); the real fix is a matching SGLang/kernel version"
+                ),
+            ),
+        )
     return fixes, text
 
 
@@ -1474,8 +1644,10 @@ def _with_headline(launch: Launch, f: Failure, place: _Place) -> Failure:
         if f.phase and f.phase.startswith("capture "):
             extra = _capture_state(place, f)
         line = f" (last line {f.line.line_no})" if f.line else ""
-        head = (f"Incomplete: the log stops {where}{extra} on {rank or 'the GPU'}{line}; "
-                f"this is not a complete start-up.")  # fmt: skip
+        head = (
+            f"Incomplete: the log stops {where}{extra} on {rank or 'the GPU'}{line}; "
+            f"this is not a complete start-up."
+        )
         return replace(f, headline=head)
     figures = ""
     if f.tried_bytes is not None and f.free_bytes is not None:

@@ -11,12 +11,23 @@ import click
 
 from logmem.errors import LogmemError
 
-EXTENSIONS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".txt": "text",
-              ".html": "html", ".htm": "html", ".png": "png", ".svg": "svg"}  # fmt: skip
+EXTENSIONS = {
+    ".json": "json",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".html": "html",
+    ".htm": "html",
+    ".png": "png",
+    ".svg": "svg",
+}
 
 
 def guess_format(
-    output: str | None, fmt: str | None, default: str = "text", allowed: tuple[str, ...] | None = None
+    output: str | None,
+    fmt: str | None,
+    default: str = "text",
+    allowed: tuple[str, ...] | None = None,
 ) -> str:
     """An explicit --format wins; else the output file's extension; else `default`.
 

@@ -4,30 +4,44 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli import format_options
-from logmem.commands.diff import COMPARE_FORMATS
-from logmem.output import guess_format, write_output
+from logmem.cli.diff import COMPARE_FORMATS
+from logmem.cli.options import format_options
+from logmem.cli.output import guess_format, write_output
 
 
 @click.command()
 @click.argument("logs", nargs=-1, required=True, metavar="LOG LOG [LOG...]")
-@click.option("--launch", type=int, default=None, metavar="N",
-              help="Which start-up of files that hold several (0-based), for every LOG.")  # fmt: skip
-@click.option("--allow-diff", "allow", multiple=True, metavar="KEY",
-              help="Fit although this server_args key also differs; repeatable.")  # fmt: skip
+@click.option(
+    "--launch",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Which start-up of files that hold several (0-based), for every LOG.",
+)
+@click.option(
+    "--allow-diff",
+    "allow",
+    multiple=True,
+    metavar="KEY",
+    help="Fit although this server_args key also differs; repeatable.",
+)
 @format_options(COMPARE_FORMATS)
 def fit(
-    logs: tuple[str, ...], launch: int | None, allow: tuple[str, ...], fmt: str | None,
-    output: str | None, force: bool,
-) -> None:  # fmt: skip
+    logs: tuple[str, ...],
+    launch: int | None,
+    allow: tuple[str, ...],
+    fmt: str | None,
+    output: str | None,
+    force: bool,
+) -> None:
     """Fit largest-bucket and static-buffer memory against rows over two or more launches.
 
     Each LOG is one launch: a file, '-' (stdin, once) or comma-separated per-rank
     files. The launches must differ only in cuda_graph_max_bs / cuda_graph_bs
     (unless --allow-diff); two launches give exactly the slope of `logmem diff`.
     """
-    from logmem.fit import fit as fit_launches
-    from logmem.fit import load_launch
+    from logmem.compare.core import fit as fit_launches
+    from logmem.compare.core import load_launch
     from logmem.report.compare import render
 
     if len(logs) < 2:

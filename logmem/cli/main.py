@@ -1,0 +1,83 @@
+"""Command-line interface: the `logmem` group, shared options and error handling.
+
+Each command lives in ``logmem/cli/<name>.py`` and follows the same four steps:
+parse options, call one library function, pick a reporter, write the output. Library
+errors (LogmemError) become "Error: ..." and exit 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from logmem import __version__
+from logmem.cli.commands import COMMANDS
+from logmem.cli.options import UserError
+
+
+class _Group(click.Group):
+    """Library errors become "Error: ..." with exit 1, however the CLI is invoked."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from logmem.errors import LogmemError
+
+        try:
+            return super().invoke(ctx)
+        except LogmemError as e:
+            raise UserError(str(e)) from None
+
+
+@click.group(
+    cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
+@click.version_option(__version__, prog_name="logmem")
+@click.option("-q", "--quiet", is_flag=True, help="No progress or status messages on stderr.")
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool) -> None:
+    """Turn SGLang start-up logs into a per-rank GPU-memory ledger.
+
+    \b
+    logmem analyze tp0.log            the ledger, findings and verdict
+    logmem diff a.log b.log           what changed between two launches
+    logmem lines tp0.log              every recognised line (debugging)
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["quiet"] = quiet
+    from logmem.parse import progress as progress  # the reader draws its bar unless --quiet
+
+    progress.enabled = not quiet
+
+
+for _command in COMMANDS:
+    cli.add_command(_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage)."""
+    from logmem.errors import LogmemError
+
+    try:
+        cli.main(args=argv, prog_name="logmem", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return int(e.exit_code or 0)
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 1
+    except LogmemError as e:
+        click.echo(f"Error: {e}", err=True)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

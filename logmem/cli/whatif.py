@@ -1,0 +1,150 @@
+"""`logmem whatif`: SGLang's KV rule replayed on one launch for other settings, and the mfs window."""
+
+from __future__ import annotations
+
+import click
+
+from logmem.cli.diff import COMPARE_FORMATS
+from logmem.cli.options import format_options
+from logmem.cli.output import guess_format, write_output
+
+
+@click.command()
+@click.argument("log", metavar="LOG")
+@click.option(
+    "--launch", type=int, default=None, metavar="N", help="Which start-up of LOG (0-based)."
+)
+@click.option(
+    "--mem-fraction-static",
+    "mfs",
+    type=float,
+    default=None,
+    metavar="X",
+    help="Predict for this mem_fraction_static (default: the launch's).",
+)
+@click.option(
+    "--cuda-graph-max-bs",
+    "max_bs",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Predict for this largest captured batch size.",
+)
+@click.option(
+    "--mib-per-row",
+    type=float,
+    default=None,
+    metavar="M",
+    help="Largest-bucket growth per row (from `logmem diff`/`fit`).",
+)
+@click.option(
+    "--static-mib-per-row",
+    type=float,
+    default=None,
+    metavar="M",
+    help="Static-buffer growth per row, with --mib-per-row.",
+)
+@click.option(
+    "--slope-from",
+    nargs=2,
+    default=None,
+    metavar="A B",
+    help="Measure the slope from two launches that differ only in max bs.",
+)
+@click.option(
+    "--allow-diff",
+    "allow",
+    multiple=True,
+    metavar="KEY",
+    help="With --slope-from: fit although this key also differs; repeatable.",
+)
+@click.option(
+    "--activation-reserve",
+    type=float,
+    default=0.0,
+    show_default=True,
+    metavar="GIB",
+    help="Free memory to keep after capture for activations.",
+)
+@click.option(
+    "--context-length",
+    type=int,
+    default=None,
+    metavar="L",
+    help="Context length for the one-full-context check (default: the launch's).",
+)
+@click.option(
+    "--logged-mem-fraction-static",
+    "logged_mfs",
+    type=float,
+    default=None,
+    metavar="X",
+    help="The mem_fraction_static LOG ran with, when its log prints no server_args.",
+)
+@format_options(COMPARE_FORMATS)
+def whatif(
+    log: str,
+    launch: int | None,
+    mfs: float | None,
+    max_bs: int | None,
+    mib_per_row: float | None,
+    static_mib_per_row: float | None,
+    slope_from: tuple[str, str] | None,
+    allow: tuple[str, ...],
+    activation_reserve: float,
+    context_length: int | None,
+    logged_mfs: float | None,
+    fmt: str | None,
+    output: str | None,
+    force: bool,
+) -> None:
+    """Predict KV tokens, graph memory and headroom at other settings, and the feasible
+    mem_fraction_static window, from one launch's ledger and SGLang's own KV rule.
+
+    LOG is a file, '-' for stdin, or comma-separated per-rank files of one launch.
+    """
+    from logmem.compare.core import GraphSlope, diff, load_launch, slope_from_fit
+    from logmem.compare.core import whatif as predict
+    from logmem.errors import FitError
+    from logmem.report.compare import render
+    from logmem.units import gib_to_bytes
+
+    if mib_per_row is not None and slope_from:
+        raise click.UsageError("give --mib-per-row or --slope-from, not both")
+    if static_mib_per_row is not None and mib_per_row is None:
+        raise click.UsageError("--static-mib-per-row needs --mib-per-row")
+    if [log, *(slope_from or ())].count("-") > 1:
+        raise click.UsageError("only one input can be '-' (stdin)")
+    if activation_reserve < 0:
+        raise click.UsageError("--activation-reserve cannot be negative")
+    L, ref = load_launch(log, launch, "LOG")
+    slope = None
+    if mib_per_row is not None:
+        slope = GraphSlope(
+            mib_per_row,
+            static_mib_per_row,
+            f"given: --mib-per-row {mib_per_row:g}"
+            + (
+                f", --static-mib-per-row {static_mib_per_row:g}"
+                if static_mib_per_row is not None
+                else ""
+            ),
+        )
+    elif slope_from:
+        la, ra = load_launch(slope_from[0], None, "--slope-from A")
+        lb, rb = load_launch(slope_from[1], None, "--slope-from B")
+        d = diff(la, ra, lb, rb, allow)
+        from logmem.compare.core import _main_point
+
+        main = _main_point(L)
+        slope = slope_from_fit(d.slopes, main.graph if main else None)
+        if slope is None:
+            raise FitError(
+                f"--slope-from {ra.name} {rb.name} gave no slope: "
+                f"{d.slope_note.removeprefix('none: ') or 'no batch-size graph'}"
+            )
+    model = predict(
+        L, ref, mfs, max_bs, slope, gib_to_bytes(activation_reserve), context_length, logged_mfs
+    )
+    fmt = guess_format(output, fmt, default="text")
+    write_output(render(model, fmt), output, force)

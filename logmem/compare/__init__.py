@@ -1,0 +1,1 @@
+"""Comparing launches: server_args, per-phase diff, the slope fit and what-if."""

@@ -1,0 +1,1 @@
+"""The model: launches, ranks, models and graphs built from events (launch)."""

@@ -1,0 +1,53 @@
+"""Analysis: everything logmem read from one or more inputs (what ``logmem.read_log`` returns)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from logmem.model.launch import Launch, Rank
+from logmem.parse import events as ev
+from logmem.parse.read import ReadStats
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything logmem read from one or more inputs."""
+
+    paths: tuple[str, ...]
+    launches: tuple[Launch, ...]
+    unmatched: tuple[ev.Unmatched, ...]
+    stats: tuple[ReadStats, ...] = field(compare=False)
+    # A Hugging Face config.json, when given: reports put expected sizes beside measured ones.
+    model_config: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def ranks(self) -> tuple[Rank, ...]:
+        return tuple(r for L in self.launches for r in L.ranks)
+
+    def launch(self, index: int) -> Launch:
+        return self.launches[index]
+
+    @property
+    def findings(self) -> list[str]:
+        from logmem.analysis.attribution import launch_findings
+
+        return [f for L in self.launches for f in launch_findings(L)]
+
+    def ledger_frame(self) -> pd.DataFrame:
+        from logmem.report.frames import ledger_frame
+
+        return ledger_frame(self)
+
+    def samples_frame(self) -> pd.DataFrame:
+        from logmem.report.frames import samples_frame
+
+        return samples_frame(self)
+
+    def to_json(self) -> dict[str, Any]:
+        from logmem.report.jsonout import analysis_json
+
+        return analysis_json(self)

@@ -1,0 +1,1 @@
+"""Reading: bytes -> records (read, lines) -> typed events (patterns, events)."""
