@@ -6,15 +6,16 @@ import json
 
 import click
 
-from logmem.cli.options import format_options
+from logmem.cli.options import INPUT, format_options
 from logmem.cli.output import guess_format, write_output
 
 
 @click.command()
-@click.argument("log", required=False, type=click.Path(allow_dash=True, dir_okay=False))
+@click.argument("log", required=False, type=INPUT)
 @click.option(
     "--model-config",
     "config_path",
+    type=INPUT,
     required=True,
     metavar="PATH",
     help="A Hugging Face config.json, or the model folder holding it.",

@@ -73,6 +73,8 @@ class ReadStats:
 def _open_raw(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
+    if os.path.isdir(path):
+        raise InputError(f"cannot read {path}: it is a folder, not a log file")
     try:
         return open(path, "rb")  # noqa: SIM115 - closed by the caller
     except OSError as e:
