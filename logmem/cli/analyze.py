@@ -8,6 +8,7 @@ from logmem.cli.options import (
     INPUT,
     format_options,
     logs_argument,
+    max_bytes_option,
     select_options,
 )
 from logmem.cli.output import guess_format, write_output
@@ -24,6 +25,7 @@ from logmem.cli.output import guess_format, write_output
     metavar="PATH",
     help="A config.json (or model folder): show expected sizes beside measured ones.",
 )
+@max_bytes_option
 @format_options()
 def analyze(
     logs: tuple[str, ...],

@@ -86,6 +86,23 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]  # generic from cl
         return x
 
 
+class ByteSize(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
+    """A positive byte count: 1000000, or with a binary suffix (64K, 500M, 10G, 1T)."""
+
+    name = "size"
+    _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+        unit = text[-1:] if text[-1:] in self._UNITS else ""
+        digits = text[: len(text) - len(unit)]
+        if not digits.isdigit() or len(digits) > 15 or int(digits) < 1:
+            self.fail(f"{value!r} is not a positive size (e.g. 1000000, 500M, 10G)", param, ctx)
+        return int(digits) * self._UNITS[unit]
+
+
 def _dedupe_inputs(
     ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
 ) -> tuple[str, ...]:
@@ -153,6 +170,27 @@ def format_options(formats: list[str] | None = None) -> Callable[[F], F]:
         return fn
 
     return deco
+
+
+def _max_bytes_callback(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+    from logmem.parse import read
+
+    if value is not None:
+        # Undone when the command's context closes: in-process callers run many commands.
+        ctx.with_resource(read.byte_limit(value))
+
+
+def max_bytes_option(fn: F) -> F:
+    """--max-bytes N: stop reading each input after N decompressed bytes (the report says so)."""
+    return click.option(
+        "--max-bytes",
+        type=ByteSize(),
+        default=None,
+        metavar="N",
+        expose_value=False,
+        callback=_max_bytes_callback,
+        help="Read at most N (decompressed) bytes of each input; the report says where it stopped.",
+    )(fn)
 
 
 def select_options(fn: F) -> F:

@@ -311,6 +311,14 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
                 "compression": st.compression,
                 "ends_with_newline": st.ends_with_newline,
                 "truncated_segments": st.truncated_segments,
+                "encoding": st.encoding,
+                # Reading ended early: "truncated" / "corrupt" stream or "max-bytes"; at_byte
+                # (decompressed) is where, and everything before it was read.
+                "stopped": (
+                    {"why": st.stopped, "at_byte": st.bytes_read, "detail": st.stop_detail}
+                    if st.stopped
+                    else None
+                ),
             }
             for st in a.stats
         ],
