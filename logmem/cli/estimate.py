@@ -6,8 +6,9 @@ import json
 
 import click
 
-from logmem.cli.options import INPUT, format_options
+from logmem.cli.options import INPUT, MAX_ROWS, MAX_TOKENS, format_options
 from logmem.cli.output import guess_format, write_output
+from logmem.estimate.limits import MAX_PARALLEL
 
 
 @click.command()
@@ -20,10 +21,18 @@ from logmem.cli.output import guess_format, write_output
     metavar="PATH",
     help="A Hugging Face config.json, or the model folder holding it.",
 )
-@click.option("--tp", type=click.IntRange(min=1), default=None, help="Tensor-parallel size.")
-@click.option("--dp", type=click.IntRange(min=1), default=None, help="Data-parallel size.")
-@click.option("--ep", type=click.IntRange(min=1), default=None, help="Expert-parallel size.")
-@click.option("--pp", type=click.IntRange(min=1), default=None, help="Pipeline-parallel size.")
+@click.option(
+    "--tp", type=click.IntRange(1, MAX_PARALLEL), default=None, help="Tensor-parallel size."
+)
+@click.option(
+    "--dp", type=click.IntRange(1, MAX_PARALLEL), default=None, help="Data-parallel size."
+)
+@click.option(
+    "--ep", type=click.IntRange(1, MAX_PARALLEL), default=None, help="Expert-parallel size."
+)
+@click.option(
+    "--pp", type=click.IntRange(1, MAX_PARALLEL), default=None, help="Pipeline-parallel size."
+)
 @click.option(
     "--dp-attention/--no-dp-attention", default=None, help="DP attention (attention TP = tp / dp)."
 )
@@ -33,17 +42,20 @@ from logmem.cli.output import guess_format, write_output
     "--quantization", default=None, help="Quantisation method (fp8, awq, modelopt_fp4, ...)."
 )
 @click.option(
-    "--cuda-graph-max-bs", type=click.IntRange(min=1), default=None, help="Largest graph batch."
+    "--cuda-graph-max-bs",
+    type=click.IntRange(1, MAX_ROWS),
+    default=None,
+    help="Largest graph batch.",
 )
 @click.option(
     "--tokens-per-req",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_ROWS),
     default=None,
     help="Tokens per request in the graph (speculative draft tokens).",
 )
 @click.option(
     "--max-dispatch-tokens",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_TOKENS),
     default=None,
     help="DeepEP tokens per rank (SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128).",
 )

@@ -65,14 +65,23 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as e:
         e.show()
         return e.exit_code
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return 1
+    except click.exceptions.Abort as e:
+        # click turns Ctrl-C into Abort; the shell's convention for SIGINT is 128 + 2.
+        interrupted = isinstance(e.__cause__ or e.__context__, KeyboardInterrupt)
+        click.echo("Interrupted." if interrupted else "Aborted.", err=True)
+        return 130 if interrupted else 1
     except LogmemError as e:
         click.echo(f"Error: {e}", err=True)
         return 1
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        click.echo(
+            "Error: out of memory: the input is too large to analyse in the memory available "
+            "(--max-bytes N reads only the first N bytes of each input)",
+            err=True,
+        )
+        return 1
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return 130

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from logmem.errors import LogmemError
+from logmem.estimate import limits
+
 GIB = 1 << 30
 
 # SGLang's VocabParallelEmbedding pads the vocabulary to a multiple of 64 before splitting it.
@@ -28,7 +31,7 @@ LATENT_KEYS = ("moe_latent_size", "routed_hidden_size", "latent_moe_dim")
 _SUBCONFIG_KEYS = ("text_config", "llm_config", "language_config")
 
 
-class EstimateError(ValueError):
+class EstimateError(LogmemError, ValueError):
     """A config.json that cannot be read, or settings that cannot describe a deployment."""
 
 
@@ -47,6 +50,10 @@ class Parallel:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise EstimateError(f"{name} must be a positive integer, got {value!r}")
+            try:
+                limits.check_parallel(name, value)
+            except limits.LimitError as e:
+                raise EstimateError(str(e)) from None
         if self.dp_attention and self.tp % self.dp:
             raise EstimateError(
                 f"DP attention needs tp divisible by dp, got tp={self.tp}, dp={self.dp}"
@@ -128,8 +135,17 @@ def load_model_config(path: str | Path) -> dict[str, Any]:
         raise EstimateError(f"{p}: cannot read: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise EstimateError(f"{p}: not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise EstimateError(f"{p}: nested too deeply to be a model config") from None
+    except (ValueError, MemoryError) as exc:  # a 5000-digit number, a value too big to hold
+        why = str(exc)[:200] or type(exc).__name__
+        raise EstimateError(f"{p}: not a model config: {why}") from None
     if not isinstance(data, dict):
         raise EstimateError(f"{p}: expected a JSON object, got {type(data).__name__}")
+    try:
+        limits.check_config(data)
+    except limits.LimitError as exc:
+        raise EstimateError(f"{p}: {exc}") from None
     data.setdefault("_name_or_path", default_name)
     return data
 
