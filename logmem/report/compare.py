@@ -26,6 +26,7 @@ from logmem.compare.core import (
     key_list,
 )
 from logmem.errors import LogmemError
+from logmem.report.safe_text import one_line, strip_controls
 from logmem.units import gib
 
 WIDTH = 100
@@ -407,6 +408,7 @@ class _Out:
         self.lines: list[str] = []
 
     def title(self, text: str) -> None:
+        text = one_line(text)  # every string of a layout can carry log text: inert on a terminal
         if self.md:
             self.lines.extend([f"## {text}", ""])
             return
@@ -414,6 +416,7 @@ class _Out:
         self.lines.extend([*wrapped, "=" * max(len(x) for x in wrapped)])
 
     def heading(self, text: str) -> None:
+        text = one_line(text)
         if self.lines and self.lines[-1] == "":
             self.lines.pop()
         self.lines.extend(["", f"### {text}", ""] if self.md else ["", text])
@@ -427,6 +430,7 @@ class _Out:
             self.lines.append("")
 
     def para(self, text: str) -> None:
+        text = one_line(text)
         if self.md:
             self._block()
             self.lines.append(text)
@@ -435,13 +439,14 @@ class _Out:
 
     def bullets(self, items: Sequence[str]) -> None:
         self._block()
-        for it in items:
+        for it in map(one_line, items):
             if self.md:
                 self.lines.append(f"- {it}")
             else:
                 self.lines.extend(_wrap(it, "- "))
 
     def table(self, columns: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> None:
+        rows = [[one_line(c) for c in r] for r in rows]
         if self.md:
             self._block()
             self.lines.extend(_md_table(columns, rows, left))
@@ -449,6 +454,7 @@ class _Out:
             self.lines.extend(_table(columns, rows, left))
 
     def details(self, summary: str, body: Callable[[], None]) -> None:
+        summary = one_line(summary)
         if self.md:
             self.lines.extend(["", f"<details><summary>{summary}</summary>", ""])
             body()
@@ -458,7 +464,7 @@ class _Out:
             body()
 
     def text(self) -> str:
-        return "\n".join(self.lines).rstrip() + "\n"
+        return strip_controls("\n".join(self.lines).rstrip() + "\n")
 
 
 # --- slopes (diff and fit) ----------------------------------------------------------------

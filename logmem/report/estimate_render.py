@@ -6,6 +6,7 @@ import textwrap
 from typing import Any
 
 from logmem.estimate.model import GIB, Estimate
+from logmem.report.safe_text import one_line, strip_controls
 
 SCHEMA = "logmem.estimate/1"
 WIDTH = 100
@@ -53,7 +54,7 @@ def _summary(est: Estimate) -> list[tuple[str, str]]:
         if est.kv_tokens_per_gib is not None:
             kv += f" ({est.kv_tokens_per_gib:,.0f} tokens per GiB)"
     rows = [
-        ("model", est.model or UNKNOWN),
+        ("model", one_line(est.model or UNKNOWN)),  # a name from config.json
         ("parallel", _parallel(est)),
         (
             "dtype",
@@ -85,7 +86,7 @@ def _component_rows(est: Estimate) -> list[tuple[str, str, str, str, str]]:
 
 def render_text(est: Estimate) -> str:
     """Plain text, at most 100 columns wide."""
-    lines = [f"Expected sizes for {est.model or 'an unnamed model'}", ""]
+    lines = [f"Expected sizes for {one_line(est.model or 'an unnamed model')}", ""]
     label_w = max(len(label) for label, _ in _summary(est)) + 2
     for label, value in _summary(est):
         wrapped = textwrap.wrap(value, WIDTH - label_w) or [""]
@@ -104,7 +105,7 @@ def render_text(est: Estimate) -> str:
         lines += ["", "Notes:"]
         for note in est.notes:
             lines += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")
-    return "\n".join(lines) + "\n"
+    return strip_controls("\n".join(lines) + "\n")
 
 
 def _row(cells: tuple[str, ...], widths: list[int], why_w: int) -> list[str]:
@@ -126,7 +127,7 @@ def _md(text: str) -> str:
 def render_markdown(est: Estimate) -> str:
     """GitHub Markdown: a summary table, a component table and the notes."""
     lines = [
-        f"## Expected sizes for {_md(est.model or 'an unnamed model')}",
+        f"## Expected sizes for {_md(one_line(est.model or 'an unnamed model'))}",
         "",
         "| | |",
         "|---|---|",
@@ -143,7 +144,7 @@ def render_markdown(est: Estimate) -> str:
     if est.notes:
         lines += ["", "Notes:", ""]
         lines += [f"- {note}" for note in est.notes]
-    return "\n".join(lines) + "\n"
+    return strip_controls("\n".join(lines) + "\n")
 
 
 def to_json(est: Estimate) -> dict[str, Any]:
