@@ -193,6 +193,16 @@ def test_concatenated_streams_are_one_input(tmp_path: Path, kind: str) -> None:
     assert len(d["launches"]) == 2  # type: ignore[arg-type]
 
 
+def test_every_command_warns_when_an_input_was_read_in_part(tmp_path: Path) -> None:
+    """diff/fit/whatif/plot reports have no input notes: the warning says it for them."""
+    packed = gzip.compress(PAIR_B.read_bytes() * 40, mtime=0)
+    cut = write(tmp_path, "b.log.gz", packed[: len(packed) // 2])
+    code, _, err = run_cli("diff", str(PAIR_A), str(cut), "--launch-b", "0")
+    assert f"Warning: {cut}: the gzip stream is cut short after " in err
+    code, _, err = run_cli("analyze", str(LOG), "--max-bytes", "5K")
+    assert code == 0 and f"Warning: {LOG}: read only its first 5,120 bytes" in err
+
+
 def test_a_stream_cut_before_any_output_is_an_error_naming_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "tiny.bz2", bz2.compress(LOG.read_bytes())[:200])
     code, _, err = run_cli("analyze", str(path))

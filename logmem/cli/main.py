@@ -8,6 +8,7 @@ errors (LogmemError) become "Error: ..." and exit 1; usage errors exit 2.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -56,10 +57,17 @@ for _command in COMMANDS:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage)."""
-    from logmem.errors import LogmemError
+    from logmem.errors import InputWarning, LogmemError
+
+    def show(message: Warning | str, category: type[Warning], *rest: object) -> None:
+        click.echo(f"Warning: {message}", err=True)
 
     try:
-        cli.main(args=argv, prog_name="logmem", standalone_mode=False)
+        with warnings.catch_warnings():
+            # What the reader warns about (an input read only in part) reaches every command.
+            warnings.simplefilter("always", InputWarning)
+            warnings.showwarning = show  # type: ignore[assignment]
+            cli.main(args=argv, prog_name="logmem", standalone_mode=False)
     except click.exceptions.Exit as e:
         return int(e.exit_code or 0)
     except click.ClickException as e:

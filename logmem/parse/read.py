@@ -25,6 +25,7 @@ import lzma
 import os
 import stat
 import sys
+import warnings
 import zlib
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any, BinaryIO
 
 import regex
 
-from logmem.errors import InputError
+from logmem.errors import InputError, InputWarning
 from logmem.parse import progress as progress
 from logmem.parse.matchers import (  # noqa: F401 - re-exported: tests and benchmarks use them
     _MATCHERS,
@@ -337,6 +338,16 @@ def _position(raw: BinaryIO, fallback: int) -> int:
         return fallback
 
 
+def _stop_warning(path: str, stats: ReadStats) -> str:
+    if stats.stopped == "max-bytes":
+        return f"{path}: read only its first {stats.bytes_read:,} bytes (--max-bytes)"
+    what = "cut short" if stats.stopped == "truncated" else "corrupt"
+    return (
+        f"{path}: the {stats.compression} stream is {what} after {stats.bytes_read:,} "
+        "decompressed bytes; only what was read is analysed"
+    )
+
+
 def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
     """The input's bytes as UTF-8-ish chunks, decompressed, up to the byte limit."""
     raw = _open_raw(path)
@@ -364,7 +375,9 @@ def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
             if chunk:
                 yield chunk
             if stats.stopped == "max-bytes":
-                return
+                break
+        if stats.stopped and stats.bytes_read:
+            warnings.warn(InputWarning(_stop_warning(path, stats)), stacklevel=2)
         if stats.stopped in ("truncated", "corrupt") and stats.bytes_read == 0:
             what = "is cut short" if stats.stopped == "truncated" else "cannot be decoded"
             detail = f" ({stats.stop_detail})" if stats.stop_detail else ""
