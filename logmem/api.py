@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
-from logmem.model.launch import build_launches
+from logmem.model.build import build_launches
 from logmem.parse import events as ev
 from logmem.parse.lines import iter_records
 from logmem.parse.patterns import KEYWORD_BYTES
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from logmem.compare.core import LaunchRef
-    from logmem.model.launch import Launch
+    from logmem.model.records import Launch
 
 
 def collect_events(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from logmem.model.launch import Launch, Rank
+from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.parse.read import ReadStats
 
