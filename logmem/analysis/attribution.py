@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.model.records import OPENED_BY_BARS
 from logmem.parse import events as ev
 from logmem.units import GIB, MIB, Mem, format_gib, gib
 
@@ -185,10 +186,19 @@ def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
         for ge in (g.begin, g.end):
             if ge is not None:
                 graph_of[id(ge)] = g
+    # A capture that printed no begin reading (a sizes line or a fragment opened it) starts
+    # where its first bar reading is.
+    first_bar = {g.samples[0].source: g for g in rank.graphs if g.begin_bytes is None and g.samples}
     out: list[_Reading] = []
     pending: dict[int, list[ev.Event]] = {}
     pools: list[ev.Event] = []
     for e in rank.events:
+        if isinstance(e, ev.BarRender) and e.avail is not None and e.source in first_bar:
+            g = first_bar.pop(e.source)
+            pending[len(out)] = pools
+            pools = []
+            out.append(_Reading("first_sample", e.avail.bytes, e.source.line_no, e, None, g))
+            continue
         if isinstance(
             e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)
         ) or (
@@ -220,7 +230,12 @@ def _readings(rank: Rank) -> tuple[list[_Reading], dict[int, list[ev.Event]]]:
             )
         )
     # An open capture (crash or truncated log): its last bucket sample closes the chain.
-    if out and out[-1].kind == "capture_begin" and out[-1].graph and out[-1].graph.samples:
+    if (
+        out
+        and out[-1].kind in ("capture_begin", "first_sample")
+        and out[-1].graph
+        and len(out[-1].graph.samples) > (out[-1].kind == "first_sample")
+    ):
         g = out[-1].graph
         s = g.samples[-1]
         pending[len(out)] = pools
@@ -379,10 +394,12 @@ def _size_name(g: Graph, size: int | None) -> str:
     return f"num_tokens {size}" if _graph_kind(g.name) == "prefill" else f"bs {size}"
 
 
-def _span(g: Graph, lo: int, hi: int) -> str:
-    """Buckets lo..hi-1 (capture order) in words."""
+def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> str:
+    """Buckets lo..hi-1 (capture order) in words; ``size``: the bar's size at bucket lo."""
     order = sorted(g.sizes, reverse=True) if g.sizes else None
     count = hi - lo
+    if order is None and count == 1 and size is not None:
+        return f"bucket {_size_name(g, size)}"
     if order is None or not 0 <= lo < hi <= len(order):
         # Counts that do not fit the sizes list (two logs interleaved, a cut bar): say less.
         return f"{count} bucket{'s' if count != 1 else ''}" if count > 0 else "buckets"
@@ -415,7 +432,9 @@ def _graph_phase(
         lazy = _lazy_note(launch) if first_of_kind else ""
         assumed = "" if known else "bar renders carry no bucket count: assumed consecutive"
         head = (before.line, s[0].source.line_no)
-        if idx[0] == 0:
+        if before.kind == "first_sample":
+            pass  # the phase opens at the first bar reading: nothing lies before it
+        elif idx[0] == 0:
             causes.append(
                 Cause(
                     "static buffers (before the first bucket)",
@@ -479,7 +498,7 @@ def _graph_phase(
                 nxt_line = s[i + 1].source.line_no if i + 1 < len(s) else after.line
                 end_i = ends[i]
                 hi = end_i if end_i is not None else idx[i] + 1
-                what = _span(g, idx[i], hi) if n is not None else "the remaining buckets"
+                what = _span(g, idx[i], hi, smp.size) if n is not None else "the remaining buckets"
                 causes.append(
                     Cause(
                         what,
@@ -493,7 +512,7 @@ def _graph_phase(
     elif g.end is not None and g.end.usage is not None:
         note = (
             ""
-            if rank.prints_bars
+            if rank.prints_bars or before.graph is not g
             else "no bucket readings on this rank (only the bar-printing rank has them)"
         )
         causes.append(
@@ -506,11 +525,13 @@ def _graph_phase(
                 part="total",
             )
         )
-    causes = _remainder(delta, causes, "unattributed", lines)
-    suffix = " (stopped)" if open_capture else ""
+    rest = "unattributed"
+    if before.graph is not g:
+        rest = "workspaces before it began (unlogged)"
+    causes = _remainder(delta, causes, rest, lines)
     return Phase(
         f"capture:{g.name}",
-        f"capture {g.label}{suffix}",
+        f"capture {g.label}{_phase_suffix(g, before, after)}",
         before.bytes,
         after.bytes,
         tuple(causes),
@@ -518,6 +539,36 @@ def _graph_phase(
         g,
         tuple(buckets),
     )
+
+
+def _captured_between(a: _Reading, b: _Reading) -> Graph | None:
+    """The capture whose phase runs from reading a to reading b: from its opening (begin line,
+    else first bar reading) to its end reading, or to the next reading when it printed none;
+    or, for an end line that printed no begin and no bar reading, from the reading before."""
+    g = a.graph
+    opens = g is not None and a.kind in ("capture_begin", "first_sample")
+    if opens and g is not None and (b.graph is g or g.end_bytes is None):
+        return g
+    g = b.graph
+    if b.kind == "capture_end" and g is not None and g.begin_bytes is None and not g.samples:
+        return g
+    return None
+
+
+def _phase_suffix(g: Graph, before: _Reading, after: _Reading) -> str:
+    """How far the phase is the capture itself: its name says what the log left out."""
+    parts = []
+    if before.graph is not g:
+        parts.append("no begin line")
+    elif before.kind == "first_sample":
+        parts.append(
+            "log starts mid-capture" if g.opened_by == OPENED_BY_BARS else "from its first bar"
+        )
+    if after.kind == "last_sample":
+        parts.append("stopped" if not g.complete else "to its last bar")
+    elif after.graph is not g:
+        parts.append("no end line")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _owner(rank: Rank, event: ev.Event) -> Model | None:
@@ -571,13 +622,14 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
         delta = a.bytes - b.bytes
         lines = (a.line, b.line)
         pools = pending.get(i, [])
-        if b.kind in ("capture_end", "last_sample") and b.graph is not None and a.graph is b.graph:
+        captured = _captured_between(a, b)
+        if captured is not None:
             # Lazy buffers (DeepEP, NCCL, cuBLAS) come with the first capture of each kind.
-            kind = _graph_kind(b.graph.name)
+            kind = _graph_kind(captured.name)
             first_of_kind = not any(
                 p.graph is not None and _graph_kind(p.graph.name) == kind for p in phases
             )
-            phases.append(_graph_phase(b.graph, a, b, launch, rank, first_of_kind))
+            phases.append(_graph_phase(captured, a, b, launch, rank, first_of_kind))
             continue
         logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
         pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model
@@ -611,7 +663,7 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
                 name += f" (no pool end line; to {b.kind.replace('_', ' ')})"
                 rest = "unlogged: small pools + workspaces"
             cl = _pool_causes(pools, pool_model, launch, delta, lines, sz, rest=rest)
-        elif b.kind == "capture_begin" and b.graph is not None:
+        elif b.kind in ("capture_begin", "first_sample") and b.graph is not None:
             key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.label}"
             why = (
                 "attention workspaces, sampling (unlogged)"
@@ -620,6 +672,10 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
                 if a.kind == "capture_end"
                 else "unlogged"
             )
+            if b.kind == "first_sample":
+                # No begin reading: the capture's own static buffers are in this step too.
+                name += " (to its first bar)"
+                why = f"{why.removesuffix(' (unlogged)')} + its static buffers (unlogged)"
             cl = _remainder(delta, [], why, lines)
         elif b.kind == "weights_begin":
             key, name = (

@@ -1,6 +1,6 @@
 """Model stage, building: events -> launches -> ranks -> models, pools and graph captures.
 
-Rules, from ../shared/reference/log-formats.md section 17:
+Rules, from ../shared/reference/log-formats.md sections 1.5, 7 and 17:
 
 * a file that prints ``server_args=`` twice, or a rank that begins distributed init
   twice, holds two launches; per-rank files of one launch are merged by launch index;
@@ -8,7 +8,13 @@ Rules, from ../shared/reference/log-formats.md section 17:
   pool lines and ``Memory pool end`` belong to the first model whose pools are not
   closed yet (older SGLang: target pools before draft load; newest: both loads first);
 * progress-bar renders carry no prefix: they belong to the open capture on the rank
-  that prints bars (the one that printed ``Capture cuda graph bs``, else TP rank 0).
+  that prints bars (the one that printed ``Capture cuda graph bs``, else TP rank 0);
+  renders before any capture is open (a fragment that starts mid-capture) belong to the
+  capture whose end line follows on that rank;
+* a sizes list with no capture open (``Capture cuda graph num tokens [...]`` right after
+  the decode end, in versions without a piecewise begin line) opens a capture;
+* a capture that printed no end line finished when a later start-up step follows it on
+  its rank (another capture, a model load, pools, the summary) or the server came up.
 """
 
 from __future__ import annotations
@@ -17,11 +23,28 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from logmem.model.records import Graph, Launch, Model, Rank, Sample, Traceback
+from logmem.model.clock import printed_at
+from logmem.model.records import (
+    OPENED_BY_BARS,
+    OPENED_BY_BEGIN,
+    OPENED_BY_END,
+    OPENED_BY_SIZES,
+    Graph,
+    Launch,
+    Model,
+    Rank,
+    Sample,
+    Traceback,
+)
 from logmem.parse import events as ev
+from logmem.parse.lines import rank_tags
+from logmem.sglang.capture_lists import ListContext, largest_from_count
 
 _POOL_EVENTS = (ev.KVPool, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailable, ev.DSv4Plan)
 _ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed)
+# Start-up steps that come after a capture: one printed on the capture's rank shows that a
+# capture without an end line had finished.
+_LATER_STEPS = (ev.CaptureBegin, ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.Summary)
 
 
 @dataclass
@@ -35,8 +58,41 @@ class _GraphB:
     samples: list[Sample] = field(default_factory=list)
     bars: int = 0
     bar_total: int | None = None
+    opened_by: str = OPENED_BY_BEGIN
+    closed_by: ev.Event | None = None
+    opening: ev.Event | None = None  # the event that opened it (begin, sizes or end line)
 
-    def freeze(self) -> Graph:
+    @property
+    def is_open(self) -> bool:
+        return (
+            self.end is None
+            and self.closed_by is None
+            and self.opened_by in (OPENED_BY_BEGIN, OPENED_BY_SIZES)
+        )
+
+    def add_bar(self, e: ev.BarRender) -> None:
+        self.bars += 1
+        if e.total is not None and e.kind != "compile":
+            self.bar_total = e.total
+        if e.avail is not None and e.kind != "compile":
+            last = self.samples[-1] if self.samples else None
+            new_bucket = last is None or (
+                e.size != last.size if e.size is not None else e.avail.bytes != last.avail.bytes
+            )
+            if new_bucket:
+                self.samples.append(Sample(e.size, e.avail, e.source, e.bucket_index))
+
+    def freeze(self, ctx: ListContext) -> Graph:
+        inferred, rule = None, None
+        if not self.sizes and self.bar_total:
+            seen = tuple((s.index, s.size) for s in self.samples if s.size is not None)
+            opening = self.opening or self.end
+            month = _month(opening) if opening is not None else None
+            found = largest_from_count(
+                self.bar_total, _family(self.name), dataclasses.replace(ctx, month=month), seen
+            )
+            if found is not None:
+                inferred, rule = found
         return Graph(
             self.name,
             self.backend,
@@ -47,7 +103,21 @@ class _GraphB:
             tuple(self.samples),
             self.bars,
             self.bar_total,
+            self.opened_by,
+            self.closed_by,
+            inferred,
+            rule,
         )
+
+
+def _family(name: str) -> str:
+    """Prefill-type graphs are sized in tokens, the others in batch sizes."""
+    return "tokens" if ("prefill" in name or "piecewise" in name) else "bs"
+
+
+def _month(e: ev.Event) -> tuple[int, int] | None:
+    ts = printed_at(e)
+    return (ts.year, ts.month) if ts is not None else None
 
 
 @dataclass
@@ -78,10 +148,12 @@ class _RankB:
     bars: int = 0
 
     def open_graph(self) -> _GraphB | None:
-        for g in reversed(self.graphs):
-            if g.end is None and g.begin is not None:
-                return g
-        return None
+        return next((g for g in reversed(self.graphs) if g.is_open), None)
+
+    def close_graphs(self, by: ev.Event) -> None:
+        for g in self.graphs:
+            if g.is_open:
+                g.closed_by = by
 
     def new_model(self) -> _ModelB:
         m = _ModelB("target" if not self.models else "draft")
@@ -94,14 +166,15 @@ class _RankB:
                 return m
         return self.new_model()
 
-    def freeze(self) -> Rank:
+    def freeze(self, ctx: ListContext) -> Rank:
+        ctx = dataclasses.replace(ctx, draft_loaded=len(self.models) > 1)
         return Rank(
             self.label,
             self.tags,
             self.init_begin,
             self.init_end,
             tuple(m.freeze() for m in self.models),
-            tuple(g.freeze() for g in self.graphs),
+            tuple(g.freeze(ctx) for g in self.graphs),
             tuple(self.events),
             self.summary,
             self.bars > 0,
@@ -115,6 +188,13 @@ class _TracebackB:
     errors: list[ev.Event] = field(default_factory=list)
 
 
+def _preference(r: _RankB) -> tuple[int, int]:
+    """Which rank prints bars: the one that printed the sizes list, else TP rank 0 (DP0 first)."""
+    tp = next((n for t, n in r.tags if t == "TP"), 0)
+    dp = next((n for t, n in r.tags if t == "DP"), 0)
+    return (0 if r.printed_sizes else 1, 0 if tp == 0 and dp == 0 else (1 if tp == 0 else 2))
+
+
 @dataclass
 class _LaunchB:
     index: int
@@ -124,6 +204,8 @@ class _LaunchB:
     events: list[ev.Event] = field(default_factory=list)
     stray_bars: int = 0
     paths: list[str] = field(default_factory=list)
+    # Capture renders printed while no capture was open (until an end line claims them).
+    pending_bars: list[ev.BarRender] = field(default_factory=list)
 
     def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
         r = self.ranks.get(label)
@@ -139,18 +221,8 @@ class _LaunchB:
         open_ranks = [r for r in self.ranks.values() if r.open_graph() is not None]
         if not open_ranks:
             return None
-
-        def preference(r: _RankB) -> tuple[int, int]:
-            tp = next((n for t, n in r.tags if t == "TP"), 0)
-            dp = next((n for t, n in r.tags if t == "DP"), 0)
-            # The rank that printed the bs list prints the bars; else TP rank 0 (DP0 first).
-            return (
-                0 if r.printed_sizes else 1,
-                0 if tp == 0 and dp == 0 else (1 if tp == 0 else 2),
-            )
-
-        best = min(preference(r) for r in open_ranks)
-        candidates = [r for r in open_ranks if preference(r) == best]
+        best = min(_preference(r) for r in open_ranks)
+        candidates = [r for r in open_ranks if _preference(r) == best]
         if len(candidates) > 1 and bar is not None and bar.avail is not None:
             # Several bar printers at once (each PP stage has a TP rank 0): the render belongs
             # to the capture it continues. A reading above capture begin cannot be that capture's.
@@ -161,18 +233,80 @@ class _LaunchB:
         # Otherwise the most recently opened capture.
         return max(candidates, key=lambda r: _open_line(r))
 
-    def freeze(self) -> Launch:
+    def place_pending_bars(self) -> None:
+        """Renders printed while no capture was open go to the capture whose end line follows
+        them (a fragment that starts mid-capture): the end-only capture on the bar-printing
+        rank (TP0 first), the earliest such end. Called at the next begin line and at the end:
+        renders a begin line follows are not a later capture's, so they stay stray."""
+        group, self.pending_bars = self.pending_bars, []
+        if not group:
+            return
+        last = group[-1].source
+        ends = [
+            (r, g)
+            for r in self.ranks.values()
+            for g in r.graphs
+            if g.opened_by == OPENED_BY_END
+            and not g.samples
+            and g.end is not None
+            and g.end.source.path == last.path
+            and g.end.source.line_no >= last.line_no
+        ]
+        if not ends:
+            self.stray_bars += sum(1 for b in group if b.kind != "plain")
+            return
+        r, g = min(ends, key=lambda x: (_preference(x[0]), _line_of(x[1].end)))
+        g.opened_by = OPENED_BY_BARS
+        for b in group:
+            g.add_bar(b)
+        r.bars += len(group)
+        at = next((i for i, x in enumerate(r.events) if x is g.end), len(r.events))
+        r.events[at:at] = group
+
+    def close_at_ready(self) -> None:
+        """The server came up: captures opened before that line had finished. Done once all
+        is read, so that the ready line never decides which capture a bar belongs to."""
+        up = next((e for e in self.events if isinstance(e, (ev.Ready, ev.HttpUp))), None)
+        if up is None:
+            return
+        for r in self.ranks.values():
+            for g in r.graphs:
+                at = g.opening.source if g.opening is not None else None
+                before = at is not None and (at.path, at.line_no) < (
+                    up.source.path,
+                    up.source.line_no,
+                )
+                if g.is_open and before and at is not None and at.path == up.source.path:
+                    g.closed_by = up
+
+    def freeze(self, index: int) -> Launch:
+        self.place_pending_bars()
+        self.close_at_ready()
         ranks = sorted(self.ranks.values(), key=lambda r: (len(r.tags) > 0, r.tags, r.label))
         tbs = tuple(Traceback(t.rank, t.opening, tuple(t.errors)) for t in self.tracebacks)
+        pool = next(
+            (
+                n
+                for r in self.ranks.values()
+                if r.summary is not None
+                and (n := r.summary.get_int("max_running_requests")) is not None
+            ),
+            None,
+        )
+        ctx = ListContext.from_args(self.server_args.args if self.server_args else None, pool)
         return Launch(
-            self.index,
+            index,
             self.server_args,
-            tuple(r.freeze() for r in ranks),
+            tuple(r.freeze(ctx) for r in ranks),
             tbs,
             tuple(self.events),
             self.stray_bars,
             tuple(dict.fromkeys(self.paths)),
         )
+
+
+def _line_of(e: ev.Event | None) -> int:
+    return e.source.line_no if e is not None else -1
 
 
 _SLACK = round(0.01 * (1 << 30))  # two printed readings differ by +-0.01 GiB
@@ -208,14 +342,17 @@ def _main_rank_key(r: _RankB) -> tuple[int, ...]:
 
 def _open_line(r: _RankB) -> int:
     g = r.open_graph()
-    return g.begin.source.line_no if g and g.begin else -1
+    return _line_of(g.opening) if g else -1
 
 
 class _Builder:
+    """Launches of one group of input files (see logmem.model.inputs)."""
+
     def __init__(self) -> None:
         self.launches: list[_LaunchB] = []
         self.cur = -1
         self.path: str | None = None
+        self.file_content = False
 
     def launch(self) -> _LaunchB:
         if self.cur < 0:
@@ -257,7 +394,7 @@ class _Builder:
         if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):
             L.events.append(e)
             return
-        r = L.rank(e.rank, ev_tags(e))
+        r = L.rank(e.rank, rank_tags(e.rank or ""))
         r.events.append(e)
         self.feed_rank(L, r, e)
 
@@ -292,23 +429,17 @@ class _Builder:
         if isinstance(e, ev.BarRender):
             r = L.bar_rank(e)
             if r is None:
-                if e.kind != "plain":  # a bare tqdm bar outside a capture is someone else's
-                    L.stray_bars += 1
+                if e.kind != "plain" or L.pending_bars:
+                    # No capture open: a fragment that starts mid-capture (kept until the end
+                    # line that follows claims it), or another tool's bar. A bare render is
+                    # only kept when it continues renders already held.
+                    L.pending_bars.append(e)
                 return
             r.bars += 1
             r.events.append(e)
             g = r.open_graph()
             assert g is not None
-            g.bars += 1
-            if e.total is not None and e.kind != "compile":
-                g.bar_total = e.total
-            if e.avail is not None and e.kind != "compile":
-                last = g.samples[-1] if g.samples else None
-                new_bucket = last is None or (
-                    e.size != last.size if e.size is not None else e.avail.bytes != last.avail.bytes
-                )
-                if new_bucket:
-                    g.samples.append(Sample(e.size, e.avail, e.source, e.bucket_index))
+            g.add_bar(e)
             return
         if isinstance(e, ev.TracebackStart):
             L.tracebacks.append(_TracebackB(None, e))
@@ -318,6 +449,7 @@ class _Builder:
             main = L.bar_rank() or min(L.ranks.values(), key=_main_rank_key)
             main.events.append(e)
             main.summary = main.summary or e
+            main.close_graphs(e)
             return
         if isinstance(e, (*_ERROR_EVENTS, ev.Imbalance, ev.OtherRanksFailed)):
             tb = next((t for t in L.tracebacks if not t.errors), None)
@@ -329,6 +461,8 @@ class _Builder:
         L.events.append(e)
 
     def feed_rank(self, L: _LaunchB, r: _RankB, e: ev.Event) -> None:
+        if isinstance(e, _LATER_STEPS):
+            r.close_graphs(e)
         if isinstance(e, ev.InitBegin):
             r.init_begin = r.init_begin or e
         elif isinstance(e, ev.InitEnd):
@@ -343,31 +477,11 @@ class _Builder:
         elif isinstance(e, ev.PoolEnd):
             r.model_for_pools().pool_end = e
         elif isinstance(e, ev.CaptureBegin):
-            r.graphs.append(
-                _GraphB(
-                    e.name,
-                    e.backend,
-                    begin=e,
-                    sizes=e.sizes,
-                    sizes_source="begin line" if e.sizes is not None else None,
-                )
-            )
+            self.begin_capture(L, r, e)
         elif isinstance(e, ev.CaptureSizes):
-            r.printed_sizes = True
-            g = r.open_graph()
-            if g is not None and g.sizes is None:
-                g.sizes = e.sizes
-                g.sizes_source = f"{e.kind} line"
+            self.capture_sizes(r, e)
         elif isinstance(e, ev.CaptureEnd):
-            g = r.open_graph()
-            if g is None or g.name != e.name:
-                g = next(
-                    (x for x in reversed(r.graphs) if x.end is None and x.name == e.name), None
-                )
-            if g is None:
-                g = _GraphB(e.name, e.backend)
-                r.graphs.append(g)
-            g.end = e
+            self.end_capture(r, e)
         elif isinstance(e, ev.BarRender):
             self.feed_unprefixed(L, dataclasses.replace(e, rank=None))
             r.events.pop()  # the bar is recorded on the rank that owns the capture
@@ -384,13 +498,47 @@ class _Builder:
                 L.tracebacks.append(tb)
             tb.errors.append(e)
 
-    file_content = False
+    @staticmethod
+    def begin_capture(L: _LaunchB, r: _RankB, e: ev.CaptureBegin) -> None:
+        L.place_pending_bars()
+        r.graphs.append(
+            _GraphB(
+                e.name,
+                e.backend,
+                begin=e,
+                sizes=e.sizes,
+                sizes_source="begin line" if e.sizes is not None else None,
+                opening=e,
+            )
+        )
 
+    @staticmethod
+    def capture_sizes(r: _RankB, e: ev.CaptureSizes) -> None:
+        r.printed_sizes = True
+        g = r.open_graph()
+        if g is None:
+            # No begin line before it: this version announces the capture by its list
+            # (the piecewise runner prints "Capture cuda graph num tokens [...]").
+            g = _GraphB(
+                "piecewise" if e.kind == "num tokens" else "decode",
+                "cuda graph",
+                opened_by=OPENED_BY_SIZES,
+                opening=e,
+            )
+            r.graphs.append(g)
+        if g.sizes is None:
+            g.sizes = e.sizes
+            g.sizes_source = f"{e.kind} line"
 
-def ev_tags(e: ev.Event) -> tuple[tuple[str, int], ...]:
-    from logmem.parse.lines import rank_tags
-
-    return rank_tags(e.rank or "")
+    @staticmethod
+    def end_capture(r: _RankB, e: ev.CaptureEnd) -> None:
+        g = r.open_graph()
+        if g is None or g.name != e.name:
+            g = next((x for x in reversed(r.graphs) if x.end is None and x.name == e.name), None)
+        if g is None:
+            g = _GraphB(e.name, e.backend, opened_by=OPENED_BY_END, opening=e)
+            r.graphs.append(g)
+        g.end = e
 
 
 def build_launches(events: Iterable[ev.Event]) -> tuple[Launch, ...]:
@@ -398,4 +546,5 @@ def build_launches(events: Iterable[ev.Event]) -> tuple[Launch, ...]:
     b = _Builder()
     for e in events:
         b.feed(e)
-    return tuple(L.freeze() for L in b.launches if L.has_content() or L.events)
+    kept = [L for L in b.launches if L.has_content() or L.events]
+    return tuple(L.freeze(i) for i, L in enumerate(kept))

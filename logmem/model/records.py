@@ -26,6 +26,13 @@ class Sample:
     index: int | None = None  # 0-based bucket in capture order, from tqdm's n/total
 
 
+# How a capture showed itself in the log (Graph.opened_by).
+OPENED_BY_BEGIN = "begin line"
+OPENED_BY_SIZES = "sizes line"  # versions without a begin line announce it by its sizes list
+OPENED_BY_BARS = "bars"  # a fragment that starts mid-capture: renders, then the end line
+OPENED_BY_END = "end line"  # an end line alone (a trimmed or filtered log)
+
+
 @dataclass(frozen=True)
 class Graph:
     """One capture block of one graph family on one rank."""
@@ -39,6 +46,14 @@ class Graph:
     samples: tuple[Sample, ...]
     bars: int  # progress-bar renders seen, with or without a reading
     bar_total: int | None = None  # tqdm's total: the number of buckets, when sizes are not printed
+    opened_by: str = OPENED_BY_BEGIN
+    # The start-up step printed after a capture that has no end line (the next capture, a model
+    # load, pools, the scheduler summary, the ready line): it shows that the capture finished.
+    closed_by: ev.Event | None = field(default=None, compare=False)
+    # When no sizes list is printed (or it is elided with '...') but tqdm's total gives the
+    # number of buckets: the largest size by SGLang's list rules, and which rule gave it.
+    inferred_largest: int | None = None
+    inferred_rule: str | None = None
 
     @property
     def begin_bytes(self) -> int | None:
@@ -92,9 +107,30 @@ class Graph:
 
     @property
     def largest_size(self) -> int | None:
-        if self.samples and self.samples[0].size is not None:
-            return self.samples[0].size
-        return max(self.sizes) if self.sizes else None
+        """The largest captured size: the printed list, else a reading at the first bucket
+        (SGLang captures largest first), else SGLang's list rule for tqdm's bucket count.
+        A reading at a later bucket (a paste that kept only the 100% render) is not it."""
+        return self._largest()[0]
+
+    @property
+    def largest_size_source(self) -> str | None:
+        """Where largest_size comes from: "sizes list", "first bar", or the rule's name."""
+        return self._largest()[1]
+
+    def _largest(self) -> tuple[int | None, str | None]:
+        if self.sizes:
+            return max(self.sizes), "sizes list"
+        first = self.samples[0] if self.samples else None
+        if first is not None and first.size is not None and first.index in (0, None):
+            return first.size, "first bar"
+        if self.inferred_largest is not None:
+            return self.inferred_largest, self.inferred_rule
+        return None, None
+
+    @property
+    def bucket_count(self) -> int | None:
+        """How many sizes were captured: the printed list, else tqdm's total."""
+        return len(self.sizes) if self.sizes else self.bar_total
 
     @property
     def tokens_per_req(self) -> int | None:
@@ -115,7 +151,22 @@ class Graph:
 
     @property
     def complete(self) -> bool:
-        return self.end is not None
+        """The capture finished: its end line, or a later start-up step, was printed."""
+        return self.end is not None or self.closed_by is not None
+
+    @property
+    def memory_printed(self) -> bool:
+        """Any free-memory figure belongs to this capture (begin, end, usage or a bar reading)."""
+        return bool(
+            self.samples
+            or (self.begin is not None and self.begin.avail is not None)
+            or (self.end is not None and (self.end.avail is not None or self.end.usage is not None))
+        )
+
+    @property
+    def captured_without_memory(self) -> bool:
+        """Captured, memory not printed (E0/E1 logs): never the same as no capture at all."""
+        return self.complete and not self.memory_printed
 
 
 @dataclass(frozen=True)
@@ -211,6 +262,13 @@ class Launch:
         """The scheduler summary line (TP0's when several ranks print it)."""
         found = [r.summary for r in self.ranks if r.summary is not None]
         return found[0] if found else None
+
+    @property
+    def captures_without_memory(self) -> tuple[tuple[str, Graph], ...]:
+        """(rank, graph) for every capture that finished but printed no memory figure."""
+        return tuple(
+            (r.label, g) for r in self.ranks for g in r.graphs if g.captured_without_memory
+        )
 
     @property
     def ready(self) -> ev.Event | None:
