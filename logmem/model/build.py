@@ -2,6 +2,9 @@
 
 Rules, from ../shared/reference/log-formats.md sections 1.5, 7 and 17:
 
+* files given together are first grouped into the files of one launch
+  (logmem.model.inputs): files whose server_args, model or clocks say they are different
+  launches are never merged;
 * a file that prints ``server_args=`` twice, or a rank that begins distributed init
   twice, holds two launches; per-rank files of one launch are merged by launch index;
 * per rank, the first ``Load weight`` pair is the target model, a later one the draft;
@@ -24,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logmem.model.clock import printed_at
+from logmem.model.inputs import InputGroup, group_inputs, same_launch_args
 from logmem.model.records import (
     OPENED_BY_BARS,
     OPENED_BY_BEGIN,
@@ -375,7 +379,7 @@ class _Builder:
         if isinstance(e, ev.ServerArgs):
             if self.file_content:
                 L = self.next_launch()
-            elif L.server_args is not None and L.server_args.args != e.args:
+            elif L.server_args is not None and not same_launch_args(L.server_args.args, e.args):
                 # Another file's start-up with other settings: a launch of its own, not a part.
                 self.cur = len(self.launches)
                 L = self.launch()
@@ -541,10 +545,24 @@ class _Builder:
         g.end = e
 
 
+def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[InputGroup, ...]]:
+    """Launches of all inputs, and how the input files were grouped into launches."""
+    by_path: dict[str, list[ev.Event]] = {}
+    for e in events:
+        by_path.setdefault(e.source.path, []).append(e)
+    groups = group_inputs(by_path)
+    launches: list[Launch] = []
+    for grp in groups:
+        b = _Builder()
+        for path in grp.paths:
+            for e in by_path[path]:
+                b.feed(e)
+        for L in b.launches:
+            if L.has_content() or L.events:
+                launches.append(L.freeze(len(launches)))
+    return tuple(launches), groups
+
+
 def build_launches(events: Iterable[ev.Event]) -> tuple[Launch, ...]:
     """Group events into launches and ranks (see the module docstring for the rules)."""
-    b = _Builder()
-    for e in events:
-        b.feed(e)
-    kept = [L for L in b.launches if L.has_content() or L.events]
-    return tuple(L.freeze(i) for i, L in enumerate(kept))
+    return build_groups(events)[0]
