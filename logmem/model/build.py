@@ -14,8 +14,9 @@ Rules, from ../shared/reference/log-formats.md sections 1.5, 7 and 17:
   that prints bars (the one that printed ``Capture cuda graph bs``, else TP rank 0);
   renders before any capture is open (a fragment that starts mid-capture) belong to the
   capture whose end line follows on that rank;
-* a sizes list with no capture open (``Capture cuda graph num tokens [...]`` right after
-  the decode end, in versions without a piecewise begin line) opens a capture;
+* captures open and close by the rules of logmem.model.captures: a sizes list with no
+  capture open (``Capture cuda graph num tokens [...]`` right after the decode end,
+  in versions without a piecewise begin line) opens a capture;
 * a capture that printed no end line finished when a later start-up step follows it on
   its rank (another capture, a model load, pools, the summary) or the server came up.
 """
@@ -26,102 +27,33 @@ import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from logmem.model.clock import printed_at
+from logmem.model.captures import (
+    GraphB,
+    begin_capture,
+    capture_sizes,
+    continues,
+    end_capture,
+    last_avail,
+    open_graph,
+)
 from logmem.model.inputs import InputGroup, group_inputs, same_launch_args
 from logmem.model.records import (
     OPENED_BY_BARS,
-    OPENED_BY_BEGIN,
     OPENED_BY_END,
-    OPENED_BY_SIZES,
-    Graph,
     Launch,
     Model,
     Rank,
-    Sample,
     Traceback,
 )
 from logmem.parse import events as ev
 from logmem.parse.lines import rank_tags
-from logmem.sglang.capture_lists import ListContext, largest_from_count
+from logmem.sglang.capture_lists import ListContext
 
 _POOL_EVENTS = (ev.KVPool, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailable, ev.DSv4Plan)
 _ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed)
 # Start-up steps that come after a capture: one printed on the capture's rank shows that a
 # capture without an end line had finished.
 _LATER_STEPS = (ev.CaptureBegin, ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.Summary)
-
-
-@dataclass
-class _GraphB:
-    name: str
-    backend: str
-    begin: ev.CaptureBegin | None = None
-    end: ev.CaptureEnd | None = None
-    sizes: tuple[int, ...] | None = None
-    sizes_source: str | None = None
-    samples: list[Sample] = field(default_factory=list)
-    bars: int = 0
-    bar_total: int | None = None
-    opened_by: str = OPENED_BY_BEGIN
-    closed_by: ev.Event | None = None
-    opening: ev.Event | None = None  # the event that opened it (begin, sizes or end line)
-
-    @property
-    def is_open(self) -> bool:
-        return (
-            self.end is None
-            and self.closed_by is None
-            and self.opened_by in (OPENED_BY_BEGIN, OPENED_BY_SIZES)
-        )
-
-    def add_bar(self, e: ev.BarRender) -> None:
-        self.bars += 1
-        if e.total is not None and e.kind != "compile":
-            self.bar_total = e.total
-        if e.avail is not None and e.kind != "compile":
-            last = self.samples[-1] if self.samples else None
-            new_bucket = last is None or (
-                e.size != last.size if e.size is not None else e.avail.bytes != last.avail.bytes
-            )
-            if new_bucket:
-                self.samples.append(Sample(e.size, e.avail, e.source, e.bucket_index))
-
-    def freeze(self, ctx: ListContext) -> Graph:
-        inferred, rule = None, None
-        if not self.sizes and self.bar_total:
-            seen = tuple((s.index, s.size) for s in self.samples if s.size is not None)
-            opening = self.opening or self.end
-            month = _month(opening) if opening is not None else None
-            found = largest_from_count(
-                self.bar_total, _family(self.name), dataclasses.replace(ctx, month=month), seen
-            )
-            if found is not None:
-                inferred, rule = found
-        return Graph(
-            self.name,
-            self.backend,
-            self.begin,
-            self.end,
-            self.sizes,
-            self.sizes_source,
-            tuple(self.samples),
-            self.bars,
-            self.bar_total,
-            self.opened_by,
-            self.closed_by,
-            inferred,
-            rule,
-        )
-
-
-def _family(name: str) -> str:
-    """Prefill-type graphs are sized in tokens, the others in batch sizes."""
-    return "tokens" if ("prefill" in name or "piecewise" in name) else "bs"
-
-
-def _month(e: ev.Event) -> tuple[int, int] | None:
-    ts = printed_at(e)
-    return (ts.year, ts.month) if ts is not None else None
 
 
 @dataclass
@@ -145,14 +77,14 @@ class _RankB:
     init_begin: ev.InitBegin | None = None
     init_end: ev.InitEnd | None = None
     models: list[_ModelB] = field(default_factory=list)
-    graphs: list[_GraphB] = field(default_factory=list)
+    graphs: list[GraphB] = field(default_factory=list)
     events: list[ev.Event] = field(default_factory=list)
     summary: ev.Summary | None = None
     printed_sizes: bool = False
     bars: int = 0
 
-    def open_graph(self) -> _GraphB | None:
-        return next((g for g in reversed(self.graphs) if g.is_open), None)
+    def open_graph(self) -> GraphB | None:
+        return open_graph(self.graphs)
 
     def close_graphs(self, by: ev.Event) -> None:
         for g in self.graphs:
@@ -231,9 +163,11 @@ class _LaunchB:
             # Several bar printers at once (each PP stage has a TP rank 0): the render belongs
             # to the capture it continues. A reading above capture begin cannot be that capture's.
             avail = bar.avail.bytes
-            fitting = [r for r in candidates if _continues(r, bar)]
+            fitting = [r for r in candidates if continues(r.open_graph(), bar)]
             if fitting:
-                return min(fitting, key=lambda r: (abs(_last_avail(r) - avail), -_open_line(r)))
+                return min(
+                    fitting, key=lambda r: (abs(last_avail(r.open_graph()) - avail), -_open_line(r))
+                )
         # Otherwise the most recently opened capture.
         return max(candidates, key=lambda r: _open_line(r))
 
@@ -311,33 +245,6 @@ class _LaunchB:
 
 def _line_of(e: ev.Event | None) -> int:
     return e.source.line_no if e is not None else -1
-
-
-_SLACK = round(0.01 * (1 << 30))  # two printed readings differ by +-0.01 GiB
-
-
-def _last_avail(r: _RankB) -> int:
-    g = r.open_graph()
-    assert g is not None
-    if g.samples:
-        return g.samples[-1].avail.bytes
-    return g.begin.avail.bytes if g.begin and g.begin.avail else 0
-
-
-def _continues(r: _RankB, bar: ev.BarRender) -> bool:
-    g = r.open_graph()
-    assert g is not None and bar.avail is not None
-    if (
-        g.begin is not None
-        and g.begin.avail is not None
-        and bar.avail.bytes > g.begin.avail.bytes + _SLACK
-    ):
-        return False
-    last = g.samples[-1] if g.samples else None
-    # Sizes are captured largest first: a larger size than the last one is another capture's.
-    return not (
-        last is not None and last.size is not None and bar.size is not None and bar.size > last.size
-    )
 
 
 def _main_rank_key(r: _RankB) -> tuple[int, ...]:
@@ -481,11 +388,13 @@ class _Builder:
         elif isinstance(e, ev.PoolEnd):
             r.model_for_pools().pool_end = e
         elif isinstance(e, ev.CaptureBegin):
-            self.begin_capture(L, r, e)
+            L.place_pending_bars()  # renders before a begin line are not this capture's
+            begin_capture(r.graphs, e)
         elif isinstance(e, ev.CaptureSizes):
-            self.capture_sizes(r, e)
+            r.printed_sizes = True
+            capture_sizes(r.graphs, e)
         elif isinstance(e, ev.CaptureEnd):
-            self.end_capture(r, e)
+            end_capture(r.graphs, e)
         elif isinstance(e, ev.BarRender):
             self.feed_unprefixed(L, dataclasses.replace(e, rank=None))
             r.events.pop()  # the bar is recorded on the rank that owns the capture
@@ -501,48 +410,6 @@ class _Builder:
                 tb = _TracebackB(r.label, None)
                 L.tracebacks.append(tb)
             tb.errors.append(e)
-
-    @staticmethod
-    def begin_capture(L: _LaunchB, r: _RankB, e: ev.CaptureBegin) -> None:
-        L.place_pending_bars()
-        r.graphs.append(
-            _GraphB(
-                e.name,
-                e.backend,
-                begin=e,
-                sizes=e.sizes,
-                sizes_source="begin line" if e.sizes is not None else None,
-                opening=e,
-            )
-        )
-
-    @staticmethod
-    def capture_sizes(r: _RankB, e: ev.CaptureSizes) -> None:
-        r.printed_sizes = True
-        g = r.open_graph()
-        if g is None:
-            # No begin line before it: this version announces the capture by its list
-            # (the piecewise runner prints "Capture cuda graph num tokens [...]").
-            g = _GraphB(
-                "piecewise" if e.kind == "num tokens" else "decode",
-                "cuda graph",
-                opened_by=OPENED_BY_SIZES,
-                opening=e,
-            )
-            r.graphs.append(g)
-        if g.sizes is None:
-            g.sizes = e.sizes
-            g.sizes_source = f"{e.kind} line"
-
-    @staticmethod
-    def end_capture(r: _RankB, e: ev.CaptureEnd) -> None:
-        g = r.open_graph()
-        if g is None or g.name != e.name:
-            g = next((x for x in reversed(r.graphs) if x.end is None and x.name == e.name), None)
-        if g is None:
-            g = _GraphB(e.name, e.backend, opened_by=OPENED_BY_END, opening=e)
-            r.graphs.append(g)
-        g.end = e
 
 
 def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[InputGroup, ...]]:

@@ -54,6 +54,8 @@ class Graph:
     # number of buckets: the largest size by SGLang's list rules, and which rule gave it.
     inferred_largest: int | None = None
     inferred_rule: str | None = None
+    # The line that opened it: its begin, its sizes list, or (bars, end line) its end line.
+    opening: ev.Event | None = field(default=None, compare=False)
 
     @property
     def begin_bytes(self) -> int | None:
