@@ -150,9 +150,6 @@ def test_plot_returns_figures() -> None:
         logmem.plot(a, "fit")
 
 
-@pytest.mark.skipif(
-    not all(p.is_file() for p in E7), reason="fixtures/pair-e7-maxbs*-constructed.log missing"
-)
 def test_fit_and_its_plot_on_the_constructed_launches() -> None:
     from matplotlib.figure import Figure
 

@@ -1,7 +1,7 @@
 """Command-line interface: the `logmem` group, shared options and error handling.
 
 Each command lives in ``logmem/cli/<name>.py`` and follows the same four steps:
-parse options, call one library function, pick a reporter, write the output. Library
+parse options, call one function of ``logmem.api``, pick a reporter, write the output. Library
 errors (LogmemError) become "Error: ..." and exit 1; usage errors exit 2.
 """
 
@@ -21,10 +21,13 @@ class _Group(click.Group):
     """Library errors become "Error: ..." with exit 1, however the CLI is invoked."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from logmem.compare.load import LaunchChoiceError
         from logmem.errors import LogmemError
 
         try:
             return super().invoke(ctx)
+        except LaunchChoiceError as e:  # the API names launch=N; the command line --launch N
+            raise UserError(e.cli_message()) from None
         except LogmemError as e:
             raise UserError(str(e)) from None
 

@@ -14,17 +14,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from logmem import __version__
-from logmem.compare.core import (
-    Diff,
-    Fit,
-    GraphPoint,
-    LaunchRef,
-    Line,
-    Prediction,
-    Slope,
-    WhatIf,
-    key_list,
-)
+from logmem.compare.args import key_list
+from logmem.compare.diff import Diff
+from logmem.compare.load import LaunchRef
+from logmem.compare.points import GraphPoint
+from logmem.compare.slope import Fit, Line, Slope
+from logmem.compare.whatif import Prediction, WhatIf
 from logmem.errors import LogmemError
 from logmem.units import gib
 
