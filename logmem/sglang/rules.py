@@ -11,6 +11,7 @@ model, analysis, compare, estimate and report can all import it without a cycle.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -70,22 +71,32 @@ def bytes_per_token_range(
 # --- KV-pool sizing ---------------------------------------------------------------------------
 
 
+def outside_budget_bytes(pre_load_bytes: int, mfs: float) -> int:
+    """What SGLang keeps outside the static budget: ``P x (1 - mem_fraction_static)``, rounded
+    to whole bytes: the headroom for activations, CUDA graphs and everything unlogged.
+
+    ``ModelRunner.profile_max_num_token`` (``model_executor/model_runner.py``; from
+    ``model_runner_kv_cache_mixin.py`` about Nov 2025, ``pool_configurator.py`` 2026), all eras
+    E0-E7; P is ``pre_model_load_memory`` (``pre_load_reading``)."""
+    return round(pre_load_bytes * (1 - mfs))
+
+
 def kv_budget_bytes(after_weights_bytes: int, pre_load_bytes: int, mfs: float) -> int:
     """The KV budget: ``rest = A - P x (1 - mem_fraction_static)``, rounded once, to whole bytes.
 
-    ``ModelRunner.profile_max_num_token`` (``model_executor/model_runner.py``, from
-    ``model_runner_kv_cache_mixin.py`` about Nov 2025, ``pool_configurator.py`` 2026): P is
-    ``pre_model_load_memory`` (``pre_load_reading``), A the free memory after the weights
-    (``after_weights_reading``), both minimums over ranks. All eras E0-E7 (E0/E1 print no KV
-    line, so this rule is the only measure of their pool). ``max_total_num_tokens = rest //
-    cell bytes`` (hybrid Mamba models first give the Mamba state its share of rest)."""
-    return after_weights_bytes - round(pre_load_bytes * (1 - mfs))
+    Same source and eras as ``outside_budget_bytes``: P is ``pre_model_load_memory``
+    (``pre_load_reading``), A the free memory after the weights (``after_weights_reading``),
+    both minimums over ranks. E0/E1 print no KV line, so this rule is the only measure of
+    their pool. ``max_total_num_tokens = rest // cell bytes`` (hybrid Mamba models first give
+    the Mamba state its share of rest)."""
+    return after_weights_bytes - outside_budget_bytes(pre_load_bytes, mfs)
 
 
 def mfs_step_bytes(pre_load_bytes: int, d_mfs: float) -> int:
     """Bytes that moving mem_fraction_static by ``d_mfs`` moves into (or out of) the KV budget:
-    ``P x d`` (the derivative of ``kv_budget_bytes``; same source and eras)."""
-    return round(pre_load_bytes * d_mfs)
+    ``P x d``, rounded down, so that asking for them back never needs more than ``d`` (the
+    derivative of ``kv_budget_bytes``; same source and eras)."""
+    return math.floor(pre_load_bytes * d_mfs)
 
 
 def smallest_mfs_with_pool(after_weights_bytes: int, pre_load_bytes: int) -> float | None:
