@@ -16,10 +16,14 @@ from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.compare.replay import bytes_per_token
-from logmem.compare.slope import POINT_ERROR_GIB, Slope, slope_assumptions, slopes
+from logmem.compare.slope import Slope, slope_assumptions, slopes
 from logmem.model.launch import Launch
 from logmem.sglang.eras import MARKER_NAMES, Marker, era_guess, era_markers, family_key
-from logmem.units import GIB
+from logmem.sglang.rules import (
+    DIFFERENCE_RESOLUTION_BYTES,
+    PRINT_RESOLUTION_GIB,
+    mfs_step_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
         w_a = sa.pre_load_bytes - sa.after_weights_bytes
         w_b = sb.pre_load_bytes - sb.after_weights_bytes
         t_p = round(sa.mem_fraction_static * d_p)
-        t_m = round(sb.pre_load_bytes * (sb.mem_fraction_static - sa.mem_fraction_static))
+        t_m = mfs_step_bytes(sb.pre_load_bytes, sb.mem_fraction_static - sa.mem_fraction_static)
         t_w = -(w_b - w_a)
         for name, n in (
             ("free memory before weights (P, min over ranks) x mfs", t_p),
@@ -287,12 +291,12 @@ def diff_launches(
             "wording'), so they come from different versions: part of any change may be the version."
         )
     wa = [p for p in _phase_changes(la, lb) if p.key == "target_weights" and p.change_bytes]
-    if found and any(abs(p.change_bytes or 0) > round(POINT_ERROR_GIB * GIB) for p in wa):
+    if found and any(abs(p.change_bytes or 0) > DIFFERENCE_RESOLUTION_BYTES for p in wa):
         notes.append(
             "The weights phase differs between the launches: check that they load the same model."
         )
     assumptions = (
-        "SGLang's 'GB' is GiB (bytes / 2^30); every reading is printed to +-0.005 GiB.",
+        f"SGLang's 'GB' is GiB (bytes / 2^30); every reading is printed to +-{PRINT_RESOLUTION_GIB:g} GiB.",
         "Phases are matched by key per rank label; a phase only one launch has shows '-' on the other.",
         "A phase value is the drop in free memory over the phase (negative: free memory rose).",
     )

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from logmem.analysis.attribution import LaunchLedger, Sizing
 from logmem.errors import FitError
 from logmem.model.launch import Launch
-from logmem.sglang.rules import default_max_running_requests, kv_budget_bytes, req_to_token_bytes
+from logmem.sglang.rules import (
+    default_max_running_requests,
+    graph_sized_in_tokens,
+    kv_budget_bytes,
+    req_to_token_bytes,
+)
 
 
 def bytes_per_token(sz: Sizing) -> int | None:
@@ -157,11 +162,7 @@ def unfinished(launch: Launch) -> Unfinished | None:
     graph = f.graph
     if graph is None and in_capture:
         graph = next((g.name for r in launch.ranks for g in r.graphs if not g.complete), None)
-    unit = (
-        "num_tokens"
-        if graph is not None and (graph == "piecewise" or graph.endswith("prefill"))
-        else "bs"
-    )
+    unit = "num_tokens" if graph is not None and graph_sized_in_tokens(graph) else "bs"
     cause = {
         "oom": "out of memory",
         "not_enough_memory": "not enough memory for the KV cache",

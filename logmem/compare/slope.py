@@ -40,7 +40,7 @@ POINT_ERROR_GIB = DIFFERENCE_RESOLUTION_GIB
 class Line:
     """y = intercept + slope x rows, fitted by least squares (exact through two points).
 
-    Errors are worst-case bounds from printing: every y is off by at most e = 0.01 GiB,
+    Errors are worst-case bounds from printing: every y is off by at most e = POINT_ERROR_GIB,
     so |d slope| <= e x sum|x_i - mean x| / sum (x_i - mean x)^2 (two points: 2e / |x_B - x_A|)
     and |d intercept| <= e x sum_i |1/n - mean x (x_i - mean x) / sum (x - mean x)^2|.
     """
@@ -204,16 +204,18 @@ def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[str]]:
 
 
 def slope_assumptions() -> tuple[str, ...]:
+    e = POINT_ERROR_GIB
     return (
         "rows = largest captured batch size x tokens per request (each slope says its source).",
         "The largest bucket is the first bar reading minus the second (SGLang captures the largest "
         "size first); static buffers are the capture begin reading minus the first bar reading.",
-        "Each bucket cost or static size is a difference of two readings: +-0.01 GiB. Slope error = "
-        "(0.01 + 0.01) GiB / |rows_B - rows_A|; intercept error = 0.01 GiB x (rows_A + rows_B) / "
+        f"Each bucket cost or static size is a difference of two readings: +-{e:g} GiB. Slope error = "
+        f"({e:g} + {e:g}) GiB / |rows_B - rows_A|; intercept error = {e:g} GiB x (rows_A + rows_B) / "
         "|rows_B - rows_A| (worst case, in general the least-squares bounds in docs/compare.md).",
         "'capture total' slopes (no bucket readings) use the capture end's mem usage, which also "
         "grows with the number of buckets.",
-        "SGLang's heuristic reserves 2 MB (MiB) per unit of cuda_graph_max_bs (+ 3 MB x dp_size with "
+        f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
+        f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
         "DP attention); the ratio compares it with the measured growth per unit of batch size.",
     )
 
@@ -262,7 +264,7 @@ def fit_launches(
         tuple(notes),
         slope_assumptions()[:2]
         + (
-            "Errors are worst-case bounds from printing (each point +-0.01 GiB); with three or more "
+            f"Errors are worst-case bounds from printing (each point +-{POINT_ERROR_GIB:g} GiB); with three or more "
             "launches the standard error from the residuals is shown too.",
         )
         + slope_assumptions()[3:],

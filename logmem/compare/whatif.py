@@ -225,7 +225,7 @@ def whatif_launch(
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
-    if logged and abs(rule0 - logged) > max(0.01 * logged, DIFFERENCE_RESOLUTION_BYTES / md.bpt):
+    if logged and abs(rule0 - logged) > max(logged / 100, DIFFERENCE_RESOLUTION_BYTES / md.bpt):
         notes.append(
             f"SGLang's rule gives {rule0:,} tokens at the logged setting but the pool holds {logged:,}: "
             "this version sizes KV differently (post-capture sizing, spec decoding, a fork); predictions "

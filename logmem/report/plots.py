@@ -12,7 +12,7 @@ The fit plot reads the slope records of ``logmem diff``/``logmem fit`` JSON (iss
                  "rows": [80, 160, ...],                 # largest bs x tokens per request
                  "largest_bucket_gib": [0.52, 0.68, ...],
                  "mib_per_row": 2.05, "intercept_gib": 0.36,
-                 "mib_per_row_error": 0.13,              # from the +-0.005 GiB printing
+                 "mib_per_row_error": 0.13,              # from the printing (two decimals)
                  "residuals_gib": [...],                 # optional (fit only)
                  "labels": ["a.log", "b.log"]}]}         # optional: one per point
 """
@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.report.model import rank_name
-from logmem.units import GIB, PRINT_RESOLUTION_GIB
+from logmem.sglang.rules import (
+    DIFFERENCE_RESOLUTION_BYTES,
+    DIFFERENCE_RESOLUTION_GIB,
+    PRINT_RESOLUTION_GIB,
+)
+from logmem.units import GIB
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -45,7 +50,7 @@ KIND_COLOURS = {
 }
 ROSE_COLOUR = "#4c9a5b"  # free memory went up
 HIGHLIGHT = "#c8362f"
-POINT_ERROR_GIB = 2 * PRINT_RESOLUTION_GIB  # a bucket cost: two readings, each +-0.005 GiB
+POINT_ERROR_GIB = DIFFERENCE_RESOLUTION_GIB  # a bucket cost: a difference of two readings
 MAX_LABEL = 60  # characters of one cause in a step label
 
 
@@ -73,10 +78,13 @@ def step_label(causes: Sequence[Mapping[str, Any]], delta_gib: float) -> str:
     head = f"+{-delta_gib:.2f} GiB freed" if delta_gib < 0 else f"−{delta_gib:.2f} GiB"
     # Rounding of the printed values is noise beside a named cause: it stays in the bar only.
     named = [c for c in causes if not c["name"].startswith("rounding of printed")] or list(causes)
-    big = sorted((c for c in named if abs(c["gib"]) >= 0.005), key=lambda c: -abs(c["gib"]))
+    # Below half a printed unit a cause is not visible in the log's own figures.
+    big = sorted(
+        (c for c in named if abs(c["gib"]) >= PRINT_RESOLUTION_GIB), key=lambda c: -abs(c["gib"])
+    )
     if not big:
         return head
-    if len(big) == 1 and abs(big[0]["gib"] - delta_gib) < 0.005:
+    if len(big) == 1 and abs(big[0]["gib"] - delta_gib) < PRINT_RESOLUTION_GIB:
         return f"{head} {_short(big[0]['name'])}"
     # Two causes share one line: drop their parenthesised detail (the ledger table has it).
     parts = [f"{_short(_PAREN.sub('', c['name']), 32)} {c['gib']:.2f}" for c in big[:2]]
@@ -120,14 +128,13 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
 
 def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
     """Per graph family with bucket readings: size, free memory at the start, cost; the largest marked."""
-    from logmem.analysis.attribution import ROUNDING_BYTES
-
     out = []
     for p in rl.phases:
         if not p.buckets:
             continue
-        if abs(p.before_bytes - p.after_bytes) <= ROUNDING_BYTES and all(
-            b.cost_bytes is None or abs(b.cost_bytes) <= ROUNDING_BYTES for b in p.buckets
+        if abs(p.before_bytes - p.after_bytes) <= DIFFERENCE_RESOLUTION_BYTES and all(
+            b.cost_bytes is None or abs(b.cost_bytes) <= DIFFERENCE_RESOLUTION_BYTES
+            for b in p.buckets
         ):
             continue  # a capture that took nothing measurable: a flat line says less than the finding
         sizes = [b.size for b in p.buckets]
@@ -249,7 +256,7 @@ def fit_band(
 ) -> tuple[list[float], list[float], list[float]]:
     """Fitted line and its band at xs: the slopes the stated error allows, pivoting on the mean
     of the points, widened by one point's error (POINT_ERROR_GIB: a bucket cost is the
-    difference of two readings printed to +-0.005 GiB each)."""
+    difference of two printed readings)."""
     rows = slope["rows"]
     x_mean = sum(rows) / len(rows) if rows else 0.0
     k = slope["mib_per_row"] / 1024
@@ -546,7 +553,7 @@ def ranks_figure(data: Mapping[str, Any]) -> Figure:
     series = data["series"]
     n, m = len(ranks), max(len(series), 1)
     spread = max((v for s in series for v in s["above_min_gib"] if v is not None), default=0.0)
-    two = n >= 2 and spread >= 0.01
+    two = n >= 2 and spread >= DIFFERENCE_RESOLUTION_GIB
     height = (6.4 if two else 4.2) + 0.17 * math.ceil(m / 3)
     fig = _figure(min(max(6.0, 0.1 * n * m + 1.5), 11.0), height)
     axes = fig.subplots(
@@ -636,7 +643,7 @@ def fit_figure(data: Mapping[str, Any]) -> Figure:
             color=HIGHLIGHT,
             markersize=6,
             capsize=3,
-            label="measured (±0.01 GiB: two printed readings)",
+            label=f"measured (±{POINT_ERROR_GIB:g} GiB: two printed readings)",
         )
         points.lines[0].set_gid("fit-points")
         for x, y, lab in zip(rows, ys, s["labels"]):
