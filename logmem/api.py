@@ -113,7 +113,7 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON document (schema logmem.diff/1, logmem.fit/1, logmem.whatif/1)."""
-        from logmem.report.compare import to_json
+        from logmem.report.compare_json import to_json
 
         return to_json(self.model)
 
