@@ -206,7 +206,8 @@ def whatif(
     ``static_mib_per_row``) when given, else measured from ``slope_from`` (two launches that
     differ only in max bs; ``allow`` as for diff), else SGLang's heuristic, labelled so.
     ``logged_mem_fraction_static`` stands in for a log that prints no server_args."""
-    from logmem.compare.whatif import given_slope, measured_slope, whatif_launch
+    from logmem.compare.slope import given_slope
+    from logmem.compare.whatif import measured_slope, whatif_launch
     from logmem.errors import FitError
     from logmem.units import gib_to_bytes
 

@@ -23,8 +23,8 @@ from logmem.api import read_log
 from logmem.compare.args import NON_MEMORY_ARGS, compare_args
 from logmem.compare.diff import Diff, diff_launches
 from logmem.compare.load import LaunchRef, pick_launch, split_spec
-from logmem.compare.slope import Fit, fit_launches, fit_line
-from logmem.compare.whatif import WhatIf, slope_from_fit, whatif_launch
+from logmem.compare.slope import Fit, fit_launches, fit_line, slope_from_fit
+from logmem.compare.whatif import WhatIf, whatif_launch
 from logmem.errors import FitError
 from logmem.model.launch import Launch
 from logmem.report.compare import render_markdown, render_text, to_json

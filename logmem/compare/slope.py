@@ -269,3 +269,43 @@ def fit_launches(
         )
         + slope_assumptions()[3:],
     )
+
+
+# --- the slope a what-if uses ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphSlope:
+    """What a change of max bs costs per row, and where that figure comes from."""
+
+    mib_per_row: float  # largest bucket (or the capture total, for 'capture total' / heuristic)
+    static_mib_per_row: float | None
+    source: str
+    per_bs: bool = False  # heuristic: MiB per unit of bs, not per row
+
+
+def slope_from_fit(found: Sequence[Slope], family: str | None) -> GraphSlope | None:
+    """Pick the measured slope for the graph family whose max bs changes."""
+    usable = [s for s in found if s.rows_per_bs is not None]
+    s = next((x for x in usable if x.graph == family), usable[0] if usable else None)
+    if s is None:
+        return None
+    static = s.static.mib_per_row if s.static else None
+    src = (
+        f"measured: {s.graph} on {s.rank or 'the GPU'}, {s.basis}, rows {s.rows[0]} -> {s.rows[-1]}"
+    )
+    return GraphSlope(s.line.mib_per_row, static, src)
+
+
+def given_slope(mib_per_row: float, static_mib_per_row: float | None) -> GraphSlope:
+    """A slope the user gives (``--mib-per-row M [--static-mib-per-row S]``)."""
+    return GraphSlope(
+        mib_per_row,
+        static_mib_per_row,
+        f"given: --mib-per-row {mib_per_row:g}"
+        + (
+            f", --static-mib-per-row {static_mib_per_row:g}"
+            if static_mib_per_row is not None
+            else ""
+        ),
+    )

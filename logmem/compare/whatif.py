@@ -16,22 +16,12 @@ from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import graph_points, main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished
-from logmem.compare.slope import Slope, heuristic_mib_per_bs
+from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
 from logmem.errors import FitError
 from logmem.model.launch import Launch
 from logmem.parse import events as ev
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS, DIFFERENCE_RESOLUTION_BYTES
 from logmem.units import GIB, MIB
-
-
-@dataclass(frozen=True)
-class GraphSlope:
-    """What a change of max bs costs per row, and where that figure comes from."""
-
-    mib_per_row: float  # largest bucket (or the capture total, for 'capture total' / heuristic)
-    static_mib_per_row: float | None
-    source: str
-    per_bs: bool = False  # heuristic: MiB per unit of bs, not per row
 
 
 @dataclass(frozen=True)
@@ -109,19 +99,6 @@ class WhatIf:
         return (lo, hi) if lo is not None and hi is not None and lo <= hi else None
 
 
-def slope_from_fit(found: Sequence[Slope], family: str | None) -> GraphSlope | None:
-    """Pick the measured slope for the graph family whose max bs changes."""
-    usable = [s for s in found if s.rows_per_bs is not None]
-    s = next((x for x in usable if x.graph == family), usable[0] if usable else None)
-    if s is None:
-        return None
-    static = s.static.mib_per_row if s.static else None
-    src = (
-        f"measured: {s.graph} on {s.rank or 'the GPU'}, {s.basis}, rows {s.rows[0]} -> {s.rows[-1]}"
-    )
-    return GraphSlope(s.line.mib_per_row, static, src)
-
-
 def measured_slope(
     launch: Launch, a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str]
 ) -> GraphSlope:
@@ -138,20 +115,6 @@ def measured_slope(
             f"{d.slope_note.removeprefix('none: ') or 'no batch-size graph'}"
         )
     return slope
-
-
-def given_slope(mib_per_row: float, static_mib_per_row: float | None) -> GraphSlope:
-    """A slope the user gives (``--mib-per-row M [--static-mib-per-row S]``)."""
-    return GraphSlope(
-        mib_per_row,
-        static_mib_per_row,
-        f"given: --mib-per-row {mib_per_row:g}"
-        + (
-            f", --static-mib-per-row {static_mib_per_row:g}"
-            if static_mib_per_row is not None
-            else ""
-        ),
-    )
 
 
 def whatif_launch(
@@ -175,19 +138,9 @@ def whatif_launch(
     ):
         if v is not None and not 0 < v <= 1:
             raise FitError(f"{flag} {v:g} is outside (0, 1]")
-    given_mfs = None
+    given_mfs = logged_mfs
     if logged_mfs is not None:
-        known = launch.args.get("mem_fraction_static")
-        if isinstance(known, (int, float)) and float(known) != logged_mfs:
-            raise FitError(
-                f"--logged-mem-fraction-static {logged_mfs:g}: the log's server_args say {known:g}"
-            )
-        args = dict(launch.args) | {"mem_fraction_static": logged_mfs}
-        src = launch.server_args.source if launch.server_args else launch.all_events()[0].source
-        launch = replace(
-            launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
-        )
-        given_mfs = logged_mfs
+        launch = _with_logged_mfs(launch, logged_mfs)
     led = build_ledger(launch)
     md = Replay(launch, led, context_len)
     sz = md.sz
@@ -436,30 +389,10 @@ def whatif_launch(
         and p.verdict(activation_reserve_bytes) is not False
     ]
     hi = ok[-1] if ok else None
-    lo_ctx = None
-    if md.ctx:
-        need = md.ctx
-        lo_ctx = next((m for m in grid if tokens(m) >= need), None)
-        if lo_ctx is None:
-            full = tokens(1.0)
-            context_note = (
-                f"impossible: it needs {_gs(need * md.bpt)} GiB of KV, and even mem_fraction_static 1.0 "
-                f"gives {_gs(full * md.bpt)} GiB ({full:,} tokens) on this machine"
-            )
-        elif hi is not None and lo_ctx > hi:
-            context_note = (
-                f"needs mem_fraction_static >= {lo_ctx:.3f}, above the window's top {hi:.3f}: it would not "
-                "leave the headroom after capture"
-            )
-        elif bounded:
-            context_note = (
-                f"the KV pool holds it from mem_fraction_static {lo_ctx:.3f}; whether the graphs then "
-                "fit is unknown (the capture did not finish)"
-            )
-        else:
-            context_note = f"fits from mem_fraction_static {lo_ctx:.3f}"
-    else:
-        context_note = "context length unknown (no summary line); pass --context-length"
+    lo_ctx = next((m for m in grid if tokens(m) >= md.ctx), None) if md.ctx else None
+    context_note = _context_note(
+        md.ctx, lo_ctx, hi, bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
+    )
     if activation_reserve_bytes == 0:
         assumptions.append(
             "No activation reserve: the window's top only keeps headroom >= 0 after capture. Prefill "
@@ -504,3 +437,48 @@ def whatif_launch(
 
 def _gs(n: int) -> str:
     return f"{n / GIB:.2f}"
+
+
+def _with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
+    """The launch with the mem_fraction_static it ran with, given by the user for a log that
+    prints no server_args (``--logged-mem-fraction-static``); an error if the log says otherwise."""
+    known = launch.args.get("mem_fraction_static")
+    if isinstance(known, (int, float)) and float(known) != logged_mfs:
+        raise FitError(
+            f"--logged-mem-fraction-static {logged_mfs:g}: the log's server_args say {known:g}"
+        )
+    args = dict(launch.args) | {"mem_fraction_static": logged_mfs}
+    src = launch.server_args.source if launch.server_args else launch.all_events()[0].source
+    return replace(
+        launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
+    )
+
+
+def _context_note(
+    ctx: int | None,
+    lo_ctx: float | None,
+    hi: float | None,
+    bounded: bool,
+    full_bytes: int,
+    full_tokens: int,
+    bpt: int,
+) -> str:
+    """Whether one full context fits, and from which mem_fraction_static."""
+    if not ctx:
+        return "context length unknown (no summary line); pass --context-length"
+    if lo_ctx is None:
+        return (
+            f"impossible: it needs {_gs(ctx * bpt)} GiB of KV, and even mem_fraction_static 1.0 "
+            f"gives {_gs(full_bytes)} GiB ({full_tokens:,} tokens) on this machine"
+        )
+    if hi is not None and lo_ctx > hi:
+        return (
+            f"needs mem_fraction_static >= {lo_ctx:.3f}, above the window's top {hi:.3f}: it would not "
+            "leave the headroom after capture"
+        )
+    if bounded:
+        return (
+            f"the KV pool holds it from mem_fraction_static {lo_ctx:.3f}; whether the graphs then "
+            "fit is unknown (the capture did not finish)"
+        )
+    return f"fits from mem_fraction_static {lo_ctx:.3f}"
