@@ -21,15 +21,14 @@ class _Group(click.Group):
     """Library errors become "Error: ..." with exit 1, however the CLI is invoked."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from logmem.compare.load import LaunchChoiceError
         from logmem.errors import LogmemError
 
         try:
             return super().invoke(ctx)
-        except LaunchChoiceError as e:  # the API names launch=N; the command line --launch N
-            raise UserError(e.cli_message()) from None
         except LogmemError as e:
-            raise UserError(str(e)) from None
+            # An error that names a Python parameter (launch=N) says the option instead (--launch N).
+            cli_message = getattr(e, "cli_message", None)
+            raise UserError(cli_message() if callable(cli_message) else str(e)) from None
 
 
 @click.group(
