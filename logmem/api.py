@@ -272,8 +272,12 @@ def plot(
         return plot(fit(*source, launch=launch), "fit")
     if isinstance(source, (Analysis, str, os.PathLike)):
         analysis = source if isinstance(source, Analysis) else read_log(os.fspath(source))
+    elif all(isinstance(s, (str, os.PathLike)) for s in source):
+        analysis = read_log(*(os.fspath(s) for s in source))  # type: ignore[arg-type]
     else:
-        analysis = read_log(*(os.fspath(s) for s in source if not isinstance(s, Analysis)))
+        raise ValueError(
+            f"kind={kind!r} plots one launch: an Analysis, a path, or paths of one launch"
+        )
     return plots.draw(kind, _plot_data(analysis, kind, rank, launch))
 
 
