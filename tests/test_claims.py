@@ -22,8 +22,9 @@ A claim is a JSON object with a `why` (the line of the log that makes it true) a
   - `[key=value]`, `[key!=value]`: elements whose key equals (or not) value; non-strings are
     compared as JSON text (`[complete=true]`, `[size=null]`);
   - `[key~regex]`: elements whose key is a string the regex finds (Python `re.search`).
-  A null value ends its branch (no value). A key no dict at that step has is an error (a typo
-  must not make a must_not claim vacuous). Lists at the end are flattened one level, so
+  A null ends its branch when more steps follow; at the end of the path it is a value that
+  `"eq": null` matches, but it does not count as a value for existence or `count`. A key no
+  dict at that step has is an error (a typo must not make a must_not claim vacuous). Lists at the end are flattened one level, so
   `verdict` yields sentences and `graphs` yields graph objects.
 * `"text": "regex"`: searched in the rendered report (`"format"`: `text`, default, or
   `markdown`) with every run of whitespace collapsed to one space (the text report wraps lines).
@@ -136,8 +137,8 @@ def _step(nodes: list[Any], kind: str, arg: str) -> list[Any]:
             raise ClaimError(f"key {arg!r} taken from a value that is not an object")
         if dicts and not any(arg in d for d in dicts):
             raise ClaimError(f"no object here has the key {arg!r} (keys: {sorted(dicts[0])})")
-        return [d[arg] for d in dicts if arg in d and d[arg] is not None]
-    for node in nodes:
+        return [d[arg] for d in dicts if arg in d]
+    for node in (n for n in nodes if n is not None):
         if re.fullmatch(r"-?\d+", arg):
             if isinstance(node, list) and -len(node) <= int(arg) < len(node):
                 out.append(node[int(arg)])
@@ -145,7 +146,7 @@ def _step(nodes: list[Any], kind: str, arg: str) -> list[Any]:
             out.extend(_elements(node))
         else:
             out.extend(x for x in _elements(node) if _keep(x, arg))
-    return [x for x in out if x is not None]
+    return out
 
 
 def select(doc: Any, path: str) -> list[Any]:
@@ -194,10 +195,11 @@ def _passes(value: Any, tests: dict[str, Any], tol: float) -> bool:
 def _holds_on(values: list[Any], claim: dict[str, Any]) -> bool:
     tol = float(claim.get("tol", 0.01))
     tests = {k: v for k, v in claim.items() if k in VALUE_OPS}
+    present = [v for v in values if v is not None]
     numbers = [v for v in values if _number(v)]
     for op in LIST_OPS & claim.keys():
         if op == "count":
-            total: float = len(values)
+            total: float = len(present)
         elif not numbers:
             return False
         else:
@@ -205,7 +207,7 @@ def _holds_on(values: list[Any], claim: dict[str, Any]) -> bool:
         if not _passes(total, claim[op], tol):
             return False
     if not tests:
-        return bool(values) or bool(LIST_OPS & claim.keys())
+        return bool(present) or bool(LIST_OPS & claim.keys())
     passing = [_passes(v, tests, tol) for v in values]
     return bool(values) and (all(passing) if claim.get("all") else any(passing))
 
@@ -352,6 +354,8 @@ DOC: dict[str, Any] = {
         ({"path": "launches.ranks[-1].rank", "eq": "TP1"}, True),
         ({"path": "launches.failure.kind", "eq": "oom"}, False),
         ({"path": "launches.failure"}, False),
+        ({"path": "launches.failure", "eq": None}, True),
+        ({"path": "launches.failure", "count": {"eq": 0}}, True),
         ({"path": "launches.verdict", "regex": r"on 2 ranks"}, True),
         ({"path": "launches.verdict", "contains": "crashed"}, False),
         ({"path": "launches.ranks.extra", "max": {"eq": 2}}, True),
