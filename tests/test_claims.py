@@ -33,7 +33,8 @@ Tests on the values of a `path` claim:
 
 * per value: `eq`, `ne`, `ge`, `gt`, `le`, `lt`, `approx` (with `tol`, default 0.01 GiB: print
   rounding), `regex`, `contains` (substring), `in` (a list of allowed values). Comparisons with a
-  number are false for a value that is not a number. The claim holds when SOME value passes
+  number read a numeric string as its number (a fix's `value` is a string, "0.863") and are false
+  for any other value that is not a number. The claim holds when SOME value passes
   every per-value test, or with `"all": true` when there are values and ALL pass.
 * on the list of values: `count`, `sum`, `max`, `min`, each an object of per-value tests on that
   number (`"count": {"ge": 2}`; `sum` and `max`/`min` of no numbers fail). These hold together
@@ -161,20 +162,28 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _as_number(value: Any) -> Any:
+    """A numeric string (a fix's value, "0.863") compares as its number."""
+    if isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d+)?", value.strip()):
+        return float(value)
+    return value
+
+
 def _passes(value: Any, tests: dict[str, Any], tol: float) -> bool:
     for op, want in tests.items():
         if op in ("eq", "ne"):
             if (value == want) != (op == "eq"):
                 return False
         elif op in ("ge", "gt", "le", "lt", "approx"):
-            if not _number(value):
+            number = _as_number(value)
+            if not _number(number):
                 return False
             ok = {
-                "ge": value >= want,
-                "gt": value > want,
-                "le": value <= want,
-                "lt": value < want,
-                "approx": abs(value - want) <= tol + 1e-9,
+                "ge": number >= want,
+                "gt": number > want,
+                "le": number <= want,
+                "lt": number < want,
+                "approx": abs(number - want) <= tol + 1e-9,
             }[op]
             if not ok:
                 return False
@@ -326,6 +335,7 @@ DOC: dict[str, Any] = {
         {
             "outcome": "ready",
             "failure": None,
+            "fixes": [{"flag": "--mem-fraction-static", "value": "0.83"}, {"value": "x"}],
             "verdict": ["Ready: start-up finished on 2 ranks."],
             "ranks": [
                 {
@@ -362,6 +372,8 @@ DOC: dict[str, Any] = {
         ({"path": "launches.ranks.rank", "in": ["TP0", "TP1"], "all": True}, True),
         ({"path": "launches.verdict", "sum": {"ge": 0}}, False),
         ({"text": r"finished on 2 ranks"}, True),
+        ({"path": "launches.fixes.value", "lt": 0.85}, True),
+        ({"path": "launches.fixes.value", "gt": 0.9}, False),
     ],
 )
 def test_the_claim_language(claim: dict[str, Any], holds: bool) -> None:
