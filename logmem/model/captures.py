@@ -21,9 +21,10 @@ from logmem.model.records import (
     Sample,
 )
 from logmem.parse import events as ev
+from logmem.sglang import rules
 from logmem.sglang.capture_lists import ListContext, largest_from_count
 
-_SLACK = round(0.01 * (1 << 30))  # two printed readings differ by +-0.01 GiB
+_SLACK = rules.DIFFERENCE_RESOLUTION_BYTES  # two printed readings differ by +-0.01 GiB
 
 
 @dataclass
@@ -94,7 +95,7 @@ class GraphB:
 
 def _family(name: str) -> str:
     """Prefill-type graphs are sized in tokens, the others in batch sizes."""
-    return "tokens" if ("prefill" in name or "piecewise" in name) else "bs"
+    return "tokens" if rules.graph_sized_in_tokens(name) else "bs"
 
 
 def _month(e: ev.Event) -> tuple[int, int] | None:
@@ -103,8 +104,8 @@ def _month(e: ev.Event) -> tuple[int, int] | None:
 
 
 def family(name: str) -> str:
-    """Prefill-type graphs are sized in tokens, the others in batch sizes."""
-    return "tokens" if ("prefill" in name or "piecewise" in name) else "bs"
+    """Which of SGLang's list families a graph's sizes come from: tokens or batch sizes."""
+    return "tokens" if rules.graph_sized_in_tokens(name) else "bs"
 
 
 def month(e: ev.Event) -> tuple[int, int] | None:
