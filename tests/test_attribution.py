@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import logmem.analysis.findings as fd
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
-from logmem.analysis import findings as fd
 from logmem.analysis.attribution import build_ledger, rank_ledger
 from logmem.api import read_log
 from logmem.report.sentences import finding_text
