@@ -43,18 +43,6 @@ TELLTALES: dict[str, str] = {
 # /work/notes/A-rules-copies.md for file:line). Remove a file's entry when you convert it:
 # test_allow_list_is_current fails while an entry names a rule the file no longer copies.
 ALLOWED: dict[str, set[str]] = {
-    # task B (compare/): POINT_ERROR_GIB, HEURISTIC_MIB_PER_BS / heuristic_mib_per_bs, what-if's
-    # rest(), request pool and request-to-token table, the two tokens-vs-bs predicates.
-    "compare/core.py": {
-        "difference resolution from the reading one",
-        "KV budget P x (1 - mfs)",
-        "request-to-token table (n + 1) x ctx x 4",
-        "default request pool",
-        "graph reserve per max bs",
-        "graph sized in tokens",
-    },
-    # task B (report/plots.py): POINT_ERROR_GIB and two 0.005 thresholds.
-    "report/plots.py": {"print resolution 0.005 GiB", "difference resolution from the reading one"},
     # task C (estimate/): the request-to-token table and the DeepEP default of 128.
     "estimate/model.py": {
         "request-to-token table (n + 1) x ctx x 4",
