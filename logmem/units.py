@@ -61,4 +61,3 @@ def format_gib(n_bytes: int | None, signed: bool = False, unknown: str = "?") ->
     value = gib(n_bytes)
     assert value is not None
     return f"{value:+.2f}" if signed else f"{value:.2f}"
-
