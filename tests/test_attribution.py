@@ -37,6 +37,9 @@ def _raw_ends(rank: Rank) -> tuple[int, int] | None:
     the first reading plus the distributed init's usage when init came first, and the last
     reading, or the last bar sample when the log stops inside a capture."""
     vals: list[tuple[int, ev.Event]] = []
+    opened_by_bar = {
+        g.samples[0].source for g in rank.graphs if g.samples and g.begin_bytes is None
+    }
     for e in rank.events:
         m = None
         if isinstance(
@@ -45,6 +48,8 @@ def _raw_ends(rank: Rank) -> tuple[int, int] | None:
             m = e.avail
         elif isinstance(e, ev.Summary):
             m = e.available
+        elif isinstance(e, ev.BarRender) and e.source in opened_by_bar:
+            m = e.avail  # a capture with no begin reading (a fragment) opens at its first bar
         if m is not None:
             vals.append((m.bytes, e))
     if not vals:
@@ -55,8 +60,15 @@ def _raw_ends(rank: Rank) -> tuple[int, int] | None:
         first += rank.init_end.usage.bytes
         figures += 1
     last, last_event = vals[-1]
-    if isinstance(last_event, ev.CaptureBegin):
-        g = next((g for g in rank.graphs if g.begin is last_event), None)
+    if isinstance(last_event, (ev.CaptureBegin, ev.BarRender)):
+        g = next(
+            (
+                g
+                for g in rank.graphs
+                if g.begin is last_event or (g.samples and g.samples[0].source == last_event.source)
+            ),
+            None,
+        )
         if g is not None and g.samples:
             last = g.samples[-1].avail.bytes
             figures += 1

@@ -19,7 +19,6 @@ TABLES = {"parse/patterns.py"}
 SPLITTING = {
     "report/plots.py": "task B",
     "estimate/model.py": "task C",
-    "model/launch.py": "task T",
     "parse/events.py": "tasks D/E",
     "parse/read.py": "tasks D/E",
 }
