@@ -16,7 +16,7 @@ Rules, from ../shared/reference/log-formats.md section 17:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,9 +178,6 @@ class Rank:
     def draft(self) -> Model | None:
         return next((m for m in self.models if m.role == "draft"), None)
 
-    def first(self, kind: type[ev.Event]) -> ev.Event | None:
-        return next((e for e in self.events if isinstance(e, kind)), None)
-
     def all(self, kind: type[ev.Event]) -> tuple[ev.Event, ...]:
         return tuple(e for e in self.events if isinstance(e, kind))
 
@@ -224,11 +221,6 @@ class Launch:
     @property
     def ready(self) -> ev.Event | None:
         return next((e for e in self.events if isinstance(e, ev.Ready)), None)
-
-    @property
-    def first_line(self) -> Source | None:
-        srcs = [e.source for e in self.all_events()]
-        return srcs[0] if srcs else None
 
     def all_events(self) -> list[ev.Event]:
         out: list[ev.Event] = []
@@ -627,7 +619,3 @@ def build_launches(events: Iterable[ev.Event]) -> tuple[Launch, ...]:
     for e in events:
         b.feed(e)
     return tuple(L.freeze() for L in b.launches if L.has_content() or L.events)
-
-
-def ranks_with(launches: Sequence[Launch]) -> list[str]:
-    return sorted({r.label for L in launches for r in L.ranks})
