@@ -17,10 +17,11 @@ from typing import Any
 
 from logmem.model.launch import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
-from logmem.units import GIB, MIB, Mem, format_gib, gib
+from logmem.sglang import rules
+from logmem.units import GIB, Mem, format_gib, gib
 
-# Differences of two readings printed with two decimals are known to +-0.01 GiB.
-ROUNDING_BYTES = round(0.01 * GIB)
+# Kept importable here for the modules that still import it from attribution.
+ROUNDING_BYTES = rules.DIFFERENCE_RESOLUTION_BYTES
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ class Sizing:
     @property
     def bytes_per_token_range(self) -> tuple[int, int] | None:
         """Bytes per token consistent with the printed pool sizes (each +-0.005 GiB)."""
-        return _bpt_range(self.kv_bytes, self.kv_tokens, self.kv_parts)
+        return rules.bytes_per_token_range(self.kv_bytes, self.kv_tokens, self.kv_parts)
 
     @property
     def likely_bytes_per_token(self) -> int | None:
@@ -335,7 +336,7 @@ def _req_to_token_bytes(launch: Launch) -> tuple[int, int, int] | None:
         ctx = args["context_length"]
     if n_req is None or ctx is None:
         return None
-    return n_req, ctx, (n_req + 1) * ctx * 4
+    return n_req, ctx, rules.req_to_token_bytes(n_req, ctx)
 
 
 def _lazy_note(launch: Launch) -> str:
@@ -355,7 +356,7 @@ def _lazy_note(launch: Launch) -> str:
 
 def _graph_kind(name: str) -> str:
     """Prefill-type graphs (piecewise, prefill) and decode-type graphs allocate different lazy buffers."""
-    return "prefill" if ("prefill" in name or "piecewise" in name) else "decode"
+    return "prefill" if rules.graph_sized_in_tokens(name) else "decode"
 
 
 def _bucket_indices(g: Graph) -> tuple[list[int], int | None, bool]:
@@ -678,33 +679,6 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
 # --- launch-level checks --------------------------------------------------------------------
 
 
-def _min_reading(launch: Launch, attr: str) -> tuple[int, str] | None:
-    vals = []
-    for r in launch.ranks:
-        e = _before_pools(r) if attr == "weights_end" else getattr(r.target, attr, None)
-        if e is not None:
-            vals.append((e.avail.bytes, r.label))
-    return min(vals) if vals else None
-
-
-def _before_pools(r: Rank) -> ev.WeightsEnd | None:
-    """The free-memory reading the KV pools were sized from: the last Load weight end before
-    the target's pools (newest SGLang loads the draft before any pool, older after them)."""
-    t = r.target
-    if t is None:
-        return None
-    first_pool = t.pools[0] if t.pools else t.pool_end
-    last = t.weights_end
-    if first_pool is None:
-        return last
-    for e in r.events:
-        if e is first_pool:
-            break
-        if isinstance(e, ev.WeightsEnd):
-            last = e
-    return last
-
-
 def arg_number(args: dict[str, Any], key: str, lo: float, hi: float) -> float | None:
     """A numeric server_args value in a sane range (logs are untrusted: no bools, inf or 1e999)."""
     v = args.get(key)
@@ -719,11 +693,12 @@ def arg_number(args: dict[str, Any], key: str, lo: float, hi: float) -> float | 
 
 def sizing(launch: Launch) -> Sizing | None:
     mfs = arg_number(launch.args, "mem_fraction_static", 1e-6, 1.0)
-    pre = _min_reading(launch, "weights_begin")
-    post = _min_reading(launch, "weights_end")
-    if mfs is None or pre is None or post is None:
+    readings = rules.budget_readings(launch)
+    pre_bytes, pre_rank = readings.pre_load_bytes, readings.pre_load_rank
+    post_bytes = readings.after_weights_bytes
+    if mfs is None or pre_bytes is None or pre_rank is None or post_bytes is None:
         return None
-    rest = post[0] - round(pre[0] * (1 - float(mfs)))
+    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, mfs)
     first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
     kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
     mamba = first_rank.target.mamba_pools if first_rank and first_rank.target else ()
@@ -752,9 +727,9 @@ def sizing(launch: Launch) -> Sizing | None:
     )
     return Sizing(
         float(mfs),
-        pre[0],
-        pre[1],
-        post[0],
+        pre_bytes,
+        pre_rank,
+        post_bytes,
         rest,
         logged,
         main.total_bytes if main else None,
@@ -763,15 +738,6 @@ def sizing(launch: Launch) -> Sizing | None:
         parts,
         per_pool,
     )
-
-
-def _bpt_range(total: int | None, tokens: int | None, parts: int) -> tuple[int, int] | None:
-    if total is None or not tokens:
-        return None
-    # The buffers hold `tokens + page_size` slots; ignore that sliver, keep the print error.
-    err = parts * 0.005 * GIB
-    lo, hi = (total - err) / tokens, (total + err) / tokens
-    return max(0, int(lo) + 1), int(hi)
 
 
 def _roundest(rng: tuple[int, int]) -> int | None:
@@ -789,35 +755,29 @@ def _roundest(rng: tuple[int, int]) -> int | None:
 
 def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
     """SGLang's reserve_for_graph_mb() and friends, from the resolved server_args."""
-    a = launch.args
-    max_bs_f = arg_number(a, "cuda_graph_max_bs", 1, 1 << 20)
-    if (
-        max_bs_f is None
-        or not isinstance(a.get("cuda_graph_max_bs"), int)
-        or a.get("disable_cuda_graph")
-    ):
+    terms = rules.graph_reserve(launch.args)
+    if terms is None:
         return None
-    max_bs = int(max_bs_f)
-    terms: list[tuple[str, int]] = [(f"decode graph: max_bs {max_bs} x 2 MB", max_bs * 2 * MIB)]
-    dp_f = arg_number(a, "dp_size", 1, 1 << 16)
-    dp = int(dp_f) if dp_f is not None else None
-    if a.get("enable_dp_attention") and dp is not None:
-        terms.append((f"DP attention: {max_bs} x dp {dp} x 3 MB", max_bs * dp * 3 * MIB))
-        if max_bs > 300:
-            terms.append(
-                (
-                    f"DP attention, max_bs > 300: {max_bs} x {dp} x 1.5 MB",
-                    round(max_bs * dp * 1.5 * MIB),
-                )
-            )
-    pw = a.get("piecewise_cuda_graph_tokens")
-    if (
-        a.get("enable_piecewise_cuda_graph") or a.get("disable_piecewise_cuda_graph") is False
-    ) and isinstance(pw, list):
-        terms.append((f"piecewise graph: {len(pw)} sizes x 8 MB", len(pw) * 8 * MIB))
-    if a.get("moe_a2a_backend") == "deepep":
-        terms.append(("DeepEP all-to-all: 2048 MB", 2048 * MIB))
-    return GraphReserve(sum(v for _, v in terms), tuple(terms), measured)
+    return GraphReserve(
+        sum(t.bytes for t in terms), tuple((_reserve_label(t), t.bytes) for t in terms), measured
+    )
+
+
+def _reserve_label(t: rules.Reserve) -> str:
+    if t.term is rules.ReserveTerm.DECODE:
+        return f"decode graph: max_bs {t.max_bs} x {rules.DECODE_GRAPH_MIB_PER_BS:g} MB"
+    if t.term is rules.ReserveTerm.DP_ATTENTION:
+        return (
+            f"DP attention: {t.max_bs} x dp {t.dp_size} x {rules.DP_ATTENTION_MIB_PER_BS_DP:g} MB"
+        )
+    if t.term is rules.ReserveTerm.DP_ATTENTION_LARGE_BS:
+        return (
+            f"DP attention, max_bs > {rules.DP_ATTENTION_LARGE_BS}: {t.max_bs} x {t.dp_size} x "
+            f"{rules.DP_ATTENTION_LARGE_BS_MIB:g} MB"
+        )
+    if t.term is rules.ReserveTerm.PIECEWISE:
+        return f"piecewise graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
+    return f"DeepEP all-to-all: {rules.DEEPEP_A2A_RESERVE_MIB} MB"
 
 
 def build_ledger(launch: Launch) -> LaunchLedger:
@@ -835,7 +795,9 @@ def build_ledger(launch: Launch) -> LaunchLedger:
     if imbalance is not None and sz is not None and cell:
         # The KV rule takes P and the after-weights reading as minimums over ranks, so a rank
         # with g GiB less of both lowers everyone's budget by mfs x g.
-        imb_tokens = int(sz.mem_fraction_static * imbalance // cell)
+        imb_tokens = int(
+            rules.imbalance_budget_loss_bytes(imbalance, sz.mem_fraction_static) // cell
+        )
     measured = None
     bar_rank = launch.main_rank
     if bar_rank is not None:
@@ -1063,7 +1025,7 @@ def findings(led: LaunchLedger) -> list[str]:
             f"every rank from the smallest ({led.binding_rank}){cost}."
         )
     # The reserve heuristic dates from late 2025 (when the piecewise-graph flags appeared).
-    modern = any("piecewise_cuda_graph" in k for k in led.launch.args)
+    modern = rules.reserve_heuristic_applies(led.launch.args)
     if (
         led.reserve is not None
         and led.reserve.measured_bytes is not None
