@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from logmem.estimate.model import (
-    GIB,
+from logmem.estimate import (
     Component,
     Estimate,
     EstimateError,
@@ -20,6 +19,7 @@ from logmem.estimate.model import (
     settings_from_server_args,
 )
 from logmem.report.estimate_render import SCHEMA, render_markdown, render_text, to_json
+from logmem.units import GIB
 
 CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"
 GB = 10**9
@@ -435,3 +435,44 @@ def test_render_markdown_tables() -> None:
     assert "| Component | Parameters | Per rank | Sharding | Why |" in md
     assert "65,536 B per token per rank" in md
     assert "| logits buffer | unknown |" in md
+
+
+# --------------------------------------------------------------------------- what must divide
+
+
+def test_tp_that_does_not_divide_the_heads_is_an_error_not_a_rounding() -> None:
+    with pytest.raises(EstimateError) as e:
+        estimate(cfg("llama-3-70b"), parallel=Parallel(tp=3))
+    assert e.value.setting == "tp"
+    assert "TP 3 does not divide the 64 attention heads" in str(e.value)
+    assert "TP sizes that fit this model: 1, 2, 4, 8, 16, 32, 64." in str(e.value)
+
+
+def test_dp_attention_checks_the_attention_group() -> None:
+    with pytest.raises(EstimateError, match=r"attention TP 3 \(TP 6 / DP 2, DP attention\)"):
+        estimate(cfg("llama-3-70b"), parallel=Parallel(tp=6, dp=2, dp_attention=True))
+    # TP 16 over DP 8: two ranks per attention group divide the 128 heads.
+    estimate(cfg("deepseek-v3"), parallel=Parallel(tp=16, dp=8, ep=16, dp_attention=True))
+
+
+def test_kv_heads_and_attention_tp_must_divide_one_another() -> None:
+    config = dict(cfg("llama-3-70b"), num_attention_heads=48)
+    with pytest.raises(EstimateError, match="the 8 KV heads"):
+        estimate(config, parallel=Parallel(tp=12))
+    # Fewer KV heads than ranks is fine when they divide: each is replicated.
+    assert estimate(config, parallel=Parallel(tp=16)).kv_bytes_per_token_per_rank == 2 * 256 * 80
+
+
+def test_ep_that_does_not_divide_the_experts_is_an_error() -> None:
+    with pytest.raises(EstimateError, match="EP 3 does not divide the 256 routed experts") as e:
+        estimate(cfg("deepseek-v3"), parallel=Parallel(tp=8, ep=3))
+    assert e.value.setting == "ep"
+    # A dense model has no experts for EP to split.
+    estimate(cfg("llama-3-70b"), parallel=Parallel(tp=8, ep=3))
+
+
+def test_dense_intermediate_must_divide() -> None:
+    config = dict(cfg("qwq-32b"), intermediate_size=27650)
+    with pytest.raises(EstimateError, match="TP 4 does not divide the 27650 MLP intermediate size"):
+        estimate(config, parallel=Parallel(tp=4))
+    assert estimate(config, parallel=Parallel(tp=2)).weights_bytes_per_rank is not None

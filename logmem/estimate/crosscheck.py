@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logmem.analysis.attribution import ROUNDING_BYTES, LaunchLedger
-from logmem.estimate.model import Estimate, estimate, settings_from_server_args
+from logmem.estimate import Estimate, estimate, settings_from_server_args
 from logmem.units import GIB, format_gib
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from logmem.estimate.model import GIB, Estimate
+from logmem.estimate import Estimate
+from logmem.units import GIB
 
 SCHEMA = "logmem.estimate/1"
 WIDTH = 100
