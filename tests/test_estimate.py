@@ -13,6 +13,7 @@ from logmem.estimate import (
     Estimate,
     EstimateError,
     Parallel,
+    Unknown,
     deepep_low_latency_bytes,
     estimate,
     load_model_config,
@@ -426,15 +427,64 @@ def test_render_text_fits_100_columns(name: str) -> None:
     )
     text = render_text(est)
     assert max(len(line) for line in text.splitlines()) <= 100
-    assert "attn.o" in text and "Notes:" in text
+    lines = text.splitlines()
+    assert lines[0] == f"Expected sizes for {est.model}" and lines[1] == "=" * len(lines[0])
+    assert "attn.o" in text and "\nNotes\n" in text
 
 
 def test_render_markdown_tables() -> None:
     est = estimate(cfg("qwq-32b"), parallel=Parallel(tp=4))
     md = render_markdown(est)
-    assert "| Component | Parameters | Per rank | Sharding | Why |" in md
-    assert "65,536 B per token per rank" in md
-    assert "| logits buffer | unknown |" in md
+    assert "| component | params | per rank | sharding | why |" in md
+    assert "| KV cache | 65,536 B per token per rank (16,384 tokens per GiB) |" in md
+    assert "| logits buffer | unknown: pass --cuda-graph-max-bs |" in md
+    assert "| DeepEP LL buffer | none: no routed experts |" in md
+
+
+def test_every_unknown_says_what_would_fill_it() -> None:
+    est = estimate(cfg("deepseek-v3"), parallel=Parallel(tp=8))
+    assert [u.figure for u in est.unknown] == ["logits_buffer_bytes", "req_to_token_bytes"]
+    assert est.unknown_for("logits_buffer_bytes") == Unknown(
+        "logits_buffer_bytes", ("cuda_graph_max_bs",)
+    )
+    assert est.unknown_for("req_to_token_bytes") == Unknown(
+        "req_to_token_bytes", ("max_running_requests",)
+    )
+    text = render_text(est)
+    assert "logits buffer           unknown: pass --cuda-graph-max-bs" in text
+    assert "request-to-token table  unknown: pass --max-running-requests" in text
+    data = to_json(est)
+    assert data["logits_buffer_bytes"] is None
+    assert data["unknown"][0] == {
+        "figure": "logits_buffer_bytes",
+        "flags": ["--cuda-graph-max-bs"],
+        "config_keys": [],
+        "reason": None,
+    }
+    # Given them, nothing is unknown.
+    full = estimate(
+        cfg("deepseek-v3"), parallel=Parallel(tp=8), cuda_graph_max_bs=64, max_running_requests=8
+    )
+    assert full.unknown == () and "unknown" not in render_text(full)
+
+
+def test_unknowns_from_the_config_name_its_keys() -> None:
+    config = cfg("llama-3-70b")
+    del config["vocab_size"], config["num_key_value_heads"], config["num_attention_heads"]
+    est = estimate(config, cuda_graph_max_bs=8)
+    fills = {u.figure: u for u in est.unknown}
+    assert fills["logits_buffer_bytes"].config_keys == ("vocab_size",)
+    assert fills["logits_buffer_bytes"].settings == ()
+    assert fills["kv_bytes_per_token_per_rank"].config_keys == ("num_key_value_heads",)
+    assert "embedding" in fills["params_total"].reason
+    no_ctx = estimate(dict(config, max_position_embeddings=None), max_running_requests=4)
+    assert no_ctx.unknown_for("req_to_token_bytes") == Unknown(
+        "req_to_token_bytes", ("context_len",)
+    )
+    assert "pass --context-length" in render_text(no_ctx)
+    exotic = estimate(cfg("qwq-32b"), quantization="exotic_q3")
+    u = exotic.unknown_for("weights_bytes_per_rank")
+    assert u is not None and u.settings == ("quantization",) and "exotic_q3" in u.reason
 
 
 # --------------------------------------------------------------------------- what must divide

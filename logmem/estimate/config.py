@@ -12,9 +12,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logmem.errors import LogmemError
+
+if TYPE_CHECKING:
+    from logmem.model.launch import Launch
 
 # Latent-MoE models project tokens from hidden_size down to a smaller routed hidden size before
 # dispatch. There is no standard Hugging Face key; these are the names we look for, in order.
@@ -151,6 +154,22 @@ def settings_from_server_args(server_args: Mapping[str, Any]) -> dict[str, Any]:
         ("context_length", "context_len"),
     ):
         value = num(key)
+        if value is not None:
+            out[kwarg] = value
+    return out
+
+
+def settings_for_launch(launch: Launch) -> dict[str, Any]:
+    """``settings_from_server_args`` for a launch, with the request slots and context length
+    the scheduler summary printed (``max_running_requests=``, ``context_len=``: the values
+    SGLang resolved, which the server_args dump often leaves None)."""
+    out = settings_from_server_args(launch.args)
+    summary = launch.summary
+    for key, kwarg in (
+        ("max_running_requests", "max_running_requests"),
+        ("context_len", "context_len"),
+    ):
+        value = summary.get_int(key) if summary is not None else None
         if value is not None:
             out[kwarg] = value
     return out
@@ -303,3 +322,26 @@ def read_dims(cfg: Mapping[str, Any]) -> Dims:
         linear_conv_kernel=int_key(cfg, "linear_conv_kernel_dim"),
         nextn_layers=int_key(cfg, "num_nextn_predict_layers"),
     )
+
+
+_PARALLEL = ("tp", "dp", "ep", "pp", "dp_attention")
+
+
+def deployment_settings(launch: Launch | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """estimate() keywords for a deployment: a logged launch's (``settings_for_launch``), if
+    any, then ``overrides`` on top (``tp``, ``dp``, ``ep``, ``pp``, ``dp_attention`` and
+    estimate()'s own keywords; None means "not given")."""
+    out = settings_for_launch(launch) if launch is not None else {}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    par = out.get("parallel", Parallel())
+    sizes: dict[str, Any] = {
+        "tp": par.tp,
+        "dp": par.dp,
+        "ep": par.ep,
+        "pp": par.pp,
+        "dp_attention": par.dp_attention,
+    }
+    sizes.update({k: given.pop(k) for k in _PARALLEL if k in given})
+    out["parallel"] = Parallel(**sizes)
+    out.update(given)
+    return out
