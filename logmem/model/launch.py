@@ -2,7 +2,7 @@
 
 This is the shape of a start-up as the log tells it, per rank and in log order. Later
 stages (attribution, fit, failures, reports) read it and never go back to the text.
-Rules, from ../shared/reference/log-formats.md section 17:
+Rules, from docs/reference.md section 17:
 
 * a file that prints ``server_args=`` twice, or a rank that begins distributed init
   twice, holds two launches; per-rank files of one launch are merged by launch index;
