@@ -875,14 +875,7 @@ def _lower_mfs_fix(b: _Budget, need_bytes: int, why: str) -> tuple[Fix | None, s
 
 def _graph_flag(launch: Launch, graph: str) -> tuple[str, str]:
     """The flag that caps a graph family's largest bucket, and the bucket unit."""
-    args = launch.args
-    if rules.graph_sized_in_tokens(graph):
-        if graph.endswith("prefill") and "cuda_graph_max_bs_prefill" in args:
-            return "--cuda-graph-max-bs-prefill", "num_tokens"
-        return "--piecewise-cuda-graph-max-tokens", "num_tokens"
-    if "cuda_graph_max_bs_decode" in args:
-        return "--cuda-graph-max-bs-decode", "bs"
-    return "--cuda-graph-max-bs", "bs"
+    return rules.graph_cap_flag(graph, launch.args), _unit(graph)
 
 
 def _unit(graph: str | None) -> str:
@@ -1502,7 +1495,7 @@ def _not_memory(
     phase = place.phase or ""
     if phase.startswith("capture "):
         name = phase.removeprefix("capture ")
-        flag = "--disable-piecewise-cuda-graph" if name == "piecewise" else "--disable-cuda-graph"
+        flag = rules.graph_disable_flag(name)
         fixes = (
             Fix(
                 flag,

@@ -102,7 +102,8 @@ def mfs_step_bytes(pre_load_bytes: int, d_mfs: float) -> int:
 def smallest_mfs_with_pool(after_weights_bytes: int, pre_load_bytes: int) -> float | None:
     """The mem_fraction_static at which the KV budget is zero: ``1 - A / P`` (any larger value
     gives a pool). From ``kv_budget_bytes`` = 0; SGLang raises "Not enough memory" at or below
-    it (``profile_max_num_token``, all eras). None when P is not positive."""
+    it (``profile_max_num_token``, ``model_runner.py`` / ``pool_configurator.py``, all eras).
+    None when P is not positive."""
     if pre_load_bytes <= 0:
         return None
     return 1 - after_weights_bytes / pre_load_bytes
@@ -267,7 +268,8 @@ DEEPEP_A2A_RESERVE_MIB = 2048
 
 DEEPEP_DEFAULT_DISPATCH_TOKENS = 128
 """Default ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK``: the T the DeepEP low-latency
-buffer is proportional to (DeepEP ``csrc/config.hpp``, SGLang's env default; unverified)."""
+buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``; the
+default is SGLang's environment default, 2025-2026, whose file was not read: unverified)."""
 
 
 class ReserveTerm(Enum):
@@ -369,3 +371,26 @@ def graph_sized_in_tokens(name: str) -> bool:
     and prefill graphs (``Capture <role> prefill CUDA graph``, ``cuda_graph_setup.py``, E7) are
     captured per ``num_tokens``; decode, verify, draft and draft-extend graphs per ``bs``."""
     return "prefill" in name or "piecewise" in name
+
+
+def graph_cap_flag(name: str, args: Mapping[str, Any]) -> str:
+    """The server flag that caps a graph family's largest bucket.
+
+    ``server_args.py``: decode graphs ``--cuda-graph-max-bs`` (all eras; ``--cuda-graph-max-bs-
+    decode`` where the dump has ``cuda_graph_max_bs_decode``, 2026); piecewise graphs
+    ``--piecewise-cuda-graph-max-tokens`` (E4-E6); E7 prefill graphs ``--cuda-graph-max-bs-
+    prefill`` where the dump has ``cuda_graph_max_bs_prefill``."""
+    if graph_sized_in_tokens(name):
+        if "piecewise" not in name and "cuda_graph_max_bs_prefill" in args:
+            return "--cuda-graph-max-bs-prefill"
+        return "--piecewise-cuda-graph-max-tokens"
+    if "cuda_graph_max_bs_decode" in args:
+        return "--cuda-graph-max-bs-decode"
+    return "--cuda-graph-max-bs"
+
+
+def graph_disable_flag(name: str) -> str:
+    """The server flag that skips a graph family's capture: ``--disable-piecewise-cuda-graph``
+    for the piecewise graph (``server_args.py``, about Apr 2026 on; before, it was opt-in),
+    ``--disable-cuda-graph`` for the others (all eras)."""
+    return "--disable-piecewise-cuda-graph" if "piecewise" in name else "--disable-cuda-graph"
