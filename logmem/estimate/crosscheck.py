@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.analysis.attribution import ROUNDING_BYTES, LaunchLedger
+from logmem.analysis.attribution import LaunchLedger
 from logmem.estimate import Estimate, EstimateError, estimate
 from logmem.estimate.config import settings_for_launch
 from logmem.model.launch import Launch
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import GIB, format_gib
 
 
