@@ -148,3 +148,11 @@ def test_no_citation_points_outside_the_repository() -> None:
             continue
         assert "../shared" not in text, f"{name} points at ../shared, which a clone lacks"
         assert "log-formats.md" not in text, f"{name} cites log-formats.md: use docs/reference.md"
+
+
+def test_tests_name_no_absolute_machine_paths() -> None:
+    """Tests find the repo and the corpus relative to themselves (conftest.REPO, CORPUS), so a
+    clone anywhere runs them; a Path built from an absolute literal works on one machine only."""
+    for path in sorted((REPO / "tests").glob("*.py")):
+        found = re.findall(r"Path\(\s*[rbf]?[\"']/[^\"']*", path.read_text(encoding="utf-8"))
+        assert not found, f"{path.name}: {found}"
