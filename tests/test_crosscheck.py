@@ -122,3 +122,29 @@ def test_analyze_with_a_config_the_launch_cannot_split_says_so(tmp_path: Path) -
     assert res.exit_code == 1
     assert res.output.startswith("Error: --model-config does not fit this launch")
     assert "TP 4 does not divide the 42 attention heads" in res.output
+
+
+def test_api_expected_sizes_is_what_the_command_runs() -> None:
+    import logmem.api as api
+
+    by_path = api.expected_sizes(QWQ, str(LOG))
+    by_dict = api.expected_sizes(json.loads(QWQ.read_text()), read_log(str(LOG)), tp=4)
+    assert by_path == by_dict
+    assert by_path.parallel.tp == 4 and by_path.req_to_token_bytes == 2050 * 131072 * 4
+    cli_doc = json.loads(
+        CliRunner()
+        .invoke(cli, ["estimate", str(LOG), "--model-config", str(QWQ), "-f", "json"])
+        .stdout
+    )
+    assert cli_doc["weights_bytes_per_rank"] == by_path.weights_bytes_per_rank
+    assert api.expected_sizes(QWQ, tp=8).parallel.tp == 8
+
+
+def test_estimate_picks_the_launch_of_a_restarted_log() -> None:
+    two = FIXTURES / "two-launches-restart-constructed.log"
+    res = CliRunner().invoke(cli, ["estimate", str(two), "--model-config", str(QWQ)])
+    assert res.exit_code == 1 and "--launch" in res.output
+    res = CliRunner().invoke(
+        cli, ["estimate", str(two), "--model-config", str(QWQ), "--launch", "1"]
+    )
+    assert res.exit_code == 0, res.output

@@ -526,3 +526,44 @@ def test_dense_intermediate_must_divide() -> None:
     with pytest.raises(EstimateError, match="TP 4 does not divide the 27650 MLP intermediate size"):
         estimate(config, parallel=Parallel(tp=4))
     assert estimate(config, parallel=Parallel(tp=2)).weights_bytes_per_rank is not None
+
+
+# --------------------------------------------------------------------------- goldens
+
+GOLDEN_CASES = {
+    # a dense GQA model on 8 ranks, nothing given for the buffers: two unknowns
+    "llama-3-70b-tp8": ("llama-3-70b", {"parallel": Parallel(tp=8)}),
+    # MLA + MoE with DP attention, EP and every buffer given
+    "deepseek-v3-tp16-dp8-ep16": (
+        "deepseek-v3",
+        {
+            "parallel": Parallel(tp=16, dp=8, ep=16, dp_attention=True),
+            "kv_cache_dtype": "fp8_e4m3",
+            "cuda_graph_max_bs": 128,
+            "tokens_per_req": 4,
+            "max_running_requests": 256,
+            "context_len": 8192,
+        },
+    ),
+    # multimodal, sliding window, tied embeddings, PP
+    "gemma-3-27b-it-pp2": ("gemma-3-27b-it", {"parallel": Parallel(tp=2, pp=2)}),
+    # latent MoE: DeepEP over the routed hidden size
+    "latent-moe-tp8-ep8": (
+        "latent-moe",
+        {"parallel": Parallel(tp=8, ep=8), "cuda_graph_max_bs": 144, "max_dispatch_tokens": 144},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+def test_estimate_reports_match_their_goldens(case: str, update_golden: bool) -> None:
+    from golden import GOLDEN, compare
+
+    name, kwargs = GOLDEN_CASES[case]
+    est = estimate(cfg(name), **kwargs)
+    folder = GOLDEN / "estimate" / case
+    compare(render_text(est), folder / "estimate.txt", update=update_golden)
+    compare(render_markdown(est), folder / "estimate.md", update=update_golden)
+    compare(
+        json.dumps(to_json(est), indent=2) + "\n", folder / "estimate.json", update=update_golden
+    )

@@ -62,6 +62,12 @@ _FLAG = {"tp": "--tp", "dp": "--dp", "ep": "--ep", "pp": "--pp"}
     default=None,
     help="Context length (default: the config's max_position_embeddings).",
 )
+@click.option(
+    "--launch",
+    type=click.IntRange(min=0),
+    default=None,
+    help="With LOG: which start-up (0-based) when the log holds several.",
+)
 @format_options(["text", "markdown", "json"])
 @click.pass_context
 def estimate(
@@ -81,6 +87,7 @@ def estimate(
     max_dispatch_tokens: int | None,
     max_running_requests: int | None,
     context_length: int | None,
+    launch: int | None,
     fmt: str | None,
     output: str | None,
     force: bool,
@@ -90,41 +97,31 @@ def estimate(
     With LOG, the parallel sizes and dtypes come from its server_args; options override them.
     A figure the inputs do not decide is "unknown", with the option that would fill it.
     """
-    from logmem.estimate import EstimateError, load_model_config
-    from logmem.estimate import estimate as expected_sizes
-    from logmem.estimate.config import deployment_settings
+    from logmem.api import expected_sizes
+    from logmem.errors import LogmemError
     from logmem.report import estimate_render
 
     flags = {"tp": tp, "dp": dp, "ep": ep, "pp": pp, "dp_attention": dp_attention}
-    config = load_model_config(config_path)
-    launch = None
-    if log is not None:
-        from logmem.api import read_log
-
-        a = read_log(log)
-        launch = a.launches[0] if a.launches else None
     try:
-        settings = deployment_settings(
-            launch,
-            {
-                **flags,
-                "dtype": dtype,
-                "kv_cache_dtype": kv_cache_dtype,
-                "quantization": quantization,
-                "cuda_graph_max_bs": cuda_graph_max_bs,
-                "tokens_per_req": tokens_per_req,
-                "max_dispatch_tokens": max_dispatch_tokens,
-                "max_running_requests": max_running_requests,
-                "context_len": context_length,
-            },
+        result = expected_sizes(
+            config_path,
+            log,
+            launch=launch,
+            **flags,
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            quantization=quantization,
+            cuda_graph_max_bs=cuda_graph_max_bs,
+            tokens_per_req=tokens_per_req,
+            max_dispatch_tokens=max_dispatch_tokens,
+            max_running_requests=max_running_requests,
+            context_len=context_length,
         )
-        result = expected_sizes(config, **settings)
-    except EstimateError as e:
-        # A size the user passed is a usage error (exit 2); one read from the log is not.
-        if e.setting in _FLAG and flags.get(e.setting) is not None:
-            raise click.BadParameter(str(e), ctx, param_hint=f"'{_FLAG[e.setting]}'") from None
-        if e.setting in _FLAG and log is not None:
-            raise EstimateError(f"{e} ({e.setting}_size is from {log}'s server_args)") from None
+    except LogmemError as e:
+        # A size the user passed that SGLang would refuse is a usage error (exit 2).
+        setting = getattr(e, "setting", None)
+        if setting in _FLAG and flags.get(setting) is not None:
+            raise click.BadParameter(str(e), ctx, param_hint=f"'{_FLAG[setting]}'") from None
         raise
     fmt = guess_format(output, fmt, allowed=("text", "markdown", "json"))
     if fmt == "json":

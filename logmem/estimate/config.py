@@ -9,6 +9,7 @@ the keyword arguments of ``logmem.estimate.estimate``.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +74,7 @@ class Parallel:
 # --------------------------------------------------------------------------- loading
 
 
-def load_model_config(path: str | Path) -> dict[str, Any]:
+def load_model_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a Hugging Face config.json, or the config.json inside a model folder.
 
     When the file has no `_name_or_path`, the folder (or file stem) name is put there so the
