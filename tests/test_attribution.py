@@ -366,3 +366,11 @@ def test_throttled_bar_counts_do_not_regroup_buckets() -> None:
         ("largest", 0.11),
         ("other", 0.27),
     ]
+
+
+def test_every_finding_type_has_a_kind_and_a_sentence() -> None:
+    import typing
+
+    types = typing.get_args(fd.Finding)
+    assert len({t.kind for t in types}) == len(types) == len(fd.FindingKind)
+    assert all(t in finding_text.registry for t in types)  # type: ignore[attr-defined]

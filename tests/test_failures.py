@@ -942,3 +942,15 @@ def test_newest_order_kv_failure_is_sized_from_the_target_with_the_draft_loaded(
     want = math.ceil((1 - 10 / 78) * 1000) / 1000
     assert fix.flag == "--mem-fraction-static" and fix.value == f"{want:.3f}"
     assert f.shortfall_bytes is not None and f"{f.shortfall_bytes / GIB:.2f}" == "1.70"
+
+
+def test_every_fix_effect_and_note_has_words() -> None:
+    import typing
+
+    import logmem.analysis.failures.facts as fx
+    from logmem.report.verdict import note_text
+
+    for t in typing.get_args(fx.Effect):
+        assert t in effect_text.registry, t  # type: ignore[attr-defined]
+    for t in typing.get_args(fx.Note):
+        assert t in note_text.registry, t  # type: ignore[attr-defined]

@@ -22,11 +22,7 @@ from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import Mem, format_gib
 
-# Kept importable here for the modules that still import it from attribution (report/plots.py).
-ROUNDING_BYTES = rules.DIFFERENCE_RESOLUTION_BYTES
-
 __all__ = [
-    "ROUNDING_BYTES",
     "Cause",
     "GraphReserve",
     "LaunchLedger",
