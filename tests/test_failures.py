@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CORPUS, CORPUS_MISSING, FIXTURES
 from logmem.analysis.failures import (
     CaptureError,
     KVSizing,
@@ -29,8 +30,6 @@ from logmem.report.verdict import explanation_text, verdict_lines
 
 GIB = 1 << 30
 MIB = 1 << 20
-CORPUS = Path("/work/shared/corpus")
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 ARGS = "[2025-11-10 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static={mfs}, tp_size={tp}, cuda_graph_max_bs=256)"
 OOM = (
@@ -115,6 +114,8 @@ def log_path(name: str) -> Path:
     for where in (FIXTURES, CORPUS):
         if (where / name).exists():
             return where / name
+    if not CORPUS.is_dir():
+        pytest.skip(CORPUS_MISSING)
     pytest.fail(f"{name} is neither in {FIXTURES} nor in {CORPUS}")
 
 

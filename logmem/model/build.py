@@ -1,6 +1,6 @@
 """Model stage, building: events -> launches -> ranks -> models, pools and graph captures.
 
-Rules, from ../shared/reference/log-formats.md sections 1.5, 7 and 17:
+Rules, from docs/reference.md sections 1.5, 7 and 17:
 
 * files given together are first grouped into the files of one launch
   (logmem.model.inputs): files whose server_args, model or clocks say they are different

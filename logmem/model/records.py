@@ -222,9 +222,6 @@ class Rank:
     def draft(self) -> Model | None:
         return next((m for m in self.models if m.role == "draft"), None)
 
-    def first(self, kind: type[ev.Event]) -> ev.Event | None:
-        return next((e for e in self.events if isinstance(e, kind)), None)
-
     def all(self, kind: type[ev.Event]) -> tuple[ev.Event, ...]:
         return tuple(e for e in self.events if isinstance(e, kind))
 
@@ -275,11 +272,6 @@ class Launch:
     @property
     def ready(self) -> ev.Event | None:
         return next((e for e in self.events if isinstance(e, ev.Ready)), None)
-
-    @property
-    def first_line(self) -> Source | None:
-        srcs = [e.source for e in self.all_events()]
-        return srcs[0] if srcs else None
 
     def all_events(self) -> list[ev.Event]:
         out: list[ev.Event] = []

@@ -297,7 +297,6 @@ _FIELD = {
     "per_req": regex.compile(r"num_tokens_per_(?:req|bs)=(\d{1,6})"),
     "step": regex.compile(r"\bstep=(\d{1,6})"),
 }
-_SIZE_PAIR = regex.compile(r"(\d{1,9}(?:\.\d{1,9})?) (B|KiB|MiB|GiB|TiB)")
 
 
 def _search(key: str, text: str) -> str | None:
