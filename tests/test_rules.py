@@ -42,8 +42,7 @@ TELLTALES: dict[str, str] = {
 # Files that still hold copies, each converted by the task that owns it (see
 # /work/notes/A-rules-copies.md for file:line). Remove a file's entry when you convert it:
 # test_allow_list_is_current fails while an entry names a rule the file no longer copies.
-ALLOWED: dict[str, set[str]] = {
-}
+ALLOWED: dict[str, set[str]] = {}
 
 
 def code_of(path: Path) -> str:
