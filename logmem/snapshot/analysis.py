@@ -1,0 +1,70 @@
+"""Snapshot files -> their summaries, traces and (with a log) the join: what reports render."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from logmem.model.analysis import Analysis
+from logmem.snapshot.join import LogJoin, join
+from logmem.snapshot.load import DEFAULT_MAX_BYTES, SnapshotError, load
+from logmem.snapshot.model import Snapshot, from_data
+from logmem.snapshot.summary import DeviceSummary, summarize
+from logmem.snapshot.trace import DeviceTrace, replay
+
+
+@dataclass(frozen=True)
+class SnapshotFile:
+    snapshot: Snapshot
+    devices: tuple[DeviceSummary, ...]
+    traces: tuple[DeviceTrace, ...]
+
+
+@dataclass(frozen=True)
+class SnapshotAnalysis:
+    files: tuple[SnapshotFile, ...]
+    join: LogJoin | None
+    frames: int  # frames shown per site (--frames)
+    top: int
+
+
+def read_snapshot(
+    path: str, frames: int = 1, top: int = 10, max_bytes: int = DEFAULT_MAX_BYTES
+) -> SnapshotFile:
+    try:
+        snap = from_data(load(path, max_bytes), path)
+    except SnapshotError as e:
+        msg = str(e)
+        raise SnapshotError(msg if msg.startswith(f"{path}: ") else f"{path}: {msg}") from None
+    devices = summarize(snap, frames, top)
+    return SnapshotFile(snap, devices, replay(snap, devices, frames, top))
+
+
+def analyze_snapshots(
+    paths: Sequence[str],
+    *,
+    log: Analysis | None = None,
+    frames: int = 1,
+    top: int = 10,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    rank: str | None = None,
+    device: int | None = None,
+    launch: int | None = None,
+    capture: int | None = None,
+) -> SnapshotAnalysis:
+    """Read each snapshot; with `log` (what read_log returns), line the first snapshot up
+    with the log's capture."""
+    files = tuple(read_snapshot(p, frames, top, max_bytes) for p in paths)
+    joined = None
+    if log is not None:
+        first = files[0]
+        joined = join(
+            log,
+            first.devices,
+            first.traces,
+            device=device,
+            rank=rank,
+            launch=launch,
+            capture=capture,
+        )
+    return SnapshotAnalysis(files, joined, frames, top)
