@@ -77,24 +77,19 @@ def snapshot(
     A snapshot is untrusted input: it is read as plain data and nothing in it is run.
     gzip and zstd are read by content.
     """
-    from logmem.report.snapshot import render
-    from logmem.snapshot.analysis import analyze_snapshots
+    from logmem.api import read_log
+    from logmem.api import snapshot as read_snapshots
 
     fmt = guess_format(output, fmt, default="text", allowed=tuple(TEXT_FORMATS))
-    log = None
-    if logs:
-        from logmem.api import read_log
-
-        log = read_log(*logs)
-    result = analyze_snapshots(
-        snapshots,
-        log=log,
+    report = read_snapshots(
+        *snapshots,
+        log=read_log(*logs) if logs else None,
         frames=frames,
         top=top,
-        max_bytes=max_mib << 20,
+        max_size_mib=max_mib,
         rank=rank,
         device=device,
         launch=launch,
         capture=capture,
     )
-    write_output(render(result, fmt), output, force)
+    write_output(report.render(fmt), output, force)

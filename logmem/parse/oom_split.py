@@ -120,7 +120,8 @@ def _figure(number: str, unit: str) -> Figure:
 
 def parse_oom_split(text: str) -> MemorySplit | None:
     """The split stated by the first CUDA/HIP out-of-memory message in `text`, or None
-    when `text` holds no such message. Clauses that are not printed stay None."""
+    when `text` holds no such message or the message states no split (torch before 2.1
+    printed "(GPU 0; X total capacity; ...)" instead). Clauses not printed stay None."""
     head = _HEAD.search(text)
     if head is None:
         return None
@@ -140,6 +141,8 @@ def parse_oom_split(text: str) -> MemorySplit | None:
     allocated = _ALLOCATED.search(body)
     private = _PRIVATE.match(body, allocated.end()) if allocated else None
     reserved = _RESERVED.search(body, allocated.end() if allocated else 0)
+    if not (allocated or reserved or this or processes):
+        return None
     return MemorySplit(
         device=head.group(1),
         gpu=int(gpu.group(1)) if gpu else None,

@@ -68,3 +68,35 @@ def analyze_snapshots(
             capture=capture,
         )
     return SnapshotAnalysis(files, joined, frames, top)
+
+
+def block_records(a: SnapshotAnalysis) -> list[dict[str, object]]:
+    """One row per block of every snapshot: what ``snapshot_frame()`` holds."""
+    from logmem.snapshot.summary import pool_kind, site
+
+    rows: list[dict[str, object]] = []
+    kinds = {
+        (f.snapshot.path, d.device, p.pool_id): p.kind
+        for f in a.files
+        for d in f.devices
+        for p in d.pools
+    }
+    for f in a.files:
+        for s in f.snapshot.segments:
+            kind = kinds.get((f.snapshot.path, s.device, s.pool_id)) or pool_kind(s.pool_id)[0]
+            for b in s.blocks:
+                rows.append(
+                    {
+                        "path": f.snapshot.path,
+                        "device": s.device,
+                        "pool": None if s.pool_id is None else f"({s.pool_id[0]}, {s.pool_id[1]})",
+                        "pool_kind": kind,
+                        "segment_address": s.address,
+                        "address": b.address,
+                        "state": b.state,
+                        "size": b.size,
+                        "requested": b.requested_size,
+                        "site": site(b.frames, a.frames),
+                    }
+                )
+    return rows
