@@ -41,23 +41,32 @@ def sites_data(d: DeviceSummary) -> dict[str, Any]:
 
 
 def timeline_data(t: DeviceTrace) -> dict[str, Any]:
-    """Per pool, reserved and allocated MiB after each (thinned) trace entry."""
-    x0 = t.time_us[0] if t.x_unit == "time_us" and t.time_us else 0
-    scale = 1e6 if t.x_unit == "time_us" else 1
-    return {
-        "device": t.device,
-        "x_label": "seconds since the first entry" if t.x_unit == "time_us" else "trace entry",
-        "pools": [
+    """Per pool, reserved and allocated MiB after each (thinned) trace entry, from the
+    trace's first entry (the pool's start level) to its last (the snapshot's level)."""
+    stamped = t.x_unit == "time_us" and t.time_us is not None
+    x0 = t.time_us[0] if stamped and t.time_us else 0
+    scale = 1e6 if stamped else 1
+    x_end = (t.time_us[1] - x0) / scale if stamped and t.time_us else float(t.entries - 1)
+    pools = []
+    for p in t.pools:
+        if not p.points:
+            continue
+        xs = [0.0] + [(x - x0) / scale for x, _, _ in p.points] + [x_end]
+        reserved = [p.reserved_start] + [r for _, r, _ in p.points] + [p.points[-1][1]]
+        # allocated is a change since the first entry: the start level is not in a trace
+        allocated = [0] + [a for _, _, a in p.points] + [p.points[-1][2]]
+        pools.append(
             {
                 "pool": _pool_name(p.pool_id, p.kind),
-                "x": [(x - x0) / scale for x, _, _ in p.points],
-                "reserved_mib": [round(r / MIB, 3) for _, r, _ in p.points],
-                # allocated is a change since the first entry: the start level is not in a trace
-                "allocated_change_mib": [round(a / MIB, 3) for _, _, a in p.points],
+                "x": xs,
+                "reserved_mib": [round(r / MIB, 3) for r in reserved],
+                "allocated_change_mib": [round(a / MIB, 3) for a in allocated],
             }
-            for p in t.pools
-            if p.points
-        ],
+        )
+    return {
+        "device": t.device,
+        "x_label": "seconds since the first entry" if stamped else "trace entry",
+        "pools": pools,
     }
 
 
@@ -77,7 +86,7 @@ def sites_figure(data: Mapping[str, Any]) -> Figure:
 
 
 def timeline_figure(data: Mapping[str, Any]) -> Figure:
-    fig = _figure(9.0, 4.0)
+    fig = _figure(9.0, 4.6)
     ax = fig.subplots()
     for p in data["pools"]:
         ax.step(p["x"], p["reserved_mib"], where="post", label=_lit(f"{p['pool']} reserved"))
@@ -92,7 +101,7 @@ def timeline_figure(data: Mapping[str, Any]) -> Figure:
     ax.set_ylabel("MiB")
     ax.set_title(f"device {data['device']}: bytes over the trace, per pool", loc="left")
     ax.grid(color="#e4e4e4", linewidth=0.6)
-    ax.legend(loc="upper left", frameon=False, fontsize=8)
+    fig.legend(loc="outside lower center", frameon=False, fontsize=8, ncols=2)
     return fig
 
 
