@@ -32,7 +32,7 @@ def read_snapshot(
     path: str, frames: int = 1, top: int = 10, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> SnapshotFile:
     try:
-        snap = from_data(load(path, max_bytes), path)
+        snap = from_data(load(path, max_bytes), path, frames)
     except SnapshotError as e:
         msg = str(e)
         raise SnapshotError(msg if msg.startswith(f"{path}: ") else f"{path}: {msg}") from None

@@ -33,13 +33,34 @@ class Frame:
     name: str
 
 
+# A pool that a capture filled: SGLang's graph runners, torch.compile's cudagraph trees.
+CAPTURE_FILES = ("cuda_graph", "graph_runner", "cudagraph")
+
+
+def short_path(filename: str) -> str:
+    for marker in ("site-packages/", "dist-packages/"):
+        at = filename.rfind(marker)
+        if at >= 0:
+            return filename[at + len(marker) :]
+    return filename
+
+
+def is_internal(f: Frame) -> bool:
+    """PyTorch's own Python code, or a C++ frame: not where the caller's code asked."""
+    if f.line <= 0 or not f.filename.endswith(".py"):
+        return True
+    path = "/" + short_path(f.filename).lstrip("/")
+    return path.startswith("/torch/") or "/site-packages/torch/" in f.filename
+
+
 @dataclass(frozen=True)
 class Block:
     address: int | None
     size: int
     requested_size: int | None  # None: not recorded (old snapshots without history)
     state: str  # active_allocated | active_pending_free | inactive (as written)
-    frames: tuple[Frame, ...]  # innermost first
+    frames: tuple[Frame, ...]  # innermost first, up to the last one a site needs
+    in_capture: bool  # a frame of its whole stack is in a graph-capture file
 
     @property
     def allocated(self) -> bool:
@@ -146,11 +167,16 @@ def _pool(v: Any, where: str) -> PoolId | None:
 
 
 class _Reader:
-    """Converts once per shared object and counts what it visits (see the module docstring)."""
+    """Converts once per shared object and counts what it visits (see the module docstring).
 
-    def __init__(self) -> None:
+    A stack is kept only up to its `depth`-th frame outside PyTorch and C++ (what a site
+    shows): a long trace has millions of frame references, most of them deeper than that."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = max(depth, 1)
         self._frames: dict[int, tuple[Any, tuple[Frame, ...]]] = {}
-        self._frame: dict[int, tuple[Any, Frame]] = {}
+        self._frame: dict[int, tuple[Any, Frame, bool]] = {}
+        self._capture: dict[int, tuple[Any, bool]] = {}
         self.visited = 0
 
     def _count(self, n: int) -> None:
@@ -168,15 +194,23 @@ class _Reader:
         if hit is not None and hit[0] is v:
             return hit[1]
         seq = _list(v, where)
-        self._count(len(seq))
-        out = tuple(self.frame(f, f"{where}[{i}]") for i, f in enumerate(seq))
-        self._frames[id(v)] = (v, out)  # keep v alive so its id is not reused
-        return out
+        out: list[Frame] = []
+        outside = 0
+        for i, f in enumerate(seq):
+            frame, internal = self.frame(f, f"{where}[{i}]")
+            out.append(frame)
+            outside += not internal
+            if outside == self.depth:
+                break
+        self._count(len(out))
+        kept = tuple(out)
+        self._frames[id(v)] = (v, kept)  # keep v alive so its id is not reused
+        return kept
 
-    def frame(self, v: Any, where: str) -> Frame:
+    def frame(self, v: Any, where: str) -> tuple[Frame, bool]:
         hit = self._frame.get(id(v))
         if hit is not None and hit[0] is v:
-            return hit[1]
+            return hit[1], hit[2]
         d = _dict(v, where)
         line = _int(d.get("line", 0), f"{where}.line", optional=True, signed=True)
         out = Frame(
@@ -184,19 +218,39 @@ class _Reader:
             line or 0,
             _str(d.get("name"), f"{where}.name"),
         )
-        self._frame[id(v)] = (v, out)
-        return out
+        internal = is_internal(out)
+        self._frame[id(v)] = (v, out, internal)
+        return out, internal
+
+    def in_capture(self, v: Any) -> bool:
+        """Whether any frame of a whole stack is in a graph-capture file (for pool kinds)."""
+        if not isinstance(v, (list, tuple)):
+            return False
+        hit = self._capture.get(id(v))
+        if hit is not None and hit[0] is v:
+            return hit[1]
+        self._count(len(v))
+        found = any(
+            isinstance(f, dict)
+            and isinstance(f.get("filename"), str)
+            and any(k in f["filename"] for k in CAPTURE_FILES)
+            for f in v
+        )
+        self._capture[id(v)] = (v, found)
+        return found
 
     def block(self, v: Any, where: str) -> Block:
         d = _dict(v, where)
         size = _size(d.get("size"), f"{where}.size")
         if "frames" in d or "history" not in d:
-            frames = self.frames(d.get("frames"), f"{where}.frames")
+            raw = d.get("frames")
+            frames = self.frames(raw, f"{where}.frames")
             req = _int(d.get("requested_size"), f"{where}.requested_size", optional=True)
         else:  # before 2.1: what was asked for and where, in the first history entry
             hist = _list(d.get("history"), f"{where}.history")
             h0 = _dict(hist[0], f"{where}.history[0]") if hist else {}
-            frames = self.frames(h0.get("frames"), f"{where}.history[0].frames")
+            raw = h0.get("frames")
+            frames = self.frames(raw, f"{where}.history[0].frames")
             req = _int(h0.get("real_size"), f"{where}.history[0].real_size", optional=True)
         return Block(
             address=_int(d.get("address"), f"{where}.address", optional=True),
@@ -204,6 +258,7 @@ class _Reader:
             requested_size=req,
             state=_str(d.get("state"), f"{where}.state", "unknown"),
             frames=frames,
+            in_capture=self.in_capture(raw),
         )
 
     def segment(self, v: Any, where: str) -> Segment:
@@ -259,9 +314,10 @@ def _settings(v: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def from_data(data: Any, path: str) -> Snapshot:
-    """The records of one snapshot (raises SnapshotError on anything but a snapshot's shape)."""
-    r = _Reader()
+def from_data(data: Any, path: str, depth: int = 1) -> Snapshot:
+    """The records of one snapshot (raises SnapshotError on anything but a snapshot's shape);
+    stacks are kept to `depth` frames outside PyTorch (see _Reader)."""
+    r = _Reader(depth)
     segs: Sequence[Any]
     traces_raw: Sequence[Any] = ()
     settings: Any = None

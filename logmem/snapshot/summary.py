@@ -19,29 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from logmem.snapshot.model import Block, Frame, PoolId, Segment, Snapshot
+from logmem.snapshot.model import Block, Frame, PoolId, Segment, Snapshot, is_internal, short_path
 
 NO_STACK = "(no stack recorded)"
 ONLY_TORCH = "(PyTorch or C++ frames only)"
-
-# A pool that a capture filled: SGLang's graph runners, torch.compile's cudagraph trees.
-_CAPTURE_FILES = ("cuda_graph", "graph_runner", "cudagraph")
-
-
-def short_path(filename: str) -> str:
-    for marker in ("site-packages/", "dist-packages/"):
-        at = filename.rfind(marker)
-        if at >= 0:
-            return filename[at + len(marker) :]
-    return filename
-
-
-def is_internal(f: Frame) -> bool:
-    """PyTorch's own Python code, or a C++ frame: not where the caller's code asked."""
-    if f.line <= 0 or not f.filename.endswith(".py"):
-        return True
-    path = "/" + short_path(f.filename).lstrip("/")
-    return path.startswith("/torch/") or "/site-packages/torch/" in f.filename
 
 
 def frame_text(f: Frame) -> str:
@@ -59,7 +40,7 @@ def site(frames: Sequence[Frame], depth: int = 1) -> str:
     return ONLY_TORCH
 
 
-def pool_kind(pool: PoolId | None, frames: Iterable[Sequence[Frame]] = ()) -> tuple[str, str]:
+def pool_kind(pool: PoolId | None, captured_from: str | None = None) -> tuple[str, str]:
     """(kind, why). (0, 0) is the default pool; (N, 0) a graph's own private pool; (0, N)
     comes from graph_pool_handle() (what SGLang's graph runners share) or a MemPool, which
     the id alone cannot tell apart: a capture file in the blocks' stacks decides."""
@@ -69,10 +50,8 @@ def pool_kind(pool: PoolId | None, frames: Iterable[Sequence[Frame]] = ()) -> tu
         return "default", "pool id (0, 0)"
     if pool[1] == 0:
         return "cuda_graph", f"pool id {pool}: a graph's own private pool"
-    for stack in frames:
-        for f in stack:
-            if any(k in f.filename for k in _CAPTURE_FILES):
-                return "cuda_graph", f"pool id {pool}, allocated from {short_path(f.filename)}"
+    if captured_from:
+        return "cuda_graph", f"pool id {pool}, allocated during a capture ({captured_from})"
     return "private", f"pool id {pool}: graph_pool_handle() or a MemPool (not told apart)"
 
 
@@ -146,7 +125,8 @@ def _pool(
     pool: PoolId | None, segs: Sequence[Segment], depth: int, top: int, cache: dict[int, str]
 ) -> PoolSummary:
     blocks = [b for s in segs for b in s.blocks]
-    kind, why = pool_kind(pool, (b.frames for b in blocks if b.allocated))
+    captured = sum(b.size for b in blocks if b.allocated and b.in_capture)
+    kind, why = pool_kind(pool, f"{captured:,} bytes from capture stacks" if captured else None)
     return PoolSummary(
         pool_id=pool,
         kind=kind,
