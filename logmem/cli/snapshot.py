@@ -18,7 +18,7 @@ from logmem.cli.output import guess_format, write_output
     multiple=True,
     metavar="LOG",
     help="An SGLang log of the same launch (repeat for per-rank files): compare its capture "
-    "drop with the snapshot's graph pool; the rest is memory outside PyTorch.",
+    "drop with the first SNAPSHOT's graph pool; the rest is memory outside PyTorch.",
 )
 @click.option(
     "--frames",
