@@ -291,7 +291,8 @@ def join_paragraphs(j: LogJoin) -> tuple[str, ...]:
     out = [
         f"{basis}: the log's {j.graph} capture on {rank_name(j.rank)} dropped free memory by "
         f"{format_gib(j.drop_bytes)} GiB ({j.start_label}, line {j.start_line}, to the end "
-        f"line, line {j.end_line}; +-0.01 GiB from the log's rounding).",
+        f"line, line {j.end_line}; +-{format_gib(LOG_ROUNDING_BYTES)} GiB from the log's "
+        "rounding).",
         f"In the snapshot (device {j.device}) the CUDA-graph pool grew "
         f"{format_gib(j.graph_pool_bytes)} GiB{other}.",
         f"Outside PyTorch: {format_gib(j.drop_bytes)} - {format_gib(j.pytorch_bytes)} = "

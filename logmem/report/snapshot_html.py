@@ -7,7 +7,7 @@ the same sections text and Markdown print, then the figures. Every string from a
 
 from __future__ import annotations
 
-from logmem.report.html import Figure, esc, figure_html, page, table_html
+from logmem.report.page import Figure, esc, figure_html, page, table_html
 from logmem.report.plots import figure_svg
 from logmem.report.snapshot import sections
 from logmem.report.snapshot_plots import draw, sites_data, timeline_data

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from logmem.report.plots import _figure, _lit, _short, _style
+from logmem.report.plot_data import short
+from logmem.report.plots import _figure, _lit, _style
 from logmem.snapshot.summary import DeviceSummary
 from logmem.snapshot.trace import DeviceTrace
 
@@ -76,7 +77,7 @@ def sites_figure(data: Mapping[str, Any]) -> Figure:
     fig = _figure(9.0, 1.2 + 0.32 * rows + 0.5 * len(pools))
     axes = fig.subplots(len(pools) or 1, 1, squeeze=False)[:, 0]
     for ax, p in zip(axes, pools):
-        labels = [_lit(_short(s, 70)) for s in p["sites"]][::-1]
+        labels = [_lit(short(s, 70)) for s in p["sites"]][::-1]
         ax.barh(range(len(labels)), p["mib"][::-1], color="#3b6fb6")
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.set_title(_lit(f"device {data['device']}, pool {p['pool']}"), loc="left", fontsize=10)

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from logmem.errors import SelectionError
 from logmem.model.analysis import Analysis
 from logmem.model.launch import Graph, Rank
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 from logmem.snapshot.summary import DeviceSummary
 from logmem.snapshot.trace import DeviceTrace
-from logmem.units import GIB
 
-LOG_ROUNDING_BYTES = round(0.01 * GIB)  # two readings, each to +-0.005 GiB
+# Two readings, each printed to two decimals: the drop's resolution, SGLang's rule.
+LOG_ROUNDING_BYTES = DIFFERENCE_RESOLUTION_BYTES
 
 
 @dataclass(frozen=True)
