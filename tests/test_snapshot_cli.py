@@ -153,3 +153,12 @@ def test_public_api_snapshot_and_frame() -> None:
     allocated = df[df.state == "active_allocated"]["size"].sum()
     assert allocated == sum(b["size"] for b in blocks if b["state"] == "active_allocated")
     assert set(df.pool_kind) == {"default", "cuda_graph"}
+
+
+def test_stdin_reads_like_a_file() -> None:
+    path = SNAPS / "dict-2.1-graph-pool.pickle.gz"
+    res = CliRunner().invoke(cli, ["snapshot", "-", "-f", "json"], input=path.read_bytes())
+    assert res.exit_code == 0, res.output
+    from_file = json.loads(run(["snapshot", str(path), "-f", "json"]).output)
+    from_stdin = json.loads(res.output)
+    assert from_stdin["devices"][0]["pools"] == from_file["devices"][0]["pools"]

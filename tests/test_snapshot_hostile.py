@@ -124,3 +124,21 @@ def test_gzip_bomb_is_capped(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 1 and "once decompressed" in proc.stderr
+
+
+def test_shared_references_cannot_multiply_the_work(tmp_path: Path) -> None:
+    """5,000 references to one segment of 5,000 references to one block: a 30 KB file that
+    would be 25 million blocks to visit. Refused by the visit count, quickly."""
+    blk = {"size": 512, "state": "active_allocated", "frames": []}
+    seg = {"total_size": 1 << 21, "blocks": [blk] * 5000}
+    raw = pickle.dumps({"segments": [seg] * 5000}, protocol=4)
+    assert len(raw) < 64 << 10
+    path = tmp_path / "shared.pickle"
+    path.write_bytes(raw)
+    proc = subprocess.run(
+        [sys.executable, "-m", "logmem", "snapshot", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1 and "more than 20,000,000" in proc.stderr

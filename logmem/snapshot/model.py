@@ -263,8 +263,7 @@ class _Reader:
 
     def segment(self, v: Any, where: str) -> Segment:
         d = _dict(v, where)
-        blocks = _list(d.get("blocks"), f"{where}.blocks")
-        self._count(len(blocks))
+        blocks = _list(d.get("blocks"), f"{where}.blocks")  # counted by from_data
         device = _int(d.get("device", 0), f"{where}.device")
         assert device is not None
         return Segment(
@@ -335,12 +334,18 @@ def from_data(data: Any, path: str, depth: int = 1) -> Snapshot:
         keys = tuple(k for k in data if isinstance(k, str))
     else:
         raise _bad("the top level", f"is a {type(data).__name__}, not a dict or list")
+    # Count every block and entry before converting any: memo references can make a small
+    # file name the same long list thousands of times, and that must cost nothing to refuse.
     r._count(len(segs))
+    for s in segs:
+        blocks = s.get("blocks") if isinstance(s, dict) else None
+        r._count(len(blocks) if isinstance(blocks, (list, tuple)) else 0)
+    for t in traces_raw:
+        r._count(len(t) if isinstance(t, (list, tuple)) else 0)
     segments = tuple(r.segment(s, f"segments[{i}]") for i, s in enumerate(segs))
     traces: list[tuple[int, tuple[TraceEntry, ...]]] = []
     for dev, t in enumerate(traces_raw):
         entries = _list(t, f"device_traces[{dev}]")
-        r._count(len(entries))
         traces.append(
             (
                 dev,
