@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
-from logmem.model.launch import build_launches
+from logmem.model.build import build_groups
 from logmem.parse import events as ev
 from logmem.parse.lines import iter_records
 from logmem.parse.patterns import KEYWORD_BYTES
@@ -54,17 +54,19 @@ def collect_events(
 def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     """Read SGLang logs (paths, or "-" for stdin) into an :class:`Analysis`.
 
-    Several paths are one launch split across files (one per rank, or rotated parts);
-    a file with two start-ups gives two launches. Raises NoStartupError when nothing
-    SGLang printed about start-up is found, InputError when a file cannot be read.
+    Several paths are one launch split across files (one per rank or node, or rotated
+    parts); files whose server_args, model or clocks say they are different launches are
+    read as separate launches (``Analysis.apart`` says why); a file with two start-ups gives
+    two launches. Raises NoStartupError when nothing SGLang printed about start-up is found,
+    InputError when a file cannot be read.
     """
     stats: list[ReadStats] = []
     unmatched: list[ev.Unmatched] = []
     events = collect_events(paths, stats, unmatched)
-    launches = build_launches(events)
+    launches, groups = build_groups(events)
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))
-    return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats))
+    return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats), inputs=groups)
 
 
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:

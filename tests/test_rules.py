@@ -48,8 +48,6 @@ ALLOWED: dict[str, set[str]] = {
         "request-to-token table (n + 1) x ctx x 4",
         "DeepEP default dispatch tokens",
     },
-    # task T (model/launch.py): _SLACK = round(0.01 * (1 << 30)).
-    "model/launch.py": {"difference resolution 0.01 GiB in bytes"},
 }
 
 

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.analysis.attribution import ROUNDING_BYTES, LaunchLedger
+from logmem.analysis.attribution import LaunchLedger
 from logmem.estimate.model import Estimate, estimate, settings_from_server_args
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import GIB, format_gib
 
 
