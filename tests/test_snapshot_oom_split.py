@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import corpus_logs, fixture_logs
-from logmem.parse.oom_split import parse_oom_split, split_json
+from logmem.parse.oom_split import parse_oom_split
+from logmem.report.memory_split import split_json
 from logmem.units import GIB, MIB
 
 CUDA_THIS = (
@@ -38,6 +39,7 @@ def test_cuda_with_this_process() -> None:
     s = parse_oom_split(CUDA_THIS)
     assert s is not None and s.device == "CUDA" and s.gpu == 0
     j = split_json(s)
+    assert j is not None
     assert j["tried_bytes"] == _b(232.00, MIB)
     assert j["capacity_bytes"] == _b(23.64, GIB)
     assert j["free_bytes"] == _b(171.44, MIB)
@@ -129,3 +131,35 @@ def test_fixture_outside_pytorch(name: str, outside: int) -> None:
         s for p, _, line in _oom_lines() if p.name == name for s in [parse_oom_split(line)] if s
     ]
     assert hits and all(s.outside_pytorch_bytes == outside for s in hits)
+
+
+def _logs_with_split() -> list[Path]:
+    return sorted({p for p, _, _ in _oom_lines()})
+
+
+@pytest.mark.parametrize("path", _logs_with_split(), ids=lambda p: p.name)
+def test_the_split_reaches_the_failure_and_the_ledger(path: Path) -> None:
+    """Every log whose OOM message prints the split: failure.memory_split in JSON, in bytes
+    equal to the message's own figures, and a note on the failing rank's ledger."""
+    import json
+
+    from click.testing import CliRunner
+
+    from logmem.cli.main import cli
+
+    doc = json.loads(CliRunner().invoke(cli, ["analyze", str(path), "-f", "json"]).output)
+    splits = [L["failure"]["memory_split"] for L in doc["launches"] if L.get("failure")]
+    splits = [s for s in splits if s is not None]
+    assert splits, path.name
+    printed = {
+        round(float(m.group(1)) * _UNIT[m.group(2)])
+        for _, _, line in _oom_lines()
+        if _
+        for m in [_ALLOC.search(line)]
+        if m
+    }
+    for s in splits:
+        assert s["pytorch_allocated_bytes"] in printed
+        assert s["reserved_unallocated_bytes"] is not None
+    text = CliRunner().invoke(cli, ["analyze", str(path)]).output
+    assert "At the failure, PyTorch's out-of-memory message" in text

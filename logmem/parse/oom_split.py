@@ -155,26 +155,3 @@ def parse_oom_split(text: str) -> MemorySplit | None:
         private_pools=_figure(private.group(1), private.group(2)) if private else None,
         reserved_unallocated=_figure(reserved.group(1), reserved.group(2)) if reserved else None,
     )
-
-
-def split_json(s: MemorySplit) -> dict[str, object]:
-    """`failure.memory_split`: bytes, null where not printed (derived keys say their inputs)."""
-
-    def b(f: Figure | None) -> int | None:
-        return f.bytes if f is not None else None
-
-    return {
-        "device": s.device,
-        "gpu": s.gpu,
-        "tried_bytes": b(s.tried),
-        "capacity_bytes": b(s.capacity),
-        "free_bytes": b(s.free),
-        "pytorch_allocated_bytes": b(s.pytorch_allocated),
-        "private_pools_bytes": b(s.private_pools),
-        "reserved_unallocated_bytes": b(s.reserved_unallocated),
-        "this_process_bytes": b(s.this_process),
-        "outside_pytorch_bytes": s.outside_pytorch_bytes,
-        "outside_pytorch_rounding_bytes": s.outside_pytorch_resolution,
-        "other_processes_bytes": s.other_processes_bytes,
-        "processes": [{"pid": p.pid, "bytes": p.used.bytes} for p in s.processes],
-    }
