@@ -31,15 +31,17 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger, build_ledger
-    from logmem.api import diff, fit, plot, read_log, whatif
+    from logmem.api import analyze, diff, expected_sizes, fit, plot, read_log, whatif
     from logmem.model.analysis import Analysis
 
 __all__ = [
     "Analysis",
     "LaunchLedger",
     "__version__",
+    "analyze",
     "build_ledger",
     "diff",
+    "expected_sizes",
     "fit",
     "plot",
     "read_log",
@@ -48,10 +50,12 @@ __all__ = [
 
 _LAZY = {
     "read_log": "logmem.api",
+    "analyze": "logmem.api",
     "Analysis": "logmem.model.analysis",
     "build_ledger": "logmem.analysis.attribution",
     "LaunchLedger": "logmem.analysis.attribution",
     "diff": "logmem.api",
+    "expected_sizes": "logmem.api",
     "fit": "logmem.api",
     "whatif": "logmem.api",
     "plot": "logmem.api",

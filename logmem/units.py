@@ -8,9 +8,6 @@ GIB = 1 << 30
 MIB = 1 << 20
 KIB = 1 << 10
 
-# SGLang prints every reading with "%.2f": each one is known to +-0.005 GiB.
-PRINT_RESOLUTION_GIB = 0.005
-
 _UNIT_BYTES = {
     "B": 1,
     "KiB": KIB,

@@ -125,7 +125,8 @@ def test_absurd_config_values_are_a_message(tmp_path: Path, name: str) -> None:
 def test_estimate_options_past_physical_sense_are_usage_errors() -> None:
     for opt in ("--tp", "--pp", "--cuda-graph-max-bs"):
         code, _, err = run_cli("estimate", "--model-config", str(attacks.CONFIG), opt, str(10**12))
-        assert code == 2 and "is not in the range" in err, err
+        assert code == 2, err
+        assert "is not in the range" in err or "is beyond any real deployment" in err
 
 
 @pytest.mark.parametrize(
@@ -246,7 +247,8 @@ def test_diff_and_estimate_outputs_are_inert_too(tmp_path: Path, fmt: str) -> No
     cfg_path = write(tmp_path, "config.json", json.dumps(cfg).encode())
     code, out, err = run_cli("estimate", "--model-config", str(cfg_path), "-f", fmt)
     assert code == 0, err
-    assert not CONTROL & set(out) and "m]52;c;eA==\\nX" in out
+    assert not CONTROL & set(out)
+    assert "m]52;c;eA==\\nX" in out or "m]52;c;eA==\\\\nX" in out  # Markdown escapes the \\
 
 
 def test_one_line_and_strip_controls() -> None:
@@ -258,7 +260,7 @@ def test_one_line_and_strip_controls() -> None:
 
 
 def test_svg_ids_are_rewritten_in_tags_only() -> None:
-    from logmem.report.html import inline_svg
+    from logmem.report.page import inline_svg
 
     svg = '<svg><g id="a" clip-path="url(#a)"><text>id="evil" url(#evil)</text></g></svg>'
     out = inline_svg(svg, "fig1")
@@ -297,9 +299,10 @@ def test_the_same_file_twice_is_read_once_with_a_warning(tmp_path: Path) -> None
         assert len(json.loads(out)["inputs"]) == 1
 
 
-def test_stdin_twice_is_a_usage_error() -> None:
-    code, _, err = run_cli("analyze", "-", "-")
-    assert code == 2 and "can be given only once" in err
+def test_stdin_twice_is_an_error() -> None:
+    for command in ("analyze", "lines"):
+        code, _, err = run_cli(command, "-", "-")
+        assert code == 1 and "only one LOG can be '-'" in err
 
 
 def test_an_empty_input_has_no_lines(tmp_path: Path) -> None:

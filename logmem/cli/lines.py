@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import click
 
 from logmem.cli.options import logs_argument, output_option
 from logmem.cli.output import write_output
+
+if TYPE_CHECKING:
+    from logmem.parse.events import Unmatched
 
 
 @click.command()
@@ -21,7 +25,6 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
     """
     from logmem.api import collect_events
     from logmem.errors import NoStartupError
-    from logmem.parse.events import Unmatched
 
     unmatched: list[Unmatched] = []
     out: list[str] = []

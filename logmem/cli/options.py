@@ -107,15 +107,21 @@ def _dedupe_inputs(
     ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
 ) -> tuple[str, ...]:
     """The same file twice (by name, or through a link) is read once, with a warning: it is
-    one launch, not two. '-' twice is refused: stdin can be read only once."""
+    one launch, not two. '-' twice is an error (exit 1, as the library says it): standard
+    input can be read only once."""
     if value.count("-") > 1:
-        raise click.BadParameter("'-' (standard input) can be given only once", ctx, param)
+        from logmem.errors import LogmemError
+
+        raise LogmemError("only one LOG can be '-' (standard input is read once)")
     seen: dict[tuple[int, int] | str, str] = {}
     kept: list[str] = []
     for path in value:
+        if path == "-":
+            kept.append(path)
+            continue
         try:
-            st = os.stat(path) if path != "-" else None
-            key: tuple[int, int] | str = (st.st_dev, st.st_ino) if st else path
+            st = os.stat(path)
+            key: tuple[int, int] | str = (st.st_dev, st.st_ino)
         except OSError:
             key = path
         if key in seen:
@@ -173,11 +179,11 @@ def format_options(formats: list[str] | None = None) -> Callable[[F], F]:
 
 
 def _max_bytes_callback(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
-    from logmem.parse import read
+    from logmem.api import byte_limit
 
     if value is not None:
         # Undone when the command's context closes: in-process callers run many commands.
-        ctx.with_resource(read.byte_limit(value))
+        ctx.with_resource(byte_limit(value))
 
 
 def max_bytes_option(fn: F) -> F:

@@ -29,7 +29,7 @@ import warnings
 import zlib
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import regex
 
@@ -348,10 +348,13 @@ def _stop_warning(path: str, stats: ReadStats) -> str:
     )
 
 
-def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
-    """The input's bytes as UTF-8-ish chunks, decompressed, up to the byte limit."""
+def iter_chunks(path: str, stats: ReadStats, text: bool = True) -> Iterator[bytes]:
+    """The input's bytes as UTF-8-ish chunks, decompressed, up to the byte limit.
+
+    ``text=False`` (a binary file: a snapshot) skips the byte-order marks and the limit, and a
+    stream that stops early is an error: part of a pickle is no use."""
     raw = _open_raw(path)
-    limit = _max_bytes
+    limit = _max_bytes if text else None
     bar = None
     try:
         head = _read(raw, _SNIFF_BYTES, path, 0)
@@ -363,7 +366,8 @@ def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
             _decompressed(raw, head, kind, path, stats) if kind else _raw_chunks(raw, head, path)
         )
         bar = progress.start(path, _size_of(raw), compressed=kind is not None)
-        for chunk in _transcoded(_rechunked(pieces), stats):
+        chunks = _rechunked(pieces)
+        for chunk in _transcoded(chunks, stats) if text else chunks:
             if limit is not None and stats.bytes_read + len(chunk) > limit:
                 chunk = chunk[: limit - stats.bytes_read]
                 stats.stopped, stats.stop_detail = "max-bytes", None
@@ -376,6 +380,10 @@ def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
                 yield chunk
             if stats.stopped == "max-bytes":
                 break
+        if stats.stopped and not text:
+            raise InputError(
+                _stop_warning(path, stats).replace("; only what was read is analysed", "")
+            )
         if stats.stopped and stats.bytes_read:
             warnings.warn(InputWarning(_stop_warning(path, stats)), stacklevel=2)
         if stats.stopped in ("truncated", "corrupt") and stats.bytes_read == 0:
@@ -387,6 +395,38 @@ def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
             bar.close()
         if path != "-":
             raw.close()
+
+
+class _ChunkStream:
+    """iter_chunks(text=False) behind read(n)/close(), for readers that want a file."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def read(self, n: int = -1) -> bytes:
+        parts = [self._buf]
+        size = len(self._buf)
+        while n < 0 or size < n:
+            chunk = next(self._chunks, b"")
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        data = b"".join(parts)
+        out, self._buf = (data, b"") if n < 0 else (data[:n], data[n:])
+        return out
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def open_stream(path: str, stats: ReadStats) -> BinaryIO:
+    """A path (or '-') as a binary stream, gzip/bz2/xz/zstd undone (the snapshot loader's)."""
+    # Only read() and close() are used; the cast names the type those readers expect.
+    return cast(BinaryIO, _ChunkStream(iter_chunks(path, stats, text=False)))
 
 
 # --- segments ---------------------------------------------------------------------------

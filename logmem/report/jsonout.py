@@ -7,11 +7,16 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
-from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger, ledger_rows
+from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.failures import Failure, outcome
+from logmem.analysis.ledger import ledger_rows
 from logmem.model.launch import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.fixes import effect_text
+from logmem.report.memory_split import failure_split
+from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.verdict import explanation_text, headline_text
 from logmem.units import Mem, gib
 
 if TYPE_CHECKING:
@@ -199,13 +204,16 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "capacity_gib": gib(f.capacity_bytes),
         "message": f.message,
         "line": _line(f.line),
-        "fixes": [{"flag": x.flag, "value": x.value, "effect": x.effect} for x in f.fixes],
+        "fixes": [
+            {"flag": x.flag, "value": x.value, "effect": effect_text(x.effect)} for x in f.fixes
+        ],
         # The verdict in words (what every format prints first) and the figures behind it.
-        "headline": f.headline,
-        "explanation": f.explanation,
+        "headline": headline_text(f),
+        "explanation": explanation_text(f),
         "exc_type": f.exc_type,
         "shortfall_gib": gib(f.shortfall_bytes),
         "bucket_free_gib": gib(f.bucket_free_bytes),
+        "memory_split": failure_split(f.record),
         "errors": [
             {"rank": e.rank, "record": type(e.record).__name__, "line": _line(e.source)}
             for e in f.errors
@@ -262,12 +270,14 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
         "sizing": sizing_json(led),
         "graph_reserve": {
             "reserve_gib": gib(led.reserve.reserve_bytes),
-            "terms": [{"term": t, "gib": gib(v)} for t, v in led.reserve.terms],
+            "terms": [
+                {"term": reserve_term_text(t), "gib": gib(t.bytes)} for t in led.reserve.terms
+            ],
             "measured_gib": gib(led.reserve.measured_bytes),
         }
         if led.reserve
         else None,
-        "findings": list(led.findings),
+        "findings": [finding_text(f) for f in led.findings],
         "ranks": [rank_json(r, led.ranks[i]) for i, r in enumerate(L.ranks)],
         "stray_bars": L.stray_bars,
     }

@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.failures import verdict
 from logmem.model.launch import Launch, Rank
+from logmem.report.memory_split import split_notes
+from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.verdict import verdict_lines as verdict_text
 from logmem.units import format_gib
 
 if TYPE_CHECKING:
@@ -69,7 +73,7 @@ def rank_name(label: str) -> str:
     return label or "the GPU (no rank tag)"
 
 
-def ledger_table(led: RankLedger) -> Table:
+def ledger_table(led: RankLedger, extra: str = "") -> Table:
     rows: list[tuple[str, ...]] = []
     indent: list[int] = []
     footnotes: list[str] = []
@@ -101,6 +105,8 @@ def ledger_table(led: RankLedger) -> Table:
         )
     if led.note:
         notes.append(led.note)
+    if extra:
+        notes.append(extra)
     return Table(
         f"Ledger of {rank_name(led.rank)} (GiB)",
         ("phase / cause", "before", "after", "drop", "kind", "lines"),
@@ -223,8 +229,14 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             ("bytes per token", likely, f"consistent with the printed sizes: {lo:,} to {hi:,}")
         )
     if led.reserve is not None:
-        for term, v in led.reserve.terms:
-            rows.append((f"graph reserve: {term}", _g(v), "default-mfs heuristic (12.3)"))
+        for term in led.reserve.terms:
+            rows.append(
+                (
+                    f"graph reserve: {reserve_term_text(term)}",
+                    _g(term.bytes),
+                    "default-mfs heuristic (12.3)",
+                )
+            )
         rows.append(
             (
                 "graph reserve, total",
@@ -281,8 +293,16 @@ def launch_report(
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
     full = all_ranks or len(L.ranks) <= 2
     leading = [r for r in led.ranks if full or (main is not None and r.rank == main.label)]
+    split = split_notes(L)  # PyTorch's OOM split, on the failing rank's ledger
     if leading:
-        sections.append(Section("Ledger", tuple(ledger_table(r) for r in leading)))
+        shown = dict(split)
+        folded = [k for k in split if k not in {r.rank for r in leading}]
+        if folded and not any(r.rank in split for r in leading):
+            # The failing rank's ledger is folded away in text: say it under the one shown.
+            shown[leading[0].rank] = f"On {rank_name(folded[0])}: {split[folded[0]]}"
+        sections.append(
+            Section("Ledger", tuple(ledger_table(r, shown.get(r.rank, "")) for r in leading))
+        )
     rt = ranks_table(led)
     if rt is not None:
         sections.append(Section("Ranks", (rt,)))
@@ -297,21 +317,20 @@ def launch_report(
         bts = bucket_tables(rl)
         if bts:
             sections.append(Section("Graph buckets", tuple(bts), details=True))
-    others = [ledger_table(r) for r in led.ranks if r not in leading]
+    others = [ledger_table(r, split.get(r.rank, "")) for r in led.ranks if r not in leading]
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     model = L.args.get("model_path")
     title = f"Launch {L.index}" if n_launches > 1 else "Launch"
     if isinstance(model, str):
         title += f": {model}"
-    return LaunchReport(title, tuple(verdict_lines(L)), led.findings + extra, tuple(sections), led)
+    found = tuple(finding_text(f) for f in led.findings)
+    return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led)
 
 
 def verdict_lines(L: Launch) -> list[str]:
     """The verdict sentences every format prints first."""
-    from logmem.analysis.failures import verdict
-
-    return verdict(L)
+    return verdict_text(verdict(L))
 
 
 def input_stop_note(why: str, compression: str | None, at: int, detail: str | None) -> str:
