@@ -16,9 +16,10 @@ from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
 from logmem.model.launch import build_launches
 from logmem.parse import events as ev
-from logmem.parse.lines import iter_records
+from logmem.parse.match import iter_segment_events
 from logmem.parse.patterns import KEYWORD_BYTES
 from logmem.parse.read import ReadStats, read_segments
+from logmem.parse.unmatched import UnmatchedCounter, UnmatchedSink
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -30,9 +31,9 @@ if TYPE_CHECKING:
 def collect_events(
     paths: Sequence[str],
     stats: list[ReadStats] | None = None,
-    unmatched: list[ev.Unmatched] | None = None,
+    unmatched: UnmatchedSink | None = None,
 ) -> list[ev.Event]:
-    return list(ev.iter_events(iter_records(read_segments(paths, KEYWORD_BYTES, stats)), unmatched))
+    return list(iter_segment_events(read_segments(paths, KEYWORD_BYTES, stats), unmatched))
 
 
 def read_log(*paths: str, require_startup: bool = True) -> Analysis:
@@ -43,12 +44,12 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     SGLang printed about start-up is found, InputError when a file cannot be read.
     """
     stats: list[ReadStats] = []
-    unmatched: list[ev.Unmatched] = []
+    unmatched = UnmatchedCounter()
     events = collect_events(paths, stats, unmatched)
     launches = build_launches(events)
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))
-    return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats))
+    return Analysis(tuple(paths), launches, unmatched.summary(), tuple(stats))
 
 
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:

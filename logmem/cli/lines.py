@@ -21,9 +21,9 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
     """
     from logmem.api import collect_events
     from logmem.errors import NoStartupError
-    from logmem.parse.events import Unmatched
+    from logmem.parse.unmatched import UnmatchedSpool
 
-    unmatched: list[Unmatched] = []
+    unmatched = UnmatchedSpool()
     out: list[str] = []
     events = collect_events(list(logs), None, unmatched)
     if not events:
@@ -56,6 +56,7 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
         for u in unmatched:
             where = f"{u.source.path}:{u.source.line_no}" if multi else f"{u.source.line_no}"
             out.append(f"{where:>7}  {u.source.text.strip()[:300]}\n")
+        unmatched.close()
     else:
         out.append("; every line with a memory figure was recognised.\n")
     write_output("".join(out), output)
