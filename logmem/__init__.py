@@ -31,13 +31,14 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger, build_ledger
-    from logmem.api import diff, fit, plot, read_log, whatif
+    from logmem.api import analyze, diff, fit, plot, read_log, whatif
     from logmem.model.analysis import Analysis
 
 __all__ = [
     "Analysis",
     "LaunchLedger",
     "__version__",
+    "analyze",
     "build_ledger",
     "diff",
     "fit",
@@ -48,6 +49,7 @@ __all__ = [
 
 _LAZY = {
     "read_log": "logmem.api",
+    "analyze": "logmem.api",
     "Analysis": "logmem.model.analysis",
     "build_ledger": "logmem.analysis.attribution",
     "LaunchLedger": "logmem.analysis.attribution",

@@ -1,17 +1,23 @@
-"""Public Python API over analyses: diff, fit and what-if of whole Analyses, and plots.
+"""Public Python API: read logs, pick launches, analyze, diff, fit, what-if and plot.
 
-logmem.compare.core compares launches (with a LaunchRef saying which input each came from);
-these functions take what ``logmem.read_log`` returns, pick the launch, and wrap the
-result in a :class:`Comparison` that renders itself (text, Markdown, JSON, HTML) and
-shows as Markdown in a notebook. Nothing here is imported by the CLI.
+This is what the command line runs: each command in logmem/cli parses its options, calls one
+function here and hands the result to a reporter, so the CLI and a notebook get the same
+checks, errors and figures. Every function that takes a launch accepts an :class:`Analysis`
+(from :func:`read_log`) or a path spec: a file, ``"-"`` for stdin, or the comma-separated
+per-rank files of one launch (``"tp0.log,tp1.log"``). diff, fit and whatif return a
+:class:`Comparison` that renders itself (text, Markdown, JSON, HTML) and shows as Markdown
+in a notebook.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Union
 
+from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
 from logmem.model.launch import build_launches
@@ -20,12 +26,22 @@ from logmem.parse.match import iter_segment_events
 from logmem.parse.patterns import KEYWORD_BYTES
 from logmem.parse.read import ReadStats, read_segments
 from logmem.parse.unmatched import UnmatchedCounter, UnmatchedSink
+from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logmem lines`
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from logmem.compare.core import LaunchRef
+    from logmem.compare.diff import Diff
+    from logmem.compare.slope import Fit
+    from logmem.compare.whatif import WhatIf
     from logmem.model.launch import Launch
+
+# An Analysis, or a path spec of one input ("a.log", "-", "tp0.log,tp1.log").
+Source = Union[Analysis, str, "os.PathLike[str]"]
+
+
+class PlotNote(UserWarning):
+    """Something a plot leaves out that the user should know (the CLI prints it on stderr)."""
 
 
 def collect_events(
@@ -33,7 +49,16 @@ def collect_events(
     stats: list[ReadStats] | None = None,
     unmatched: UnmatchedSink | None = None,
 ) -> list[ev.Event]:
+    """Every recognised event of the files, in order (``logmem lines``); memory lines no
+    pattern matches go to `unmatched` (an UnmatchedSpool lists them all)."""
     return list(iter_segment_events(read_segments(paths, KEYWORD_BYTES, stats), unmatched))
+
+
+def reader_summary() -> str:
+    """Which matcher and zstd support this run's reader uses (``logmem --version``)."""
+    from logmem.parse.match import reader_summary as summary
+
+    return summary()
 
 
 def read_log(*paths: str, require_startup: bool = True) -> Analysis:
@@ -54,15 +79,9 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
 
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:
     """Keep one launch and/or some ranks; unknown names are an error that lists what exists."""
-    from dataclasses import replace
-
     launches = analysis.launches
     if launch is not None:
-        if not 0 <= launch < len(launches):
-            raise SelectionError(
-                f"--launch {launch}: the input holds {len(launches)} launch(es), numbered 0 to {len(launches) - 1}"
-            )
-        launches = (launches[launch],)
+        launches = (pick_launch(analysis, launch, "the input")[1],)
     if ranks:
         known = {r.label for L in launches for r in L.ranks}
         missing = [r for r in ranks if r not in known]
@@ -75,30 +94,44 @@ def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] =
     return replace(analysis, launches=launches)
 
 
+def analyze(
+    *paths: str,
+    launch: int | None = None,
+    ranks: Sequence[str] = (),
+    model_config: str | None = None,
+) -> Analysis:
+    """``logmem analyze``: read the logs, keep the chosen launch and ranks, and attach a
+    model's config.json (a file or the folder holding it) for expected sizes."""
+    analysis = select(read_log(*paths), launch, ranks)
+    if model_config is None:
+        return analysis
+    from logmem.errors import LogmemError
+    from logmem.estimate.model import EstimateError, load_model_config
+
+    try:
+        return replace(analysis, model_config=load_model_config(model_config))
+    except EstimateError as e:
+        raise LogmemError(str(e)) from None
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """A diff, fit or what-if: ``model`` is logmem.compare.core's Diff, Fit or WhatIf."""
+    """A diff, fit or what-if: ``model`` is logmem.compare's Diff, Fit or WhatIf."""
 
     kind: str  # "diff" | "fit" | "whatif"
-    model: Any
+    model: Diff | Fit | WhatIf
 
     def to_json(self) -> dict[str, Any]:
-        """The versioned view model (schema logmem.diff/1, logmem.fit/1, logmem.whatif/1)."""
-        from logmem.report.compare import to_json
+        """The versioned JSON document (schema logmem.diff/1, logmem.fit/1, logmem.whatif/1)."""
+        from logmem.report.compare_json import to_json
 
-        out: dict[str, Any] = to_json(self.model)
-        return out
+        return to_json(self.model)
 
     def render(self, fmt: str = "text") -> str:
         """text, markdown, json or html."""
-        if fmt == "html":
-            from logmem.report.html import render_compare_html
-
-            return render_compare_html(self.to_json(), self.kind)
         from logmem.report.compare import render
 
-        out: str = render(self.model, fmt)
-        return out
+        return render(self.model, fmt)
 
     def __str__(self) -> str:
         return self.render("text")
@@ -107,71 +140,103 @@ class Comparison:
         return self.render("markdown")
 
 
-def _pick(a: Analysis, launch: int | None, label: str) -> tuple[Launch, LaunchRef]:
-    from logmem.compare.core import LaunchRef
+def _launch_of(
+    source: Source, launch: int | None, label: str, param: str = "launch"
+) -> tuple[Launch, LaunchRef]:
+    """One launch of a source, and which it is: the one launch selection every command uses."""
+    if isinstance(source, Analysis):
+        analysis, who = source, label
+    else:
+        spec = os.fspath(source)
+        analysis, who = read_log(*split_spec(spec)), f"{label} ({spec})"
+    index, L = pick_launch(analysis, launch, who, param)
+    return L, LaunchRef(label, tuple(analysis.paths), index)
 
-    n = len(a.launches)
-    if launch is None:
-        if n != 1:
-            raise SelectionError(f"{label} holds {n} launches; pass launch=N (0 to {n - 1})")
-        launch = 0
-    if not 0 <= launch < n:
-        raise SelectionError(
-            f"launch={launch}: {label} holds {n} launch(es), numbered 0 to {n - 1}"
-        )
-    return a.launches[launch], LaunchRef(label, a.paths, launch)
+
+def _one_stdin(sources: Sequence[Source], what: str) -> None:
+    if sum(1 for s in sources if isinstance(s, str) and s == "-") > 1:
+        raise SelectionError(f"only one {what} can be '-' (stdin)")
 
 
 def diff(
-    a: Analysis,
-    b: Analysis,
+    a: Source,
+    b: Source,
     *,
     launch: int | None = None,
     launch_b: int | None = None,
     allow: Sequence[str] = (),
     slope: bool = True,
 ) -> Comparison:
-    """What changed from ``a`` to ``b`` (as ``logmem diff A B``). It always compares; the
+    """What changed from ``a`` to ``b`` (``logmem diff A B``). It always compares; the
     slope is left out (and the reason given) when other memory-relevant settings differ
-    too, unless ``allow`` names them; ``slope=False`` skips it."""
-    from logmem.compare.core import diff as compare
+    too, unless ``allow`` names them; ``slope=False`` skips it. ``launch`` picks the
+    start-up of both inputs, ``launch_b`` another one for ``b``."""
+    from logmem.compare.diff import diff_launches
 
-    la, ra = _pick(a, launch, "A")
-    lb, rb = _pick(b, launch if launch_b is None else launch_b, "B")
-    return Comparison("diff", compare(la, ra, lb, rb, tuple(allow), slope=slope))
+    _one_stdin((a, b), "of A and B")
+    la, ra = _launch_of(a, launch, "A")
+    if launch_b is None:
+        lb, rb = _launch_of(b, launch, "B")
+    else:
+        lb, rb = _launch_of(b, launch_b, "B", "launch_b")
+    return Comparison("diff", diff_launches(la, ra, lb, rb, tuple(allow), slope=slope))
 
 
-def fit(*analyses: Analysis, launch: int | None = None, allow: Sequence[str] = ()) -> Comparison:
-    """Graph memory per row by least squares over two or more launches (as ``logmem fit``)."""
-    from logmem.compare.core import fit as fit_launches
+def fit(*sources: Source, launch: int | None = None, allow: Sequence[str] = ()) -> Comparison:
+    """Graph memory per row by least squares over two or more launches (``logmem fit``)."""
+    from logmem.compare.slope import fit_launches
+    from logmem.errors import FitError
 
-    picked = [_pick(x, launch, str(i + 1)) for i, x in enumerate(analyses)]
+    if len(sources) < 2:
+        raise FitError("fit needs at least two launches")
+    _one_stdin(sources, "LOG")
+    picked = [_launch_of(x, launch, str(i + 1)) for i, x in enumerate(sources)]
     return Comparison(
         "fit", fit_launches([L for L, _ in picked], [r for _, r in picked], tuple(allow))
     )
 
 
 def whatif(
-    a: Analysis,
+    source: Source,
     *,
     launch: int | None = None,
     mem_fraction_static: float | None = None,
     cuda_graph_max_bs: int | None = None,
     mib_per_row: float | None = None,
     static_mib_per_row: float | None = None,
+    slope_from: tuple[Source, Source] | None = None,
+    allow: Sequence[str] = (),
     activation_reserve_gib: float = 0.0,
     context_length: int | None = None,
+    logged_mem_fraction_static: float | None = None,
 ) -> Comparison:
-    """SGLang's KV rule replayed at other settings (as ``logmem whatif``)."""
-    from logmem.compare.core import GraphSlope
-    from logmem.compare.core import whatif as predict
+    """SGLang's KV rule replayed at other settings (``logmem whatif``).
+
+    The graph slope for a new ``cuda_graph_max_bs`` is ``mib_per_row`` (with
+    ``static_mib_per_row``) when given, else measured from ``slope_from`` (two launches that
+    differ only in max bs; ``allow`` as for diff), else SGLang's heuristic, labelled so.
+    ``logged_mem_fraction_static`` stands in for a log that prints no server_args."""
+    from logmem.compare.slope import given_slope
+    from logmem.compare.whatif import measured_slope, whatif_launch
+    from logmem.errors import FitError
     from logmem.units import gib_to_bytes
 
-    L, ref = _pick(a, launch, "LOG")
+    if mib_per_row is not None and slope_from:
+        raise SelectionError("give mib_per_row or slope_from, not both")
+    if static_mib_per_row is not None and mib_per_row is None:
+        raise SelectionError("static_mib_per_row needs mib_per_row")
+    if activation_reserve_gib < 0:
+        raise FitError("the activation reserve cannot be negative")
+    _one_stdin((source, *(slope_from or ())), "input")
+    L, ref = _launch_of(source, launch, "LOG")
     slope = None
     if mib_per_row is not None:
-        slope = GraphSlope(mib_per_row, static_mib_per_row, f"given: mib_per_row={mib_per_row:g}")
-    model = predict(
+        slope = given_slope(mib_per_row, static_mib_per_row)
+    elif slope_from:
+        la, ra = _launch_of(slope_from[0], None, "--slope-from A")
+        lb, rb = _launch_of(slope_from[1], None, "--slope-from B")
+        slope = measured_slope(L, la, ra, lb, rb, tuple(allow))
+    model = whatif_launch(
         L,
         ref,
         mem_fraction_static,
@@ -179,53 +244,89 @@ def whatif(
         slope,
         gib_to_bytes(activation_reserve_gib),
         context_length,
+        logged_mem_fraction_static,
     )
     return Comparison("whatif", model)
 
 
 def plot(
-    source: Analysis | Comparison,
+    source: Source | Comparison | Sequence[Source],
     kind: str = "waterfall",
     *,
     rank: str | Sequence[str] | None = None,
-    launch: int = 0,
+    launch: int | None = None,
 ) -> Figure:
     """One figure as a matplotlib Figure (object API; no pyplot state).
 
     ``kind``: "waterfall" (the named ranks, default the one that printed capture bars),
-    "buckets", "ranks" for an Analysis; "fit" for a diff or fit Comparison.
+    "buckets" (the same ranks' graph buckets), "ranks" for one launch of an Analysis or a
+    path spec (several paths in a list or tuple are read together, as one launch's files);
+    "fit" for a diff or fit Comparison, or a list of two or more sources fitted as
+    ``logmem fit``. With several launches and no ``launch``, launch 0 is drawn and a
+    :class:`PlotNote` warning says so.
     """
-    from logmem.analysis.attribution import build_ledger
     from logmem.report import plots
-    from logmem.report.model import main_rank
 
+    if kind not in plots.KINDS:
+        raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(plots.KINDS)}")
     if isinstance(source, Comparison):
         if kind != "fit":
             raise ValueError(f"a {source.kind} plots as kind='fit', not {kind!r}")
         return plots.draw("fit", plots.fit_data(source.to_json()))
     if kind == "fit":
-        raise ValueError("kind='fit' plots logmem.diff(...) or logmem.fit(...), not an Analysis")
-    if not 0 <= launch < len(source.launches):
-        raise SelectionError(
-            f"launch={launch}: the analysis holds {len(source.launches)} launch(es)"
+        if isinstance(source, (Analysis, str, os.PathLike)) or len(source) < 2:
+            raise ValueError(
+                "kind='fit' plots logmem.diff(...) or logmem.fit(...), or a list of two or more "
+                "sources (one launch each), not one input"
+            )
+        return plot(fit(*source, launch=launch), "fit")
+    if isinstance(source, (Analysis, str, os.PathLike)):
+        analysis = source if isinstance(source, Analysis) else read_log(os.fspath(source))
+    elif all(isinstance(s, (str, os.PathLike)) for s in source):
+        analysis = read_log(*(os.fspath(s) for s in source))  # type: ignore[arg-type]
+    else:
+        raise ValueError(
+            f"kind={kind!r} plots one launch: an Analysis, a path, or paths of one launch"
         )
-    L = source.launches[launch]
+    return plots.draw(kind, _plot_data(analysis, kind, rank, launch))
+
+
+def _plot_data(
+    analysis: Analysis, kind: str, rank: str | Sequence[str] | None, launch: int | None
+) -> Any:
+    """The data of a waterfall, buckets or ranks plot: the one plot selection."""
+    from logmem.analysis.attribution import build_ledger
+    from logmem.errors import LogmemError
+    from logmem.report import plots
+
+    wanted = [rank] if isinstance(rank, str) else list(rank or ())
+    analysis = select(analysis, launch, wanted)
+    if len(analysis.launches) > 1:
+        warnings.warn(
+            PlotNote(
+                f"The input holds {len(analysis.launches)} launches; plotting launch 0 "
+                "(--launch N picks another)."
+            ),
+            stacklevel=3,
+        )
+    L = analysis.launches[0]
     led = build_ledger(L)
     if kind == "ranks":
-        return plots.draw("ranks", plots.ranks_data(led))
-    if rank is None:
-        main = main_rank(L)
-        wanted = [main.label] if main is not None else []
-    else:
-        wanted = [rank] if isinstance(rank, str) else list(rank)
-    chosen = [r for r in led.ranks if r.rank in wanted]
-    missing = [w for w in wanted if led.rank(w) is None]
-    if missing:
-        raise SelectionError(
-            f"rank {missing[0]!r} is not in the launch; ranks: {', '.join(r.rank for r in led.ranks)}"
-        )
+        return plots.ranks_data(led)
+    main = L.main_rank
+    chosen = [
+        r
+        for r in led.ranks
+        if (r.rank in wanted if wanted else main is not None and r.rank == main.label)
+    ]
+    if not any(r.phases for r in chosen):
+        raise LogmemError("no free-memory readings to plot on " + (", ".join(wanted) or "any rank"))
     if kind == "waterfall":
-        return plots.draw("waterfall", [plots.waterfall_data(r) for r in chosen])
-    if kind == "buckets":
-        return plots.draw("buckets", [f for r in chosen for f in plots.buckets_data(r)])
-    raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(plots.KINDS)}")
+        return [plots.waterfall_data(r) for r in chosen]
+    data = [f for r in chosen for f in plots.buckets_data(r)]
+    if not data:
+        raise LogmemError(
+            "no bucket readings: this log's capture progress bars print no free "
+            "memory per bucket (try --kind waterfall)"
+        )
+    return data

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 GIB = 1 << 30
 MIB = 1 << 20
 KIB = 1 << 10
-
-# SGLang prints every reading with "%.2f": each one is known to +-0.005 GiB.
-PRINT_RESOLUTION_GIB = 0.005
 
 _UNIT_BYTES = {
     "B": 1,
@@ -64,3 +62,14 @@ def format_gib(n_bytes: int | None, signed: bool = False, unknown: str = "?") ->
     value = gib(n_bytes)
     assert value is not None
     return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def __getattr__(name: str) -> Any:
+    """``PRINT_RESOLUTION_GIB`` moved to logmem.sglang.rules (it is SGLang's print rule, not a
+    unit); the old import keeps working until its last importer switches. Lazy, because rules
+    imports this module."""
+    if name == "PRINT_RESOLUTION_GIB":
+        from logmem.sglang.rules import PRINT_RESOLUTION_GIB
+
+        return PRINT_RESOLUTION_GIB
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

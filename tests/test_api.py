@@ -150,9 +150,6 @@ def test_plot_returns_figures() -> None:
         logmem.plot(a, "fit")
 
 
-@pytest.mark.skipif(
-    not all(p.is_file() for p in E7), reason="fixtures/pair-e7-maxbs*-constructed.log missing"
-)
 def test_fit_and_its_plot_on_the_constructed_launches() -> None:
     from matplotlib.figure import Figure
 
@@ -162,3 +159,89 @@ def test_fit_and_its_plot_on_the_constructed_launches() -> None:
     assert vm["slopes"] and all(s["mib_per_row"] is not None for s in vm["slopes"])
     assert isinstance(logmem.plot(f, "fit"), Figure)
     assert isinstance(logmem.plot(logmem.diff(analyses[0], analyses[1]), "fit"), Figure)
+
+
+CLI = Path(logmem.__file__).parent / "cli"
+# What a command may import from the package: the public API, the reporters it hands results
+# to, errors, its own options and output writer, and the progress switch (--quiet).
+CLI_MAY_IMPORT = (
+    "logmem.api",
+    "logmem.cli.",
+    "logmem.errors",
+    "logmem.report",  # report.render / FORMATS
+    "logmem.report.compare",
+    "logmem.report.plots",
+    "logmem.parse.progress",
+    "logmem.parse.events",  # type annotations only (TYPE_CHECKING)
+)
+
+
+def test_cli_commands_call_only_the_public_api() -> None:
+    import ast
+
+    for path in sorted(CLI.glob("*.py")):
+        if path.name == "estimate.py":  # the estimate command is converted with logmem/estimate
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                mod = node.module
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+                mod = names[0]
+            else:
+                continue
+            if not mod.startswith("logmem"):
+                continue
+            if mod == "logmem":
+                assert all(a.name == "__version__" for a in node.names), path  # type: ignore[union-attr]
+                continue
+
+            def allowed(m: str) -> bool:
+                return any(m == p or (p.endswith(".") and m.startswith(p)) for p in CLI_MAY_IMPORT)
+
+            # `from logmem.parse import progress` names the module logmem.parse.progress
+            ok = allowed(mod) or (len(names) > 1 and all(allowed(n) for n in names[1:]))
+            assert ok, f"{path.name} imports {mod}: the CLI calls logmem.api, not internals"
+            assert not any(n.rsplit(".", 1)[-1].startswith("_") for n in names[1:]), (path, names)
+
+
+def test_api_takes_path_specs_and_the_cli_options() -> None:
+    log = str(E7[1])
+    by_path = logmem.whatif(
+        log, cuda_graph_max_bs=384, slope_from=(str(E7[0]), str(E7[2]))
+    ).to_json()
+    analyses = [logmem.read_log(str(p)) for p in E7]
+    by_analysis = logmem.whatif(
+        analyses[1], cuda_graph_max_bs=384, slope_from=(analyses[0], analyses[2])
+    ).to_json()
+    assert by_path["inputs"]["slope"]["measured"] is True
+    assert by_path["inputs"]["slope"] == by_analysis["inputs"]["slope"]
+    assert by_path["predicted"] == by_analysis["predicted"]
+    # The graph grows by the measured slope, not SGLang's 2 MiB-per-bs heuristic.
+    assert "measured:" in by_path["inputs"]["slope"]["source"]
+    given = logmem.whatif(log, cuda_graph_max_bs=384, mib_per_row=1.5).to_json()
+    assert given["inputs"]["slope"]["source"] == "given: --mib-per-row 1.5"
+    assert given["predicted"]["graph_change_gib"] != by_path["predicted"]["graph_change_gib"]
+    with pytest.raises(SelectionError, match="not both"):
+        logmem.whatif(log, mib_per_row=1.0, slope_from=(str(E7[0]), str(E7[2])))
+
+
+def test_launch_choice_names_the_parameter_or_the_option() -> None:
+    from click.testing import CliRunner
+
+    from logmem.cli.main import cli
+
+    two = str(FIXTURES / "two-launches-restart-constructed.log")
+    with pytest.raises(
+        SelectionError, match=r"holds 2 launches; pick one with launch=N \(0 to 1\)"
+    ):
+        logmem.diff(two, str(E7[0]))
+    with pytest.raises(SelectionError, match=r"^launch_b=5: B \(.*\) holds 2 launch\(es\)"):
+        logmem.diff(two, two, launch=0, launch_b=5)
+    res = CliRunner().invoke(cli, ["diff", two, two, "--launch", "0", "--launch-b", "5"])
+    assert res.exit_code == 1 and "Error: --launch-b 5: B (" in res.stderr
+    res = CliRunner().invoke(cli, ["diff", two, str(E7[0])])
+    assert res.exit_code == 1 and "pick one with --launch N (0 to 1)" in res.stderr

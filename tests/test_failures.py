@@ -109,11 +109,11 @@ def crash(rank: str, *exception: str) -> list[str]:
 
 
 def log_path(name: str) -> Path:
-    """A log from fixtures/ (in the repo) or else the shared corpus; skip when neither has it."""
+    """A log from fixtures/ (in the repo) or else the shared corpus (a missing log fails)."""
     for where in (FIXTURES, CORPUS):
         if (where / name).exists():
             return where / name
-    pytest.skip(f"{name} is not available")
+    pytest.fail(f"{name} is neither in {FIXTURES} nor in {CORPUS}")
 
 
 def launch_of(tmp_path: Path, lines: list[str], name: str = "x.log") -> Launch:

@@ -1,4 +1,4 @@
-"""logmem.compare.core: diff, slopes, least squares and what-if, on corpus log 001 and generated pairs.
+"""logmem.compare: diff, slopes, least squares and what-if, on corpus log 001 and generated pairs.
 
 `make_log` writes a start-up log from a known graph model (static buffers and largest
 bucket each = intercept + slope x rows) through the real wording of two SGLang eras,
@@ -19,23 +19,39 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from logmem.analysis.attribution import build_ledger
-from logmem.compare.core import (
-    NON_MEMORY_ARGS,
-    compare_args,
-    diff,
-    era_guess,
-    era_markers,
-    fit,
-    fit_line,
-    load_launch,
-    whatif,
-)
+from logmem.api import read_log
+from logmem.compare.args import NON_MEMORY_ARGS, compare_args
+from logmem.compare.diff import Diff, diff_launches
+from logmem.compare.load import LaunchRef, pick_launch, split_spec
+from logmem.compare.slope import Fit, fit_launches, fit_line, slope_from_fit
+from logmem.compare.whatif import WhatIf, whatif_launch
 from logmem.errors import FitError
+from logmem.model.launch import Launch
 from logmem.report.compare import render_markdown, render_text, to_json
+from logmem.sglang.eras import era_guess, era_markers
 
 GIB = 1 << 30
 MIB = 1 << 20
 LOG001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
+
+
+def load_launch(spec: str, launch: int | None, label: str) -> tuple[Launch, LaunchRef]:
+    """One launch of a path spec, as the API picks it."""
+    a = read_log(*split_spec(spec))
+    index, L = pick_launch(a, launch, label)
+    return L, LaunchRef(label, a.paths, index)
+
+
+def diff(*args: Any, **kw: Any) -> Diff:
+    return diff_launches(*args, **kw)
+
+
+def fit(*args: Any, **kw: Any) -> Fit:
+    return fit_launches(*args, **kw)
+
+
+def whatif(*args: Any, **kw: Any) -> WhatIf:
+    return whatif_launch(*args, **kw)
 
 
 # --- the generator ----------------------------------------------------------------------
@@ -518,7 +534,6 @@ def test_whatif_activation_reserve_can_empty_the_window() -> None:
 def test_whatif_max_bs_uses_a_slope_or_the_labelled_heuristic(tmp_path: Path) -> None:
     la, ra, lb, rb = pair(tmp_path, Model(max_bs=80), Model(max_bs=160))
     (s,) = diff(la, ra, lb, rb).slopes
-    from logmem.compare.core import slope_from_fit
 
     gs = slope_from_fit([s], "decode")
     assert gs is not None

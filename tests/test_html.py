@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +13,14 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 from logmem.api import read_log
 from logmem.cli.main import cli
+from logmem.report import compare_html
 from logmem.report import html as H
+from logmem.report import page as P
+from logmem.report.compare_html import HtmlOut
+from logmem.report.compare_out import Out, TextOut
+from logmem.report.compare_view import DiffView, FitView
+from logmem.report.views import view
+from logmem.report.whatif_view import WhatIfView
 
 HOSTILE_FIXTURE = FIXTURES / "hostile-html-constructed.log"
 SCRIPT = "<script>alert(1)</script>"
@@ -224,9 +231,6 @@ def test_hostile_log_through_the_cli(hostile_log: Path, tmp_path: Path) -> None:
     assert_inert(out.read_text(encoding="utf-8"))
 
 
-@pytest.mark.skipif(
-    not HOSTILE_FIXTURE.is_file(), reason=f"{HOSTILE_FIXTURE.name} is not in fixtures/"
-)
 def test_hostile_fixture_renders_as_text() -> None:
     assert_inert(H.render(read_log(str(HOSTILE_FIXTURE))))
 
@@ -244,88 +248,94 @@ def test_inline_svg_prefixes_ids_and_references() -> None:
         'viewBox="0 0 100 50"><defs><clipPath id="p1"><rect/></clipPath><path id="m2"/></defs>'
         '<g clip-path="url(#p1)"><use xlink:href="#m2"/></g></svg>'
     )
-    out = H.inline_svg(svg, "fig3")
+    out = P.inline_svg(svg, "fig3")
     assert out.startswith("<svg") and "<?xml" not in out
     assert 'id="fig3-p1"' in out and "url(#fig3-p1)" in out and 'xlink:href="#fig3-m2"' in out
     assert 'style="max-width: 100pt"' in out and 'width="100pt"' not in out
 
 
 def test_html_out_escapes_what_the_compare_layout_writes() -> None:
-    o = H.HtmlOut()
+    o = HtmlOut()
     o.title(f"logmem diff: {SCRIPT}")
     o.heading("h")
     o.para(IMG)
     o.bullets([SCRIPT])
     o.table(["k", "v"], [[SCRIPT, "1"]])
     o.details(SCRIPT, lambda: o.para("inside"))
-    page = H.page("t", [o.text()])
+    page = P.page("t", [o.text()])
     assert_inert(page)
     assert o.first_title == f"logmem diff: {SCRIPT}"
 
 
-def _slope_view(name: str = SCRIPT) -> dict[str, Any]:
-    """A real fit view model (the E7 pair fixtures), with a hostile launch name and note."""
-    import logmem
-    from logmem.report.compare import to_json
-
-    logs = [FIXTURES / f"pair-e7-maxbs{n}-constructed.log" for n in (128, 256, 512)]
-    if not all(p.exists() for p in logs):
-        pytest.skip("the constructed E7 pair fixtures are not in fixtures/")
-    vm = to_json(logmem.fit(*(logmem.read_log(str(p)) for p in logs)).model)
-    vm["launches"][0]["name"] = f"a{name}.log"
-    vm.setdefault("notes", []).append(f"note {name}")
-    return vm
+E7_LOGS = [FIXTURES / f"pair-e7-maxbs{n}-constructed.log" for n in (128, 256, 512)]
 
 
 def test_compare_page_has_the_fit_plot_and_escapes() -> None:
-    page = H.render_compare_html(_slope_view(), "fit")
+    import logmem
+
+    f = logmem.fit(*(str(p) for p in E7_LOGS))
+    v = view(f.model)
+    assert isinstance(v, FitView)
+    hostile = replace(
+        v,
+        launches=(replace(v.launches[0], name=f"a{SCRIPT}.log"), *v.launches[1:]),
+        notes=(*v.notes, f"note {SCRIPT}"),
+    )
+    page = compare_html.render(hostile)
     assert_inert(page)
     assert page.count('<figure class="plot"') == 1 and 'data-kind="fit"' in page
     assert "&lt;script&gt;" in page
+    assert "<title>logmem fit: 3 launches</title>" in page
 
 
-def test_compare_page_from_a_real_diff() -> None:
+def test_compare_page_of_two_different_launches_shows_what_the_diff_computed() -> None:
+    """Issue 11 item 7: diff two DIFFERENT launches (max bs 128 vs 256) and find, in the page's
+    own cells, the figures the diff computed: the slope, each launch's largest bucket, the
+    change of the largest-bucket cost and the varied setting."""
     import logmem
 
-    a = logmem.read_log(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log"))
-    b = logmem.read_log(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log"))
-    page = logmem.diff(a, b).render("html")
+    d = logmem.diff(str(E7_LOGS[0]), str(E7_LOGS[1]))
+    v = view(d.model)
+    assert isinstance(v, DiffView) and v.a.name != v.b.name
+    (s,) = v.slopes
+    (g,) = [g for g in v.graphs if g.a is not None and g.b is not None and g.b.rows != g.a.rows]
+    assert g.a is not None and g.b is not None and g.change.largest_bucket_gib
+    page = d.render("html")
     assert_inert(page)
-    assert "<table" in page
-    w = logmem.whatif(a, mem_fraction_static=0.87).render("html")
-    assert_inert(w)
-    assert "0.87" in w
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    assert f"{s.line.mib_per_row:.3f}" in cells and f"{s.line.intercept_gib:.3f}" in cells
+    assert " ".join(f"{y:.2f}" for y in s.points_gib) in cells
+    assert f"{g.change.largest_bucket_gib:+.2f}" in cells
+    assert f"{g.a.largest_size:,}" in cells and f"{g.b.largest_size:,}" in cells
+    changed = {r.key: r.values for r in v.args.changed}
+    assert changed["cuda_graph_max_bs"] == (128, 256)
+    assert "cuda_graph_max_bs" in cells and "varied" in cells
+    # The figure plots the same two points the table lists.
+    assert page.count('<figure class="plot"') == 1
+
+
+def test_whatif_page_shows_the_prediction() -> None:
+    import logmem
+
+    w = logmem.whatif(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log"), mem_fraction_static=0.87)
+    v = view(w.model)
+    assert isinstance(v, WhatIfView)
+    page = w.render("html")
+    assert_inert(page)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    assert "0.870" in cells and f"{v.predicted.kv_tokens:,}" in cells
+    assert f"{v.measured.kv_tokens:,}" in cells and v.predicted.kv_tokens != v.measured.kv_tokens
 
 
 def test_html_out_offers_the_compare_layout_interface() -> None:
-    """report.compare lays its dicts out through an `_Out`; HtmlOut must take its place."""
-    compare = pytest.importorskip("logmem.report.compare")
-    out_cls = getattr(compare, "_Out", None)
-    if out_cls is None:
-        pytest.skip("report.compare has no _Out layout class")
-    needed = {n for n in vars(out_cls) if not n.startswith("_") and callable(getattr(out_cls, n))}
-    assert needed <= set(dir(H.HtmlOut)), needed - set(dir(H.HtmlOut))
-
-
-def test_compare_page_uses_the_shared_layout_when_offered(monkeypatch: pytest.MonkeyPatch) -> None:
-    from logmem.report import compare
-
-    def layout(doc: dict[str, Any], out: H.HtmlOut) -> None:
-        out.title(f"logmem fit: {len(doc['launches'])} launches")
-        out.heading("Slope")
-        out.table(["part", "MiB per row"], [["largest bucket", "2.030"]])
-
-    monkeypatch.setattr(compare, "layout", layout, raising=False)
-    page = H.render_compare_html(_slope_view(), "fit")
-    assert_inert(page)
-    assert "<title>logmem fit: 3 launches</title>" in page and '<td class="r">2.030</td>' in page
-    assert 'data-kind="fit"' in page
+    """Every method of the layout's Out interface is one HtmlOut has (and TextOut too)."""
+    needed = {n for n in vars(Out) if not n.startswith("_") and callable(getattr(Out, n))}
+    assert needed and needed <= set(dir(HtmlOut)) and needed <= set(dir(TextOut))
 
 
 RESTART = FIXTURES / "two-launches-restart-constructed.log"
 
 
-@pytest.mark.skipif(not RESTART.is_file(), reason=f"{RESTART.name} is not in fixtures/")
 def test_two_launches_number_their_figures_on() -> None:
     page = H.render(read_log(str(RESTART)))
     assert re.findall(r"<h2>(Launch \d)", page) == ["Launch 0", "Launch 1"]

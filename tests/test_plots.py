@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import logmem
+import logmem.api
 from conftest import FIXTURES
 from logmem.analysis.attribution import build_ledger
 from logmem.api import read_log
@@ -327,3 +329,42 @@ def test_plot_errors() -> None:
     assert res.exit_code == 2 and "plot writes PNG or SVG" in res.output
     res = r.invoke(cli, ["plot", str(LOG_001), "--kind", "fit", "-o", "x.svg"])
     assert res.exit_code == 2 and "two or more LOGS" in res.output
+
+
+def test_plot_reads_stdin_like_a_file() -> None:
+    r = CliRunner()
+    from_file = r.invoke(cli, ["plot", str(LOG_001), "-f", "svg"])
+    from_stdin = r.invoke(cli, ["plot", "-", "-f", "svg"], input=LOG_001.read_bytes())
+    assert from_file.exit_code == 0 and from_stdin.exit_code == 0, from_stdin.output
+    assert "<svg" in from_stdin.stdout and from_stdin.stdout == from_file.stdout
+
+
+def test_plot_fit_takes_one_log_from_stdin() -> None:
+    e7 = [FIXTURES / f"pair-e7-maxbs{n}-constructed.log" for n in (128, 256, 512)]
+    r = CliRunner()
+    files = r.invoke(cli, ["plot", "--kind", "fit", *map(str, e7), "-f", "svg"])
+    piped = r.invoke(
+        cli,
+        ["plot", "--kind", "fit", "-", *map(str, e7[1:]), "-f", "svg"],
+        input=e7[0].read_bytes(),
+    )
+    assert files.exit_code == 0 and piped.exit_code == 0, piped.output
+    assert 'id="fit-line' in files.stdout and 'id="fit-line' in piped.stdout
+    twice = r.invoke(cli, ["plot", "--kind", "fit", "-", "-", "-f", "svg"], input=b"")
+    assert twice.exit_code == 1 and "only one LOG can be '-'" in twice.stderr
+
+
+def test_plot_of_a_file_with_two_launches_says_which_it_draws() -> None:
+    two = FIXTURES / "two-launches-restart-constructed.log"
+    r = CliRunner()
+    first = r.invoke(cli, ["plot", str(two), "-f", "svg"])
+    assert first.exit_code == 0
+    assert "holds 2 launches; plotting launch 0 (--launch N picks another)" in first.stderr
+    second = r.invoke(cli, ["plot", str(two), "--launch", "1", "-f", "svg"])
+    assert second.exit_code == 0 and "plotting launch" not in second.stderr
+    assert second.stdout != first.stdout
+    # The library says the same as a warning, and plots the launch it is asked for.
+    with pytest.warns(logmem.api.PlotNote, match="plotting launch 0"):
+        logmem.plot(str(two))
+    bad = r.invoke(cli, ["plot", str(two), "--launch", "5"])
+    assert bad.exit_code == 1 and "--launch 5: the input holds 2 launch(es)" in bad.stderr

@@ -27,6 +27,7 @@ import regex
 from logmem.model.launch import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Record, Source
+from logmem.sglang import rules
 from logmem.units import GIB, Mem
 
 # --- records ----------------------------------------------------------------------------
@@ -729,7 +730,7 @@ class _Budget:
     mfs: float | None
     pre_load_bytes: int | None  # P: min over ranks of Load weight begin avail
     pre_load_rank: str | None
-    post_load_bytes: int | None  # min over ranks of Load weight end avail
+    post_load_bytes: int | None  # A: min over ranks of the reading the pools were sized from
     weights_bytes: int | None  # Load weight end mem usage (the largest rank)
     kv_bytes: int | None
     kv_tokens: int | None
@@ -751,6 +752,13 @@ class _Budget:
         return self.kv_bytes / self.kv_tokens
 
     @property
+    def rest_bytes(self) -> int | None:
+        """SGLang's KV budget from these readings (rules.kv_budget_bytes), when all are printed."""
+        if self.mfs is None or self.pre_load_bytes is None or self.post_load_bytes is None:
+            return None
+        return rules.kv_budget_bytes(self.post_load_bytes, self.pre_load_bytes, self.mfs)
+
+    @property
     def kv_share(self) -> float:
         """Share of the budget that goes to KV (hybrid models give the rest to Mamba state)."""
         if self.mamba_bytes and self.kv_bytes:
@@ -763,22 +771,14 @@ def _model(rank: Rank, draft: bool) -> Model | None:
 
 
 def _budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> _Budget:
-    models = [(r, m) for r in launch.ranks if (m := _model(r, draft)) is not None]
-    begins = [
-        (m.weights_begin.avail.bytes, r.label) for r, m in models if m.weights_begin is not None
-    ]
-    ends = [m.weights_end.avail.bytes for _, m in models if m.weights_end is not None]
-    usage = [
-        m.weights_end.usage.bytes
-        for _, m in models
-        if m.weights_end is not None and m.weights_end.usage
-    ]
-    kv = next((p for _, m in models for p in m.kv_pools if p.tokens), None)
-    mamba_owner = next((m for _, m in models if m.mamba_pools), None)
+    models = [m for r in launch.ranks if (m := _model(r, draft)) is not None]
+    readings = rules.budget_readings(launch, draft)
+    usage = [m.weights_end.usage.bytes for m in models if m.weights_end and m.weights_end.usage]
+    kv = next((p for m in models for p in m.kv_pools if p.tokens), None)
+    mamba_owner = next((m for m in models if m.mamba_pools), None)
     mamba = sum(p.total_bytes for p in mamba_owner.mamba_pools) if mamba_owner else None
     arg_mfs = launch.args.get("mem_fraction_static")
     tp = launch.args.get("tp_size")
-    p_min = min(begins) if begins else None
     cell = None
     if not draft and kv is not None:
         from logmem.analysis.attribution import build_ledger
@@ -791,21 +791,26 @@ def _budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> _B
         mfs=mfs
         if mfs is not None
         else (float(arg_mfs) if isinstance(arg_mfs, (int, float)) else None),
-        pre_load_bytes=p_min[0] if p_min else None,
-        pre_load_rank=p_min[1] if p_min else None,
-        post_load_bytes=min(ends) if ends else None,
+        pre_load_bytes=readings.pre_load_bytes,
+        pre_load_rank=readings.pre_load_rank,
+        post_load_bytes=readings.after_weights_bytes,
         weights_bytes=max(usage) if usage else None,
         kv_bytes=kv.total_bytes if kv else None,
         kv_tokens=kv.tokens if kv else None,
         mamba_bytes=mamba,
         tp_size=tp if isinstance(tp, int) else None,
-        ranks_seen=len(begins),
+        ranks_seen=readings.ranks_seen,
         cell_bytes=cell,
     )
 
 
 def _g(n_bytes: float | None) -> str:
     return "?" if n_bytes is None else f"{n_bytes / GIB:.2f}"
+
+
+# mem_fraction_static is suggested in steps of 0.001 (SGLang rounds its own default to 3
+# decimals); "one step" of a fix that has no figures to size it is 0.01.
+_MFS_STEP = 0.01
 
 
 def _floor3(x: float) -> float:
@@ -827,9 +832,11 @@ def _tokens(n: float) -> str:
 
 def min_mfs_for_pool(b: _Budget) -> float | None:
     """Smallest mem_fraction_static with rest > 0: mfs > 1 - avail_after_weights / P (rounded up)."""
-    if b.pre_load_bytes is None or b.post_load_bytes is None or b.pre_load_bytes <= 0:
+    if b.pre_load_bytes is None or b.post_load_bytes is None:
         return None
-    exact = 1 - b.post_load_bytes / b.pre_load_bytes
+    exact = rules.smallest_mfs_with_pool(b.post_load_bytes, b.pre_load_bytes)
+    if exact is None:
+        return None
     x = _ceil3(exact)
     if x <= exact:  # strictly positive pool
         x = round(x + 0.001, 3)
@@ -843,7 +850,7 @@ def _lower_mfs_fix(b: _Budget, need_bytes: int, why: str) -> tuple[Fix | None, s
     p = b.pre_load_bytes
     delta = need_bytes / p
     x = _floor3(b.mfs - delta)
-    freed = p * (b.mfs - x)
+    freed = rules.mfs_step_bytes(p, b.mfs - x)
     on = f", on {b.pre_load_rank}" if b.pre_load_rank else ""
     where = f"P = {_g(p)} GiB, the smallest Load weight begin avail{on}"
     text = (
@@ -868,23 +875,11 @@ def _lower_mfs_fix(b: _Budget, need_bytes: int, why: str) -> tuple[Fix | None, s
 
 def _graph_flag(launch: Launch, graph: str) -> tuple[str, str]:
     """The flag that caps a graph family's largest bucket, and the bucket unit."""
-    args = launch.args
-    prefill = graph == "piecewise" or graph.endswith("prefill")
-    if prefill:
-        if graph.endswith("prefill") and "cuda_graph_max_bs_prefill" in args:
-            return "--cuda-graph-max-bs-prefill", "num_tokens"
-        return "--piecewise-cuda-graph-max-tokens", "num_tokens"
-    if "cuda_graph_max_bs_decode" in args:
-        return "--cuda-graph-max-bs-decode", "bs"
-    return "--cuda-graph-max-bs", "bs"
+    return rules.graph_cap_flag(graph, launch.args), _unit(graph)
 
 
 def _unit(graph: str | None) -> str:
-    return (
-        "num_tokens"
-        if graph is not None and (graph == "piecewise" or graph.endswith("prefill"))
-        else "bs"
-    )
+    return "num_tokens" if graph is not None and rules.graph_sized_in_tokens(graph) else "bs"
 
 
 def _cap_fix(
@@ -1047,8 +1042,11 @@ def _budget_fixes(
     if need is None:
         # "CUDA error: out of memory" prints no figures: price one step instead.
         if b.pre_load_bytes is not None and b.mfs is not None:
-            step = math.floor(0.01 * b.pre_load_bytes)  # rounded down: the step stays exactly 0.01
-            fx, _ = _lower_mfs_fix(b, step, "(no figures in the error: this is one 0.01 step)")
+            # Rounded down (mfs_step_bytes), so the suggested value is exactly one step lower.
+            step = rules.mfs_step_bytes(b.pre_load_bytes, _MFS_STEP)
+            fx, _ = _lower_mfs_fix(
+                b, step, f"(no figures in the error: this is one {_MFS_STEP:g} step)"
+            )
             if fx is not None:
                 fixes.append(fx)
         return fixes, notes
@@ -1095,22 +1093,25 @@ def _dispatch_tokens_fix(r: OutOfMemory) -> Fix:
         and r.free_bytes < r.tried_bytes
     ):
         ratio = r.free_bytes / r.tried_bytes
-        at_default = math.floor(128 * ratio)
+        at_default = math.floor(rules.DEEPEP_DEFAULT_DISPATCH_TOKENS * ratio)
         return Fix(
             env,
             f"<= {ratio:.2f} x the current value",
             (
                 f"the buffer asked for {_g(r.tried_bytes)} GiB with {_g(r.free_bytes)} GiB free and is proportional to "
                 f"the dispatch tokens per rank T, so T must drop to at most {_g(r.free_bytes)} / {_g(r.tried_bytes)} = "
-                f"{ratio:.2f} of its value ({at_default} at the default 128); costs: decode batches per rank are capped at T"
+                f"{ratio:.2f} of its value ({at_default} at the default {rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}); "
+                "costs: decode batches per rank are capped at T"
             ),
         )
+    half = rules.DEEPEP_DEFAULT_DISPATCH_TOKENS // 2
     return Fix(
         env,
-        "64",
+        str(half),
         (
-            "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default 128, "
-            "reference 12.5), so 64 halves it; costs: decode batches per rank are capped at 64"
+            "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default "
+            f"{rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}, reference 12.5), so {half} halves it; costs: decode "
+            f"batches per rank are capped at {half}"
         ),
     )
 
@@ -1118,14 +1119,15 @@ def _dispatch_tokens_fix(r: OutOfMemory) -> Fix:
 def _chunk_fix(chunk: int, need: int) -> Fix:
     """Halve the prefill chunk; priced with SGLang's own 1.5 MiB per chunk token (reference 12.3)."""
     half = chunk // 2
-    saved = (max(chunk, 2048) - max(half, 2048)) * 1.5 * (1 << 20)
+    saved = rules.activation_reserve_bytes(chunk) - rules.activation_reserve_bytes(half)
     enough = "covers" if saved >= need else "does not cover"
+    per, floor = rules.ACTIVATION_MIB_PER_TOKEN, rules.ACTIVATION_MIN_TOKENS
     return Fix(
         "--chunked-prefill-size",
         str(half),
         (
-            f"prefill activations grow with the chunk; SGLang's default sizing assumes 1.5 MiB per chunk token, "
-            f"so {chunk} -> {half} needs about ({chunk} - {max(half, 2048)}) x 1.5 MiB = {_g(saved)} GiB less, which "
+            f"prefill activations grow with the chunk; SGLang's default sizing assumes {per:g} MiB per chunk token, "
+            f"so {chunk} -> {half} needs about ({chunk} - {max(half, floor)}) x {per:g} MiB = {_g(saved)} GiB less, which "
             f"{enough} the {_g(need)} GiB shortfall (an estimate); costs: long prompts take more prefill steps"
         ),
     )
@@ -1203,13 +1205,8 @@ def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[Fix], s
     w = b.weights_bytes
     rest = None
     note = ""
-    if (
-        b.mfs is not None
-        and b.pre_load_bytes is not None
-        and b.post_load_bytes is not None
-        and w is not None
-    ):
-        rest = b.post_load_bytes - b.pre_load_bytes * (1 - b.mfs)
+    if b.rest_bytes is not None and b.mfs is not None and w is not None:
+        rest = b.rest_bytes
         note = (
             f"after loading {_g(w)} GiB of weights, the ranks that finished leave rest = {_g(b.post_load_bytes)} - "
             f"{_g(b.pre_load_bytes)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB for the KV pool"
@@ -1274,8 +1271,8 @@ def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...],
         ), ""
     p, a = b.pre_load_bytes, b.post_load_bytes
     notes = []
-    if b.mfs is not None:
-        rest = a - p * (1 - b.mfs)
+    rest = b.rest_bytes
+    if b.mfs is not None and rest is not None:
         notes.append(
             f"the KV budget came out as rest = {_g(a)} - {_g(p)} x (1 - {_fmt_mfs(b.mfs)}) = {_g(rest)} GiB "
             f"(smallest Load weight end avail minus P x (1 - mfs), P = the smallest Load weight begin avail)"
@@ -1283,14 +1280,14 @@ def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...],
     fixes: list[Fix] = []
     lowest = min_mfs_for_pool(b)
     if lowest is not None and lowest < 1:
-        headroom = p * (1 - lowest)
+        headroom = rules.outside_budget_bytes(p, lowest)
         fixes.append(
             Fix(
                 "--mem-fraction-static",
                 _fmt_mfs(lowest),
                 (
                     f"the smallest value with a KV pool at all: mfs > 1 - {_g(a)} / {_g(p)} = {1 - a / p:.4f}; each further "
-                    f"0.01 adds {_g(0.01 * p)} GiB of KV; costs headroom: {_g(headroom)} GiB is left outside the budget "
+                    f"{_MFS_STEP:g} adds {_g(rules.mfs_step_bytes(p, _MFS_STEP))} GiB of KV; costs headroom: {_g(headroom)} GiB is left outside the budget "
                     f"for activations and CUDA graphs, so too high a value fails later in capture"
                 ),
             )
@@ -1303,9 +1300,9 @@ def _kv_fixes(launch: Launch, r: KVSizing, phase: str) -> tuple[tuple[Fix, ...],
     tp = b.tp_size
     if w is not None:
         gain = ""
-        if b.mfs is not None:
+        if b.mfs is not None and rest is not None:
             # Halving W raises the after-weights reading by W/2 and leaves P alone: rest grows by W/2.
-            gain = f", so at mfs {_fmt_mfs(b.mfs)} the KV pool gets about {_g(a - p * (1 - b.mfs) + w / 2)} GiB"
+            gain = f", so at mfs {_fmt_mfs(b.mfs)} the KV pool gets about {_g(rest + w / 2)} GiB"
         also = (
             ""
             if _quantized(launch)
@@ -1347,7 +1344,8 @@ def _imbalance_fixes(
                 notes.append(f"{label}'s own Load weight begin reads {wb.avail.gib:.2f} GiB")
         mfs = launch.args.get("mem_fraction_static")
         loss = (
-            f"{float(mfs):.3g} x {short:.2f} = {float(mfs) * short:.2f} GiB"
+            f"{float(mfs):.3g} x {short:.2f} = "
+            f"{_g(rules.imbalance_budget_loss_bytes(round(short * GIB), float(mfs)))} GiB"
             if isinstance(mfs, (int, float))
             else "mem_fraction_static x the gap"
         )
@@ -1476,11 +1474,10 @@ def _kv_shortfall(launch: Launch, rec: ErrorRecord) -> int | None:
     """For "Not enough memory": how far below zero the KV budget came out."""
     if not isinstance(rec, KVSizing):
         return None
-    b = _budget(launch, mfs=rec.mem_fraction_static)
-    if b.mfs is None or b.pre_load_bytes is None or b.post_load_bytes is None:
+    rest = _budget(launch, mfs=rec.mem_fraction_static).rest_bytes
+    if rest is None:
         return None
-    rest = b.post_load_bytes - b.pre_load_bytes * (1 - b.mfs)
-    return round(-rest) if rest < 0 else 0
+    return -rest if rest < 0 else 0
 
 
 def _not_memory(
@@ -1498,7 +1495,7 @@ def _not_memory(
     phase = place.phase or ""
     if phase.startswith("capture "):
         name = phase.removeprefix("capture ")
-        flag = "--disable-piecewise-cuda-graph" if name == "piecewise" else "--disable-cuda-graph"
+        flag = rules.graph_disable_flag(name)
         fixes = (
             Fix(
                 flag,

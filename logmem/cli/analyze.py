@@ -33,21 +33,9 @@ def analyze(
     LOGS are SGLang server logs: one merged file, one file per rank, or - for stdin;
     gzip, bz2, xz and zstd are read by content.
     """
-    from dataclasses import replace
+    from logmem.api import analyze as read_and_select
+    from logmem.report import FORMATS, render
 
-    from logmem.api import read_log, select
-    from logmem.report import render
-
-    analysis = select(read_log(*logs), launch, ranks)
-    if model_config is not None:
-        from logmem.errors import LogmemError
-        from logmem.estimate.model import EstimateError, load_model_config
-
-        try:
-            analysis = replace(analysis, model_config=load_model_config(model_config))
-        except EstimateError as e:
-            raise LogmemError(str(e)) from None
-    from logmem.report import FORMATS
-
+    analysis = read_and_select(*logs, launch=launch, ranks=ranks, model_config=model_config)
     fmt = guess_format(output, fmt, default="text", allowed=tuple(FORMATS))
     write_output(render(analysis, fmt), output, force)

@@ -55,14 +55,11 @@ def diff(
     the graph memory per row is fitted too; otherwise the report says which keys stand
     in the way (--allow-diff KEY fits anyway).
     """
-    from logmem.compare.core import diff as compare
-    from logmem.compare.core import load_launch
+    from logmem.api import diff as compare
     from logmem.report.compare import render
 
     if a == "-" and b == "-":
         raise click.UsageError("only one of A and B can be '-' (stdin)")
-    la, ra = load_launch(a, launch, "A")
-    lb, rb = load_launch(b, launch if launch_b is None else launch_b, "B")
-    model = compare(la, ra, lb, rb, allow, slope=not no_slope)
+    result = compare(a, b, launch=launch, launch_b=launch_b, allow=allow, slope=not no_slope)
     fmt = guess_format(output, fmt, default="text")
-    write_output(render(model, fmt), output, force)
+    write_output(render(result.model, fmt), output, force)

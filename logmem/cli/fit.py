@@ -40,15 +40,13 @@ def fit(
     files. The launches must differ only in cuda_graph_max_bs / cuda_graph_bs
     (unless --allow-diff); two launches give exactly the slope of `logmem diff`.
     """
-    from logmem.compare.core import fit as fit_launches
-    from logmem.compare.core import load_launch
+    from logmem.api import fit as fit_launches
     from logmem.report.compare import render
 
     if len(logs) < 2:
         raise click.UsageError("fit needs at least two logs")
     if sum(1 for x in logs if x == "-") > 1:
         raise click.UsageError("only one LOG can be '-' (stdin)")
-    loaded = [load_launch(spec, launch, str(i + 1)) for i, spec in enumerate(logs)]
-    model = fit_launches([L for L, _ in loaded], [r for _, r in loaded], allow)
+    result = fit_launches(*logs, launch=launch, allow=allow)
     fmt = guess_format(output, fmt, default="text")
-    write_output(render(model, fmt), output, force)
+    write_output(render(result.model, fmt), output, force)

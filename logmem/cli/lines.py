@@ -19,9 +19,8 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
     Lines that carry a memory figure (GB, GiB, MiB, avail, mem usage) but match no
     pattern are listed separately, so nothing is dropped silently.
     """
-    from logmem.api import collect_events
+    from logmem.api import UnmatchedSpool, collect_events
     from logmem.errors import NoStartupError
-    from logmem.parse.unmatched import UnmatchedSpool
 
     unmatched = UnmatchedSpool()
     out: list[str] = []

@@ -1,7 +1,7 @@
 """Command-line interface: the `logmem` group, shared options and error handling.
 
 Each command lives in ``logmem/cli/<name>.py`` and follows the same four steps:
-parse options, call one library function, pick a reporter, write the output. Library
+parse options, call one function of ``logmem.api``, pick a reporter, write the output. Library
 errors (LogmemError) become "Error: ..." and exit 1; usage errors exit 2.
 """
 
@@ -20,7 +20,7 @@ from logmem.cli.options import UserError
 def _print_version(ctx: click.Context) -> None:
     if ctx.resilient_parsing:
         return
-    from logmem.parse.match import reader_summary
+    from logmem.api import reader_summary
 
     click.echo(f"logmem {__version__}\n{reader_summary()}")
     ctx.exit()
@@ -35,7 +35,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except LogmemError as e:
-            raise UserError(str(e)) from None
+            # An error that names a Python parameter (launch=N) says the option instead (--launch N).
+            cli_message = getattr(e, "cli_message", None)
+            raise UserError(cli_message() if callable(cli_message) else str(e)) from None
 
 
 @click.group(

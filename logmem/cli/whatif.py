@@ -103,11 +103,8 @@ def whatif(
 
     LOG is a file, '-' for stdin, or comma-separated per-rank files of one launch.
     """
-    from logmem.compare.core import GraphSlope, diff, load_launch, slope_from_fit
-    from logmem.compare.core import whatif as predict
-    from logmem.errors import FitError
+    from logmem.api import whatif as predict
     from logmem.report.compare import render
-    from logmem.units import gib_to_bytes
 
     if mib_per_row is not None and slope_from:
         raise click.UsageError("give --mib-per-row or --slope-from, not both")
@@ -117,34 +114,18 @@ def whatif(
         raise click.UsageError("only one input can be '-' (stdin)")
     if activation_reserve < 0:
         raise click.UsageError("--activation-reserve cannot be negative")
-    L, ref = load_launch(log, launch, "LOG")
-    slope = None
-    if mib_per_row is not None:
-        slope = GraphSlope(
-            mib_per_row,
-            static_mib_per_row,
-            f"given: --mib-per-row {mib_per_row:g}"
-            + (
-                f", --static-mib-per-row {static_mib_per_row:g}"
-                if static_mib_per_row is not None
-                else ""
-            ),
-        )
-    elif slope_from:
-        la, ra = load_launch(slope_from[0], None, "--slope-from A")
-        lb, rb = load_launch(slope_from[1], None, "--slope-from B")
-        d = diff(la, ra, lb, rb, allow)
-        from logmem.compare.core import _main_point
-
-        main = _main_point(L)
-        slope = slope_from_fit(d.slopes, main.graph if main else None)
-        if slope is None:
-            raise FitError(
-                f"--slope-from {ra.name} {rb.name} gave no slope: "
-                f"{d.slope_note.removeprefix('none: ') or 'no batch-size graph'}"
-            )
-    model = predict(
-        L, ref, mfs, max_bs, slope, gib_to_bytes(activation_reserve), context_length, logged_mfs
+    result = predict(
+        log,
+        launch=launch,
+        mem_fraction_static=mfs,
+        cuda_graph_max_bs=max_bs,
+        mib_per_row=mib_per_row,
+        static_mib_per_row=static_mib_per_row,
+        slope_from=slope_from,
+        allow=allow,
+        activation_reserve_gib=activation_reserve,
+        context_length=context_length,
+        logged_mem_fraction_static=logged_mfs,
     )
     fmt = guess_format(output, fmt, default="text")
-    write_output(render(model, fmt), output, force)
+    write_output(render(result.model, fmt), output, force)

@@ -7,11 +7,13 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
-from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger, ledger_rows
+from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.failures import Failure, outcome
+from logmem.analysis.ledger import ledger_rows
 from logmem.model.launch import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.units import Mem, gib
 
 if TYPE_CHECKING:
@@ -262,12 +264,14 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
         "sizing": sizing_json(led),
         "graph_reserve": {
             "reserve_gib": gib(led.reserve.reserve_bytes),
-            "terms": [{"term": t, "gib": gib(v)} for t, v in led.reserve.terms],
+            "terms": [
+                {"term": reserve_term_text(t), "gib": gib(t.bytes)} for t in led.reserve.terms
+            ],
             "measured_gib": gib(led.reserve.measured_bytes),
         }
         if led.reserve
         else None,
-        "findings": list(led.findings),
+        "findings": [finding_text(f) for f in led.findings],
         "ranks": [rank_json(r, led.ranks[i]) for i, r in enumerate(L.ranks)],
         "stray_bars": L.stray_bars,
     }

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.model.launch import Launch, Rank
+from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.units import format_gib
 
 if TYPE_CHECKING:
@@ -223,8 +224,14 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             ("bytes per token", likely, f"consistent with the printed sizes: {lo:,} to {hi:,}")
         )
     if led.reserve is not None:
-        for term, v in led.reserve.terms:
-            rows.append((f"graph reserve: {term}", _g(v), "default-mfs heuristic (12.3)"))
+        for term in led.reserve.terms:
+            rows.append(
+                (
+                    f"graph reserve: {reserve_term_text(term)}",
+                    _g(term.bytes),
+                    "default-mfs heuristic (12.3)",
+                )
+            )
         rows.append(
             (
                 "graph reserve, total",
@@ -304,7 +311,8 @@ def launch_report(
     title = f"Launch {L.index}" if n_launches > 1 else "Launch"
     if isinstance(model, str):
         title += f": {model}"
-    return LaunchReport(title, tuple(verdict_lines(L)), led.findings + extra, tuple(sections), led)
+    found = tuple(finding_text(f) for f in led.findings)
+    return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led)
 
 
 def verdict_lines(L: Launch) -> list[str]:

@@ -1,21 +1,10 @@
-"""Plots: ledger -> view-model dicts -> matplotlib figures -> SVG text or PNG bytes.
+"""Plots: the dicts of report.plot_data -> matplotlib figures -> SVG text or PNG bytes.
 
-Each plot is two functions: ``*_data`` turns the ledger into a plain dict (numbers in
-GiB, strings as the log printed them; this is what tests check), and ``*_figure`` only
-draws that dict. matplotlib is imported here and in nothing the CLI loads for text or
-JSON; figures use the object API (``matplotlib.figure.Figure`` on the Agg canvas), never
-pyplot, so no global figure state leaks between reports or threads.
-
-The fit plot reads the slope records of ``logmem diff``/``logmem fit`` JSON (issue 4):
-
-    {"slopes": [{"graph": "decode", "rank": "TP0",
-                 "rows": [80, 160, ...],                 # largest bs x tokens per request
-                 "largest_bucket_gib": [0.52, 0.68, ...],
-                 "mib_per_row": 2.05, "intercept_gib": 0.36,
-                 "mib_per_row_error": 0.13,              # from the +-0.005 GiB printing
-                 "residuals_gib": [...],                 # optional (fit only)
-                 "labels": ["a.log", "b.log"]}]}         # optional: one per point
-"""
+Each plot is two functions: ``*_data`` (report.plot_data, re-exported here) turns the ledger
+into a plain dict, and ``*_figure`` only draws that dict. matplotlib is imported here and in
+nothing the CLI loads for text or JSON; figures use the object API
+(``matplotlib.figure.Figure`` on the Agg canvas), never pyplot, so no global figure state
+leaks between reports or threads."""
 
 from __future__ import annotations
 
@@ -26,9 +15,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.report.model import rank_name
-from logmem.units import GIB, PRINT_RESOLUTION_GIB
+from logmem.report.plot_data import (
+    POINT_ERROR_GIB,
+    buckets_data,
+    fit_band,
+    fit_data,
+    milestone,
+    ranks_data,
+    short,
+    step_label,
+    waterfall_data,
+)
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -45,12 +44,6 @@ KIND_COLOURS = {
 }
 ROSE_COLOUR = "#4c9a5b"  # free memory went up
 HIGHLIGHT = "#c8362f"
-POINT_ERROR_GIB = 2 * PRINT_RESOLUTION_GIB  # a bucket cost: two readings, each +-0.005 GiB
-MAX_LABEL = 60  # characters of one cause in a step label
-
-
-def _gib(n: int | None) -> float | None:
-    return None if n is None else round(n / GIB, 4)
 
 
 def _lit(text: str) -> str:
@@ -58,206 +51,19 @@ def _lit(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _short(text: str, n: int = MAX_LABEL) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-# --- view models -------------------------------------------------------------------------
-
-
-_PAREN = re.compile(r" \([^()]{11,}\)")  # long detail only: "(bs 36)" stays
-
-
-def step_label(causes: Sequence[Mapping[str, Any]], delta_gib: float) -> str:
-    """What a waterfall step says: the drop and its biggest causes."""
-    head = f"+{-delta_gib:.2f} GiB freed" if delta_gib < 0 else f"−{delta_gib:.2f} GiB"
-    # Rounding of the printed values is noise beside a named cause: it stays in the bar only.
-    named = [c for c in causes if not c["name"].startswith("rounding of printed")] or list(causes)
-    big = sorted((c for c in named if abs(c["gib"]) >= 0.005), key=lambda c: -abs(c["gib"]))
-    if not big:
-        return head
-    if len(big) == 1 and abs(big[0]["gib"] - delta_gib) < 0.005:
-        return f"{head} {_short(big[0]['name'])}"
-    # Two causes share one line: drop their parenthesised detail (the ledger table has it).
-    parts = [f"{_short(_PAREN.sub('', c['name']), 32)} {c['gib']:.2f}" for c in big[:2]]
-    more = f" +{len(big) - 2} more" if len(big) > 2 else ""
-    return f"{head}: " + "; ".join(parts) + more
-
-
-def waterfall_data(rl: RankLedger) -> dict[str, Any]:
-    """One rank's phases: free memory before/after each, and its causes with their kinds."""
-    steps = []
-    for p in rl.phases:
-        causes = [
-            {"name": c.name, "gib": _gib(c.bytes), "kind": c.kind, "lines": list(c.lines)}
-            for c in p.causes
-        ]
-        before, after = _gib(p.before_bytes), _gib(p.after_bytes)
-        assert before is not None and after is not None
-        delta = round(before - after, 4)
-        steps.append(
-            {
-                "key": p.key,
-                "phase": p.name,
-                "before_gib": before,
-                "after_gib": after,
-                "delta_gib": delta,
-                "causes": causes,
-                "label": step_label(causes, delta),
-                "lines": list(p.lines),
-                # A phase between two equal readings with nothing in it adds a row and says nothing.
-                "shown": p.delta_bytes != 0 or any(c.bytes for c in p.causes),
-            }
-        )
-    return {
-        "kind": "waterfall",
-        "rank": rl.rank,
-        "title": f"Free memory phase by phase: {rank_name(rl.rank)}",
-        "steps": steps,
-        "note": rl.note,
-    }
-
-
-def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
-    """Per graph family with bucket readings: size, free memory at the start, cost; the largest marked."""
-    from logmem.analysis.attribution import ROUNDING_BYTES
-
-    out = []
-    for p in rl.phases:
-        if not p.buckets:
-            continue
-        if abs(p.before_bytes - p.after_bytes) <= ROUNDING_BYTES and all(
-            b.cost_bytes is None or abs(b.cost_bytes) <= ROUNDING_BYTES for b in p.buckets
-        ):
-            continue  # a capture that took nothing measurable: a flat line says less than the finding
-        sizes = [b.size for b in p.buckets]
-        known = [s for s in sizes if s is not None]
-        largest = sizes.index(max(known)) if known else 0
-        name = p.graph.name if p.graph is not None else p.key.removeprefix("capture:")
-        out.append(
-            {
-                "kind": "buckets",
-                "graph": name,
-                "phase": p.name,
-                "rank": rl.rank,
-                "sizes": sizes,
-                "avail_gib": [_gib(b.avail_bytes) for b in p.buckets],
-                "cost_gib": [_gib(b.cost_bytes) for b in p.buckets],
-                "lines": [b.line for b in p.buckets],
-                "largest": largest,
-                "begin_gib": _gib(p.before_bytes),
-                "end_gib": _gib(p.after_bytes),
-                "stopped": p.name.endswith("(stopped)"),
-                "title": f"Buckets of {p.name}: {rank_name(rl.rank)}",
-            }
-        )
-    return out
-
-
-def milestone(key: str, name: str) -> str:
-    """The moment a phase ends, said so that "after before capture" never appears."""
-    base = key.split("#")[0]
-    if base.startswith("pre_capture:"):
-        return f"at {name.removeprefix('before ')} begin"
-    if base.startswith("pre_weights:"):
-        return f"at {name.removeprefix('before ')} begin"
-    if base == "post_capture":
-        return "last reading (after warm-up)"
-    return f"after {name}"
-
-
-def ranks_data(led: LaunchLedger) -> dict[str, Any]:
-    """Free memory after each phase, per rank; phases that change nothing on any rank are left out."""
-    order: list[str] = []
-    names: dict[str, str] = {}
-    for rl in led.ranks:
-        for p in rl.phases:
-            if p.key not in names:
-                order.append(p.key)
-                names[p.key] = p.name
-    # Keep the chain order of the rank with the most phases (the bar-printing rank).
-    longest = max(led.ranks, key=lambda r: len(r.phases), default=None)
-    if longest is not None:
-        rank_order = [p.key for p in longest.phases]
-        order = rank_order + [k for k in order if k not in rank_order]
-    series: list[dict[str, Any]] = []
-    for key in order:
-        values: list[float | None] = []
-        moved = False
-        for rl in led.ranks:
-            ph = rl.phase(key)
-            values.append(_gib(ph.after_bytes) if ph is not None else None)
-            moved = moved or (ph is not None and ph.delta_bytes != 0)
-        if moved:
-            series.append({"key": key, "phase": milestone(key, names[key]), "gib": values})
-    start = [_gib(rl.first_bytes) for rl in led.ranks]
-    if any(v is not None for v in start):
-        series.insert(0, {"key": "start", "phase": "first reading", "gib": start})
-    for s in series:
-        known = [v for v in s["gib"] if v is not None]
-        least = min(known) if known else 0.0
-        s["above_min_gib"] = [None if v is None else round(v - least, 4) for v in s["gib"]]
-    return {
-        "kind": "ranks",
-        "ranks": [r.rank for r in led.ranks],
-        "binding": led.binding_rank,
-        "series": series,
-        "title": "Free memory per rank after each phase",
-    }
-
-
-def fit_data(view: Mapping[str, Any] | Any) -> dict[str, Any]:
-    """The slope records of a diff/fit view model (a dict, or an object with ``to_json()``).
-
-    Each slope's y values are its largest bucket, or its total when its ``basis`` says so
-    (launches whose bars print no per-bucket memory); points are labelled with the launch
-    names when the view model lists one launch per point."""
-    vm = view.to_json() if hasattr(view, "to_json") else view
-    names: list[str] = []
-    if isinstance(vm.get("launches"), list):
-        names = [str(x.get("name", "")) for x in vm["launches"]]
-    elif isinstance(vm.get("a"), Mapping) and isinstance(vm.get("b"), Mapping):
-        names = [str(vm["a"].get("name", "A")), str(vm["b"].get("name", "B"))]
-    slopes = []
-    for s in vm.get("slopes", []) or []:
-        basis = str(s.get("basis") or "largest bucket")
-        ys_raw = s.get("largest_bucket_gib") if basis == "largest bucket" else None
-        ys_raw = ys_raw if ys_raw is not None else s.get("total_gib")
-        if ys_raw is None:
-            continue
-        rows = [float(x) for x in s["rows"]]
-        labels = [str(x) for x in s.get("labels", [])] or (names if len(names) == len(rows) else [])
-        slopes.append(
-            {
-                "graph": str(s.get("graph", "")),
-                "rank": str(s.get("rank", "")),
-                "basis": basis,
-                "rows": rows,
-                "largest_bucket_gib": [float(y) for y in ys_raw],
-                "mib_per_row": float(s["mib_per_row"]),
-                "intercept_gib": float(s["intercept_gib"]),
-                "mib_per_row_error": float(s.get("mib_per_row_error") or 0.0),
-                "labels": labels,
-                "residuals_gib": list(s.get("residuals_gib") or []),
-            }
-        )
-    return {"kind": "fit", "slopes": slopes, "title": "Largest bucket against rows"}
-
-
-def fit_band(
-    slope: Mapping[str, Any], xs: Sequence[float]
-) -> tuple[list[float], list[float], list[float]]:
-    """Fitted line and its band at xs: the slopes the stated error allows, pivoting on the mean
-    of the points, widened by one point's error (POINT_ERROR_GIB: a bucket cost is the
-    difference of two readings printed to +-0.005 GiB each)."""
-    rows = slope["rows"]
-    x_mean = sum(rows) / len(rows) if rows else 0.0
-    k = slope["mib_per_row"] / 1024
-    dk = slope["mib_per_row_error"] / 1024
-    b = slope["intercept_gib"]
-    mid = [b + k * x for x in xs]
-    half = [abs(x - x_mean) * dk + POINT_ERROR_GIB for x in xs]
-    return mid, [m - h for m, h in zip(mid, half)], [m + h for m, h in zip(mid, half)]
+__all__ = [
+    "KINDS",
+    "buckets_data",
+    "draw",
+    "figure_bytes",
+    "figure_svg",
+    "fit_band",
+    "fit_data",
+    "milestone",
+    "ranks_data",
+    "step_label",
+    "waterfall_data",
+]
 
 
 # --- drawing -----------------------------------------------------------------------------
@@ -333,7 +139,7 @@ def _waterfall_axes(ax: Axes, data: Mapping[str, Any]) -> list[_Label]:
         t = ax.text(hi, i, _lit(s["label"]), ha="left", va="center", fontsize=8, gid=f"label-{i}")
         t.set_in_layout(False)  # placed after the layout, by _place_labels
         labels.append((t, lo, hi))
-    ax.set_yticks(range(n), [_lit(_short(s["phase"], 38)) for s in steps])
+    ax.set_yticks(range(n), [_lit(short(s["phase"], 38)) for s in steps])
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlim(0, xmax)
     last = steps[-1]["after_gib"]
@@ -521,7 +327,7 @@ def _grouped_bars(
         xs = [i - group / 2 + width * (j + 0.5) for i in range(n)]
         values = s[field]
         colour = cmap(0.1 + 0.8 * j / max(m - 1, 1))
-        label = _lit(_short(s["phase"], 40)) if field == "gib" else None
+        label = _lit(short(s["phase"], 40)) if field == "gib" else None
         bars = ax.bar(
             xs,
             [v if v is not None else 0.0 for v in values],
@@ -546,7 +352,7 @@ def ranks_figure(data: Mapping[str, Any]) -> Figure:
     series = data["series"]
     n, m = len(ranks), max(len(series), 1)
     spread = max((v for s in series for v in s["above_min_gib"] if v is not None), default=0.0)
-    two = n >= 2 and spread >= 0.01
+    two = n >= 2 and spread >= DIFFERENCE_RESOLUTION_GIB
     height = (6.4 if two else 4.2) + 0.17 * math.ceil(m / 3)
     fig = _figure(min(max(6.0, 0.1 * n * m + 1.5), 11.0), height)
     axes = fig.subplots(
@@ -636,13 +442,13 @@ def fit_figure(data: Mapping[str, Any]) -> Figure:
             color=HIGHLIGHT,
             markersize=6,
             capsize=3,
-            label="measured (±0.01 GiB: two printed readings)",
+            label=f"measured (±{POINT_ERROR_GIB:g} GiB: two printed readings)",
         )
         points.lines[0].set_gid("fit-points")
         for x, y, lab in zip(rows, ys, s["labels"]):
             # Names of the launches, shortened; the right-most sit left of their point.
             right = x > hi * 0.6
-            name = _short(re.sub(r"(\.log)? \(launch 0\)$|\.log$", "", lab), 28)
+            name = short(re.sub(r"(\.log)? \(launch 0\)$|\.log$", "", lab), 28)
             t = ax.annotate(
                 _lit(name),
                 (x, y),

@@ -1,0 +1,423 @@
+"""Findings: what stands out in a launch's ledger, as typed facts (numbers in bytes, line numbers).
+
+Each finding is one frozen record; logmem.report.sentences turns it into the sentence every
+format prints, so a reporter can restyle the words without touching the facts. Most useful
+first: weights, the KV budget against the pools, the pool step, workspaces, each capture,
+what is left free, rank imbalance, the graph reserve, buffer reuse, ranks that differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from logmem.analysis.captures import graph_kind, lazy_note
+from logmem.analysis.ledger import Cause, RankLedger
+from logmem.analysis.sizing import Sizing, arg_number
+from logmem.model.launch import Launch, Rank
+from logmem.parse import events as ev
+from logmem.sglang import rules
+from logmem.units import GIB
+
+if TYPE_CHECKING:
+    from logmem.analysis.attribution import LaunchLedger
+
+# Thresholds, in multiples of what two printed readings can differ by alone (+-0.01 GiB).
+_TINY = rules.DIFFERENCE_RESOLUTION_BYTES
+_NOTABLE = 5 * _TINY  # a gap worth a sentence
+_TIGHT_BYTES = GIB // 2  # less than this left free: the first requests may run out
+
+
+@dataclass(frozen=True)
+class Weights:
+    rank: str
+    bytes: int
+    model_type: str
+    cpu_offload_gb: float | None
+    line: int
+
+
+@dataclass(frozen=True)
+class KVBudget:
+    """SGLang's KV rule recomputed, beside what the pools logged (all in the Sizing)."""
+
+    sizing: Sizing
+
+
+@dataclass(frozen=True)
+class KVLoggedAvailable:
+    """The target's own "available for the KV cache" line against the rule's rest."""
+
+    avail_bytes: int
+    line: int
+    rest_bytes: int
+
+
+@dataclass(frozen=True)
+class DraftKVNegative:
+    avail_bytes: int
+    line: int
+
+
+@dataclass(frozen=True)
+class BudgetNotPositive:
+    rest_bytes: int
+
+
+class GapReason(Enum):
+    CELLS_BIGGER = "cells_bigger"  # the pools hold more than the rule gives
+    CAPPED = "capped"  # a cap, rounding, a hybrid split or a draft share held them below
+    MAX_TOTAL_TOKENS = "max_total_tokens"  # --max-total-tokens did
+
+
+@dataclass(frozen=True)
+class PoolsVsBudget:
+    gap_bytes: int  # logged pools - rule's rest
+    reason: GapReason
+    max_total_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class PoolStep:
+    rank: str
+    drop_bytes: int
+    causes: tuple[Cause, ...]  # the ones above print rounding
+    lines: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Workspaces:
+    rank: str
+    bytes: int
+    lines: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class GraphSplit:
+    """A capture split into static buffers, its largest bucket and the other buckets."""
+
+    rank: str
+    graph: str
+    drop_bytes: int
+    static: Cause
+    largest: Cause
+    other: Cause
+    largest_dominates: bool  # the other buckets cost < 20% of the largest
+    lines: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class LargestBucketNote:
+    graph: str
+    note: str  # the ledger's note on that cause (lazy allocations)
+
+
+@dataclass(frozen=True)
+class GraphSparse:
+    """A capture whose bar readings cover only some buckets."""
+
+    rank: str
+    graph: str
+    drop_bytes: int
+    parts: tuple[Cause, ...]
+    lines: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class CaptureRose:
+    rank: str
+    graph: str
+    bytes: int
+    lines: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class BucketsRose:
+    rank: str
+    graph: str
+    count: int
+    worst_bytes: int
+
+
+class NegligibleReason(Enum):
+    BOTTOMED = "bottomed"  # free memory was already at 0.00
+    REUSED = "reused"  # an earlier capture allocated what they share
+    NOTHING = "nothing"
+
+
+@dataclass(frozen=True)
+class NegligibleCaptures:
+    rank: str
+    graphs: tuple[str, ...]
+    reason: NegligibleReason
+
+
+class LeftWhen(Enum):
+    AFTER_CAPTURE = "after_capture"
+    PHASE_END = "phase_end"
+    SUMMARY = "summary"
+    LOG_STOPS = "log_stops"  # inside a capture that did not finish
+
+
+@dataclass(frozen=True)
+class LeftFree:
+    rank: str
+    bytes: int
+    when: LeftWhen
+    phase: str  # the last phase's name (PHASE_END) or the open capture's graph (LOG_STOPS)
+    tight: bool
+    line: int
+
+
+@dataclass(frozen=True)
+class BottomedOut:
+    bytes: int
+    line: int
+    phase: str
+    last_bytes: int
+
+
+@dataclass(frozen=True)
+class Imbalance:
+    gap_bytes: int
+    binding_rank: str | None
+    kv_tokens: int | None  # what the gap costs each rank (rules.imbalance_budget_loss_bytes)
+
+
+@dataclass(frozen=True)
+class Reserve:
+    rank: str
+    reserve_bytes: int
+    measured_bytes: int
+
+
+@dataclass(frozen=True)
+class Reused:
+    graph: str
+    largest_bytes: int
+    first_graph: str
+    first_largest_bytes: int
+
+
+@dataclass(frozen=True)
+class Reuse:
+    graphs: tuple[Reused, ...]
+    lazy_buffers: bool  # the launch allocates DeepEP / EP / DP-attention buffers lazily
+
+
+@dataclass(frozen=True)
+class RankGraphSpread:
+    rank: str
+    graph: str
+    bytes: int
+    share: float  # |difference| / the main rank's
+    more: bool
+    main_rank: str
+
+
+Finding = (
+    Weights
+    | KVBudget
+    | KVLoggedAvailable
+    | DraftKVNegative
+    | BudgetNotPositive
+    | PoolsVsBudget
+    | PoolStep
+    | Workspaces
+    | GraphSplit
+    | LargestBucketNote
+    | GraphSparse
+    | CaptureRose
+    | BucketsRose
+    | NegligibleCaptures
+    | LeftFree
+    | BottomedOut
+    | Imbalance
+    | Reserve
+    | Reuse
+    | RankGraphSpread
+)
+
+
+def findings(led: LaunchLedger) -> list[Finding]:
+    """The launch's findings, most useful first."""
+    out: list[Finding] = []
+    L = led.launch
+    main = L.main_rank
+    if main is None:
+        return out
+    t = main.target
+    if t and t.weights_end and t.weights_end.usage:
+        offload = arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)
+        out.append(
+            Weights(
+                main.label,
+                t.weights_end.usage.bytes,
+                t.weights_end.model_type,
+                offload,
+                t.weights_end.source.line_no,
+            )
+        )
+    if led.sizing is not None:
+        out.extend(_sizing(led.sizing, main, L))
+    rl = led.rank(main.label)
+    if rl is not None:
+        out.extend(_rank(rl))
+    if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
+        out.append(Imbalance(led.imbalance_bytes, led.binding_rank, led.imbalance_tokens or None))
+    if (
+        led.reserve is not None
+        and led.reserve.measured_bytes is not None
+        and led.reserve.measured_bytes > 0
+        and rules.reserve_heuristic_applies(L.args)
+    ):
+        out.append(Reserve(main.label, led.reserve.reserve_bytes, led.reserve.measured_bytes))
+    out.extend(_reuse(rl, L))
+    out.extend(_rank_graph_spread(L, main))
+    return out
+
+
+def _sizing(sz: Sizing, main: Rank, L: Launch) -> list[Finding]:
+    out: list[Finding] = [KVBudget(sz)]
+    for m in main.models:
+        for kva in (p for p in m.pools if isinstance(p, ev.KVAvailable)):
+            if m.role == "target":
+                out.append(KVLoggedAvailable(kva.avail.bytes, kva.source.line_no, sz.rest_bytes))
+            elif kva.avail.bytes < 0:
+                out.append(DraftKVNegative(kva.avail.bytes, kva.source.line_no))
+    if sz.rest_bytes <= 0:
+        out.append(BudgetNotPositive(sz.rest_bytes))
+    elif sz.logged_pool_bytes is not None:
+        gap = sz.logged_pool_bytes - sz.rest_bytes
+        if abs(gap) > _NOTABLE and abs(gap) > 0.02 * sz.rest_bytes:
+            reason = GapReason.CELLS_BIGGER if gap > 0 else GapReason.CAPPED
+            cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
+            if (
+                gap < 0
+                and cap is not None
+                and sz.kv_tokens is not None
+                and 0 <= cap - sz.kv_tokens < 4096
+            ):
+                out.append(PoolsVsBudget(gap, GapReason.MAX_TOTAL_TOKENS, int(cap)))
+            else:
+                out.append(PoolsVsBudget(gap, reason))
+    return out
+
+
+def _rank(rl: RankLedger) -> list[Finding]:
+    out: list[Finding] = []
+    pools = rl.phase("target_pools")
+    if pools is not None:
+        parts = tuple(c for c in pools.causes if abs(c.bytes) >= _TINY)
+        out.append(PoolStep(rl.rank, pools.delta_bytes, parts, pools.lines))
+    pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
+    if pre is not None and pre.delta_bytes > _TINY and pre.causes[0].name.startswith("attention"):
+        out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
+    out.extend(_captures(rl))
+    if rl.last_bytes is not None:
+        out.append(_left_free(rl, rl.last_bytes))
+        low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
+        if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
+            out.append(BottomedOut(low[0], low[1].lines[1], low[1].name, rl.last_bytes))
+    return out
+
+
+def _captures(rl: RankLedger) -> list[Finding]:
+    out: list[Finding] = []
+    negligible: list[str] = []
+    earlier = False  # a capture already took memory before this one
+    for p in rl.phases:
+        g = p.graph
+        if g is None:
+            continue
+        static, largest, other = p.part("static"), p.part("largest"), p.part("other")
+        zero = abs(p.delta_bytes) <= _TINY and all(abs(c.bytes) <= _TINY for c in p.causes)
+        if zero and g.complete:
+            negligible.append(g.label)
+        elif static and largest and other:
+            dominates = largest.bytes > 0 and other.bytes < 0.2 * largest.bytes
+            out.append(
+                GraphSplit(
+                    rl.rank, g.label, p.delta_bytes, static, largest, other, dominates, p.lines
+                )
+            )
+            if largest.note:
+                out.append(LargestBucketNote(g.label, largest.note))
+        elif g.samples and g.complete and not largest:
+            parts = tuple(c for c in p.causes if c.kind == "derived")
+            out.append(GraphSparse(rl.rank, g.label, p.delta_bytes, parts, p.lines))
+        if p.delta_bytes < -_TINY:
+            out.append(CaptureRose(rl.rank, g.label, -p.delta_bytes, p.lines))
+        rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]
+        rising = [c for c in rising if c < -_NOTABLE]
+        if rising:
+            out.append(BucketsRose(rl.rank, g.label, len(rising), -min(rising)))
+        earlier = earlier or p.delta_bytes > _TINY
+    if negligible:
+        bottomed = rl.last_bytes is not None and rl.last_bytes <= _TINY
+        reason = (
+            NegligibleReason.BOTTOMED
+            if bottomed
+            else NegligibleReason.REUSED
+            if earlier
+            else NegligibleReason.NOTHING
+        )
+        out.append(NegligibleCaptures(rl.rank, tuple(negligible), reason))
+    return out
+
+
+def _left_free(rl: RankLedger, last: int) -> LeftFree:
+    final = rl.phases[-1]
+    captured = any(p.graph is not None for p in rl.phases)
+    when, phase = (LeftWhen.AFTER_CAPTURE, "") if captured else (LeftWhen.PHASE_END, final.name)
+    if final.key == "post_capture" and not captured:
+        when = LeftWhen.SUMMARY
+    if final.key.startswith("capture:") and final.graph is not None and not final.graph.complete:
+        when, phase = LeftWhen.LOG_STOPS, final.graph.label
+    return LeftFree(rl.rank, last, when, phase, last < _TIGHT_BYTES, final.lines[1])
+
+
+def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:
+    """A later family whose largest bucket is small reuses the lazily allocated buffers."""
+    if rl is None:
+        return []
+    first: dict[str, tuple[str, int]] = {}
+    small: list[Reused] = []
+    for p in rl.phases:
+        c = p.part("largest")
+        if c is None or p.graph is None:
+            continue
+        kind = graph_kind(p.graph.name)
+        if kind not in first:
+            first[kind] = (p.graph.label, c.bytes)
+            continue
+        ref_name, ref = first[kind]
+        if ref > 10 * _TINY and _TINY < c.bytes < 0.25 * ref:
+            small.append(Reused(p.graph.label, c.bytes, ref_name, ref))
+    if not small:
+        return []
+    return [Reuse(tuple(small), bool(lazy_note(launch)))]
+
+
+def _rank_graph_spread(L: Launch, main: Rank) -> list[Finding]:
+    out: list[Finding] = []
+    ref = {g.name: g.end.usage.bytes for g in main.graphs if g.end and g.end.usage}
+    for r in L.ranks:
+        if r is main:
+            continue
+        for g in r.graphs:
+            if g.end and g.end.usage and g.name in ref and ref[g.name] > 0:
+                diff = g.end.usage.bytes - ref[g.name]
+                if abs(diff) > 0.1 * ref[g.name] and abs(diff) > _TINY:
+                    out.append(
+                        RankGraphSpread(
+                            r.label,
+                            g.name,
+                            g.end.usage.bytes,
+                            abs(diff) / ref[g.name],
+                            diff > 0,
+                            main.label,
+                        )
+                    )
+    return out

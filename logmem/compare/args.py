@@ -1,0 +1,229 @@
+"""server_args across launches: which keys differ, which touch memory, which block a slope.
+
+``compare_args`` sorts every key two or more launches print into changed (memory-relevant),
+ignored (NON_MEMORY_ARGS), one-sided (printed by only some launches: another SGLang version),
+varied (the CUDA-graph batch sizes a slope is fitted over) and confounders (anything else
+memory-relevant that ``--allow-diff`` does not name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from logmem.model.launch import Launch
+
+# server_args keys that do not change GPU memory at start-up: where the server listens,
+# what and how it logs, credentials, seeds, timeouts, chat/parsing front-end options,
+# and names or paths of files (the same weights under another path load the same; a
+# different model shows up in the weights phase instead). `diff` lists these under
+# "ignored" and they never block a slope. Any key not named here counts as
+# memory-relevant, so a new SGLang flag is suspect until someone adds it here.
+NON_MEMORY_ARGS: frozenset[str] = frozenset(
+    {
+        # network and process placement
+        "host",
+        "port",
+        "nccl_port",
+        "dist_init_addr",
+        "node_rank",
+        "api_key",
+        "admin_api_key",
+        # seeds and timeouts
+        "random_seed",
+        "watchdog_timeout",
+        "dist_timeout",
+        "soft_watchdog_timeout",
+        # names and paths
+        "model_path",
+        "tokenizer_path",
+        "download_dir",
+        "served_model_name",
+        "file_storage_path",
+        "chat_template",
+        "completion_template",
+        "crash_dump_folder",
+        "debug_tensor_dump_output_folder",
+        "debug_tensor_dump_input_file",
+        # logging, metrics and tracing
+        "log_level",
+        "log_level_http",
+        "log_requests",
+        "log_requests_level",
+        "log_requests_format",
+        "log_requests_target",
+        "show_time_cost",
+        "decode_log_interval",
+        "enable_metrics",
+        "enable_metrics_for_all_schedulers",
+        "enable_cache_report",
+        "enable_request_time_stats_logging",
+        "bucket_time_to_first_token",
+        "bucket_inter_token_latency",
+        "bucket_e2e_request_latency",
+        "collect_tokens_histogram",
+        "prompt_tokens_buckets",
+        "generation_tokens_buckets",
+        "kv_events_config",
+        "enable_trace",
+        "otlp_traces_endpoint",
+        "uvicorn_access_log_exclude_prefixes",
+        "gc_warning_threshold_secs",
+        # front end (tokenizer process, parsers, streaming): CPU side
+        "tool_call_parser",
+        "reasoning_parser",
+        "stream_interval",
+        "stream_output",
+        "allow_auto_truncate",
+        "constrained_json_whitespace_pattern",
+        "skip_server_warmup",
+        "warmups",
+    }
+)
+
+# The varied setting of a slope pair and the lists SGLang derives from it (the dump
+# shows values after __post_init__, so a new max bs also rewrites these).
+GRAPH_SIZE_ARGS: frozenset[str] = frozenset(
+    {
+        "cuda_graph_max_bs",
+        "cuda_graph_bs",
+        "cuda_graph_config",
+        "cuda_graph_max_bs_decode",
+        "cuda_graph_bs_decode",
+        "cuda_graph_max_bs_prefill",
+        "cuda_graph_bs_prefill",
+        "piecewise_cuda_graph_tokens",
+        "piecewise_cuda_graph_max_tokens",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ArgChange:
+    key: str
+    values: tuple[Any, ...]  # one per launch; None where the key is absent
+
+
+@dataclass(frozen=True)
+class ArgsComparison:
+    changed: tuple[
+        ArgChange, ...
+    ]  # memory-relevant keys every launch prints, with differing values
+    ignored: tuple[ArgChange, ...]  # the same in NON_MEMORY_ARGS
+    varied: tuple[str, ...]  # changed (or one-sided) keys in GRAPH_SIZE_ARGS
+    confounders: tuple[str, ...]  # other memory-relevant differences not named by --allow-diff
+    allowed: tuple[str, ...]  # differing keys that --allow-diff named
+    missing: tuple[str, ...]  # labels of launches without a server_args line
+    # Keys some launches do not print at all (another SGLang version): label -> the keys it prints
+    # that another launch does not ("only in A" for two), and the same as rows (None where absent).
+    only_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    one_sided: tuple[ArgChange, ...] = ()
+
+
+_ABSENT = object()
+
+
+def compare_args(
+    launches: Sequence[Launch], labels: Sequence[str], allow: Sequence[str] = ()
+) -> ArgsComparison:
+    dumps = [L.args if L.server_args is not None else None for L in launches]
+    missing = tuple(lab for lab, d in zip(labels, dumps) if d is None)
+    present = [d for d in dumps if d is not None]
+    keys: list[str] = []
+    for d in present:
+        keys.extend(k for k in d if k not in keys)
+    changed: list[ArgChange] = []
+    ignored: list[ArgChange] = []
+    one_sided: list[ArgChange] = []
+    for k in keys:
+        vals = [d.get(k, _ABSENT) for d in present]
+        if all(v == vals[0] for v in vals[1:]):
+            continue
+        row = ArgChange(k, tuple(None if v is _ABSENT else v for v in vals))
+        if any(v is _ABSENT for v in vals):
+            one_sided.append(row)
+        else:
+            (ignored if k in NON_MEMORY_ARGS else changed).append(row)
+    present_labels = [lab for lab, d in zip(labels, dumps) if d is not None]
+    only_in = tuple(
+        (lab, keys_only)
+        for i, lab in enumerate(present_labels)
+        if (keys_only := tuple(c.key for c in one_sided if c.key in present[i]))
+    )
+    # A memory-relevant key only some launches print (another SGLang version) also stands in
+    # the way of a slope: its value on the others is unknown.
+    relevant = [c for c in changed] + [c for c in one_sided if c.key not in NON_MEMORY_ARGS]
+    varied = tuple(c.key for c in relevant if c.key in GRAPH_SIZE_ARGS)
+    others = [c.key for c in relevant if c.key not in GRAPH_SIZE_ARGS]
+    allowed = tuple(k for k in others if k in allow)
+    confounders = tuple(k for k in others if k not in allow)
+    return ArgsComparison(
+        tuple(changed),
+        tuple(ignored),
+        varied,
+        confounders,
+        allowed,
+        missing,
+        only_in,
+        tuple(one_sided),
+    )
+
+
+def _fmt_value(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def key_list(keys: Sequence[str], n: int = 12) -> str:
+    """'a, b, c' or 'a, b and 38 more': a list of keys that stays short."""
+    if len(keys) <= n:
+        return ", ".join(keys)
+    return f"{', '.join(keys[:n])} and {len(keys) - n} more"
+
+
+def confounder_parts(cmp: ArgsComparison, limit: int = 8) -> list[str]:
+    """The confounding keys, briefly: 'mfs (0.85 vs 0.83)', then 'only in A: ...'."""
+    parts = []
+    differ = [c for c in cmp.changed if c.key in cmp.confounders]
+    for c in differ[:limit]:
+        vals = " vs ".join(f"{_fmt_value(v)}" for v in c.values)
+        parts.append(f"{c.key} ({vals})")
+    if len(differ) > limit:
+        parts.append(f"{len(differ) - limit} more keys with other values")
+    for lab, keys in cmp.only_in:
+        mine = [k for k in keys if k in cmp.confounders]
+        if mine:
+            who = f"launch {lab}" if lab.isdigit() else lab
+            parts.append(
+                f"{len(mine)} key{'s' if len(mine) > 1 else ''} only {who} prints: {key_list(mine, limit)}"
+            )
+    return parts
+
+
+def confounder_message(cmp: ArgsComparison, labels: Sequence[str]) -> str:
+    hint = ""
+    if "mem_fraction_static" in cmp.confounders and any(
+        c.key == "mem_fraction_static" for c in cmp.changed
+    ):
+        hint = (
+            "; SGLang derives its default mem_fraction_static from cuda_graph_max_bs, so pass "
+            "--mem-fraction-static explicitly to both launches"
+        )
+    return (
+        f"the launches differ in more than the CUDA-graph batch sizes: {'; '.join(confounder_parts(cmp))}. "
+        f"A slope would mix their effects{hint}. Name each with --allow-diff KEY to fit anyway"
+    )
+
+
+def graph_max_bs(args: Mapping[str, Any]) -> int | None:
+    """cuda_graph_max_bs as resolved, or the newest form inside cuda_graph_config."""
+    v = args.get("cuda_graph_max_bs")
+    if isinstance(v, int):
+        return v
+    cfg = args.get("cuda_graph_config")
+    if isinstance(cfg, dict):
+        dec = cfg.get("decode")
+        if isinstance(dec, dict) and isinstance(dec.get("max_bs"), int):
+            return int(dec["max_bs"])
+    return None

@@ -1,0 +1,342 @@
+"""``logmem diff``: what changed from launch A to launch B.
+
+The server_args that differ, the SGLang wording each log used, the change of every phase per
+rank, the KV tokens gained or lost and the terms of SGLang's rule that account for them, the
+graph split per family and per bucket, and, when the launches differ only in the CUDA-graph
+batch sizes, the slope of graph memory per row (logmem.compare.slope).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
+from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
+from logmem.compare.load import LaunchRef
+from logmem.compare.points import GraphPoint, graph_points, rank_map
+from logmem.compare.replay import bytes_per_token
+from logmem.compare.slope import Slope, slope_assumptions, slopes
+from logmem.model.launch import Launch
+from logmem.sglang.eras import MARKER_NAMES, Marker, era_guess, era_markers, family_key
+from logmem.sglang.rules import (
+    DIFFERENCE_RESOLUTION_BYTES,
+    PRINT_RESOLUTION_GIB,
+    mfs_step_bytes,
+)
+
+
+@dataclass(frozen=True)
+class PhaseChange:
+    rank: str  # as A prints it
+    key: str
+    name: str
+    a_bytes: int | None  # drop in free memory over the phase, in A
+    b_bytes: int | None
+    rank_b: str | None = None  # B's label when it differs (matched by position)
+
+    @property
+    def change_bytes(self) -> int | None:
+        return None if self.a_bytes is None or self.b_bytes is None else self.b_bytes - self.a_bytes
+
+
+@dataclass(frozen=True)
+class KVTerm:
+    name: str
+    bytes: int | None  # change of the KV budget (rest) this term accounts for
+    tokens: int
+
+
+@dataclass(frozen=True)
+class KVChange:
+    tokens: tuple[int | None, int | None]
+    tokens_source: str
+    bytes_per_token: tuple[int | None, int | None]
+    mem_fraction_static: tuple[float, float]
+    pre_load_bytes: tuple[int, int]
+    after_weights_bytes: tuple[int, int]
+    rest_bytes: tuple[int, int]
+    terms: tuple[KVTerm, ...]
+    terms_note: str = ""  # why there are no terms
+
+    @property
+    def change_tokens(self) -> int | None:
+        a, b = self.tokens
+        return None if a is None or b is None else b - a
+
+
+@dataclass(frozen=True)
+class GraphChange:
+    rank: str
+    graph: str
+    a: GraphPoint | None
+    b: GraphPoint | None
+    buckets: tuple[tuple[int, int, int], ...]  # (size, cost A, cost B) where both have it
+    rank_b: str | None = None
+
+
+@dataclass(frozen=True)
+class Diff:
+    a: LaunchRef
+    b: LaunchRef
+    args: ArgsComparison
+    markers: tuple[Marker, ...]
+    eras: tuple[str, str]
+    phases: tuple[PhaseChange, ...]
+    kv: KVChange | None
+    graphs: tuple[GraphChange, ...]
+    slopes: tuple[Slope, ...]
+    slope_note: str
+    notes: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    headlines: tuple[str, ...] = ()  # said before anything else: different models, SGLang versions
+    models: tuple[str | None, str | None] = (None, None)  # model_path (architecture) of A and B
+
+
+def _tokens(L: Launch, sz: Sizing | None) -> tuple[int | None, str]:
+    if L.summary is not None:
+        return L.summary.max_total_num_tokens, "max_total_num_tokens"
+    if sz is not None and sz.kv_tokens is not None:
+        return sz.kv_tokens, "KV line #tokens"
+    return None, "not printed"
+
+
+def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVChange | None:
+    """KV tokens gained or lost, split into the terms of SGLang's rule.
+
+    rest = after_weights - P (1 - mfs) = P mfs - (P - after_weights), so exactly
+    d rest = mfs_A dP + P_B d mfs - d(P - after_weights); tokens = rest / bytes per token.
+    """
+    sa, sb = la.sizing, lb.sizing
+    if sa is None or sb is None:
+        return None
+    ta, src_a = _tokens(a, sa)
+    tb, src_b = _tokens(b, sb)
+    ba, bb = bytes_per_token(sa), bytes_per_token(sb)
+    terms: list[KVTerm] = []
+    # Terms in tokens only add up when both pools count the same cells under the same rule.
+    caps = [
+        x if isinstance(x := L.args.get("max_total_tokens"), int) and x > 0 else None
+        for L in (a, b)
+    ]
+    why = []
+    if ba and bb and ba != bb:
+        why.append(
+            f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
+            "a token of A is not a token of B"
+        )
+    if caps[0] != caps[1]:
+        shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in caps)
+        why.append(f"--max-total-tokens differs ({shown}), so a cap, not the rule, sets a pool")
+    terms_note = ""
+    if why:
+        terms_note = "No split into the rule's terms: " + "; and ".join(why) + "."
+    elif ba and bb:
+        d_p = sb.pre_load_bytes - sa.pre_load_bytes
+        w_a = sa.pre_load_bytes - sa.after_weights_bytes
+        w_b = sb.pre_load_bytes - sb.after_weights_bytes
+        t_p = round(sa.mem_fraction_static * d_p)
+        t_m = mfs_step_bytes(sb.pre_load_bytes, sb.mem_fraction_static - sa.mem_fraction_static)
+        t_w = -(w_b - w_a)
+        for name, n in (
+            ("free memory before weights (P, min over ranks) x mfs", t_p),
+            ("mem_fraction_static x P", t_m),
+            ("weights (P - free after weights)", t_w),
+        ):
+            terms.append(KVTerm(name, n, int(n / ba)))
+        if ta is not None and tb is not None:
+            rest = (tb - ta) - sum(t.tokens for t in terms)
+            terms.append(
+                KVTerm(
+                    "other (printing, page rounding, --max-total-tokens, pool split)", None, rest
+                )
+            )
+    return KVChange(
+        (ta, tb),
+        src_a if src_a == src_b else f"{src_a} / {src_b}",
+        (ba, bb),
+        (sa.mem_fraction_static, sb.mem_fraction_static),
+        (sa.pre_load_bytes, sb.pre_load_bytes),
+        (sa.after_weights_bytes, sb.after_weights_bytes),
+        (sa.rest_bytes, sb.rest_bytes),
+        tuple(terms),
+        terms_note,
+    )
+
+
+def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
+    out: list[PhaseChange] = []
+    m = rank_map([r.rank for r in la.ranks], [r.rank for r in lb.ranks])
+    pairs: list[tuple[str | None, str | None]] = [(r.rank, m.get(r.rank)) for r in la.ranks]
+    pairs += [(None, r.rank) for r in lb.ranks if r.rank not in m.values()]
+    for label_a, label_b in pairs:
+        pa = _keyed(la.rank(label_a) if label_a is not None else None)
+        pb = _keyed(lb.rank(label_b) if label_b is not None else None)
+        keys = list(pa) + [k for k in pb if k not in pa]
+        for k in keys:
+            a, b = pa.get(k), pb.get(k)
+            name = a[0] if a else b[0] if b else k
+            shown = label_a if label_a is not None else str(label_b)
+            other = label_b if label_b is not None and label_b != label_a else None
+            out.append(PhaseChange(shown, k, name, a[1] if a else None, b[1] if b else None, other))
+    return out
+
+
+def _keyed(r: RankLedger | None) -> dict[str, tuple[str, int]]:
+    out: dict[str, tuple[str, int]] = {}
+    if r is None:
+        return out
+    for p in r.phases:
+        k = family_key(p.key)
+        n = 2
+        while k in out:  # a repeated capture of the same family
+            k = f"{family_key(p.key)}#{n}"
+            n += 1
+        out[k] = (p.name, p.delta_bytes)
+    return out
+
+
+def _graph_changes(a: Launch, b: Launch) -> list[GraphChange]:
+    m = rank_map([r.label for r in a.ranks], [r.label for r in b.ranks])
+    back = {v: k for k, v in m.items()}
+    pa = {(p.rank, family_key(p.graph)): p for p in graph_points(a)}
+    pb = {(back.get(p.rank, p.rank), family_key(p.graph)): p for p in graph_points(b)}
+    keys = list(pa) + [k for k in pb if k not in pa]
+    out = []
+    for k in keys:
+        ga, gb = pa.get(k), pb.get(k)
+        buckets: list[tuple[int, int, int]] = []
+        if ga and gb:
+            cb = {s: c for s, c in gb.buckets if s is not None and c is not None}
+            for s, c in ga.buckets:
+                if s is not None and c is not None and s in cb:
+                    buckets.append((s, c, cb[s]))
+        other = gb.rank if gb is not None and gb.rank != k[0] else None
+        name = ga.graph if ga else gb.graph if gb else k[1]
+        out.append(GraphChange(k[0], name, ga, gb, tuple(buckets), other))
+    return out
+
+
+def diff_launches(
+    a: Launch,
+    ref_a: LaunchRef,
+    b: Launch,
+    ref_b: LaunchRef,
+    allow: Sequence[str] = (),
+    slope: bool = True,
+) -> Diff:
+    """Compare two launches; always compares. A slope is fitted when they differ in the graph
+    batch sizes and in nothing else memory-relevant that `allow` does not name; otherwise
+    `slope_note` says why there is none (which keys)."""
+    labels = (ref_a.label, ref_b.label)
+    cmp = compare_args((a, b), labels, allow)
+    la, lb = build_ledger(a), build_ledger(b)
+    ma, mb = era_markers(a), era_markers(b)
+    markers = tuple(Marker(n, (ma.get(n, "-"), mb.get(n, "-"))) for n in MARKER_NAMES)
+    notes: list[str] = []
+    found: list[Slope] = []
+    if not slope:
+        note = "not computed (--no-slope)"
+    elif cmp.missing:
+        note = f"not computed: {' and '.join(cmp.missing)} printed no server_args, so the other settings cannot be checked"
+    elif not cmp.varied:
+        note = "none: the launches do not differ in cuda_graph_max_bs / cuda_graph_bs"
+    elif cmp.confounders:
+        hint = (
+            " (SGLang derives its default mem_fraction_static from cuda_graph_max_bs: pass it to both)"
+            if any(c.key == "mem_fraction_static" for c in cmp.changed)
+            and "mem_fraction_static" in cmp.confounders
+            else ""
+        )
+        note = (
+            f"none: besides the CUDA-graph batch sizes the launches differ in "
+            f"{'; '.join(confounder_parts(cmp, 4))}, so a slope would mix their effects{hint}. "
+            "--allow-diff KEY fits one anyway."
+        )
+    else:
+        found, why = slopes((a, b))
+        notes.extend(why)
+        note = (
+            ""
+            if found
+            else "none: no graph family has readings that differ in rows in both launches"
+        )
+    moved = {
+        x: y
+        for x, y in rank_map([r.label for r in a.ranks], [r.label for r in b.ranks]).items()
+        if x != y
+    }
+    if moved:
+        shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in moved.items())
+        notes.append(f"Ranks with different labels are matched in order: {shown} (A ~ B).")
+    for k in allow:
+        if k not in {c.key for c in cmp.changed} and k not in {c.key for c in cmp.ignored}:
+            notes.append(f"--allow-diff {k}: the launches do not differ in {k}")
+    headlines: list[str] = []
+    models = (_model_name(a), _model_name(b))
+    if _models_differ(a, b):
+        ta, tb = _model_type(a), _model_type(b)
+        same_arch = (
+            f" Both are {ta}: if it is one checkpoint under two paths, ignore this."
+            if ta and ta == tb
+            else ""
+        )
+        headlines.append(
+            f"Different models: A loads {models[0] or '?'}, B loads {models[1] or '?'}. Weights, KV "
+            f"cells and graphs follow the model, so most changes below are the model's, not the settings'.{same_arch}"
+        )
+    if any(m.differs for m in markers):
+        headlines.append(
+            f"Different SGLang wording: A reads as {era_guess(ma)}, B as {era_guess(mb)} (see 'SGLang "
+            "wording'), so they come from different versions: part of any change may be the version."
+        )
+    wa = [p for p in _phase_changes(la, lb) if p.key == "target_weights" and p.change_bytes]
+    if found and any(abs(p.change_bytes or 0) > DIFFERENCE_RESOLUTION_BYTES for p in wa):
+        notes.append(
+            "The weights phase differs between the launches: check that they load the same model."
+        )
+    assumptions = (
+        f"SGLang's 'GB' is GiB (bytes / 2^30); every reading is printed to +-{PRINT_RESOLUTION_GIB:g} GiB.",
+        "Phases are matched by key per rank label; a phase only one launch has shows '-' on the other.",
+        "A phase value is the drop in free memory over the phase (negative: free memory rose).",
+    )
+    return Diff(
+        ref_a,
+        ref_b,
+        cmp,
+        markers,
+        (era_guess(ma), era_guess(mb)),
+        tuple(_phase_changes(la, lb)),
+        kv_change(a, la, b, lb),
+        tuple(_graph_changes(a, b)),
+        tuple(found),
+        note,
+        tuple(notes),
+        assumptions + (slope_assumptions() if found else ()),
+        tuple(headlines),
+        models,
+    )
+
+
+def _model_type(launch: Launch) -> str | None:
+    """The architecture the main rank's Load weight end line names (e.g. Qwen2ForCausalLM)."""
+    main = launch.main_rank
+    we = main.target.weights_end if main is not None and main.target is not None else None
+    return we.model_type if we is not None else None
+
+
+def _model_name(launch: Launch) -> str | None:
+    path = launch.args.get("model_path")
+    kind = _model_type(launch)
+    if isinstance(path, str) and path:
+        return f"{path} ({kind})" if kind else path
+    return kind
+
+
+def _models_differ(a: Launch, b: Launch) -> bool:
+    """model_path differs, or the Load weight end architecture does (when both print it)."""
+    pa, pb = a.args.get("model_path"), b.args.get("model_path")
+    if isinstance(pa, str) and isinstance(pb, str) and pa.rstrip("/") != pb.rstrip("/"):
+        return True
+    ta, tb = _model_type(a), _model_type(b)
+    return ta is not None and tb is not None and ta != tb

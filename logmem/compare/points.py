@@ -1,0 +1,131 @@
+"""What one capture measured, reduced to what a slope, a diff or a what-if needs; and how the
+ranks of two launches are matched."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from logmem.compare.args import graph_max_bs
+from logmem.model.launch import Graph, Launch
+from logmem.sglang.rules import graph_sized_in_tokens
+
+
+def rank_map(a: Sequence[str], b: Sequence[str]) -> dict[str, str]:
+    """A's rank label -> B's: the same label, else the unmatched ones in order (e.g. an
+    untagged single GPU and "TP0")."""
+    m = {x: x for x in a if x in b}
+    rest_b = [y for y in b if y not in m]
+    for x, y in zip([x for x in a if x not in m], rest_b):
+        m[x] = y
+    return m
+
+
+# --- graph points: what one capture measured ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphPoint:
+    """One capture of one graph family on one rank, reduced to what a slope needs."""
+
+    rank: str
+    graph: str  # family name, "#2" appended for a repeat on the same rank
+    per_bs: bool  # sizes are batch sizes (False: piecewise/prefill sizes are tokens)
+    largest_size: int | None
+    rows_per_bs: int | None  # tokens per request; None for token-sized graphs
+    rows: int | None
+    rows_source: str
+    static_bytes: int | None
+    largest_bytes: int | None
+    other_bytes: int | None
+    total_bytes: int | None
+    buckets: tuple[tuple[int | None, int | None], ...]  # (size, cost bytes) in capture order
+
+    @property
+    def has_buckets(self) -> bool:
+        return self.largest_bytes is not None
+
+
+def _rows_per_bs(g: Graph, args: Mapping[str, Any]) -> tuple[int | None, str]:
+    name = g.name
+    if graph_sized_in_tokens(name):
+        return None, "num_tokens (this graph's sizes are tokens)"
+    if g.tokens_per_req is not None:
+        return (
+            g.tokens_per_req,
+            f"num_tokens_per_req={g.tokens_per_req} from the capture begin line",
+        )
+    spec = args.get("speculative_algorithm")
+    ndt = args.get("speculative_num_draft_tokens")
+    target = "draft" not in name
+    if target and ("verify" in name or spec not in (None, "None")) and isinstance(ndt, int):
+        return (
+            ndt,
+            f"speculative_num_draft_tokens={ndt} from server_args (the target graph verifies)",
+        )
+    if "draft" in name:
+        return 1, "1 per request assumed (the draft graph's tokens per request are not printed)"
+    return 1, "1 per request (decode)"
+
+
+def graph_points(launch: Launch) -> list[GraphPoint]:
+    out: list[GraphPoint] = []
+    for r in launch.ranks:
+        seen: dict[str, int] = {}
+        for g in r.graphs:
+            n = seen.get(g.name, 0) + 1
+            seen[g.name] = n
+            key = g.name if n == 1 else f"{g.name}#{n}"
+            per, source = _rows_per_bs(g, launch.args)
+            size = g.largest_size
+            if size is None and per is not None and "draft" not in g.name:
+                # No bs list and no bar sizes (E0-E2): the resolved flag is the best we have.
+                size = graph_max_bs(launch.args)
+                if size is not None:
+                    source += (
+                        "; largest size from server_args cuda_graph_max_bs (no bs list printed)"
+                    )
+            rows = (
+                size * per
+                if size is not None and per is not None
+                else size
+                if per is None
+                else None
+            )
+            total = g.end.usage.bytes if g.end and g.end.usage else None
+            if total is None and g.begin_bytes is not None and g.end_bytes is not None:
+                total = g.begin_bytes - g.end_bytes
+            buckets: list[tuple[int | None, int | None]] = []
+            for i, s in enumerate(g.samples):
+                nxt = g.samples[i + 1].avail.bytes if i + 1 < len(g.samples) else g.end_bytes
+                buckets.append((s.size, s.avail.bytes - nxt if nxt is not None else None))
+            # Only readings at the first two buckets measure them (a log may keep only the 0%
+            # and 100% renders: their difference is many buckets, not the largest one).
+            largest = g.largest_bucket_bytes if g.largest_measured else None
+            out.append(
+                GraphPoint(
+                    r.label,
+                    key,
+                    per is not None,
+                    size,
+                    per,
+                    rows,
+                    source,
+                    g.static_bytes if g.static_measured else None,
+                    largest,
+                    g.other_buckets_bytes if largest is not None else None,
+                    total,
+                    tuple(buckets),
+                )
+            )
+    return out
+
+
+def main_point(launch: Launch) -> GraphPoint | None:
+    """The batch-sized graph a change of max bs rescales: on the rank that printed the bars."""
+    pts = [p for p in graph_points(launch) if p.per_bs]
+    if not pts:
+        return None
+    bar = next((r.label for r in launch.ranks if r.prints_bars), None)
+    return next((p for p in pts if p.rank == bar), pts[0])

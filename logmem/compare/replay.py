@@ -1,0 +1,186 @@
+"""SGLang's KV sizing rule replayed on one launch's readings, and how its start-up ended.
+
+``Replay`` holds what logmem.compare.whatif moves: the KV budget of ``rules.kv_budget_bytes``
+at any mem_fraction_static, the tokens it buys, the default request pool and its
+request-to-token table; everything else stays as the launch measured it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logmem.analysis.attribution import LaunchLedger, Sizing
+from logmem.errors import FitError
+from logmem.model.launch import Launch
+from logmem.sglang.rules import (
+    default_max_running_requests,
+    graph_sized_in_tokens,
+    kv_budget_bytes,
+    req_to_token_bytes,
+)
+
+
+def bytes_per_token(sz: Sizing) -> int | None:
+    """The cell size from the KV line: the round value the printed sizes allow, else the ratio."""
+    if sz.likely_bytes_per_token:
+        return sz.likely_bytes_per_token
+    return round(sz.bytes_per_token) if sz.bytes_per_token else None
+
+
+class Replay:
+    """SGLang's sizing rule with this launch's readings; everything else held as measured."""
+
+    def __init__(self, launch: Launch, led: LaunchLedger, context_len: int | None) -> None:
+        sz = led.sizing
+        if sz is None:
+            raise FitError(
+                "whatif needs mem_fraction_static in server_args and the Load weight begin/end "
+                "readings; this launch lacks "
+                + missing_sizing(launch)
+                + (
+                    " (if you know the value it ran with, pass --logged-mem-fraction-static X)"
+                    if not isinstance(launch.args.get("mem_fraction_static"), (int, float))
+                    else ""
+                )
+            )
+        bpt = bytes_per_token(sz)
+        if not bpt:
+            raise FitError(
+                "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per token"
+            )
+        self.sz = sz
+        self.bpt = bpt
+        self.share = 1.0
+        if sz.logged_pool_bytes and sz.kv_bytes and sz.logged_pool_bytes > sz.kv_bytes:
+            self.share = sz.kv_bytes / sz.logged_pool_bytes
+        a = launch.args
+        page = a.get("page_size")
+        self.page = page if isinstance(page, int) and page > 0 else 1
+        mtt = a.get("max_total_tokens")
+        self.max_total_tokens = mtt if isinstance(mtt, int) and mtt > 0 else None
+        mrr = a.get("max_running_requests")
+        self.fixed_requests = mrr if isinstance(mrr, int) and mrr > 0 else None
+        s = launch.summary
+        self.logged_ctx = (s.get_int("context_len") if s else None) or (
+            a.get("context_length") if isinstance(a.get("context_length"), int) else None
+        )
+        self.ctx = context_len or self.logged_ctx
+        self.m0 = sz.mem_fraction_static
+        # Free memory after the last capture per rank: what the new KV pool or graphs eat into.
+        self.after: dict[str, tuple[int, int]] = {}  # rank -> (free after capture, graph bytes)
+        for r in led.ranks:
+            caps = [p for p in r.phases if p.key.startswith("capture:")]
+            if caps:
+                self.after[r.rank] = (caps[-1].after_bytes, sum(p.delta_bytes for p in caps))
+            elif r.phases:
+                self.after[r.rank] = (r.phases[-1].after_bytes, 0)
+        self.has_capture = any(p.key.startswith("capture:") for r in led.ranks for p in r.phases)
+
+    def rest(self, m: float) -> int:
+        return kv_budget_bytes(self.sz.after_weights_bytes, self.sz.pre_load_bytes, m)
+
+    def tokens(self, m: float) -> int:
+        kv = int(self.rest(m) * self.share)
+        if kv <= 0:
+            return 0
+        t = kv // self.bpt
+        if self.max_total_tokens is not None:
+            t = min(t, self.max_total_tokens)
+        return t // self.page * self.page
+
+    def requests(self, tokens: int, ctx: int | None) -> int | None:
+        """SGLang's default request-pool size unless --max-running-requests."""
+        if self.fixed_requests is not None:
+            return self.fixed_requests
+        if not ctx:
+            return None
+        return default_max_running_requests(tokens, ctx)
+
+    def req_table(self, tokens: int, ctx: int | None) -> int:
+        n = self.requests(tokens, ctx)
+        return req_to_token_bytes(n, ctx) if n is not None and ctx else 0
+
+
+def missing_sizing(launch: Launch) -> str:
+    miss = []
+    if not isinstance(launch.args.get("mem_fraction_static"), (int, float)):
+        miss.append("mem_fraction_static (no server_args line?)")
+    if not any(r.target and r.target.weights_begin for r in launch.ranks):
+        miss.append("'Load weight begin. avail mem=...'")
+    if not any(r.target and r.target.weights_end for r in launch.ranks):
+        miss.append("'Load weight end. ... avail mem=...'")
+    return ", ".join(miss) or "them"
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A launch whose start-up did not finish (crashed, or the log stops), as whatif needs it."""
+
+    status: str  # "crashed" | "incomplete"
+    headline: str  # the verdict's first line (logmem.analysis.failures)
+    phase: str | None
+    graph: str | None  # the capture that did not finish
+    size: int | None  # its last bucket (bs or num_tokens)
+    unit: str  # "bs" | "num_tokens"
+    memory: bool | None  # ran out of memory: True; another error: False; cannot tell: None
+    cause: str  # short: "out of memory", "TypeError", "the log stops"
+    shortfall_bytes: int | None  # what the failed allocation lacked, when printed
+    in_capture: bool  # a capture did not finish: graph memory and headroom are bounds
+    rank: str | None = None  # the rank whose error the verdict quotes
+
+    @property
+    def at(self) -> str:
+        """Where it stopped, short: 'at bs 256', 'in the piecewise capture', 'after the pools'."""
+        if self.in_capture:
+            if self.size is not None:
+                return f"at {self.unit} {self.size}"
+            return f"in the {self.graph} capture" if self.graph else "in a graph capture"
+        phase = self.phase or "start-up"
+        if phase == "serving":
+            return "in warm-up"
+        return phase if phase.startswith(("after ", "before ")) else f"in {phase}"
+
+    @property
+    def label(self) -> str:
+        """The measured column's feasible cell."""
+        if self.memory:
+            return f"NO (crashed {self.at})"
+        return "unknown (log stops)" if self.status == "incomplete" else f"unknown ({self.cause})"
+
+
+def unfinished(launch: Launch) -> Unfinished | None:
+    """How start-up ended when it did not finish (logmem.analysis.failures.outcome), for whatif."""
+    from logmem.analysis.failures import outcome
+
+    oc = outcome(launch)
+    f = oc.failure
+    if oc.status == "ready" or f is None:
+        return None
+    in_capture = (f.phase or "").startswith("capture ") or any(
+        not g.complete for r in launch.ranks for g in r.graphs
+    )
+    graph = f.graph
+    if graph is None and in_capture:
+        graph = next((g.name for r in launch.ranks for g in r.graphs if not g.complete), None)
+    unit = "num_tokens" if graph is not None and graph_sized_in_tokens(graph) else "bs"
+    cause = {
+        "oom": "out of memory",
+        "not_enough_memory": "not enough memory for the KV cache",
+        "imbalance": "unbalanced GPU memory",
+        "capture_failed": "the capture failed",
+        "stopped": "the log stops",
+    }.get(f.kind, f.exc_type or "an error")
+    raised = next((e.rank for e in f.errors if f.line is not None and e.source == f.line), None)
+    return Unfinished(
+        oc.status,
+        f.headline,
+        f.phase,
+        graph,
+        f.size if in_capture else None,
+        unit,
+        True if f.memory_related else f.memory_related,
+        cause,
+        f.shortfall_bytes if f.memory_related else None,
+        in_capture,
+        raised,
+    )

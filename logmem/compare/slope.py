@@ -1,0 +1,311 @@
+"""Graph memory per row: straight lines through the captures of launches that differ in max bs.
+
+``slopes(launches)`` fits, per (rank, graph family) captured in every launch, the largest
+bucket (and the static buffers) against rows = largest captured size x tokens per request,
+and sets SGLang's own graph-reserve heuristic beside the measured growth. ``fit_launches`` is
+``logmem fit``: the same over two or more launches, refused when anything else differs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from logmem.compare.args import ArgsComparison, compare_args, confounder_message
+from logmem.compare.load import LaunchRef
+from logmem.compare.points import GraphPoint, graph_points, rank_map
+from logmem.errors import FitError
+from logmem.model.launch import Launch
+from logmem.sglang.eras import family_key
+from logmem.sglang.rules import (
+    DECODE_GRAPH_MIB_PER_BS,
+    DIFFERENCE_RESOLUTION_GIB,
+    DP_ATTENTION_LARGE_BS,
+    DP_ATTENTION_LARGE_BS_MIB,
+    DP_ATTENTION_MIB_PER_BS_DP,
+    graph_reserve_mib_per_bs,
+)
+from logmem.units import GIB
+
+# A bucket cost or a static-buffer size is a difference of two printed readings: every error
+# bound below uses its resolution.
+POINT_ERROR_GIB = DIFFERENCE_RESOLUTION_GIB
+
+# --- straight lines ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Line:
+    """y = intercept + slope x rows, fitted by least squares (exact through two points).
+
+    Errors are worst-case bounds from printing: every y is off by at most e = POINT_ERROR_GIB,
+    so |d slope| <= e x sum|x_i - mean x| / sum (x_i - mean x)^2 (two points: 2e / |x_B - x_A|)
+    and |d intercept| <= e x sum_i |1/n - mean x (x_i - mean x) / sum (x - mean x)^2|.
+    """
+
+    mib_per_row: float
+    intercept_gib: float
+    mib_per_row_error: float
+    intercept_error_gib: float
+    residuals_gib: tuple[float, ...]
+    stderr_mib_per_row: float | None  # from the residuals, three or more launches
+
+
+def fit_line(xs: Sequence[int], ys_bytes: Sequence[int]) -> Line:
+    """Ordinary least squares in GiB; pure Python."""
+    n = len(xs)
+    ys = [y / GIB for y in ys_bytes]
+    mx = sum(xs) / n
+    my = sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        raise FitError("every launch captured the same largest size: no slope can be fitted")
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx  # GiB per row
+    intercept = my - slope * mx
+    resid = tuple(y - (intercept + slope * x) for x, y in zip(xs, ys))
+    e = POINT_ERROR_GIB
+    slope_err = e * sum(abs(x - mx) for x in xs) / sxx
+    icpt_err = e * sum(abs(1 / n - mx * (x - mx) / sxx) for x in xs)
+    stderr = None
+    if n >= 3:
+        stderr = math.sqrt(sum(r * r for r in resid) / (n - 2) / sxx) * 1024
+    return Line(slope * 1024, intercept, slope_err * 1024, icpt_err, resid, stderr)
+
+
+@dataclass(frozen=True)
+class Heuristic:
+    """SGLang's graph reserve per unit of max bs against the measured growth."""
+
+    mib_per_bs: float
+    terms: str
+    measured_mib_per_bs: float
+    measured_terms: str
+
+    @property
+    def ratio(self) -> float:
+        return self.measured_mib_per_bs / self.mib_per_bs
+
+
+def heuristic_mib_per_bs(args: Mapping[str, Any], max_bs: int | None) -> tuple[float, str]:
+    """SGLang's graph reserve per unit of max bs (rules.graph_reserve_mib_per_bs) and its terms."""
+    dp = args.get("dp_size")
+    dp_attention = bool(args.get("enable_dp_attention")) and isinstance(dp, int)
+    dp_size = dp if dp_attention and isinstance(dp, int) else None
+    terms = [f"{DECODE_GRAPH_MIB_PER_BS:g} MB for the decode graph"]
+    if dp_size is not None:
+        terms.append(f"{DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size {dp_size} (DP attention)")
+        if max_bs is not None and max_bs > DP_ATTENTION_LARGE_BS:
+            terms.append(
+                f"{DP_ATTENTION_LARGE_BS_MIB:g} MB x dp_size {dp_size} (max bs > {DP_ATTENTION_LARGE_BS})"
+            )
+    return graph_reserve_mib_per_bs(dp_attention, dp_size, max_bs), " + ".join(terms)
+
+
+@dataclass(frozen=True)
+class Slope:
+    graph: str
+    rank: str
+    basis: str  # "largest bucket" | "capture total"
+    rows: tuple[int, ...]
+    rows_source: str
+    rows_per_bs: int | None
+    sizes: tuple[int | None, ...]
+    largest_bytes: tuple[int, ...] | None
+    static_bytes: tuple[int, ...] | None
+    total_bytes: tuple[int | None, ...]
+    line: Line  # on the basis: largest bucket, or the capture total when no bucket readings
+    static: Line | None
+    heuristic: Heuristic | None
+
+
+def _slope_for(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Slope | None:
+    rows = [p.rows for p in points]
+    if any(r is None for r in rows) or len({r for r in rows}) < 2:
+        return None
+    xs = [int(r) for r in rows if r is not None]
+    p0 = points[0]
+    if all(p.has_buckets for p in points):
+        basis = "largest bucket"
+        ys = [p.largest_bytes for p in points]
+    else:
+        basis = "capture total"
+        ys = [p.total_bytes for p in points]
+    if any(y is None for y in ys):
+        return None
+    line = fit_line(xs, [int(y) for y in ys if y is not None])
+    static = None
+    st = [p.static_bytes for p in points]
+    if basis == "largest bucket" and all(s is not None for s in st):
+        static = fit_line(xs, [int(s) for s in st if s is not None])
+    heur = None
+    if p0.per_bs and p0.rows_per_bs:
+        sizes = [p.largest_size for p in points if p.largest_size is not None]
+        h, terms = heuristic_mib_per_bs(args, max(sizes) if sizes else None)
+        per_bs = (line.mib_per_row + (static.mib_per_row if static else 0.0)) * p0.rows_per_bs
+        what = "largest bucket + static buffers" if static else basis
+        if p0.rows_per_bs != 1:
+            what += f", x {p0.rows_per_bs} rows per unit of bs"
+        heur = Heuristic(h, terms, per_bs, what)
+    return Slope(
+        p0.graph,
+        p0.rank,
+        basis,
+        tuple(xs),
+        p0.rows_source,
+        p0.rows_per_bs,
+        tuple(p.largest_size for p in points),
+        tuple(int(p.largest_bytes) for p in points if p.largest_bytes is not None)
+        if basis == "largest bucket"
+        else None,
+        tuple(int(s) for s in st if s is not None) if static else None,
+        tuple(p.total_bytes for p in points),
+        line,
+        static,
+        heur,
+    )
+
+
+def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[str]]:
+    """A slope per (rank, graph family) captured in every launch with different rows."""
+    per_launch = [graph_points(L) for L in launches]
+    first = [r.label for r in launches[0].ranks]
+    index = []
+    for L, pts in zip(launches, per_launch):
+        back = {v: k for k, v in rank_map(first, [r.label for r in L.ranks]).items()}
+        index.append({(back.get(p.rank, p.rank), family_key(p.graph)): p for p in pts})
+    out: list[Slope] = []
+    notes: list[str] = []
+    keys = [(p.rank, family_key(p.graph)) for p in per_launch[0]]
+    with_buckets = {k for k in keys if all(k in ix and ix[k].has_buckets for ix in index)}
+    families_done: set[str] = set()
+    for k in keys:
+        if not all(k in ix for ix in index):
+            notes.append(f"{k[1]} on {k[0] or 'the GPU'} is not captured in every launch: no slope")
+            continue
+        pts = [ix[k] for ix in index]
+        # Without bucket readings, fall back to the capture total on one rank per family
+        # (the other ranks print the same end lines).
+        if k not in with_buckets and (
+            k[1] in families_done or any(kk[1] == k[1] for kk in with_buckets)
+        ):
+            continue
+        s = _slope_for(pts, launches[0].args)
+        if s is None:
+            if len({p.rows for p in pts}) < 2:
+                notes.append(
+                    f"{k[1]} on {k[0] or 'the GPU'}: the same largest size in every launch, no slope"
+                )
+            continue
+        families_done.add(k[1])
+        out.append(s)
+    return out, notes
+
+
+def slope_assumptions() -> tuple[str, ...]:
+    e = POINT_ERROR_GIB
+    return (
+        "rows = largest captured batch size x tokens per request (each slope says its source).",
+        "The largest bucket is the first bar reading minus the second (SGLang captures the largest "
+        "size first); static buffers are the capture begin reading minus the first bar reading.",
+        f"Each bucket cost or static size is a difference of two readings: +-{e:g} GiB. Slope error = "
+        f"({e:g} + {e:g}) GiB / |rows_B - rows_A|; intercept error = {e:g} GiB x (rows_A + rows_B) / "
+        "|rows_B - rows_A| (worst case, in general the least-squares bounds in docs/compare.md).",
+        "'capture total' slopes (no bucket readings) use the capture end's mem usage, which also "
+        "grows with the number of buckets.",
+        f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
+        f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
+        "DP attention); the ratio compares it with the measured growth per unit of batch size.",
+    )
+
+
+# --- fit --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fit:
+    launches: tuple[LaunchRef, ...]
+    args: ArgsComparison
+    slopes: tuple[Slope, ...]
+    notes: tuple[str, ...]
+    assumptions: tuple[str, ...]
+
+
+def fit_launches(
+    launches: Sequence[Launch], refs: Sequence[LaunchRef], allow: Sequence[str] = ()
+) -> Fit:
+    """The slope by least squares over two or more launches that differ in the graph batch sizes."""
+    if len(launches) < 2:
+        raise FitError("fit needs at least two launches")
+    labels = [r.label for r in refs]
+    cmp = compare_args(launches, labels, allow)
+    if cmp.missing:
+        raise FitError(
+            f"launch {', '.join(cmp.missing)} printed no server_args: cannot check that only the "
+            "CUDA-graph batch sizes differ"
+        )
+    if not cmp.varied:
+        raise FitError(
+            "the launches do not differ in cuda_graph_max_bs / cuda_graph_bs: nothing to fit"
+        )
+    if cmp.confounders:
+        raise FitError(confounder_message(cmp, labels))
+    found, notes = slopes(launches)
+    if not found:
+        raise FitError(
+            "no graph family was captured with different largest sizes in every launch"
+            + (f" ({'; '.join(notes)})" if notes else "")
+        )
+    return Fit(
+        tuple(refs),
+        cmp,
+        tuple(found),
+        tuple(notes),
+        slope_assumptions()[:2]
+        + (
+            f"Errors are worst-case bounds from printing (each point +-{POINT_ERROR_GIB:g} GiB); with three or more "
+            "launches the standard error from the residuals is shown too.",
+        )
+        + slope_assumptions()[3:],
+    )
+
+
+# --- the slope a what-if uses ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphSlope:
+    """What a change of max bs costs per row, and where that figure comes from."""
+
+    mib_per_row: float  # largest bucket (or the capture total, for 'capture total' / heuristic)
+    static_mib_per_row: float | None
+    source: str
+    per_bs: bool = False  # heuristic: MiB per unit of bs, not per row
+
+
+def slope_from_fit(found: Sequence[Slope], family: str | None) -> GraphSlope | None:
+    """Pick the measured slope for the graph family whose max bs changes."""
+    usable = [s for s in found if s.rows_per_bs is not None]
+    s = next((x for x in usable if x.graph == family), usable[0] if usable else None)
+    if s is None:
+        return None
+    static = s.static.mib_per_row if s.static else None
+    src = (
+        f"measured: {s.graph} on {s.rank or 'the GPU'}, {s.basis}, rows {s.rows[0]} -> {s.rows[-1]}"
+    )
+    return GraphSlope(s.line.mib_per_row, static, src)
+
+
+def given_slope(mib_per_row: float, static_mib_per_row: float | None) -> GraphSlope:
+    """A slope the user gives (``--mib-per-row M [--static-mib-per-row S]``)."""
+    return GraphSlope(
+        mib_per_row,
+        static_mib_per_row,
+        f"given: --mib-per-row {mib_per_row:g}"
+        + (
+            f", --static-mib-per-row {static_mib_per_row:g}"
+            if static_mib_per_row is not None
+            else ""
+        ),
+    )

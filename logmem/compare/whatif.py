@@ -1,0 +1,484 @@
+"""``logmem whatif``: SGLang's KV rule replayed on one launch for another mem_fraction_static,
+cuda_graph_max_bs or context length, and the feasible mem_fraction_static window.
+
+The KV pool moves by the change of the rule's budget (logmem.compare.replay); graph memory
+by a measured slope (logmem.compare.slope) or, failing one, SGLang's own heuristic; the
+headroom after capture is what the tightest rank had left, less both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from logmem.analysis.attribution import build_ledger
+from logmem.compare.args import graph_max_bs
+from logmem.compare.load import LaunchRef
+from logmem.compare.points import graph_points, main_point
+from logmem.compare.replay import Replay, Unfinished, unfinished
+from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
+from logmem.errors import FitError
+from logmem.model.launch import Launch
+from logmem.parse import events as ev
+from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS, DIFFERENCE_RESOLUTION_BYTES
+from logmem.units import GIB, MIB
+
+
+@dataclass(frozen=True)
+class Prediction:
+    mem_fraction_static: float
+    largest_bs: int | None
+    rest_bytes: int
+    kv_tokens: int
+    kv_bytes: int
+    pool_change_bytes: int  # KV (and other pools sized from rest) vs the measured launch
+    req_table_change_bytes: int
+    graph_bytes: int | None
+    graph_change_bytes: int
+    headroom_bytes: int | None
+    headroom_rank: str | None
+    max_running_requests: int | None
+    headroom_exact: bool = True  # False: an upper bound (a capture did not finish)
+    graph_exact: bool = True  # False: a lower bound (what the capture took before it stopped)
+    crashed: str | None = None  # this setting ran out of memory: "crashed at bs 256"
+    label: str | None = None  # the feasible cell when yes / NO cannot say it
+
+    def verdict(self, reserve_bytes: int) -> bool | None:
+        """Feasible: True, False, or None when the bounds cannot tell."""
+        if self.crashed is not None or self.kv_tokens <= 0:
+            return False
+        if self.headroom_bytes is None:
+            return None
+        if self.headroom_bytes < reserve_bytes:
+            return False  # an upper bound below the reserve rules it out too
+        return True if self.headroom_exact else None
+
+    def feasible(self, reserve_bytes: int) -> bool:
+        return self.verdict(reserve_bytes) is True
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    launch: LaunchRef
+    mem_fraction_static: float
+    pre_load_bytes: int
+    pre_load_rank: str
+    after_weights_bytes: int
+    bytes_per_token: int
+    bytes_per_token_source: str
+    kv_share: float
+    logged_tokens: int | None
+    context_len: int | None
+    reserve_bytes: int
+    measured: Prediction
+    predicted: Prediction
+    slope: GraphSlope | None
+    lo_positive: float | None  # smallest mem_fraction_static with a positive KV pool
+    hi: float | None  # largest that leaves the activation reserve after capture
+    lo_context: float | None  # smallest that fits one full context
+    context_note: str
+    assumptions: tuple[str, ...]
+    notes: tuple[str, ...]
+    requested_mfs: float | None = None  # as passed; None: the launch's own
+    requested_max_bs: int | None = None
+    unfinished: Unfinished | None = None  # start-up did not finish
+    hi_exact: bool = True  # False: `hi` is only an upper bound on the window's top
+
+    @property
+    def feasible(self) -> bool:
+        return self.predicted.feasible(self.reserve_bytes)
+
+    @property
+    def verdict(self) -> bool | None:
+        return self.predicted.verdict(self.reserve_bytes)
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        """[lo, hi], or None when it is empty."""
+        lo, hi = self.lo_positive, self.hi
+        return (lo, hi) if lo is not None and hi is not None and lo <= hi else None
+
+
+def measured_slope(
+    launch: Launch, a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str]
+) -> GraphSlope:
+    """The slope `launch`'s main graph grows by, measured from two launches A and B that differ
+    in max bs (``--slope-from A B``); an error saying why when they give none."""
+    from logmem.compare.diff import diff_launches
+
+    d = diff_launches(a, ref_a, b, ref_b, allow)
+    main = main_point(launch)
+    slope = slope_from_fit(d.slopes, main.graph if main else None)
+    if slope is None:
+        raise FitError(
+            f"--slope-from {ref_a.name} {ref_b.name} gave no slope: "
+            f"{d.slope_note.removeprefix('none: ') or 'no batch-size graph'}"
+        )
+    return slope
+
+
+def whatif_launch(
+    launch: Launch,
+    ref: LaunchRef,
+    mem_fraction_static: float | None = None,
+    cuda_graph_max_bs: int | None = None,
+    slope: GraphSlope | None = None,
+    activation_reserve_bytes: int = 0,
+    context_len: int | None = None,
+    logged_mfs: float | None = None,
+) -> WhatIf:
+    """Predict KV tokens, graph memory and headroom at other settings (see the module docstring).
+
+    `logged_mfs` stands in for the launch's mem_fraction_static when its log has no
+    server_args line (trimmed pastes); it is said among the assumptions.
+    """
+    for flag, v in (
+        ("--mem-fraction-static", mem_fraction_static),
+        ("--logged-mem-fraction-static", logged_mfs),
+    ):
+        if v is not None and not 0 < v <= 1:
+            raise FitError(f"{flag} {v:g} is outside (0, 1]")
+    given_mfs = logged_mfs
+    if logged_mfs is not None:
+        launch = _with_logged_mfs(launch, logged_mfs)
+    led = build_ledger(launch)
+    md = Replay(launch, led, context_len)
+    sz = md.sz
+    notes: list[str] = []
+    assumptions: list[str] = [
+        f"SGLang's KV rule: rest = after-weights free {_gs(sz.after_weights_bytes)} GiB - P {_gs(sz.pre_load_bytes)} "
+        f"GiB x (1 - mem_fraction_static); tokens = rest // {md.bpt:,} B per token. P and after-weights "
+        f"are minimums over ranks (P on {sz.pre_load_rank or 'the GPU'}).",
+        "Changing mem_fraction_static moves the KV pool only: weights, the pre-capture workspace and "
+        "the graphs stay as measured.",
+        "Headroom = free memory after the last capture (as measured, on the tightest rank) minus the "
+        "extra KV pool, request table and graph memory. The KV change is the rule at both values, so "
+        "printing errors cancel.",
+    ]
+    if given_mfs is not None and not isinstance(launch.args.get("mem_fraction_static"), bool):
+        assumptions.append(
+            f"The launch ran with mem_fraction_static {given_mfs:g} (--logged-mem-fraction-static; "
+            "its log prints no server_args): every prediction rests on it."
+        )
+    if md.share < 1:
+        assumptions.append(
+            f"Several pools share the budget (hybrid/SWA): the first KV pool keeps its measured share "
+            f"{md.share:.1%} of rest; the other pools scale with it."
+        )
+    if md.page > 1:
+        assumptions.append(f"Tokens are rounded down to page_size {md.page}.")
+    if md.max_total_tokens is not None:
+        assumptions.append(f"--max-total-tokens {md.max_total_tokens:,} caps the pool.")
+    if any(r.draft for r in launch.ranks):
+        assumptions.append("The draft model's pools and graphs are held as measured.")
+    if not md.has_capture:
+        notes.append(
+            "This launch captured no CUDA graph: headroom is free memory at its last reading."
+        )
+
+    rule0 = md.tokens(md.m0)
+    logged = sz.kv_tokens
+    if logged and abs(rule0 - logged) > max(logged / 100, DIFFERENCE_RESOLUTION_BYTES / md.bpt):
+        notes.append(
+            f"SGLang's rule gives {rule0:,} tokens at the logged setting but the pool holds {logged:,}: "
+            "this version sizes KV differently (post-capture sizing, spec decoding, a fork); predictions "
+            "apply the rule's changes to the measured pool."
+        )
+    # The pool does not depend on max bs: a prediction is the logged pool plus the change of the
+    # rule's budget, in tokens of one cell size, so an unchanged mfs gives exactly the logged pool.
+    # When --max-total-tokens held the logged pool, the rule's own count is the base instead.
+    capped = (
+        md.max_total_tokens is not None and logged is not None and logged >= md.max_total_tokens
+    )
+    base = logged if logged and not capped else None
+    kv0 = int(md.rest(md.m0) * md.share)
+
+    def tokens(m: float) -> int:
+        kv = int(md.rest(m) * md.share)
+        if kv <= 0:
+            return 0
+        if base is None:
+            return md.tokens(m)
+        t = base + (kv - kv0) // md.bpt // md.page * md.page
+        if md.max_total_tokens is not None:
+            t = min(t, md.max_total_tokens)
+        return max(t, 0)
+
+    assumptions.append(
+        "Predicted KV tokens = the logged pool + (rest at the new setting - rest as logged) // "
+        f"{md.bpt:,} B per token"
+        + (f", in whole pages of {md.page}" if md.page > 1 else "")
+        + ": the pool does not depend on max bs, and an unchanged mem_fraction_static gives the logged pool."
+        if base is not None
+        else "Predicted KV tokens are SGLang's rule (no logged pool to start from, or --max-total-tokens held it)."
+    )
+
+    ended = unfinished(launch)
+    if ended is not None:
+        notes.append(
+            f"{ended.headline} "
+            + (
+                "Graph memory is at least what the capture took before it stopped, and the headroom "
+                "after capture at most the free memory then"
+                + (
+                    f" minus the {_gs(ended.shortfall_bytes)} GiB the failed allocation lacked"
+                    if ended.memory and ended.shortfall_bytes
+                    else ""
+                )
+                + ": '>=' and '<=' mark these bounds."
+                if ended.in_capture
+                else "The memory figures are complete; the crash is judged by `logmem analyze`."
+            )
+        )
+
+    if md.ctx and md.logged_ctx and md.ctx != md.logged_ctx:
+        assumptions.append(
+            f"context length {md.logged_ctx:,} -> {md.ctx:,} changes only the request-to-token table "
+            "((requests + 1) x context x 4 B) and the one-full-context check."
+        )
+
+    # Graph change for a new max bs.
+    main = main_point(launch)
+    cur_bs = (
+        main.largest_size if main and main.largest_size is not None else graph_max_bs(launch.args)
+    )
+    rows_per_bs = main.rows_per_bs if main and main.rows_per_bs else 1
+    new_bs = cur_bs
+    use = slope
+    if cuda_graph_max_bs is not None:
+        if cuda_graph_max_bs < 1:
+            raise FitError("--cuda-graph-max-bs must be at least 1")
+        if not md.has_capture or cur_bs is None:
+            raise FitError(
+                "this launch captured no decode CUDA graph, so there is no bucket to grow or shrink"
+            )
+        new_bs = cuda_graph_max_bs
+        s = launch.summary
+        pool = s.get_int("max_running_requests") if s else None
+        if pool is not None and new_bs > pool:
+            notes.append(
+                f"SGLang caps captured batch sizes at the request pool ({pool}): largest bs {pool}."
+            )
+            new_bs = pool
+        if use is None:
+            h, terms = heuristic_mib_per_bs(launch.args, new_bs)
+            use = GraphSlope(h, None, f"SGLang's heuristic, not measured: {terms}", per_bs=True)
+            notes.append(
+                "No measured slope: graph memory for the new max bs uses SGLang's own "
+                f"{DECODE_GRAPH_MIB_PER_BS:g} MB-per-bs "
+                "heuristic. Measure it with --slope-from A B (two launches that differ only in "
+                "--cuda-graph-max-bs) or give --mib-per-row."
+            )
+        assumptions.append(
+            f"The largest captured batch becomes {new_bs} (SGLang's list extended to max bs); "
+            + (
+                "graph memory changes by the heuristic x the change in bs"
+                if use.per_bs
+                else f"rows = bs x {rows_per_bs}; the largest bucket changes by slope x the change in rows"
+                + (
+                    ", static buffers by their slope"
+                    if use.static_mib_per_row is not None
+                    else "; static buffers stay as measured (no static slope given)"
+                )
+            )
+            + "; the other buckets stay as measured."
+        )
+        if main is not None and any(
+            p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
+        ):
+            assumptions.append(
+                f"Only the {main.graph} graph is rescaled; other batch-sized graphs stay as measured."
+            )
+        if mem_fraction_static is None:
+            assumptions.append(
+                f"mem_fraction_static is held at {md.m0:g}; if SGLang chose it, its default moves by "
+                f"{DECODE_GRAPH_MIB_PER_BS:g} MB "
+                "per unit of max bs divided by the GPU capacity."
+            )
+
+    def graph_delta(bs: int | None) -> int:
+        if bs is None or cur_bs is None or use is None or bs == cur_bs:
+            return 0
+        if use.per_bs:
+            return round(use.mib_per_row * (bs - cur_bs) * MIB)
+        d_rows = (bs - cur_bs) * rows_per_bs
+        per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
+        return round(per_row * d_rows * MIB)
+
+    req0 = md.req_table(tokens(md.m0), md.logged_ctx)
+    n0 = md.requests(tokens(md.m0), md.logged_ctx)
+    s_line = launch.summary
+    logged_n = s_line.get_int("max_running_requests") if s_line else None
+
+    def n_requests(t: int, ctx: int | None) -> int | None:
+        n = md.requests(t, ctx)
+        if n is None or n0 is None or logged_n is None:
+            return n if logged_n is None else logged_n
+        return logged_n + (n - n0)  # SGLang prints its own count (pool size, +1 in some eras)
+
+    # Free memory after the last capture per rank, and the graph memory it measured; for a capture
+    # that did not finish, upper bounds of the free memory (and so lower bounds of the graphs).
+    after = dict(md.after)
+    bounded = ended is not None and ended.in_capture
+    if ended is not None and bounded and ended.memory and after:
+        # The failed allocation lacked the shortfall: the rank that crashed would end at -shortfall
+        # at best (or below zero, when the error prints no figures).
+        cap = -(ended.shortfall_bytes or 0)
+        crash_rank = ended.rank if ended.rank in after else min(after, key=lambda r: after[r][0])
+        free_c, graph_c = after[crash_rank]
+        if free_c > cap:
+            after[crash_rank] = (cap, graph_c + free_c - cap)
+    t0 = tokens(md.m0)
+
+    def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
+        t = tokens(m)
+        pool_change = round((t - t0) * md.bpt / md.share)
+        req_change = md.req_table(t, ctx) - req0 if req0 else 0
+        g_change = graph_delta(bs)
+        worst: tuple[int, str] | None = None
+        for rank, (free, _g) in after.items():
+            h = free - pool_change - req_change - g_change
+            if worst is None or h < worst[0]:
+                worst = (h, rank)
+        graph_bytes = None
+        if worst is not None and md.has_capture:
+            graph_bytes = after[worst[1]][1] + g_change
+        crashed = label = None
+        if ended is not None:
+            same = m == md.m0 and bs == cur_bs and ctx == md.logged_ctx
+            # More KV and no smaller graphs than the setting that ran out of memory: it does again.
+            worse = (
+                m >= md.m0
+                and (bs is None or cur_bs is None or bs >= cur_bs)
+                and (ctx or 0) >= (md.logged_ctx or 0)
+            )
+            if ended.memory and worse:
+                crashed = f"crashed {ended.at}"
+            label = ended.label if same else (f"NO ({crashed})" if crashed else None)
+        return Prediction(
+            m,
+            bs,
+            md.rest(m),
+            t,
+            t * md.bpt,
+            pool_change,
+            req_change,
+            graph_bytes,
+            g_change,
+            worst[0] if worst else None,
+            worst[1] if worst else None,
+            n_requests(t, ctx),
+            headroom_exact=not bounded,
+            graph_exact=not bounded,
+            crashed=crashed,
+            label=label,
+        )
+
+    mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
+    measured = predict(md.m0, cur_bs, md.logged_ctx)
+    predicted = predict(mfs, new_bs, md.ctx)
+
+    # The window on a 0.001 grid (users pass three decimals); both edges are monotone.
+    grid = [i / 1000 for i in range(1, 1001)]
+    lo_pos = next((m for m in grid if tokens(m) > 0), None)
+    # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
+    ok = [
+        m
+        for m in grid
+        if (p := predict(m, new_bs, md.ctx)).headroom_bytes is not None
+        and p.verdict(activation_reserve_bytes) is not False
+    ]
+    hi = ok[-1] if ok else None
+    lo_ctx = next((m for m in grid if tokens(m) >= md.ctx), None) if md.ctx else None
+    context_note = _context_note(
+        md.ctx, lo_ctx, hi, bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
+    )
+    if activation_reserve_bytes == 0:
+        assumptions.append(
+            "No activation reserve: the window's top only keeps headroom >= 0 after capture. Prefill "
+            "activations need more at run time; pass --activation-reserve GIB."
+        )
+    else:
+        assumptions.append(
+            f"The window's top keeps {_gs(activation_reserve_bytes)} GiB free after capture (--activation-reserve)."
+        )
+    if use is not None and cuda_graph_max_bs is not None:
+        unit = "MiB per unit of bs" if use.per_bs else "MiB per row"
+        assumptions.append(f"Graph slope {use.mib_per_row:.3f} {unit}: {use.source}.")
+    return WhatIf(
+        ref,
+        md.m0,
+        sz.pre_load_bytes,
+        sz.pre_load_rank,
+        sz.after_weights_bytes,
+        md.bpt,
+        "cell size from the KV line (the round value its printed sizes allow)"
+        if sz.likely_bytes_per_token
+        else "KV bytes / #tokens from the KV line",
+        md.share,
+        logged,
+        md.ctx,
+        activation_reserve_bytes,
+        measured,
+        predicted,
+        use,
+        lo_pos,
+        hi,
+        lo_ctx,
+        context_note,
+        tuple(assumptions),
+        tuple(notes),
+        mem_fraction_static,
+        cuda_graph_max_bs,
+        ended,
+        not bounded,
+    )
+
+
+def _gs(n: int) -> str:
+    return f"{n / GIB:.2f}"
+
+
+def _with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
+    """The launch with the mem_fraction_static it ran with, given by the user for a log that
+    prints no server_args (``--logged-mem-fraction-static``); an error if the log says otherwise."""
+    known = launch.args.get("mem_fraction_static")
+    if isinstance(known, (int, float)) and float(known) != logged_mfs:
+        raise FitError(
+            f"--logged-mem-fraction-static {logged_mfs:g}: the log's server_args say {known:g}"
+        )
+    args = dict(launch.args) | {"mem_fraction_static": logged_mfs}
+    src = launch.server_args.source if launch.server_args else launch.all_events()[0].source
+    return replace(
+        launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
+    )
+
+
+def _context_note(
+    ctx: int | None,
+    lo_ctx: float | None,
+    hi: float | None,
+    bounded: bool,
+    full_bytes: int,
+    full_tokens: int,
+    bpt: int,
+) -> str:
+    """Whether one full context fits, and from which mem_fraction_static."""
+    if not ctx:
+        return "context length unknown (no summary line); pass --context-length"
+    if lo_ctx is None:
+        return (
+            f"impossible: it needs {_gs(ctx * bpt)} GiB of KV, and even mem_fraction_static 1.0 "
+            f"gives {_gs(full_bytes)} GiB ({full_tokens:,} tokens) on this machine"
+        )
+    if hi is not None and lo_ctx > hi:
+        return (
+            f"needs mem_fraction_static >= {lo_ctx:.3f}, above the window's top {hi:.3f}: it would not "
+            "leave the headroom after capture"
+        )
+    if bounded:
+        return (
+            f"the KV pool holds it from mem_fraction_static {lo_ctx:.3f}; whether the graphs then "
+            "fit is unknown (the capture did not finish)"
+        )
+    return f"fits from mem_fraction_static {lo_ctx:.3f}"

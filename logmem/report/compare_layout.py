@@ -1,0 +1,446 @@
+"""The one layout of diff / fit / whatif: a view model (report.compare_view) written into an
+``Out`` (report.compare_out: text or Markdown; report.compare_html: HTML), so every format
+shows the same sections, sentences and figures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
+
+from logmem.compare.args import key_list
+from logmem.report.compare_out import Out
+from logmem.report.compare_view import (
+    ArgsView,
+    DiffView,
+    FitView,
+    GraphRow,
+    SlopeView,
+)
+from logmem.report.views import View
+from logmem.report.whatif_view import PredictionView, WhatIfView
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
+
+# A change of a bucket cost between two launches is a difference of two differences: four
+# printed readings.
+BUCKET_CHANGE_RESOLUTION_GIB = 2 * DIFFERENCE_RESOLUTION_GIB
+
+R = TypeVar("R")
+
+
+def _f(v: float | None, nd: int = 2, signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.{nd}f}" if signed else f"{v:.{nd}f}"
+
+
+def _n(v: int | None, signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+,}" if signed else f"{v:,}"
+
+
+def _val(v: Any) -> str:
+    if isinstance(v, list) and len(v) > 6 and all(isinstance(x, int) for x in v):
+        return (
+            f"[{v[0]}, {v[1]}, ..., {v[-1]}] ({len(v)})"  # a bs list: its ends and length tell it
+        )
+    text = json.dumps(v) if not isinstance(v, str) else repr(v)
+    return text if len(text) <= 36 else text[:33] + "..."
+
+
+def _rank(r: str) -> str:
+    return r or "(GPU)"
+
+
+# --- slopes (diff and fit) ----------------------------------------------------------------
+
+
+def _slopes(o: Out, slopes: Sequence[SlopeView]) -> None:
+    o.heading("Slope: graph memory per row (rows = largest captured batch x tokens per request)")
+    for i, s in enumerate(slopes):
+        if i:
+            o.gap()
+        rows = " -> ".join(_n(r) for r in s.rows)
+        o.para(
+            f"{_rank(s.rank)} {s.graph} ({s.basis}): rows {rows}; tokens per request: {s.rows_source}."
+        )
+        cols = ["part", "GiB per launch", "MiB per row", "+-", "intercept GiB", "+-"]
+        ln = s.line
+        rows_out = [
+            [
+                s.basis,
+                " ".join(_f(v) for v in s.points_gib),
+                _f(ln.mib_per_row, 3),
+                _f(ln.mib_per_row_error, 3),
+                _f(ln.intercept_gib, 3),
+                _f(ln.intercept_error_gib, 3),
+            ]
+        ]
+        resid = []
+        if ln.residuals_gib is not None:
+            resid.append(f"{s.basis} " + " ".join(_f(r, 4, True) for r in ln.residuals_gib))
+        st = s.static
+        if st is not None and s.static_gib is not None:
+            rows_out.append(
+                [
+                    "static buffers",
+                    " ".join(_f(v) for v in s.static_gib),
+                    _f(st.mib_per_row, 3),
+                    _f(st.mib_per_row_error, 3),
+                    _f(st.intercept_gib, 3),
+                    _f(st.intercept_error_gib, 3),
+                ]
+            )
+            if st.residuals_gib is not None:
+                resid.append("static buffers " + " ".join(_f(r, 4, True) for r in st.residuals_gib))
+        o.table(cols, rows_out, left=2)
+        if resid:
+            se = ln.mib_per_row_stderr
+            o.para(
+                "Residuals, GiB: "
+                + "; ".join(resid)
+                + "."
+                + (
+                    f" Standard error of the slope from them: {se:.3f} MiB per row."
+                    if se is not None
+                    else ""
+                )
+            )
+        h = s.heuristic
+        if h is not None:
+            o.para(
+                f"SGLang's heuristic reserves {h.sglang_mib_per_bs:g} MiB per unit of max bs ({h.sglang_terms}); "
+                f"measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
+                f"ratio {h.ratio:.2f}x."
+            )
+
+
+# --- diff ---------------------------------------------------------------------------------
+
+
+def _distinct_ranks(
+    rows: Sequence[R], rank: Callable[[R], str], sig: Callable[[R], Hashable]
+) -> tuple[set[str], str]:
+    """Ranks whose rows differ from every earlier rank's, and a sentence for the others."""
+    by_rank: dict[str, list[Hashable]] = {}
+    for r in rows:
+        by_rank.setdefault(rank(r), []).append(sig(r))
+    first: dict[tuple[Hashable, ...], str] = {}  # signature -> first rank with it
+    same: dict[str, list[str]] = {}
+    for name, sig_rows in by_rank.items():
+        key = tuple(sig_rows)
+        if key in first:
+            same.setdefault(first[key], []).append(name)
+        else:
+            first[key] = name
+    shown = set(first.values())
+    text = "; ".join(
+        f"{', '.join(_rank(x) for x in others)}: the same as {_rank(r)}"
+        for r, others in same.items()
+    )
+    return shown, (text + ".") if text else ""
+
+
+def _only_in(args: ArgsView) -> str:
+    """'Only in A: x, y; only in B: z.' for keys one launch does not print (another version)."""
+    parts = [
+        f"only in {'launch ' if lab.isdigit() else ''}{lab} ({len(keys)}): {key_list(keys)}"
+        for lab, keys in args.only_in
+    ]
+    if not parts:
+        return ""
+    text = "; ".join(parts)
+    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed dump."
+
+
+def _tag(key: str, args: ArgsView) -> str:
+    return "varied" if key in args.varied else ("allowed" if key in args.allowed else "")
+
+
+def _diff_settings(d: DiffView, o: Out) -> None:
+    args = d.args
+    o.heading("Settings that differ (memory-relevant)")
+    if args.changed:
+        rows = [
+            [r.key, _val(r.values[0]), _val(r.values[1]), _tag(r.key, args)] for r in args.changed
+        ]
+        o.table(["server_args key", "A", "B", "note"], rows, left=4)
+    elif args.missing:
+        o.para(f"Cannot tell: no server_args line in {' and '.join(args.missing)}.")
+    elif args.only_in:
+        o.para("None among the keys both launches print.")
+    else:
+        o.para("None.")
+    if args.only_in:
+        o.para(_only_in(args))
+    if args.ignored:
+        ign = "; ".join(f"{r.key} {_val(r.values[0])} -> {_val(r.values[1])}" for r in args.ignored)
+        o.para(f"Ignored (they do not touch memory): {ign}.")
+
+    o.heading("SGLang wording")
+    differ = [m for m in d.wording if m.differs]
+    era = f"A: {d.a.era_guess}; B: {d.b.era_guess} (approximate era from the wording)."
+    o.para(era if differ else f"The same wording in both logs: {d.a.era_guess} (approximate).")
+    if differ:
+        o.table(["line", "A", "B"], [[m.marker, m.a, m.b] for m in differ], left=3)
+
+
+def _diff_phases(d: DiffView, o: Out) -> None:
+    o.heading("Phases per rank (GiB of free memory each phase took; change = B - A)")
+    shown, same = _distinct_ranks(d.phases, lambda p: p.rank, lambda p: (p.key, p.a_gib, p.b_gib))
+    prow = [
+        [
+            _rank(p.rank) + (f" ~ {_rank(p.rank_b)}" if p.rank_b is not None else ""),
+            p.name,
+            _f(p.a_gib),
+            _f(p.b_gib),
+            _f(p.change_gib, signed=True),
+        ]
+        for p in d.phases
+        if p.rank in shown
+    ]
+    o.table(["rank", "phase", "A", "B", "change"], prow, left=2)
+    if same:
+        o.para(same)
+
+    kv = d.kv
+    if kv is None:
+        return
+    ta, tb = kv.tokens
+    ba, bb = kv.bytes_per_token
+    bpt = f"{_n(ba)} B per token" if ba == bb else f"{_n(ba)} -> {_n(bb)} B per token"
+    o.heading(f"KV cache: {_n(ta)} -> {_n(tb)} tokens ({_n(kv.change_tokens, True)}), {bpt}")
+    ma, mb = kv.mem_fraction_static
+    o.para(
+        f"SGLang's rule, rest = after-weights - P x (1 - mfs): A {_f(kv.after_weights_gib[0])} - "
+        f"{_f(kv.pre_load_gib[0])} x (1 - {ma:g}) = {_f(kv.rest_gib[0])} GiB; B "
+        f"{_f(kv.after_weights_gib[1])} - {_f(kv.pre_load_gib[1])} x (1 - {mb:g}) = "
+        f"{_f(kv.rest_gib[1])} GiB. Tokens from {kv.tokens_source}."
+    )
+    if kv.terms:
+        o.table(
+            ["what accounts for the change", "GiB", "tokens"],
+            [[t.term, _f(t.gib, signed=True), _n(t.tokens, True)] for t in kv.terms],
+        )
+    elif kv.terms_note:
+        o.para(kv.terms_note)
+
+
+_GRAPH_PARTS = (
+    ("static buffers", "static_gib"),
+    ("largest bucket", "largest_bucket_gib"),
+    ("other buckets", "other_buckets_gib"),
+    ("total (mem usage)", "total_gib"),
+)
+
+
+def _diff_graphs(d: DiffView, o: Out) -> None:
+    if not d.graphs:
+        return
+    o.heading("CUDA graphs (GiB; change = B - A)")
+    grow = []
+    shown, same = _distinct_ranks(d.graphs, lambda g: g.rank, lambda g: (g.graph, g.a, g.b))
+    for g in d.graphs:
+        if g.rank not in shown:
+            continue
+        other = f" ~ {_rank(g.rank_b)}" if g.rank_b is not None else ""
+        label = f"{_rank(g.rank)}{other} {g.graph}"
+        big_a = g.a.largest_size if g.a else None
+        big_b = g.b.largest_size if g.b else None
+        grow.append([label, "largest size", _n(big_a), _n(big_b), ""])
+        for part, attr in _GRAPH_PARTS:
+            va = getattr(g.a, attr) if g.a else None
+            vb = getattr(g.b, attr) if g.b else None
+            if va is None and vb is None:
+                continue
+            grow.append(["", part, _f(va), _f(vb), _f(getattr(g.change, attr), signed=True)])
+    o.table(["graph", "part", "A", "B", "change"], grow, left=2)
+    if same:
+        o.para(same)
+    for g in d.graphs:
+        if g.buckets:
+            _diff_buckets(g, o)
+
+
+def _diff_buckets(g: GraphRow, o: Out) -> None:
+    title = f"Buckets of {_rank(g.rank)} {g.graph} that both launches captured (GiB each kept)"
+    # The largest size of each launch carries that capture's lazy allocations: say so.
+    big_a = g.a.largest_size if g.a else None
+    big_b = g.b.largest_size if g.b else None
+
+    def size_label(size: int) -> str:
+        marks = [w for w, big in (("A", big_a), ("B", big_b)) if size == big]
+        return f"{size} (largest in {' and '.join(marks)})" if marks else str(size)
+
+    rows = [
+        [size_label(x.size), _f(x.a_gib), _f(x.b_gib), _f(x.change_gib, signed=True)]
+        for x in g.buckets
+    ]
+    if o.md:
+        o.details(title, lambda: o.table(["size", "A", "B", "change"], rows))
+        return
+    limit = BUCKET_CHANGE_RESOLUTION_GIB
+    moved = [r for x, r in zip(g.buckets, rows) if abs(x.change_gib or 0.0) > limit + 1e-9]
+    o.heading(title)
+    if moved:
+        o.table(["size", "A", "B", "change"], moved)
+    o.para(
+        (f"Listed: changes beyond the +-{limit:g} GiB that printing allows; " if moved else "")
+        + f"{len(rows) - len(moved)} of {len(rows)} sizes are within it (every size: -f markdown/json)."
+    )
+
+
+def _diff(d: DiffView, o: Out) -> str:
+    o.title(f"logmem diff: A = {d.a.name}, B = {d.b.name}")
+    for h in d.headlines:
+        o.para(h)
+    _diff_settings(d, o)
+    _diff_phases(d, o)
+    _diff_graphs(d, o)
+    if d.slopes:
+        _slopes(o, d.slopes)
+    else:
+        o.heading("Slope")
+        o.para(d.slope_note or "none")
+    return _tail(o, d.notes, d.assumptions)
+
+
+def _tail(o: Out, notes: Sequence[str], assumptions: Sequence[str]) -> str:
+    """Every command ends the same way: its notes, then the assumptions it rests on."""
+    if notes:
+        o.heading("Notes")
+        o.bullets(notes)
+    o.heading("Assumptions")
+    o.bullets(assumptions)
+    return o.text()
+
+
+# --- fit ----------------------------------------------------------------------------------
+
+
+def _fit(f: FitView, o: Out) -> str:
+    o.title(f"logmem fit: {len(f.launches)} launches")
+    o.table(["#", "launch"], [[str(i + 1), v.name] for i, v in enumerate(f.launches)], left=2)
+    o.heading("Settings that differ (memory-relevant)")
+    rows = [
+        [r.key, " | ".join(_val(v) for v in r.values), _tag(r.key, f.args)] for r in f.args.changed
+    ]
+    o.table(["server_args key", "values (in launch order)", "note"], rows, left=3)
+    if f.args.only_in:
+        o.para(_only_in(f.args))
+    _slopes(o, f.slopes)
+    return _tail(o, f.notes, f.assumptions)
+
+
+# --- whatif -------------------------------------------------------------------------------
+
+
+def _feasible(x: PredictionView) -> str:
+    if x.feasible_label:
+        return x.feasible_label
+    v = x.feasible
+    return "yes" if v else ("NO" if v is False else "not ruled out")
+
+
+def _bound(value: float | None, bound: str) -> str:
+    shown = _f(value)
+    if bound == "exact" or value is None:
+        return shown
+    return (">= " if bound == "at least" else "<= ") + shown
+
+
+def _whatif_table(w: WhatIfView, o: Out) -> None:
+    m, p = w.measured, w.predicted
+    rows = [
+        ["mem_fraction_static", f"{m.mem_fraction_static:.3f}", f"{p.mem_fraction_static:.3f}"],
+        ["largest captured bs", _n(m.largest_bs), _n(p.largest_bs)],
+        ["KV budget by SGLang's rule (rest), GiB", _f(m.rest_gib), _f(p.rest_gib)],
+        ["KV tokens (max_total_num_tokens)", _n(m.kv_tokens), _n(p.kv_tokens)],
+        ["KV pool, GiB", _f(m.kv_gib), _f(p.kv_gib)],
+        [
+            "max_running_requests (request table)",
+            _n(m.max_running_requests),
+            _n(p.max_running_requests),
+        ],
+        [
+            "CUDA graphs, GiB",
+            _bound(m.graph_gib, m.graph_bound),
+            _bound(p.graph_gib, p.graph_bound),
+        ],
+        [
+            f"headroom after capture, GiB ({_rank(p.headroom_rank or '')})",
+            _bound(m.headroom_gib, m.headroom_bound),
+            _bound(p.headroom_gib, p.headroom_bound),
+        ],
+        ["feasible", _feasible(m), _feasible(p)],
+    ]
+    o.table(["", "measured", "what if"], rows)
+
+
+def _window(w: WhatIfView) -> str:
+    """The feasible mem_fraction_static window, said with what bounds it."""
+    lo, hi = w.window
+    reserve = w.inputs.activation_reserve_gib or 0.0
+    u = w.unfinished
+    crashed_mfs = w.measured.mem_fraction_static
+    if u is not None and u.in_capture and not u.memory_related and lo is not None:
+        what = (
+            "the log stops"
+            if u.status == "incomplete"
+            else f"the launch crashed ({u.cause}, not memory)"
+        )
+        if u.memory_related is None and u.status != "incomplete":
+            what = f"the launch crashed ({u.cause}; memory or not cannot be told)"
+        top = (
+            f" Up to {hi:.3f} the free memory at the last reading stays >= {reserve:.2f} GiB, so the top is "
+            f"at most {hi:.3f}."
+            if hi is not None
+            else ""
+        )
+        return (
+            f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged for graphs: "
+            f"{what} {u.at}, before the {u.graph or 'graph'} capture finished, so its memory is "
+            f"unknown.{top}"
+        )
+    if not w.window_empty and lo is not None and hi is not None:
+        text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "
+        if w.window_top_exact:
+            text += f"up to {hi:.3f} the headroom after capture stays >= {reserve:.2f} GiB."
+        else:
+            at = f" {u.at}" if u else ""
+            text += (
+                f"the top is at most {hi:.3f}, below the {crashed_mfs:.3f} that ran out of memory{at}. The rest "
+                "of the capture was not measured, so the real top may be lower."
+            )
+        if w.window_top_exact and u is not None and u.memory_related:
+            text += f" The top is below the {crashed_mfs:.3f} that ran out of memory {u.at}."
+        return text
+    why = [
+        "no value gives a positive KV pool"
+        if lo is None
+        else f"the KV pool is positive only from {lo:.3f}",
+        f"no value leaves {reserve:.2f} GiB after capture"
+        if hi is None
+        else f"the headroom stays >= {reserve:.2f} GiB only up to {hi:.3f}",
+    ]
+    return f"EMPTY: no mem_fraction_static works: {why[0]}, but {why[1]}."
+
+
+def _whatif(w: WhatIfView, o: Out) -> str:
+    o.title(f"logmem whatif: {w.launch.name}")
+    _whatif_table(w, o)
+    o.heading("Feasible mem_fraction_static window")
+    o.para(_window(w))
+    ctx = w.inputs.context_length
+    o.para(f"One full context{f' ({ctx:,} tokens)' if ctx else ''}: {w.full_context}.")
+    return _tail(o, w.notes, w.assumptions)
+
+
+def layout(v: View, out: Out) -> str:
+    """Lay one view model out into `out`; returns ``out.text()``."""
+    if isinstance(v, DiffView):
+        return _diff(v, out)
+    if isinstance(v, FitView):
+        return _fit(v, out)
+    return _whatif(v, out)

@@ -1,0 +1,273 @@
+"""Sentences: the English for the analysis stage's typed findings and graph-reserve terms.
+
+One function per record type, the same words in every format (text, Markdown, HTML, JSON);
+the numbers are rendered the way SGLang prints them (GiB, two decimals).
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from logmem.analysis import findings as fd
+from logmem.sglang import rules
+from logmem.units import format_gib
+
+
+def _g(n: int | None) -> str:
+    return format_gib(n)
+
+
+def _on(rank: str) -> str:
+    return rank or "the GPU"
+
+
+@singledispatch
+def finding_text(f: object) -> str:
+    """A finding as one sentence."""
+    raise TypeError(f"no sentence for {type(f).__name__}")
+
+
+@finding_text.register
+def _(f: fd.Weights) -> str:
+    held = (
+        f"; cpu_offload_gb={f.cpu_offload_gb:g} keeps that much of them in CPU memory"
+        if f.cpu_offload_gb
+        else ""
+    )
+    return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}{held})."
+
+
+@finding_text.register
+def _(f: fd.KVBudget) -> str:
+    sz = f.sizing
+    tok = f" for {sz.kv_tokens:,} tokens" if sz.kv_tokens else ""
+    bpt = ""
+    if sz.likely_bytes_per_token:
+        bpt = f" ({sz.likely_bytes_per_token:,} bytes per token)"
+    elif sz.bytes_per_token:
+        bpt = f" (about {sz.bytes_per_token:,.0f} bytes per token)"
+    logged = (
+        f"; the pools logged {_g(sz.logged_pool_bytes)} GiB{tok}{bpt}"
+        if sz.logged_pool_bytes
+        else ""
+    )
+    if sz.pools and sz.logged_pool_bytes:
+        each = ", ".join(
+            f"{lab} {_g(b)} GiB" + (f" for {tk:,} tokens" if tk else "") for lab, b, tk in sz.pools
+        )
+        cell = sz.likely_bytes_per_token or (
+            round(sz.bytes_per_token) if sz.bytes_per_token else None
+        )
+        per = f"; {cell:,} bytes per token in the {sz.pools[-1][0]} pool" if cell else ""
+        logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB ({each}{per})"
+    return (
+        f"KV budget by SGLang's rule: {_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
+        f"(1 - {sz.mem_fraction_static:g}) = {_g(sz.rest_bytes)} GiB{logged}."
+    )
+
+
+@finding_text.register
+def _(f: fd.KVLoggedAvailable) -> str:
+    return (
+        f"SGLang logged {_g(f.avail_bytes)} GiB available for the KV cache (line {f.line}); "
+        f"the rule above gives {_g(f.rest_bytes)}."
+    )
+
+
+@finding_text.register
+def _(f: fd.DraftKVNegative) -> str:
+    return (
+        f"The draft model's KV budget is negative ({_g(f.avail_bytes)} GiB, line {f.line}): the "
+        "draft was sized from what the target left, so its pools ate into memory the target had "
+        "reserved."
+    )
+
+
+@finding_text.register
+def _(f: fd.BudgetNotPositive) -> str:
+    return "The KV budget is not positive: raise --mem-fraction-static or put fewer weights on each GPU."
+
+
+_GAP_WHY = {
+    fd.GapReason.CELLS_BIGGER: "the allocated cells are bigger than the cell size the sizing "
+    "assumed (e.g. FP8 scales, an indexer, draft layers)",
+    fd.GapReason.CAPPED: "a cap held the pool below the budget (max_total_tokens, page rounding, "
+    "a hybrid/SWA split, or a draft share)",
+}
+
+
+@finding_text.register
+def _(f: fd.PoolsVsBudget) -> str:
+    why = (
+        f"--max-total-tokens {f.max_total_tokens:,} capped the pool"
+        if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
+        else _GAP_WHY.get(f.reason, "")
+    )
+    more = "more" if f.gap_bytes > 0 else "less"
+    return f"The pools logged {_g(abs(f.gap_bytes))} GiB {more} than that budget: {why}."
+
+
+@finding_text.register
+def _(f: fd.PoolStep) -> str:
+    parts = ", ".join(f"{c.name} {_g(c.bytes)}" for c in f.causes)
+    return f"The pool step drops {_g(f.drop_bytes)} GiB on {_on(f.rank)}: {parts}."
+
+
+@finding_text.register
+def _(f: fd.Workspaces) -> str:
+    return (
+        f"{_g(f.bytes)} GiB went to unlogged attention-backend workspaces between "
+        f"Memory pool end and the first capture on {_on(f.rank)}."
+    )
+
+
+@finding_text.register
+def _(f: fd.GraphSplit) -> str:
+    tail = (
+        "; the number of buckets hardly matters, the largest bucket does"
+        if f.largest_dominates
+        else ""
+    )
+    return (
+        f"CUDA graphs ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
+        f"{_g(f.static.bytes)}, {f.largest.name} {_g(f.largest.bytes)}, the {f.other.name} "
+        f"{_g(f.other.bytes)} in all{tail}."
+    )
+
+
+@finding_text.register
+def _(f: fd.LargestBucketNote) -> str:
+    return f"The largest {f.graph} bucket {f.note}."
+
+
+@finding_text.register
+def _(f: fd.GraphSparse) -> str:
+    parts = "; ".join(f"{c.name} {_g(c.bytes)}" for c in f.parts)
+    return (
+        f"CUDA graphs ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}, but the log kept "
+        "bar readings for only some buckets, so the largest bucket cannot be told apart: "
+        f"{parts}."
+    )
+
+
+@finding_text.register
+def _(f: fd.CaptureRose) -> str:
+    return (
+        f"Free memory rose by {_g(f.bytes)} GiB during capture {f.graph} on {_on(f.rank)}: "
+        "memory was released (temporaries freed, or another process on the GPU), "
+        "so later readings are higher than the pools left."
+    )
+
+
+@finding_text.register
+def _(f: fd.BucketsRose) -> str:
+    return (
+        f"During capture {f.graph} on {_on(f.rank)} free memory rose between {f.count} bucket "
+        f"reading(s) (by up to {_g(f.worst_bytes)} GiB): readings are not monotonic here (freed "
+        "temporaries, another process, or a unified-memory device such as GB10, where "
+        "avail mem is system RAM)."
+    )
+
+
+_NEGLIGIBLE_WHY = {
+    fd.NegligibleReason.BOTTOMED: "free memory was already at 0.00 GiB, so nothing more could "
+    "be measured",
+    fd.NegligibleReason.REUSED: "they reuse the buffers and memory pool of the earlier captures",
+    fd.NegligibleReason.NOTHING: "nothing measurable was allocated",
+}
+
+
+@finding_text.register
+def _(f: fd.NegligibleCaptures) -> str:
+    counts: dict[str, int] = {}
+    for n in f.graphs:
+        counts[n] = counts.get(n, 0) + 1
+    parts = [n if c == 1 else f"{n} (x{c})" for n, c in counts.items()]
+    text = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    what = ("Captures " if len(f.graphs) > 1 else "Capture ") + text
+    return (
+        f"{what} took no measurable memory on {_on(f.rank)} (within print rounding): "
+        f"{_NEGLIGIBLE_WHY[f.reason]}."
+    )
+
+
+@finding_text.register
+def _(f: fd.LeftFree) -> str:
+    when = {
+        fd.LeftWhen.AFTER_CAPTURE: "after capture",
+        fd.LeftWhen.PHASE_END: f"at the end of {f.phase}",
+        fd.LeftWhen.SUMMARY: "at the scheduler summary",
+        fd.LeftWhen.LOG_STOPS: f"when the log stops (in capture {f.phase})",
+    }[f.when]
+    tight = " — very little: the first requests may run out of memory" if f.tight else ""
+    return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
+
+
+@finding_text.register
+def _(f: fd.BottomedOut) -> str:
+    return (
+        f"Free memory bottomed out at {_g(f.bytes)} GiB (line {f.line}, {f.phase}) "
+        f"before rising to {_g(f.last_bytes)} GiB: the lowest point is what an extra "
+        "allocation there would have to fit in."
+    )
+
+
+@finding_text.register
+def _(f: fd.Imbalance) -> str:
+    cost = (
+        f", which costs about {f.kv_tokens:,} KV tokens per rank (mem_fraction_static x the gap)"
+        if f.kv_tokens
+        else ""
+    )
+    return (
+        f"Ranks differ by {_g(f.gap_bytes)} GiB of free memory before loading; SGLang sizes "
+        f"every rank from the smallest ({f.binding_rank}){cost}."
+    )
+
+
+@finding_text.register
+def _(f: fd.Reserve) -> str:
+    return (
+        f"SGLang's default-mem_fraction_static heuristic (late 2025 on) would reserve "
+        f"{_g(f.reserve_bytes)} GiB for these graphs; the captures used "
+        f"{_g(f.measured_bytes)} GiB on {_on(f.rank)}."
+    )
+
+
+@finding_text.register
+def _(f: fd.Reuse) -> str:
+    lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if f.lazy_buffers else ""
+    parts = ", ".join(
+        f"{r.graph} {_g(r.largest_bytes)} GiB against {_g(r.first_largest_bytes)} for {r.first_graph}"
+        for r in f.graphs
+    )
+    return (
+        f"Later captures have small largest buckets ({parts}): the buffers allocated lazily on the "
+        f"first capture{lazy} are reused."
+    )
+
+
+@finding_text.register
+def _(f: fd.RankGraphSpread) -> str:
+    return (
+        f"{f.rank} used {_g(f.bytes)} GiB for capture {f.graph}, {f.share:.0%} "
+        f"{'more' if f.more else 'less'} than {f.main_rank or 'the main rank'}."
+    )
+
+
+def reserve_term_text(t: rules.Reserve) -> str:
+    """One term of SGLang's graph reserve, the way server_args.py computes it."""
+    if t.term is rules.ReserveTerm.DECODE:
+        return f"decode graph: max_bs {t.max_bs} x {rules.DECODE_GRAPH_MIB_PER_BS:g} MB"
+    if t.term is rules.ReserveTerm.DP_ATTENTION:
+        return (
+            f"DP attention: {t.max_bs} x dp {t.dp_size} x {rules.DP_ATTENTION_MIB_PER_BS_DP:g} MB"
+        )
+    if t.term is rules.ReserveTerm.DP_ATTENTION_LARGE_BS:
+        return (
+            f"DP attention, max_bs > {rules.DP_ATTENTION_LARGE_BS}: {t.max_bs} x {t.dp_size} x "
+            f"{rules.DP_ATTENTION_LARGE_BS_MIB:g} MB"
+        )
+    if t.term is rules.ReserveTerm.PIECEWISE:
+        return f"piecewise graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
+    return f"DeepEP all-to-all: {rules.DEEPEP_A2A_RESERVE_MIB} MB"

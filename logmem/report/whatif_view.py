@@ -1,0 +1,180 @@
+"""View model of ``logmem whatif``: the measured and predicted columns, the rule's inputs, how
+start-up ended, and the mem_fraction_static window (see report.compare_view)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logmem.compare.replay import Unfinished
+from logmem.compare.whatif import Prediction, WhatIf
+from logmem.report.compare_view import LaunchView, launch_view, rounded
+from logmem.units import gib
+
+WHATIF_SCHEMA = "logmem.whatif/1"
+
+
+@dataclass(frozen=True)
+class PredictionView:
+    mem_fraction_static: float
+    largest_bs: int | None
+    rest_gib: float | None
+    kv_tokens: int
+    kv_gib: float | None
+    pool_change_gib: float | None
+    req_table_change_gib: float | None
+    max_running_requests: int | None
+    graph_gib: float | None
+    graph_change_gib: float | None
+    headroom_gib: float | None
+    headroom_rank: str | None
+    graph_bound: str  # "exact" | "at least"
+    headroom_bound: str  # "exact" | "at most"
+    crashed: str | None
+    feasible: bool | None
+    feasible_label: str | None
+
+
+def _prediction(p: Prediction, reserve: int) -> PredictionView:
+    return PredictionView(
+        p.mem_fraction_static,
+        p.largest_bs,
+        gib(p.rest_bytes),
+        p.kv_tokens,
+        gib(p.kv_bytes),
+        gib(p.pool_change_bytes),
+        gib(p.req_table_change_bytes),
+        p.max_running_requests,
+        gib(p.graph_bytes),
+        gib(p.graph_change_bytes),
+        gib(p.headroom_bytes),
+        p.headroom_rank,
+        "exact" if p.graph_exact else "at least",
+        "exact" if p.headroom_exact else "at most",
+        p.crashed,
+        p.verdict(reserve),
+        p.label,
+    )
+
+
+@dataclass(frozen=True)
+class SlopeInputView:
+    mib_per_row: float | None
+    mib_per_bs: float | None  # SGLang's heuristic is per unit of bs, not per row
+    static_mib_per_row: float | None
+    source: str
+    measured: bool
+
+
+@dataclass(frozen=True)
+class WhatIfInputs:
+    mem_fraction_static: float | None
+    cuda_graph_max_bs: int | None
+    activation_reserve_gib: float | None
+    context_length: int | None
+    slope: SlopeInputView | None
+
+
+@dataclass(frozen=True)
+class RuleView:
+    pre_load_gib: float | None
+    pre_load_rank: str
+    after_weights_gib: float | None
+    bytes_per_token: int
+    bytes_per_token_source: str
+    kv_share: float | None
+    logged_tokens: int | None
+
+
+@dataclass(frozen=True)
+class UnfinishedView:
+    status: str
+    headline: str
+    phase: str | None
+    graph: str | None
+    size: int | None
+    unit: str
+    memory_related: bool | None
+    cause: str
+    shortfall_gib: float | None
+    in_capture: bool
+    at: str
+    rank: str | None
+    label: str
+
+
+def _unfinished(u: Unfinished | None) -> UnfinishedView | None:
+    if u is None:
+        return None
+    return UnfinishedView(
+        u.status,
+        u.headline,
+        u.phase,
+        u.graph,
+        u.size,
+        u.unit,
+        u.memory,
+        u.cause,
+        gib(u.shortfall_bytes),
+        u.in_capture,
+        u.at,
+        u.rank,
+        u.label,
+    )
+
+
+@dataclass(frozen=True)
+class WhatIfView:
+    launch: LaunchView
+    inputs: WhatIfInputs
+    rule: RuleView
+    measured: PredictionView
+    predicted: PredictionView
+    feasible: bool | None
+    unfinished: UnfinishedView | None
+    window: tuple[float | None, float | None]  # [lo, hi] of mem_fraction_static
+    window_top_exact: bool
+    window_empty: bool
+    lo_full_context: float | None
+    full_context: str
+    notes: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    schema: str = WHATIF_SCHEMA
+
+
+def whatif_view(w: WhatIf) -> WhatIfView:
+    slope = None
+    if w.slope is not None:
+        per_bs = w.slope.per_bs
+        slope = SlopeInputView(
+            rounded(w.slope.mib_per_row) if not per_bs else None,
+            rounded(w.slope.mib_per_row) if per_bs else None,
+            rounded(w.slope.static_mib_per_row),
+            w.slope.source,
+            not per_bs,
+        )
+    return WhatIfView(
+        launch_view(w.launch),
+        WhatIfInputs(
+            w.requested_mfs, w.requested_max_bs, gib(w.reserve_bytes), w.context_len, slope
+        ),
+        RuleView(
+            gib(w.pre_load_bytes),
+            w.pre_load_rank,
+            gib(w.after_weights_bytes),
+            w.bytes_per_token,
+            w.bytes_per_token_source,
+            rounded(w.kv_share, 4),
+            w.logged_tokens,
+        ),
+        _prediction(w.measured, w.reserve_bytes),
+        _prediction(w.predicted, w.reserve_bytes),
+        w.verdict,
+        _unfinished(w.unfinished),
+        (w.lo_positive, w.hi),
+        w.hi_exact,
+        w.window is None,
+        w.lo_context,
+        w.context_note,
+        w.notes,
+        w.assumptions,
+    )

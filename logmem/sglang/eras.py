@@ -1,0 +1,141 @@
+"""SGLang's wording by version: which form of each memory line a launch printed, the era it
+suggests (E0-E7, docs/reference.md), and the graph families E7 renamed.
+
+Used by ``logmem diff`` to say when two launches come from different SGLang versions, and to
+match a graph family across them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from logmem.model.launch import Launch
+from logmem.parse import events as ev
+
+
+@dataclass(frozen=True)
+class Marker:
+    name: str
+    values: tuple[str, ...]  # one per launch
+
+    @property
+    def differs(self) -> bool:
+        return any(v != self.values[0] for v in self.values[1:])
+
+
+MARKER_NAMES = (
+    "server_args form",
+    "capture lines",
+    "capture end fields",
+    "elapsed= in init/load lines",
+    "Load weight end details",
+    "KV line",
+    "bucket bar",
+    "bs list line",
+    "ranks printing model-runner lines",
+)
+
+
+def era_markers(launch: Launch) -> dict[str, str]:
+    """Which wording of each memory line a launch used (docs/reference.md, eras)."""
+    events = launch.all_events()
+    out: dict[str, str] = {}
+    sa = launch.server_args
+    out["server_args form"] = (
+        "not printed" if sa is None else ("dict" if sa.form == "dict" else "ServerArgs(...)")
+    )
+    begins = [e for e in events if isinstance(e, ev.CaptureBegin)]
+    ends = [e for e in events if isinstance(e, ev.CaptureEnd)]
+    if not begins and not ends:
+        out["capture lines"] = "none"
+    elif any("backend=" in e.source.text for e in begins):
+        out["capture lines"] = "Capture target decode CUDA graph (E7)"
+    else:
+        out["capture lines"] = "Capture cuda graph (G0-G2)"
+    if ends:
+        t = ends[0].source.text
+        ia, iu = t.find("avail mem="), t.find("mem usage=")
+        if "elapsed=" in t:
+            out["capture end fields"] = "elapsed=, usage, avail (E7)"
+        elif ia >= 0 and iu >= 0:
+            out["capture end fields"] = "avail, usage (E2)" if ia < iu else "usage, avail (E3-E6)"
+        else:
+            out["capture end fields"] = "elapsed only (E0-E1)"
+    else:
+        out["capture end fields"] = "no end line"
+    inits = [e for e in events if isinstance(e, ev.InitEnd)]
+    loads = [e for e in events if isinstance(e, ev.WeightsEnd)]
+    has_elapsed = any(e.elapsed_s is not None for e in inits) or any(
+        e.elapsed_s is not None for e in loads
+    )
+    out["elapsed= in init/load lines"] = (
+        "yes (E5 on)" if has_elapsed else ("no" if inits or loads else "no lines")
+    )
+    if loads:
+        keys = sorted({k for e in loads for k, _ in e.details})
+        out["Load weight end details"] = (
+            ", ".join(f"{k}=" for k in keys) if keys else "none (E6 on)"
+        )
+    else:
+        out["Load weight end details"] = "no line"
+    kvs = [e for e in events if isinstance(e, ev.KVPool)]
+    if kvs:
+        form = "KV size" if kvs[0].kv is not None else "K size, V size"
+        out["KV line"] = form + (" + dtype (E7)" if kvs[0].dtype is not None else "")
+    else:
+        out["KV line"] = "no line"
+    graphs = [g for r in launch.ranks for g in r.graphs]
+    if any(s.size is not None for g in graphs for s in g.samples):
+        out["bucket bar"] = "(bs=N avail_mem=X)"
+    elif any(g.samples for g in graphs):
+        out["bucket bar"] = "(avail_mem=X)"
+    elif any(g.bars for g in graphs) or launch.stray_bars:
+        out["bucket bar"] = "no description"
+    else:
+        out["bucket bar"] = "none"
+    out["bs list line"] = (
+        "yes (E3-E6)" if any(isinstance(e, ev.CaptureSizes) for e in events) else "no"
+    )
+    with_lines = [r.label for r in launch.ranks if r.models]
+    if len(launch.ranks) <= 1:
+        out["ranks printing model-runner lines"] = "single rank"
+    elif len(with_lines) == 1 and len(launch.ranks) > 1:
+        out["ranks printing model-runner lines"] = f"{with_lines[0]} only (E3 rank filter)"
+    else:
+        out["ranks printing model-runner lines"] = f"all {len(with_lines)}"
+    return out
+
+
+def era_guess(markers: Mapping[str, str]) -> str:
+    """An approximate era from the markers (docs/reference.md, eras); said as a guess."""
+    cap = markers.get("capture lines", "")
+    end = markers.get("capture end fields", "")
+    if "E7" in cap:
+        return "E7 (about Aug 2026 on)"
+    if markers.get("elapsed= in init/load lines", "").startswith("yes"):
+        return (
+            "E6 (about Apr-Jul 2026)"
+            if "dtype=" not in markers.get("Load weight end details", "")
+            else ("E5 (about Dec 2025-Mar 2026)")
+        )
+    if "E3-E6" in end:
+        return "E3-E4 (about May-Dec 2025)"
+    if "E2" in end:
+        return "E2 (about Feb-Apr 2025)"
+    if "E0-E1" in end:
+        return "E0-E1 (2024-Jan 2025)"
+    return "unknown"
+
+
+# --- graph families by era -----------------------------------------------------------------
+
+# E7 renamed the graph families; a launch from each era still captures the same graphs.
+FAMILY_ALIASES = {"target decode": "decode", "target prefill": "piecewise"}
+
+
+def family_key(name: str) -> str:
+    """A graph family (or a phase key naming one) in the oldest wording, for matching."""
+    head, sep, fam = name.rpartition(":") if ":" in name else ("", "", name)
+    base, hash_, n = fam.partition("#")
+    return f"{head}{sep}{FAMILY_ALIASES.get(base, base)}{hash_}{n}"

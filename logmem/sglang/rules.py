@@ -1,0 +1,396 @@
+"""SGLang's rules: every formula and constant of SGLang's that logmem relies on, each once.
+
+Each rule names the SGLang source it comes from and the versions (format eras E0-E7, see
+docs/reference.md) it applies to. Every other stage calls these; tests/test_rules.py fails
+when a rule's constant or formula is written anywhere else in the package.
+
+Inputs are plain numbers (bytes, counts, fractions) or the launch records read duck-typed,
+so this module imports nothing of the package but ``logmem.units`` at run time: parse,
+model, analysis, compare, estimate and report can all import it without a cycle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from logmem.units import GIB, MIB
+
+if TYPE_CHECKING:
+    from logmem.model.launch import Launch, Model, Rank
+    from logmem.parse.events import WeightsBegin, WeightsEnd
+
+# --- print resolution ------------------------------------------------------------------------
+
+PRINT_RESOLUTION_GIB = 0.005
+"""Half a unit of the last printed digit of one reading.
+
+SGLang prints every memory figure with ``f"{x:.2f} GB"`` from
+``get_available_gpu_memory`` (``python/sglang/srt/utils.py``, later ``utils/common.py``),
+whose "GB" is GiB: ``Load weight begin/end``, ``KV Cache is allocated``, ``Memory pool end``,
+``Capture ... begin/end`` and the summary's ``available_gpu_mem``, in every era E0-E7.
+So one reading is known to +-0.005 GiB."""
+
+PRINT_RESOLUTION_BYTES = round(PRINT_RESOLUTION_GIB * GIB)
+"""``PRINT_RESOLUTION_GIB`` in bytes."""
+
+DIFFERENCE_RESOLUTION_GIB = 2 * PRINT_RESOLUTION_GIB
+"""A difference of two printed readings (a drop, a bucket cost, SGLang's own ``mem usage``
+= before - after) is known to +-0.01 GiB (same sources and eras as ``PRINT_RESOLUTION_GIB``)."""
+
+DIFFERENCE_RESOLUTION_BYTES = round(DIFFERENCE_RESOLUTION_GIB * GIB)
+"""``DIFFERENCE_RESOLUTION_GIB`` in bytes."""
+
+
+def printed_sum_error_bytes(parts: int) -> float:
+    """How far off a sum of ``parts`` printed sizes can be: +-0.005 GiB each.
+
+    E.g. the ``KV Cache is allocated`` line of an MHA pool prints ``K size`` and ``V size``
+    (two parts), an MLA pool one ``KV size`` (``mem_cache/memory_pool.py``, E2-E7)."""
+    return parts * PRINT_RESOLUTION_GIB * GIB
+
+
+def bytes_per_token_range(
+    total_bytes: int | None, tokens: int | None, parts: int
+) -> tuple[int, int] | None:
+    """Whole bytes per token consistent with a pool's printed size(s) and ``#tokens``.
+
+    ``KV Cache is allocated. #tokens: N, K size: ..., V size: ...`` (``MHATokenToKVPool`` /
+    ``MLATokenToKVPool``, ``mem_cache/memory_pool.py``, E2 on) prints each size to +-0.005 GiB.
+    The buffers hold ``N + page_size`` slots; that sliver is below the print error and ignored."""
+    if total_bytes is None or not tokens:
+        return None
+    err = printed_sum_error_bytes(parts)
+    lo, hi = (total_bytes - err) / tokens, (total_bytes + err) / tokens
+    return max(0, int(lo) + 1), int(hi)
+
+
+# --- KV-pool sizing ---------------------------------------------------------------------------
+
+
+def outside_budget_bytes(pre_load_bytes: int, mfs: float) -> int:
+    """What SGLang keeps outside the static budget: ``P x (1 - mem_fraction_static)``, rounded
+    to whole bytes: the headroom for activations, CUDA graphs and everything unlogged.
+
+    ``ModelRunner.profile_max_num_token`` (``model_executor/model_runner.py``; from
+    ``model_runner_kv_cache_mixin.py`` about Nov 2025, ``pool_configurator.py`` 2026), all eras
+    E0-E7; P is ``pre_model_load_memory`` (``pre_load_reading``)."""
+    return round(pre_load_bytes * (1 - mfs))
+
+
+def kv_budget_bytes(after_weights_bytes: int, pre_load_bytes: int, mfs: float) -> int:
+    """The KV budget: ``rest = A - P x (1 - mem_fraction_static)``, rounded once, to whole bytes.
+
+    Same source and eras as ``outside_budget_bytes``: P is ``pre_model_load_memory``
+    (``pre_load_reading``), A the free memory after the weights (``after_weights_reading``),
+    both minimums over ranks. E0/E1 print no KV line, so this rule is the only measure of
+    their pool. ``max_total_num_tokens = rest // cell bytes`` (hybrid Mamba models first give
+    the Mamba state its share of rest)."""
+    return after_weights_bytes - outside_budget_bytes(pre_load_bytes, mfs)
+
+
+def mfs_step_bytes(pre_load_bytes: int, d_mfs: float) -> int:
+    """Bytes that moving mem_fraction_static by ``d_mfs`` moves into (or out of) the KV budget:
+    ``P x d``, rounded down, so that asking for them back never needs more than ``d`` (the
+    derivative of ``kv_budget_bytes``; same source and eras)."""
+    return math.floor(pre_load_bytes * d_mfs)
+
+
+def smallest_mfs_with_pool(after_weights_bytes: int, pre_load_bytes: int) -> float | None:
+    """The mem_fraction_static at which the KV budget is zero: ``1 - A / P`` (any larger value
+    gives a pool). From ``kv_budget_bytes`` = 0; SGLang raises "Not enough memory" at or below
+    it (``profile_max_num_token``, ``model_runner.py`` / ``pool_configurator.py``, all eras).
+    None when P is not positive."""
+    if pre_load_bytes <= 0:
+        return None
+    return 1 - after_weights_bytes / pre_load_bytes
+
+
+def imbalance_budget_loss_bytes(gap_bytes: int, mfs: float) -> int:
+    """What a rank with ``gap`` less free memory costs every rank's KV budget: ``mfs x gap``.
+
+    ``kv_budget_bytes`` takes P and A as minimums over ranks (``get_available_gpu_memory(...,
+    distributed=True)``: an all-reduce MIN, ``utils.py``; E2 on, and the imbalance check in
+    ``init_torch_distributed``): the tight rank lowers both by the gap, so rest falls by
+    ``gap - gap x (1 - mfs)``."""
+    return round(mfs * gap_bytes)
+
+
+# The readings the budget is computed from. Rank/Model records are read duck-typed (no import
+# of logmem.model at run time), so the model builder may itself call these rules.
+
+
+def pre_load_reading(rank: Rank, draft: bool = False) -> WeightsBegin | None:
+    """P's reading on one rank: the model's ``Load weight begin`` avail.
+
+    SGLang takes ``pre_model_load_memory`` right after ``Init torch distributed ends``
+    (``ModelRunner.init_torch_distributed``, ``model_runner.py``; ``distributed/bootstrap.py``
+    newest), before anything of size is allocated, so the next reading printed, ``Load weight
+    begin``, is the same free memory (E2-E7; E0/E1 print no init end). A draft worker (EAGLE,
+    MTP ...) has its own ModelRunner and its own P."""
+    m = rank.draft if draft else rank.target
+    return m.weights_begin if m is not None else None
+
+
+def after_weights_reading(rank: Rank, draft: bool = False) -> WeightsEnd | None:
+    """A's reading on one rank: the last ``Load weight end`` printed before the model's pools.
+
+    ``profile_max_num_token`` reads free memory when it sizes the pool
+    (``post_model_load_memory``, or a fresh ``get_available_gpu_memory``): after every weight
+    loaded by then. Up to about 2026-Q2 the target's whole init (weights, pools, graphs) ran
+    before the draft's, so that is the target's own ``Load weight end``; newest SGLang
+    (``managers/scheduler.py`` @0003215c, E7) loads the target and the draft weights before
+    any pool, so the draft's end is the one the target's pool is sized from (fixture 021:
+    46.25, not the target's 47.80, matches the logged pools). A draft's own pool (older
+    SGLang) is sized after its own load: its ``Load weight end``."""
+    m = rank.draft if draft else rank.target
+    if m is None:
+        return None
+    if draft:
+        return m.weights_end
+    first_pool = _first_pool_line(rank, m)
+    last = m.weights_end
+    for other in rank.models:
+        we = other.weights_end
+        if we is None or (last is not None and _line_key(we) <= _line_key(last)):
+            continue
+        if first_pool is None or _line_key(we) < first_pool:
+            last = we
+    return last
+
+
+def _line_key(e: Any) -> tuple[str, int]:
+    return (e.source.path, e.source.line_no)
+
+
+def _first_pool_line(rank: Rank, m: Model) -> tuple[str, int] | None:
+    """Where the model's pool step starts: its first pool line or Memory pool end, else (a
+    crash while sizing) the first capture or the summary, whichever the rank printed first."""
+    marks = [_line_key(m.pools[0])] if m.pools else []
+    if m.pool_end is not None:
+        marks.append(_line_key(m.pool_end))
+    if not marks:
+        marks += [_line_key(g.begin) for g in rank.graphs if g.begin is not None]
+        if rank.summary is not None:
+            marks.append(_line_key(rank.summary))
+    return min(marks) if marks else None
+
+
+@dataclass(frozen=True)
+class BudgetReadings:
+    """P and A of ``kv_budget_bytes`` as a launch printed them: minimums over its ranks."""
+
+    pre_load_bytes: int | None
+    pre_load_rank: str | None  # the rank that set P (the "binding" rank)
+    after_weights_bytes: int | None
+    after_weights_rank: str | None
+    ranks_seen: int  # ranks that printed P's reading
+
+
+def budget_readings(launch: Launch, draft: bool = False) -> BudgetReadings:
+    """P and A for one launch: ``min`` over ranks of ``pre_load_reading`` and
+    ``after_weights_reading`` (the all-reduce MIN of ``get_available_gpu_memory(...,
+    distributed=True)``, ``utils.py``, E2 on; with the rank-0 filter of E3 only TP0 prints)."""
+    pre = _min_over(launch.ranks, lambda r: pre_load_reading(r, draft))
+    post = _min_over(launch.ranks, lambda r: after_weights_reading(r, draft))
+    return BudgetReadings(
+        pre[0] if pre else None,
+        pre[1] if pre else None,
+        post[0] if post else None,
+        post[1] if post else None,
+        sum(1 for r in launch.ranks if pre_load_reading(r, draft) is not None),
+    )
+
+
+def _min_over(ranks: Iterable[Rank], reading: Any) -> tuple[int, str] | None:
+    vals = [(e.avail.bytes, r.label) for r in ranks if (e := reading(r)) is not None]
+    return min(vals) if vals else None
+
+
+# --- small pools ------------------------------------------------------------------------------
+
+
+def req_to_token_bytes(max_running_requests: int, context_len: int) -> int:
+    """The request-to-token table: ``(max_running_requests + 1) x context_len x 4 B``.
+
+    ``ReqToTokenPool`` (``mem_cache/memory_pool.py``) holds one int32 row of ``context_len``
+    per request slot, plus one padding slot; allocated inside the pool step before
+    ``Memory pool end`` and never logged (all eras E0-E7)."""
+    return (max_running_requests + 1) * context_len * 4
+
+
+def default_max_running_requests(max_total_tokens: int, context_len: int) -> int:
+    """SGLang's default request-pool size: ``min(max(int(tokens / ctx x 512), 2048), 4096)``.
+
+    ``profile_max_num_token`` / ``init_memory_pool`` (``model_runner.py``,
+    ``model_runner_kv_cache_mixin.py``), about 2025 on; around 2024 the cap was 5120."""
+    return min(max(int(max_total_tokens / context_len * 512), 2048), 4096)
+
+
+# --- default mem_fraction_static: the reserve ------------------------------------------------
+
+ACTIVATION_MIB_PER_TOKEN = 1.5
+"""MiB the default mem_fraction_static reserves per prefill-chunk token (``server_args.py``,
+``_handle_gpu_memory_settings``, about Oct 2025 on): ``max(chunked_prefill_size, 2048) x 1.5``."""
+
+ACTIVATION_MIN_TOKENS = 2048
+"""The floor of that chunk term (same source and versions)."""
+
+
+def activation_reserve_bytes(chunked_prefill_size: int) -> int:
+    """The activation term of the default reserve: ``max(chunk, 2048) x 1.5 MiB``
+    (``server_args.py`` ``_handle_gpu_memory_settings``, about Oct 2025 on)."""
+    return round(max(chunked_prefill_size, ACTIVATION_MIN_TOKENS) * ACTIVATION_MIB_PER_TOKEN * MIB)
+
+
+DECODE_GRAPH_MIB_PER_BS = 2.0
+"""``reserve_for_graph_mb()``: 2 MiB per decode-graph batch size (``server_args.py``, about
+Oct 2025 on)."""
+
+DP_ATTENTION_MIB_PER_BS_DP = 3.0
+"""``reserve_for_graph_mb()`` with DP attention: ``+ max_bs x dp_size x 3`` MiB (same)."""
+
+DP_ATTENTION_LARGE_BS = 300
+"""Above this max_bs DP attention adds ``max_bs x dp_size x 1.5`` MiB more (same)."""
+
+DP_ATTENTION_LARGE_BS_MIB = 1.5
+"""The MiB per bs x dp of that extra term (same)."""
+
+PIECEWISE_MIB_PER_SIZE = 8
+"""``reserve_for_graph_mb()``: 8 MiB per piecewise/prefill graph size (non-MLA; same)."""
+
+DEEPEP_A2A_RESERVE_MIB = 2048
+"""``reserve_for_deepep_a2a_mb()``: 2048 MiB when the decode graph is on and
+``moe_a2a_backend == "deepep"`` (``server_args.py``, 2026)."""
+
+DEEPEP_DEFAULT_DISPATCH_TOKENS = 128
+"""Default ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK``: the T the DeepEP low-latency
+buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``; the
+default is SGLang's environment default, 2025-2026, whose file was not read: unverified)."""
+
+
+class ReserveTerm(Enum):
+    """The terms of SGLang's graph reserve (``reserve_for_graph_mb`` and friends)."""
+
+    DECODE = "decode"  # max_bs x 2 MiB
+    DP_ATTENTION = "dp_attention"  # max_bs x dp x 3 MiB
+    DP_ATTENTION_LARGE_BS = "dp_attention_large_bs"  # max_bs x dp x 1.5 MiB, max_bs > 300
+    PIECEWISE = "piecewise"  # len(piecewise sizes) x 8 MiB
+    DEEPEP = "deepep"  # 2048 MiB
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """One term of the graph reserve: what it counts and its size."""
+
+    term: ReserveTerm
+    bytes: int
+    max_bs: int | None = None
+    dp_size: int | None = None
+    sizes: int | None = None  # piecewise: how many sizes
+
+
+def graph_reserve_mib_per_bs(dp_attention: bool, dp_size: int | None, max_bs: int | None) -> float:
+    """The graph reserve per unit of max bs: 2, + 3 x dp with DP attention, + 1.5 x dp when
+    max_bs > 300 (``reserve_for_graph_mb()``, ``server_args.py``, about Oct 2025 on)."""
+    h = DECODE_GRAPH_MIB_PER_BS
+    if dp_attention and dp_size is not None:
+        h += DP_ATTENTION_MIB_PER_BS_DP * dp_size
+        if max_bs is not None and max_bs > DP_ATTENTION_LARGE_BS:
+            h += DP_ATTENTION_LARGE_BS_MIB * dp_size
+    return h
+
+
+def graph_reserve(args: Mapping[str, Any]) -> tuple[Reserve, ...] | None:
+    """The graph terms of SGLang's default-mem_fraction_static reserve, from resolved server_args.
+
+    ``reserve_for_graph_mb()`` + ``reserve_for_deepep_a2a_mb()`` (``server_args.py``, about Oct
+    2025 on; see ``reserve_heuristic_applies``). None when the decode graph is off or its max
+    bs is not in the dump."""
+    max_bs = args.get("cuda_graph_max_bs")
+    if isinstance(max_bs, bool) or not isinstance(max_bs, int) or not 1 <= max_bs <= 1 << 20:
+        return None
+    if args.get("disable_cuda_graph"):
+        return None
+    terms = [Reserve(ReserveTerm.DECODE, round(max_bs * DECODE_GRAPH_MIB_PER_BS * MIB), max_bs)]
+    dp = _int_arg(args, "dp_size", 1 << 16)
+    if args.get("enable_dp_attention") and dp is not None:
+        terms.append(
+            Reserve(
+                ReserveTerm.DP_ATTENTION,
+                round(max_bs * dp * DP_ATTENTION_MIB_PER_BS_DP * MIB),
+                max_bs,
+                dp,
+            )
+        )
+        if max_bs > DP_ATTENTION_LARGE_BS:
+            terms.append(
+                Reserve(
+                    ReserveTerm.DP_ATTENTION_LARGE_BS,
+                    round(max_bs * dp * DP_ATTENTION_LARGE_BS_MIB * MIB),
+                    max_bs,
+                    dp,
+                )
+            )
+    pw = args.get("piecewise_cuda_graph_tokens")
+    piecewise_on = (
+        args.get("enable_piecewise_cuda_graph") or args.get("disable_piecewise_cuda_graph") is False
+    )
+    if piecewise_on and isinstance(pw, list):
+        terms.append(
+            Reserve(ReserveTerm.PIECEWISE, len(pw) * PIECEWISE_MIB_PER_SIZE * MIB, sizes=len(pw))
+        )
+    if args.get("moe_a2a_backend") == "deepep":
+        terms.append(Reserve(ReserveTerm.DEEPEP, DEEPEP_A2A_RESERVE_MIB * MIB))
+    return tuple(terms)
+
+
+def reserve_heuristic_applies(args: Mapping[str, Any]) -> bool:
+    """Whether the launch's SGLang has the graph-reserve heuristic: it dates from late 2025, when
+    the piecewise-graph flags appeared in server_args (``server_args.py``, E4 on)."""
+    return any("piecewise_cuda_graph" in k for k in args)
+
+
+def _int_arg(args: Mapping[str, Any], key: str, hi: int) -> int | None:
+    v = args.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+        return None
+    return v
+
+
+# --- CUDA graphs ------------------------------------------------------------------------------
+
+
+def graph_sized_in_tokens(name: str) -> bool:
+    """Whether a graph family's sizes are token counts rather than batch sizes.
+
+    Piecewise (``piecewise_cuda_graph_runner.py``, ``Capture cuda graph num tokens``, E4-E6)
+    and prefill graphs (``Capture <role> prefill CUDA graph``, ``cuda_graph_setup.py``, E7) are
+    captured per ``num_tokens``; decode, verify, draft and draft-extend graphs per ``bs``."""
+    return "prefill" in name or "piecewise" in name
+
+
+def graph_cap_flag(name: str, args: Mapping[str, Any]) -> str:
+    """The server flag that caps a graph family's largest bucket.
+
+    ``server_args.py``: decode graphs ``--cuda-graph-max-bs`` (all eras; ``--cuda-graph-max-bs-
+    decode`` where the dump has ``cuda_graph_max_bs_decode``, 2026); piecewise graphs
+    ``--piecewise-cuda-graph-max-tokens`` (E4-E6); E7 prefill graphs ``--cuda-graph-max-bs-
+    prefill`` where the dump has ``cuda_graph_max_bs_prefill``."""
+    if graph_sized_in_tokens(name):
+        if "piecewise" not in name and "cuda_graph_max_bs_prefill" in args:
+            return "--cuda-graph-max-bs-prefill"
+        return "--piecewise-cuda-graph-max-tokens"
+    if "cuda_graph_max_bs_decode" in args:
+        return "--cuda-graph-max-bs-decode"
+    return "--cuda-graph-max-bs"
+
+
+def graph_disable_flag(name: str) -> str:
+    """The server flag that skips a graph family's capture: ``--disable-piecewise-cuda-graph``
+    for the piecewise graph (``server_args.py``, about Apr 2026 on; before, it was opt-in),
+    ``--disable-cuda-graph`` for the others (all eras)."""
+    return "--disable-piecewise-cuda-graph" if "piecewise" in name else "--disable-cuda-graph"
