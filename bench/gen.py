@@ -201,18 +201,47 @@ def _write_cycled(
 # --- shapes: ranks, files, restarts -------------------------------------------------------
 
 _TAG = re.compile(rb"^(\[[0-9: -]{8,19}) TP([0-9]{1,6})\]")
+_CRASH = (
+    b"Traceback (most recent call last):\n"
+    b'  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", '
+    b"line 390, in capture\n"
+    b"RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+    b"unhandled system error (run with NCCL_DEBUG=INFO for details)"
+)
 
 
-def ranks_startup(n: int) -> list[bytes]:
-    """The fixture's TP4 start-up as a TP-n one: each TP0 line once per rank, TP1-3 dropped."""
+def _bars(n: int = 36) -> bytes:
+    """TP0's capture bar: n bucket renders on one physical line, joined by \\r as tqdm writes."""
+    renders = []
+    for i in range(n + 1):
+        bs = max(1, 80 - 8 * i // 3)
+        avail = 1.45 - 0.025 * i
+        renders.append(
+            f"Capturing batches (bs={bs} avail_mem={avail:.2f} GB): {100 * i // n:3d}%|"
+            f"{'#' * (10 * i // n):<10}| {i}/{n} [00:{i // 5:02d}<00:{(n - i) // 5:02d},  5.00it/s]"
+        )
+    return "\r".join(renders).encode()
+
+
+def ranks_startup(n: int, crash: bool = False) -> list[bytes]:
+    """The fixture's TP4 start-up as a TP-n one: each TP0 line once per rank (TP1-3 dropped),
+    TP0's capture bar as 36 bucket renders. With `crash`, every rank stops after capture
+    begin with a traceback that is not about memory, and the server never comes up."""
     out: list[bytes] = []
     for line in startup_bytes().split(b"\n"):
         m = _TAG.match(line)
         if m is None:
-            out.append(line.replace(b"tp_size=4,", f"tp_size={n},".encode()))
-        elif m.group(2) == b"0":
-            rest = line[m.end() :]
-            out.extend(m.group(1) + f" TP{i}]".encode() + rest for i in range(n))
+            if b"%|" not in line:  # the fixture's own bars (one has TP1's record glued to it)
+                out.append(line.replace(b"tp_size=4,", f"tp_size={n},".encode()))
+            continue
+        if m.group(2) != b"0":
+            continue
+        rest = line[m.end() :]
+        out.extend(m.group(1) + f" TP{i}]".encode() + rest for i in range(n))
+        if b"Capture cuda graph begin." in rest:
+            if crash:
+                return out + [_CRASH]
+            out.append(_bars())
     return out
 
 
@@ -222,17 +251,20 @@ def write_ranks(path: Path, n: int) -> int:
     return len(data)
 
 
-def write_rank_files(folder: Path, n: int) -> list[Path]:
-    """One launch as n per-rank files: rank i's lines in file i, the untagged lines in file 0."""
+def write_rank_files(folder: Path, n: int, crash: bool = True) -> list[Path]:
+    """One launch as n per-rank files: rank i's lines in file i, the untagged lines in file 0;
+    with `crash` (the default), each rank's file ends in its own traceback at capture begin."""
     per: list[list[bytes]] = [[] for _ in range(n)]
     for line in ranks_startup(n):
+        if crash and line.startswith(b"Capturing batches"):
+            break  # every rank has printed its capture begin; the crash follows
         m = _TAG.match(line)
         per[int(m.group(2)) if m else 0].append(line)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for i, lines in enumerate(per):
         p = folder / f"rank{i:04d}.log"
-        p.write_bytes(b"\n".join(lines) + b"\n")
+        p.write_bytes(b"\n".join(lines + ([_CRASH] if crash else [])) + b"\n")
         paths.append(p)
     return paths
 

@@ -4,18 +4,16 @@ shape without records, with the same summary as the records path."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO, corpus_logs, fixture_logs
+from conftest import REPO, bench_module, corpus_logs, fixture_logs
 from logmem.parse.builders import BUILDERS
 from logmem.parse.events import Event
 from logmem.parse.lines import Record, Source, iter_records
@@ -151,18 +149,10 @@ def test_quick_path_equals_records_path_on_real_logs() -> None:
     assert len(events) > 5_000
 
 
-def _bench_gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("logmem_bench_gen", REPO / "bench" / "gen.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_quick_path_equals_records_path_on_the_bench_mix(tmp_path: Path) -> None:
     path = tmp_path / "mix.log"
     # The densest mix the bench runs, 2 MiB of it: hundreds of unmatched memory lines.
-    _bench_gen().write_mix(path, 2 << 20, kw_per_gib=370_000)
+    bench_module("gen").write_mix(path, 2 << 20, kw_per_gib=370_000)
     events, summary = _both(read_segments([str(path)], KEYWORD_BYTES))
     assert summary.total > 500  # type: ignore[attr-defined]
     assert len(summary.examples) <= EXAMPLES_PER_SHAPE * len(summary.shapes)  # type: ignore[attr-defined]
