@@ -282,3 +282,31 @@ def test_lines_still_lists_every_unmatched_line(tmp_path: Path) -> None:
     listed = [ln for ln in done.output.splitlines() if "HiCache host pool" in ln]
     assert len(listed) == 50
     assert listed[-1].split()[0] == str(89 + 50)
+
+
+# --- judging a short record by its shape ------------------------------------------------------
+
+_ASCII_PIECES = st.sampled_from(
+    [lit.encode() for lit in LITERALS]
+    + [b"1", b"42", b"0.5", b"1.", b".", b" ", b"  ", b"GB", b"gb", b"MiB", b"GiB", b"mb", b"_",
+       b"x", b"avail", b" mem", b"_mem", b"mem usage", b"DSv4", b"DSv5", b"4"]
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_ASCII_PIECES, max_size=12).map(b"".join))
+def test_a_shape_says_what_every_message_of_that_shape_is(message: bytes) -> None:
+    """The quick path judges a short message by its shape key, once per shape: that must be
+    what the message itself is (a literal may show up in the key only, which only costs the
+    records path)."""
+    from logmem.parse import match as m
+    from logmem.parse.unmatched import ascii_memory_figure, shape_memory_figure
+
+    key = shape_key(message)
+    kind = m._Gate(m.matcher_for(m.LITERAL_BYTES)).shape_kind(key)
+    has_literal = any(lit.encode() in message for lit in LITERALS)
+    if has_literal:
+        assert kind == m._RECORDS
+    if kind != m._RECORDS:
+        assert shape_memory_figure(key) == ascii_memory_figure(message)
+        assert (kind == m._COUNT) == ascii_memory_figure(message)

@@ -25,11 +25,13 @@ from logmem.parse.lines import PREFIX, Record, split_records
 from logmem.parse.patterns import PATTERNS, LinePattern
 from logmem.parse.read import Matcher, Segment, matcher_for
 from logmem.parse.unmatched import (
+    SHAPE_BYTES,
     UnmatchedSink,
     ascii_memory_figure,
     has_memory_figure,
     message_bytes,
     shape_key,
+    shape_memory_figure,
 )
 
 LITERALS: tuple[str, ...] = tuple(dict.fromkeys(lit for p in PATTERNS for lit in p.needs))
@@ -45,6 +47,14 @@ _ALWAYS: frozenset[int] = frozenset(i for i, p in enumerate(PATTERNS) if not p.n
 _CACHE_LIMIT = 4096  # distinct literal sets seen; hostile input cannot grow it further
 # The record prefix for ASCII bytes; the stdlib engine matches it in half the time.
 _PREFIX_BYTES = re.compile(PREFIX.pattern.encode(), re.ASCII)
+# The literals as they look in a shape key: a message that holds a literal has a key that
+# holds its keyed form (a key may hold one its message lacks: that only costs the records path).
+_KEYED_LITERALS: tuple[bytes, ...] = tuple(
+    dict.fromkeys(shape_key(lit.encode()) for lit in LITERALS)
+)
+# What a short plain record of a shape is: no literal and no figure (nothing to do), no
+# literal and a figure (an unmatched memory line), or a literal (the records path).
+_SKIP, _COUNT, _RECORDS = 0, 1, 2
 
 
 class _Gate:
@@ -53,6 +63,20 @@ class _Gate:
     def __init__(self, matcher: Matcher) -> None:
         self.hits = matcher.hits
         self._cache: dict[frozenset[int], tuple[LinePattern, ...]] = {}
+        self._kinds: dict[bytes, int] = {}
+
+    def shape_kind(self, key: bytes) -> int:
+        """_SKIP, _COUNT or _RECORDS for a short plain record whose message has this shape."""
+        kind = self._kinds.get(key)
+        if kind is None:
+            if any(lit in key for lit in _KEYED_LITERALS):
+                kind = _RECORDS
+            else:
+                kind = _COUNT if shape_memory_figure(key) else _SKIP
+            if len(self._kinds) >= _CACHE_LIMIT:
+                self._kinds.clear()
+            self._kinds[key] = kind
+        return kind
 
     def patterns(self, data: bytes) -> tuple[LinePattern, ...]:
         key = frozenset(self.hits(data))
@@ -133,13 +157,18 @@ def _quick(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
     decoding is the identity; no ESC, NUL or second '[', so no colour code to strip and no
     second prefix; an SGLang prefix at the start, so a rank and no text before it); its
     message holds no pattern's literal, so no pattern matches; and it carries no memory
-    figure, or its shape already has all its examples (then it is only counted)."""
+    figure, or its shape already has all its examples (then it is only counted). A message
+    of at most SHAPE_BYTES is judged by its shape (once per shape, see _Gate.shape_kind)."""
     if _ALWAYS or not data.isascii() or b"\x1b" in data or b"\0" in data:
         return False
     m = _PREFIX_BYTES.match(data)
     if m is None or data.find(b"[", m.end()) >= 0:
         return False
     message = data[m.end() :]
+    if unmatched is not None and len(message) <= SHAPE_BYTES:
+        key = shape_key(message)
+        kind = gate.shape_kind(key)
+        return kind != _RECORDS and (kind == _SKIP or unmatched.count_known(key))
     if gate.hits(message):
         return False
     if unmatched is None or not ascii_memory_figure(message):

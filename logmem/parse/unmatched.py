@@ -99,6 +99,17 @@ def ascii_memory_figure(message: bytes) -> bool:
     return _FIGURE_ASCII.search(message.lower()) is not None
 
 
+# The same on a shape key (digit runs and decimals are one NUL): a figure is a digit right
+# before an optional space and the unit, and \b after the unit is "no word character next",
+# where a NUL stands for digits. Equal to ascii_memory_figure() of every ASCII message of at
+# most SHAPE_BYTES with that key (tests), so the answer can be kept per shape.
+_FIGURE_SHAPE = re.compile(rb"\0 ?(?:gb|gib|mib|mb)(?![a-z0-9_\0])|avail(?:_mem| mem)|mem usage")
+
+
+def shape_memory_figure(key: bytes) -> bool:
+    return _FIGURE_SHAPE.search(key.lower()) is not None
+
+
 class UnmatchedSink(Protocol):
     def add(self, record: Record) -> None:
         """Take one unmatched memory line."""
