@@ -13,7 +13,6 @@ through an :class:`UnmatchedSink` of its own.
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -179,6 +178,8 @@ class UnmatchedSpool:
     SPOOL_BYTES = 4 << 20
 
     def __init__(self) -> None:
+        import tempfile  # only `logmem lines` needs it: not imported by every run
+
         self._file = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - closed by close()
             max_size=self.SPOOL_BYTES, mode="w+", encoding="utf-8", errors="replace", newline="\n"
         )
