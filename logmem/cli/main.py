@@ -18,6 +18,15 @@ from logmem.cli.commands import COMMANDS
 from logmem.cli.options import UserError
 
 
+def _print_version(ctx: click.Context) -> None:
+    if ctx.resilient_parsing:
+        return
+    from logmem.api import reader_summary
+
+    click.echo(f"logmem {__version__}\n{reader_summary()}")
+    ctx.exit()
+
+
 class _Group(click.Group):
     """Library errors become "Error: ..." with exit 1, however the CLI is invoked."""
 
@@ -35,7 +44,14 @@ class _Group(click.Group):
 @click.group(
     cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
-@click.version_option(__version__, prog_name="logmem")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _p, value: _print_version(ctx) if value else None,
+    help="Show the version, the matcher the reader uses and zstd support, and exit.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress or status messages on stderr.")
 @click.pass_context
 def cli(ctx: click.Context, quiet: bool) -> None:

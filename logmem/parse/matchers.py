@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
@@ -38,17 +39,32 @@ class Matcher(Protocol):
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor: ...
 
+    def hits(self, data: bytes) -> list[int]:
+        """Which literals occur in `data` (short: one record): their indexes in the keyword
+        pattern's order, each once (logmem.parse.match runs the patterns that need them)."""
+        ...
+
+
+def _hits_by_find(literals: Sequence[bytes], data: bytes) -> list[int]:
+    return [i for i, lit in enumerate(literals) if lit in data]
+
 
 class _RegexMatcher:
     """The keyword regex itself: exact for any pattern, slow (one regex step per byte)."""
 
     name = "regex"
 
-    def __init__(self, keywords: regex.Pattern[bytes]) -> None:
+    def __init__(self, keywords: regex.Pattern[bytes], literals: Sequence[bytes] | None) -> None:
         self._keywords = keywords
+        self._literals = literals
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _RegexCursor(self._keywords, buf, hi)
+
+    def hits(self, data: bytes) -> list[int]:
+        if self._literals is None:
+            raise TypeError("hits() needs keywords that are plain literals")
+        return _hits_by_find(self._literals, data)
 
 
 class _RegexCursor:
@@ -79,9 +95,19 @@ class _HyperscanMatcher:
             flags=hyperscan.HS_FLAG_SINGLEMATCH,
             literal=True,
         )
+        self._local = threading.local()  # scratch space for hits(), one per thread
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _HyperscanCursor(self, buf, hi)
+
+    def hits(self, data: bytes) -> list[int]:
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hs.Scratch(self._db)
+        found: list[int] = []
+        # SINGLEMATCH: each literal is reported once.
+        self._db.scan(data, match_event_handler=lambda i, *_: found.append(i), scratch=scratch)
+        return found
 
 
 class _HyperscanCursor:
@@ -136,6 +162,7 @@ class _FindMatcher:
     name = "python"
 
     def __init__(self, literals: Sequence[bytes]) -> None:
+        self.literals = tuple(literals)
         # rare byte -> (literal, offset of that byte in it) pairs that could hold it
         self.by_rare: dict[int, list[tuple[bytes, int]]] = {}
         self.by_window: dict[int, list[tuple[bytes, int]]] = {}  # keyed by the window's first byte
@@ -162,6 +189,9 @@ class _FindMatcher:
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _FindCursor(self, buf, lo, hi)
+
+    def hits(self, data: bytes) -> list[int]:
+        return _hits_by_find(self.literals, data)
 
 
 class _FindCursor:
@@ -250,7 +280,7 @@ def matcher_for(keywords: regex.Pattern[bytes], kind: str | None = None) -> Matc
     literals = _literals_of(keywords)
     m: Matcher
     if literals is None or kind == "regex":
-        m = _RegexMatcher(keywords)
+        m = _RegexMatcher(keywords, literals)
     elif kind == "python":
         m = _FindMatcher(literals)
     else:

@@ -32,7 +32,11 @@ class Out(Protocol):
 
 def _wrap(text: str, bullet: str = "") -> list[str]:
     return textwrap.wrap(
-        text, WIDTH, initial_indent=bullet, subsequent_indent=" " * len(bullet)
+        text,
+        WIDTH,
+        initial_indent=bullet,
+        subsequent_indent=" " * len(bullet),
+        break_on_hyphens=False,  # never split a flag such as --mem-fraction-static
     ) or [""]
 
 

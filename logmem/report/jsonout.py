@@ -333,10 +333,25 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             for st in a.stats
         ],
         "launches": launches,
+        # The first examples of each shape (bounded); unmatched_memory counts every line.
         "unmatched_memory_lines": [
             {"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}
-            for u in a.unmatched
+            for u in a.unmatched.examples
         ],
+        "unmatched_memory": {
+            "total": a.unmatched.total,
+            "shapes": [
+                {
+                    "shape": s.shape,
+                    "count": s.count,
+                    "examples": [
+                        {"path": u.source.path, "line": u.source.line_no} for u in s.examples
+                    ],
+                }
+                for s in a.unmatched.shapes
+            ],
+            "other_lines": a.unmatched.other_lines,
+        },
     }
 
 

@@ -361,7 +361,7 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
         notes.append(", ".join(parts))
     if a.unmatched:
         notes.append(
-            f"{len(a.unmatched)} line(s) carry a memory figure but match no pattern "
+            f"{a.unmatched.total} line(s) carry a memory figure but match no pattern "
             "(`logmem lines` lists them)."
         )
     stray = sum(L.stray_bars for L in a.launches)

@@ -16,7 +16,11 @@ WIDTH = 100
 
 def _wrap(text: str, bullet: str = "") -> str:
     return textwrap.fill(
-        one_line(text), WIDTH, initial_indent=bullet, subsequent_indent=" " * len(bullet)
+        one_line(text),
+        WIDTH,
+        initial_indent=bullet,
+        subsequent_indent=" " * len(bullet),
+        break_on_hyphens=False,  # never split a flag such as --mem-fraction-static
     )
 
 
