@@ -23,7 +23,7 @@ from logmem.model.analysis import Analysis
 from logmem.model.build import build_groups
 from logmem.parse import events as ev
 from logmem.parse.match import iter_segment_events
-from logmem.parse.patterns import KEYWORD_BYTES
+from logmem.parse.patterns import KEYWORD_BYTES, ONCE_BYTES
 from logmem.parse.read import ReadStats, read_segments
 
 # `with byte_limit(n): read_log(...)` reads at most n bytes of each input (--max-bytes).
@@ -55,7 +55,8 @@ def collect_events(
 ) -> list[ev.Event]:
     """Every recognised event of the files, in order (``logmem lines``); memory lines no
     pattern matches go to `unmatched` (an UnmatchedSpool lists them all)."""
-    return list(iter_segment_events(read_segments(paths, KEYWORD_BYTES, stats), unmatched))
+    segments = read_segments(paths, KEYWORD_BYTES, stats, ONCE_BYTES, continuations=True)
+    return list(iter_segment_events(segments, unmatched))
 
 
 def reader_summary() -> str:
@@ -84,7 +85,9 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
 
 
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:
-    """Keep one launch and/or some ranks; unknown names are an error that lists what exists."""
+    """Keep one launch and/or show some ranks; unknown names are an error that lists what
+    exists. Ranks only filter what reports show (``Analysis.shown_ranks``): the verdict, the
+    minima over ranks and the findings still come from the whole launch."""
     launches = analysis.launches
     if launch is not None:
         launches = (pick_launch(analysis, launch, "the input")[1],)
@@ -94,9 +97,7 @@ def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] =
         if missing:
             shown = ", ".join(repr(k) for k in sorted(known)) or "none"
             raise SelectionError(f"--rank {missing[0]!r} is not in the log; ranks seen: {shown}")
-        launches = tuple(
-            replace(L, ranks=tuple(r for r in L.ranks if r.label in ranks)) for L in launches
-        )
+        return replace(analysis, launches=launches, shown_ranks=tuple(dict.fromkeys(ranks)))
     return replace(analysis, launches=launches)
 
 
@@ -352,6 +353,8 @@ def _plot_data(
         )
     L = analysis.launches[0]
     led = build_ledger(L)
+    if analysis.shown_ranks:
+        led = replace(led, ranks=tuple(rl for rl in led.ranks if analysis.shows(rl.rank)))
     if kind == "ranks":
         return plots.ranks_data(led)
     main = L.main_rank

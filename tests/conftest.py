@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -35,6 +37,30 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 def _pin_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Click and any width-aware output see the same terminal everywhere."""
     monkeypatch.setenv("COLUMNS", "100")
+
+
+# The reader's three matchers, for tests parametrized over them (the `matcher` fixture).
+MATCHERS = [
+    "python",
+    "regex",
+    pytest.param(
+        "hyperscan",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("hyperscan") is None, reason="no hyperscan"
+        ),
+    ),
+]
+
+
+@pytest.fixture
+def matcher(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """LOGMEM_MATCHER set to the parameter, with the reader's matcher cache cleared."""
+    from logmem.parse import read as rd
+
+    monkeypatch.setenv("LOGMEM_MATCHER", request.param)
+    rd._MATCHERS.clear()
+    yield request.param
+    rd._MATCHERS.clear()
 
 
 def corpus_log(prefix: str) -> Path:

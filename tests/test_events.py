@@ -780,9 +780,19 @@ def test_capture_failed() -> None:
     e = event(
         "Exception: Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB."
     )
-    assert e == ev.CaptureFailed(
-        rank=None, source=e.source, message="CUDA out of memory. Tried to allocate 2.00 MiB."
+    assert isinstance(e, ev.CaptureFailed)
+    assert e.message == "CUDA out of memory. Tried to allocate 2.00 MiB."
+    # The OOM it quotes, with the figures torch_oom reads from PyTorch's own sentence.
+    assert e.oom is not None
+    assert (e.oom.device, e.oom.tried) == ("CUDA", Mem.parse("2.00", "MiB"))
+    assert (e.oom.free, e.oom.capacity) == (None, None)
+
+
+def test_capture_failed_without_an_oom_quotes_none() -> None:
+    e = event(
+        "Exception: Capture cuda graph failed: operation not permitted when stream is capturing"
     )
+    assert isinstance(e, ev.CaptureFailed) and e.oom is None
 
 
 def test_scheduler_exception_and_traceback() -> None:

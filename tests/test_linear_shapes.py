@@ -42,9 +42,16 @@ def rescanning() -> Iterator[None]:
             tb = build._TracebackB(rank, None)
             self.tracebacks.append(tb)
         tb.errors.append(e)
+        self.last_error = (tb, e.source.path, e.source.line_no)
+
+    def add_frame(self: build._LaunchB, f: ev.Frame) -> None:
+        tb = next((t for t in self.tracebacks if t.opening is not None and not t.errors), None)
+        if tb is not None:
+            tb.add_frame(f)
 
     mp.setattr(build._LaunchB, "bar_rank", bar_rank)
     mp.setattr(build._LaunchB, "add_error", add_error)
+    mp.setattr(build._LaunchB, "add_frame", add_frame)
     try:
         yield
     finally:
@@ -57,8 +64,8 @@ def _same(*paths: str) -> None:
         slow = logmem.read_log(*paths, require_startup=False)
     assert fast.launches == slow.launches
     for a, b in zip(fast.launches, slow.launches):
-        assert [(t.rank, t.opening, t.errors) for t in a.tracebacks] == [
-            (t.rank, t.opening, t.errors) for t in b.tracebacks
+        assert [(t.rank, t.opening, t.errors, t.frames) for t in a.tracebacks] == [
+            (t.rank, t.opening, t.errors, t.frames) for t in b.tracebacks
         ]
 
 

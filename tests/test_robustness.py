@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO, corpus_log, corpus_logs, fixture_logs
+from conftest import MATCHERS, REPO, corpus_log, corpus_logs, fixture_logs
 from logmem.cli.main import main
 from logmem.parse import progress as progress
 from logmem.parse import read as rd
@@ -33,11 +32,6 @@ from logmem.parse.patterns import KEYWORD_BYTES, KEYWORDS
 from logmem.report import FORMATS
 
 HAVE_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
-MATCHERS = [
-    "python",
-    "regex",
-    pytest.param("hyperscan", marks=pytest.mark.skipif(not HAVE_HYPERSCAN, reason="no hyperscan")),
-]
 # Report formats whose module exists in this tree (others are being written elsewhere).
 PRESENT_FORMATS = [f for f, mod in FORMATS.items() if importlib.util.find_spec(mod) is not None]
 
@@ -48,14 +42,6 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(args))
     return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def matcher(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("LOGMEM_MATCHER", request.param)
-    rd._MATCHERS.clear()
-    yield request.param
-    rd._MATCHERS.clear()
 
 
 # --- the matchers against an oracle -----------------------------------------------------

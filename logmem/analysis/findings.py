@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.captures import graph_kind, lazy_note
+from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.ledger import Cause, RankLedger
 from logmem.analysis.sizing import Sizing, arg_number
 from logmem.model.launch import Launch, Rank
@@ -208,6 +209,8 @@ class LeftFree:
     phase: str  # the last phase's name (PHASE_END) or the open capture's graph (LOG_STOPS)
     tight: bool
     line: int
+    # The launch came up: only then can the first requests meet the little that is left.
+    serving: bool = True
 
 
 @dataclass(frozen=True)
@@ -308,7 +311,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
         out.extend(_sizing(led.sizing, main, L))
     rl = led.rank(main.label)
     if rl is not None:
-        out.extend(_rank(rl))
+        out.extend(_rank(rl, outcome(L).status == "ready"))
     if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
         out.append(Imbalance(led.imbalance_bytes, led.binding_rank, led.imbalance_tokens or None))
     if (
@@ -350,7 +353,7 @@ def _sizing(sz: Sizing, main: Rank, L: Launch) -> list[Finding]:
     return out
 
 
-def _rank(rl: RankLedger) -> list[Finding]:
+def _rank(rl: RankLedger, serving: bool) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
@@ -361,7 +364,7 @@ def _rank(rl: RankLedger) -> list[Finding]:
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(_captures(rl))
     if rl.last_bytes is not None:
-        out.append(_left_free(rl, rl.last_bytes))
+        out.append(_left_free(rl, rl.last_bytes, serving))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1].name, rl.last_bytes))
@@ -412,7 +415,7 @@ def _captures(rl: RankLedger) -> list[Finding]:
     return out
 
 
-def _left_free(rl: RankLedger, last: int) -> LeftFree:
+def _left_free(rl: RankLedger, last: int, serving: bool) -> LeftFree:
     final = rl.phases[-1]
     captured = any(p.graph is not None for p in rl.phases)
     when, phase = (LeftWhen.AFTER_CAPTURE, "") if captured else (LeftWhen.PHASE_END, final.name)
@@ -420,7 +423,7 @@ def _left_free(rl: RankLedger, last: int) -> LeftFree:
         when = LeftWhen.SUMMARY
     if final.key.startswith("capture:") and final.graph is not None and not final.graph.complete:
         when, phase = LeftWhen.LOG_STOPS, final.graph.label
-    return LeftFree(rl.rank, last, when, phase, last < _TIGHT_BYTES, final.lines[1])
+    return LeftFree(rl.rank, last, when, phase, last < _TIGHT_BYTES, final.lines[1], serving)
 
 
 def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:

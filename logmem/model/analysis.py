@@ -26,6 +26,9 @@ class Analysis:
     model_config: dict[str, Any] | None = field(default=None, compare=False)
     # How the input files were grouped into launches (files of different launches apart).
     inputs: tuple[InputGroup, ...] = field(default=(), compare=False)
+    # The ranks a report shows (logmem.api.select; empty: all). The launches keep every rank:
+    # the verdict, the sizing minima and the findings are the whole launch's.
+    shown_ranks: tuple[str, ...] = ()
 
     @property
     def apart(self) -> tuple[Apart, ...]:
@@ -38,7 +41,11 @@ class Analysis:
 
     @property
     def ranks(self) -> tuple[Rank, ...]:
-        return tuple(r for L in self.launches for r in L.ranks)
+        """The ranks shown (all, unless select() picked some)."""
+        return tuple(r for L in self.launches for r in L.ranks if self.shows(r.label))
+
+    def shows(self, rank: str) -> bool:
+        return not self.shown_ranks or rank in self.shown_ranks
 
     def launch(self, index: int) -> Launch:
         return self.launches[index]

@@ -38,6 +38,7 @@ from logmem.model.captures import (
 )
 from logmem.model.inputs import InputGroup, group_inputs, same_launch_args
 from logmem.model.records import (
+    MAX_FRAMES,
     OPENED_BY_BARS,
     OPENED_BY_END,
     Launch,
@@ -45,6 +46,7 @@ from logmem.model.records import (
     Rank,
     Traceback,
 )
+from logmem.model.tracebacks import TracebackB as _TracebackB
 from logmem.parse import events as ev
 from logmem.parse.lines import rank_tags
 from logmem.sglang.capture_lists import ListContext
@@ -117,13 +119,6 @@ class _RankB:
         )
 
 
-@dataclass
-class _TracebackB:
-    rank: str | None
-    opening: ev.Event | None
-    errors: list[ev.Event] = field(default_factory=list)
-
-
 def _preference(r: _RankB) -> tuple[int, int]:
     """Which rank prints bars: the one that printed the sizes list, else TP rank 0 (DP0 first)."""
     tp = next((n for t, n in r.tags if t == "TP"), 0)
@@ -150,6 +145,9 @@ class _LaunchB:
     # bar_rank's candidates, valid until the next event that is not a bar render (only such
     # events open, close or mark captures): a render then costs the candidates, not every rank.
     bar_candidates: list[_RankB] | None = None
+    # The traceback that took the last error line, and that line (path, number): a
+    # continuation line right after it extends that error's message.
+    last_error: tuple[_TracebackB, str, int] | None = None
 
     def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
         r = self.ranks.get(label)
@@ -179,6 +177,21 @@ class _LaunchB:
             tb = self.open_tbs.pop(key)
             del self.open_by_rank[tb.rank][key]
         tb.errors.append(e)
+        self.last_error = (tb, e.source.path, e.source.line_no)
+
+    def add_frame(self, f: ev.Frame) -> None:
+        """A frame belongs to the traceback its error line will go to: the oldest still open."""
+        key = next(iter(self.open_tbs), None)
+        if key is not None:
+            self.open_tbs[key].add_frame(f)
+
+    def continue_message(self, more: ev.MessageMore) -> None:
+        last = self.last_error
+        if last is None or (last[1], last[2] + 1) != (more.source.path, more.source.line_no):
+            return
+        tb = last[0]
+        if tb.extend_last_error(more):
+            self.last_error = (tb, last[1], last[2] + 1)
 
     def bar_rank(self, bar: ev.BarRender | None = None) -> _RankB | None:
         """The rank whose open capture a prefix-less bar belongs to."""
@@ -251,7 +264,10 @@ class _LaunchB:
         self.place_pending_bars()
         self.close_at_ready()
         ranks = sorted(self.ranks.values(), key=lambda r: (len(r.tags) > 0, r.tags, r.label))
-        tbs = tuple(Traceback(t.rank, t.opening, tuple(t.errors)) for t in self.tracebacks)
+        tbs = tuple(
+            Traceback(t.rank, t.opening, tuple(t.errors), tuple(t.frames[-MAX_FRAMES:]))
+            for t in self.tracebacks
+        )
         pool = next(
             (
                 n
@@ -335,6 +351,12 @@ class _Builder:
         if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):
             L.events.append(e)
             return
+        if isinstance(e, ev.Serving):
+            # Only the first says the launch served (the reader yields one per file and start-
+            # up, so how the log was split into files must not change the launch).
+            if not any(isinstance(x, ev.Serving) for x in L.events):
+                L.events.append(e)
+            return
         r = L.rank(e.rank, rank_tags(e.rank or ""))
         r.events.append(e)
         self.feed_rank(L, r, e)
@@ -386,6 +408,12 @@ class _Builder:
             return
         if isinstance(e, ev.TracebackStart):
             L.open_traceback(None, e)
+            return
+        if isinstance(e, ev.Frame):
+            L.add_frame(e)
+            return
+        if isinstance(e, ev.MessageMore):
+            L.continue_message(e)
             return
         if isinstance(e, ev.Summary) and L.ranks:
             # bench_one_batch prints the summary without a prefix: it is the main rank's.

@@ -198,6 +198,13 @@ class Traceback:
     errors: tuple[
         ev.Event, ...
     ]  # ExceptionLine, TorchOOM, NotEnoughMemory, CaptureFailed, Imbalance
+    # Its innermost frames (at most MAX_FRAMES, outermost first): where it was raised.
+    frames: tuple[ev.Frame, ...] = ()
+
+
+# Frames kept per traceback: the innermost ones say where an exception was raised (a deep
+# model forward has ~40; a hostile log cannot grow a traceback past this).
+MAX_FRAMES = 48
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,16 @@ import regex
 from logmem.parse.events import (
     AllReduceConfig,
     BarRender,
+    BenchResult,
     CaptureBegin,
     CaptureEnd,
     CaptureFailed,
     CaptureSizes,
     DSv4Plan,
     Event,
+    ExceptionIgnored,
     ExceptionLine,
+    Frame,
     GraphDisabled,
     HttpUp,
     Imbalance,
@@ -31,13 +34,16 @@ from logmem.parse.events import (
     KVPool,
     MambaPool,
     MiscMemory,
+    ModelBackend,
     NotEnoughMemory,
+    OfflineRun,
     OtherRanksFailed,
     PoolEnd,
     Ready,
     RegisterGraphs,
     SchedulerException,
     ServerArgs,
+    Serving,
     SigQuit,
     Summary,
     SWAPlan,
@@ -207,13 +213,16 @@ def _oom_mem(key: str, text: str) -> Mem | None:
 
 
 def _b_torch_oom(m: regex.Match[str], r: Record) -> Event:
-    rest = m.group("rest")
+    return _torch_oom(m.group("type"), m.group("device"), m.group("rest"), m.group(0), r)
+
+
+def _torch_oom(exc_type: str, device: str, rest: str, message: str, r: Record) -> TorchOOM:
     g = _OOM_FIELDS["gpu"].search(rest)
     return TorchOOM(
         rank=r.rank,
         source=r.source,
-        exc_type=m.group("type"),
-        device=m.group("device"),
+        exc_type=exc_type,
+        device=device,
         tried=_oom_mem("tried", rest),
         gpu=int(g.group(1)) if g else None,
         capacity=_oom_mem("capacity", rest),
@@ -222,7 +231,40 @@ def _b_torch_oom(m: regex.Match[str], r: Record) -> Event:
         allocated=_oom_mem("allocated", rest),
         reserved_unallocated=_oom_mem("reserved", rest),
         private_pools=_oom_mem("private", rest),
-        message=m.group(0)[:2000],
+        message=message[:2000],
+    )
+
+
+# The OOM sentence a capture failure quotes: "Capture cuda graph failed: CUDA out of memory. ..."
+_QUOTED_OOM = regex.compile(r"(?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\.(?P<rest>.{0,4000})")
+
+
+def _b_capture_failed(m: regex.Match[str], r: Record) -> Event:
+    msg = m.group("msg")
+    q = _QUOTED_OOM.search(msg)
+    # PyTorch raises this sentence as torch.OutOfMemoryError (str(e) drops the type, so the
+    # capture failure's text carries only the sentence).
+    oom = (
+        _torch_oom(
+            "torch.OutOfMemoryError",
+            q.group("device"),
+            q.group("rest"),
+            "torch.OutOfMemoryError: " + msg[q.start() :],
+            r,
+        )
+        if q is not None
+        else None
+    )
+    return CaptureFailed(rank=r.rank, source=r.source, message=msg, oom=oom)
+
+
+def _b_frame(m: regex.Match[str], r: Record) -> Event:
+    return Frame(
+        rank=r.rank,
+        source=r.source,
+        path=m.group("path"),
+        line=int(m.group("line")),
+        func=m.group("func"),
     )
 
 
@@ -394,7 +436,7 @@ BUILDERS: dict[str, Builder] = {
         private_pools=lambda m: None,
         message=lambda m: m.group(0),
     ),
-    "capture_failed": _mk(CaptureFailed, message=lambda m: m.group("msg")),
+    "capture_failed": _b_capture_failed,
     "scheduler_exception": _mk(SchedulerException, text=lambda m: m.group("rest")),
     "other_ranks_failed": _mk(OtherRanksFailed, tp_rank=_i("tp")),
     "sigquit": _mk(SigQuit),
@@ -405,6 +447,12 @@ BUILDERS: dict[str, Builder] = {
         which=lambda m: m.group("which") or "prefill",
         why=lambda m: m.group("why") or m.group("why2") or "",
     ),
+    "offline_run": _mk(OfflineRun, tool=lambda m: m.group("tool")),
+    "bench_result": _mk(BenchResult, kind=lambda m: "offline" if m.group("offline") else "serving"),
+    "serving": _mk(Serving, kind=lambda m: m.group("kind").lower()),
+    "model_backend": _mk(ModelBackend, backend=lambda m: m.group("backend").lower()),
+    "frame": _b_frame,
+    "exception_ignored": _mk(ExceptionIgnored, what=lambda m: m.group("what").strip()),
     "traceback_start": _mk(TracebackStart),
     "exception": _b_exception,
 }

@@ -232,6 +232,9 @@ class TorchOOM(Event):
 @dataclass(frozen=True, kw_only=True)
 class CaptureFailed(Event):
     message: str
+    # The PyTorch OOM the message quotes ("Capture cuda graph failed: CUDA out of memory.
+    # Tried to allocate ..."), read with torch_oom's own field patterns; None: not an OOM.
+    oom: TorchOOM | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,6 +251,63 @@ class TracebackStart(Event):
 class ExceptionLine(Event):
     exc_type: str
     message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageMore(Event):
+    """A line after an exception line that continues its message (the reader yields up to
+    read.MAX_CONTINUATION_LINES of them): NCCL's "Last error:" block, dynamo's inner error."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Frame(Event):
+    """A traceback frame, ``File "PATH", line N, in FUNC``: where an exception was raised."""
+
+    path: str
+    line: int
+    func: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExceptionIgnored(Event):
+    """Python's "Exception ignored in ...": an unraisable error (a destructor, an atexit
+    callback) printed with its traceback; it never ends the program."""
+
+    what: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OfflineRun(Event):
+    """An offline tool named in the log (its command line or a frame): bench_one_batch,
+    bench_latency, bench_offline_throughput. None of them prints a ready line."""
+
+    tool: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchResult(Event):
+    """A benchmark printed its results: "offline" (bench_one_batch's latencies,
+    bench_offline_throughput's table) or "serving" (a bench_serving client's table)."""
+
+    kind: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Serving(Event):
+    """A "Decode batch" / "Prefill batch" line: the scheduler served. The reader yields the
+    first one of each file and of each start-up after a summary (not every one)."""
+
+    kind: str  # "decode" | "prefill"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelBackend(Event):
+    """ "Using Transformers backend.": the model runs on the Transformers fallback, not on
+    SGLang's own implementation of its architecture."""
+
+    backend: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,7 +20,15 @@ from collections.abc import Iterable, Iterator
 import regex
 
 from logmem.parse.builders import BUILDERS
-from logmem.parse.events import Event
+from logmem.parse.events import (
+    CaptureFailed,
+    Event,
+    ExceptionLine,
+    Imbalance,
+    MessageMore,
+    NotEnoughMemory,
+    TorchOOM,
+)
 from logmem.parse.lines import PREFIX, Record, split_records
 from logmem.parse.matchers import Matcher, matcher_for
 from logmem.parse.patterns import PATTERNS, LinePattern
@@ -146,8 +154,26 @@ def iter_segment_events(
     """The events of the reader's segments: iter_events(iter_records(segments)), faster."""
     gate = _gate()
     for seg in segments:
-        if not _quick(gate, seg.data, unmatched):
+        if seg.continuation:
+            yield from _continuation(gate, seg)
+        elif not _quick(gate, seg.data, unmatched):
             yield from _events(gate, split_records(seg), unmatched)
+
+
+# What a continuation line may say and still be part of the message before it (an inner
+# exception, an OOM sentence, a frame-like quote); any other event is a line of its own.
+_MESSAGE_EVENTS = (ExceptionLine, TorchOOM, CaptureFailed, NotEnoughMemory, Imbalance)
+
+
+def _continuation(gate: _Gate, seg: Segment) -> Iterator[Event]:
+    """A line the reader took as the continuation of an exception's message."""
+    for record in split_records(seg):
+        hit = _match(gate, record)
+        if hit is not None and not isinstance(hit[1], _MESSAGE_EVENTS):
+            yield hit[1]
+        else:
+            yield MessageMore(rank=record.rank, source=record.source, text=record.message.strip())
+        return  # the line's first record only: a prefix later in it starts another record
 
 
 def _quick(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:

@@ -274,7 +274,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(
         "capture_failed",
         r"Capture (?i:cuda) graph failed: ?(?P<msg>.{0,4000})$",
-        "Exception: Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB.",
+        # As the failure reads inside its exception (raised as "Exception: Capture ...").
+        "Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB.",
         needs=(" graph failed:",),
     ),
     _p(
@@ -320,6 +321,54 @@ PATTERNS: tuple[LinePattern, ...] = (
         ),
     ),
     _p(
+        "offline_run",
+        r"sglang[./]bench_(?P<tool>one_batch|latency|offline_throughput)(?![\w])",
+        "python -m sglang.bench_one_batch --model-path /models/gpt-oss-20b --batch 1",
+        "an offline tool's command line or frame: no ready line, bench_one_batch no scheduler",
+        needs=("sglang.bench_", "sglang/bench_"),
+    ),
+    _p(
+        "bench_result",
+        r"^(?:(?P<offline>(?:Prefill|Total)\. {1,2}latency: |Decode\. {1,2}median latency: "
+        r"|=+ ?Offline Throughput Benchmark Result)|(?P<serving>=+ ?Serving Benchmark Result))",
+        "Prefill. latency: 0.00328 s, throughput:   4879.42 token/s",
+        "bench_one_batch / bench_latency results, bench_offline_throughput's and a bench_serving "
+        "client's result tables",
+        needs=("Prefill. latency: ", "Total. latency: ", "median latency: ", "Benchmark Result"),
+    ),
+    _p(
+        "serving",
+        r"^(?P<kind>Decode|Prefill) batch[.,]",
+        "Decode batch. #running-req: 1, #token: 52, token usage: 0.00, cuda graph: True, "
+        "gen throughput (token/s): 5.29, #queue-req: 0",
+        "the scheduler served; the reader yields only the first per file and per start-up "
+        "(ONCE_LITERALS), never every one",
+        needs=("Decode batch", "Prefill batch"),
+    ),
+    _p(
+        "model_backend",
+        r"^Using (?P<backend>Transformers) backend\.",
+        "Using Transformers backend.",
+        "the fallback implementation for an architecture SGLang does not implement",
+        needs=("Using Transformers backend.",),
+    ),
+    _p(
+        "frame",
+        r'^\s{0,8}(?:\[rank\d{1,6}\]:\s{0,8})?File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9}), '
+        r"in (?P<func>\S{1,300})",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", '
+        "line 929, in capture_one_batch_size",
+        "a traceback frame of a Python file; unprefixed",
+        needs=('.py", line ',),
+    ),
+    _p(
+        "exception_ignored",
+        r"^Exception ignored (?P<what>.{0,300})",
+        "Exception ignored in atexit callback: <function _exit_function at 0x7f2c1c2d8ca0>",
+        "an unraisable exception (destructor, atexit): its traceback follows, the program goes on",
+        needs=("Exception ignored ",),
+    ),
+    _p(
         "traceback_start",
         r"^\s{0,8}Traceback \(most recent call last\):",
         "Traceback (most recent call last):",
@@ -328,7 +377,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "exception",
-        r"^(?P<type>(?:[a-z_][a-z0-9_]{0,40}\.){0,5}[A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception))"
+        r"^(?P<type>(?:[a-z_][a-z0-9_]{0,40}\.){0,5}(?:[A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception)"
+        r"|Exception))"
         r"(?:: (?P<msg>.{0,4000}))?$",
         "TypeError: cannot unpack non-iterable ForwardMetadata object",
         "last line of a traceback; unprefixed",
@@ -352,8 +402,15 @@ KEYWORDS: tuple[str, ...] = (
     "Compiling num tokens", "%|", "Registering", "memory capacity is unbalanced",
     "Not enough memory", "out of memory", "Error", "Exception", "exception", "Traceback",
     "didn't finish", "Received sigquit", "ready to roll", "Uvicorn running",
-    "Application startup complete", "CUDA graph",
+    "Application startup complete", "CUDA graph", "sglang.bench_", "sglang/bench_",
+    "Prefill. latency", "Total. latency", "median latency", "Benchmark Result",
+    "Using Transformers backend", '.py", line ',
 )  # fmt: skip
+# Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
+# reader yields only the first segment that holds one in each file, and the first after each
+# scheduler summary (read.iter_segments), so that serving is seen without reading every line.
+ONCE_LITERALS: tuple[str, ...] = ("Decode batch", "Prefill batch")
+ONCE_BYTES: tuple[bytes, ...] = tuple(x.encode() for x in ONCE_LITERALS)
 KEYWORD_BYTES: regex.Pattern[bytes] = regex.compile(
     "|".join(regex.escape(k) for k in sorted(KEYWORDS, key=len, reverse=True)).encode()
 )

@@ -27,7 +27,7 @@ import stat
 import sys
 import warnings
 import zlib
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
@@ -35,6 +35,10 @@ import regex
 
 from logmem.errors import InputError, InputWarning
 from logmem.parse import progress as progress
+from logmem.parse.continuation import (
+    MAX_CONTINUATION_LINES as MAX_CONTINUATION_LINES,  # re-exported: tests use it
+)
+from logmem.parse.continuation import REARM, Once, continuation, is_exception_head
 from logmem.parse.matchers import (  # noqa: F401 - re-exported: tests and benchmarks use them
     _MATCHERS,
     Cursor,
@@ -78,6 +82,8 @@ class Segment:
     line_no: int
     data: bytes
     truncated: bool = False
+    # A line after an exception line that continues its message (no keyword needed).
+    continuation: bool = False
 
 
 @dataclass
@@ -443,11 +449,18 @@ def _first_sep(buf: bytes, start: int) -> int:
 
 
 def iter_segments(
-    path: str, keywords: regex.Pattern[bytes], stats: ReadStats | None = None
+    path: str,
+    keywords: regex.Pattern[bytes],
+    stats: ReadStats | None = None,
+    once: Sequence[bytes] = (),
+    continuations: bool = False,
 ) -> Iterator[Segment]:
-    """Yield the segments of one input that contain a keyword, with their line numbers."""
+    """Yield the segments of one input that contain a keyword, with their line numbers;
+    of the segments that hold one of `once`, the first of the file and the first after each
+    scheduler summary; with `continuations`, the lines that continue an exception's message."""
     stats = stats or ReadStats(path)
     matcher = matcher_for(keywords)
+    state = Once(tuple(once), continuations=continuations)
     carry = b""
     carry_truncated = False
     line_no = 1  # line number at the start of `carry` (or of the next chunk)
@@ -473,16 +486,16 @@ def iter_segments(
                 # only those bytes, not the whole chunk.
                 first = _first_sep(chunk, start) + 1
                 head = carry + chunk[start:first]
-                line_no = yield from _scan(path, head, 0, len(head), line_no, matcher, stats)
+                line_no = yield from _scan(path, head, 0, len(head), line_no, matcher, stats, state)
                 start = first
-            line_no = yield from _scan(path, chunk, start, cut, line_no, matcher, stats)
+            line_no = yield from _scan(path, chunk, start, cut, line_no, matcher, stats, state)
             carry = chunk[cut:]
         if len(carry) > MAX_SEGMENT_BYTES:
             carry = carry[:MAX_SEGMENT_BYTES]
             carry_truncated = True
             stats.truncated_segments += 1
     if carry:
-        line_no = yield from _scan(path, carry, 0, len(carry), line_no, matcher, stats)
+        line_no = yield from _scan(path, carry, 0, len(carry), line_no, matcher, stats, state)
     stats.ends_with_newline = last in (b"\n", b"") and not carry
     # An empty input has no lines (not "1 lines"); a final newline opens no new line.
     if not stats.bytes_read:
@@ -499,22 +512,31 @@ def _scan(
     line_no: int,
     matcher: Matcher,
     stats: ReadStats,
+    once: Once | None = None,
 ) -> Generator[Segment, None, int]:
-    """Yield each segment of ``buf[lo:hi]`` that holds a keyword; return the line number at `hi`.
+    """Yield each segment of ``buf[lo:hi]`` that holds a keyword (and the continuation
+    lines of an exception line, and the `once` segments); return the line number at `hi`.
 
     Every search is bounded by the previous segment's end, so hostile input (a hit on
     every line, no ``\\r`` anywhere) stays linear.
     """
     if lo >= hi:
         return line_no
+    once = once or Once(())
     cursor = matcher.cursor(buf, lo, hi)
     pos = counted = lo
     # The next \n and \r at or after the last hit, found once each and reused until passed:
     # searching both to the chunk's end for every segment is quadratic when one separator
     # is missing (10 MB of "GB\r" took minutes).
     nl = cr = -2
+    # Where the armed once-literal is next (searched again only after a summary re-arms it).
+    first = once.find(buf, lo, hi)
     while pos < hi:
         p = cursor.next_hit(pos)
+        if 0 <= first < pos:  # inside a segment taken as a continuation: look further on
+            first = once.find(buf, pos, hi)
+        if first >= pos and (p < 0 or first < p):
+            p = first
         if p < 0:
             break
         sep = max(buf.rfind(b"\n", pos, p), buf.rfind(b"\r", pos, p))
@@ -532,16 +554,27 @@ def _scan(
             data = data[:MAX_SEGMENT_BYTES]
             stats.truncated_segments += 1
         yield Segment(path, line_no, data, truncated)
+        if once.armed and first >= 0 and first < end:
+            once.armed, first = False, -1
+        if REARM in data and once.literals:
+            once.armed = True
+            first = once.find(buf, end, hi)
+        if once.continuations and is_exception_head(data):
+            end = yield from continuation(path, buf, end, hi, line_no, MAX_SEGMENT_BYTES)
         pos = end + 1
     return line_no + _count_newlines(buf, counted, hi)
 
 
 def read_segments(
-    paths: Iterable[str], keywords: regex.Pattern[bytes], stats: list[ReadStats] | None = None
+    paths: Iterable[str],
+    keywords: regex.Pattern[bytes],
+    stats: list[ReadStats] | None = None,
+    once: Sequence[bytes] = (),
+    continuations: bool = False,
 ) -> Iterator[Segment]:
-    """All candidate segments of several inputs, input after input."""
+    """All candidate segments of several inputs, input after input (see iter_segments)."""
     for path in paths:
         st = ReadStats(path)
         if stats is not None:
             stats.append(st)
-        yield from iter_segments(path, keywords, st)
+        yield from iter_segments(path, keywords, st, once, continuations)

@@ -263,9 +263,88 @@ def _(e: fx.SkipImbalanceCheck) -> str:
 
 @effect_text.register
 def _(e: fx.DisableGraph) -> str:
+    why = (
+        "the frames show the capture machinery itself raised"
+        if e.machinery
+        else "the traceback does not show where it was raised"
+    )
     return (
-        f"skips the {e.graph} graph capture that fails, to confirm the cause and get a server up; "
-        "costs speed (no graphs for that phase); the real fix is a matching SGLang/kernel version"
+        f"a diagnostic ({why}): skips the {e.graph} graph capture; if start-up then succeeds, "
+        "the failure is the capture's own, and a matching SGLang/kernel version is the real fix; "
+        "costs speed (no graphs for that phase)"
+    )
+
+
+_COMPONENT = {
+    "attention": "the attention code",
+    "kernel": "a compiled kernel",
+    "model": "the model's own code",
+}
+
+
+@effect_text.register
+def _(e: fx.ChangeComponent) -> str:
+    where = f"{e.path.rsplit('/', 1)[-1] if e.path else '?'} line {e.line}, in {e.func}"
+    during = f" during the {e.graph} graph capture" if e.graph else ""
+    recur = (
+        f"; an eager forward runs the same code, so {'--disable-cuda-graph' if e.graph else 'skipping graphs'} "
+        "would not get a server up"
+        if e.graph
+        else ""
+    )
+    if e.where == "attention":
+        use = f" than the one in use ({e.in_use})" if e.in_use else ""
+        change = (
+            f"try another attention backend{use}, or the SGLang version whose model code "
+            "matches this backend"
+        )
+    elif e.where == "kernel":
+        change = (
+            f"install the {e.component} build that matches this SGLang version (or another "
+            "backend that does not use it)"
+        )
+    else:
+        change = "a SGLang version whose model code works with these settings"
+    return f"the error is raised in {_COMPONENT[e.where]} ({where}){during}{recur}: {change}"
+
+
+@effect_text.register
+def _(e: fx.LowerMfsRelative) -> str:
+    on = f", on {e.pre_load_rank}" if e.pre_load_rank else ""
+    return (
+        f"P x d must cover the {_g(e.need_bytes)} GiB shortfall, so d >= {_g(e.need_bytes)} / "
+        f"{_g(e.pre_load_bytes)} = {e.need_bytes / e.pre_load_bytes:.4f} (P = "
+        f"{_g(e.pre_load_bytes)} GiB, the smallest Load weight begin avail{on}), rounded up to "
+        f"{fmt_mfs(e.delta)}; the value in use is not in the log, so only the change can be given; "
+        "costs KV tokens in proportion"
+    )
+
+
+@effect_text.register
+def _(e: fx.RaiseMfsUnexplained) -> str:
+    return (
+        f"raise it above {fmt_mfs(e.mfs)}, as SGLang's message asks; the KV rule cannot say by "
+        "how much, since it finds a positive budget at this value"
+    )
+
+
+@effect_text.register
+def _(e: fx.FindOutside) -> str:
+    gpu = f"GPU {e.gpu}" if e.gpu is not None else "the GPU"
+    return (
+        f"lists the processes on {gpu} and what each holds: find what holds the "
+        f"{_g(e.outside_bytes)} GiB outside PyTorch and stop it (or use a free GPU); costs "
+        "nothing in KV"
+    )
+
+
+@effect_text.register
+def _(e: fx.NativeImpl) -> str:
+    arch = f" ({e.architecture})" if e.architecture else ""
+    return (
+        f"forces SGLang's own implementation of the model{arch}, which shards it over the TP "
+        "ranks; it exists only in SGLang versions that implement the architecture (else one "
+        "that does); costs nothing in KV"
     )
 
 

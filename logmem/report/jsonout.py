@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
-from logmem.analysis.failures import Failure, outcome
+from logmem.analysis.failures import Failure, RankError, outcome, read_errors
+from logmem.analysis.failures.records import exc_type_of, message_of
 from logmem.analysis.ledger import ledger_rows
-from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.model.launch import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.fixes import effect_text
@@ -221,6 +223,25 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
     }
 
 
+def _error_json(errors: tuple[RankError | None, ...]) -> dict[str, Any] | None:
+    """The first decisive error: its rank, whole message (continuation lines too) and line."""
+    e = errors[0] if errors else None
+    if e is None:
+        return None
+    return {
+        "rank": e.rank,
+        "exc_type": exc_type_of(e.record),
+        "message": message_of(e.record, e.source),
+        "line": _line(e.source),
+    }
+
+
+def _opening(t: Traceback) -> Source | None:
+    if t.opening is not None:
+        return t.opening.source
+    return t.errors[0].source if t.errors else None
+
+
 def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
     sz = led.sizing
     if sz is None:
@@ -242,7 +263,9 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
     }
 
 
-def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
+def launch_json(
+    L: Launch, led: LaunchLedger | None = None, shown: Callable[[str], bool] | None = None
+) -> dict[str, Any]:
     oc = outcome(L)
     led = led if led is not None else build_ledger(L)
     s = L.summary
@@ -255,6 +278,13 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
         "verdict": verdict_lines(L),
         "failure": failure_json(oc.failure),
         "runtime_errors": len(oc.runtime_errors),
+        "first_runtime_error": _error_json(read_errors(oc.runtime_errors[:1])),
+        "came_up": {"by": oc.up.by.value, "line": _line(oc.up.source)} if oc.up else None,
+        "other_tracebacks": [
+            {"kind": n.kind.value, "line": _line(_opening(n.traceback))}
+            | (_error_json((n.error,)) or {"message": None, "exc_type": None})
+            for n in oc.noise
+        ],
         "max_total_num_tokens": s.max_total_num_tokens if s else None,
         "summary": (
             {k: v for k, v in s.fields} | {"available_gpu_mem_gib": _g(s.available), "line": _ln(s)}
@@ -278,7 +308,9 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
         if led.reserve
         else None,
         "findings": [finding_text(f) for f in led.findings],
-        "ranks": [rank_json(r, led.ranks[i]) for i, r in enumerate(L.ranks)],
+        "ranks": [
+            rank_json(r, rl) for r, rl in zip(L.ranks, led.ranks) if shown is None or shown(r.label)
+        ],
         "stray_bars": L.stray_bars,
     }
 
@@ -306,7 +338,7 @@ def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
 
 def analysis_json(a: Analysis) -> dict[str, Any]:
     ledgers = [build_ledger(L) for L in a.launches]
-    launches = [launch_json(L, led) for L, led in zip(a.launches, ledgers)]
+    launches = [launch_json(L, led, a.shows) for L, led in zip(a.launches, ledgers)]
     if a.model_config is not None:
         for doc, led in zip(launches, ledgers):
             doc["expected"] = expected_json(led, a.model_config)

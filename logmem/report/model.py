@@ -6,7 +6,7 @@ The numbers are decided here once, so the formats cannot disagree about them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
@@ -145,10 +145,11 @@ _RANK_COLUMNS: tuple[tuple[str, Callable[[Rank], int | None]], ...] = (
 
 def ranks_table(led: LaunchLedger) -> Table | None:
     L = led.launch
-    if len(L.ranks) < 2:
+    shown = {rl.rank for rl in led.ranks}  # the ranks the report shows (select)
+    if len(L.ranks) < 2 or len(shown) < 2:
         return None
     rows = []
-    for r in L.ranks:
+    for r in (r for r in L.ranks if r.label in shown):
         graphs = [g.end.usage.bytes for g in r.graphs if g.end and g.end.usage]
         mark = " *" if r.label == led.binding_rank and led.imbalance_bytes is not None else ""
         rows.append(
@@ -285,13 +286,17 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
 
 
 def launch_report(
-    L: Launch, n_launches: int, all_ranks: bool = False, config: dict[str, Any] | None = None
+    L: Launch,
+    n_launches: int,
+    all_ranks: bool = False,
+    config: dict[str, Any] | None = None,
+    ranks_shown: tuple[str, ...] = (),
 ) -> LaunchReport:
-    led = build_ledger(L)
+    led = shown_ledger(build_ledger(L), ranks_shown)
     sections: list[Section] = []
     main = main_rank(L)
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
-    full = all_ranks or len(L.ranks) <= 2
+    full = all_ranks or bool(ranks_shown) or len(led.ranks) <= 2
     leading = [r for r in led.ranks if full or (main is not None and r.rank == main.label)]
     split = split_notes(L)  # PyTorch's OOM split, on the failing rank's ledger
     if leading:
@@ -326,6 +331,14 @@ def launch_report(
         title += f": {model}"
     found = tuple(finding_text(f) for f in led.findings)
     return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led)
+
+
+def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:
+    """The ledger with only the ranks a report shows (api.select); the launch, the sizing and
+    the findings stay the whole launch's."""
+    if not shown:
+        return led
+    return replace(led, ranks=tuple(rl for rl in led.ranks if rl.rank in shown))
 
 
 def verdict_lines(L: Launch) -> list[str]:
@@ -369,6 +382,9 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
     return Report(
         "logmem memory report",
-        tuple(launch_report(L, len(a.launches), all_ranks, a.model_config) for L in a.launches),
+        tuple(
+            launch_report(L, len(a.launches), all_ranks, a.model_config, a.shown_ranks)
+            for L in a.launches
+        ),
         tuple(notes),
     )

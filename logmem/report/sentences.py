@@ -195,12 +195,28 @@ def _(f: fd.NegligibleCaptures) -> str:
 def _(f: fd.LeftFree) -> str:
     when = {
         fd.LeftWhen.AFTER_CAPTURE: "after capture",
-        fd.LeftWhen.PHASE_END: f"at the end of {f.phase}",
+        fd.LeftWhen.PHASE_END: _at_end_of(f.phase),
         fd.LeftWhen.SUMMARY: "at the scheduler summary",
         fd.LeftWhen.LOG_STOPS: f"when the log stops (in capture {f.phase})",
     }[f.when]
-    tight = " — very little: the first requests may run out of memory" if f.tight else ""
+    tight = ""
+    if f.tight:
+        tight = " — very little: the first requests may run out of memory" if f.serving else ""
     return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
+
+
+def _at_end_of(phase: str) -> str:
+    """When a phase (attribution's step names) ended, as a phrase: never 'at the end of before'."""
+    if phase.startswith("before capture "):
+        label = phase.removeprefix("before capture ")
+        if label.endswith(" (to its first bar)"):
+            return f"at the {label.removesuffix(' (to its first bar)')} capture's first bar"
+        return f"when the {label} capture began"
+    if phase.startswith("before "):
+        return f"just {phase}"  # "just before draft weights"
+    if " -> " in phase:
+        return f"at the {phase.rsplit(' -> ', 1)[1]} line"
+    return f"at the end of {phase}"
 
 
 @finding_text.register

@@ -7,7 +7,6 @@ failures stage did, so a person can check it against the log.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import singledispatch
 
 import regex
 
@@ -16,6 +15,7 @@ from logmem.analysis.failures.budget import fmt_mfs
 from logmem.analysis.failures.records import (
     CaptureError,
     CommBufferError,
+    CutTraceback,
     ErrorRecord,
     KVSizing,
     OtherRanksUnfinished,
@@ -24,202 +24,29 @@ from logmem.analysis.failures.records import (
     Unbalanced,
     message_of,
 )
-from logmem.report.fixes import fix_text, ranks_who, sentence
+from logmem.analysis.failures.traces import NoiseKind, UpBy
+from logmem.parse.events import SchedulerException
+from logmem.report.fixes import fix_text, sentence
 from logmem.report.fixes import gib_text as _g
+from logmem.report.notes import explanation_text as explanation_text
+from logmem.report.notes import note_text as note_text
 from logmem.sglang import rules
-
-# --- notes ---------------------------------------------------------------------------------------
-
-
-@singledispatch
-def note_text(n: object) -> str:
-    """One reason the verdict gives, as a phrase."""
-    raise TypeError(f"no words for {type(n).__name__}")
-
-
-@note_text.register
-def _(n: fx.Shortfall) -> str:
-    return (
-        f"{_g(n.tried_bytes)} GiB was asked for with {_g(n.free_bytes)} GiB free: "
-        f"{_g(n.shortfall_bytes)} GiB short"
-    )
-
-
-@note_text.register
-def _(n: fx.PyTorchHeld) -> str:
-    return f"PyTorch held {_g(n.allocated_bytes)} GiB of the {_g(n.capacity_bytes)} GiB GPU"
-
-
-@note_text.register
-def _(n: fx.GpuBusyEarly) -> str:
-    return (
-        "nothing of SGLang's own size was allocated yet, so the GPU was already busy: "
-        "check other processes on it (nvidia-smi); memory flags do not apply"
-    )
-
-
-@note_text.register
-def _(n: fx.WeightsBeforePool) -> str:
-    return "weights load before the KV pool is sized, so --mem-fraction-static does not help here"
-
-
-@note_text.register
-def _(n: fx.WeightsFloor) -> str:
-    text = (
-        f"{n.rank or 'the GPU'} needed at least {_g(n.begin_bytes)} - {_g(n.free_bytes)} + "
-        f"{_g(n.tried_bytes)} = {_g(n.at_least_bytes)} GiB while loading"
-    )
-    if n.case is fx.FloorCase.FITS:
-        return f"{text}, with {_g(n.begin_bytes)} GiB free before"
-    if n.case is fx.FloorCase.PEAKS:
-        return (
-            f"{text}, more than the {_g(n.begin_bytes)} GiB it had free: loading peaks above the "
-            f"final size (the ranks that finished hold {_g(n.finished_bytes)} GiB)"
-        )
-    return (
-        f"{text}, more than the whole GPU had ({_g(n.begin_bytes)} GiB free before). If the model "
-        "should fit, check that it shards (e.g. a fallback implementation that does not split the "
-        "experts)"
-    )
-
-
-@note_text.register
-def _(n: fx.LoadedBudget) -> str:
-    empty = (
-        ". Even without this OOM there would be no KV pool, so the weights per rank must shrink"
-        if n.rest_bytes <= 0
-        else ""
-    )
-    return (
-        f"after loading {_g(n.weights_bytes)} GiB of weights, the ranks that finished leave rest = "
-        f"{_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x (1 - {fmt_mfs(n.mfs)}) = "
-        f"{_g(n.rest_bytes)} GiB for the KV pool{empty}"
-    )
-
-
-@note_text.register
-def _(n: fx.DeepEPLazy) -> str:
-    return (
-        "DeepEP is on (moe_a2a_backend='deepep') and allocates its buffer lazily at the "
-        "first dispatch, inside the capture: the failed allocation may be that buffer"
-    )
-
-
-@note_text.register
-def _(n: fx.MfsCannotFix) -> str:
-    b = n.blocker
-    if isinstance(b, fx.NoKVTokensLeft):
-        why = f"lowering mem_fraction_static to {fmt_mfs(b.to)} would leave no KV tokens"
-    else:
-        floor = (
-            f"; below {fmt_mfs(b.smallest)} the KV pool is empty" if b.smallest is not None else ""
-        )
-        why = f"mem_fraction_static would have to drop to {fmt_mfs(b.to)}{floor}"
-    return f"lowering --mem-fraction-static alone cannot fix it: {why}"
-
-
-@note_text.register
-def _(n: fx.NoServerArgs) -> str:
-    return "the server_args dump (mem_fraction_static) is missing, so no new value can be computed"
-
-
-@note_text.register
-def _(n: fx.BudgetCameOut) -> str:
-    return (
-        f"the KV budget came out as rest = {_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x "
-        f"(1 - {fmt_mfs(n.mfs)}) = {_g(n.rest_bytes)} GiB (smallest Load weight end avail minus "
-        "P x (1 - mfs), P = the smallest Load weight begin avail)"
-    )
-
-
-@note_text.register
-def _(n: fx.NoMfsGivesPool) -> str:
-    return (
-        "no mem_fraction_static below 1 gives a pool: only "
-        f"{_g(n.after_weights_bytes)} GiB is free after the weights"
-    )
-
-
-@note_text.register
-def _(n: fx.ImbalanceGap) -> str:
-    return (
-        f"{ranks_who(n.ranks)} has {n.gap_gib:.2f} GiB less free memory than the others "
-        f"(pre_model_load_memory={n.pre_model_load_gib:.2f} GiB, the minimum over ranks, vs "
-        f"local_gpu_memory={n.local_gib:.2f} GiB on a rank that raised it). The check runs after "
-        "distributed init, before the weights load, so the memory was taken before SGLang "
-        "allocated anything of size: usually another process on that GPU"
-    )
-
-
-@note_text.register
-def _(n: fx.OwnReading) -> str:
-    return f"{n.rank}'s own Load weight begin reads {_g(n.bytes)} GiB"
-
-
-@note_text.register
-def _(n: fx.ImbalanceNoFigures) -> str:
-    return (
-        f"{ranks_who(n.ranks)} had less free memory than the others before the weights loaded: "
-        "usually another process"
-    )
-
-
-@note_text.register
-def _(n: fx.RanksLagging) -> str:
-    lead = f"{', '.join(n.ranks)} printed no Load weight end: " if n.ranks else ""
-    return (
-        lead + "a rank failed while loading or is slow, and its own error is not in this log "
-        "(often an OOM)"
-    )
-
-
-@note_text.register
-def _(n: fx.NoTraceback) -> str:
-    return "no traceback reached the log; the child's own output may be elsewhere"
-
-
-def _a(word: str) -> str:
-    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
-
-
-@note_text.register
-def _(n: fx.NotMemory) -> str:
-    free = (
-        f" ({_g(n.bucket_free_bytes)} GiB was still free at that bucket)"
-        if n.bucket_free_bytes is not None
-        else ""
-    )
-    return (
-        f"{_a(n.exc_type) if n.exc_type else 'the error'} points to a code, install or version "
-        f"mismatch{free}; do not change --mem-fraction-static or --cuda-graph-max-bs for it"
-    )
-
-
-@note_text.register
-def _(n: fx.CommUnknown) -> str:
-    return f"{n.library} failed without saying whether memory ran out"
-
-
-@note_text.register
-def _(n: fx.LogStops) -> str:
-    return (
-        "no error is in the log: it was cut, or the process hung or was killed (a kill leaves no "
-        "traceback; the kernel log shows the OOM killer); memory cannot be judged from it"
-    )
-
-
-def explanation_text(f: fx.Failure) -> str:
-    """The verdict's second line: the notes, as sentences (a single phrase stays as it is)."""
-    if len(f.notes) == 1 and isinstance(f.notes[0], fx.PHRASES):
-        return note_text(f.notes[0])
-    return " ".join(sentence(t) for n in f.notes if (t := note_text(n)).strip())
-
 
 # --- the headline --------------------------------------------------------------------------------
 
 
-def phase_text(phase: str | None, size: int | None = None, unit: str = "bs") -> str:
+# Offline tools without a scheduler process: their "serving" is the benchmark itself.
+_NO_SCHEDULER = ("one_batch", "latency")
+
+
+def phase_text(
+    phase: str | None, size: int | None = None, unit: str = "bs", offline: str | None = None
+) -> str:
     """A phase as a phrase for a sentence: 'while capturing the decode graph at bs 256'."""
+    if phase == "serving" and offline is not None:
+        if offline in _NO_SCHEDULER:
+            return f"after start-up, during the bench_{offline} run"
+        return f"after the scheduler started, during the bench_{offline} run"
     if phase is None:
         return "at an unknown point of start-up"
     if phase.startswith("after capture "):
@@ -291,19 +118,26 @@ def _what(rec: ErrorRecord | None) -> str:
     if isinstance(rec, Unbalanced):
         return '"The memory capacity is unbalanced"'
     if isinstance(rec, CaptureError):
-        return f"CUDA graph capture failed ({short(rec.message)})"
+        return f"CUDA graph capture failed ({quoted(rec.message)})"
     if isinstance(rec, CommBufferError):
-        return f"{rec.library} error ({short(rec.message)})"
+        return f"{rec.library} error ({quoted(rec.message)})"
     if isinstance(rec, PythonError):
-        return f"{rec.exc_type} ({short(rec.message)})" if rec.message else rec.exc_type
+        return f"{rec.exc_type} ({quoted(rec.message)})"
     if isinstance(rec, OtherRanksUnfinished):
         return f"TP rank {rec.tp_rank} finished loading but other ranks did not"
+    if isinstance(rec, CutTraceback):
+        return "a traceback the log cuts before its exception line"
     return "a child process died without a traceback"
 
 
 def short(text: str, n: int = 80) -> str:
-    text = text.strip()
+    text = " ".join(text.split())  # a message's continuation lines, on one line
     return text if len(text) <= n else text[: n - 3].rstrip() + "..."
+
+
+def quoted(message: str) -> str:
+    """An exception's message for a headline: shortened, or said to be missing (never "()")."""
+    return short(message) if message.strip() else "no message printed"
 
 
 def _memory_word(m: bool | None) -> str:
@@ -318,7 +152,7 @@ def _unit(graph: str | None) -> str:
 
 def headline_text(f: fx.Failure) -> str:
     """The verdict's first line: what happened, where, on which ranks, with the figures."""
-    where = phase_text(f.phase, f.size, _unit(f.graph))
+    where = phase_text(f.phase, f.size, _unit(f.graph), f.offline)
     if f.kind == "stopped":
         rank = f.ranks[0] if f.ranks else "?"
         extra = ""
@@ -358,12 +192,17 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
     lines: list[str] = []
     if oc.status == "ready":
         n = v.ranks_printing
+        where = (
+            f"{n} in this log, of {v.nodes} nodes"
+            if v.nodes is not None and v.nodes > 1
+            else f"{n} print memory lines"
+        )
         count = (
-            f"{v.world} ranks ({n} print memory lines)"
+            f"{v.world} ranks ({where})"
             if v.world and v.world > n
             else f"{n} rank{'s' if n != 1 else ''}"
         )
-        lines.append(f"Ready: start-up finished on {count}.")
+        lines.append(f"Ready: start-up finished on {count}{_up_text(oc)}.")
     elif oc.failure is not None:
         f = oc.failure
         lines.append(headline_text(f))
@@ -371,7 +210,7 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
         if explanation:
             lines.append(sentence(explanation))
         lines.extend(fix_text(x) for x in f.fixes)
-        if f.memory_related and not f.fixes:
+        if f.memory_related and not f.fixes and not any(_says_why(n) for n in f.notes):
             lines.append("No fix can be computed from this log (figures missing).")
     else:
         lines.append("Incomplete: the log holds no rank lines, so start-up cannot be judged.")
@@ -379,7 +218,54 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
         e = v.first_runtime_error
         what = short(message_of(e.record, e.source)) if e is not None else "an error"
         at = f" (first at line {e.source.line_no}: {what})" if e is not None and e.source else ""
-        lines.append(
-            f"{len(oc.runtime_errors)} error(s) after start-up{at}; they are not start-up failures."
+        died = isinstance(oc.runtime_errors[0].opening, SchedulerException)
+        tail = (
+            "a scheduler crashed at runtime, after the launch came up: not a start-up failure"
+            if died
+            else "they are not start-up failures"
         )
+        lines.append(f"{len(oc.runtime_errors)} error(s) after start-up{at}; {tail}.")
+    lines.extend(_noise_lines(oc.noise))
     return lines
+
+
+def _says_why(n: fx.Note) -> bool:
+    """A note that says why no setting fixes it (so "figures missing" would be false)."""
+    return isinstance(n, (fx.LargerThanGpu, fx.RuleDoesNotExplain))
+
+
+def _up_text(oc: fx.Outcome) -> str:
+    """How a launch without a ready line shows it came up."""
+    if oc.up is None or oc.up.by is UpBy.READY:
+        return ""
+    line = oc.up.source.line_no
+    if oc.up.by is UpBy.RESULTS:
+        tool = f"the bench_{oc.offline} run" if oc.offline else "the offline run"
+        return f"; {tool} printed its results (line {line}; it prints no ready line)"
+    if oc.up.by is UpBy.SUMMARY:
+        return (
+            f"; this node (node_rank > 0) prints no ready line: its scheduler summary (line "
+            f"{line}) ends start-up"
+        )
+    return f"; this log has no HTTP server and no ready line: it served from line {line}"
+
+
+def _noise_lines(noise: Sequence[fx.Noise]) -> list[str]:
+    out = []
+    for kind, who in ((NoiseKind.EXIT, "at interpreter exit"), (NoiseKind.HARNESS, "")):
+        group = [x for x in noise if x.kind is kind]
+        if not group:
+            continue
+        e = group[0].error
+        what = f" ({short(message_of(e.record, e.source))})" if e is not None else ""
+        n = len(group)
+        s = "s" if n != 1 else ""
+        if kind is NoiseKind.EXIT:
+            lines = f"{n} traceback{s} printed {who}{what}: exit noise, not failures of the launch."
+        else:
+            lines = (
+                f"{n} traceback{s} from a test harness{what}: the harness's own checks, not "
+                "errors of the server."
+            )
+        out.append(lines)
+    return out

@@ -10,201 +10,86 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from logmem.analysis.failures.records import ErrorRecord, RankError
-from logmem.model.launch import Traceback
-from logmem.parse.lines import Source
-
-# --- what a fix buys and costs -----------------------------------------------------------------
-
-
-class Purpose(Enum):
-    """What the memory a lower mem_fraction_static frees is for."""
-
-    CAPTURE = "capture"
-    ACTIVATIONS = "activations"
-    COMM = "comm"  # a communication library's buffer (DeepEP, NVSHMEM ...)
-    ONE_STEP = "one_step"  # the error printed no figures: one step of mem_fraction_static
-
-
-@dataclass(frozen=True)
-class LowerMfs:
-    mfs: float
-    to: float
-    need_bytes: int
-    pre_load_bytes: int
-    pre_load_rank: str | None
-    freed_bytes: int
-    purpose: Purpose
-    library: str | None = None  # for Purpose.COMM
-    step: float | None = None  # for Purpose.ONE_STEP
-    bytes_per_token: float | None = None
-    lost_tokens: float | None = None
-    kv_share: float = 1.0
-    kv_tokens: int | None = None
-
-
-class Pools(Enum):
-    """How a capture's buckets share memory, as the bar readings show it."""
-
-    SHARED = "shared"  # the later buckets cost little: one pool sized by the largest
-    ASSUMED_SHARED = "assumed_shared"  # too few readings: assumed
-    UNDECIDED = "undecided"  # one measured bucket: the smaller cap of the two models
-
-
-@dataclass(frozen=True)
-class CapDropBuckets:
-    """Separate pools: dropping the buckets above the cap returns their measured cost."""
-
-    unit: str
-    cap: int
-    dropped: tuple[int, ...]
-    first_bytes: int  # the bar reading before the largest bucket
-    at_cap_bytes: int  # the bar reading before the cap's bucket
-    largest: int
-    shortfall_bytes: int
-
-
-@dataclass(frozen=True)
-class CapPerRow:
-    """One pool: the peak grows with the largest bucket's rows, priced per row."""
-
-    unit: str
-    cap: int
-    largest: int
-    per_row_bytes: float
-    saved_bytes: float
-    shortfall_bytes: int
-    pools: Pools
-    shared_limit: float
-    additive_limit: float | None  # the cap the measured drops allow, when shown
-    # The basis of per row: a measured bucket cost, or what the failed first bucket needed.
-    first_bytes: int
-    second_bytes: int | None = None  # the next bar reading (measured basis)
-    oom_free_bytes: int | None = None  # needed basis: free at the OOM
-    tried_bytes: int | None = None  # needed basis: what the OOM asked for
-
-
-@dataclass(frozen=True)
-class ExpandableSegments:
-    reserved_unallocated_bytes: int
-    shortfall_bytes: int
-
-
-@dataclass(frozen=True)
-class HalveChunk:
-    chunk: int
-    half: int
-    saved_bytes: int
-    need_bytes: int
-
-
-@dataclass(frozen=True)
-class DispatchTokensRatio:
-    tried_bytes: int
-    free_bytes: int
-    ratio: float
-    at_default: int
-
-
-@dataclass(frozen=True)
-class DispatchTokensHalf:
-    half: int
-
-
-@dataclass(frozen=True)
-class DoubleTP:
-    """OOM while loading: twice the GPUs halve the weights per rank."""
-
-    tp: int
-    mfs: float | None
-    rest_bytes: int | None  # the KV budget the ranks that finished leave
-    weights_bytes: int | None
-
-
-@dataclass(frozen=True)
-class QuantizeFP8:
-    pass
-
-
-@dataclass(frozen=True)
-class CpuOffload:
-    gib: int
-    need_bytes: int
-    budget_lack_bytes: int | None  # set when the KV budget lacks more than the shortfall
-
-
-@dataclass(frozen=True)
-class RaiseMfsNoFigures:
-    pass
-
-
-@dataclass(frozen=True)
-class SmallestMfs:
-    after_weights_bytes: int
-    pre_load_bytes: int
-    exact: float  # 1 - A / P
-    step: float
-    step_bytes: int
-    headroom_bytes: int
-
-
-@dataclass(frozen=True)
-class FewerWeights:
-    """ "Not enough memory": halve the weights per rank."""
-
-    weights_bytes: int
-    quantized: bool
-    mfs: float | None
-    rest_bytes: int | None
-
-
-@dataclass(frozen=True)
-class FindProcess:
-    gap_gib: float
-    ranks: tuple[str, ...]  # the occupied GPUs' ranks (empty: not known)
-
-
-@dataclass(frozen=True)
-class SkipImbalanceCheck:
-    pre_model_load_gib: float
-    mfs: float | None
-    gap_gib: float
-    loss_bytes: int | None
-
-
-@dataclass(frozen=True)
-class DisableGraph:
-    graph: str
-
-
-Effect = (
-    LowerMfs
-    | CapDropBuckets
-    | CapPerRow
-    | ExpandableSegments
-    | HalveChunk
-    | DispatchTokensRatio
-    | DispatchTokensHalf
-    | DoubleTP
-    | QuantizeFP8
-    | CpuOffload
-    | RaiseMfsNoFigures
-    | SmallestMfs
-    | FewerWeights
-    | FindProcess
-    | SkipImbalanceCheck
-    | DisableGraph
+from logmem.analysis.failures.effects import (  # re-exported: fx.LowerMfs, fx.Fix ...
+    CapDropBuckets as CapDropBuckets,
 )
-
-
-@dataclass(frozen=True)
-class Fix:
-    """One change that would fix the failure, with its price in numbers a person can check."""
-
-    flag: str  # a server flag, an environment variable, or an action such as "nvidia-smi"
-    value: str | None  # the value to set (None: a switch, or nothing to set)
-    effect: Effect  # what it buys and what it costs (worded by logmem.report.verdict)
-
+from logmem.analysis.failures.effects import (
+    CapPerRow as CapPerRow,
+)
+from logmem.analysis.failures.effects import (
+    ChangeComponent as ChangeComponent,
+)
+from logmem.analysis.failures.effects import (
+    CpuOffload as CpuOffload,
+)
+from logmem.analysis.failures.effects import (
+    DisableGraph as DisableGraph,
+)
+from logmem.analysis.failures.effects import (
+    DispatchTokensHalf as DispatchTokensHalf,
+)
+from logmem.analysis.failures.effects import (
+    DispatchTokensRatio as DispatchTokensRatio,
+)
+from logmem.analysis.failures.effects import (
+    DoubleTP as DoubleTP,
+)
+from logmem.analysis.failures.effects import (
+    Effect as Effect,
+)
+from logmem.analysis.failures.effects import (
+    ExpandableSegments as ExpandableSegments,
+)
+from logmem.analysis.failures.effects import (
+    FewerWeights as FewerWeights,
+)
+from logmem.analysis.failures.effects import (
+    FindOutside as FindOutside,
+)
+from logmem.analysis.failures.effects import (
+    FindProcess as FindProcess,
+)
+from logmem.analysis.failures.effects import (
+    Fix as Fix,
+)
+from logmem.analysis.failures.effects import (
+    HalveChunk as HalveChunk,
+)
+from logmem.analysis.failures.effects import (
+    LowerMfs as LowerMfs,
+)
+from logmem.analysis.failures.effects import (
+    LowerMfsRelative as LowerMfsRelative,
+)
+from logmem.analysis.failures.effects import (
+    NativeImpl as NativeImpl,
+)
+from logmem.analysis.failures.effects import (
+    Pools as Pools,
+)
+from logmem.analysis.failures.effects import (
+    Purpose as Purpose,
+)
+from logmem.analysis.failures.effects import (
+    QuantizeFP8 as QuantizeFP8,
+)
+from logmem.analysis.failures.effects import (
+    RaiseMfsNoFigures as RaiseMfsNoFigures,
+)
+from logmem.analysis.failures.effects import (
+    RaiseMfsUnexplained as RaiseMfsUnexplained,
+)
+from logmem.analysis.failures.effects import (
+    SkipImbalanceCheck as SkipImbalanceCheck,
+)
+from logmem.analysis.failures.effects import (
+    SmallestMfs as SmallestMfs,
+)
+from logmem.analysis.failures.records import ErrorRecord, RankError
+from logmem.analysis.failures.traces import NoiseKind, RaisedIn, Up
+from logmem.model.launch import Traceback
+from logmem.parse.events import Frame
+from logmem.parse.lines import Source
 
 # --- why: the notes a verdict explains itself with --------------------------------------------
 
@@ -247,6 +132,7 @@ class WeightsFloor:
     at_least_bytes: int
     case: FloorCase
     finished_bytes: int | None = None  # PEAKS: what the ranks that finished hold
+    fallback: bool = False  # the model runs on the Transformers fallback (said in its own note)
 
 
 @dataclass(frozen=True)
@@ -321,6 +207,46 @@ class ImbalanceNoFigures:
     ranks: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class OutsidePyTorch:
+    """PyTorch's OOM text: the GPU's used memory (capacity - free) against what PyTorch holds
+    (allocated + reserved but unallocated); the difference is outside PyTorch."""
+
+    capacity_bytes: int
+    used_bytes: int
+    pytorch_bytes: int
+    outside_bytes: int
+    this_process_bytes: int | None  # "Including non-PyTorch memory, this process has M"
+    fits: bool  # what is outside PyTorch covers the shortfall: freeing it would fit the model
+
+
+@dataclass(frozen=True)
+class LargerThanGpu:
+    """One allocation asked for more than the GPU's whole capacity."""
+
+    tried_bytes: int
+    capacity_bytes: int
+
+
+@dataclass(frozen=True)
+class RuleDoesNotExplain:
+    """ "Not enough memory" although SGLang's KV rule leaves a positive budget."""
+
+    after_weights_bytes: int
+    pre_load_bytes: int
+    mfs: float
+    rest_bytes: int
+    draft: bool  # speculative decoding is on: a draft model takes part of the budget
+    multimodal: bool  # server_args says multimodal: SGLang reserves for it, some eras scale mfs
+
+
+@dataclass(frozen=True)
+class TransformersFallback:
+    """ "Using Transformers backend." on the failing rank's log."""
+
+    whole_gpu: bool  # the load needed more than the whole GPU: it does not shard
+
+
 # The notes below are whole explanations of their own (a phrase, not a list of sentences).
 
 
@@ -338,6 +264,21 @@ class NoTraceback:
 class NotMemory:
     exc_type: str | None
     bucket_free_bytes: int | None
+    raised: RaisedIn | None = None  # where the frames say it was raised
+
+
+@dataclass(frozen=True)
+class TracebackCut:
+    """The log ends inside a traceback, before its exception line."""
+
+    frame: Frame | None  # the last frame printed that names a component
+
+
+@dataclass(frozen=True)
+class MemoryHint:
+    """The exception's text names memory only among possible causes (a launcher's hint)."""
+
+    exc_type: str
 
 
 @dataclass(frozen=True)
@@ -368,10 +309,16 @@ Note = (
     | RanksLagging
     | NoTraceback
     | NotMemory
+    | TracebackCut
+    | MemoryHint
+    | OutsidePyTorch
+    | LargerThanGpu
+    | RuleDoesNotExplain
+    | TransformersFallback
     | CommUnknown
     | LogStops
 )
-PHRASES = (RanksLagging, NoTraceback, NotMemory, CommUnknown, LogStops)
+PHRASES = (RanksLagging, NoTraceback, NotMemory, TracebackCut, MemoryHint, CommUnknown, LogStops)
 
 
 # --- the failure ---------------------------------------------------------------------------------
@@ -403,6 +350,7 @@ class Failure:
     bar_rank: str | None = None
     compiling_size: int | None = None  # a piecewise bar stopped while compiling this size
     capture_begin_bytes: int | None = None
+    offline: str | None = None  # the offline tool (bench_one_batch ...), which has no ready line
 
     @property
     def headline(self) -> str:
@@ -413,10 +361,23 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class Noise:
+    """A traceback that is not the server's error: printed at interpreter exit, or by a test
+    harness (traces.noise_kind), with its decisive error when it has one."""
+
+    kind: NoiseKind
+    traceback: Traceback
+    error: RankError | None
+
+
+@dataclass(frozen=True)
 class Outcome:
     status: str  # ready | crashed | incomplete
     failure: Failure | None
     runtime_errors: tuple[Traceback, ...]  # errors after start-up finished
+    up: Up | None = None  # where start-up ended (the ready line, or what stands for it)
+    noise: tuple[Noise, ...] = ()  # tracebacks that are not the server's errors
+    offline: str | None = None  # the offline tool this launch is, when the log names one
 
 
 @dataclass(frozen=True)
@@ -427,3 +388,4 @@ class Verdict:
     ranks_printing: int  # ranks that print memory lines
     world: int | None  # tp x pp from server_args
     first_runtime_error: RankError | None
+    nodes: int | None = None  # nnodes from server_args: other nodes' ranks are in other logs

@@ -10,7 +10,7 @@ a printed reading or one subtraction or division away from one, so a person can 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from dataclasses import replace
 
 import regex
 
@@ -19,18 +19,18 @@ from logmem.analysis.failures.budget import (
     MFS_STEP,
     Budget,
     budget,
+    ceil3,
     floor3,
     fmt_mfs,
     min_mfs_for_pool,
 )
 from logmem.analysis.failures.place import Place
 from logmem.analysis.failures.records import (
-    KVSizing,
     OutOfMemory,
-    Unbalanced,
 )
+from logmem.analysis.failures.traces import RaisedIn, Where
 from logmem.model.launch import Graph, Launch, Rank
-from logmem.parse.lines import rank_tags
+from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import GIB
 
@@ -178,19 +178,45 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
     notes: list[fx.Note] = []
     if shortfall is not None:
         notes.append(fx.Shortfall(r.tried_bytes, r.free_bytes, shortfall))
-    if r.capacity_bytes is not None and r.allocated_bytes is not None:
+    outside = _outside_pytorch(r, shortfall)
+    if outside is not None:
+        notes.append(outside)
+        fixes.append(
+            fx.Fix(
+                "nvidia-smi",
+                "--query-compute-apps=pid,used_memory --format=csv",
+                fx.FindOutside(outside.outside_bytes, r.gpu),
+            )
+        )
+    elif r.capacity_bytes is not None and r.allocated_bytes is not None:
         notes.append(fx.PyTorchHeld(r.allocated_bytes, r.capacity_bytes))
     if phase in ("before distributed init", "distributed init", "after distributed init"):
         notes.append(fx.GpuBusyEarly())
     elif phase.endswith("weights"):
         notes.append(fx.WeightsBeforePool())
-        floor = _weights_floor(launch, place.rank, r)
+        # With memory outside PyTorch covering the shortfall, the free readings say nothing
+        # about what the weights took: no floor from them.
+        elsewhere = outside is not None and outside.fits
+        floor = None if elsewhere else _weights_floor(launch, place.rank, r)
+        fallback = _transformers_fallback(launch)
         if floor is not None:
-            notes.append(floor)
+            notes.append(replace(floor, fallback=fallback))
+        whole = floor is not None and floor.case is fx.FloorCase.WHOLE_GPU
+        if fallback:
+            notes.append(fx.TransformersFallback(whole))
+            fixes.append(fx.Fix("--model-impl", "sglang", fx.NativeImpl(_architecture(launch))))
         more, note = _fewer_weights_fixes(launch, shortfall)
-        fixes.extend(more)
         if note is not None:
             notes.append(note)
+        # The model fits when what is outside PyTorch is freed, or when the fallback that
+        # does not shard is replaced: more GPUs, 8-bit weights or offload are not the fix,
+        # unless the ranks that did load show no KV pool would fit either.
+        no_pool = isinstance(note, fx.LoadedBudget) and note.rest_bytes <= 0
+        if no_pool or not (elsewhere or (whole and fallback)):
+            fixes.extend(more)
+    elif r.tried_bytes is not None and r.capacity_bytes and r.tried_bytes > r.capacity_bytes:
+        # One allocation larger than the whole GPU: no memory setting makes room for it.
+        notes.append(fx.LargerThanGpu(r.tried_bytes, r.capacity_bytes))
     else:
         more, why = _budget_fixes(launch, r, place, shortfall)
         fixes.extend(more)
@@ -251,7 +277,51 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
         notes.append(fx.MfsCannotFix(blocker))
     if b.mfs is None:
         notes.append(fx.NoServerArgs())
+        if b.pre_load_bytes:
+            # The value in use is unknown, the change is not: P x d must cover the need.
+            delta = ceil3(need / b.pre_load_bytes)
+            effect = fx.LowerMfsRelative(need, b.pre_load_bytes, b.pre_load_rank, delta)
+            value = f"at least {fmt_mfs(delta)} lower than this launch used"
+            fixes.insert(0, fx.Fix("--mem-fraction-static", value, effect))
     return fixes, notes
+
+
+# An OOM with this much of the GPU's used memory outside PyTorch points at it, not at SGLang's
+# sizes: at least 2 GiB and a tenth of the GPU (a CUDA context and NCCL take ~0.5-3 GiB).
+_OUTSIDE_NOTABLE_BYTES = 2 * GIB
+_OUTSIDE_NOTABLE_SHARE = 0.10
+
+
+def _outside_pytorch(r: OutOfMemory, shortfall: int | None) -> fx.OutsidePyTorch | None:
+    """PyTorch's own figures: used (capacity - free) minus what PyTorch holds (allocated +
+    reserved but unallocated) is outside PyTorch; a note when that is notable."""
+    cap, free, held = r.capacity_bytes, r.free_bytes, r.allocated_bytes
+    if cap is None or free is None or held is None or r.reserved_unallocated_bytes is None:
+        return None
+    held += r.reserved_unallocated_bytes
+    used = cap - free
+    outside = used - held
+    if outside < max(_OUTSIDE_NOTABLE_BYTES, _OUTSIDE_NOTABLE_SHARE * cap):
+        return None
+    split = r.memory_split
+    this = split.this_process.bytes if split is not None and split.this_process else None
+    fits = shortfall is not None and outside >= shortfall
+    return fx.OutsidePyTorch(cap, used, held, outside, this, fits)
+
+
+def _transformers_fallback(launch: Launch) -> bool:
+    return any(
+        isinstance(e, ev.ModelBackend) and e.backend == "transformers" for e in launch.all_events()
+    )
+
+
+def _architecture(launch: Launch) -> str | None:
+    for r in launch.ranks:
+        we = r.target.weights_end if r.target else None
+        if we is not None and we.model_type:
+            return we.model_type
+    path = launch.args.get("model_path")
+    return path if isinstance(path, str) else None
 
 
 def _dispatch_tokens_fix(r: OutOfMemory) -> fx.Fix:
@@ -357,87 +427,37 @@ def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[fx.Fix]
     return fixes, note
 
 
-# --- "Not enough memory" and the imbalance check ------------------------------------------------
+# --- errors that are not memory -----------------------------------------------------------------
 
 
-def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
-    b = budget(launch, draft=draft_sized(place), mfs=r.mem_fraction_static)
-    if b.pre_load_bytes is None or b.post_load_bytes is None:
-        return [fx.Fix("--mem-fraction-static", None, fx.RaiseMfsNoFigures())], []
-    p, a = b.pre_load_bytes, b.post_load_bytes
-    notes: list[fx.Note] = []
-    rest = b.rest_bytes
-    if b.mfs is not None and rest is not None:
-        notes.append(fx.BudgetCameOut(a, p, b.mfs, rest))
-    fixes: list[fx.Fix] = []
-    lowest = min_mfs_for_pool(b)
-    exact = rules.smallest_mfs_with_pool(a, p)
-    if lowest is not None and lowest < 1 and exact is not None:
-        step = rules.mfs_step_bytes(p, MFS_STEP)
-        headroom = rules.outside_budget_bytes(p, lowest)
-        effect = fx.SmallestMfs(a, p, exact, MFS_STEP, step, headroom)
-        fixes.append(fx.Fix("--mem-fraction-static", fmt_mfs(lowest), effect))
-    else:
-        notes.append(fx.NoMfsGivesPool(a))
-    w, tp = b.weights_bytes, b.tp_size
-    if w is not None:
-        effect2 = fx.FewerWeights(w, quantized(launch) is not None, b.mfs, rest)
-        fixes.append(
-            fx.Fix(
-                "--tp-size" if tp else "fewer weights per rank",
-                str(tp * 2) if tp else None,
-                effect2,
-            )
-        )
-    return fixes, notes
-
-
-def imbalance_fixes(launch: Launch, r: Unbalanced, raising: Sequence[str]) -> Fixes:
-    heavy = tuple(_heavy_ranks(launch, raising))
-    notes: list[fx.Note] = []
-    fixes: list[fx.Fix] = []
-    if r.pre_model_load_gib is None or r.local_gib is None:
-        return fixes, [fx.ImbalanceNoFigures(heavy)]
-    short = r.local_gib - r.pre_model_load_gib
-    notes.append(fx.ImbalanceGap(heavy, short, r.pre_model_load_gib, r.local_gib))
-    # The occupied rank keeps going; its own first reading confirms the minimum.
-    for label in heavy:
-        hr = launch.rank(label)
-        wb = rules.pre_load_reading(hr) if hr is not None else None
-        if wb is not None:
-            notes.append(fx.OwnReading(label, wb.avail.bytes))
-    arg = launch.args.get("mem_fraction_static")
-    mfs = float(arg) if isinstance(arg, (int, float)) else None
-    loss = rules.imbalance_budget_loss_bytes(round(short * GIB), mfs) if mfs is not None else None
-    fixes.append(
-        fx.Fix(
-            "nvidia-smi",
-            "--query-compute-apps=pid,used_memory --format=csv",
-            fx.FindProcess(short, heavy),
-        )
-    )
-    effect = fx.SkipImbalanceCheck(r.pre_model_load_gib, mfs, short, loss)
-    fixes.append(fx.Fix("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", "0", effect))
-    return fixes, notes
-
-
-def _heavy_ranks(launch: Launch, raising: Sequence[str]) -> list[str]:
-    """The occupied GPU is the rank that did *not* raise it (only healthy ranks fail the 0.9 test)."""
-    seen = [r.label for r in launch.ranks if r.label not in raising]
-    tp = launch.args.get("tp_size")
-    raising_tp = {n for label in raising for t, n in rank_tags(label) if t == "TP"}
-    if isinstance(tp, int) and all(
-        rank_tags(x) and all(t == "TP" for t, _ in rank_tags(x)) for x in raising
-    ):
-        missing = [f"TP{i}" for i in range(tp) if i not in raising_tp]
-        return missing or seen
-    return seen
-
-
-def not_memory_fixes(place: Place) -> list[fx.Fix]:
-    """A code/install/version error in a capture: skip that capture to confirm and get a server up."""
+def not_memory_fixes(launch: Launch, place: Place, raised: RaisedIn) -> list[fx.Fix]:
+    """A code, kernel or install error: name the component the frames show. Skipping the
+    capture (--disable-cuda-graph) is offered only as a diagnostic when the capture machinery
+    itself raised, or when no frame tells (a component's error recurs without graphs)."""
     phase = place.phase or ""
-    if not phase.startswith("capture "):
+    graph = phase.removeprefix("capture ") if phase.startswith("capture ") else None
+    f = raised.frame
+    if raised.where in (Where.ATTENTION, Where.KERNEL, Where.MODEL) and f is not None:
+        flag, in_use = _component_flag(raised, launch)
+        effect = fx.ChangeComponent(
+            raised.where.value, raised.component, f.path, f.line, f.func, graph, in_use
+        )
+        return [fx.Fix(flag, None, effect)]
+    if graph is None:
         return []
-    name = phase.removeprefix("capture ")
-    return [fx.Fix(rules.graph_disable_flag(name), None, fx.DisableGraph(name))]
+    machinery = raised.where is Where.CAPTURE
+    return [fx.Fix(rules.graph_disable_flag(graph), None, fx.DisableGraph(graph, machinery))]
+
+
+def _component_flag(raised: RaisedIn, launch: Launch) -> tuple[str, str | None]:
+    """What a person changes for the component, and the value server_args shows in use."""
+    if raised.where is Where.ATTENTION:
+        args = launch.args
+        for key in ("decode_attention_backend", "attention_backend"):
+            v = args.get(key)
+            if isinstance(v, str) and v:
+                return "--attention-backend", f"{key}={v!r}"
+        return "--attention-backend", None
+    if raised.where is Where.KERNEL:
+        return f"{raised.component} (kernel build)", None
+    return f"models/{raised.component}.py (model code)", None

@@ -9,24 +9,22 @@ start-up stood (place.py), with the fixes and notes that explain it (fixes.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.budget import budget
-from logmem.analysis.failures.fixes import (
-    draft_sized,
-    imbalance_fixes,
-    kv_fixes,
-    not_memory_fixes,
-    oom_fixes,
-)
+from logmem.analysis.failures.checks import imbalance_fixes, kv_fixes
+from logmem.analysis.failures.fixes import draft_sized, not_memory_fixes, oom_fixes
 from logmem.analysis.failures.place import Place, furthest_rank, place_of
 from logmem.analysis.failures.records import (
     ChildDied,
     CommBufferError,
+    CutTraceback,
     ErrorRecord,
     KVSizing,
     OtherRanksUnfinished,
     OutOfMemory,
+    PythonError,
     RankError,
     Unbalanced,
     exc_type_of,
@@ -36,13 +34,20 @@ from logmem.analysis.failures.records import (
     priority,
     read_errors,
 )
+from logmem.analysis.failures.traces import (
+    RaisedIn,
+    Up,
+    Where,
+    after,
+    came_up,
+    ignored_lines,
+    noise_kind,
+    offline_tool,
+    raised_in,
+)
 from logmem.model.launch import Launch, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
-
-
-def _ready_source(launch: Launch) -> Source | None:
-    return next((e.source for e in launch.events if isinstance(e, ev.Ready)), None)
 
 
 def _finished(launch: Launch) -> bool:
@@ -52,39 +57,53 @@ def _finished(launch: Launch) -> bool:
     return any(r.summary is not None for r in launch.ranks)
 
 
-def _after_ready(src: Source | None, ready: Source | None) -> bool:
-    """An error is a runtime error when the server was ready and it is not provably earlier."""
-    if ready is None:
-        return False
-    if src is None or src.path != ready.path:
-        return True
-    return src.line_no > ready.line_no
-
-
 def outcome(launch: Launch) -> fx.Outcome:
     """Classify a launch: ready, crashed (with the failure) or incomplete (where it stopped).
 
-    Only the ready line ends start-up for errors: a traceback after the scheduler summary
-    but before "fired up" (warm-up) is a crash, one after it is a runtime error.
+    Only the end of start-up (traces.came_up: the ready line, or what a process that prints
+    none ends it with) makes later errors runtime errors: a traceback after the scheduler
+    summary but before "fired up" (warm-up) is a crash. Tracebacks printed at interpreter
+    exit or by a test harness are not the server's errors (traces.noise_kind).
     """
-    ready = _ready_source(launch)
-    last_steps = _last_step_lines(launch) if ready is None else {}
+    up = came_up(launch)
+    ignored = ignored_lines(launch)
+    noise: list[fx.Noise] = []
+    own: list[Traceback] = []
+    for t in launch.tracebacks:
+        kind = noise_kind(t, ignored)
+        if kind is None:
+            own.append(t)
+        else:
+            first = read_errors((t,))
+            noise.append(fx.Noise(kind, t, first[0] if first else None))
+    last_steps = _last_step_lines(launch) if up is None else {}
     crash_tbs = [
         t
-        for t in launch.tracebacks
-        if t.errors and not _after_ready(t.errors[0].source, ready) and _fatal(t, ready, last_steps)
+        for t in own
+        if t.errors and not after(t.errors[0].source, up) and _fatal(t, up, last_steps)
     ]
-    runtime = tuple(
-        t for t in launch.tracebacks if t.errors and _after_ready(t.errors[0].source, ready)
-    )
-    sigquit = [
-        e for e in launch.events if isinstance(e, ev.SigQuit) and not _after_ready(e.source, ready)
-    ]
-    if crash_tbs or sigquit:
-        return fx.Outcome("crashed", _crash_failure(launch, crash_tbs), runtime)
-    if _finished(launch):
-        return fx.Outcome("ready", None, runtime)
-    return fx.Outcome("incomplete", _stopped(launch), runtime)
+    cut = [t for t in own if _cut(t, own, up, last_steps)]
+    runtime = tuple(t for t in own if t.errors and after(t.errors[0].source, up))
+    sigquit = [e for e in launch.events if isinstance(e, ev.SigQuit) and not after(e.source, up)]
+    tool = offline_tool(launch)
+    if crash_tbs or cut or sigquit:
+        failure = _crash_failure(launch, crash_tbs, cut, tool)
+        return fx.Outcome("crashed", failure, runtime, up, tuple(noise), tool)
+    if _finished(launch) or up is not None:
+        return fx.Outcome("ready", None, runtime, up, tuple(noise), tool)
+    return fx.Outcome("incomplete", _stopped(launch), runtime, up, tuple(noise), tool)
+
+
+def _cut(t: Traceback, own: Sequence[Traceback], up: Up | None, last_steps: dict[str, int]) -> bool:
+    """A traceback the paste cuts before its exception line: opened, no error, the last of its
+    file, and nothing of start-up after it (else it was printed and start-up went on)."""
+    if t.errors or t.opening is None or up is not None:
+        return False
+    at = t.opening.source
+    later = [x for x in own if x is not t and (x.opening or x.errors[0]).source.path == at.path]
+    if any((x.opening or x.errors[0]).source.line_no > at.line_no for x in later):
+        return False
+    return last_steps.get(at.path, 0) <= at.line_no
 
 
 _STEPS = (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.CaptureBegin, ev.CaptureEnd, ev.Summary)
@@ -103,7 +122,7 @@ def _last_step_lines(launch: Launch) -> dict[str, int]:
     return out
 
 
-def _fatal(tb: Traceback, ready: Source | None, last_steps: dict[str, int]) -> bool:
+def _fatal(tb: Traceback, up: Up | None, last_steps: dict[str, int]) -> bool:
     """Did this traceback end start-up? A scheduler's crash report or an OOM/KV/imbalance
     error does; a stray exception line, or a caught and printed traceback, does not when
     start-up carried on (the server came up, or a rank printed memory steps after it)."""
@@ -114,18 +133,27 @@ def _fatal(tb: Traceback, ready: Source | None, last_steps: dict[str, int]) -> b
         for e in tb.errors
     ):
         return True
-    if ready is not None:
+    if up is not None:
         return False
     err = tb.errors[-1].source
     return last_steps.get(err.path, 0) <= err.line_no
 
 
-def _crash_failure(launch: Launch, tbs: list[Traceback]) -> fx.Failure:
-    errors = read_errors(tbs)
+def _crash_failure(
+    launch: Launch, tbs: list[Traceback], cut: list[Traceback], tool: str | None
+) -> fx.Failure:
+    errors = read_errors(tbs) + tuple(
+        RankError(t.rank, CutTraceback(), t.opening.source) for t in cut if t.opening
+    )
+    if len(launch.ranks) == 1:
+        # One process: an unprefixed traceback (bench_one_batch, a paste without prefixes) is its.
+        sole = launch.ranks[0].label
+        errors = tuple(replace(e, rank=sole) if e.rank is None else e for e in errors)
     if not errors:
         errors = (RankError(None, ChildDied(), None),)
     principal = min(errors, key=lambda e: (priority(e.record), e.source.line_no if e.source else 0))
     rec = principal.record
+    raised = raised_in(_traceback_of(principal, [*tbs, *cut]), message_of(rec, principal.source))
     same = [e for e in errors if type(e.record) is type(rec)]
     ranks = _order_ranks(launch, [e.rank for e in same if e.rank is not None])
     rank = launch.rank(principal.rank) if principal.rank is not None else None
@@ -149,9 +177,15 @@ def _crash_failure(launch: Launch, tbs: list[Traceback]) -> fx.Failure:
         notes = [fx.RanksLagging(lagging)]
     elif isinstance(rec, ChildDied):
         notes = [fx.NoTraceback()]
+    elif isinstance(rec, CutTraceback):
+        # The last frame printed is not where it was raised: the cut hides that.
+        notes = [fx.TracebackCut(raised.frame)]
+        fixes = not_memory_fixes(launch, place, RaisedIn(Where.UNKNOWN, None, None))
     elif memory is False:
-        fixes = not_memory_fixes(place)
-        notes = [fx.NotMemory(exc_type_of(rec), bucket_free)]
+        fixes = not_memory_fixes(launch, place, raised)
+        notes = [fx.NotMemory(exc_type_of(rec), bucket_free, raised)]
+    elif isinstance(rec, PythonError) and rec.memory_hint:
+        notes = [fx.MemoryHint(rec.exc_type)]
     elif isinstance(rec, CommBufferError):
         notes = [fx.CommUnknown(rec.library)]
     free = (
@@ -184,7 +218,19 @@ def _crash_failure(launch: Launch, tbs: list[Traceback]) -> fx.Failure:
         errors=errors,
         ranks_total=len(launch.ranks),
         bar_rank=place.bar_rank,
+        offline=tool,
     )
+
+
+def _traceback_of(e: RankError, tbs: Sequence[Traceback]) -> Traceback:
+    """The traceback a decisive error came from (its error line, or a cut one's opening)."""
+    for t in tbs:
+        if e.source is not None and (
+            any(x.source == e.source for x in t.errors)
+            or (t.opening is not None and t.opening.source == e.source)
+        ):
+            return t
+    return Traceback(e.rank, None, ())
 
 
 def _kv_shortfall(launch: Launch, rec: ErrorRecord, place: Place) -> int | None:

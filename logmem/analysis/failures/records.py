@@ -15,8 +15,8 @@ import regex
 
 from logmem.model.launch import Traceback
 from logmem.parse import events as ev
-from logmem.parse.lines import Record, Source
-from logmem.parse.oom_split import MemorySplit, parse_oom_split
+from logmem.parse.lines import Source
+from logmem.parse.oom_split import Figure, MemorySplit, parse_oom_split
 from logmem.units import Mem
 
 
@@ -37,6 +37,9 @@ class OutOfMemory:
     in_capture_error: bool  # raised as "Capture cuda graph failed: <OOM>"
     comm_library: str | None  # "DeepEP" / "NVSHMEM" when their buffer asked for it
     memory_split: MemorySplit | None = None  # PyTorch's own split, as the message states it
+    # The exception's whole text when it says "out of memory" in other words than PyTorch's
+    # one-line sentence (NCCL's "Last error: Cuda failure 'out of memory'" on a later line).
+    message: str | None = None
 
     @property
     def shortfall_bytes(self) -> int | None:
@@ -90,6 +93,15 @@ class PythonError:
 
     exc_type: str
     message: str
+    # The message names memory only in a launcher's hint of possible causes ("potential root
+    # causes: (1) ... killed by the OOM killer"): the exception raised is not an OOM, and
+    # whether memory ran out cannot be told from it.
+    memory_hint: bool = False
+
+
+@dataclass(frozen=True)
+class CutTraceback:
+    """A traceback the log cuts before its exception line: the cause is not in the log."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,7 @@ ErrorRecord = (
     | CommBufferError
     | OtherRanksUnfinished
     | PythonError
+    | CutTraceback
     | ChildDied
 )
 
@@ -187,19 +200,23 @@ def _library(name: str) -> str:
     return {"deep_ep": "DeepEP", "nvshmem": "NVSHMEM"}.get(name.lower(), name)
 
 
-def _oom_in_text(text: str, source: Source, rank: str | None) -> ev.TorchOOM | None:
-    """Parse a PyTorch OOM sentence quoted inside another message (Capture ... failed: CUDA out of memory ...).
+# A launcher's list of possible causes: memory named there is a guess, not what was raised.
+# From the first such sentence on, the rest of the message is the hint.
+_HINT_START = regex.compile(
+    r"(?i)\b(?:potential|possible|probable) (?:root )?(?:causes?|reasons?|solutions?)\b|"
+    r"\b(?:is|are|was) (?:likely|probably) (?:due to|caused by)\b|\bmay have been\b|"
+    r"\bmight (?:be|have)\b|\bcould be (?:due|caused)\b|\bplease check\b|\b(?:e\.g\.|such as)"
+)
 
-    The parse stage gives ``CaptureFailed`` only its message, so the figures of the OOM it
-    quotes are read here with the parse stage's own OOM pattern; this goes once the event
-    carries the OOM it wraps (logmem/parse is another task's)."""
-    m = regex.search(r"(?:CUDA|HIP|NPU|XPU|MUSA) out of memory\.", text)
-    if m is None:
-        return None
-    hit = ev.match_record(
-        Record(rank, (), None, "torch.OutOfMemoryError: " + text[m.start() :], source)
-    )
-    return hit[1] if hit is not None and isinstance(hit[1], ev.TorchOOM) else None
+
+def states_memory(text: str) -> bool | None:
+    """True: the message says an allocation failed; None: memory is named only in a hint of
+    possible causes; False: no memory wording (or only access faults)."""
+    hint = _HINT_START.search(text)
+    head, tail = (text[: hint.start()], text[hint.start() :]) if hint else (text, "")
+    if _MEMORY_WORDS.search(head) and not _NOT_CAPACITY.search(head):
+        return True
+    return None if _MEMORY_WORDS.search(tail) else False
 
 
 def _record(e: ev.Event) -> ErrorRecord | None:
@@ -213,21 +230,20 @@ def _record(e: ev.Event) -> ErrorRecord | None:
     if isinstance(e, ev.OtherRanksFailed):
         return OtherRanksUnfinished(e.tp_rank)
     if isinstance(e, ev.CaptureFailed):
-        inner = _oom_in_text(e.message, e.source, e.rank)
-        if inner is not None:
-            return _oom_from_event(inner, in_capture=True)
-        if _MEMORY_WORDS.search(e.message) and not _NOT_CAPACITY.search(e.message):
+        if e.oom is not None:
+            return _oom_from_event(e.oom, in_capture=True)
+        if states_memory(e.message):
             return _bare_oom(None, e.message, in_capture=True)
         return CaptureError(e.message)
     if isinstance(e, ev.ExceptionLine):
         text = f"{e.exc_type}: {e.message}"
         lib = _COMM.search(text)
-        memory_words = bool(_MEMORY_WORDS.search(text)) and not _NOT_CAPACITY.search(text)
-        if memory_words:
+        memory = states_memory(text)
+        if memory:
             return _bare_oom(e.exc_type, text)
         if lib is not None:
             return CommBufferError(_library(lib.group(1)), e.exc_type, e.message, None)
-        return PythonError(e.exc_type, e.message)
+        return PythonError(e.exc_type, e.message, memory_hint=memory is None)
     return None
 
 
@@ -276,6 +292,12 @@ def _bare_oom(exc_type: str | None, text: str, in_capture: bool = False) -> OutO
             if free.group(1)
             else _size(free.group(3), free.group(4))
         )
+    split = parse_oom_split(text)
+    if split is not None:
+        # PyTorch's sentence quoted inside another message (dynamo's "raised:", a wrapper's
+        # text): its own figures, read by the one OOM-split parser.
+        oom = _oom_from_split(exc_type, split, in_capture, lib.group(1) if lib else None)
+        return replace(oom, message=text)
     return OutOfMemory(
         exc_type=exc_type,
         device=dev.group(1) if dev else None,
@@ -289,6 +311,30 @@ def _bare_oom(exc_type: str | None, text: str, in_capture: bool = False) -> OutO
         private_pools_bytes=None,
         in_capture_error=in_capture,
         comm_library=_library(lib.group(1)) if lib else None,
+        message=text,
+    )
+
+
+def _oom_from_split(
+    exc_type: str | None, s: MemorySplit, in_capture: bool, library: str | None
+) -> OutOfMemory:
+    def b(f: Figure | None) -> int | None:
+        return f.bytes if f is not None else None
+
+    return OutOfMemory(
+        exc_type=exc_type,
+        device=s.device,
+        gpu=s.gpu,
+        tried_bytes=b(s.tried),
+        capacity_bytes=b(s.capacity),
+        free_bytes=b(s.free),
+        in_use_bytes=b(s.this_process) or (s.processes[0].used.bytes if s.processes else None),
+        allocated_bytes=b(s.pytorch_allocated),
+        reserved_unallocated_bytes=b(s.reserved_unallocated),
+        private_pools_bytes=b(s.private_pools),
+        in_capture_error=in_capture,
+        comm_library=_library(library) if library else None,
+        memory_split=s,
     )
 
 
@@ -304,7 +350,8 @@ def priority(r: ErrorRecord) -> int:
         CaptureError: 5,
         PythonError: 6,
         OtherRanksUnfinished: 7,
-        ChildDied: 8,
+        CutTraceback: 8,
+        ChildDied: 9,
     }
     return order[type(r)]
 
@@ -366,6 +413,8 @@ def is_memory(r: ErrorRecord) -> bool | None:
         return True
     if isinstance(r, CommBufferError):
         return r.memory
+    if isinstance(r, PythonError) and r.memory_hint:
+        return None  # a hint names memory as one possible cause: cannot tell
     if isinstance(r, (CaptureError, PythonError)):
         text = r.message if isinstance(r, CaptureError) else f"{r.exc_type}: {r.message}"
         exc = r.exc_type if isinstance(r, PythonError) else leading_type(r.message)
@@ -396,6 +445,8 @@ def kind_of(r: ErrorRecord) -> str:
 
 
 def message_of(r: ErrorRecord, src: Source | None) -> str:
+    if isinstance(r, OutOfMemory) and r.message is not None:
+        return r.message.strip()[:4000]
     if isinstance(r, (OutOfMemory, KVSizing, Unbalanced, OtherRanksUnfinished)) and src is not None:
         return src.text.strip()[:2000]
     if isinstance(r, CaptureError):
@@ -404,6 +455,8 @@ def message_of(r: ErrorRecord, src: Source | None) -> str:
         return f"{r.exc_type}: {r.message}".strip()
     if isinstance(r, CommBufferError):
         return f"{r.exc_type}: {r.message}" if r.exc_type else r.message
+    if isinstance(r, CutTraceback):
+        return "a traceback the log cuts before its exception line"
     return "a child process died (sigquit) without a readable traceback"
 
 

@@ -15,7 +15,14 @@ def verdict(launch: Launch) -> fx.Verdict:
     """The outcome of the launch, with what the verdict needs to say about its ranks."""
     oc = outcome(launch)
     first = read_errors(oc.runtime_errors[:1]) if oc.runtime_errors else ()
-    return fx.Verdict(oc, len(launch.ranks), _world(launch), first[0] if first else None)
+    nodes = launch.args.get("nnodes")
+    return fx.Verdict(
+        oc,
+        len(launch.ranks),
+        _world(launch),
+        first[0] if first else None,
+        nodes if isinstance(nodes, int) else None,
+    )
 
 
 def _world(launch: Launch) -> int | None:

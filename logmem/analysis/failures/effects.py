@@ -1,0 +1,256 @@
+"""A fix's facts: the flag a person types, its value, and the effect that prices it.
+
+Every effect holds numbers (bytes, fractions, sizes) and the names SGLang prints (flags,
+graph families, frames); logmem.report.fixes words them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+# --- what a fix buys and costs -----------------------------------------------------------------
+
+
+class Purpose(Enum):
+    """What the memory a lower mem_fraction_static frees is for."""
+
+    CAPTURE = "capture"
+    ACTIVATIONS = "activations"
+    COMM = "comm"  # a communication library's buffer (DeepEP, NVSHMEM ...)
+    ONE_STEP = "one_step"  # the error printed no figures: one step of mem_fraction_static
+
+
+@dataclass(frozen=True)
+class LowerMfs:
+    mfs: float
+    to: float
+    need_bytes: int
+    pre_load_bytes: int
+    pre_load_rank: str | None
+    freed_bytes: int
+    purpose: Purpose
+    library: str | None = None  # for Purpose.COMM
+    step: float | None = None  # for Purpose.ONE_STEP
+    bytes_per_token: float | None = None
+    lost_tokens: float | None = None
+    kv_share: float = 1.0
+    kv_tokens: int | None = None
+
+
+class Pools(Enum):
+    """How a capture's buckets share memory, as the bar readings show it."""
+
+    SHARED = "shared"  # the later buckets cost little: one pool sized by the largest
+    ASSUMED_SHARED = "assumed_shared"  # too few readings: assumed
+    UNDECIDED = "undecided"  # one measured bucket: the smaller cap of the two models
+
+
+@dataclass(frozen=True)
+class CapDropBuckets:
+    """Separate pools: dropping the buckets above the cap returns their measured cost."""
+
+    unit: str
+    cap: int
+    dropped: tuple[int, ...]
+    first_bytes: int  # the bar reading before the largest bucket
+    at_cap_bytes: int  # the bar reading before the cap's bucket
+    largest: int
+    shortfall_bytes: int
+
+
+@dataclass(frozen=True)
+class CapPerRow:
+    """One pool: the peak grows with the largest bucket's rows, priced per row."""
+
+    unit: str
+    cap: int
+    largest: int
+    per_row_bytes: float
+    saved_bytes: float
+    shortfall_bytes: int
+    pools: Pools
+    shared_limit: float
+    additive_limit: float | None  # the cap the measured drops allow, when shown
+    # The basis of per row: a measured bucket cost, or what the failed first bucket needed.
+    first_bytes: int
+    second_bytes: int | None = None  # the next bar reading (measured basis)
+    oom_free_bytes: int | None = None  # needed basis: free at the OOM
+    tried_bytes: int | None = None  # needed basis: what the OOM asked for
+
+
+@dataclass(frozen=True)
+class ExpandableSegments:
+    reserved_unallocated_bytes: int
+    shortfall_bytes: int
+
+
+@dataclass(frozen=True)
+class HalveChunk:
+    chunk: int
+    half: int
+    saved_bytes: int
+    need_bytes: int
+
+
+@dataclass(frozen=True)
+class DispatchTokensRatio:
+    tried_bytes: int
+    free_bytes: int
+    ratio: float
+    at_default: int
+
+
+@dataclass(frozen=True)
+class DispatchTokensHalf:
+    half: int
+
+
+@dataclass(frozen=True)
+class DoubleTP:
+    """OOM while loading: twice the GPUs halve the weights per rank."""
+
+    tp: int
+    mfs: float | None
+    rest_bytes: int | None  # the KV budget the ranks that finished leave
+    weights_bytes: int | None
+
+
+@dataclass(frozen=True)
+class QuantizeFP8:
+    pass
+
+
+@dataclass(frozen=True)
+class CpuOffload:
+    gib: int
+    need_bytes: int
+    budget_lack_bytes: int | None  # set when the KV budget lacks more than the shortfall
+
+
+@dataclass(frozen=True)
+class RaiseMfsNoFigures:
+    pass
+
+
+@dataclass(frozen=True)
+class SmallestMfs:
+    after_weights_bytes: int
+    pre_load_bytes: int
+    exact: float  # 1 - A / P
+    step: float
+    step_bytes: int
+    headroom_bytes: int
+
+
+@dataclass(frozen=True)
+class FewerWeights:
+    """ "Not enough memory": halve the weights per rank."""
+
+    weights_bytes: int
+    quantized: bool
+    mfs: float | None
+    rest_bytes: int | None
+
+
+@dataclass(frozen=True)
+class FindProcess:
+    gap_gib: float
+    ranks: tuple[str, ...]  # the occupied GPUs' ranks (empty: not known)
+
+
+@dataclass(frozen=True)
+class SkipImbalanceCheck:
+    pre_model_load_gib: float
+    mfs: float | None
+    gap_gib: float
+    loss_bytes: int | None
+
+
+@dataclass(frozen=True)
+class DisableGraph:
+    """Skip the failing family's capture: a diagnostic that tells whether capture itself fails."""
+
+    graph: str
+    machinery: bool  # the frames show the capture machinery raised (not just "in capture")
+
+
+@dataclass(frozen=True)
+class ChangeComponent:
+    """The component that raised, named from the traceback's frames: it would fail the same
+    way without graphs (eager decode runs the same code)."""
+
+    where: str  # traces.Where value: attention | kernel | model
+    component: str | None  # backend / library / model file as the path names it
+    path: str | None  # the innermost frame that names it
+    line: int | None
+    func: str | None
+    graph: str | None  # the capture it failed in, when it did
+    in_use: str | None  # server_args' value for the flag (attention_backend='triton')
+
+
+@dataclass(frozen=True)
+class LowerMfsRelative:
+    """Lower mem_fraction_static by at least need / P when the value in use is not printed."""
+
+    need_bytes: int
+    pre_load_bytes: int
+    pre_load_rank: str | None
+    delta: float  # need / P, rounded up to SGLang's 0.001 steps
+
+
+@dataclass(frozen=True)
+class RaiseMfsUnexplained:
+    """ "Not enough memory" although the KV rule gives a positive budget: raise it (SGLang's
+    advice), by an amount the rule cannot give."""
+
+    mfs: float
+
+
+@dataclass(frozen=True)
+class FindOutside:
+    """Find what holds the memory outside PyTorch (another process, or non-PyTorch allocations)."""
+
+    outside_bytes: int
+    gpu: int | None
+
+
+@dataclass(frozen=True)
+class NativeImpl:
+    """The model runs on the Transformers fallback: SGLang's own implementation shards it."""
+
+    architecture: str | None  # Load weight end's type=, or server_args' model_path
+
+
+Effect = (
+    LowerMfs
+    | LowerMfsRelative
+    | CapDropBuckets
+    | CapPerRow
+    | ExpandableSegments
+    | HalveChunk
+    | DispatchTokensRatio
+    | DispatchTokensHalf
+    | DoubleTP
+    | QuantizeFP8
+    | CpuOffload
+    | RaiseMfsNoFigures
+    | RaiseMfsUnexplained
+    | SmallestMfs
+    | FewerWeights
+    | FindProcess
+    | FindOutside
+    | SkipImbalanceCheck
+    | DisableGraph
+    | ChangeComponent
+    | NativeImpl
+)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One change that would fix the failure, with its price in numbers a person can check."""
+
+    flag: str  # a server flag, an environment variable, or an action such as "nvidia-smi"
+    value: str | None  # the value to set (None: a switch, or nothing to set)
+    effect: Effect  # what it buys and what it costs (worded by logmem.report.verdict)

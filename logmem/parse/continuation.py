@@ -1,0 +1,82 @@
+"""Reader additions to keyword segments: the lines that continue an exception's message, and
+the once-literals a running server prints by the thousand (logmem.parse.read uses both).
+
+Both keep the reader linear: a continuation is looked at only after an exception line, and a
+once-literal is searched for (one bytes.find per literal and chunk) only while armed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from logmem.parse.read import Segment
+
+# An exception's message can run over the lines after its first (NCCL's "Last error:" and
+# "Cuda failure 'out of memory'", dynamo's "raised:" and the inner error, a ValueError's
+# list): those lines hold no keyword, so the reader yields them right after the exception
+# line, marked as continuations, up to a line that starts something else. A continuation
+# that lands in the next chunk is not joined (chunks are 4 MiB: rare, and only words lost).
+MAX_CONTINUATION_LINES = 12
+EXCEPTION_HEAD = re.compile(
+    rb"^[ \t]{0,8}(?:[a-z_][a-z0-9_]{0,40}\.){0,5}(?:[A-Z][A-Za-z0-9_]{0,60})?(?:Error|Exception)"
+    rb"(?::|[ \t]*$)"
+)
+CONTINUATION_STOP = re.compile(
+    rb"^(?:[ \t]*$|[ \t]*\[|Traceback \(most recent|During handling of|The above exception"
+    rb"|[ \t]{1,8}File \"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|FAIL):"
+    # a rule line, or a test runner's progress dots (".", "E", "F")
+    rb"|[=*#~_-]{3,}[ \t]*$|[.EFsx]{1,3}[ \t]*$)"
+)
+
+
+@dataclass
+class Once:
+    """Literals yielded once per file and once per start-up (see patterns.ONCE_LITERALS):
+    armed at the start of a file and again at each scheduler summary."""
+
+    literals: tuple[bytes, ...]
+    armed: bool = True
+    continuations: bool = False  # also yield the lines that continue an exception's message
+
+    def find(self, buf: bytes, lo: int, hi: int) -> int:
+        if not self.armed or not self.literals:
+            return -1
+        found = [p for lit in self.literals if (p := buf.find(lit, lo, hi)) >= 0]
+        return min(found) if found else -1
+
+
+REARM = b"max_total_num_tokens="
+
+
+def continuation(
+    path: str, buf: bytes, end: int, hi: int, line_no: int, cut: int
+) -> Generator[Segment, None, int]:
+    """The lines after an exception line (at `line_no`, ending at `end`) that continue its
+    message, as continuation segments of at most `cut` bytes; returns the end of the last."""
+    for k in range(1, MAX_CONTINUATION_LINES + 1):
+        if buf[end : end + 1] != b"\n":
+            break
+        start = end + 1
+        stop = buf.find(b"\n", start, hi)
+        stop = hi if stop < 0 else stop
+        line = buf[start:stop]
+        if b"\r" in line or CONTINUATION_STOP.match(line):
+            break
+        yield _segment(path, line_no + k, line[:cut])
+        end = stop
+    return end
+
+
+def is_exception_head(data: bytes) -> bool:
+    """A segment that is an exception's first line (``Type: message`` or a bare ``Type``)."""
+    return (b"Error" in data or b"Exception" in data) and EXCEPTION_HEAD.match(data) is not None
+
+
+def _segment(path: str, line_no: int, data: bytes) -> Segment:
+    from logmem.parse.read import Segment
+
+    return Segment(path, line_no, data, continuation=True)

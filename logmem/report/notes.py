@@ -1,0 +1,294 @@
+"""The verdict's notes in words: why a failure is (not) memory, and what the log lacks.
+
+One phrase per note type of logmem.analysis.failures.facts; every figure is a field of it.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+import logmem.analysis.failures.facts as fx
+from logmem.analysis.failures.budget import fmt_mfs
+from logmem.analysis.failures.traces import Where
+from logmem.parse.events import Frame
+from logmem.report.fixes import gib_text as _g
+from logmem.report.fixes import ranks_who, sentence
+
+# --- notes ---------------------------------------------------------------------------------------
+
+
+@singledispatch
+def note_text(n: object) -> str:
+    """One reason the verdict gives, as a phrase."""
+    raise TypeError(f"no words for {type(n).__name__}")
+
+
+@note_text.register
+def _(n: fx.Shortfall) -> str:
+    return (
+        f"{_g(n.tried_bytes)} GiB was asked for with {_g(n.free_bytes)} GiB free: "
+        f"{_g(n.shortfall_bytes)} GiB short"
+    )
+
+
+@note_text.register
+def _(n: fx.PyTorchHeld) -> str:
+    return f"PyTorch held {_g(n.allocated_bytes)} GiB of the {_g(n.capacity_bytes)} GiB GPU"
+
+
+@note_text.register
+def _(n: fx.GpuBusyEarly) -> str:
+    return (
+        "nothing of SGLang's own size was allocated yet, so the GPU was already busy: "
+        "check other processes on it (nvidia-smi); memory flags do not apply"
+    )
+
+
+@note_text.register
+def _(n: fx.WeightsBeforePool) -> str:
+    return "weights load before the KV pool is sized, so --mem-fraction-static does not help here"
+
+
+@note_text.register
+def _(n: fx.WeightsFloor) -> str:
+    text = (
+        f"{n.rank or 'the GPU'} needed at least {_g(n.begin_bytes)} - {_g(n.free_bytes)} + "
+        f"{_g(n.tried_bytes)} = {_g(n.at_least_bytes)} GiB while loading"
+    )
+    if n.case is fx.FloorCase.FITS:
+        return f"{text}, with {_g(n.begin_bytes)} GiB free before"
+    if n.case is fx.FloorCase.PEAKS:
+        return (
+            f"{text}, more than the {_g(n.begin_bytes)} GiB it had free: loading peaks above the "
+            f"final size (the ranks that finished hold {_g(n.finished_bytes)} GiB)"
+        )
+    if n.fallback:  # the fallback note that follows says why
+        return f"{text}, more than the whole GPU had ({_g(n.begin_bytes)} GiB free before)"
+    return (
+        f"{text}, more than the whole GPU had ({_g(n.begin_bytes)} GiB free before). If the model "
+        "should fit, check that it shards (e.g. a fallback implementation that does not split the "
+        "experts)"
+    )
+
+
+@note_text.register
+def _(n: fx.LoadedBudget) -> str:
+    empty = (
+        ". Even without this OOM there would be no KV pool, so the weights per rank must shrink"
+        if n.rest_bytes <= 0
+        else ""
+    )
+    return (
+        f"after loading {_g(n.weights_bytes)} GiB of weights, the ranks that finished leave rest = "
+        f"{_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x (1 - {fmt_mfs(n.mfs)}) = "
+        f"{_g(n.rest_bytes)} GiB for the KV pool{empty}"
+    )
+
+
+@note_text.register
+def _(n: fx.DeepEPLazy) -> str:
+    return (
+        "DeepEP is on (moe_a2a_backend='deepep') and allocates its buffer lazily at the "
+        "first dispatch, inside the capture: the failed allocation may be that buffer"
+    )
+
+
+@note_text.register
+def _(n: fx.MfsCannotFix) -> str:
+    b = n.blocker
+    if isinstance(b, fx.NoKVTokensLeft):
+        why = f"lowering mem_fraction_static to {fmt_mfs(b.to)} would leave no KV tokens"
+    else:
+        floor = (
+            f"; below {fmt_mfs(b.smallest)} the KV pool is empty" if b.smallest is not None else ""
+        )
+        why = f"mem_fraction_static would have to drop to {fmt_mfs(b.to)}{floor}"
+    return f"lowering --mem-fraction-static alone cannot fix it: {why}"
+
+
+@note_text.register
+def _(n: fx.NoServerArgs) -> str:
+    return "the server_args dump is missing, so the mem_fraction_static in use is not known"
+
+
+@note_text.register
+def _(n: fx.BudgetCameOut) -> str:
+    return (
+        f"the KV budget came out as rest = {_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x "
+        f"(1 - {fmt_mfs(n.mfs)}) = {_g(n.rest_bytes)} GiB (smallest Load weight end avail minus "
+        "P x (1 - mfs), P = the smallest Load weight begin avail)"
+    )
+
+
+@note_text.register
+def _(n: fx.NoMfsGivesPool) -> str:
+    return (
+        "no mem_fraction_static below 1 gives a pool: only "
+        f"{_g(n.after_weights_bytes)} GiB is free after the weights"
+    )
+
+
+@note_text.register
+def _(n: fx.ImbalanceGap) -> str:
+    return (
+        f"{ranks_who(n.ranks)} has {n.gap_gib:.2f} GiB less free memory than the others "
+        f"(pre_model_load_memory={n.pre_model_load_gib:.2f} GiB, the minimum over ranks, vs "
+        f"local_gpu_memory={n.local_gib:.2f} GiB on a rank that raised it). The check runs after "
+        "distributed init, before the weights load, so the memory was taken before SGLang "
+        "allocated anything of size: usually another process on that GPU"
+    )
+
+
+@note_text.register
+def _(n: fx.OwnReading) -> str:
+    return f"{n.rank}'s own Load weight begin reads {_g(n.bytes)} GiB"
+
+
+@note_text.register
+def _(n: fx.ImbalanceNoFigures) -> str:
+    return (
+        f"{ranks_who(n.ranks)} had less free memory than the others before the weights loaded: "
+        "usually another process"
+    )
+
+
+@note_text.register
+def _(n: fx.RanksLagging) -> str:
+    lead = f"{', '.join(n.ranks)} printed no Load weight end: " if n.ranks else ""
+    return (
+        lead + "a rank failed while loading or is slow, and its own error is not in this log "
+        "(often an OOM)"
+    )
+
+
+@note_text.register
+def _(n: fx.NoTraceback) -> str:
+    return "no traceback reached the log; the child's own output may be elsewhere"
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
+@note_text.register
+def _(n: fx.NotMemory) -> str:
+    free = (
+        f" ({_g(n.bucket_free_bytes)} GiB was still free at that bucket)"
+        if n.bucket_free_bytes is not None
+        else ""
+    )
+    raised = n.raised
+    where = ""
+    # A component's fix quotes its frame; the capture machinery's frame is said here.
+    if raised is not None and raised.frame is not None and raised.where is Where.CAPTURE:
+        where = f", raised by the capture machinery in {frame_text(raised.frame)}"
+    return (
+        f"{_a(n.exc_type) if n.exc_type else 'the error'} points to a code, install or version "
+        f"mismatch{where}{free}; do not change --mem-fraction-static or --cuda-graph-max-bs for it"
+    )
+
+
+@note_text.register
+def _(n: fx.TracebackCut) -> str:
+    last = f" (its last frame: {frame_text(n.frame)})" if n.frame is not None else ""
+    return (
+        f"the log ends inside a traceback, before its exception line{last}: the cause is not "
+        "in the log; the full log (or the process's own output) has the exception"
+    )
+
+
+@note_text.register
+def _(n: fx.MemoryHint) -> str:
+    return (
+        f"the {n.exc_type} names memory only among possible causes (a launcher's hint, not the "
+        "error raised); whether memory ran out cannot be told from it: check the kernel log "
+        "(dmesg) for the OOM killer and the process's own output"
+    )
+
+
+@note_text.register
+def _(n: fx.OutsidePyTorch) -> str:
+    this = ""
+    if n.this_process_bytes is not None:
+        others = n.used_bytes - n.this_process_bytes
+        this = (
+            f"; the message says this process has {_g(n.this_process_bytes)} GiB, so "
+            f"{_g(n.this_process_bytes - n.pytorch_bytes)} GiB of it is its own non-PyTorch "
+            f"memory and {_g(others)} GiB belongs to other processes"
+        )
+    fits = (
+        ": freed, it would cover the shortfall, so the model fits and quantisation or offload "
+        "is not the fix"
+        if n.fits
+        else ""
+    )
+    return (
+        f"PyTorch held {_g(n.pytorch_bytes)} GiB (allocated + reserved) of the "
+        f"{_g(n.used_bytes)} GiB in use on the {_g(n.capacity_bytes)} GiB GPU: "
+        f"{_g(n.outside_bytes)} GiB is outside PyTorch, held by another process on the GPU or "
+        f"by this process's non-PyTorch allocations (NCCL, CUDA context){this}{fits}"
+    )
+
+
+@note_text.register
+def _(n: fx.LargerThanGpu) -> str:
+    return (
+        f"the one allocation asked for {_g(n.tried_bytes)} GiB, more than the GPU's whole "
+        f"{_g(n.capacity_bytes)} GiB: no memory setting makes room for it; the work of one step "
+        "must shrink (fewer tokens per batch or per prefill chunk)"
+    )
+
+
+@note_text.register
+def _(n: fx.RuleDoesNotExplain) -> str:
+    might = ["an adjustment SGLang makes to mem_fraction_static before sizing"]
+    if n.multimodal:
+        might[0] += " (multimodal models: scaled in some versions)"
+    might.append(
+        "a draft model's weights and KV pool (speculative decoding is on)"
+        if n.draft
+        else "a draft model's weights and KV pool, if one runs"
+    )
+    might.append("a reserve for a multimodal encoder")
+    return (
+        f"SGLang's KV rule gives rest = {_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x "
+        f"(1 - {fmt_mfs(n.mfs)}) = {_g(n.rest_bytes)} GiB, a positive budget, yet SGLang "
+        f"found not enough memory: the rule does not explain this failure. What might: "
+        f"{'; '.join(might)}"
+    )
+
+
+@note_text.register
+def _(n: fx.TransformersFallback) -> str:
+    shard = (
+        ": the load needed more than the whole GPU, so the fallback does not shard the model "
+        "(e.g. it keeps every expert on each GPU)"
+        if n.whole_gpu
+        else ""
+    )
+    return f"the model runs on the Transformers backend (the log says 'Using Transformers backend.'){shard}"
+
+
+def frame_text(f: Frame) -> str:
+    """A frame as a reader finds it: the file, the line, the function."""
+    return f"{f.path.rsplit('/', 1)[-1]} line {f.line}, in {f.func}"
+
+
+@note_text.register
+def _(n: fx.CommUnknown) -> str:
+    return f"{n.library} failed without saying whether memory ran out"
+
+
+@note_text.register
+def _(n: fx.LogStops) -> str:
+    return (
+        "no error is in the log: it was cut, or the process hung or was killed (a kill leaves no "
+        "traceback; the kernel log shows the OOM killer); memory cannot be judged from it"
+    )
+
+
+def explanation_text(f: fx.Failure) -> str:
+    """The verdict's second line: the notes, as sentences (a single phrase stays as it is)."""
+    if len(f.notes) == 1 and isinstance(f.notes[0], fx.PHRASES):
+        return note_text(f.notes[0])
+    return " ".join(sentence(t) for n in f.notes if (t := note_text(n)).strip())

@@ -1,0 +1,209 @@
+"""Fixes that point the right way (issue 12, class 5): never against SGLang's own advice or the
+value in use, PyTorch's own OOM split used, caps and relative mfs changes without server_args,
+and --disable-cuda-graph only where the capture machinery itself fails.
+
+Corpus 003 and the constructed fixtures of fixtures/make_verdicts.py / make_failures.py; small
+inline logs in SGLang's wording. Expected figures come from the log text, never from logmem.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, corpus_log
+from logmem.analysis.failures import outcome, verdict
+from logmem.analysis.failures.facts import Failure
+from logmem.analysis.failures.traces import Where, raised_in
+from logmem.api import read_log
+from logmem.model.launch import Traceback
+from logmem.parse import events as ev
+from logmem.parse.lines import Source
+from logmem.report.verdict import verdict_lines
+
+GIB = 1 << 30
+
+
+def failure_of(path: Path) -> Failure:
+    (L,) = read_log(str(path)).launches
+    f = outcome(L).failure
+    assert f is not None
+    return f
+
+
+def mfs_values(f: Failure) -> list[float]:
+    """The numeric --mem-fraction-static values the fixes propose."""
+    return [
+        float(x.value)
+        for x in f.fixes
+        if x.flag == "--mem-fraction-static"
+        and x.value is not None
+        and re.fullmatch(r"\d+(?:\.\d+)?", x.value)
+    ]
+
+
+# --- "Not enough memory": only ever up from the value in use --------------------------------
+
+
+def kv_log(pre: float, after: float, mfs: float) -> str:
+    return "\n".join(
+        [
+            f"[2026-05-06 17:42:10] server_args=ServerArgs(model_path='m', tp_size=1, mem_fraction_static={mfs})",
+            "[2026-05-06 17:42:20] Init torch distributed begin.",
+            "[2026-05-06 17:42:21] Init torch distributed ends. mem usage=0.33 GB",
+            f"[2026-05-06 17:42:21] Load weight begin. avail mem={pre:.2f} GB",
+            f"[2026-05-06 17:43:40] Load weight end. type=Qwen2ForCausalLM, avail mem={after:.2f} GB, mem usage={pre - after:.2f} GB.",
+            "[2026-05-06 17:43:41] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/python/sglang/srt/model_executor/pool_configurator.py", line 212, in configure',
+            "    raise RuntimeError(",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            f"Current value: mem_fraction_static={mfs}",
+            "",
+            "[2026-05-06 17:43:41] Received sigquit from a child process. It usually means the child failed.",
+            "",
+        ]
+    )
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pre=st.integers(2000, 20000).map(lambda c: c / 100),
+    used=st.floats(0.05, 0.99),
+    mfs=st.integers(50, 97).map(lambda c: c / 100),
+)
+def test_not_enough_memory_never_proposes_a_value_at_or_below_the_one_in_use(
+    tmp_path: Path, pre: float, used: float, mfs: float
+) -> None:
+    after = round(pre * (1 - used), 2)
+    p = tmp_path / "kv.log"
+    p.write_text(kv_log(pre, after, mfs))
+    f = failure_of(p)
+    assert f.kind == "not_enough_memory"
+    assert all(v > mfs for v in mfs_values(f)), (pre, after, mfs, f.fixes)
+    rest = after - pre * (1 - mfs)
+    says = " ".join(verdict_lines(verdict(read_log(str(p)).launches[0])))
+    if rest > 0.01:  # beyond print rounding: the rule says there was room
+        assert "does not explain" in says
+
+
+def test_rule_positive_fixture_says_the_rule_does_not_explain_it() -> None:
+    f = failure_of(FIXTURES / "not-enough-memory-rule-positive-constructed.log")
+    assert mfs_values(f) == []
+    (fix,) = [x for x in f.fixes if x.flag == "--mem-fraction-static"]
+    assert fix.value is None  # the rule gives no amount
+    # 10.76 - 78.40 x 0.12 = 1.352 GiB: positive
+    assert pytest.approx(1.352) == 10.76 - 78.40 * (1 - 0.88)
+
+
+# --- PyTorch's own split: memory outside PyTorch ---------------------------------------------
+
+
+def test_memory_outside_pytorch_points_at_nvidia_smi_and_not_at_the_model() -> None:
+    f = failure_of(FIXTURES / "oom-outside-pytorch-constructed.log")
+    assert [x.flag for x in f.fixes] == ["nvidia-smi"]
+    text = " ".join(
+        verdict_lines(
+            verdict(read_log(str(FIXTURES / "oom-outside-pytorch-constructed.log")).launches[0])
+        )
+    )
+    # capacity 44.42 - free 88 MiB - (allocated 23.51 + reserved 41.55 MiB)
+    outside = 44.42 - 88 / 1024 - (23.51 + 41.55 / 1024)
+    assert f"{outside:.2f} GiB is outside PyTorch" in text
+    assert "loading peaks above" not in text
+
+
+def test_a_load_that_needs_more_gpus_keeps_its_fixes() -> None:
+    """oom-load-weights: PyTorch holds nearly all (77.62 of 78.17 in use): the model is too big."""
+    f = failure_of(FIXTURES / "oom-load-weights-constructed.log")
+    assert "--tp-size" in {x.flag for x in f.fixes}
+    assert "nvidia-smi" not in {x.flag for x in f.fixes}
+
+
+def test_transformers_fallback_gets_the_native_implementation_not_more_gpus() -> None:
+    f = failure_of(FIXTURES / "hip-oom-rocm-constructed.log")
+    assert [(x.flag, x.value) for x in f.fixes] == [("--model-impl", "sglang")]
+
+
+# --- capture OOM without server_args ---------------------------------------------------------
+
+
+def test_capture_oom_without_server_args_caps_and_gives_a_relative_mfs_change() -> None:
+    f = failure_of(FIXTURES / "capture-oom-no-server-args-constructed.log")
+    flags = {x.flag: x.value for x in f.fixes}
+    assert int(flags["--cuda-graph-max-bs"] or 0) < 256
+    # shortfall 540.00 - 298.75 MiB over P = 78.35 GiB, rounded up to SGLang's 0.001 steps
+    delta = math.ceil((540.00 - 298.75) / 1024 / 78.35 * 1000) / 1000
+    assert flags["--mem-fraction-static"] == f"at least {delta:g} lower than this launch used"
+
+
+# --- --disable-cuda-graph only for the capture machinery -------------------------------------
+
+
+def test_corpus_003_names_the_attention_code_not_disable_cuda_graph() -> None:
+    f = failure_of(corpus_log("003-"))
+    assert [x.flag for x in f.fixes] == ["--attention-backend"]
+    text = " ".join(verdict_lines(verdict(read_log(str(corpus_log("003-"))).launches[0])))
+    assert "forward_absorb_fused_mla_rope_prepare" in text
+    assert "would not get a server up" in text
+
+
+def _tb(*frames: tuple[str, str]) -> Traceback:
+    src = Source("x.log", 1, "")
+    fr = tuple(ev.Frame(rank=None, source=src, path=p, line=1, func=fn) for p, fn in frames)
+    return Traceback(None, None, (), fr)
+
+
+RUNNER = ("/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", "capture_one_batch_size")
+MODULE = ("/venv/lib/python3.10/site-packages/torch/nn/modules/module.py", "_call_impl")
+
+
+@pytest.mark.parametrize(
+    ("frames", "message", "where", "component"),
+    [
+        ((RUNNER, ("/venv/lib/python3.10/site-packages/torch/cuda/graphs.py", "capture_end")), "", Where.CAPTURE, None),
+        ((RUNNER, MODULE, ("/venv/lib/python3.12/site-packages/sgl_kernel/elementwise.py", "rmsnorm")), "", Where.KERNEL, "sgl_kernel"),
+        ((RUNNER, ("/sgl/python/sglang/srt/layers/attention/flashinfer_backend.py", "init_forward_metadata")), "", Where.ATTENTION, "flashinfer_backend"),
+        ((RUNNER, MODULE, ("/sgl/python/sglang/srt/models/qwen3_moe.py", "forward")), "", Where.MODEL, "qwen3_moe"),
+        ((RUNNER, MODULE, ("/sgl/python/sglang/srt/models/llama.py", "forward")), "operation not permitted when stream is capturing", Where.CAPTURE, None),
+        ((), "", Where.UNKNOWN, None),
+    ],
+)  # fmt: skip
+def test_raised_in_names_the_innermost_component(
+    frames: tuple[tuple[str, str], ...], message: str, where: Where, component: str | None
+) -> None:
+    r = raised_in(_tb(*frames), message)
+    assert (r.where, r.component) == (where, component)
+
+
+def test_an_error_in_the_capture_machinery_keeps_disable_cuda_graph_as_a_diagnostic(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        "[2025-11-10 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.85, tp_size=1, cuda_graph_max_bs=8)",
+        "[2025-11-10 10:00:03] Load weight begin. avail mem=14.50 GB",
+        "[2025-11-10 10:00:09] Load weight end. type=LlamaForCausalLM, avail mem=7.00 GB, mem usage=7.50 GB.",
+        "[2025-11-10 10:00:10] Memory pool end. avail mem=2.10 GB",
+        "[2025-11-10 10:00:11] Capture cuda graph begin. This can take up to several minutes. avail mem=2.00 GB",
+        "[2025-11-10 10:00:20] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{RUNNER[0]}", line 929, in {RUNNER[1]}',
+        "    run_once()",
+        '  File "/venv/lib/python3.10/site-packages/torch/cuda/graphs.py", line 88, in capture_end',
+        "    super().capture_end()",
+        "RuntimeError: CUDA error: operation failed due to a previous error during capture",
+        "",
+    ]
+    p = tmp_path / "c.log"
+    p.write_text("\n".join(lines) + "\n")
+    f = failure_of(p)
+    (fix,) = f.fixes
+    assert fix.flag == "--disable-cuda-graph"
+    assert "the frames show the capture machinery itself raised" in " ".join(
+        verdict_lines(verdict(read_log(str(p)).launches[0]))
+    )
