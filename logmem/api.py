@@ -25,6 +25,9 @@ from logmem.parse import events as ev
 from logmem.parse.match import iter_segment_events
 from logmem.parse.patterns import KEYWORD_BYTES
 from logmem.parse.read import ReadStats, read_segments
+
+# `with byte_limit(n): read_log(...)` reads at most n bytes of each input (--max-bytes).
+from logmem.parse.read import byte_limit as byte_limit
 from logmem.parse.unmatched import UnmatchedCounter, UnmatchedSink
 from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logmem lines`
 
@@ -368,3 +371,88 @@ def _plot_data(
             "memory per bucket (try --kind waterfall)"
         )
     return data
+
+
+# --- PyTorch memory snapshots ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SnapshotReport:
+    """What ``logmem snapshot`` reports: ``analysis`` is logmem.snapshot's SnapshotAnalysis."""
+
+    analysis: Any
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned view model (schema logmem.snapshot/1)."""
+        from logmem.report.snapshot import to_json
+
+        out: dict[str, Any] = to_json(self.analysis)
+        return out
+
+    def render(self, fmt: str = "text") -> str:
+        """text, markdown, json or html."""
+        from logmem.report.snapshot import render
+
+        out: str = render(self.analysis, fmt)
+        return out
+
+    def __str__(self) -> str:
+        return self.render("text")
+
+    def _repr_markdown_(self) -> str:
+        return self.render("markdown")
+
+
+def snapshot(
+    *paths: str,
+    log: Source | None = None,
+    frames: int = 1,
+    top: int = 10,
+    max_size_mib: int = 1024,
+    rank: str | None = None,
+    device: int | None = None,
+    launch: int | None = None,
+    capture: int | None = None,
+) -> SnapshotReport:
+    """Read PyTorch memory snapshots safely (as ``logmem snapshot``); with ``log`` (an
+    Analysis or a path spec), line the first one up with the log's capture."""
+    from logmem.snapshot.analysis import analyze_snapshots
+
+    if log is not None and not isinstance(log, Analysis):
+        log = read_log(*split_spec(os.fspath(log)))
+    return SnapshotReport(
+        analyze_snapshots(
+            paths,
+            log=log,
+            frames=frames,
+            top=top,
+            max_bytes=max_size_mib << 20,
+            rank=rank,
+            device=device,
+            launch=launch,
+            capture=capture,
+        )
+    )
+
+
+def snapshot_frame(source: str | SnapshotReport, frames: int = 1) -> Any:
+    """A pandas DataFrame, one row per block: path, device, pool, pool_kind,
+    segment_address, address, state, size, requested, site."""
+    import pandas as pd
+
+    from logmem.snapshot.analysis import block_records
+
+    report = snapshot(source, frames=frames) if isinstance(source, str) else source
+    columns = [
+        "path",
+        "device",
+        "pool",
+        "pool_kind",
+        "segment_address",
+        "address",
+        "state",
+        "size",
+        "requested",
+        "site",
+    ]
+    return pd.DataFrame(block_records(report.analysis), columns=columns)

@@ -6,13 +6,13 @@ import dataclasses
 
 import click
 
-from logmem.cli.options import logs_argument
+from logmem.cli.options import logs_argument, output_option
 from logmem.cli.output import write_output
 
 
 @click.command()
 @logs_argument()
-@click.option("-o", "--output", default=None, metavar="FILE", help="Write to FILE ('-' is stdout).")
+@output_option()
 def lines(logs: tuple[str, ...], output: str | None) -> None:
     """Print every recognised event with its line number and fields (for debugging).
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -75,7 +76,6 @@ for _command in COMMANDS:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage)."""
-
     # A report holds hundreds of thousands of small objects (events, ledgers, the JSON tree)
     # and next to no reference cycles: with the default thresholds the cycle collector's
     # full passes took a third of the time of a 8192-rank analyze. Rarer passes, restored
@@ -89,23 +89,39 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str] | None) -> int:
-    from logmem.errors import LogmemError
+    from logmem.errors import InputWarning, LogmemError
+
+    def show(message: Warning | str, category: type[Warning], *rest: object) -> None:
+        click.echo(f"Warning: {message}", err=True)
 
     try:
-        cli.main(args=argv, prog_name="logmem", standalone_mode=False)
+        with warnings.catch_warnings():
+            # What the reader warns about (an input read only in part) reaches every command.
+            warnings.simplefilter("always", InputWarning)
+            warnings.showwarning = show  # type: ignore[assignment]
+            cli.main(args=argv, prog_name="logmem", standalone_mode=False)
     except click.exceptions.Exit as e:
         return int(e.exit_code or 0)
     except click.ClickException as e:
         e.show()
         return e.exit_code
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return 1
+    except click.exceptions.Abort as e:
+        # click turns Ctrl-C into Abort; the shell's convention for SIGINT is 128 + 2.
+        interrupted = isinstance(e.__cause__ or e.__context__, KeyboardInterrupt)
+        click.echo("Interrupted." if interrupted else "Aborted.", err=True)
+        return 130 if interrupted else 1
     except LogmemError as e:
         click.echo(f"Error: {e}", err=True)
         return 1
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        click.echo(
+            "Error: out of memory: the input is too large to analyse in the memory available "
+            "(--max-bytes N reads only the first N bytes of each input)",
+            err=True,
+        )
+        return 1
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return 130

@@ -200,7 +200,10 @@ _OOM_FIELDS = {
 
 def _oom_mem(key: str, text: str) -> Mem | None:
     m = _OOM_FIELDS[key].search(text)
-    return Mem.parse(m.group(1), m.group(2)) if m else None
+    try:
+        return Mem.parse(m.group(1), m.group(2)) if m else None
+    except ValueError:  # "1.2.3 MiB", "1..1 GiB": a mangled figure is unknown, not a crash
+        return None
 
 
 def _b_torch_oom(m: regex.Match[str], r: Record) -> Event:

@@ -22,8 +22,9 @@ import regex
 from logmem.parse.builders import BUILDERS
 from logmem.parse.events import Event
 from logmem.parse.lines import PREFIX, Record, split_records
+from logmem.parse.matchers import Matcher, matcher_for
 from logmem.parse.patterns import PATTERNS, LinePattern
-from logmem.parse.read import Matcher, Segment, matcher_for
+from logmem.parse.read import Segment
 from logmem.parse.unmatched import (
     SHAPE_BYTES,
     UnmatchedSink,

@@ -257,8 +257,10 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "torch_oom",
-        r"(?P<type>[\w.]{0,60}(?:OutOfMemoryError|RuntimeError)): (?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\."
-        r"(?P<rest>.{0,4000})$",
+        # The type starts a word (the lookbehind) and the rest is not anchored at the end: a
+        # line of repeated fragments cost ~60 x 4000 backtracking steps per fragment (46 s/4 MiB).
+        r"(?<![\w.])(?P<type>[\w.]{0,60}(?:OutOfMemoryError|RuntimeError)): "
+        r"(?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\.(?P<rest>.{0,4000})",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 540.00 MiB. GPU 0 has a total "
         "capacity of 14.76 GiB of which 298.75 MiB is free.",
         needs=(" out of memory.",),

@@ -13,8 +13,27 @@ from typing import Any, TypeGuard
 import regex
 
 
+def _clean_text(value: Any) -> Any:
+    """Strings with escaped surrogates ('\\ud800') made whole: pairs joined, lone ones U+FFFD.
+    A lone surrogate cannot be encoded, so every report writing it would fail."""
+    if isinstance(value, str):
+        if not any("\ud800" <= c <= "\udfff" for c in value):
+            return value
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_clean_text(k): _clean_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clean_text(v) for v in value)
+    return value
+
+
 def parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
     """Parse the server_args dump with ast (never eval): repr form or dict form."""
+    args, form, error = _parse_server_args(body)
+    return _clean_text(args), form, error
+
+
+def _parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
     body = body.strip()
     form = "dict" if body.startswith("{") else "repr"
     try:

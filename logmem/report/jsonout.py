@@ -14,6 +14,7 @@ from logmem.model.launch import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.fixes import effect_text
+from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import explanation_text, headline_text
 from logmem.units import Mem, gib
@@ -212,6 +213,7 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "exc_type": f.exc_type,
         "shortfall_gib": gib(f.shortfall_bytes),
         "bucket_free_gib": gib(f.bucket_free_bytes),
+        "memory_split": failure_split(f.record),
         "errors": [
             {"rank": e.rank, "record": type(e.record).__name__, "line": _line(e.source)}
             for e in f.errors
@@ -319,6 +321,14 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
                 "compression": st.compression,
                 "ends_with_newline": st.ends_with_newline,
                 "truncated_segments": st.truncated_segments,
+                "encoding": st.encoding,
+                # Reading ended early: "truncated" / "corrupt" stream or "max-bytes"; at_byte
+                # (decompressed) is where, and everything before it was read.
+                "stopped": (
+                    {"why": st.stopped, "at_byte": st.bytes_read, "detail": st.stop_detail}
+                    if st.stopped
+                    else None
+                ),
             }
             for st in a.stats
         ],

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.failures import verdict
 from logmem.model.launch import Launch, Rank
+from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
 from logmem.units import format_gib
@@ -72,7 +73,7 @@ def rank_name(label: str) -> str:
     return label or "the GPU (no rank tag)"
 
 
-def ledger_table(led: RankLedger) -> Table:
+def ledger_table(led: RankLedger, extra: str = "") -> Table:
     rows: list[tuple[str, ...]] = []
     indent: list[int] = []
     footnotes: list[str] = []
@@ -104,6 +105,8 @@ def ledger_table(led: RankLedger) -> Table:
         )
     if led.note:
         notes.append(led.note)
+    if extra:
+        notes.append(extra)
     return Table(
         f"Ledger of {rank_name(led.rank)} (GiB)",
         ("phase / cause", "before", "after", "drop", "kind", "lines"),
@@ -290,8 +293,16 @@ def launch_report(
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
     full = all_ranks or len(L.ranks) <= 2
     leading = [r for r in led.ranks if full or (main is not None and r.rank == main.label)]
+    split = split_notes(L)  # PyTorch's OOM split, on the failing rank's ledger
     if leading:
-        sections.append(Section("Ledger", tuple(ledger_table(r) for r in leading)))
+        shown = dict(split)
+        folded = [k for k in split if k not in {r.rank for r in leading}]
+        if folded and not any(r.rank in split for r in leading):
+            # The failing rank's ledger is folded away in text: say it under the one shown.
+            shown[leading[0].rank] = f"On {rank_name(folded[0])}: {split[folded[0]]}"
+        sections.append(
+            Section("Ledger", tuple(ledger_table(r, shown.get(r.rank, "")) for r in leading))
+        )
     rt = ranks_table(led)
     if rt is not None:
         sections.append(Section("Ranks", (rt,)))
@@ -306,7 +317,7 @@ def launch_report(
         bts = bucket_tables(rl)
         if bts:
             sections.append(Section("Graph buckets", tuple(bts), details=True))
-    others = [ledger_table(r) for r in led.ranks if r not in leading]
+    others = [ledger_table(r, split.get(r.rank, "")) for r in led.ranks if r not in leading]
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     model = L.args.get("model_path")
@@ -322,16 +333,31 @@ def verdict_lines(L: Launch) -> list[str]:
     return verdict_text(verdict(L))
 
 
+def input_stop_note(why: str, compression: str | None, at: int, detail: str | None) -> str:
+    """Why reading an input ended early, and where (decompressed bytes)."""
+    if why == "max-bytes":
+        return f"read only its first {at:,} bytes (--max-bytes): later lines are not in this report"
+    what = "cut short" if why == "truncated" else f"undecodable ({detail})" if detail else "corrupt"
+    return (
+        f"the {compression} stream is {what} after {at:,} decompressed bytes: "
+        "this report covers what was read up to there"
+    )
+
+
 def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
     notes = []
     for st in a.stats:
         parts = [f"{st.path}: {st.lines:,} lines"]
         if st.compression:
             parts.append(f"{st.compression}-compressed")
-        if not st.ends_with_newline:
+        if not st.ends_with_newline and not st.stopped:  # a stop note says more
             parts.append("no newline at the end (cut off?)")
+        if st.encoding:
+            parts.append(f"{st.encoding} text")
         if st.truncated_segments:
             parts.append(f"{st.truncated_segments} over-long line(s) cut to 4 MiB")
+        if st.stopped:
+            parts.append(input_stop_note(st.stopped, st.compression, st.bytes_read, st.stop_detail))
         notes.append(", ".join(parts))
     if a.unmatched:
         notes.append(
