@@ -178,6 +178,36 @@ class AllReduceConfig(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CustomAllReduce(Event):
+    """What SGLang said about custom all-reduce on one group (docs/reference.md 8.2).
+
+    ``state`` is "disabled" (``Custom allreduce is disabled because ...``), "failed" (``Setup
+    Custom allreduce failed ...``), "path" (``[AR] All-reduce call path: ...``, ROCm builds) or
+    "using" (``[AR] Using <implementation>``); ``text`` the reason, path or implementation."""
+
+    state: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchEnv(Event):
+    """One environment variable a launcher printed before start-up (``ENV_VAR_CASE K:V`` /
+    ``ENV_VAR_SYS K:V`` / ``Setting ENV_VAR K=V``, SGLang's test harnesses)."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchCommand(Event):
+    """The command line that started SGLang, as a shell or harness echoed it."""
+
+    program: str  # "sglang.launch_server", "sglang serve", "sglang.bench_one_batch" ...
+    argv: str  # everything after the program, as printed
+    env: tuple[tuple[str, str], ...]  # KEY=VALUE words before the program
+
+
+@dataclass(frozen=True, kw_only=True)
 class MiscMemory(Event):
     """A memory figure we recognise but that is not part of the start-up chain."""
 
@@ -584,6 +614,31 @@ def _b_misc(what: str, group: str, unit: str = "GB") -> Builder:
 _BAR_COUNT = regex.compile(r"(\d{1,9})/(\d{1,9}) {0,2}\[")
 
 
+_ENV_WORD = regex.compile(r"^([A-Z_][A-Z0-9_]{0,100})=(\S{0,2000})$", regex.ASCII)
+
+
+def _b_command(m: regex.Match[str], r: Record) -> Event:
+    words = (_ENV_WORD.match(w) for w in m.group("pre").split()[-40:])
+    return LaunchCommand(
+        rank=r.rank,
+        source=r.source,
+        program=" ".join(m.group("prog").split()),
+        argv=m.group("argv").strip(),
+        env=tuple((w.group(1), w.group(2)) for w in words if w is not None),
+    )
+
+
+def _b_custom_ar(m: regex.Match[str], r: Record) -> Event:
+    if m.group("path") is not None:
+        state, text = "path", m.group("path")
+    elif m.group("impl") is not None:
+        state, text = "using", m.group("impl")
+    else:
+        state = "failed" if m.group("off").startswith("Setup") else "disabled"
+        text = m.group("why").strip()
+    return CustomAllReduce(rank=r.rank, source=r.source, state=state, text=text.strip())
+
+
 def _b_bar(m: regex.Match[str], r: Record) -> Event:
     size = m.group("bs") or m.group("nt")
     c = _BAR_COUNT.search(r.message, m.end(), m.end() + 400)
@@ -673,6 +728,13 @@ BUILDERS: dict[str, Builder] = {
         local=_g("local", "MB"),
         multicast=lambda m: m.group("mc") == "True",
     ),
+    "custom_ar": _b_custom_ar,
+    "launch_env": _mk(
+        LaunchEnv,
+        key=lambda m: m.group("k1") or m.group("k2"),
+        value=lambda m: (m.group("v1") if m.group("k1") else m.group("v2")).strip(),
+    ),
+    "launch_command": _b_command,
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
     "hicache_host": _b_misc("hicache_host", "gb", "decimal"),
