@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger, build_ledger
-    from logmem.api import analyze, diff, fit, plot, read_log, whatif
+    from logmem.api import analyze, diff, expected_sizes, fit, plot, read_log, whatif
     from logmem.model.analysis import Analysis
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "analyze",
     "build_ledger",
     "diff",
+    "expected_sizes",
     "fit",
     "plot",
     "read_log",
@@ -54,6 +55,7 @@ _LAZY = {
     "build_ledger": "logmem.analysis.attribution",
     "LaunchLedger": "logmem.analysis.attribution",
     "diff": "logmem.api",
+    "expected_sizes": "logmem.api",
     "fit": "logmem.api",
     "whatif": "logmem.api",
     "plot": "logmem.api",

@@ -1,4 +1,4 @@
-"""Public Python API: read logs, pick launches, analyze, diff, fit, what-if and plot.
+"""Public Python API: read logs, pick launches, analyze, diff, fit, what-if, plot and expected sizes.
 
 This is what the command line runs: each command in logmem/cli parses its options, calls one
 function here and hands the result to a reporter, so the CLI and a notebook get the same
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Union
 
 from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
-from logmem.model.launch import build_launches
+from logmem.model.build import build_groups
 from logmem.parse import events as ev
 from logmem.parse.lines import iter_records
 from logmem.parse.patterns import KEYWORD_BYTES
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from logmem.compare.diff import Diff
     from logmem.compare.slope import Fit
     from logmem.compare.whatif import WhatIf
+    from logmem.estimate import Estimate
     from logmem.model.launch import Launch
 
 # An Analysis, or a path spec of one input ("a.log", "-", "tp0.log,tp1.log").
@@ -54,17 +55,19 @@ def collect_events(
 def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     """Read SGLang logs (paths, or "-" for stdin) into an :class:`Analysis`.
 
-    Several paths are one launch split across files (one per rank, or rotated parts);
-    a file with two start-ups gives two launches. Raises NoStartupError when nothing
-    SGLang printed about start-up is found, InputError when a file cannot be read.
+    Several paths are one launch split across files (one per rank or node, or rotated
+    parts); files whose server_args, model or clocks say they are different launches are
+    read as separate launches (``Analysis.apart`` says why); a file with two start-ups gives
+    two launches. Raises NoStartupError when nothing SGLang printed about start-up is found,
+    InputError when a file cannot be read.
     """
     stats: list[ReadStats] = []
     unmatched: list[ev.Unmatched] = []
     events = collect_events(paths, stats, unmatched)
-    launches = build_launches(events)
+    launches, groups = build_groups(events)
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))
-    return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats))
+    return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats), inputs=groups)
 
 
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:
@@ -102,6 +105,41 @@ def analyze(
         return replace(analysis, model_config=load_model_config(model_config))
     except EstimateError as e:
         raise LogmemError(str(e)) from None
+
+
+def expected_sizes(
+    model_config: str | os.PathLike[str] | Mapping[str, Any],
+    log: Source | None = None,
+    *,
+    launch: int | None = None,
+    **settings: Any,
+) -> Estimate:
+    """``logmem estimate``: what one rank should hold by a model's config.json (a file, the
+    folder holding it, or the parsed dict): weights per rank, KV bytes per token, buffers.
+
+    With ``log`` (an Analysis or a path spec), the deployment is that launch's: parallel sizes
+    and dtypes from its server_args, request slots and context length from its summary.
+    ``settings`` override them: ``tp``, ``dp``, ``ep``, ``pp``, ``dp_attention`` and the
+    keywords of :func:`logmem.estimate.estimate` (None means not given). Raises EstimateError
+    (``.setting`` names the size at fault) for sizes SGLang would refuse."""
+    from logmem.estimate import EstimateError, estimate, load_model_config
+    from logmem.estimate.config import deployment_settings
+
+    config = (
+        dict(model_config) if isinstance(model_config, Mapping) else load_model_config(model_config)
+    )
+    L = _launch_of(log, launch, "LOG")[0] if log is not None else None
+    kwargs = deployment_settings(L, settings)
+    try:
+        return estimate(config, **kwargs)
+    except EstimateError as e:
+        given = settings.get(e.setting) is not None if e.setting else False
+        if L is None or given or e.setting not in ("tp", "dp", "ep", "pp"):
+            raise
+        where = ", ".join(L.paths) or "the log"
+        raise EstimateError(
+            f"{e} ({e.setting}_size is from {where}'s server_args)", e.setting
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -62,14 +61,3 @@ def format_gib(n_bytes: int | None, signed: bool = False, unknown: str = "?") ->
     value = gib(n_bytes)
     assert value is not None
     return f"{value:+.2f}" if signed else f"{value:.2f}"
-
-
-def __getattr__(name: str) -> Any:
-    """``PRINT_RESOLUTION_GIB`` moved to logmem.sglang.rules (it is SGLang's print rule, not a
-    unit); the old import keeps working until its last importer switches. Lazy, because rules
-    imports this module."""
-    if name == "PRINT_RESOLUTION_GIB":
-        from logmem.sglang.rules import PRINT_RESOLUTION_GIB
-
-        return PRINT_RESOLUTION_GIB
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

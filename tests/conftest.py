@@ -38,14 +38,15 @@ def _pin_columns(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def corpus_log(prefix: str) -> Path:
     """The real log whose name starts with `prefix` (e.g. "021-"): the copy in fixtures/ if there
-    is one, else the shared corpus; skips when neither has it."""
+    is one, else the shared corpus. Skips only when the corpus is absent (a clone without it);
+    a log that neither has is a failure, not a skip."""
     for folder in (FIXTURES, CORPUS):
         found = sorted(folder.glob(f"{prefix}*.log")) if folder.is_dir() else []
         if found:
             return found[0]
-    pytest.skip(
-        CORPUS_MISSING if not CORPUS.is_dir() else f"no log named {prefix}*.log in {CORPUS}"
-    )
+    if not CORPUS.is_dir():
+        pytest.skip(CORPUS_MISSING)
+    pytest.fail(f"no log named {prefix}*.log in {FIXTURES} or {CORPUS}")
 
 
 def corpus_logs() -> list[Path]:

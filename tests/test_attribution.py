@@ -9,10 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import logmem.analysis.findings as fd
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
-from logmem.analysis import findings as fd
 from logmem.analysis.attribution import build_ledger, rank_ledger
 from logmem.api import read_log
+from logmem.model.launch import Rank
+from logmem.parse import events as ev
 from logmem.report.sentences import finding_text
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import GIB, gib
@@ -30,17 +32,64 @@ def _cause(phase, prefix):  # type: ignore[no-untyped-def]
     return next(c for c in phase.causes if c.name.startswith(prefix))
 
 
+def _raw_ends(rank: Rank) -> tuple[int, int] | None:
+    """First and last free memory of a rank, read from its raw events (not from the ledger):
+    the first reading plus the distributed init's usage when init came first, and the last
+    reading, or the last bar sample when the log stops inside a capture."""
+    vals: list[tuple[int, ev.Event]] = []
+    opened_by_bar = {
+        g.samples[0].source for g in rank.graphs if g.samples and g.begin_bytes is None
+    }
+    for e in rank.events:
+        m = None
+        if isinstance(
+            e, (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.CaptureBegin, ev.CaptureEnd)
+        ):
+            m = e.avail
+        elif isinstance(e, ev.Summary):
+            m = e.available
+        elif isinstance(e, ev.BarRender) and e.source in opened_by_bar:
+            m = e.avail  # a capture with no begin reading (a fragment) opens at its first bar
+        if m is not None:
+            vals.append((m.bytes, e))
+    if not vals:
+        return None
+    figures = len(vals)
+    first, first_event = vals[0]
+    if isinstance(first_event, ev.WeightsBegin) and rank.init_end is not None:
+        first += rank.init_end.usage.bytes
+        figures += 1
+    last, last_event = vals[-1]
+    if isinstance(last_event, (ev.CaptureBegin, ev.BarRender)):
+        g = next(
+            (
+                g
+                for g in rank.graphs
+                if g.begin is last_event or (g.samples and g.samples[0].source == last_event.source)
+            ),
+            None,
+        )
+        if g is not None and g.samples:
+            last = g.samples[-1].avail.bytes
+            figures += 1
+    return (first, last) if figures >= 2 else None
+
+
 @pytest.mark.parametrize("path", corpus_logs() + fixture_logs(), ids=lambda p: p.name)
 def test_every_log_conserves(path: Path) -> None:
     a = read_log(str(path))
     for L in a.launches:
         led = build_ledger(L)
-        for r in led.ranks:
+        for rank, r in zip(L.ranks, led.ranks):
             r.check()
-            if r.phases:
-                assert sum(p.delta_bytes for p in r.phases) == r.first_bytes - r.last_bytes
-                for p in r.phases:
-                    assert sum(c.bytes for c in p.causes) == p.delta_bytes
+            for p in r.phases:
+                assert sum(c.bytes for c in p.causes) == p.delta_bytes
+            ends = _raw_ends(rank)
+            if not r.phases:
+                continue
+            # The phases' drops add up to first - last as the log printed them.
+            assert ends is not None
+            assert sum(p.delta_bytes for p in r.phases) == ends[0] - ends[1], rank.label
 
 
 def test_qwq32b_worked_figures() -> None:
@@ -329,3 +378,11 @@ def test_throttled_bar_counts_do_not_regroup_buckets() -> None:
         ("largest", 0.11),
         ("other", 0.27),
     ]
+
+
+def test_every_finding_type_has_a_kind_and_a_sentence() -> None:
+    import typing
+
+    types = typing.get_args(fd.Finding)
+    assert len({t.kind for t in types}) == len(types) == len(fd.FindingKind)
+    assert all(t in finding_text.registry for t in types)  # type: ignore[attr-defined]

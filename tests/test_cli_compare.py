@@ -382,9 +382,8 @@ TRUTH = {"e2": (0.40, 2.5), "e7": (1.10, 3.2)}
     ],
 )
 def test_constructed_pairs_recover_the_truth(era: str, names: list[str]) -> None:
-    found = [PAIRS[n] for n in names if n in PAIRS]
-    if len(found) < 2:
-        pytest.skip(f"fixtures for {era} pairs are not there yet")
+    assert all(n in PAIRS for n in names), f"fixtures/{names}-constructed.log missing"
+    found = [PAIRS[n] for n in names]
     res = run(["fit", *map(str, found), "-f", "json"])
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)["slopes"][0]
@@ -394,8 +393,6 @@ def test_constructed_pairs_recover_the_truth(era: str, names: list[str]) -> None
 
 
 def test_constructed_pair_with_a_different_mfs_is_refused() -> None:
-    if "pair-e7-maxbs256-mfs-differs" not in PAIRS or "pair-e7-maxbs128" not in PAIRS:
-        pytest.skip("the mfs-differs fixture is not there yet")
     pair = [str(PAIRS["pair-e7-maxbs128"]), str(PAIRS["pair-e7-maxbs256-mfs-differs"])]
     res = run(["fit", *pair])
     assert res.exit_code == 1 and "mem_fraction_static (" in res.output

@@ -25,6 +25,14 @@ def test_estimate_takes_parallel_sizes_from_the_log() -> None:
     assert doc["schema"] == "logmem.estimate/1"
     assert doc["parallel"]["tp"] == 4
     assert doc["kv_bytes_per_token_per_rank"] == 65_536
+    # Request slots and context length from the scheduler summary (the dump has None): the
+    # same table the ledger attributes in the pool step.
+    led = build_ledger(read_log(str(LOG)).launches[0])
+    pools = led.ranks[0].phase("target_pools")
+    assert pools is not None
+    table = next(c for c in pools.causes if c.name.startswith("request-to-token"))
+    assert doc["req_to_token_bytes"] == table.bytes == 2050 * 131072 * 4
+    assert doc["unknown"] == []
 
 
 def test_estimate_options_override() -> None:
@@ -63,3 +71,80 @@ def test_wrong_kv_width_is_named() -> None:
     config["num_key_value_heads"] = 4
     cc = crosscheck(build_ledger(read_log(str(LOG)).launches[0]), config)
     assert any("twice as wide" in f for f in cc.findings)
+
+
+def test_estimate_tp_that_does_not_divide_the_heads_is_a_usage_error() -> None:
+    res = CliRunner().invoke(cli, ["estimate", "--model-config", str(LLAMA), "--tp", "3"])
+    assert res.exit_code == 2
+    assert "Invalid value for '--tp': TP 3 does not divide the 64 attention heads" in res.output
+    assert "TP sizes that fit this model: 1, 2, 4, 8, 16, 32, 64." in res.output
+    assert "Traceback" not in res.output
+
+
+def test_estimate_tp_from_the_log_that_does_not_fit_the_config_is_an_error(tmp_path: Path) -> None:
+    config = json.loads(QWQ.read_text())
+    config["num_attention_heads"] = 42  # the log ran TP 4: 42 heads cannot have been split
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    res = CliRunner().invoke(cli, ["estimate", str(LOG), "--model-config", str(path)])
+    assert res.exit_code == 1
+    assert "TP 4 does not divide the 42 attention heads" in res.output
+    assert "tp_size is from" in res.output and LOG.name in res.output
+
+
+def test_estimate_flags_fill_the_unknown_figures() -> None:
+    base = ["estimate", "--model-config", str(QWQ), "--tp", "4", "-f", "json"]
+    doc = json.loads(CliRunner().invoke(cli, base).stdout)
+    assert {u["figure"]: u["flags"] for u in doc["unknown"]} == {
+        "logits_buffer_bytes": ["--cuda-graph-max-bs"],
+        "req_to_token_bytes": ["--max-running-requests"],
+    }
+    more = [
+        "--cuda-graph-max-bs",
+        "80",
+        "--max-running-requests",
+        "2048",
+        "--context-length",
+        "131072",
+    ]
+    doc = json.loads(CliRunner().invoke(cli, base + more).stdout)
+    assert doc["unknown"] == []
+    assert doc["logits_buffer_bytes"] == 80 * 152064 * 4
+    assert doc["req_to_token_bytes"] == 2049 * 131072 * 4  # corpus 001 logs this table
+
+
+def test_analyze_with_a_config_the_launch_cannot_split_says_so(tmp_path: Path) -> None:
+    config = json.loads(QWQ.read_text())
+    config["num_attention_heads"] = 42
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    res = CliRunner().invoke(cli, ["analyze", str(LOG), "--model-config", str(path)])
+    assert res.exit_code == 1
+    assert res.output.startswith("Error: --model-config does not fit this launch")
+    assert "TP 4 does not divide the 42 attention heads" in res.output
+
+
+def test_api_expected_sizes_is_what_the_command_runs() -> None:
+    import logmem.api as api
+
+    by_path = api.expected_sizes(QWQ, str(LOG))
+    by_dict = api.expected_sizes(json.loads(QWQ.read_text()), read_log(str(LOG)), tp=4)
+    assert by_path == by_dict
+    assert by_path.parallel.tp == 4 and by_path.req_to_token_bytes == 2050 * 131072 * 4
+    cli_doc = json.loads(
+        CliRunner()
+        .invoke(cli, ["estimate", str(LOG), "--model-config", str(QWQ), "-f", "json"])
+        .stdout
+    )
+    assert cli_doc["weights_bytes_per_rank"] == by_path.weights_bytes_per_rank
+    assert api.expected_sizes(QWQ, tp=8).parallel.tp == 8
+
+
+def test_estimate_picks_the_launch_of_a_restarted_log() -> None:
+    two = FIXTURES / "two-launches-restart-constructed.log"
+    res = CliRunner().invoke(cli, ["estimate", str(two), "--model-config", str(QWQ)])
+    assert res.exit_code == 1 and "--launch" in res.output
+    res = CliRunner().invoke(
+        cli, ["estimate", str(two), "--model-config", str(QWQ), "--launch", "1"]
+    )
+    assert res.exit_code == 0, res.output

@@ -8,18 +8,19 @@ from typing import Any
 
 import pytest
 
-from logmem.estimate.model import (
-    GIB,
+from logmem.estimate import (
     Component,
     Estimate,
     EstimateError,
     Parallel,
+    Unknown,
     deepep_low_latency_bytes,
     estimate,
     load_model_config,
     settings_from_server_args,
 )
 from logmem.report.estimate_render import SCHEMA, render_markdown, render_text, to_json
+from logmem.units import GIB
 
 CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"
 GB = 10**9
@@ -426,12 +427,143 @@ def test_render_text_fits_100_columns(name: str) -> None:
     )
     text = render_text(est)
     assert max(len(line) for line in text.splitlines()) <= 100
-    assert "attn.o" in text and "Notes:" in text
+    lines = text.splitlines()
+    assert lines[0] == f"Expected sizes for {est.model}" and lines[1] == "=" * len(lines[0])
+    assert "attn.o" in text and "\nNotes\n" in text
 
 
 def test_render_markdown_tables() -> None:
     est = estimate(cfg("qwq-32b"), parallel=Parallel(tp=4))
     md = render_markdown(est)
-    assert "| Component | Parameters | Per rank | Sharding | Why |" in md
-    assert "65,536 B per token per rank" in md
-    assert "| logits buffer | unknown |" in md
+    assert "| component | params | per rank | sharding | why |" in md
+    assert "| KV cache | 65,536 B per token per rank (16,384 tokens per GiB) |" in md
+    assert "| logits buffer | unknown: pass --cuda-graph-max-bs |" in md
+    assert "| DeepEP LL buffer | none: no routed experts |" in md
+
+
+def test_every_unknown_says_what_would_fill_it() -> None:
+    est = estimate(cfg("deepseek-v3"), parallel=Parallel(tp=8))
+    assert [u.figure for u in est.unknown] == ["logits_buffer_bytes", "req_to_token_bytes"]
+    assert est.unknown_for("logits_buffer_bytes") == Unknown(
+        "logits_buffer_bytes", ("cuda_graph_max_bs",)
+    )
+    assert est.unknown_for("req_to_token_bytes") == Unknown(
+        "req_to_token_bytes", ("max_running_requests",)
+    )
+    text = render_text(est)
+    assert "logits buffer           unknown: pass --cuda-graph-max-bs" in text
+    assert "request-to-token table  unknown: pass --max-running-requests" in text
+    data = to_json(est)
+    assert data["logits_buffer_bytes"] is None
+    assert data["unknown"][0] == {
+        "figure": "logits_buffer_bytes",
+        "flags": ["--cuda-graph-max-bs"],
+        "config_keys": [],
+        "reason": None,
+    }
+    # Given them, nothing is unknown.
+    full = estimate(
+        cfg("deepseek-v3"), parallel=Parallel(tp=8), cuda_graph_max_bs=64, max_running_requests=8
+    )
+    assert full.unknown == () and "unknown" not in render_text(full)
+
+
+def test_unknowns_from_the_config_name_its_keys() -> None:
+    config = cfg("llama-3-70b")
+    del config["vocab_size"], config["num_key_value_heads"], config["num_attention_heads"]
+    est = estimate(config, cuda_graph_max_bs=8)
+    fills = {u.figure: u for u in est.unknown}
+    assert fills["logits_buffer_bytes"].config_keys == ("vocab_size",)
+    assert fills["logits_buffer_bytes"].settings == ()
+    assert fills["kv_bytes_per_token_per_rank"].config_keys == ("num_key_value_heads",)
+    assert "embedding" in fills["params_total"].reason
+    no_ctx = estimate(dict(config, max_position_embeddings=None), max_running_requests=4)
+    assert no_ctx.unknown_for("req_to_token_bytes") == Unknown(
+        "req_to_token_bytes", ("context_len",)
+    )
+    assert "pass --context-length" in render_text(no_ctx)
+    exotic = estimate(cfg("qwq-32b"), quantization="exotic_q3")
+    u = exotic.unknown_for("weights_bytes_per_rank")
+    assert u is not None and u.settings == ("quantization",) and "exotic_q3" in u.reason
+
+
+# --------------------------------------------------------------------------- what must divide
+
+
+def test_tp_that_does_not_divide_the_heads_is_an_error_not_a_rounding() -> None:
+    with pytest.raises(EstimateError) as e:
+        estimate(cfg("llama-3-70b"), parallel=Parallel(tp=3))
+    assert e.value.setting == "tp"
+    assert "TP 3 does not divide the 64 attention heads" in str(e.value)
+    assert "TP sizes that fit this model: 1, 2, 4, 8, 16, 32, 64." in str(e.value)
+
+
+def test_dp_attention_checks_the_attention_group() -> None:
+    with pytest.raises(EstimateError, match=r"attention TP 3 \(TP 6 / DP 2, DP attention\)"):
+        estimate(cfg("llama-3-70b"), parallel=Parallel(tp=6, dp=2, dp_attention=True))
+    # TP 16 over DP 8: two ranks per attention group divide the 128 heads.
+    estimate(cfg("deepseek-v3"), parallel=Parallel(tp=16, dp=8, ep=16, dp_attention=True))
+
+
+def test_kv_heads_and_attention_tp_must_divide_one_another() -> None:
+    config = dict(cfg("llama-3-70b"), num_attention_heads=48)
+    with pytest.raises(EstimateError, match="the 8 KV heads"):
+        estimate(config, parallel=Parallel(tp=12))
+    # Fewer KV heads than ranks is fine when they divide: each is replicated.
+    assert estimate(config, parallel=Parallel(tp=16)).kv_bytes_per_token_per_rank == 2 * 256 * 80
+
+
+def test_ep_that_does_not_divide_the_experts_is_an_error() -> None:
+    with pytest.raises(EstimateError, match="EP 3 does not divide the 256 routed experts") as e:
+        estimate(cfg("deepseek-v3"), parallel=Parallel(tp=8, ep=3))
+    assert e.value.setting == "ep"
+    # A dense model has no experts for EP to split.
+    estimate(cfg("llama-3-70b"), parallel=Parallel(tp=8, ep=3))
+
+
+def test_dense_intermediate_must_divide() -> None:
+    config = dict(cfg("qwq-32b"), intermediate_size=27650)
+    with pytest.raises(EstimateError, match="TP 4 does not divide the 27650 MLP intermediate size"):
+        estimate(config, parallel=Parallel(tp=4))
+    assert estimate(config, parallel=Parallel(tp=2)).weights_bytes_per_rank is not None
+
+
+# --------------------------------------------------------------------------- goldens
+
+GOLDEN_CASES = {
+    # a dense GQA model on 8 ranks, nothing given for the buffers: two unknowns
+    "llama-3-70b-tp8": ("llama-3-70b", {"parallel": Parallel(tp=8)}),
+    # MLA + MoE with DP attention, EP and every buffer given
+    "deepseek-v3-tp16-dp8-ep16": (
+        "deepseek-v3",
+        {
+            "parallel": Parallel(tp=16, dp=8, ep=16, dp_attention=True),
+            "kv_cache_dtype": "fp8_e4m3",
+            "cuda_graph_max_bs": 128,
+            "tokens_per_req": 4,
+            "max_running_requests": 256,
+            "context_len": 8192,
+        },
+    ),
+    # multimodal, sliding window, tied embeddings, PP
+    "gemma-3-27b-it-pp2": ("gemma-3-27b-it", {"parallel": Parallel(tp=2, pp=2)}),
+    # latent MoE: DeepEP over the routed hidden size
+    "latent-moe-tp8-ep8": (
+        "latent-moe",
+        {"parallel": Parallel(tp=8, ep=8), "cuda_graph_max_bs": 144, "max_dispatch_tokens": 144},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+def test_estimate_reports_match_their_goldens(case: str, update_golden: bool) -> None:
+    from golden import GOLDEN, compare
+
+    name, kwargs = GOLDEN_CASES[case]
+    est = estimate(cfg(name), **kwargs)
+    folder = GOLDEN / "estimate" / case
+    compare(render_text(est), folder / "estimate.txt", update=update_golden)
+    compare(render_markdown(est), folder / "estimate.md", update=update_golden)
+    compare(
+        json.dumps(to_json(est), indent=2) + "\n", folder / "estimate.json", update=update_golden
+    )

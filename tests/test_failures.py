@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CORPUS, CORPUS_MISSING, FIXTURES
 from logmem.analysis.failures import (
     CaptureError,
     KVSizing,
@@ -23,12 +24,12 @@ from logmem.analysis.failures import (
 )
 from logmem.api import read_log
 from logmem.model.launch import Launch
+from logmem.report.fixes import effect_text
 from logmem.report.jsonout import failure_json
+from logmem.report.verdict import explanation_text, verdict_lines
 
 GIB = 1 << 30
 MIB = 1 << 20
-CORPUS = Path("/work/shared/corpus")
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 ARGS = "[2025-11-10 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static={mfs}, tp_size={tp}, cuda_graph_max_bs=256)"
 OOM = (
@@ -113,7 +114,14 @@ def log_path(name: str) -> Path:
     for where in (FIXTURES, CORPUS):
         if (where / name).exists():
             return where / name
+    if not CORPUS.is_dir():
+        pytest.skip(CORPUS_MISSING)
     pytest.fail(f"{name} is neither in {FIXTURES} nor in {CORPUS}")
+
+
+def vlines(L: Launch) -> list[str]:
+    """The verdict as every report prints it."""
+    return verdict_lines(verdict(L))
 
 
 def launch_of(tmp_path: Path, lines: list[str], name: str = "x.log") -> Launch:
@@ -170,10 +178,10 @@ def test_capture_oom_at_the_largest_bucket(tmp_path: Path) -> None:
     freed = p * (0.85 - want)
     assert freed >= shortfall
     cell = round_cell(2 * round(2.44 * GIB), 40000)
-    assert cell == 131072 and f"at {cell:,} bytes per token" in mfs.effect
+    assert cell == 131072 and f"at {cell:,} bytes per token" in effect_text(mfs.effect)
     lost = math.ceil(freed / cell)
-    assert f"{lost:,}" in mfs.effect
-    assert "0.24 / 14.40" in mfs.effect
+    assert f"{lost:,}" in effect_text(mfs.effect)
+    assert "0.24 / 14.40" in effect_text(mfs.effect)
 
     # cap --cuda-graph-max-bs: bs 256 needed 1.60 - 0.29 + 0.53 GiB; scale per row to the 1.60 free.
     cap = next(x for x in f.fixes if x.flag == "--cuda-graph-max-bs")
@@ -182,7 +190,7 @@ def test_capture_oom_at_the_largest_bucket(tmp_path: Path) -> None:
     listed = max(s for s in (1, 2, 4, 8, 16, 32, 64, 128, 256) if s <= est and s < 256)
     assert cap.value == str(listed) == "128"
 
-    v = verdict(L)
+    v = vlines(L)
     assert v[0] == (
         "Crashed: CUDA out of memory on TP0 while capturing the decode graph at bs 256 "
         "(tried 0.53 GiB, 0.29 GiB free). Memory-related."
@@ -207,7 +215,7 @@ def test_capture_oom_after_measured_buckets_caps_at_a_measured_size(tmp_path: Pa
     m = max(bs for bs, r in returned.items() if r >= shortfall)
     cap = next(x for x in f.fixes if x.flag == "--cuda-graph-max-bs")
     assert cap.value == str(m) == "248"
-    assert "1.60 - 1.20 = 0.40" in cap.effect
+    assert "1.60 - 1.20 = 0.40" in effect_text(cap.effect)
 
 
 def test_capture_failed_wrapping_an_oom_is_an_oom(tmp_path: Path) -> None:
@@ -243,7 +251,9 @@ def test_fragmentation_fix_when_reserved_exceeds_the_shortfall(tmp_path: Path) -
     assert f is not None
     frag = next(x for x in f.fixes if x.flag == "PYTORCH_CUDA_ALLOC_CONF")
     assert frag.value == "expandable_segments:True"
-    assert "0.59 GiB is reserved" in frag.effect and "0.24 GiB shortfall" in frag.effect
+    assert "0.59 GiB is reserved" in effect_text(
+        frag.effect
+    ) and "0.24 GiB shortfall" in effect_text(frag.effect)
 
 
 def test_device_error_oom_without_figures_prices_one_step(tmp_path: Path) -> None:
@@ -264,11 +274,11 @@ def test_oom_while_loading_weights_is_not_a_mem_fraction_problem(tmp_path: Path)
     f = outcome(launch_of(tmp_path, lines)).failure
     assert f is not None and (f.kind, f.phase, f.memory_related) == ("oom", "weights", True)
     assert "--mem-fraction-static" not in [x.flag for x in f.fixes]
-    assert "does not help" in f.explanation
+    assert "does not help" in explanation_text(f)
     off = next(x for x in f.fixes if x.flag == "--cpu-offload-gb")
     assert off.value == str(math.ceil((12 * GIB - round(3.88 * GIB)) / GIB)) == "9"
     assert next(x for x in f.fixes if x.flag == "--tp-size").value == "4"
-    assert verdict(launch_of(tmp_path, lines))[0].startswith(
+    assert vlines(launch_of(tmp_path, lines))[0].startswith(
         "Crashed: HIP out of memory on TP0 while loading the weights"
     )
 
@@ -307,8 +317,8 @@ def test_not_enough_memory_smallest_mfs(tmp_path: Path) -> None:
     fix = f.fixes[0]
     assert fix.flag == "--mem-fraction-static" and fix.value == f"{want:.3f}" == "0.896"
     assert f.shortfall_bytes == round(-(round(a * GIB) - round(p * GIB) * (1 - 0.88)))
-    assert "rest = 1.50 - 14.40 x (1 - 0.88) = -0.23 GiB" in f.explanation
-    assert verdict(L)[0] == (
+    assert "rest = 1.50 - 14.40 x (1 - 0.88) = -0.23 GiB" in explanation_text(f)
+    assert vlines(L)[0] == (
         'Crashed: "Not enough memory" for the KV cache at mem_fraction_static=0.88 on TP0 while sizing and '
         "allocating the KV cache. Memory-related."
     )
@@ -337,11 +347,11 @@ def test_imbalance_names_the_rank_that_did_not_raise(tmp_path: Path) -> None:
     )
     assert isinstance(f.record, Unbalanced) and f.ranks == ("TP0", "TP1", "TP3")
     short = 78.5 - 70.1234130859375
-    assert f"TP2 has {short:.2f} GiB less" in f.explanation
-    assert "another process" in f.explanation
+    assert f"TP2 has {short:.2f} GiB less" in explanation_text(f)
+    assert "another process" in explanation_text(f)
     env = next(x for x in f.fixes if x.flag == "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK")
-    assert f"{0.85 * short:.2f} GiB" in env.effect
-    assert verdict(L)[0].startswith(
+    assert f"{0.85 * short:.2f} GiB" in effect_text(env.effect)
+    assert vlines(L)[0].startswith(
         'Crashed: "The memory capacity is unbalanced" on 3 ranks (TP0, TP1, TP3)'
     )
 
@@ -358,7 +368,7 @@ def test_type_error_during_capture_is_not_memory(tmp_path: Path) -> None:
     f = outcome(L).failure
     assert f is not None and (f.kind, f.memory_related, f.ranks) == ("error", False, ("TP0", "TP1"))
     assert isinstance(f.record, PythonError) and f.exc_type == "TypeError"
-    v = verdict(L)
+    v = vlines(L)
     assert v[0].endswith("Not memory-related.")
     assert "do not change --mem-fraction-static" in v[1]
     assert all("--mem-fraction-static" not in x.flag for x in f.fixes)
@@ -422,7 +432,7 @@ def test_warm_up_oom_offers_a_smaller_prefill_chunk(tmp_path: Path) -> None:
     assert f is not None
     chunk = next(x for x in f.fixes if x.flag == "--chunked-prefill-size")
     assert chunk.value == "4096"
-    assert f"{(8192 - 4096) * 1.5 / 1024:.2f} GiB less" in chunk.effect  # 6.00 GiB
+    assert f"{(8192 - 4096) * 1.5 / 1024:.2f} GiB less" in effect_text(chunk.effect)  # 6.00 GiB
 
 
 def test_empty_mfs_window_says_lowering_mfs_alone_cannot_fix_it(tmp_path: Path) -> None:
@@ -433,8 +443,8 @@ def test_empty_mfs_window_says_lowering_mfs_alone_cannot_fix_it(tmp_path: Path) 
     assert f is not None
     assert 0.85 - (5 * GIB - 102.4 * MIB) / (14.40 * GIB) < 1 - 6.90 / 14.40
     assert "--mem-fraction-static" not in [x.flag for x in f.fixes]
-    assert "Lowering --mem-fraction-static alone cannot fix it" in f.explanation
-    assert "below 0.521 the KV pool is empty" in f.explanation
+    assert "Lowering --mem-fraction-static alone cannot fix it" in explanation_text(f)
+    assert "below 0.521 the KV pool is empty" in explanation_text(f)
 
 
 def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
@@ -457,7 +467,7 @@ def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
     cell = round_cell(kv, 327310)
     assert cell == 16384
     lost = math.ceil(freed * kv / (kv + mamba) / cell)
-    assert f"{lost:,} KV tokens (KV's {kv / (kv + mamba):.0%} share" in mfs.effect
+    assert f"{lost:,} KV tokens (KV's {kv / (kv + mamba):.0%} share" in effect_text(mfs.effect)
 
 
 def test_capture_oom_with_deepep_on_names_the_lazy_buffer(tmp_path: Path) -> None:
@@ -465,7 +475,7 @@ def test_capture_oom_with_deepep_on_names_the_lazy_buffer(tmp_path: Path) -> Non
     lines[0] = lines[0].replace("tp_size=2", "tp_size=2, moe_a2a_backend='deepep'")
     lines += crash("TP0", OOM.format(tried="540.00 MiB", free="298.75 MiB"))
     f = outcome(launch_of(tmp_path, lines)).failure
-    assert f is not None and "allocates its buffer lazily" in f.explanation
+    assert f is not None and "allocates its buffer lazily" in explanation_text(f)
     assert (
         next(x for x in f.fixes if x.flag == "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK").value
         == "64"
@@ -478,7 +488,7 @@ def test_error_after_ready_is_a_runtime_error(tmp_path: Path) -> None:
     L = launch_of(tmp_path, lines)
     oc = outcome(L)
     assert oc.status == "ready" and len(oc.runtime_errors) == 1
-    v = verdict(L)
+    v = vlines(L)
     assert v[0] == "Ready: start-up finished on 2 ranks."
     assert v[1].startswith("1 error(s) after start-up")
 
@@ -492,7 +502,7 @@ def test_other_ranks_unfinished_points_at_the_rank_without_load_end(tmp_path: Pa
     )
     f = outcome(launch_of(tmp_path, lines)).failure
     assert f is not None and f.memory_related is None
-    assert f.explanation.startswith("TP1 printed no Load weight end")
+    assert explanation_text(f).startswith("TP1 printed no Load weight end")
 
 
 def test_lone_sigquit_is_a_crash_that_cannot_be_judged(tmp_path: Path) -> None:
@@ -509,7 +519,7 @@ def test_a_log_that_stops_mid_weights(tmp_path: Path) -> None:
         "weights",
         None,
     )
-    assert verdict(L)[0] == (
+    assert vlines(L)[0] == (
         "Incomplete: the log stops while loading the weights on TP0 (last line 7); this is not a complete start-up."
     )
 
@@ -574,14 +584,14 @@ CORPUS_VERDICTS = {
 @pytest.mark.parametrize("name", sorted(CORPUS_VERDICTS))
 def test_corpus_first_verdict_line(name: str) -> None:
     L = read_log(str(log_path(name))).launches[0]
-    assert verdict(L)[0] == CORPUS_VERDICTS[name]
+    assert vlines(L)[0] == CORPUS_VERDICTS[name]
 
 
 def test_corpus_003_says_not_to_touch_memory_flags() -> None:
     L = read_log(str(log_path("003-glm5-fp8-mi355x-tp8-rocm-capture-crash.log"))).launches[0]
     f = outcome(L).failure
     assert f is not None and f.kind != "oom" and f.memory_related is False
-    assert "do not change --mem-fraction-static" in verdict(L)[1]
+    assert "do not change --mem-fraction-static" in vlines(L)[1]
 
 
 # --- constructed failure fixtures: first verdict line, and the fixes' arithmetic ---------------
@@ -710,13 +720,13 @@ def fix(f: object, flag: str) -> str:
     assert isinstance(f, Failure)
     found = next((x for x in f.fixes if x.flag == flag), None)
     assert found is not None, f"no {flag} fix in {[x.flag for x in f.fixes]}"
-    return f"{found.value}\n{found.effect}"
+    return f"{found.value}\n{effect_text(found.effect)}"
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_VERDICTS))
 def test_fixture_first_verdict_line(name: str) -> None:
     _, L = fixture(name)
-    assert verdict(L)[0] == FIXTURE_VERDICTS[name]
+    assert vlines(L)[0] == FIXTURE_VERDICTS[name]
 
 
 def test_fixture_oom_decode_largest_bucket_fixes() -> None:
@@ -774,7 +784,7 @@ def test_fixture_not_enough_memory_fixes() -> None:
     assert f is not None and f.kind == "not_enough_memory"
     p, a, mfs = log.p, log.after_weights, 0.85
     rest = a - p * (1 - mfs)
-    assert rest < 0 and f"= {rest / GIB:.2f} GiB" in f.explanation
+    assert rest < 0 and f"= {rest / GIB:.2f} GiB" in explanation_text(f)
     exact = 1 - a / p
     want = math.ceil(exact * 1000) / 1000
     want = want + 0.001 if want <= exact else want
@@ -790,7 +800,7 @@ def test_fixture_oom_load_weights_fixes() -> None:
     assert "--quantization" not in [x.flag for x in f.fixes]  # already fp8
     # The ranks that finished: rest = min end avail - P x (1 - mfs) is below zero.
     rest = log.after_weights - log.p * (1 - log.arg("mem_fraction_static"))
-    assert rest < 0 and f"= {rest / GIB:.2f} GiB for the KV pool" in f.explanation
+    assert rest < 0 and f"= {rest / GIB:.2f} GiB for the KV pool" in explanation_text(f)
     assert fix(f, "--tp-size").split("\n")[0] == "8"
     assert fix(f, "--cpu-offload-gb").split("\n")[0] == str(math.ceil(-rest / GIB)) == "9"
 
@@ -798,7 +808,7 @@ def test_fixture_oom_load_weights_fixes() -> None:
 def test_fixture_oom_load_weights_verdict_is_short_sentences() -> None:
     """The explanation reads as short sentences: shortfall; why mfs does not help; the KV budget."""
     _, L = fixture("oom-load-weights-constructed.log")
-    explanation = verdict(L)[1]
+    explanation = vlines(L)[1]
     sentences = [x for x in explanation.split(". ") if x]
     assert len(sentences) >= 5
     assert sentences[0] == "1.75 GiB was asked for with 1.02 GiB free: 0.73 GiB short"
@@ -812,7 +822,7 @@ def test_fixture_oom_load_weights_verdict_is_short_sentences() -> None:
 
 def test_corpus_003_does_not_say_not_memory_twice() -> None:
     L = read_log(str(log_path("003-glm5-fp8-mi355x-tp8-rocm-capture-crash.log"))).launches[0]
-    v = verdict(L)
+    v = vlines(L)
     assert v[0].endswith("Not memory-related.")
     assert v[1].startswith("A TypeError points to a code, install or version mismatch (2.29 GiB")
     assert "not a memory problem" not in " ".join(v).lower()
@@ -827,7 +837,7 @@ def test_fixture_imbalance_names_tp5() -> None:
     local0 = log.floats(
         r"RuntimeError: The memory capacity is unbalanced.*?local_gpu_memory=([\d.]+)"
     )[0]
-    assert f"TP5 has {local0 - pre:.2f} GiB less" in f.explanation
+    assert f"TP5 has {local0 - pre:.2f} GiB less" in explanation_text(f)
     env = fix(f, "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK").split("\n")[1]
     # SGLang's rule takes P and the after-weights reading as minimums over ranks: a GPU with g
     # less of both lowers rest = after - P (1 - mfs) by mfs x g, and the fix says so.
@@ -858,7 +868,7 @@ def test_fixture_hip_oom_says_the_weights_exceed_the_gpu() -> None:
     f = outcome(L).failure
     assert f is not None and (f.phase, f.memory_related) == ("weights", True)
     assert "--mem-fraction-static" not in [x.flag for x in f.fixes]
-    assert "more than the whole GPU had" in f.explanation
+    assert "more than the whole GPU had" in explanation_text(f)
 
 
 def test_fixture_silent_stop_is_incomplete_at_the_last_bar() -> None:
@@ -876,7 +886,7 @@ def test_fixture_restart_second_launch_confirms_the_fix() -> None:
     first, second = read_log(str(path)).launches
     f = outcome(first).failure
     assert f is not None and outcome(second).status == "ready"
-    assert verdict(second)[0] == "Ready: start-up finished on 1 rank."
+    assert vlines(second)[0] == "Ready: start-up finished on 1 rank."
     # The restart used mem_fraction_static=0.90, below the 0.967 this log asks for: it fitted.
     x = float(fix(f, "--mem-fraction-static").split("\n")[0])
     assert second.args["mem_fraction_static"] <= x
@@ -899,3 +909,48 @@ def test_a_stray_exception_line_does_not_crash_a_server_that_came_up(tmp_path: P
     log = tmp_path / "y.log"
     log.write_text("".join(src[:30] + stray))
     assert outcome(read_log(str(log)).launches[0]).status == "crashed"
+
+
+NEWEST_ORDER = [
+    "[2026-08-27 03:45:24] server_args=ServerArgs(mem_fraction_static=0.85, tp_size=1, "
+    "speculative_algorithm='EAGLE')",
+    "[2026-08-27 03:45:41] Load weight begin. avail mem=78.00 GB",
+    "[2026-08-27 03:45:53] Load weight end. elapsed=12.02 s, type=Qwen3ForCausalLM, avail mem=14.00 GB, "
+    "mem usage=64.00 GB.",
+    "[2026-08-27 03:45:54] Load weight begin. avail mem=14.00 GB",
+    "[2026-08-27 03:45:56] Load weight end. elapsed=2.00 s, type=Qwen3Eagle, avail mem=10.00 GB, "
+    "mem usage=4.00 GB.",
+]
+
+
+def test_newest_order_kv_failure_is_sized_from_the_target_with_the_draft_loaded(
+    tmp_path: Path,
+) -> None:
+    """Newest SGLang loads target and draft weights before any pool, then sizes the pools from
+    the target's P and the free memory after both loads: the fix quotes A = 10.00 (the draft's
+    end), not the target's 14.00, nor the draft's own P (14.00)."""
+    lines = NEWEST_ORDER + crash(
+        "",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: mem_fraction_static=0.85",
+    )
+    L = launch_of(tmp_path, lines)
+    f = outcome(L).failure
+    assert f is not None and f.kind == "not_enough_memory"
+    assert "rest = 10.00 - 78.00 x (1 - 0.85) = -1.70 GiB" in explanation_text(f)
+    fix = f.fixes[0]
+    want = math.ceil((1 - 10 / 78) * 1000) / 1000
+    assert fix.flag == "--mem-fraction-static" and fix.value == f"{want:.3f}"
+    assert f.shortfall_bytes is not None and f"{f.shortfall_bytes / GIB:.2f}" == "1.70"
+
+
+def test_every_fix_effect_and_note_has_words() -> None:
+    import typing
+
+    import logmem.analysis.failures.facts as fx
+    from logmem.report.verdict import note_text
+
+    for t in typing.get_args(fx.Effect):
+        assert t in effect_text.registry, t  # type: ignore[attr-defined]
+    for t in typing.get_args(fx.Note):
+        assert t in note_text.registry, t  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import pytest
 from conftest import corpus_log
 from logmem.api import read_log
 from logmem.model.analysis import Analysis
-from logmem.model.launch import Launch, Rank
+from logmem.model.records import Launch, Rank
 
 TS = "[2026-04-14 16:08:{:02d}{}] "
 

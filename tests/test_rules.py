@@ -42,15 +42,7 @@ TELLTALES: dict[str, str] = {
 # Files that still hold copies, each converted by the task that owns it (see
 # /work/notes/A-rules-copies.md for file:line). Remove a file's entry when you convert it:
 # test_allow_list_is_current fails while an entry names a rule the file no longer copies.
-ALLOWED: dict[str, set[str]] = {
-    # task C (estimate/): the request-to-token table and the DeepEP default of 128.
-    "estimate/model.py": {
-        "request-to-token table (n + 1) x ctx x 4",
-        "DeepEP default dispatch tokens",
-    },
-    # task T (model/launch.py): _SLACK = round(0.01 * (1 << 30)).
-    "model/launch.py": {"difference resolution 0.01 GiB in bytes"},
-}
+ALLOWED: dict[str, set[str]] = {}
 
 
 def code_of(path: Path) -> str:

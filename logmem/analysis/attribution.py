@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from logmem.analysis.captures import graph_kind, graph_phase
+from logmem.analysis.captures import captured_between, graph_kind, graph_phase
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import Cause, Phase, RankLedger, Reading, remainder
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, req_to_token, sizing
@@ -22,11 +22,7 @@ from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import Mem, format_gib
 
-# Kept importable here for the modules that still import it from attribution (report/plots.py).
-ROUNDING_BYTES = rules.DIFFERENCE_RESOLUTION_BYTES
-
 __all__ = [
-    "ROUNDING_BYTES",
     "Cause",
     "GraphReserve",
     "LaunchLedger",
@@ -69,10 +65,19 @@ def _readings(rank: Rank) -> tuple[list[Reading], dict[int, list[ev.Event]]]:
         for ge in (g.begin, g.end):
             if ge is not None:
                 graph_of[id(ge)] = g
+    # A capture that printed no begin reading (a sizes line or a fragment opened it) starts
+    # where its first bar reading is.
+    first_bar = {g.samples[0].source: g for g in rank.graphs if g.begin_bytes is None and g.samples}
     out: list[Reading] = []
     pending: dict[int, list[ev.Event]] = {}
     pools: list[ev.Event] = []
     for e in rank.events:
+        if isinstance(e, ev.BarRender) and e.avail is not None and e.source in first_bar:
+            g = first_bar.pop(e.source)
+            pending[len(out)] = pools
+            pools = []
+            out.append(Reading("first_sample", e.avail.bytes, e.source.line_no, e, None, g))
+            continue
         if isinstance(
             e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)
         ) or (
@@ -104,7 +109,12 @@ def _readings(rank: Rank) -> tuple[list[Reading], dict[int, list[ev.Event]]]:
             )
         )
     # An open capture (crash or truncated log): its last bucket sample closes the chain.
-    if out and out[-1].kind == "capture_begin" and out[-1].graph and out[-1].graph.samples:
+    if (
+        out
+        and out[-1].kind in ("capture_begin", "first_sample")
+        and out[-1].graph
+        and len(out[-1].graph.samples) > (out[-1].kind == "first_sample")
+    ):
         g = out[-1].graph
         s = g.samples[-1]
         pending[len(out)] = pools
@@ -252,13 +262,14 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
         delta = a.bytes - b.bytes
         lines = (a.line, b.line)
         pools = pending.get(i, [])
-        if b.kind in ("capture_end", "last_sample") and b.graph is not None and a.graph is b.graph:
+        captured = captured_between(a, b)
+        if captured is not None:
             # Lazy buffers (DeepEP, NCCL, cuBLAS) come with the first capture of each kind.
-            kind = graph_kind(b.graph.name)
+            kind = graph_kind(captured.name)
             first_of_kind = not any(
                 p.graph is not None and graph_kind(p.graph.name) == kind for p in phases
             )
-            phases.append(graph_phase(b.graph, a, b, launch, rank, first_of_kind))
+            phases.append(graph_phase(captured, a, b, launch, rank, first_of_kind))
             continue
         logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
         pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model
@@ -292,7 +303,7 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
                 name += f" (no pool end line; to {b.kind.replace('_', ' ')})"
                 rest = "unlogged: small pools + workspaces"
             cl = _pool_causes(pools, pool_model, launch, delta, lines, sz, rest=rest)
-        elif b.kind == "capture_begin" and b.graph is not None:
+        elif b.kind in ("capture_begin", "first_sample") and b.graph is not None:
             key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.label}"
             why = (
                 "attention workspaces, sampling (unlogged)"
@@ -301,6 +312,10 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
                 if a.kind == "capture_end"
                 else "unlogged"
             )
+            if b.kind == "first_sample":
+                # No begin reading: the capture's own static buffers are in this step too.
+                name += " (to its first bar)"
+                why = f"{why.removesuffix(' (unlogged)')} + its static buffers (unlogged)"
             cl = remainder(delta, [], why, lines)
         elif b.kind == "weights_begin":
             key, name = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from logmem.analysis.ledger import Bucket, Cause, Phase, Reading, remainder
 from logmem.model.launch import Graph, Launch, Rank
+from logmem.model.records import OPENED_BY_BARS
 from logmem.sglang import rules
 
 
@@ -49,10 +50,12 @@ def _size_name(g: Graph, size: int | None) -> str:
     return f"num_tokens {size}" if graph_kind(g.name) == "prefill" else f"bs {size}"
 
 
-def _span(g: Graph, lo: int, hi: int) -> str:
-    """Buckets lo..hi-1 (capture order) in words."""
+def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> str:
+    """Buckets lo..hi-1 (capture order) in words; ``size``: the bar's size at bucket lo."""
     order = sorted(g.sizes, reverse=True) if g.sizes else None
     count = hi - lo
+    if order is None and count == 1 and size is not None:
+        return f"bucket {_size_name(g, size)}"
     if order is None or not 0 <= lo < hi <= len(order):
         # Counts that do not fit the sizes list (two logs interleaved, a cut bar): say less.
         return f"{count} bucket{'s' if count != 1 else ''}" if count > 0 else "buckets"
@@ -87,7 +90,9 @@ def graph_phase(
         lazy = lazy_note(launch) if first_of_kind else ""
         assumed = "" if known else "bar renders carry no bucket count: assumed consecutive"
         head = (before.line, s[0].source.line_no)
-        if idx[0] == 0:
+        if before.kind == "first_sample":
+            pass  # the phase opens at the first bar reading: nothing lies before it
+        elif idx[0] == 0:
             causes.append(
                 Cause(
                     "static buffers (before the first bucket)",
@@ -151,7 +156,7 @@ def graph_phase(
                 nxt_line = s[i + 1].source.line_no if i + 1 < len(s) else after.line
                 end_i = ends[i]
                 hi = end_i if end_i is not None else idx[i] + 1
-                what = _span(g, idx[i], hi) if n is not None else "the remaining buckets"
+                what = _span(g, idx[i], hi, smp.size) if n is not None else "the remaining buckets"
                 causes.append(
                     Cause(
                         what,
@@ -165,7 +170,7 @@ def graph_phase(
     elif g.end is not None and g.end.usage is not None:
         note = (
             ""
-            if rank.prints_bars
+            if rank.prints_bars or before.graph is not g
             else "no bucket readings on this rank (only the bar-printing rank has them)"
         )
         causes.append(
@@ -178,11 +183,13 @@ def graph_phase(
                 part="total",
             )
         )
-    causes = remainder(delta, causes, "unattributed", lines)
-    suffix = " (stopped)" if open_capture else ""
+    rest = "unattributed"
+    if before.graph is not g:
+        rest = "workspaces before it began (unlogged)"
+    causes = remainder(delta, causes, rest, lines)
     return Phase(
         f"capture:{g.name}",
-        f"capture {g.label}{suffix}",
+        f"capture {g.label}{_phase_suffix(g, before, after)}",
         before.bytes,
         after.bytes,
         tuple(causes),
@@ -190,3 +197,33 @@ def graph_phase(
         g,
         tuple(buckets),
     )
+
+
+def captured_between(a: Reading, b: Reading) -> Graph | None:
+    """The capture whose phase runs from reading a to reading b: from its opening (begin line,
+    else first bar reading) to its end reading, or to the next reading when it printed none;
+    or, for an end line that printed no begin and no bar reading, from the reading before."""
+    g = a.graph
+    opens = g is not None and a.kind in ("capture_begin", "first_sample")
+    if opens and g is not None and (b.graph is g or g.end_bytes is None):
+        return g
+    g = b.graph
+    if b.kind == "capture_end" and g is not None and g.begin_bytes is None and not g.samples:
+        return g
+    return None
+
+
+def _phase_suffix(g: Graph, before: Reading, after: Reading) -> str:
+    """How far the phase is the capture itself: its name says what the log left out."""
+    parts = []
+    if before.graph is not g:
+        parts.append("no begin line")
+    elif before.kind == "first_sample":
+        parts.append(
+            "log starts mid-capture" if g.opened_by == OPENED_BY_BARS else "from its first bar"
+        )
+    if after.kind == "last_sample":
+        parts.append("stopped" if not g.complete else "to its last bar")
+    elif after.graph is not g:
+        parts.append("no end line")
+    return f" ({'; '.join(parts)})" if parts else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.captures import graph_kind, lazy_note
 from logmem.analysis.ledger import Cause, RankLedger
@@ -29,8 +29,34 @@ _NOTABLE = 5 * _TINY  # a gap worth a sentence
 _TIGHT_BYTES = GIB // 2  # less than this left free: the first requests may run out
 
 
+class FindingKind(Enum):
+    """Which finding a record is (one value per record type; stable names for machines)."""
+
+    WEIGHTS = "weights"
+    KV_BUDGET = "kv_budget"
+    KV_LOGGED_AVAILABLE = "kv_logged_available"
+    DRAFT_KV_NEGATIVE = "draft_kv_negative"
+    BUDGET_NOT_POSITIVE = "budget_not_positive"
+    POOLS_VS_BUDGET = "pools_vs_budget"
+    POOL_STEP = "pool_step"
+    WORKSPACES = "workspaces"
+    GRAPH_SPLIT = "graph_split"
+    LARGEST_BUCKET_NOTE = "largest_bucket_note"
+    GRAPH_SPARSE = "graph_sparse"
+    CAPTURE_ROSE = "capture_rose"
+    BUCKETS_ROSE = "buckets_rose"
+    NEGLIGIBLE_CAPTURES = "negligible_captures"
+    LEFT_FREE = "left_free"
+    BOTTOMED_OUT = "bottomed_out"
+    IMBALANCE = "imbalance"
+    RESERVE = "reserve"
+    REUSE = "reuse"
+    RANK_GRAPH_SPREAD = "rank_graph_spread"
+
+
 @dataclass(frozen=True)
 class Weights:
+    kind: ClassVar[FindingKind] = FindingKind.WEIGHTS
     rank: str
     bytes: int
     model_type: str
@@ -42,6 +68,7 @@ class Weights:
 class KVBudget:
     """SGLang's KV rule recomputed, beside what the pools logged (all in the Sizing)."""
 
+    kind: ClassVar[FindingKind] = FindingKind.KV_BUDGET
     sizing: Sizing
 
 
@@ -49,6 +76,7 @@ class KVBudget:
 class KVLoggedAvailable:
     """The target's own "available for the KV cache" line against the rule's rest."""
 
+    kind: ClassVar[FindingKind] = FindingKind.KV_LOGGED_AVAILABLE
     avail_bytes: int
     line: int
     rest_bytes: int
@@ -56,12 +84,14 @@ class KVLoggedAvailable:
 
 @dataclass(frozen=True)
 class DraftKVNegative:
+    kind: ClassVar[FindingKind] = FindingKind.DRAFT_KV_NEGATIVE
     avail_bytes: int
     line: int
 
 
 @dataclass(frozen=True)
 class BudgetNotPositive:
+    kind: ClassVar[FindingKind] = FindingKind.BUDGET_NOT_POSITIVE
     rest_bytes: int
 
 
@@ -73,6 +103,7 @@ class GapReason(Enum):
 
 @dataclass(frozen=True)
 class PoolsVsBudget:
+    kind: ClassVar[FindingKind] = FindingKind.POOLS_VS_BUDGET
     gap_bytes: int  # logged pools - rule's rest
     reason: GapReason
     max_total_tokens: int | None = None
@@ -80,6 +111,7 @@ class PoolsVsBudget:
 
 @dataclass(frozen=True)
 class PoolStep:
+    kind: ClassVar[FindingKind] = FindingKind.POOL_STEP
     rank: str
     drop_bytes: int
     causes: tuple[Cause, ...]  # the ones above print rounding
@@ -88,6 +120,7 @@ class PoolStep:
 
 @dataclass(frozen=True)
 class Workspaces:
+    kind: ClassVar[FindingKind] = FindingKind.WORKSPACES
     rank: str
     bytes: int
     lines: tuple[int, int]
@@ -97,6 +130,7 @@ class Workspaces:
 class GraphSplit:
     """A capture split into static buffers, its largest bucket and the other buckets."""
 
+    kind: ClassVar[FindingKind] = FindingKind.GRAPH_SPLIT
     rank: str
     graph: str
     drop_bytes: int
@@ -109,6 +143,7 @@ class GraphSplit:
 
 @dataclass(frozen=True)
 class LargestBucketNote:
+    kind: ClassVar[FindingKind] = FindingKind.LARGEST_BUCKET_NOTE
     graph: str
     note: str  # the ledger's note on that cause (lazy allocations)
 
@@ -117,6 +152,7 @@ class LargestBucketNote:
 class GraphSparse:
     """A capture whose bar readings cover only some buckets."""
 
+    kind: ClassVar[FindingKind] = FindingKind.GRAPH_SPARSE
     rank: str
     graph: str
     drop_bytes: int
@@ -126,6 +162,7 @@ class GraphSparse:
 
 @dataclass(frozen=True)
 class CaptureRose:
+    kind: ClassVar[FindingKind] = FindingKind.CAPTURE_ROSE
     rank: str
     graph: str
     bytes: int
@@ -134,6 +171,7 @@ class CaptureRose:
 
 @dataclass(frozen=True)
 class BucketsRose:
+    kind: ClassVar[FindingKind] = FindingKind.BUCKETS_ROSE
     rank: str
     graph: str
     count: int
@@ -148,6 +186,7 @@ class NegligibleReason(Enum):
 
 @dataclass(frozen=True)
 class NegligibleCaptures:
+    kind: ClassVar[FindingKind] = FindingKind.NEGLIGIBLE_CAPTURES
     rank: str
     graphs: tuple[str, ...]
     reason: NegligibleReason
@@ -162,6 +201,7 @@ class LeftWhen(Enum):
 
 @dataclass(frozen=True)
 class LeftFree:
+    kind: ClassVar[FindingKind] = FindingKind.LEFT_FREE
     rank: str
     bytes: int
     when: LeftWhen
@@ -172,6 +212,7 @@ class LeftFree:
 
 @dataclass(frozen=True)
 class BottomedOut:
+    kind: ClassVar[FindingKind] = FindingKind.BOTTOMED_OUT
     bytes: int
     line: int
     phase: str
@@ -180,6 +221,7 @@ class BottomedOut:
 
 @dataclass(frozen=True)
 class Imbalance:
+    kind: ClassVar[FindingKind] = FindingKind.IMBALANCE
     gap_bytes: int
     binding_rank: str | None
     kv_tokens: int | None  # what the gap costs each rank (rules.imbalance_budget_loss_bytes)
@@ -187,6 +229,7 @@ class Imbalance:
 
 @dataclass(frozen=True)
 class Reserve:
+    kind: ClassVar[FindingKind] = FindingKind.RESERVE
     rank: str
     reserve_bytes: int
     measured_bytes: int
@@ -202,12 +245,14 @@ class Reused:
 
 @dataclass(frozen=True)
 class Reuse:
+    kind: ClassVar[FindingKind] = FindingKind.REUSE
     graphs: tuple[Reused, ...]
     lazy_buffers: bool  # the launch allocates DeepEP / EP / DP-attention buffers lazily
 
 
 @dataclass(frozen=True)
 class RankGraphSpread:
+    kind: ClassVar[FindingKind] = FindingKind.RANK_GRAPH_SPREAD
     rank: str
     graph: str
     bytes: int

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from logmem.cli.options import format_options
 from logmem.cli.output import guess_format, write_output
+
+# estimate()'s settings by the flag that sets them (the flags are SGLang's own names).
+_FLAG = {"tp": "--tp", "dp": "--dp", "ep": "--ep", "pp": "--pp"}
 
 
 @click.command()
@@ -32,7 +33,10 @@ from logmem.cli.output import guess_format, write_output
     "--quantization", default=None, help="Quantisation method (fp8, awq, modelopt_fp4, ...)."
 )
 @click.option(
-    "--cuda-graph-max-bs", type=click.IntRange(min=1), default=None, help="Largest graph batch."
+    "--cuda-graph-max-bs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Largest graph batch (sizes the logits buffer).",
 )
 @click.option(
     "--tokens-per-req",
@@ -46,8 +50,28 @@ from logmem.cli.output import guess_format, write_output
     default=None,
     help="DeepEP tokens per rank (SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128).",
 )
+@click.option(
+    "--max-running-requests",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Request slots (sizes the request-to-token table).",
+)
+@click.option(
+    "--context-length",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Context length (default: the config's max_position_embeddings).",
+)
+@click.option(
+    "--launch",
+    type=click.IntRange(min=0),
+    default=None,
+    help="With LOG: which start-up (0-based) when the log holds several.",
+)
 @format_options(["text", "markdown", "json"])
+@click.pass_context
 def estimate(
+    ctx: click.Context,
     log: str | None,
     config_path: str,
     tp: int | None,
@@ -61,6 +85,9 @@ def estimate(
     cuda_graph_max_bs: int | None,
     tokens_per_req: int | None,
     max_dispatch_tokens: int | None,
+    max_running_requests: int | None,
+    context_length: int | None,
+    launch: int | None,
     fmt: str | None,
     output: str | None,
     force: bool,
@@ -68,50 +95,38 @@ def estimate(
     """Expected weights per rank, KV bytes per token and graph buffers from a model's config.json.
 
     With LOG, the parallel sizes and dtypes come from its server_args; options override them.
+    A figure the inputs do not decide is "unknown", with the option that would fill it.
     """
-    from dataclasses import replace
-
+    from logmem.api import expected_sizes
     from logmem.errors import LogmemError
-    from logmem.estimate import model as est_mod
     from logmem.report import estimate_render
 
+    flags = {"tp": tp, "dp": dp, "ep": ep, "pp": pp, "dp_attention": dp_attention}
     try:
-        config = est_mod.load_model_config(config_path)
-        kwargs: dict[str, object] = {}
-        if log is not None:
-            from logmem.api import read_log
-
-            a = read_log(log)
-            kwargs = est_mod.settings_from_server_args(a.launches[0].args) if a.launches else {}
-        par = kwargs.get("parallel", est_mod.Parallel())
-        assert isinstance(par, est_mod.Parallel)
-        changes: dict[str, int | bool] = {
-            k: v
-            for k, v in (
-                ("tp", tp),
-                ("dp", dp),
-                ("ep", ep),
-                ("pp", pp),
-                ("dp_attention", dp_attention),
-            )
-            if v is not None
-        }
-        kwargs["parallel"] = replace(par, **changes) if changes else par  # type: ignore[arg-type]
-        for key, value in (
-            ("dtype", dtype),
-            ("kv_cache_dtype", kv_cache_dtype),
-            ("quantization", quantization),
-            ("cuda_graph_max_bs", cuda_graph_max_bs),
-            ("tokens_per_req", tokens_per_req),
-            ("max_dispatch_tokens", max_dispatch_tokens),
-        ):
-            if value is not None:
-                kwargs[key] = value
-        result = est_mod.estimate(config, **kwargs)  # type: ignore[arg-type]
-    except est_mod.EstimateError as e:
-        raise LogmemError(str(e)) from None
+        result = expected_sizes(
+            config_path,
+            log,
+            launch=launch,
+            **flags,
+            dtype=dtype,
+            kv_cache_dtype=kv_cache_dtype,
+            quantization=quantization,
+            cuda_graph_max_bs=cuda_graph_max_bs,
+            tokens_per_req=tokens_per_req,
+            max_dispatch_tokens=max_dispatch_tokens,
+            max_running_requests=max_running_requests,
+            context_len=context_length,
+        )
+    except LogmemError as e:
+        # A size the user passed that SGLang would refuse is a usage error (exit 2).
+        setting = getattr(e, "setting", None)
+        if setting in _FLAG and flags.get(setting) is not None:
+            raise click.BadParameter(str(e), ctx, param_hint=f"'{_FLAG[setting]}'") from None
+        raise
     fmt = guess_format(output, fmt, allowed=("text", "markdown", "json"))
     if fmt == "json":
+        import json
+
         text = json.dumps(estimate_render.to_json(result), indent=2) + "\n"
     elif fmt == "markdown":
         text = estimate_render.render_markdown(result)

@@ -1,1 +1,32 @@
-"""Expected sizes from a Hugging Face config.json, and their cross-check with the log."""
+"""Expected sizes from a model's config.json: parameters, weights per rank, KV bytes, buffers.
+
+    from logmem.estimate import Parallel, estimate, load_model_config
+    est = estimate(load_model_config("config.json"), parallel=Parallel(tp=8))
+
+The stage, one concern per module: config (config.json and server_args in), dtypes (bytes
+per element), layers (layer plan and KV cells), attention and weights (the pieces of each
+layer), buffers (logits, DeepEP, request table), build (``estimate()``), crosscheck (the
+estimate against a measured ledger). SGLang's own layout rules are in logmem/sglang/.
+"""
+
+from logmem.estimate.buffers import deepep_low_latency_bytes, deepep_masked_gemm_bytes
+from logmem.estimate.build import Component, Estimate, Unknown, estimate
+from logmem.estimate.config import (
+    EstimateError,
+    Parallel,
+    load_model_config,
+    settings_from_server_args,
+)
+
+__all__ = [
+    "Component",
+    "Estimate",
+    "EstimateError",
+    "Parallel",
+    "Unknown",
+    "deepep_low_latency_bytes",
+    "deepep_masked_gemm_bytes",
+    "estimate",
+    "load_model_config",
+    "settings_from_server_args",
+]

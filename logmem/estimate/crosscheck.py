@@ -6,8 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.analysis.attribution import ROUNDING_BYTES, LaunchLedger
-from logmem.estimate.model import Estimate, estimate, settings_from_server_args
+from logmem.analysis.attribution import LaunchLedger
+from logmem.estimate import Estimate, EstimateError, estimate
+from logmem.estimate.config import settings_for_launch
+from logmem.model.launch import Launch
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import GIB, format_gib
 
 
@@ -34,14 +37,24 @@ class Crosscheck:
     findings: tuple[str, ...]
 
 
-def expected_for(launch_args: Mapping[str, Any], config: Mapping[str, Any]) -> Estimate:
-    """The estimate for the deployment the log describes (parallel sizes and dtypes from server_args)."""
-    return estimate(config, **settings_from_server_args(launch_args))
+def expected_for(launch: Launch, config: Mapping[str, Any]) -> Estimate:
+    """The estimate for the deployment the log describes (parallel sizes and dtypes from
+    server_args, request slots and context length from the scheduler summary).
+
+    A config the launch's parallel sizes cannot split (SGLang would not have started) is not
+    this launch's model: an EstimateError that says so."""
+    try:
+        return estimate(config, **settings_for_launch(launch))
+    except EstimateError as e:
+        raise EstimateError(
+            f"--model-config does not fit this launch, so it is not the model the log served: {e}",
+            e.setting,
+        ) from None
 
 
 def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
     L = led.launch
-    est = expected_for(L.args, config)
+    est = expected_for(L, config)
     main = L.main_rank
     checks: list[Check] = []
     findings: list[str] = []

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from logmem.model.launch import Launch, Rank
+from logmem.model.inputs import Apart, InputGroup
+from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.parse.read import ReadStats
 
@@ -23,6 +24,17 @@ class Analysis:
     stats: tuple[ReadStats, ...] = field(compare=False)
     # A Hugging Face config.json, when given: reports put expected sizes beside measured ones.
     model_config: dict[str, Any] | None = field(default=None, compare=False)
+    # How the input files were grouped into launches (files of different launches apart).
+    inputs: tuple[InputGroup, ...] = field(default=(), compare=False)
+
+    @property
+    def apart(self) -> tuple[Apart, ...]:
+        """Why files given together were read as different launches (empty: one launch)."""
+        return tuple(a for g in self.inputs for a in g.apart)
+
+    def launches_of(self, path: str) -> tuple[Launch, ...]:
+        """The launches a given input file is part of."""
+        return tuple(L for L in self.launches if path in L.paths)
 
     @property
     def ranks(self) -> tuple[Rank, ...]:

@@ -327,7 +327,6 @@ _FIELD = {
     "per_req": regex.compile(r"num_tokens_per_(?:req|bs)=(\d{1,6})"),
     "step": regex.compile(r"\bstep=(\d{1,6})"),
 }
-_SIZE_PAIR = regex.compile(r"(\d{1,9}(?:\.\d{1,9})?) (B|KiB|MiB|GiB|TiB)")
 
 
 def _search(key: str, text: str) -> str | None:
@@ -720,7 +719,14 @@ BUILDERS: dict[str, Builder] = {
     ),
     "capture_bar": _b_bar,
     "compile_bar": _mk(BarRender, kind=lambda m: "compile", size=_i("nt"), avail=lambda m: None),
-    "plain_bar": _mk(BarRender, kind=lambda m: "plain", size=lambda m: None, avail=lambda m: None),
+    "plain_bar": _mk(
+        BarRender,
+        kind=lambda m: "plain",
+        size=lambda m: None,
+        avail=lambda m: None,
+        count=_i("i"),  # E0-E2 bars have no description: n/total is their only figure
+        total=_i("n"),
+    ),
     "register_graphs": _mk(RegisterGraphs, count=_i("n")),
     "all_reduce_config": _mk(
         AllReduceConfig,

@@ -3,7 +3,7 @@
 Patterns are searched in a record's message (the text after the ``[time TAGS]`` prefix).
 The first pattern in table order that matches wins; tests check that every example is
 matched by its own pattern and by no other. Repeats are bounded ({0,N}) so that every
-pattern runs in linear time on hostile input. Sources: ../shared/reference/log-formats.md.
+pattern runs in linear time on hostile input. Sources: docs/reference.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,44 @@
-"""Render an Estimate (expected sizes from config.json) as text, Markdown or versioned JSON."""
+"""The estimate report: an Estimate -> a typed view model -> text, Markdown or versioned JSON.
+
+``estimate_view`` decides every cell once (units, "unknown" and what would fill it); the
+text and Markdown reporters draw its tables with the same table renderers as ``analyze``
+(logmem/report/text.py and markdown.py), so the formats cannot disagree. JSON keeps exact
+integer bytes (schema logmem.estimate/1).
+"""
 
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from typing import Any
 
-from logmem.estimate.model import GIB, Estimate
+from logmem.estimate import Estimate, Unknown
+from logmem.report.markdown import md_escape, table_md
+from logmem.report.model import Table
+from logmem.report.text import WIDTH, table_lines
+from logmem.units import GIB, MIB
 
 SCHEMA = "logmem.estimate/1"
-WIDTH = 100
 UNKNOWN = "unknown"
+
+# The estimate's settings by the flag that gives each (SGLang's server flags have the same
+# names, so the hint also tells a reader of a log which server_args entry was missing).
+FLAGS = {
+    "cuda_graph_max_bs": "--cuda-graph-max-bs",
+    "max_running_requests": "--max-running-requests",
+    "context_len": "--context-length",
+    "quantization": "--quantization",
+}
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """What the estimate report shows, in the order it shows it."""
+
+    title: str
+    summary: Table
+    components: Table | None
+    notes: tuple[str, ...]
 
 
 def _bytes(n: int | None) -> str:
@@ -18,8 +47,8 @@ def _bytes(n: int | None) -> str:
         return UNKNOWN
     if abs(n) >= GIB:
         return f"{n / GIB:.2f} GiB"
-    if abs(n) >= 1 << 20:
-        return f"{n / (1 << 20):.1f} MiB"
+    if abs(n) >= MIB:
+        return f"{n / MIB:.1f} MiB"
     if abs(n) >= 1 << 10:
         return f"{n / (1 << 10):.1f} KiB"
     return f"{n} B"
@@ -34,120 +63,128 @@ def _params(n: int | None) -> str:
     return str(n)
 
 
-def _parallel(est: Estimate) -> str:
+def what_fills(u: Unknown | None) -> str:
+    """The cell of an unknown figure: "unknown", and what would give it a value."""
+    if u is None:
+        return UNKNOWN
+    wants = []
+    if u.settings:
+        wants.append("pass " + " and ".join(FLAGS.get(s, s) for s in u.settings))
+    if u.config_keys:
+        wants.append("config.json has no " + ", ".join(u.config_keys))
+    if u.reason:
+        wants.append(u.reason)
+    return f"{UNKNOWN}: " + "; ".join(wants) if wants else UNKNOWN
+
+
+def _figure(est: Estimate, name: str, value: int | None) -> str:
+    return _bytes(value) if value is not None else what_fills(est.unknown_for(name))
+
+
+def _summary(est: Estimate) -> Table:
     p = est.parallel
-    text = f"TP {p.tp}, DP {p.dp}, EP {p.ep}, PP {p.pp}"
+    parallel = f"TP {p.tp}, DP {p.dp}, EP {p.ep}, PP {p.pp}"
     if p.dp_attention:
-        text += f", DP attention (attention TP {p.attn_tp})"
-    return text
-
-
-def _summary(est: Estimate) -> list[tuple[str, str]]:
-    """The label/value rows both text and Markdown show, so they cannot disagree."""
-    weights = _bytes(est.weights_bytes_per_rank)
-    if est.weights_bytes_total is not None:
+        parallel += f", DP attention (attention TP {p.attn_tp})"
+    weights = _figure(est, "weights_bytes_per_rank", est.weights_bytes_per_rank)
+    if est.weights_bytes_per_rank is not None and est.weights_bytes_total is not None:
         weights += f" per rank ({est.weights_bytes_total / 1e9:.1f} GB decimal in total)"
-    kv = UNKNOWN
+    kv = what_fills(est.unknown_for("kv_bytes_per_token_per_rank"))
     if est.kv_bytes_per_token_per_rank is not None:
         kv = f"{est.kv_bytes_per_token_per_rank:,} B per token per rank"
         if est.kv_tokens_per_gib is not None:
             kv += f" ({est.kv_tokens_per_gib:,.0f} tokens per GiB)"
+    params = (
+        _params(est.params_total)
+        if est.params_total is not None
+        else what_fills(est.unknown_for("params_total"))
+    )
     rows = [
         ("model", est.model or UNKNOWN),
-        ("parallel", _parallel(est)),
+        ("parallel", parallel),
         (
             "dtype",
             f"{est.dtype}, KV cache {est.kv_cache_dtype}, "
             f"quantization {est.quantization or 'none'}",
         ),
-        ("parameters", _params(est.params_total)),
+        ("parameters", params),
         ("weights", weights),
         ("KV cache", kv),
     ]
     if est.kv_swa_bytes_per_token_per_rank is not None:
         rows.append(("SWA KV", f"{est.kv_swa_bytes_per_token_per_rank:,} B per token per rank"))
-    rows += [
-        ("logits buffer", _bytes(est.logits_buffer_bytes)),
-        ("DeepEP LL buffer", _bytes(est.deepep_buffer_bytes)),
-    ]
-    if est.deepep_masked_gemm_bytes is not None:
-        rows.append(("masked GEMM", _bytes(est.deepep_masked_gemm_bytes)))
-    rows.append(("req_to_token", _bytes(est.req_to_token_bytes)))
-    return rows
+    rows.append(("logits buffer", _figure(est, "logits_buffer_bytes", est.logits_buffer_bytes)))
+    if est.has_experts:
+        rows.append(
+            ("DeepEP LL buffer", _figure(est, "deepep_buffer_bytes", est.deepep_buffer_bytes))
+        )
+        rows.append(
+            ("masked GEMM", _figure(est, "deepep_masked_gemm_bytes", est.deepep_masked_gemm_bytes))
+        )
+    else:
+        rows.append(("DeepEP LL buffer", "none: no routed experts"))
+    rows.append(
+        ("request-to-token table", _figure(est, "req_to_token_bytes", est.req_to_token_bytes))
+    )
+    return Table("Expected per rank", ("quantity", "value"), tuple(rows), ("l", "l"))
 
 
-def _component_rows(est: Estimate) -> list[tuple[str, str, str, str, str]]:
-    return [
+def _components(est: Estimate) -> Table | None:
+    if not est.components:
+        return None
+    rows = tuple(
         (c.name, _params(c.params), _bytes(c.bytes_per_rank), c.sharding, c.why)
         for c in est.components
-    ]
+    )
+    return Table(
+        "Weights by component",
+        ("component", "params", "per rank", "sharding", "why"),
+        rows,
+        ("l", "r", "r", "l", "l"),
+    )
+
+
+def estimate_view(est: Estimate) -> EstimateView:
+    return EstimateView(
+        f"Expected sizes for {est.model or 'an unnamed model'}",
+        _summary(est),
+        _components(est),
+        est.notes,
+    )
+
+
+def _tables(v: EstimateView) -> list[Table]:
+    return [v.summary] + ([v.components] if v.components is not None else [])
 
 
 def render_text(est: Estimate) -> str:
     """Plain text, at most 100 columns wide."""
-    lines = [f"Expected sizes for {est.model or 'an unnamed model'}", ""]
-    label_w = max(len(label) for label, _ in _summary(est)) + 2
-    for label, value in _summary(est):
-        wrapped = textwrap.wrap(value, WIDTH - label_w) or [""]
-        lines.append(f"{label:<{label_w}}{wrapped[0]}")
-        lines += [" " * label_w + more for more in wrapped[1:]]
-    rows = _component_rows(est)
-    if rows:
-        head = ("component", "params", "per rank", "sharding", "why")
-        widths = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(4)]
-        indent = sum(widths) + 2 * 4
-        why_w = max(20, WIDTH - indent)
-        lines += ["", _row(head, widths, why_w)[0]]
-        for r in rows:
-            lines += _row(r, widths, why_w)
-    if est.notes:
-        lines += ["", "Notes:"]
-        for note in est.notes:
-            lines += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")
-    return "\n".join(lines) + "\n"
-
-
-def _row(cells: tuple[str, ...], widths: list[int], why_w: int) -> list[str]:
-    name, params, per_rank, sharding, why = cells
-    left = (
-        f"{name:<{widths[0]}}  {params:>{widths[1]}}  {per_rank:>{widths[2]}}  "
-        f"{sharding:<{widths[3]}}  "
-    )
-    wrapped = textwrap.wrap(why, why_w) or [""]
-    out = [(left + wrapped[0]).rstrip()]
-    out += [" " * len(left) + more for more in wrapped[1:]]
-    return out
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+    v = estimate_view(est)
+    out = [v.title, "=" * len(v.title)]
+    for t in _tables(v):
+        out += ["", t.title, *table_lines(t)]
+    if v.notes:
+        out += ["", "Notes"]
+        for note in v.notes:
+            out += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")
+    return "\n".join(out) + "\n"
 
 
 def render_markdown(est: Estimate) -> str:
-    """GitHub Markdown: a summary table, a component table and the notes."""
-    lines = [
-        f"## Expected sizes for {_md(est.model or 'an unnamed model')}",
-        "",
-        "| | |",
-        "|---|---|",
-    ]
-    lines += [f"| {_md(label)} | {_md(value)} |" for label, value in _summary(est)]
-    rows = _component_rows(est)
-    if rows:
-        lines += [
-            "",
-            "| Component | Parameters | Per rank | Sharding | Why |",
-            "|---|---:|---:|---|---|",
-        ]
-        lines += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
-    if est.notes:
-        lines += ["", "Notes:", ""]
-        lines += [f"- {note}" for note in est.notes]
-    return "\n".join(lines) + "\n"
+    """GitHub Markdown: the summary and component tables, then the notes."""
+    v = estimate_view(est)
+    out = [f"## {md_escape(v.title)}"]
+    for t in _tables(v):
+        out += ["", *table_md(t)]
+    if v.notes:
+        out += ["", "Notes:", ""]
+        out += [f"- {md_escape(note)}" for note in v.notes]
+    return "\n".join(out) + "\n"
 
 
 def to_json(est: Estimate) -> dict[str, Any]:
-    """A JSON-ready dict; exact integer bytes, null where the config does not say."""
+    """A JSON-ready dict; exact integer bytes, null where the config does not say, and for
+    each null figure the flags (settings) or config keys that would fill it."""
     p = est.parallel
     return {
         "schema": SCHEMA,
@@ -184,4 +221,13 @@ def to_json(est: Estimate) -> dict[str, Any]:
         "deepep_masked_gemm_bytes": est.deepep_masked_gemm_bytes,
         "req_to_token_bytes": est.req_to_token_bytes,
         "notes": list(est.notes),
+        "unknown": [
+            {
+                "figure": u.figure,
+                "flags": [FLAGS.get(s, s) for s in u.settings],
+                "config_keys": list(u.config_keys),
+                "reason": u.reason or None,
+            }
+            for u in est.unknown
+        ],
     }

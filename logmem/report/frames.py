@@ -81,7 +81,8 @@ def ledger_frame(a: Analysis) -> pd.DataFrame:
     """Tidy ledger: launch, rank, phase, cause, gib, bytes, kind, first_line (+ phase_name, note)."""
     import pandas as pd
 
-    df = pd.DataFrame(ledger_records(a), columns=list(LEDGER_COLUMNS))
+    # Annotated: under mypy's 3.10 target the pandas-3 stubs type the constructor as Any.
+    df: pd.DataFrame = pd.DataFrame(ledger_records(a), columns=list(LEDGER_COLUMNS))
     # Nullable integers: a cause without a line (an estimate) is <NA>, not a float NaN.
     df["first_line"] = df["first_line"].astype("Int64")
     df["bytes"] = df["bytes"].astype("int64")
@@ -92,7 +93,7 @@ def samples_frame(a: Analysis) -> pd.DataFrame:
     """Bucket samples: graph, rank, size, avail_gib, cost_gib (+ launch, line)."""
     import pandas as pd
 
-    df = pd.DataFrame(samples_records(a), columns=list(SAMPLES_COLUMNS))
+    df: pd.DataFrame = pd.DataFrame(samples_records(a), columns=list(SAMPLES_COLUMNS))
     df["size"] = df["size"].astype("Int64")  # sizes the bar did not print are <NA>
     df["line"] = df["line"].astype("int64")
     return df

@@ -13,7 +13,9 @@ from logmem.analysis.ledger import ledger_rows
 from logmem.model.launch import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.fixes import effect_text
 from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.verdict import explanation_text, headline_text
 from logmem.units import Mem, gib
 
 if TYPE_CHECKING:
@@ -201,10 +203,12 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "capacity_gib": gib(f.capacity_bytes),
         "message": f.message,
         "line": _line(f.line),
-        "fixes": [{"flag": x.flag, "value": x.value, "effect": x.effect} for x in f.fixes],
+        "fixes": [
+            {"flag": x.flag, "value": x.value, "effect": effect_text(x.effect)} for x in f.fixes
+        ],
         # The verdict in words (what every format prints first) and the figures behind it.
-        "headline": f.headline,
-        "explanation": f.explanation,
+        "headline": headline_text(f),
+        "explanation": explanation_text(f),
         "exc_type": f.exc_type,
         "shortfall_gib": gib(f.shortfall_bytes),
         "bucket_free_gib": gib(f.bucket_free_bytes),

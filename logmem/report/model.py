@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.failures import verdict
 from logmem.model.launch import Launch, Rank
 from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.verdict import verdict_lines as verdict_text
 from logmem.units import format_gib
 
 if TYPE_CHECKING:
@@ -317,9 +319,7 @@ def launch_report(
 
 def verdict_lines(L: Launch) -> list[str]:
     """The verdict sentences every format prints first."""
-    from logmem.analysis.failures import verdict
-
-    return verdict(L)
+    return verdict_text(verdict(L))
 
 
 def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from logmem.analysis import findings as fd
+import logmem.analysis.findings as fd
 from logmem.sglang import rules
 from logmem.units import format_gib
 

@@ -1,0 +1,443 @@
+"""Fixes with their price: for each kind of failure, what to change and what it costs.
+
+For memory failures the fixes are computed from printed readings with SGLang's own rules
+(logmem.sglang.rules): lowering mem_fraction_static by d gives ``P x d`` back to everything
+that is not KV; the smallest mfs with a pool is ``1 - A / P``; a KV token costs the pool's
+bytes per token; a capture bucket costs the drop between two bar readings. Every figure is
+a printed reading or one subtraction or division away from one, so a person can check it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import regex
+
+import logmem.analysis.failures.facts as fx
+from logmem.analysis.failures.budget import (
+    MFS_STEP,
+    Budget,
+    budget,
+    floor3,
+    fmt_mfs,
+    min_mfs_for_pool,
+)
+from logmem.analysis.failures.place import Place
+from logmem.analysis.failures.records import (
+    KVSizing,
+    OutOfMemory,
+    Unbalanced,
+)
+from logmem.model.launch import Graph, Launch, Rank
+from logmem.parse.lines import rank_tags
+from logmem.sglang import rules
+from logmem.units import GIB
+
+Fixes = tuple[list[fx.Fix], list[fx.Note]]
+
+
+def draft_sized(place: Place) -> bool:
+    """Was the failing pool step the draft model's own? Only when the target's pools were done:
+    newest SGLang loads both models first and sizes every pool from the target's readings."""
+    phase = place.phase or ""
+    if "draft" not in phase or phase.startswith("capture"):
+        return False
+    t = place.rank.target if place.rank is not None else None
+    return t is not None and (t.pool_end is not None or bool(t.kv_pools))
+
+
+def lower_mfs(
+    b: Budget, need_bytes: int, purpose: fx.Purpose, library: str | None = None
+) -> tuple[fx.Fix | None, fx.Blocker | None]:
+    """Lower mfs so that P x (mfs - X) >= need_bytes; price it in KV tokens."""
+    if b.mfs is None or b.pre_load_bytes is None:
+        return None, None
+    p = b.pre_load_bytes
+    x = floor3(b.mfs - need_bytes / p)
+    freed = rules.mfs_step_bytes(p, b.mfs - x)
+    bpt = b.bytes_per_token
+    lowest = min_mfs_for_pool(b)
+    blocker: fx.Blocker | None = None
+    lost = None
+    if bpt:
+        lost = freed * b.kv_share / bpt
+        if b.kv_tokens and lost >= b.kv_tokens:
+            blocker = fx.NoKVTokensLeft(x)
+    if x <= 0 or (lowest is not None and x < lowest):
+        blocker = fx.BelowPoolFloor(x, lowest)
+    effect = fx.LowerMfs(
+        b.mfs,
+        x,
+        need_bytes,
+        p,
+        b.pre_load_rank,
+        freed,
+        purpose,
+        library,
+        MFS_STEP if purpose is fx.Purpose.ONE_STEP else None,
+        bpt,
+        lost,
+        b.kv_share,
+        b.kv_tokens,
+    )
+    return fx.Fix("--mem-fraction-static", fmt_mfs(x), effect), blocker
+
+
+def unit(graph: str | None) -> str:
+    return "num_tokens" if graph is not None and rules.graph_sized_in_tokens(graph) else "bs"
+
+
+def cap_fix(
+    launch: Launch, g: Graph, shortfall: int, oom_free: int | None, tried: int | None
+) -> fx.Fix | None:
+    """Cap the family's largest bucket at M so that what the capture no longer needs covers the shortfall.
+
+    Buckets are captured largest first; each bar reading is the free memory before a bucket,
+    so bucket i cost (reading i - reading i+1). Two models, chosen by the samples:
+    * shared pool (the later buckets cost ~0): the peak is set by the largest bucket, cost ~
+      rows, so capping at M saves per_row x (largest - M);
+    * separate pools (later buckets cost as much): dropping the buckets above M returns
+      their measured cost, first reading - reading before M.
+    With one measured bucket we cannot tell and take the smaller M. When the first bucket
+    itself failed, its need (reading - free at the OOM + tried) gives per_row."""
+    samples = [x for x in g.samples if x.size is not None]
+    if not samples or not samples[0].size:
+        return None
+    flag, u = rules.graph_cap_flag(g.name, launch.args), unit(g.name)
+    b0, a0 = samples[0].size, samples[0].avail.bytes
+    costs = [x.avail.bytes - y.avail.bytes for x, y in zip(samples, samples[1:])]
+    second = None
+    if costs and costs[0] > 0:
+        per_row = costs[0] / b0
+        second = samples[1].avail.bytes
+    elif tried is not None and oom_free is not None:
+        need = a0 - oom_free + tried  # taken before the failed allocation, plus it
+        if need <= 0:
+            return None
+        per_row = need / b0
+    else:
+        return None
+    shared_limit = b0 - shortfall / per_row
+    shared: bool | None = None
+    if len(costs) >= 2:
+        shared = all(c <= 0.25 * costs[0] for c in costs[1:])
+    additive = [x.size for x in samples[1:] if x.size and a0 - x.avail.bytes >= shortfall]
+    additive_limit = float(additive[0]) if additive else None
+    if shared is False:
+        limit = additive_limit
+    elif shared or additive_limit is None:
+        limit = shared_limit
+    else:
+        limit = min(shared_limit, additive_limit)
+    if limit is None or limit < 1:
+        return None
+    listed = sorted(set(g.sizes or ()) | {x.size for x in samples if x.size})
+    fits = [x for x in listed if x <= limit and x < b0]
+    cap = fits[-1] if fits else (int(limit) // 8 * 8 if limit >= 8 else int(limit))
+    if cap < 1:
+        return None
+    if shared is False:
+        at = next(x for x in samples if x.size == cap)
+        dropped = tuple(x.size for x in samples if x.size and x.size > cap)
+        return fx.Fix(
+            flag, str(cap), fx.CapDropBuckets(u, cap, dropped, a0, at.avail.bytes, b0, shortfall)
+        )
+    pools = (
+        fx.Pools.SHARED
+        if shared
+        else fx.Pools.ASSUMED_SHARED
+        if additive_limit is None
+        else fx.Pools.UNDECIDED
+    )
+    effect = fx.CapPerRow(
+        u,
+        cap,
+        b0,
+        per_row,
+        per_row * (b0 - cap),
+        shortfall,
+        pools,
+        shared_limit,
+        additive_limit if not shared else None,
+        a0,
+        second,
+        None if second is not None else oom_free,
+        None if second is not None else tried,
+    )
+    return fx.Fix(flag, str(cap), effect)
+
+
+# --- out of memory ----------------------------------------------------------------------------
+
+
+def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
+    phase = place.phase or ""
+    shortfall = r.shortfall_bytes
+    fixes: list[fx.Fix] = []
+    notes: list[fx.Note] = []
+    if shortfall is not None:
+        notes.append(fx.Shortfall(r.tried_bytes, r.free_bytes, shortfall))
+    if r.capacity_bytes is not None and r.allocated_bytes is not None:
+        notes.append(fx.PyTorchHeld(r.allocated_bytes, r.capacity_bytes))
+    if phase in ("before distributed init", "distributed init", "after distributed init"):
+        notes.append(fx.GpuBusyEarly())
+    elif phase.endswith("weights"):
+        notes.append(fx.WeightsBeforePool())
+        floor = _weights_floor(launch, place.rank, r)
+        if floor is not None:
+            notes.append(floor)
+        more, note = _fewer_weights_fixes(launch, shortfall)
+        fixes.extend(more)
+        if note is not None:
+            notes.append(note)
+    else:
+        more, why = _budget_fixes(launch, r, place, shortfall)
+        fixes.extend(more)
+        notes.extend(why)
+    # PyTorch's own hint, last: it only helps when the free blocks are the caching allocator's.
+    frag = r.reserved_unallocated_bytes
+    if frag is not None and shortfall is not None and frag >= shortfall > 0:
+        fixes.append(
+            fx.Fix(
+                "PYTORCH_CUDA_ALLOC_CONF",
+                "expandable_segments:True",
+                fx.ExpandableSegments(frag, shortfall),
+            )
+        )
+    return fixes, notes
+
+
+def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None) -> Fixes:
+    """OOM after the weights: give memory back from the KV budget, or shrink what asked for it."""
+    phase = place.phase or ""
+    fixes: list[fx.Fix] = []
+    notes: list[fx.Note] = []
+    b = budget(launch, draft=draft_sized(place))
+    if need is None:
+        # "CUDA error: out of memory" prints no figures: price one step instead.
+        if b.pre_load_bytes is not None and b.mfs is not None:
+            step = rules.mfs_step_bytes(b.pre_load_bytes, MFS_STEP)
+            one, _ = lower_mfs(b, step, fx.Purpose.ONE_STEP)
+            if one is not None:
+                fixes.append(one)
+        return fixes, notes
+    purpose = fx.Purpose.CAPTURE if phase.startswith("capture") else fx.Purpose.ACTIVATIONS
+    if r.comm_library is not None:
+        purpose = fx.Purpose.COMM
+    mfs_fix, blocker = lower_mfs(b, need, purpose, r.comm_library)
+    if mfs_fix is not None and blocker is None:
+        fixes.append(mfs_fix)
+    # A communication buffer does not shrink with the graph's batch sizes: no cap for it.
+    if phase.startswith("capture") and place.bar_graph is not None and r.comm_library is None:
+        cap = cap_fix(launch, place.bar_graph, need, r.free_bytes, r.tried_bytes)
+        if cap is not None:
+            fixes.append(cap)
+    chunk = launch.args.get("chunked_prefill_size")
+    if phase == "serving" and isinstance(chunk, int) and chunk > 2048:
+        half = chunk // 2
+        saved = rules.activation_reserve_bytes(chunk) - rules.activation_reserve_bytes(half)
+        fixes.append(
+            fx.Fix("--chunked-prefill-size", str(half), fx.HalveChunk(chunk, half, saved, need))
+        )
+    deepep_on = str(launch.args.get("moe_a2a_backend", "")).lower() == "deepep"
+    if r.comm_library is not None or (deepep_on and phase.startswith("capture")):
+        # DeepEP allocates its low-latency buffer at the first dispatch, which is usually
+        # inside the first capture bucket: the OOM may be that buffer, not the graph.
+        if r.comm_library is None:
+            notes.append(fx.DeepEPLazy())
+        fixes.append(_dispatch_tokens_fix(r))
+    if mfs_fix is not None and blocker is not None:
+        notes.append(fx.MfsCannotFix(blocker))
+    if b.mfs is None:
+        notes.append(fx.NoServerArgs())
+    return fixes, notes
+
+
+def _dispatch_tokens_fix(r: OutOfMemory) -> fx.Fix:
+    """Fewer DeepEP dispatch tokens: its low-latency buffer is proportional to them (reference 12.5)."""
+    env = "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
+    if (
+        r.comm_library is not None
+        and r.tried_bytes
+        and r.free_bytes is not None
+        and r.free_bytes < r.tried_bytes
+    ):
+        ratio = r.free_bytes / r.tried_bytes
+        at_default = math.floor(rules.DEEPEP_DEFAULT_DISPATCH_TOKENS * ratio)
+        return fx.Fix(
+            env,
+            f"<= {ratio:.2f} x the current value",
+            fx.DispatchTokensRatio(r.tried_bytes, r.free_bytes, ratio, at_default),
+        )
+    half = rules.DEEPEP_DEFAULT_DISPATCH_TOKENS // 2
+    return fx.Fix(env, str(half), fx.DispatchTokensHalf(half))
+
+
+def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> fx.WeightsFloor | None:
+    """What the failing rank's weights took so far plus the failed request: a floor for its share."""
+    wb = rules.pre_load_reading(rank) if rank is not None else None
+    if rank is None or wb is None or r.free_bytes is None or r.tried_bytes is None:
+        return None
+    begin = wb.avail.bytes
+    at_least = begin - r.free_bytes + r.tried_bytes
+    args = (rank.label, begin, r.free_bytes, r.tried_bytes, at_least)
+    if at_least <= begin:
+        return fx.WeightsFloor(*args, fx.FloorCase.FITS)
+    done = [
+        m.weights_end.usage.bytes
+        for x in launch.ranks
+        if (m := x.target) and m.weights_end and m.weights_end.usage
+    ]
+    if done:
+        # Others finished below that: the load peaks above the final size (conversion temporaries).
+        return fx.WeightsFloor(*args, fx.FloorCase.PEAKS, max(done))
+    return fx.WeightsFloor(*args, fx.FloorCase.WHOLE_GPU)
+
+
+_QUANT_TAGS = (
+    "fp8",
+    "fp4",
+    "nvfp4",
+    "mxfp4",
+    "awq",
+    "gptq",
+    "int4",
+    "int8",
+    "w4a8",
+    "w8a8",
+    "gguf",
+)
+
+
+def quantized(launch: Launch) -> str | None:
+    """The weight quantisation already in use (server_args or Load weight end), if any."""
+    q = launch.args.get("quantization")
+    if isinstance(q, str) and q:
+        return q
+    for r in launch.ranks:
+        we = r.target.weights_end if r.target else None
+        if we is not None:
+            for k, v in we.details:
+                if k == "quant" and v and v != "None":
+                    return v
+    # A checkpoint quantised by its publisher says so in its name (GLM-5-FP8, ...-AWQ, ...-INT4),
+    # and a crash during load leaves no Load weight end to tell.
+    path = launch.args.get("model_path")
+    if isinstance(path, str):
+        for tag in _QUANT_TAGS:
+            if regex.search(rf"(?i)(?<![a-z0-9]){tag}(?![a-z0-9])", path.rsplit("/", 1)[-1]):
+                return tag
+    return None
+
+
+def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[fx.Fix], fx.Note | None]:
+    """OOM while loading: fewer weights per rank. Ranks that did finish show whether the KV
+    pool would have fitted at all (rules.kv_budget_bytes)."""
+    fixes: list[fx.Fix] = []
+    b = budget(launch)
+    w = b.weights_bytes
+    rest = None
+    note: fx.Note | None = None
+    if b.rest_bytes is not None and b.mfs is not None and w is not None:
+        rest = b.rest_bytes
+        assert b.post_load_bytes is not None and b.pre_load_bytes is not None
+        note = fx.LoadedBudget(w, b.post_load_bytes, b.pre_load_bytes, b.mfs, rest)
+    if b.tp_size is not None:
+        fixes.append(
+            fx.Fix("--tp-size", str(b.tp_size * 2), fx.DoubleTP(b.tp_size, b.mfs, rest, w))
+        )
+    if quantized(launch) is None:
+        fixes.append(fx.Fix("--quantization", "fp8", fx.QuantizeFP8()))
+    if need is not None:
+        short = max(need, -rest if rest is not None and rest < 0 else 0)
+        n = max(1, math.ceil(short / GIB))
+        lack = -rest if rest is not None and rest < 0 and -rest > need else None
+        fixes.append(fx.Fix("--cpu-offload-gb", str(n), fx.CpuOffload(n, need, lack)))
+    return fixes, note
+
+
+# --- "Not enough memory" and the imbalance check ------------------------------------------------
+
+
+def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
+    b = budget(launch, draft=draft_sized(place), mfs=r.mem_fraction_static)
+    if b.pre_load_bytes is None or b.post_load_bytes is None:
+        return [fx.Fix("--mem-fraction-static", None, fx.RaiseMfsNoFigures())], []
+    p, a = b.pre_load_bytes, b.post_load_bytes
+    notes: list[fx.Note] = []
+    rest = b.rest_bytes
+    if b.mfs is not None and rest is not None:
+        notes.append(fx.BudgetCameOut(a, p, b.mfs, rest))
+    fixes: list[fx.Fix] = []
+    lowest = min_mfs_for_pool(b)
+    exact = rules.smallest_mfs_with_pool(a, p)
+    if lowest is not None and lowest < 1 and exact is not None:
+        step = rules.mfs_step_bytes(p, MFS_STEP)
+        headroom = rules.outside_budget_bytes(p, lowest)
+        effect = fx.SmallestMfs(a, p, exact, MFS_STEP, step, headroom)
+        fixes.append(fx.Fix("--mem-fraction-static", fmt_mfs(lowest), effect))
+    else:
+        notes.append(fx.NoMfsGivesPool(a))
+    w, tp = b.weights_bytes, b.tp_size
+    if w is not None:
+        effect2 = fx.FewerWeights(w, quantized(launch) is not None, b.mfs, rest)
+        fixes.append(
+            fx.Fix(
+                "--tp-size" if tp else "fewer weights per rank",
+                str(tp * 2) if tp else None,
+                effect2,
+            )
+        )
+    return fixes, notes
+
+
+def imbalance_fixes(launch: Launch, r: Unbalanced, raising: Sequence[str]) -> Fixes:
+    heavy = tuple(_heavy_ranks(launch, raising))
+    notes: list[fx.Note] = []
+    fixes: list[fx.Fix] = []
+    if r.pre_model_load_gib is None or r.local_gib is None:
+        return fixes, [fx.ImbalanceNoFigures(heavy)]
+    short = r.local_gib - r.pre_model_load_gib
+    notes.append(fx.ImbalanceGap(heavy, short, r.pre_model_load_gib, r.local_gib))
+    # The occupied rank keeps going; its own first reading confirms the minimum.
+    for label in heavy:
+        hr = launch.rank(label)
+        wb = rules.pre_load_reading(hr) if hr is not None else None
+        if wb is not None:
+            notes.append(fx.OwnReading(label, wb.avail.bytes))
+    arg = launch.args.get("mem_fraction_static")
+    mfs = float(arg) if isinstance(arg, (int, float)) else None
+    loss = rules.imbalance_budget_loss_bytes(round(short * GIB), mfs) if mfs is not None else None
+    fixes.append(
+        fx.Fix(
+            "nvidia-smi",
+            "--query-compute-apps=pid,used_memory --format=csv",
+            fx.FindProcess(short, heavy),
+        )
+    )
+    effect = fx.SkipImbalanceCheck(r.pre_model_load_gib, mfs, short, loss)
+    fixes.append(fx.Fix("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", "0", effect))
+    return fixes, notes
+
+
+def _heavy_ranks(launch: Launch, raising: Sequence[str]) -> list[str]:
+    """The occupied GPU is the rank that did *not* raise it (only healthy ranks fail the 0.9 test)."""
+    seen = [r.label for r in launch.ranks if r.label not in raising]
+    tp = launch.args.get("tp_size")
+    raising_tp = {n for label in raising for t, n in rank_tags(label) if t == "TP"}
+    if isinstance(tp, int) and all(
+        rank_tags(x) and all(t == "TP" for t, _ in rank_tags(x)) for x in raising
+    ):
+        missing = [f"TP{i}" for i in range(tp) if i not in raising_tp]
+        return missing or seen
+    return seen
+
+
+def not_memory_fixes(place: Place) -> list[fx.Fix]:
+    """A code/install/version error in a capture: skip that capture to confirm and get a server up."""
+    phase = place.phase or ""
+    if not phase.startswith("capture "):
+        return []
+    name = phase.removeprefix("capture ")
+    return [fx.Fix(rules.graph_disable_flag(name), None, fx.DisableGraph(name))]

@@ -1,0 +1,412 @@
+"""Typed error records: what each traceback's decisive error says, read from the typed events.
+
+One record type per kind of failure SGLang and PyTorch print (OOM with its figures, KV
+sizing's "Not enough memory", the imbalance check, a capture failure, DeepEP/NVSHMEM, other
+ranks unfinished, any other Python error, a child that died silently). ``read_errors``
+groups a launch's tracebacks per rank and keeps the one error that explains each best.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+import regex
+
+from logmem.model.launch import Traceback
+from logmem.parse import events as ev
+from logmem.parse.lines import Record, Source
+from logmem.units import Mem
+
+
+@dataclass(frozen=True)
+class OutOfMemory:
+    """PyTorch/HIP/NPU "out of memory" (figures when printed) or "CUDA error: out of memory"."""
+
+    exc_type: str | None
+    device: str | None  # CUDA | HIP | NPU | XPU | MUSA, as printed
+    gpu: int | None
+    tried_bytes: int | None
+    capacity_bytes: int | None
+    free_bytes: int | None
+    in_use_bytes: int | None  # "Process N has" / "this process has ... in use"
+    allocated_bytes: int | None  # allocated by PyTorch
+    reserved_unallocated_bytes: int | None  # reserved by PyTorch but unallocated
+    private_pools_bytes: int | None  # allocated in private pools (CUDA graphs)
+    in_capture_error: bool  # raised as "Capture cuda graph failed: <OOM>"
+    comm_library: str | None  # "DeepEP" / "NVSHMEM" when their buffer asked for it
+
+    @property
+    def shortfall_bytes(self) -> int | None:
+        if self.tried_bytes is None or self.free_bytes is None:
+            return None
+        return max(self.tried_bytes - self.free_bytes, 0)
+
+
+@dataclass(frozen=True)
+class KVSizing:
+    """SGLang's "Not enough memory. Please try to increase --mem-fraction-static." (KV pool <= 0)."""
+
+    mem_fraction_static: float | None
+
+
+@dataclass(frozen=True)
+class Unbalanced:
+    """ "The memory capacity is unbalanced", raised (a warning is not a failure)."""
+
+    pre_model_load_gib: float | None  # global minimum of free memory after distributed init
+    local_gib: float | None  # the raising (healthy) rank's own free memory
+
+
+@dataclass(frozen=True)
+class CaptureError:
+    """ "Capture cuda graph failed: <e>" where e is not an out-of-memory error."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class CommBufferError:
+    """A DeepEP / NVSHMEM error that does not say "out of memory" in PyTorch's words."""
+
+    library: str
+    exc_type: str | None
+    message: str
+    memory: bool | None  # allocation wording -> True; unknown -> None
+
+
+@dataclass(frozen=True)
+class OtherRanksUnfinished:
+    """ "TP rank N could finish the model loading, but there are other ranks that didn't finish"."""
+
+    tp_rank: int
+
+
+@dataclass(frozen=True)
+class PythonError:
+    """Any other exception that ended a traceback (TypeError, ImportError, RuntimeError ...)."""
+
+    exc_type: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ChildDied:
+    """ "Received sigquit from a child process" with no readable traceback."""
+
+
+ErrorRecord = (
+    OutOfMemory
+    | KVSizing
+    | Unbalanced
+    | CaptureError
+    | CommBufferError
+    | OtherRanksUnfinished
+    | PythonError
+    | ChildDied
+)
+
+
+@dataclass(frozen=True)
+class RankError:
+    """The decisive error of one traceback, with the rank that printed it."""
+
+    rank: str | None
+    record: ErrorRecord
+    source: Source | None
+
+
+# --- reading the error records ----------------------------------------------------------
+
+# Wording of an allocation failure outside PyTorch's OOM sentence (cuBLAS, NVSHMEM, DeepEP, NPU).
+_MEMORY_WORDS = regex.compile(
+    r"out of memory|outofmemory|\bOOM\b|ALLOC_FAILED|failed to allocate|cannot allocate memory|"
+    r"insufficient (?:device )?memory|not enough (?:device )?memory|memory allocation failed|"
+    r"malloc failed|mspace|unable to allocate",
+    regex.IGNORECASE,
+)
+# Errors that mention memory but are not about capacity.
+_NOT_CAPACITY = regex.compile(
+    r"illegal memory access|memory access fault|misaligned address", regex.IGNORECASE
+)
+_COMM = regex.compile(r"\b(DeepEP|deep_ep|NVSHMEM|nvshmem|mooncake|UCCL)\b")
+# A traceback ending with these is a code, install or version problem, never capacity.
+_NOT_MEMORY_TYPES = frozenset(
+    {
+        "TypeError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "AttributeError",
+        "NameError",
+        "SyntaxError",
+        "KeyError",
+        "IndexError",
+        "AssertionError",
+        "NotImplementedError",
+        "ValueError",
+        "FileNotFoundError",
+        "PermissionError",
+        "ConnectionError",
+        "ConnectionRefusedError",
+        "TimeoutError",
+        "UnboundLocalError",
+        "ZeroDivisionError",
+        "RecursionError",
+        "JSONDecodeError",
+        "OSError",
+    }
+)
+
+
+def _b(m: Mem | None) -> int | None:
+    return m.bytes if m is not None else None
+
+
+def _oom_from_event(e: ev.TorchOOM, in_capture: bool = False) -> OutOfMemory:
+    lib = _COMM.search(e.message)
+    return OutOfMemory(
+        exc_type=e.exc_type,
+        device=e.device,
+        gpu=e.gpu,
+        tried_bytes=_b(e.tried),
+        capacity_bytes=_b(e.capacity),
+        free_bytes=_b(e.free),
+        in_use_bytes=_b(e.in_use),
+        allocated_bytes=_b(e.allocated),
+        reserved_unallocated_bytes=_b(e.reserved_unallocated),
+        private_pools_bytes=_b(e.private_pools),
+        in_capture_error=in_capture,
+        comm_library=_library(lib.group(1)) if lib else None,
+    )
+
+
+def _library(name: str) -> str:
+    return {"deep_ep": "DeepEP", "nvshmem": "NVSHMEM"}.get(name.lower(), name)
+
+
+def _oom_in_text(text: str, source: Source, rank: str | None) -> ev.TorchOOM | None:
+    """Parse a PyTorch OOM sentence quoted inside another message (Capture ... failed: CUDA out of memory ...).
+
+    The parse stage gives ``CaptureFailed`` only its message, so the figures of the OOM it
+    quotes are read here with the parse stage's own OOM pattern; this goes once the event
+    carries the OOM it wraps (logmem/parse is another task's)."""
+    m = regex.search(r"(?:CUDA|HIP|NPU|XPU|MUSA) out of memory\.", text)
+    if m is None:
+        return None
+    hit = ev.match_record(
+        Record(rank, (), None, "torch.OutOfMemoryError: " + text[m.start() :], source)
+    )
+    return hit[1] if hit is not None and isinstance(hit[1], ev.TorchOOM) else None
+
+
+def _record(e: ev.Event) -> ErrorRecord | None:
+    """One error event -> its typed record (None for events that are not errors)."""
+    if isinstance(e, ev.TorchOOM):
+        return _oom_from_event(e)
+    if isinstance(e, ev.NotEnoughMemory):
+        return KVSizing(e.mem_fraction_static)
+    if isinstance(e, ev.Imbalance):
+        return Unbalanced(e.pre_model_load_gib, e.local_gib)
+    if isinstance(e, ev.OtherRanksFailed):
+        return OtherRanksUnfinished(e.tp_rank)
+    if isinstance(e, ev.CaptureFailed):
+        inner = _oom_in_text(e.message, e.source, e.rank)
+        if inner is not None:
+            return _oom_from_event(inner, in_capture=True)
+        if _MEMORY_WORDS.search(e.message) and not _NOT_CAPACITY.search(e.message):
+            return _bare_oom(None, e.message, in_capture=True)
+        return CaptureError(e.message)
+    if isinstance(e, ev.ExceptionLine):
+        text = f"{e.exc_type}: {e.message}"
+        lib = _COMM.search(text)
+        memory_words = bool(_MEMORY_WORDS.search(text)) and not _NOT_CAPACITY.search(text)
+        if memory_words:
+            return _bare_oom(e.exc_type, text)
+        if lib is not None:
+            return CommBufferError(_library(lib.group(1)), e.exc_type, e.message, None)
+        return PythonError(e.exc_type, e.message)
+    return None
+
+
+# Figures in allocation failures outside PyTorch's sentence (DeepEP/NVSHMEM, NPU, cuBLAS ...).
+_SIZE = r"(\d{1,9}(?:\.\d{1,6})?) ?(B|bytes|KiB|MiB|GiB|TiB|KB|MB|GB)\b"
+_ASKED = regex.compile(
+    r"(?:allocate|allocating|requested|request of|size of)\D{0,30}?" + _SIZE, regex.IGNORECASE
+)
+_FREE = regex.compile(
+    r"free(?: memory)?(?: is| of|:|=)? ?" + _SIZE + r"|" + _SIZE + r" (?:is )?free",
+    regex.IGNORECASE,
+)
+
+
+_UNITS = {
+    "b": "B",
+    "bytes": "B",
+    "kib": "KiB",
+    "mib": "MiB",
+    "gib": "GiB",
+    "tib": "TiB",
+    "kb": "KB",
+    "mb": "MB",
+    "gb": "GB",
+}
+
+
+def _size(number: str | None, unit: str | None) -> int | None:
+    if number is None or unit is None:
+        return None
+    # The pattern ignores case ("Gib", "mb" in hand-written messages): back to the printed forms.
+    unit = _UNITS.get(unit.lower(), unit)
+    return Mem.parse(number, unit).bytes  # "GB" is read as GiB, as everywhere in SGLang
+
+
+def _bare_oom(exc_type: str | None, text: str, in_capture: bool = False) -> OutOfMemory:
+    """An allocation failure in other words than PyTorch's; keeps the size asked for and the free memory when printed."""
+    dev = regex.search(r"\b(CUDA|HIP|NPU|XPU|MUSA|ACL)\b", text)
+    lib = _COMM.search(text)
+    asked = _ASKED.search(text)
+    free = _FREE.search(text)
+    free_bytes = None
+    if free is not None:
+        free_bytes = (
+            _size(free.group(1), free.group(2))
+            if free.group(1)
+            else _size(free.group(3), free.group(4))
+        )
+    return OutOfMemory(
+        exc_type=exc_type,
+        device=dev.group(1) if dev else None,
+        gpu=None,
+        tried_bytes=_size(asked.group(1), asked.group(2)) if asked else None,
+        capacity_bytes=None,
+        free_bytes=free_bytes,
+        in_use_bytes=None,
+        allocated_bytes=None,
+        reserved_unallocated_bytes=None,
+        private_pools_bytes=None,
+        in_capture_error=in_capture,
+        comm_library=_library(lib.group(1)) if lib else None,
+    )
+
+
+def priority(r: ErrorRecord) -> int:
+    """Which error explains a crash best: the specific memory messages before generic ones,
+    and a rank's own error before "other ranks didn't finish" (which only points elsewhere)."""
+    if isinstance(r, OutOfMemory):
+        return 0 if r.tried_bytes is not None else 1
+    order: dict[type, int] = {
+        KVSizing: 2,
+        Unbalanced: 3,
+        CommBufferError: 4,
+        CaptureError: 5,
+        PythonError: 6,
+        OtherRanksUnfinished: 7,
+        ChildDied: 8,
+    }
+    return order[type(r)]
+
+
+def _merge(records: Sequence[tuple[ErrorRecord, Source]]) -> tuple[ErrorRecord, Source] | None:
+    """The decisive record of one traceback; a chained OOM + "Capture failed" keeps both facts."""
+    if not records:
+        return None
+    best = min(records, key=lambda rs: priority(rs[0]))
+    rec, src = best
+    if isinstance(rec, OutOfMemory) and not rec.in_capture_error:
+        wrapped = any(
+            isinstance(r, (CaptureError, OutOfMemory)) and _in_capture(r) for r, _ in records
+        )
+        if wrapped:
+            rec = replace(rec, in_capture_error=True)
+    return rec, src
+
+
+def _in_capture(r: ErrorRecord) -> bool:
+    return isinstance(r, CaptureError) or (isinstance(r, OutOfMemory) and r.in_capture_error)
+
+
+def read_errors(tracebacks: Iterable[Traceback]) -> tuple[RankError, ...]:
+    """The decisive error of each traceback, typed, with its rank.
+
+    A chained exception ("During handling of the above exception ...") prints a second,
+    unprefixed traceback right after the first: it belongs to the same rank."""
+    groups: list[tuple[str | None, list[tuple[ErrorRecord, Source]]]] = []
+    last: Source | None = None
+    for t in tracebacks:
+        recs = [(r, e.source) for e in t.errors if (r := _record(e)) is not None]
+        if not recs:
+            continue
+        start = t.opening.source if t.opening is not None else recs[0][1]
+        chained = (
+            t.rank is None
+            and groups
+            and last is not None
+            and start.path == last.path
+            and 0 <= start.line_no - last.line_no <= 5
+        )
+        if chained:
+            groups[-1][1].extend(recs)
+        else:
+            groups.append((t.rank, recs))
+        last = recs[-1][1]
+    out: list[RankError] = []
+    for rank, recs in groups:
+        merged = _merge(recs)
+        if merged is not None:
+            out.append(RankError(rank, merged[0], merged[1]))
+    return tuple(out)
+
+
+def is_memory(r: ErrorRecord) -> bool | None:
+    """Memory-related: True (capacity ran out), False (code/install/version), None (cannot tell)."""
+    if isinstance(r, (OutOfMemory, KVSizing, Unbalanced)):
+        return True
+    if isinstance(r, CommBufferError):
+        return r.memory
+    if isinstance(r, (CaptureError, PythonError)):
+        text = r.message if isinstance(r, CaptureError) else f"{r.exc_type}: {r.message}"
+        exc = r.exc_type if isinstance(r, PythonError) else leading_type(r.message)
+        if exc is not None and exc.rsplit(".", 1)[-1] in _NOT_MEMORY_TYPES:
+            return False
+        # NCCL "unhandled cuda error" can hide an allocation failure: do not rule memory out.
+        if regex.search(r"unhandled (?:cuda|system) error|NCCL error", text, regex.IGNORECASE):
+            return None
+        return False
+    return None  # other ranks unfinished, a child that died silently
+
+
+def leading_type(text: str) -> str | None:
+    m = regex.match(r"\s*((?:[a-z_][a-z0-9_]*\.)*[A-Z]\w*(?:Error|Exception))\b", text)
+    return m.group(1) if m else None
+
+
+def kind_of(r: ErrorRecord) -> str:
+    if isinstance(r, OutOfMemory):
+        return "oom"
+    if isinstance(r, KVSizing):
+        return "not_enough_memory"
+    if isinstance(r, Unbalanced):
+        return "imbalance"
+    if isinstance(r, CaptureError):
+        return "capture_failed"
+    return "error"
+
+
+def message_of(r: ErrorRecord, src: Source | None) -> str:
+    if isinstance(r, (OutOfMemory, KVSizing, Unbalanced, OtherRanksUnfinished)) and src is not None:
+        return src.text.strip()[:2000]
+    if isinstance(r, CaptureError):
+        return f"Capture CUDA graph failed: {r.message}".strip()
+    if isinstance(r, PythonError):
+        return f"{r.exc_type}: {r.message}".strip()
+    if isinstance(r, CommBufferError):
+        return f"{r.exc_type}: {r.message}" if r.exc_type else r.message
+    return "a child process died (sigquit) without a readable traceback"
+
+
+def exc_type_of(r: ErrorRecord) -> str | None:
+    if isinstance(r, (OutOfMemory, PythonError, CommBufferError)):
+        return r.exc_type
+    if isinstance(r, CaptureError):
+        return leading_type(r.message)
+    return None

@@ -1,0 +1,123 @@
+"""Static buffers beside the weights and the KV pool: logits, DeepEP low latency, request table.
+
+Each is a figure the config and the deployment's settings decide, not the log: the decode
+graph's logits buffer (max bs x tokens per request x vocab x 4 B), DeepEP's low-latency RDMA
+buffer and its masked-GEMM intermediates (DeepEP ``get_low_latency_rdma_size_hint``,
+docs/reference.md 12.5) and the request-to-token table (``rules.req_to_token_bytes``). A
+buffer whose inputs are missing stays unknown (None); build.py says what would fill it.
+"""
+
+from __future__ import annotations
+
+from logmem.estimate.config import Dims, Parallel
+from logmem.estimate.pieces import ceil_div
+from logmem.sglang import rules, sharding
+from logmem.units import GIB
+
+# DeepEP's NUM_BUFFER_ALIGNMENT_BYTES.
+DEEPEP_ALIGNMENT = 128
+
+
+def deepep_low_latency_bytes(
+    max_dispatch_tokens: int,
+    hidden: int,
+    num_experts: int,
+    num_ranks: int = 1,
+    *,
+    scaled_combine: bool = False,
+) -> int:
+    """DeepEP low-latency RDMA buffer per rank (get_low_latency_rdma_size_hint, reference 12.5).
+
+    scaled_combine=False is the original layout (combine messages of 2*H bytes, E*4 signal
+    bytes); True is the newer one that adds per-128-channel scales to each combine message
+    and local-expert flags to the signal buffer.
+    """
+    t, h, e = max_dispatch_tokens, hidden, num_experts
+    num_scales = h // 128
+    dispatch_msg = 16 + max(2 * h, h + 4 * num_scales)
+    combine_msg = 4 * num_scales + 2 * h if scaled_combine else 2 * h
+    send = max(t * dispatch_msg, e * t * combine_msg)
+    recv = max(e * t * dispatch_msg, e * t * combine_msg)
+    local = ceil_div(e, max(1, num_ranks))
+    signal = e * 8 + local * 4 if scaled_combine else e * 4
+    signal = ceil_div(signal, 128) * 128
+    total = 2 * (send + recv + signal)
+    return ceil_div(total, DEEPEP_ALIGNMENT) * DEEPEP_ALIGNMENT
+
+
+def deepep_masked_gemm_bytes(
+    max_dispatch_tokens: int, num_experts: int, moe_intermediate: int, num_ranks: int = 1
+) -> int:
+    """Masked grouped-GEMM intermediates for one DeepEP low-latency step, per rank.
+
+    Rows are local experts x (max_dispatch x ranks), about num_experts x max_dispatch. Each row
+    holds the gate/up output (2 x intermediate, BF16) and its activated FP8 copy with one FP32
+    scale per 128 values. The down-projection output is not counted.
+    """
+    ranks = max(1, num_ranks)
+    rows = ceil_div(num_experts, ranks) * max_dispatch_tokens * ranks
+    per_row = 2 * moe_intermediate * 2 + moe_intermediate + ceil_div(moe_intermediate, 128) * 4
+    return rows * per_row
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+def logits_buffer(
+    d: Dims, cuda_graph_max_bs: int | None, tokens_per_req: int, notes: list[str]
+) -> int | None:
+    """The decode graph's logits buffer; None without a max bs or a vocabulary."""
+    if cuda_graph_max_bs is None or d.vocab is None:
+        return None
+    rows = cuda_graph_max_bs * tokens_per_req
+    notes.append(
+        f"logits buffer: {rows} rows ({cuda_graph_max_bs} x {tokens_per_req}) x "
+        f"vocab {d.vocab} x 4 bytes"
+    )
+    return sharding.logits_buffer_bytes(cuda_graph_max_bs, tokens_per_req, d.vocab)
+
+
+def deepep_buffers(
+    d: Dims, par: Parallel, max_dispatch_tokens: int | None, notes: list[str]
+) -> tuple[int | None, int | None]:
+    """DeepEP's low-latency buffer and the masked-GEMM intermediates, per rank (MoE only)."""
+    if d.experts is None or d.routed_hidden is None:
+        return None, None
+    t = max_dispatch_tokens or rules.DEEPEP_DEFAULT_DISPATCH_TOKENS
+    deepep = deepep_low_latency_bytes(t, d.routed_hidden, d.experts, par.ep)
+    newer = deepep_low_latency_bytes(t, d.routed_hidden, d.experts, par.ep, scaled_combine=True)
+    notes.append(
+        f"DeepEP low-latency buffer (only with moe_a2a_backend deepep): "
+        f"{t} dispatch tokens x {d.experts} experts x hidden "
+        f"{d.routed_hidden}, combine messages of 2*H bytes; DeepEP versions "
+        f"that add combine scales need {newer / GIB:.2f} GiB"
+    )
+    if max_dispatch_tokens is None:
+        notes.append(f"max dispatch tokens defaulted to {rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}")
+    masked = None
+    if d.moe_inter is not None:
+        masked = deepep_masked_gemm_bytes(t, d.experts, d.moe_inter, par.ep)
+        notes.append(
+            f"masked-GEMM intermediates: about {d.experts} x {t} rows of "
+            f"2 x {d.moe_inter} BF16 plus the FP8 copy and scales; "
+            "down-projection output not counted"
+        )
+    return deepep, masked
+
+
+def request_table(
+    max_running_requests: int | None,
+    context_len: int | None,
+    max_position_embeddings: int | None,
+    notes: list[str],
+) -> int | None:
+    """The request-to-token table; the context length falls back to max_position_embeddings,
+    as SGLang's does when --context-length is not given."""
+    if max_running_requests is None:
+        return None
+    ctx = context_len
+    if ctx is None:
+        ctx = max_position_embeddings
+        if ctx is not None:
+            notes.append(f"context length taken from max_position_embeddings ({ctx})")
+    return rules.req_to_token_bytes(max_running_requests, ctx) if ctx is not None else None

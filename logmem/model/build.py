@@ -1,0 +1,435 @@
+"""Model stage, building: events -> launches -> ranks -> models, pools and graph captures.
+
+Rules, from docs/reference.md sections 1.5, 7 and 17:
+
+* files given together are first grouped into the files of one launch
+  (logmem.model.inputs): files whose server_args, model or clocks say they are different
+  launches are never merged;
+* a file that prints ``server_args=`` twice, or a rank that begins distributed init
+  twice, holds two launches; per-rank files of one launch are merged by launch index;
+* per rank, the first ``Load weight`` pair is the target model, a later one the draft;
+  pool lines and ``Memory pool end`` belong to the first model whose pools are not
+  closed yet (older SGLang: target pools before draft load; newest: both loads first);
+* progress-bar renders carry no prefix: they belong to the open capture on the rank
+  that prints bars (the one that printed ``Capture cuda graph bs``, else TP rank 0);
+  renders before any capture is open (a fragment that starts mid-capture) belong to the
+  capture whose end line follows on that rank;
+* captures open and close by the rules of logmem.model.captures: a sizes list with no
+  capture open (``Capture cuda graph num tokens [...]`` right after the decode end,
+  in versions without a piecewise begin line) opens a capture;
+* a capture that printed no end line finished when a later start-up step follows it on
+  its rank (another capture, a model load, pools, the summary) or the server came up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from logmem.model.captures import (
+    GraphB,
+    begin_capture,
+    capture_sizes,
+    continues,
+    end_capture,
+    last_avail,
+    open_graph,
+)
+from logmem.model.inputs import InputGroup, group_inputs, same_launch_args
+from logmem.model.records import (
+    OPENED_BY_BARS,
+    OPENED_BY_END,
+    Launch,
+    Model,
+    Rank,
+    Traceback,
+)
+from logmem.parse import events as ev
+from logmem.parse.lines import rank_tags
+from logmem.sglang.capture_lists import ListContext
+
+_POOL_EVENTS = (ev.KVPool, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailable, ev.DSv4Plan)
+_ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed)
+# Start-up steps that come after a capture: one printed on the capture's rank shows that a
+# capture without an end line had finished.
+_LATER_STEPS = (ev.CaptureBegin, ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.Summary)
+
+
+@dataclass
+class _ModelB:
+    role: str
+    weights_begin: ev.WeightsBegin | None = None
+    weights_end: ev.WeightsEnd | None = None
+    pools: list[ev.Event] = field(default_factory=list)
+    pool_end: ev.PoolEnd | None = None
+
+    def freeze(self) -> Model:
+        return Model(
+            self.role, self.weights_begin, self.weights_end, tuple(self.pools), self.pool_end
+        )
+
+
+@dataclass
+class _RankB:
+    label: str
+    tags: tuple[tuple[str, int], ...]
+    init_begin: ev.InitBegin | None = None
+    init_end: ev.InitEnd | None = None
+    models: list[_ModelB] = field(default_factory=list)
+    graphs: list[GraphB] = field(default_factory=list)
+    events: list[ev.Event] = field(default_factory=list)
+    summary: ev.Summary | None = None
+    printed_sizes: bool = False
+    bars: int = 0
+
+    def open_graph(self) -> GraphB | None:
+        return open_graph(self.graphs)
+
+    def close_graphs(self, by: ev.Event) -> None:
+        for g in self.graphs:
+            if g.is_open:
+                g.closed_by = by
+
+    def new_model(self) -> _ModelB:
+        m = _ModelB("target" if not self.models else "draft")
+        self.models.append(m)
+        return m
+
+    def model_for_pools(self) -> _ModelB:
+        for m in self.models:
+            if m.pool_end is None:
+                return m
+        return self.new_model()
+
+    def freeze(self, ctx: ListContext) -> Rank:
+        ctx = dataclasses.replace(ctx, draft_loaded=len(self.models) > 1)
+        return Rank(
+            self.label,
+            self.tags,
+            self.init_begin,
+            self.init_end,
+            tuple(m.freeze() for m in self.models),
+            tuple(g.freeze(ctx) for g in self.graphs),
+            tuple(self.events),
+            self.summary,
+            self.bars > 0,
+        )
+
+
+@dataclass
+class _TracebackB:
+    rank: str | None
+    opening: ev.Event | None
+    errors: list[ev.Event] = field(default_factory=list)
+
+
+def _preference(r: _RankB) -> tuple[int, int]:
+    """Which rank prints bars: the one that printed the sizes list, else TP rank 0 (DP0 first)."""
+    tp = next((n for t, n in r.tags if t == "TP"), 0)
+    dp = next((n for t, n in r.tags if t == "DP"), 0)
+    return (0 if r.printed_sizes else 1, 0 if tp == 0 and dp == 0 else (1 if tp == 0 else 2))
+
+
+@dataclass
+class _LaunchB:
+    index: int
+    server_args: ev.ServerArgs | None = None
+    ranks: dict[str, _RankB] = field(default_factory=dict)
+    tracebacks: list[_TracebackB] = field(default_factory=list)
+    events: list[ev.Event] = field(default_factory=list)
+    stray_bars: int = 0
+    paths: list[str] = field(default_factory=list)
+    # Capture renders printed while no capture was open (until an end line claims them).
+    pending_bars: list[ev.BarRender] = field(default_factory=list)
+
+    def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
+        r = self.ranks.get(label)
+        if r is None:
+            r = self.ranks[label] = _RankB(label, tags)
+        return r
+
+    def has_content(self) -> bool:
+        return bool(self.ranks) or self.server_args is not None
+
+    def bar_rank(self, bar: ev.BarRender | None = None) -> _RankB | None:
+        """The rank whose open capture a prefix-less bar belongs to."""
+        open_ranks = [r for r in self.ranks.values() if r.open_graph() is not None]
+        if not open_ranks:
+            return None
+        best = min(_preference(r) for r in open_ranks)
+        candidates = [r for r in open_ranks if _preference(r) == best]
+        if len(candidates) > 1 and bar is not None and bar.avail is not None:
+            # Several bar printers at once (each PP stage has a TP rank 0): the render belongs
+            # to the capture it continues. A reading above capture begin cannot be that capture's.
+            avail = bar.avail.bytes
+            fitting = [r for r in candidates if continues(r.open_graph(), bar)]
+            if fitting:
+                return min(
+                    fitting, key=lambda r: (abs(last_avail(r.open_graph()) - avail), -_open_line(r))
+                )
+        # Otherwise the most recently opened capture.
+        return max(candidates, key=lambda r: _open_line(r))
+
+    def place_pending_bars(self) -> None:
+        """Renders printed while no capture was open go to the capture whose end line follows
+        them (a fragment that starts mid-capture): the end-only capture on the bar-printing
+        rank (TP0 first), the earliest such end. Called at the next begin line and at the end:
+        renders a begin line follows are not a later capture's, so they stay stray."""
+        group, self.pending_bars = self.pending_bars, []
+        if not group:
+            return
+        last = group[-1].source
+        ends = [
+            (r, g)
+            for r in self.ranks.values()
+            for g in r.graphs
+            if g.opened_by == OPENED_BY_END
+            and not g.samples
+            and g.end is not None
+            and g.end.source.path == last.path
+            and g.end.source.line_no >= last.line_no
+        ]
+        if not ends:
+            self.stray_bars += sum(1 for b in group if b.kind != "plain")
+            return
+        r, g = min(ends, key=lambda x: (_preference(x[0]), _line_of(x[1].end)))
+        g.opened_by = OPENED_BY_BARS
+        for b in group:
+            g.add_bar(b)
+        r.bars += len(group)
+        at = next((i for i, x in enumerate(r.events) if x is g.end), len(r.events))
+        r.events[at:at] = group
+
+    def close_at_ready(self) -> None:
+        """The server came up: captures opened before that line had finished. Done once all
+        is read, so that the ready line never decides which capture a bar belongs to."""
+        up = next((e for e in self.events if isinstance(e, (ev.Ready, ev.HttpUp))), None)
+        if up is None:
+            return
+        for r in self.ranks.values():
+            for g in r.graphs:
+                at = g.opening.source if g.opening is not None else None
+                before = at is not None and (at.path, at.line_no) < (
+                    up.source.path,
+                    up.source.line_no,
+                )
+                if g.is_open and before and at is not None and at.path == up.source.path:
+                    g.closed_by = up
+
+    def freeze(self, index: int) -> Launch:
+        self.place_pending_bars()
+        self.close_at_ready()
+        ranks = sorted(self.ranks.values(), key=lambda r: (len(r.tags) > 0, r.tags, r.label))
+        tbs = tuple(Traceback(t.rank, t.opening, tuple(t.errors)) for t in self.tracebacks)
+        pool = next(
+            (
+                n
+                for r in self.ranks.values()
+                if r.summary is not None
+                and (n := r.summary.get_int("max_running_requests")) is not None
+            ),
+            None,
+        )
+        ctx = ListContext.from_args(self.server_args.args if self.server_args else None, pool)
+        return Launch(
+            index,
+            self.server_args,
+            tuple(r.freeze(ctx) for r in ranks),
+            tbs,
+            tuple(self.events),
+            self.stray_bars,
+            tuple(dict.fromkeys(self.paths)),
+        )
+
+
+def _line_of(e: ev.Event | None) -> int:
+    return e.source.line_no if e is not None else -1
+
+
+def _main_rank_key(r: _RankB) -> tuple[int, ...]:
+    return tuple(n for _, n in r.tags)
+
+
+def _open_line(r: _RankB) -> int:
+    g = r.open_graph()
+    return _line_of(g.opening) if g else -1
+
+
+class _Builder:
+    """Launches of one group of input files (see logmem.model.inputs)."""
+
+    def __init__(self) -> None:
+        self.launches: list[_LaunchB] = []
+        self.cur = -1
+        self.path: str | None = None
+        self.file_content = False
+
+    def launch(self) -> _LaunchB:
+        if self.cur < 0:
+            self.cur = 0
+        while len(self.launches) <= self.cur:
+            self.launches.append(_LaunchB(len(self.launches)))
+        return self.launches[self.cur]
+
+    def next_launch(self) -> _LaunchB:
+        self.cur += 1
+        return self.launch()
+
+    def feed(self, e: ev.Event) -> None:
+        if e.source.path != self.path:
+            # Another input file: its launches line up with the first file's, by index.
+            self.path = e.source.path
+            self.cur = -1
+            self.file_content = False
+        L = self.launch()
+        if isinstance(e, ev.ServerArgs):
+            if self.file_content:
+                L = self.next_launch()
+            elif L.server_args is not None and not same_launch_args(L.server_args.args, e.args):
+                # Another file's start-up with other settings: a launch of its own, not a part.
+                self.cur = len(self.launches)
+                L = self.launch()
+            if L.server_args is None:
+                L.server_args = e
+            self.file_content = True
+            L.paths.append(e.source.path)
+            return
+        if e.rank is None:
+            self.feed_unprefixed(L, e)
+            return
+        if self.is_restart(L, e):
+            L = self.next_launch()
+        self.file_content = True
+        L.paths.append(e.source.path)
+        if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):
+            L.events.append(e)
+            return
+        r = L.rank(e.rank, rank_tags(e.rank or ""))
+        r.events.append(e)
+        self.feed_rank(L, r, e)
+
+    def is_restart(self, L: _LaunchB, e: ev.Event) -> bool:
+        """A rank that begins distributed init again after start-up ended is a restart.
+
+        A draft worker also runs distributed init again, but mid start-up. Only evidence from
+        the same input counts: with one file per rank, the files are read one after another,
+        so TP0's ready line (read earlier) says nothing about where TP1's file stands."""
+        if not isinstance(e, ev.InitBegin) or e.rank is None:
+            return False
+        r = L.ranks.get(e.rank)
+        if r is None or r.init_begin is None:
+            return False
+        if len(r.models) >= 2:
+            return True  # target and draft are both loaded: nothing else re-initialises
+        if r.events and r.events[-1].source.path != e.source.path:
+            return True  # the same rank starting over in another file: a second run, not a part
+        spec = L.server_args.args if L.server_args else {}
+        if "speculative_algorithm" in spec and spec["speculative_algorithm"] is None and r.models:
+            return True  # no draft model in this launch, so a second init is a new start-up
+        path = e.source.path
+        ended = any(
+            isinstance(x, (ev.Ready, ev.HttpUp, ev.SigQuit)) and x.source.path == path
+            for x in L.events
+        ) or any(err.source.path == path for t in L.tracebacks for err in t.errors)
+        return ended or any(
+            x.summary is not None and x.summary.source.path == path for x in L.ranks.values()
+        )
+
+    def feed_unprefixed(self, L: _LaunchB, e: ev.Event) -> None:
+        if isinstance(e, ev.BarRender):
+            r = L.bar_rank(e)
+            if r is None:
+                if e.kind != "plain" or L.pending_bars:
+                    # No capture open: a fragment that starts mid-capture (kept until the end
+                    # line that follows claims it), or another tool's bar. A bare render is
+                    # only kept when it continues renders already held.
+                    L.pending_bars.append(e)
+                return
+            r.bars += 1
+            r.events.append(e)
+            g = r.open_graph()
+            assert g is not None
+            g.add_bar(e)
+            return
+        if isinstance(e, ev.TracebackStart):
+            L.tracebacks.append(_TracebackB(None, e))
+            return
+        if isinstance(e, ev.Summary) and L.ranks:
+            # bench_one_batch prints the summary without a prefix: it is the main rank's.
+            main = L.bar_rank() or min(L.ranks.values(), key=_main_rank_key)
+            main.events.append(e)
+            main.summary = main.summary or e
+            main.close_graphs(e)
+            return
+        if isinstance(e, (*_ERROR_EVENTS, ev.Imbalance, ev.OtherRanksFailed)):
+            tb = next((t for t in L.tracebacks if not t.errors), None)
+            if tb is None:
+                tb = _TracebackB(None, None)
+                L.tracebacks.append(tb)
+            tb.errors.append(e)
+            return
+        L.events.append(e)
+
+    def feed_rank(self, L: _LaunchB, r: _RankB, e: ev.Event) -> None:
+        if isinstance(e, _LATER_STEPS):
+            r.close_graphs(e)
+        if isinstance(e, ev.InitBegin):
+            r.init_begin = r.init_begin or e
+        elif isinstance(e, ev.InitEnd):
+            r.init_end = r.init_end or e
+        elif isinstance(e, ev.WeightsBegin):
+            r.new_model().weights_begin = e
+        elif isinstance(e, ev.WeightsEnd):
+            m = next((m for m in r.models if m.weights_end is None), None) or r.new_model()
+            m.weights_end = e
+        elif isinstance(e, _POOL_EVENTS):
+            r.model_for_pools().pools.append(e)
+        elif isinstance(e, ev.PoolEnd):
+            r.model_for_pools().pool_end = e
+        elif isinstance(e, ev.CaptureBegin):
+            L.place_pending_bars()  # renders before a begin line are not this capture's
+            begin_capture(r.graphs, e)
+        elif isinstance(e, ev.CaptureSizes):
+            r.printed_sizes = True
+            capture_sizes(r.graphs, e)
+        elif isinstance(e, ev.CaptureEnd):
+            end_capture(r.graphs, e)
+        elif isinstance(e, ev.BarRender):
+            self.feed_unprefixed(L, dataclasses.replace(e, rank=None))
+            r.events.pop()  # the bar is recorded on the rank that owns the capture
+        elif isinstance(e, ev.Summary):
+            r.summary = r.summary or e
+        elif isinstance(e, (ev.SchedulerException, ev.TracebackStart)):
+            L.tracebacks.append(_TracebackB(r.label, e))
+        elif isinstance(e, ev.Imbalance) and e.exc_type is None:
+            pass  # a warning (healthy ranks print it); raised, it ends a traceback
+        elif isinstance(e, (*_ERROR_EVENTS, ev.Imbalance, ev.OtherRanksFailed)):
+            tb = next((t for t in L.tracebacks if t.rank == r.label and not t.errors), None)
+            if tb is None:
+                tb = _TracebackB(r.label, None)
+                L.tracebacks.append(tb)
+            tb.errors.append(e)
+
+
+def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[InputGroup, ...]]:
+    """Launches of all inputs, and how the input files were grouped into launches."""
+    by_path: dict[str, list[ev.Event]] = {}
+    for e in events:
+        by_path.setdefault(e.source.path, []).append(e)
+    groups = group_inputs(by_path)
+    launches: list[Launch] = []
+    for grp in groups:
+        b = _Builder()
+        for path in grp.paths:
+            for e in by_path[path]:
+                b.feed(e)
+        for L in b.launches:
+            if L.has_content() or L.events:
+                launches.append(L.freeze(len(launches)))
+    return tuple(launches), groups
+
+
+def build_launches(events: Iterable[ev.Event]) -> tuple[Launch, ...]:
+    """Group events into launches and ranks (see the module docstring for the rules)."""
+    return build_groups(events)[0]

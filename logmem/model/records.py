@@ -1,0 +1,289 @@
+"""Model stage, records: a start-up as the log tells it (launches -> ranks -> models, pools,
+graph captures with their bucket samples), per rank and in log order.
+
+Later stages (attribution, fit, failures, reports) read these records and never go back to
+the text. logmem.model.build makes them from events; its docstring has the grouping rules.
+A figure the log does not print is None here, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from logmem.parse import events as ev
+from logmem.parse.lines import Source
+from logmem.units import Mem
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Free memory at the start of one bucket (one per bucket, in capture order)."""
+
+    size: int | None
+    avail: Mem
+    source: Source = field(compare=False, repr=False)
+    index: int | None = None  # 0-based bucket in capture order, from tqdm's n/total
+
+
+# How a capture showed itself in the log (Graph.opened_by).
+OPENED_BY_BEGIN = "begin line"
+OPENED_BY_SIZES = "sizes line"  # versions without a begin line announce it by its sizes list
+OPENED_BY_BARS = "bars"  # a fragment that starts mid-capture: renders, then the end line
+OPENED_BY_END = "end line"  # an end line alone (a trimmed or filtered log)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One capture block of one graph family on one rank."""
+
+    name: str
+    backend: str
+    begin: ev.CaptureBegin | None
+    end: ev.CaptureEnd | None
+    sizes: tuple[int, ...] | None
+    sizes_source: str | None  # "begin line" | "bs line" | "num tokens line"
+    samples: tuple[Sample, ...]
+    bars: int  # progress-bar renders seen, with or without a reading
+    bar_total: int | None = None  # tqdm's total: the number of buckets, when sizes are not printed
+    opened_by: str = OPENED_BY_BEGIN
+    # The start-up step printed after a capture that has no end line (the next capture, a model
+    # load, pools, the scheduler summary, the ready line): it shows that the capture finished.
+    closed_by: ev.Event | None = field(default=None, compare=False)
+    # When no sizes list is printed (or it is elided with '...') but tqdm's total gives the
+    # number of buckets: the largest size by SGLang's list rules, and which rule gave it.
+    inferred_largest: int | None = None
+    inferred_rule: str | None = None
+    # The line that opened it: its begin, its sizes list, or (bars, end line) its end line.
+    opening: ev.Event | None = field(default=None, compare=False)
+
+    @property
+    def begin_bytes(self) -> int | None:
+        return self.begin.avail.bytes if self.begin and self.begin.avail else None
+
+    @property
+    def end_bytes(self) -> int | None:
+        return self.end.avail.bytes if self.end and self.end.avail else None
+
+    @property
+    def static_bytes(self) -> int | None:
+        """Capture begin minus the first bucket's reading: buffers allocated before any bucket."""
+        if self.begin_bytes is None or not self.samples:
+            return None
+        return self.begin_bytes - self.samples[0].avail.bytes
+
+    @property
+    def largest_bucket_bytes(self) -> int | None:
+        if len(self.samples) < 2:
+            return None
+        return self.samples[0].avail.bytes - self.samples[1].avail.bytes
+
+    @property
+    def other_buckets_bytes(self) -> int | None:
+        if len(self.samples) < 2 or self.end_bytes is None:
+            return None
+        return self.samples[1].avail.bytes - self.end_bytes
+
+    def sample_bucket(self, i: int) -> int | None:
+        """The 0-based bucket (capture order) of sample i: from the sizes list, else tqdm's count."""
+        smp = self.samples[i]
+        # The sizes list is exact; tqdm's count can lag one behind a new description when
+        # renders are throttled, so it is only the fallback.
+        if self.sizes and smp.size in self.sizes:
+            return sorted(self.sizes, reverse=True).index(smp.size)
+        return smp.index
+
+    @property
+    def static_measured(self) -> bool:
+        """The first reading is taken at the first bucket, so begin - it is the static buffers."""
+        return bool(self.samples) and self.sample_bucket(0) in (0, None)
+
+    @property
+    def largest_measured(self) -> bool:
+        """Readings at the first two buckets exist, so their difference is the largest bucket."""
+        return (
+            len(self.samples) >= 2
+            and self.sample_bucket(0) in (0, None)
+            and self.sample_bucket(1) in (1, None)
+        )
+
+    @property
+    def largest_size(self) -> int | None:
+        """The largest captured size: the printed list, else a reading at the first bucket
+        (SGLang captures largest first), else SGLang's list rule for tqdm's bucket count.
+        A reading at a later bucket (a paste that kept only the 100% render) is not it."""
+        return self._largest()[0]
+
+    @property
+    def largest_size_source(self) -> str | None:
+        """Where largest_size comes from: "sizes list", "first bar", or the rule's name."""
+        return self._largest()[1]
+
+    def _largest(self) -> tuple[int | None, str | None]:
+        if self.sizes:
+            return max(self.sizes), "sizes list"
+        first = self.samples[0] if self.samples else None
+        if first is not None and first.size is not None and first.index in (0, None):
+            return first.size, "first bar"
+        if self.inferred_largest is not None:
+            return self.inferred_largest, self.inferred_rule
+        return None, None
+
+    @property
+    def bucket_count(self) -> int | None:
+        """How many sizes were captured: the printed list, else tqdm's total."""
+        return len(self.sizes) if self.sizes else self.bar_total
+
+    @property
+    def tokens_per_req(self) -> int | None:
+        return self.begin.tokens_per_req if self.begin else None
+
+    @property
+    def step(self) -> int | None:
+        return (
+            self.begin.step
+            if self.begin and self.begin.step is not None
+            else (self.end.step if self.end else None)
+        )
+
+    @property
+    def label(self) -> str:
+        """The family name, with the EAGLE step for multi-step draft-extend captures."""
+        return self.name if self.step is None else f"{self.name} (step {self.step})"
+
+    @property
+    def complete(self) -> bool:
+        """The capture finished: its end line, or a later start-up step, was printed."""
+        return self.end is not None or self.closed_by is not None
+
+    @property
+    def memory_printed(self) -> bool:
+        """Any free-memory figure belongs to this capture (begin, end, usage or a bar reading)."""
+        return bool(
+            self.samples
+            or (self.begin is not None and self.begin.avail is not None)
+            or (self.end is not None and (self.end.avail is not None or self.end.usage is not None))
+        )
+
+    @property
+    def captured_without_memory(self) -> bool:
+        """Captured, memory not printed (E0/E1 logs): never the same as no capture at all."""
+        return self.complete and not self.memory_printed
+
+
+@dataclass(frozen=True)
+class Model:
+    role: str  # "target" | "draft"
+    weights_begin: ev.WeightsBegin | None
+    weights_end: ev.WeightsEnd | None
+    pools: tuple[ev.Event, ...]  # KVPool, MambaPool, SWAPlan, SWASummary, KVAvailable, DSv4Plan
+    pool_end: ev.PoolEnd | None
+
+    @property
+    def kv_pools(self) -> tuple[ev.KVPool, ...]:
+        return tuple(p for p in self.pools if isinstance(p, ev.KVPool))
+
+    @property
+    def mamba_pools(self) -> tuple[ev.MambaPool, ...]:
+        return tuple(p for p in self.pools if isinstance(p, ev.MambaPool))
+
+
+@dataclass(frozen=True)
+class Traceback:
+    """A crash report of one rank (or of an unprefixed process): its opening and its errors."""
+
+    rank: str | None
+    opening: ev.Event | None  # SchedulerException or TracebackStart
+    errors: tuple[
+        ev.Event, ...
+    ]  # ExceptionLine, TorchOOM, NotEnoughMemory, CaptureFailed, Imbalance
+
+
+@dataclass(frozen=True)
+class Rank:
+    label: str
+    tags: tuple[tuple[str, int], ...]
+    init_begin: ev.InitBegin | None
+    init_end: ev.InitEnd | None
+    models: tuple[Model, ...]
+    graphs: tuple[Graph, ...]
+    events: tuple[ev.Event, ...]  # everything this rank printed, in order
+    summary: ev.Summary | None
+    prints_bars: bool
+
+    def tag(self, name: str) -> int | None:
+        return next((n for t, n in self.tags if t == name), None)
+
+    @property
+    def target(self) -> Model | None:
+        return next((m for m in self.models if m.role == "target"), None)
+
+    @property
+    def draft(self) -> Model | None:
+        return next((m for m in self.models if m.role == "draft"), None)
+
+    def all(self, kind: type[ev.Event]) -> tuple[ev.Event, ...]:
+        return tuple(e for e in self.events if isinstance(e, kind))
+
+    @property
+    def last_event(self) -> ev.Event | None:
+        return self.events[-1] if self.events else None
+
+
+@dataclass(frozen=True)
+class Launch:
+    index: int
+    server_args: ev.ServerArgs | None
+    ranks: tuple[Rank, ...]
+    tracebacks: tuple[Traceback, ...]
+    events: tuple[ev.Event, ...]  # launch-level: ready, http_up, sigquit, unprefixed errors
+    stray_bars: int  # bar renders with no open capture to belong to
+    paths: tuple[str, ...]
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return self.server_args.args if self.server_args else {}
+
+    def rank(self, label: str) -> Rank | None:
+        return next((r for r in self.ranks if r.label == label), None)
+
+    @property
+    def main_rank(self) -> Rank | None:
+        """The rank reports lead with: the one that printed bucket readings, else the first."""
+        bars = next((r for r in self.ranks if r.prints_bars), None)
+        if bars is not None or not self.ranks:
+            return bars
+        # Else the rank that printed the most free-memory readings (ties: the first).
+        return max(self.ranks, key=lambda r: sum(1 for e in r.events if _is_reading(e)))
+
+    @property
+    def summary(self) -> ev.Summary | None:
+        """The scheduler summary line (TP0's when several ranks print it)."""
+        found = [r.summary for r in self.ranks if r.summary is not None]
+        return found[0] if found else None
+
+    @property
+    def captures_without_memory(self) -> tuple[tuple[str, Graph], ...]:
+        """(rank, graph) for every capture that finished but printed no memory figure."""
+        return tuple(
+            (r.label, g) for r in self.ranks for g in r.graphs if g.captured_without_memory
+        )
+
+    @property
+    def ready(self) -> ev.Event | None:
+        return next((e for e in self.events if isinstance(e, ev.Ready)), None)
+
+    def all_events(self) -> list[ev.Event]:
+        out: list[ev.Event] = []
+        if self.server_args:
+            out.append(self.server_args)
+        for r in self.ranks:
+            out.extend(r.events)
+        out.extend(self.events)
+        return sorted(out, key=lambda e: (e.source.path, e.source.line_no))
+
+
+def _is_reading(e: ev.Event) -> bool:
+    if isinstance(e, (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd)):
+        return True
+    return isinstance(e, (ev.CaptureBegin, ev.CaptureEnd)) and e.avail is not None

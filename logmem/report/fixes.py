@@ -1,0 +1,274 @@
+"""The fixes in words: what each fix buys and costs, with the arithmetic the failures stage did."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import singledispatch
+
+import logmem.analysis.failures.facts as fx
+from logmem.analysis.failures.budget import fmt_mfs
+from logmem.sglang import rules
+from logmem.units import GIB, MIB
+
+
+def gib_text(n_bytes: float | None) -> str:
+    """Bytes as GiB with two decimals ("?" when unknown), as the verdict prints them."""
+    return "?" if n_bytes is None else f"{n_bytes / GIB:.2f}"
+
+
+_g = gib_text
+
+
+def tokens_text(n: float) -> str:
+    return f"{n:,.0f}"
+
+
+def ranks_who(ranks: Sequence[str]) -> str:
+    """The occupied ranks of an imbalance, or what to call them when the log does not tell."""
+    return ", ".join(ranks) if ranks else "the rank that did not raise it"
+
+
+def sentence(text: str) -> str:
+    """A phrase as a sentence: capital first letter, a full stop at the end."""
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
+@singledispatch
+def effect_text(e: object) -> str:
+    """What a fix buys and what it costs, with the arithmetic."""
+    raise TypeError(f"no words for {type(e).__name__}")
+
+
+_PURPOSE = {
+    fx.Purpose.CAPTURE: "for the capture",
+    fx.Purpose.ACTIVATIONS: "for activations and buffers",
+}
+
+
+@effect_text.register
+def _(e: fx.LowerMfs) -> str:
+    why = _PURPOSE.get(e.purpose, "")
+    if e.purpose is fx.Purpose.COMM:
+        why = f"for the {e.library} buffer"
+    elif e.purpose is fx.Purpose.ONE_STEP:
+        why = f"(no figures in the error: this is one {e.step:g} step)"
+    on = f", on {e.pre_load_rank}" if e.pre_load_rank else ""
+    where = f"P = {_g(e.pre_load_bytes)} GiB, the smallest Load weight begin avail{on}"
+    delta = e.need_bytes / e.pre_load_bytes
+    text = (
+        f"lowers mem_fraction_static from {fmt_mfs(e.mfs)} by at least {_g(e.need_bytes)} / "
+        f"{_g(e.pre_load_bytes)} = {delta:.4f} ({where}), so {_g(e.freed_bytes)} GiB more stays "
+        f"outside the KV pool {why}"
+    )
+    if e.bytes_per_token and e.lost_tokens is not None:
+        share = f" (KV's {e.kv_share:.0%} share of it)" if e.kv_share < 1 else ""
+        pct = (
+            f", {e.lost_tokens / e.kv_tokens:.1%} of {tokens_text(e.kv_tokens)}"
+            if e.kv_tokens
+            else ""
+        )
+        text += (
+            f"; costs about {tokens_text(math.ceil(e.lost_tokens))} KV tokens{share}{pct} at "
+            f"{e.bytes_per_token:,.0f} bytes per token"
+        )
+    return text
+
+
+def _cap_cost(cap: int) -> str:
+    return f"costs: batches above {cap} run without a graph (slower), KV is unchanged"
+
+
+def _sizes_text(sizes: Sequence[int]) -> str:
+    if len(sizes) <= 4:
+        return ", ".join(str(s) for s in sizes)
+    return f"{sizes[0]}, {sizes[1]} ... {sizes[-1]}"
+
+
+@effect_text.register
+def _(e: fx.CapDropBuckets) -> str:
+    how = (
+        "the later buckets cost as much as the first (no shared pool), so dropping the ones "
+        "above M returns their measured cost"
+    )
+    return (
+        f"{how}: dropping {e.unit} {_sizes_text(e.dropped)} returns {_g(e.first_bytes)} - "
+        f"{_g(e.at_cap_bytes)} = {_g(e.first_bytes - e.at_cap_bytes)} GiB (bar readings before "
+        f"{e.unit} {e.largest} and {e.cap}) against the {_g(e.shortfall_bytes)} GiB shortfall; "
+        f"{_cap_cost(e.cap)}"
+    )
+
+
+_POOLS = {
+    fx.Pools.SHARED: "the later buckets cost little (one shared pool)",
+    fx.Pools.ASSUMED_SHARED: "assuming one shared pool",
+    fx.Pools.UNDECIDED: "one measured bucket cannot tell a shared pool from separate ones: the "
+    "smaller M of the two",
+}
+
+
+@effect_text.register
+def _(e: fx.CapPerRow) -> str:
+    if e.second_bytes is not None:
+        cost = e.first_bytes - e.second_bytes
+        basis = (
+            f"{e.unit} {e.largest} cost {_g(e.first_bytes)} - {_g(e.second_bytes)} = {_g(cost)} GiB"
+        )
+    else:
+        need = e.first_bytes - (e.oom_free_bytes or 0) + (e.tried_bytes or 0)
+        basis = (
+            f"{e.unit} {e.largest} needed at least {_g(e.first_bytes)} - {_g(e.oom_free_bytes)} + "
+            f"{_g(e.tried_bytes)} = {_g(need)} GiB"
+        )
+    measured = (
+        f", measured drops allow {e.additive_limit:.0f}" if e.additive_limit is not None else ""
+    )
+    per = e.per_row_bytes / MIB
+    return (
+        f"{basis}, {per:.2f} MiB per row; capping at {e.cap} saves about {per:.2f} MiB x "
+        f"({e.largest} - {e.cap}) = {_g(e.saved_bytes)} GiB against the {_g(e.shortfall_bytes)} GiB "
+        f"shortfall ({_POOLS[e.pools]}; M <= {e.largest} - {_g(e.shortfall_bytes)} GiB / per row = "
+        f"{e.shared_limit:.0f}{measured}); {_cap_cost(e.cap)}"
+    )
+
+
+@effect_text.register
+def _(e: fx.ExpandableSegments) -> str:
+    return (
+        f"{_g(e.reserved_unallocated_bytes)} GiB is reserved by PyTorch but unallocated "
+        f"(fragmentation), more than the {_g(e.shortfall_bytes)} GiB shortfall; expandable "
+        "segments may let PyTorch use it; costs nothing in KV"
+    )
+
+
+@effect_text.register
+def _(e: fx.HalveChunk) -> str:
+    per, floor = rules.ACTIVATION_MIB_PER_TOKEN, rules.ACTIVATION_MIN_TOKENS
+    enough = "covers" if e.saved_bytes >= e.need_bytes else "does not cover"
+    return (
+        f"prefill activations grow with the chunk; SGLang's default sizing assumes {per:g} MiB per "
+        f"chunk token, so {e.chunk} -> {e.half} needs about ({e.chunk} - {max(e.half, floor)}) x "
+        f"{per:g} MiB = {_g(e.saved_bytes)} GiB less, which {enough} the {_g(e.need_bytes)} GiB "
+        "shortfall (an estimate); costs: long prompts take more prefill steps"
+    )
+
+
+@effect_text.register
+def _(e: fx.DispatchTokensRatio) -> str:
+    return (
+        f"the buffer asked for {_g(e.tried_bytes)} GiB with {_g(e.free_bytes)} GiB free and is "
+        "proportional to the dispatch tokens per rank T, so T must drop to at most "
+        f"{_g(e.free_bytes)} / {_g(e.tried_bytes)} = {e.ratio:.2f} of its value ({e.at_default} "
+        f"at the default {rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}); costs: decode batches per rank "
+        "are capped at T"
+    )
+
+
+@effect_text.register
+def _(e: fx.DispatchTokensHalf) -> str:
+    return (
+        "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default "
+        f"{rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}, reference 12.5), so {e.half} halves it; costs: "
+        f"decode batches per rank are capped at {e.half}"
+    )
+
+
+@effect_text.register
+def _(e: fx.DoubleTP) -> str:
+    gain = ""
+    if e.rest_bytes is not None and e.weights_bytes is not None:
+        w2 = e.weights_bytes / 2
+        gain = (
+            f"; the KV budget at mfs {fmt_mfs(e.mfs or 0)} becomes about {_g(e.rest_bytes)} + "
+            f"{_g(w2)} = {_g(e.rest_bytes + w2)} GiB"
+        )
+    return f"halves the weights per rank if they shard evenly; needs {e.tp * 2} GPUs{gain}"
+
+
+@effect_text.register
+def _(e: fx.QuantizeFP8) -> str:
+    return (
+        "8-bit weights take half the memory of 16-bit ones (if the checkpoint is 16-bit); may "
+        "change accuracy"
+    )
+
+
+@effect_text.register
+def _(e: fx.CpuOffload) -> str:
+    why = (
+        f"{_g(e.budget_lack_bytes)} GiB is what the KV budget lacks, rounded up: that only makes the "
+        "pool positive, each further GiB adds a GiB of KV"
+        if e.budget_lack_bytes is not None
+        else f"the {_g(e.need_bytes)} GiB shortfall, rounded up; the rest of the model was not "
+        "loaded, so it may need more"
+    )
+    return f"keeps at least {e.gib} GiB of weights in CPU memory ({why}); costs speed"
+
+
+@effect_text.register
+def _(e: fx.RaiseMfsNoFigures) -> str:
+    return "raise it: the KV pool came out empty (no Load weight lines to compute by how much)"
+
+
+@effect_text.register
+def _(e: fx.SmallestMfs) -> str:
+    return (
+        f"the smallest value with a KV pool at all: mfs > 1 - {_g(e.after_weights_bytes)} / "
+        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}; each further {e.step:g} adds "
+        f"{_g(e.step_bytes)} GiB of KV; costs headroom: {_g(e.headroom_bytes)} GiB is left outside "
+        "the budget for activations and CUDA graphs, so too high a value fails later in capture"
+    )
+
+
+@effect_text.register
+def _(e: fx.FewerWeights) -> str:
+    w2 = e.weights_bytes / 2
+    gain = ""
+    if e.mfs is not None and e.rest_bytes is not None:
+        # Halving W raises the after-weights reading by W/2 and leaves P alone: rest grows by W/2.
+        gain = f", so at mfs {fmt_mfs(e.mfs)} the KV pool gets about {_g(e.rest_bytes + w2)} GiB"
+    also = "" if e.quantized else ", as would 8-bit instead of 16-bit weights (--quantization fp8)"
+    return (
+        f"halves the weights per rank ({_g(e.weights_bytes)} GiB now) if they shard evenly{also}: "
+        f"about {_g(w2)} GiB more per rank{gain}"
+    )
+
+
+@effect_text.register
+def _(e: fx.FindProcess) -> str:
+    return (
+        f"find the process holding about {e.gap_gib:.2f} GiB on {ranks_who(e.ranks)}'s GPU and stop it "
+        "(or use free GPUs); costs nothing"
+    )
+
+
+@effect_text.register
+def _(e: fx.SkipImbalanceCheck) -> str:
+    loss = (
+        f"{e.mfs:.3g} x {e.gap_gib:.2f} = {_g(e.loss_bytes)} GiB"
+        if e.mfs is not None and e.loss_bytes is not None
+        else "mem_fraction_static x the gap"
+    )
+    return (
+        "starts anyway; every rank then sizes its KV pool from the tightest GPU "
+        f"({e.pre_model_load_gib:.2f} GiB) and the other ranks leave the difference unused. "
+        "SGLang's rule rest = after-weights - P x (1 - mfs) takes both readings as minimums over "
+        f"ranks, so a gap g lowers it by mfs x g: each rank's KV budget shrinks by {loss}"
+    )
+
+
+@effect_text.register
+def _(e: fx.DisableGraph) -> str:
+    return (
+        f"skips the {e.graph} graph capture that fails, to confirm the cause and get a server up; "
+        "costs speed (no graphs for that phase); the real fix is a matching SGLang/kernel version"
+    )
+
+
+def fix_text(f: fx.Fix) -> str:
+    """A fix as the verdict prints it: 'Fix: FLAG VALUE: effect.'"""
+    return sentence(f"Fix: {f.flag}{' ' + f.value if f.value else ''}: {effect_text(f.effect)}")

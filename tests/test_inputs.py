@@ -1,0 +1,161 @@
+"""Files given together (issue 12, class 8): parts of one launch merge, different launches never.
+
+Per-rank, per-node and rotated files of one launch are one launch; files whose server_args,
+model or clocks say they are different launches are separate launches, each with its own
+file, and Analysis.apart says why.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from test_ledger_structure import startup
+
+from conftest import corpus_log
+from logmem.api import read_log
+from logmem.model.inputs import MAX_QUIET
+from logmem.report import render
+
+_TS = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+
+
+def spread(lines: list[str], start: datetime, step: float = 2.0) -> list[str]:
+    """Give the prefixed lines increasing times from `start` (a start-up that takes a while)."""
+    out = []
+    for i, line in enumerate(lines):
+        ts = start + timedelta(seconds=i * step)
+        out.append(_TS.sub(f"[{ts:%Y-%m-%d %H:%M:%S}", line))
+    return out
+
+
+def write(path: Path, lines: list[str]) -> str:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+T0 = datetime(2026, 4, 14, 16, 0, 0)
+
+
+# --- different launches are never merged ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("037-", "040-"), ("016-", "040-"), ("014-", "041-")]
+)
+def test_unrelated_corpus_logs_are_separate_launches(first: str, second: str) -> None:
+    """Two single-GPU servers months apart (or a TP2 Qwen3.5 and a TP2 Devstral) used to merge
+    into one launch whose rank held two "target" models and "finished on 2 ranks"."""
+    a, b = str(corpus_log(first)), str(corpus_log(second))
+    both = read_log(a, b)
+    assert len(both.launches) == 2
+    for path in (a, b):
+        (L,) = both.launches_of(path)
+        assert L.paths == (path,)
+        (alone,) = read_log(path).launches
+        assert L.ranks == alone.ranks
+        assert all(len(r.models) == len(alone.rank(r.label).models) for r in L.ranks)  # type: ignore[union-attr]
+    (why,) = both.apart
+    assert (why.path, why.other, why.kind) == (b, a, "clock")
+    (what, mine, theirs), *_ = why.differences
+    assert what == "printed from" and mine != theirs
+    # Each launch's verdict counts its own ranks ("finished on 1 rank", not "on 2 ranks").
+    verdicts = [x for x in render(both, "text").splitlines() if x.startswith("Ready:")]
+    alone = [x for p in (a, b) for x in render(read_log(p), "text").splitlines()]
+    assert verdicts == [x for x in alone if x.startswith("Ready:")]
+
+
+def test_other_server_args_are_another_launch(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.log", spread(startup(), T0))
+    other = [x.replace("model_path='m'", "model_path='other'") for x in startup()]
+    b = write(tmp_path / "b.log", spread(other, T0))
+    an = read_log(a, b)
+    assert [L.paths for L in an.launches] == [(a,), (b,)]
+    (why,) = an.apart
+    assert why.kind == "server_args"
+    assert why.differences == (("model_path", "'other'", "'m'"),)
+
+
+def test_files_printing_at_the_same_time_with_other_models_are_apart(tmp_path: Path) -> None:
+    """No server_args in either (a log that starts after it): concurrent files whose first
+    model differs are two servers, not two halves of one."""
+    a = write(tmp_path / "a.log", spread(startup(server_args=False), T0))
+    llama = [
+        x.replace("TP0]", "TP2]").replace("TP1]", "TP3]").replace("Qwen2For", "LlamaFor")
+        for x in startup(server_args=False)
+    ]
+    b = write(tmp_path / "b.log", spread(llama, T0 + timedelta(seconds=1)))
+    an = read_log(a, b)
+    assert len(an.launches) == 2
+    (why,) = an.apart
+    assert why.kind == "model"
+    assert why.differences == (("first model loaded", "LlamaForCausalLM", "Qwen2ForCausalLM"),)
+
+
+def test_a_single_gpu_file_and_a_tagged_file_are_apart(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.log", spread(startup(("",), server_args=False), T0))
+    b = write(tmp_path / "b.log", spread(startup(server_args=False), T0))
+    an = read_log(a, b)
+    assert [[r.label for r in L.ranks] for L in an.launches] == [[""], ["TP0", "TP1"]]
+    assert [w.kind for w in an.apart] == ["ranks"]
+
+
+def test_time_only_and_dated_prefixes_are_different_versions(tmp_path: Path) -> None:
+    """Before about Nov 2024 SGLang printed time-only prefixes ([19:01:01 TP0])."""
+    a = write(tmp_path / "a.log", spread(startup(server_args=False), T0))
+    old = [_TS.sub("[16:08:00", x) for x in startup(server_args=False)]
+    b = write(tmp_path / "b.log", old)
+    an = read_log(a, b)
+    assert len(an.launches) == 2
+    (why,) = an.apart
+    assert (why.kind, why.differences) == ("clock", (("prefix", "time only", "date and time"),))
+
+
+def test_same_settings_far_apart_in_time_are_two_launches(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.log", spread(startup(("TP0",)), T0))
+    later = [x.replace("TP0]", "TP1]") for x in startup(("TP0",))]
+    b = write(tmp_path / "b.log", spread(later, T0 + MAX_QUIET + timedelta(minutes=5)))
+    an = read_log(a, b)
+    assert [[r.label for r in L.ranks] for L in an.launches] == [["TP0"], ["TP1"]]
+    assert [w.kind for w in an.apart] == ["clock"]
+
+
+# --- parts of one launch still merge ----------------------------------------------------------
+
+
+def test_per_node_files_of_a_multi_node_launch_are_one_launch(tmp_path: Path) -> None:
+    """Each node runs its own launcher: its dump differs in node_rank and random_seed only,
+    and its log holds its own ranks (reference 1.5)."""
+
+    def node(rank: int, ranks: tuple[str, ...]) -> list[str]:
+        lines = startup(ranks)
+        lines[0] = lines[0].replace(
+            f"tp_size={len(ranks)})",
+            f"tp_size=4, nnodes=2, node_rank={rank}, random_seed={1000 + rank})",
+        )
+        return spread(lines, T0)
+
+    a = write(tmp_path / "node0.log", node(0, ("TP0", "TP1")))
+    b = write(tmp_path / "node1.log", node(1, ("TP2", "TP3")))
+    an = read_log(a, b)
+    (L,) = an.launches
+    assert [r.label for r in L.ranks] == ["TP0", "TP1", "TP2", "TP3"]
+    assert L.paths == (a, b) and an.apart == ()
+    assert L.args["node_rank"] == 0  # the first node's dump
+
+
+@pytest.mark.parametrize("prefix", ["001-", "019-", "036-"])
+def test_rotated_parts_of_one_log_are_one_launch(tmp_path: Path, prefix: str) -> None:
+    log = corpus_log(prefix)
+    (whole,) = read_log(str(log)).launches
+    lines = log.read_bytes().split(b"\n")
+    for frac in (0.2, 0.5, 0.8):
+        cut = int(len(lines) * frac)
+        (tmp_path / "p1.log").write_bytes(b"\n".join(lines[:cut]) + b"\n")
+        (tmp_path / "p2.log").write_bytes(b"\n".join(lines[cut:]))
+        an = read_log(str(tmp_path / "p1.log"), str(tmp_path / "p2.log"))
+        assert an.apart == (), frac
+        (L,) = an.launches
+        assert L.ranks == whole.ranks, frac
