@@ -65,6 +65,11 @@ def parse_env_items(items: Iterable[str], origin: str) -> list[EnvValue]:
     return out
 
 
+def env_values(analysis: Any) -> tuple[EnvValue, ...]:
+    """The user's environment an Analysis carries (``Analysis.env``: (key, value, origin))."""
+    return tuple(EnvValue(k, v, o) for k, v, o in getattr(analysis, "env", ()))
+
+
 def log_env(events: Iterable[ev.Event], before_line: int | None) -> list[EnvValue]:
     """The environment a launcher echoed before SGLang's server_args dump: the test harnesses'
     ``ENV_VAR_CASE K:V`` / ``Setting ENV_VAR K=V`` lines and ``K=V`` words before the command.

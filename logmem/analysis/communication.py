@@ -221,6 +221,10 @@ def _custom_ar_cells(
 def _pd_cells(args: Mapping[str, Any], env: Env, role: str, evd: Evidence) -> list[Cell]:
     backend = args.get("disaggregation_transfer_backend")
     pool = env.get(comm.ENV_MOONCAKE_POOL)
+    cuda_pool = pool is not None and pool.value == "INTRA_NODE_NVLINK"
+    # MetadataBuffers (disaggregation/utils.py) are on the CPU, on the NPU on Ascend, and on
+    # the GPU only with the INTRA_NODE_NVLINK mempool.
+    aux_on_device = cuda_pool or args.get("device") == "npu"
     cells = [
         Cell(
             "PD transfer",
@@ -236,12 +240,8 @@ def _pd_cells(args: Mapping[str, Any], env: Env, role: str, evd: Evidence) -> li
             None,
             When.AFTER_KV,
             "measure",
-            memory="host",
-            facts=(
-                ("role", role),
-                ("device", args.get("device")),
-                ("cuda_pool", pool is not None and pool.value == "INTRA_NODE_NVLINK"),
-            ),
+            memory="device" if aux_on_device else "host",
+            facts=(("role", role), ("device", args.get("device")), ("cuda_pool", cuda_pool)),
         ),
     ]
     if comm.staging_enabled(env.mapping):
@@ -300,7 +300,7 @@ def derive(
     for g in grp:
         if not g.own:
             continue
-        n = comm.communicators_per_group(g.name, symm)
+        n = comm.communicators_per_group(g.name, symm, device)
         cells.append(
             Cell(
                 g.name,

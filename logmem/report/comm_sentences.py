@@ -26,17 +26,21 @@ def size_text(n: int | None) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
-def _env(fact: Any, default: str) -> str:
-    """An environment fact (value, origin, line) as a clause."""
+def _env(key: str, fact: Any, default: str, unit: str = "") -> str:
+    """An environment value and where it came from: ``KEY=V (log line N)`` / ``KEY default``."""
     if not fact:
-        return default
+        return f"{key} {default}"
     value, origin, line = fact
     where = f"log line {line}" if origin == "log" and line else origin
-    return f"{value} ({where})"
+    return f"{key}={value}{unit} ({where})"
 
 
 def _s(n: int) -> str:
     return "" if n == 1 else "s"
+
+
+def _mib(n: int) -> str:
+    return f"{n / MIB:g} MiB"
 
 
 def cell_note(c: Cell) -> str:
@@ -45,102 +49,99 @@ def cell_note(c: Cell) -> str:
     m = c.mechanism
     if m is Mechanism.COMMUNICATORS:
         n, lib = f.get("count", 1), f.get("library", "NCCL")
-        which = "torch ProcessGroup + pynccl" if n == 2 else "torch ProcessGroup"
-        return (
-            f"{n} {lib} communicator{_s(n)} ({which}) over {f.get('size')} ranks; "
-            "channels and proxies from the driver, outside the torch allocator: no formula"
-        )
+        which = "torch + pynccl" if n == 2 else "torch"
+        return f"{n} {lib} communicator{_s(n)} ({which}) over {f.get('size')} ranks; driver memory"
     if m is Mechanism.PEER_BUFFERS:
         lib = f.get("library", "NCCL")
         if lib == "HCCL":
-            size = f"HCCL_BUFFSIZE {_env(f.get('HCCL_BUFFSIZE'), 'default')} MB"
+            size = _env("HCCL_BUFFSIZE", f.get("HCCL_BUFFSIZE"), "default", " MB")
         else:
-            size = f"NCCL_BUFFSIZE {_env(f.get('NCCL_BUFFSIZE'), 'default 4 MiB')}"
-        when = (
-            "pre-warmed in init (--pre-warm-nccl)"
-            if c.when is When.INIT
-            else "connected at the first collective"
-        )
-        return f"{lib} per-channel, per-peer buffers ({size}); {when}"
+            size = _env("NCCL_BUFFSIZE", f.get("NCCL_BUFFSIZE"), "default 4 MiB")
+        when = "pre-warmed (--pre-warm-nccl)" if c.when is When.INIT else "at the first collective"
+        return f"per channel and peer, {size}; {when}"
     if m is Mechanism.CUSTOM_AR_LEGACY:
         each = "16 MiB (ROCm)" if f.get("hip") else "8 MiB"
         why = {
-            "switch": f"{comm.ENV_V2_SWITCH} {_env(f.get(comm.ENV_V2_SWITCH), 'off')}",
-            "hip": "ROCm runs the legacy implementation",
-            "no_v2_line": "legacy assumed: TP rank 0 printed no 'All Reduce config' line, which v2 prints",
+            "switch": _env(comm.ENV_V2_SWITCH, f.get(comm.ENV_V2_SWITCH), "off"),
+            "hip": "ROCm",
+            "no_v2_line": "no 'All Reduce config' line from TP rank 0, which v2 prints",
         }.get(f.get("why", ""), "")
-        return f"3 own buffers of {each} (signal+meta, IPC input, rank data); peers' buffers are mapped, not copied; {why}"
+        return f"3 own buffers x {each}; peers' are mapped, not copied; legacy: {why}"
     if m is Mechanism.CUSTOM_AR_V2_WORKSPACE:
         w, push, pull = f.get("W"), f.get("push", 0), f.get("pull", 0)
-        formula = f"2 x W x push + pull = 2 x {w} x {push / MIB:g} MiB + {pull / MIB:g} MiB (+128 B per pull block)"
+        formula = f"2 x {w} x {_mib(push)} push + {_mib(pull)} pull (+128 B per pull block)"
         if c.source == "logged":
-            return f"symmetric_memory as logged; {formula} = {size_text(f.get('formula_bytes'))}"
+            return f"symmetric_memory as logged; formula {formula} = {size_text(f.get('formula_bytes'))}"
         return formula
     if m is Mechanism.CUSTOM_AR_V2_POINTERS:
-        text = (
-            f"131072 x W x 8 B device pointer table, W = {f.get('W')} (the torch allocator sees it)"
-        )
         if c.source == "logged":
-            return f"local_buffer as logged (pointer table {size_text(f.get('formula_bytes'))} + a small push counter)"
-        return text
+            return (
+                f"local_buffer as logged; pointer table {size_text(f.get('formula_bytes'))}"
+                " + a small push counter"
+            )
+        return f"131072 x {f.get('W')} x 8 B pointer table (torch allocator)"
     if m is Mechanism.CUSTOM_AR_AITER:
-        return "ROCm aiter custom all-reduce ([AR] Using AiterCustomAllreduce); its buffers' size is not read here"
+        return "ROCm aiter custom all-reduce ([AR] Using AiterCustomAllreduce): size not logged"
     if m is Mechanism.SYMM_POOL:
         if c.source == "logged":
-            return "symmetric memory pool pre-allocated at graph set-up (logged)"
+            return "pre-allocated at graph set-up, as logged"
         if c.bytes is not None:
-            return f"{comm.ENV_SYMM_PREALLOC} {_env(f.get(comm.ENV_SYMM_PREALLOC), '')} GiB, pre-allocated at graph set-up"
-        return f"one torch MemPool (ncclMemAlloc) for every group, grown on use; {comm.ENV_SYMM_PREALLOC} pre-allocates it"
+            return (
+                _env(comm.ENV_SYMM_PREALLOC, f.get(comm.ENV_SYMM_PREALLOC), "", " GiB")
+                + ", at graph set-up"
+            )
+        return f"one MemPool for every group, grown on use ({comm.ENV_SYMM_PREALLOC} unset)"
     if m is Mechanism.MSCCLPP:
-        return "mscclpp buffers (--enable-mscclpp): no formula here"
+        return "--enable-mscclpp: size not logged"
     if m is Mechanism.DEEPEP:
-        return _deepep_note(c, f)
+        return _deepep_note(f)
     if m is Mechanism.PD_KV_REGISTRATION:
-        return (
-            f"{f.get('role')} node: the KV pool is registered in place with {f.get('backend')} "
-            "(pinned pages, RDMA keys): no copy, no extra HBM"
-        )
+        return f"{f.get('role')} node, {f.get('backend')}: the KV pool registered in place, no copy"
     if m is Mechanism.PD_AUX:
-        where = (
-            "on the GPU (INTRA_NODE_NVLINK pool)" if f.get("cuda_pool") else "pinned host memory"
-        )
-        if f.get("device") == "npu" and not f.get("cuda_pool"):
-            where = "NPU memory on Ascend"
-        return (
-            f"aux metadata (output ids, cached tokens, logprobs), 64 B-padded records, {where}: host RAM and ulimit -l, not HBM"
-            if where == "pinned host memory"
-            else f"aux metadata in {where}"
-        )
+        if f.get("cuda_pool"):
+            return "aux metadata on the GPU (INTRA_NODE_NVLINK pool)"
+        if c.memory == "device":
+            return "aux metadata (output ids, cached tokens, logprobs) in NPU memory"
+        return "aux metadata (output ids, cached tokens, logprobs): host RAM and ulimit -l, not HBM"
     if m is Mechanism.PD_STAGING:
         if f.get("role") == "decode":
-            return f"staging ring {comm.ENV_STAGING_POOL} {_env(f.get(comm.ENV_STAGING_POOL), 'default 4096')} MiB (SGLANG_DISAGG_STAGING_BUFFER=1)"
+            return "decode ring, " + _env(
+                comm.ENV_STAGING_POOL, f.get(comm.ENV_STAGING_POOL), "default 4096 MiB"
+            )
         if c.each_bytes is not None:
             return (
-                f"{size_text(c.each_bytes)} per transfer queue = max(1, {f.get('chunk')} // {f.get('page')}) x "
-                f"{f.get('page')} x {f.get('kv_bytes_per_token'):,} B per token; the queue count is not in server_args"
+                f"{size_text(c.each_bytes)} per transfer queue = max(1, {f.get('chunk')} // "
+                f"{f.get('page')}) x {f.get('page')} x {f.get('kv_bytes_per_token'):,} B per token"
             )
-        return "max(1, chunk // page) x page x KV bytes per token per transfer queue (inputs not all known)"
+        return (
+            "per transfer queue: max(1, chunk // page) x page x KV bytes per token (not all known)"
+        )
     return ""
 
 
-def _deepep_note(c: Cell, f: dict[str, Any]) -> str:
-    t = f"T = {f.get('T')} dispatch tokens per rank ({_env(f.get(comm.ENV_DEEPEP_TOKENS), 'default')})"
-    base = f"process-wide, created at the first dispatch; mode {f.get('mode')}"
-    ll = f.get("low_latency_bytes")
+def _deepep_note(f: dict[str, Any]) -> str:
+    env = f.get(comm.ENV_DEEPEP_TOKENS)
+    if env:
+        _, origin, line = env
+        where = f"log line {line}" if origin == "log" and line else origin
+        t = f"T={f.get('T')} dispatch tokens (env, {where})"
+    else:
+        t = f"T={f.get('T')} dispatch tokens (default)"
+    mode = f"{f.get('mode')}, one per process"
     why = f.get("unknown")
     if why == "device":
-        return f"{base}; {t}; DeepEP on {f.get('device')} is not the CUDA library: no formula here"
+        return f"{mode}; {t}; DeepEP on {f.get('device')} is not the CUDA library: no formula"
     if why == "no_config":
-        return f"{base}; {t}; pass --model-config for the low-latency size (hidden size, experts)"
+        return f"{mode}; {t}; --model-config gives the low-latency size"
     if why == "no_experts":
-        return f"{base}; the config has no routed experts"
+        return f"{mode}; the config has no routed experts"
     if why == "config_error":
-        return f"{base}; the config does not fit this layout: {f.get('error')}"
+        return f"{mode}; the config does not fit this layout: {f.get('error')}"
     if f.get("mode") == "low_latency":
-        return f"{base}; {t}; DeepEP get_low_latency_rdma_size_hint (versions with combine scales need a little more)"
+        return f"{mode}; {t} x experts x hidden (get_low_latency_rdma_size_hint)"
     if f.get("mode") == "auto":
-        return f"{base}; the larger of the normal and low-latency buffers, at least {size_text(ll)} ({t})"
-    return f"{base}; normal-mode NVL/RDMA sizes come from the dispatch/combine configs: no formula here"
+        return f"{mode}; the larger of normal and low latency, at least {size_text(f.get('low_latency_bytes'))} ({t})"
+    return f"{mode}; normal-mode sizes come from the dispatch/combine configs: no formula"
 
 
 # --- findings -------------------------------------------------------------------------------

@@ -143,11 +143,14 @@ def groups(lay: Layout) -> tuple[Group, ...]:
     return tuple(out)
 
 
-def communicators_per_group(name: str, symm_mem: bool) -> int:
+def communicators_per_group(name: str, symm_mem: bool, device: str | None = "cuda") -> int:
     """ncclComm objects a group of its own holds: a torch ``ProcessGroupNCCL`` always, plus a
     ``PyNcclCommunicator`` (``distributed/device_communicators/pynccl.py``) when the group is
-    built with ``use_pynccl``: TP always; attention TP only with symmetric memory; MoE EP and
-    the others never (``parallel_state.py``, 2025-2026)."""
+    built with ``use_pynccl`` on CUDA/ROCm: TP always; attention TP only with symmetric memory;
+    MoE EP and the others never (``parallel_state.py``, 2025-2026). Other devices' communicators
+    (``npu_communicator.py`` ...) reuse the torch group."""
+    if device not in (None, "cuda"):
+        return 1
     if name == "TP" or (name == "attention TP" and symm_mem):
         return 2
     return 1
