@@ -29,6 +29,7 @@ from logmem.parse.read import ReadStats, read_segments
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from logmem.analysis.communication import Plan as CommPlan
     from logmem.compare.diff import Diff
     from logmem.compare.slope import Fit
     from logmem.compare.whatif import WhatIf
@@ -70,6 +71,12 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats), inputs=groups)
 
 
+def read_spec(spec: Source) -> Analysis:
+    """A path spec ("a.log", "-", "tp0.log,tp1.log") read into an Analysis (one read of
+    stdin, which every function given the Analysis can then share); an Analysis as it is."""
+    return spec if isinstance(spec, Analysis) else read_log(*split_spec(os.fspath(spec)))
+
+
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:
     """Keep one launch and/or some ranks; unknown names are an error that lists what exists."""
     launches = analysis.launches
@@ -87,15 +94,89 @@ def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] =
     return replace(analysis, launches=launches)
 
 
+def read_environment(
+    env: Sequence[str] = (), env_file: str | os.PathLike[str] | None = None
+) -> tuple[tuple[str, str, str], ...]:
+    """``--env KEY=VALUE`` strings and an ``--env-file`` (one KEY=VALUE a line; ``#`` comments,
+    blank lines and ``export`` allowed) as (key, value, origin), the file first so that --env
+    wins. Environment variables size several communication buffers and never appear in
+    SGLang's own lines. Raises EnvError for a malformed entry, InputError for an unreadable
+    file."""
+    from logmem.analysis.comm_inputs import parse_env_items
+    from logmem.errors import InputError
+
+    out = []
+    if env_file is not None:
+        try:
+            with open(env_file, encoding="utf-8") as fh:
+                text = fh.read(1 << 20)
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"--env-file {os.fspath(env_file)}: cannot read: {e}") from None
+        out += parse_env_items(text.splitlines(), "--env-file")
+    out += parse_env_items(env, "--env")
+    return tuple((v.key, v.value, v.origin) for v in out)
+
+
+def communication_table(
+    log: Source | None = None,
+    *,
+    launch: int | None = None,
+    model_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    env: Sequence[tuple[str, str, str]] = (),
+    **settings: Any,
+) -> CommPlan:
+    """``logmem estimate``'s Communication table: the groups x mechanisms cells per rank of a
+    deployment, from ``settings`` (server_args names: tp_size, dp_size, ep_size, pp_size,
+    enable_dp_attention, moe_a2a_backend, deepep_mode, disaggregation_mode ...; None means
+    not given), ``env`` (as :func:`read_environment` returns it) and, for DeepEP's size, a
+    config.json. With ``log``, the launch's server_args, echoed environment and lines are the
+    starting point, exactly as ``logmem analyze`` derives them."""
+    from logmem.analysis.attribution import build_ledger
+    from logmem.analysis.comm_inputs import Env, EnvValue
+    from logmem.analysis.comm_join import launch_plan
+    from logmem.analysis.communication import derive
+    from logmem.estimate import load_model_config
+
+    config = (
+        None
+        if model_config is None
+        else dict(model_config)
+        if isinstance(model_config, Mapping)
+        else load_model_config(model_config)
+    )
+    given = {k: v for k, v in settings.items() if v is not None}
+    user = [EnvValue(k, v, o) for k, v, o in env]
+    if log is not None:
+        L = _launch_of(log, launch, "LOG")[0]
+        return launch_plan(build_ledger(L), config, user, given)
+    return derive(given, Env(tuple(user)), config)
+
+
+def dispatch_tokens(plan: CommPlan) -> int | None:
+    """The DeepEP dispatch tokens per rank a communication table was sized with, when its
+    environment sets them (None: SGLang's default), for :func:`expected_sizes`."""
+    from logmem.sglang import comm
+
+    return (
+        comm.deepep_dispatch_tokens(plan.env.mapping)
+        if plan.env.get(comm.ENV_DEEPEP_TOKENS)
+        else None
+    )
+
+
 def analyze(
     *paths: str,
     launch: int | None = None,
     ranks: Sequence[str] = (),
     model_config: str | None = None,
+    env: Sequence[tuple[str, str, str]] = (),
 ) -> Analysis:
     """``logmem analyze``: read the logs, keep the chosen launch and ranks, and attach a
-    model's config.json (a file or the folder holding it) for expected sizes."""
+    model's config.json (a file or the folder holding it) for expected sizes and the user's
+    environment (:func:`read_environment`) for the communication table."""
     analysis = select(read_log(*paths), launch, ranks)
+    if env:
+        analysis = replace(analysis, env=tuple(env))
     if model_config is None:
         return analysis
     from logmem.errors import LogmemError

@@ -28,3 +28,7 @@ class SelectionError(LogmemError):
 
 class FitError(LogmemError):
     """Launches cannot be compared or fitted (they differ in more than the varied setting)."""
+
+
+class EnvError(LogmemError):
+    """An --env / --env-file entry that is not KEY=VALUE (the CLI treats it as a usage error)."""

@@ -9,11 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from logmem.errors import EnvError
 from logmem.parse import events as ev
-
-
-class EnvError(ValueError):
-    """An --env / --env-file entry that is not KEY=VALUE."""
 
 
 @dataclass(frozen=True)

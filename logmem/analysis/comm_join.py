@@ -183,6 +183,24 @@ def _first_capture(led: LaunchLedger, rank: str) -> DeepEPJoin | None:
     return DeepEPJoin(rank, p.graph.name, None, p.delta_bytes, True, p.lines, None)
 
 
+def launch_plan(
+    led: LaunchLedger,
+    config: Mapping[str, Any] | None = None,
+    user_env: Iterable[EnvValue] = (),
+    overrides: Mapping[str, Any] | None = None,
+) -> Plan:
+    """The table of a logged launch: its server_args (``overrides`` on top, server_args names),
+    the environment it echoed with the user's on top, and the log's evidence. ``logmem
+    estimate LOG`` and ``logmem analyze`` both come here, so they cannot disagree."""
+    L = led.launch
+    sz = led.sizing
+    bpt = (sz.likely_bytes_per_token or None) if sz is not None else None
+    before = L.server_args.source.line_no if L.server_args is not None else None
+    env = Env(tuple(log_env(L.events, before))).merged(user_env)
+    args = {**L.args, **(overrides or {})}
+    return derive(args, env, config, log_evidence(L, bpt))
+
+
 def communication(
     led: LaunchLedger,
     config: Mapping[str, Any] | None = None,
@@ -193,10 +211,8 @@ def communication(
     if L.server_args is None or not L.args:
         return None
     sz = led.sizing
-    bpt = (sz.likely_bytes_per_token or None) if sz is not None else None
-    evd = log_evidence(L, bpt)
-    env = Env(tuple(log_env(L.events, L.server_args.source.line_no))).merged(user_env)
-    plan = derive(L.args, env, config, evd)
+    plan = launch_plan(led, config, user_env)
+    evd = plan.evidence
     formula_init = sum(
         c.bytes
         for c in plan.cells

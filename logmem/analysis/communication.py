@@ -57,7 +57,8 @@ class Plan:
     mfs: float | None
     mfs_explicit: bool | None
     command_line: int | None = None  # the echoed command line that mfs_explicit read
-    notes: tuple[tuple[str, Any], ...] = field(default=())  # facts with no cell (PD host side)
+    notes: tuple[tuple[str, Any], ...] = field(default=())  # facts with no cell
+    evidence: Evidence = field(default=Evidence(), compare=False, repr=False)
 
     def cell(self, mechanism: Mechanism) -> Cell | None:
         return next((c for c in self.cells if c.mechanism is mechanism), None)
@@ -219,7 +220,7 @@ def _custom_ar_cells(
 
 
 def _pd_cells(args: Mapping[str, Any], env: Env, role: str, evd: Evidence) -> list[Cell]:
-    backend = args.get("disaggregation_transfer_backend")
+    backend = comm.pd_transfer_backend(args)
     pool = env.get(comm.ENV_MOONCAKE_POOL)
     cuda_pool = pool is not None and pool.value == "INTRA_NODE_NVLINK"
     # MetadataBuffers (disaggregation/utils.py) are on the CPU, on the NPU on Ascend, and on
@@ -227,7 +228,7 @@ def _pd_cells(args: Mapping[str, Any], env: Env, role: str, evd: Evidence) -> li
     aux_on_device = cuda_pool or args.get("device") == "npu"
     cells = [
         Cell(
-            "PD transfer",
+            "PD",
             Mechanism.PD_KV_REGISTRATION,
             0,
             When.INIT,
@@ -235,7 +236,7 @@ def _pd_cells(args: Mapping[str, Any], env: Env, role: str, evd: Evidence) -> li
             facts=(("role", role), ("backend", backend), _env_fact(env, comm.ENV_MOONCAKE_POOL)),
         ),
         Cell(
-            "PD transfer",
+            "PD",
             Mechanism.PD_AUX,
             None,
             When.AFTER_KV,
@@ -248,7 +249,7 @@ def _pd_cells(args: Mapping[str, Any], env: Env, role: str, evd: Evidence) -> li
         if role == "decode":
             cells.append(
                 Cell(
-                    "PD transfer",
+                    "PD",
                     Mechanism.PD_STAGING,
                     comm.staging_decode_bytes(env.mapping),
                     When.AFTER_KV,
@@ -266,7 +267,7 @@ def _pd_cells(args: Mapping[str, Any], env: Env, role: str, evd: Evidence) -> li
             )
             cells.append(
                 Cell(
-                    "PD transfer",
+                    "PD",
                     Mechanism.PD_STAGING,
                     None,
                     When.AFTER_KV,
@@ -373,9 +374,10 @@ def derive(
         device,
         lib,
         role,
-        args.get("disaggregation_transfer_backend") if role else None,
+        comm.pd_transfer_backend(args) if role else None,
         float(mfs) if isinstance(mfs, (int, float)) and not isinstance(mfs, bool) else None,
         mfs_explicit(args, evidence),
         evidence.command.source.line_no if evidence.command is not None else None,
         tuple(notes),
+        evidence,
     )

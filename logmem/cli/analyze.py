@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli.options import format_options, logs_argument, select_options
+from logmem.cli.options import (
+    env_options,
+    environment,
+    format_options,
+    logs_argument,
+    select_options,
+)
 from logmem.cli.output import guess_format, write_output
 
 
@@ -18,12 +24,17 @@ from logmem.cli.output import guess_format, write_output
     metavar="PATH",
     help="A config.json (or model folder): show expected sizes beside measured ones.",
 )
+@env_options
 @format_options()
+@click.pass_context
 def analyze(
+    ctx: click.Context,
     logs: tuple[str, ...],
     launch: int | None,
     ranks: tuple[str, ...],
     model_config: str | None,
+    env: tuple[str, ...],
+    env_file: str | None,
     fmt: str | None,
     output: str | None,
     force: bool,
@@ -36,6 +47,12 @@ def analyze(
     from logmem.api import analyze as read_and_select
     from logmem.report import FORMATS, render
 
-    analysis = read_and_select(*logs, launch=launch, ranks=ranks, model_config=model_config)
+    analysis = read_and_select(
+        *logs,
+        launch=launch,
+        ranks=ranks,
+        model_config=model_config,
+        env=environment(ctx, env, env_file),
+    )
     fmt = guess_format(output, fmt, default="text", allowed=tuple(FORMATS))
     write_output(render(analysis, fmt), output, force)

@@ -124,7 +124,7 @@ def _deepep_note(f: dict[str, Any]) -> str:
     if env:
         _, origin, line = env
         where = f"log line {line}" if origin == "log" and line else origin
-        t = f"T={f.get('T')} dispatch tokens (env, {where})"
+        t = f"T={f.get('T')} dispatch tokens ({'echoed at ' if origin == 'log' else ''}{where})"
     else:
         t = f"T={f.get('T')} dispatch tokens (default)"
     mode = f"{f.get('mode')}, one per process"
@@ -138,7 +138,7 @@ def _deepep_note(f: dict[str, Any]) -> str:
     if why == "config_error":
         return f"{mode}; the config does not fit this layout: {f.get('error')}"
     if f.get("mode") == "low_latency":
-        return f"{mode}; {t} x experts x hidden (get_low_latency_rdma_size_hint)"
+        return f"{mode}; {t} x experts x hidden (DeepEP's size hint)"
     if f.get("mode") == "auto":
         return f"{mode}; the larger of normal and low latency, at least {size_text(f.get('low_latency_bytes'))} ({t})"
     return f"{mode}; normal-mode sizes come from the dispatch/combine configs: no formula"

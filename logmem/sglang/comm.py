@@ -42,16 +42,16 @@ class Mechanism(Enum):
 
     COMMUNICATORS = "communicators"  # torch ProcessGroupNCCL / pynccl ncclComm (HCCL on NPU)
     PEER_BUFFERS = "peer buffers"  # NCCL's per-channel, per-peer buffers
-    CUSTOM_AR_LEGACY = "custom all-reduce (legacy)"
-    CUSTOM_AR_V2_WORKSPACE = "custom all-reduce v2 workspace"
-    CUSTOM_AR_V2_POINTERS = "custom all-reduce v2 pointer table"
-    CUSTOM_AR_AITER = "custom all-reduce (aiter)"
-    SYMM_POOL = "symmetric memory pool"
+    CUSTOM_AR_LEGACY = "custom AR (legacy)"
+    CUSTOM_AR_V2_WORKSPACE = "custom AR v2 workspace"
+    CUSTOM_AR_V2_POINTERS = "custom AR v2 pointers"
+    CUSTOM_AR_AITER = "custom AR (aiter)"
+    SYMM_POOL = "symmetric pool"
     MSCCLPP = "mscclpp"
     DEEPEP = "DeepEP buffer"
-    PD_KV_REGISTRATION = "PD KV registration"
-    PD_AUX = "PD metadata buffers"
-    PD_STAGING = "PD staging buffers"
+    PD_KV_REGISTRATION = "KV registration"
+    PD_AUX = "PD metadata"
+    PD_STAGING = "PD staging"
 
 
 # --- groups ---------------------------------------------------------------------------------
@@ -365,6 +365,13 @@ STAGING_POOL_DEFAULT_MB = 4096
 ``disaggregation/`` staging buffers, 2026)."""
 
 ENV_MOONCAKE_POOL = "SGLANG_MOONCAKE_CUSTOM_MEM_POOL"
+
+
+def pd_transfer_backend(args: Mapping[str, Any]) -> str:
+    """``--disaggregation-transfer-backend``: mooncake unless set (``server_args.py`` default;
+    nixl, ascend, fake ...)."""
+    b = args.get("disaggregation_transfer_backend")
+    return b if isinstance(b, str) and b else "mooncake"
 
 
 def pd_role(args: Mapping[str, Any]) -> str | None:
