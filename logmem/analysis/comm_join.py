@@ -168,13 +168,12 @@ def _first_capture(led: LaunchLedger, rank: str) -> DeepEPJoin | None:
     rl = led.rank(rank)
     if rl is None:
         return None
-    caps = [p for p in rl.phases if p.graph is not None and p.key.startswith("capture")]
-    # A dense draft model's graphs run no MoE forward; the target's do.
-    target = [p for p in caps if not p.graph or not p.graph.name.startswith("draft")]
-    pick = (target or caps)[:1]
-    if not pick:
+    # The first capture of the launch: SGLang captures the target's graphs before a draft's
+    # (whose MTP/NextN layers are MoE too), so it is the first to dispatch (the ledger's
+    # captures.lazy_note puts DeepEP there as well).
+    p = next((p for p in rl.phases if p.graph is not None and p.key.startswith("capture")), None)
+    if p is None:
         return None
-    p = pick[0]
     largest = p.part("largest")
     assert p.graph is not None
     if largest is not None:

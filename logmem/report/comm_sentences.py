@@ -215,23 +215,21 @@ def _(f: cj.DeepEPAttributed) -> str:
 
 @comm_finding_text.register
 def _(f: cj.DeepEPNoReserve) -> str:
-    head = (
-        f"--mem-fraction-static {f.mfs:g} was passed (command line, line {f.line})"
-        if f.explicit and f.line
-        else (
-            f"--mem-fraction-static {f.mfs:g} was passed"
-            if f.explicit
-            else f"If mem_fraction_static {f.mfs:g} was passed explicitly (the log shows no command line)"
+    if f.explicit:
+        where = f" (command line, line {f.line})" if f.line else ""
+        head = f"--mem-fraction-static {f.mfs:g} was passed{where}, so"
+    else:
+        head = (
+            f"The log shows no command line; if mem_fraction_static {f.mfs:g} was passed "
+            "explicitly, then"
         )
-    )
-    verb = "so" if f.explicit else "then"
     size = (
         f" ({format_gib(f.deepep_bytes)} GiB by the formula)" if f.deepep_bytes is not None else ""
     )
     room = (
-        f" it must fit in the {format_gib(f.headroom_bytes)} GiB that P x (1 - mfs) leaves"
+        f"the {format_gib(f.headroom_bytes)} GiB that P x (1 - mfs) leaves"
         if f.headroom_bytes is not None
-        else " it must fit in the 1 - mfs headroom"
+        else "the 1 - mem_fraction_static headroom"
     )
     bucket = (
         f", beside the graphs (the first capture's largest bucket took {format_gib(f.bucket_bytes)} GiB)"
@@ -239,9 +237,9 @@ def _(f: cj.DeepEPNoReserve) -> str:
         else ""
     )
     return (
-        f"{head}: {verb} SGLang's {rules.DEEPEP_A2A_RESERVE_MIB} MiB DeepEP reserve "
-        f"(reserve_for_deepep_a2a_mb, only for a derived mfs) was not set aside; the lazy DeepEP buffer{size} "
-        f"is allocated after KV sizing and{room}{bucket}."
+        f"{head} SGLang's {rules.DEEPEP_A2A_RESERVE_MIB} MiB DeepEP reserve "
+        "(reserve_for_deepep_a2a_mb, applied only when SGLang derives mem_fraction_static) was not "
+        f"set aside: the DeepEP buffer{size}, allocated lazily after KV sizing, has to fit in {room}{bucket}."
     )
 
 

@@ -148,7 +148,7 @@ def measured_table(c: cj.Communication) -> Grid | None:
             (
                 f"DeepEP lands in: {what}",
                 f"{format_gib(j.bucket_bytes)} GiB",
-                f"{j.rank or 'GPU'} lines {'-'.join(str(x) for x in j.lines)}",
+                f"{j.rank or 'GPU'} {_lines(j.lines)}",
             )
         )
     if c.headroom_bytes is not None:
@@ -167,6 +167,11 @@ def measured_table(c: cj.Communication) -> Grid | None:
         tuple(rows),
         ("l", "r", "l"),
     )
+
+
+def _lines(lines: tuple[int, ...]) -> str:
+    first, last = min(lines, default=0), max(lines, default=0)
+    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 def comm_view(c: cj.Communication) -> CommView:
