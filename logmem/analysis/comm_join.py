@@ -21,14 +21,6 @@ from logmem.sglang import comm, rules
 from logmem.sglang.comm import Mechanism, When
 from logmem.units import MIB
 
-ALL_REDUCE_RESOLUTION_BYTES = round(0.005 * MIB)
-"""``All Reduce config`` prints ``%.2f MB`` (MiB): each figure is known to +-0.005 MiB."""
-
-V2_SMALL_EXTRA_BYTES = MIB
-"""What the v2 figures may hold beyond the formulas: the local buffer's push counter and the
-workspace's pull semaphores (128 B per pull block) are small and their sizes not read here;
-up to 1 MiB above the formula counts as agreeing."""
-
 
 @dataclass(frozen=True)
 class RankInit:
@@ -280,7 +272,7 @@ def _all_reduce_findings(plan: Plan, ar: ev.AllReduceConfig | None) -> list[Comm
         ("local", ar.local.bytes, comm.v2_pointer_table_bytes(w)),
     ):
         gap = logged - expected
-        if not -ALL_REDUCE_RESOLUTION_BYTES <= gap <= V2_SMALL_EXTRA_BYTES:
+        if not -comm.ALL_REDUCE_PRINT_RESOLUTION_BYTES <= gap <= comm.V2_SMALL_EXTRA_BYTES:
             out.append(AllReduceDiffers(part, logged, expected, w, ar.source.line_no))
     return out
 

@@ -202,7 +202,7 @@ class LaunchEnv(Event):
 class LaunchCommand(Event):
     """The command line that started SGLang, as a shell or harness echoed it."""
 
-    program: str  # "sglang.launch_server", "sglang serve", "sglang.bench_one_batch" ...
+    program: str  # "python3 -m sglang.launch_server", "... sglang.bench_one_batch" as printed
     argv: str  # everything after the program, as printed
     env: tuple[tuple[str, str], ...]  # KEY=VALUE words before the program
 

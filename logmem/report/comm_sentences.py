@@ -35,6 +35,13 @@ def _env(key: str, fact: Any, default: str, unit: str = "") -> str:
     return f"{key}={value}{unit} ({where})"
 
 
+def bucket_name(graph: str, size: int | None) -> str:
+    """ "bs 64" for a decode-type graph, "num_tokens 2048" for a prefill/piecewise one."""
+    if size is None:
+        return "size not printed"
+    return f"{'num_tokens' if rules.graph_sized_in_tokens(graph) else 'bs'} {size}"
+
+
 def _s(n: int) -> str:
     return "" if n == 1 else "s"
 
@@ -199,7 +206,7 @@ def _(f: cj.DeepEPAttributed) -> str:
     where = (
         f"the {j.graph} capture ({format_gib(j.bucket_bytes)} GiB in all; no per-bucket readings)"
         if j.whole_capture
-        else f"the largest bucket{f' (bs {j.bucket})' if j.bucket is not None else ''} of the {j.graph} "
+        else f"the largest bucket ({bucket_name(j.graph, j.bucket)}) of the {j.graph} "
         f"capture ({format_gib(j.bucket_bytes)} GiB)"
     )
     head = f"DeepEP's buffer is created once per process, at the first dispatch: it lands in {where} on {j.rank or 'the GPU'}, the launch's first capture, and later captures reuse it"

@@ -13,7 +13,7 @@ from typing import Any
 
 from logmem.analysis import comm_join as cj
 from logmem.analysis.communication import Cell, Plan
-from logmem.report.comm_sentences import cell_note, comm_finding_text, size_text
+from logmem.report.comm_sentences import bucket_name, cell_note, comm_finding_text, size_text
 from logmem.sglang import comm
 from logmem.units import MIB, format_gib, gib
 
@@ -33,14 +33,14 @@ class Grid:
 
 @dataclass(frozen=True)
 class CommView:
-    cells: Grid
+    cells: Grid | None  # None: one rank per group, no cells
     measured: Grid | None
     findings: tuple[str, ...]
     summary: str
 
     @property
     def grids(self) -> tuple[Grid, ...]:
-        return (self.cells,) + ((self.measured,) if self.measured is not None else ())
+        return tuple(g for g in (self.cells, self.measured) if g is not None)
 
 
 def groups_text(plan: Plan) -> str:
@@ -60,7 +60,7 @@ def groups_text(plan: Plan) -> str:
     return f"Groups per rank: {', '.join(parts)}{role}."
 
 
-def cells_table(plan: Plan) -> Grid:
+def cells_table(plan: Plan) -> Grid | None:
     rows = tuple(
         (
             c.group,
@@ -81,7 +81,7 @@ def cells_table(plan: Plan) -> Grid:
     if known:
         notes.insert(0, f"Cells with a size add up to {size_text(sum(known))} per rank.")
     if not rows:
-        notes = ["One rank per group: no peers, no communication buffers."]
+        return None
     return Grid(
         "Communication cells per rank",
         ("group", "mechanism", "size", "when", "source", "note"),
@@ -143,7 +143,11 @@ def measured_table(c: cj.Communication) -> Grid | None:
         )
     j = c.deepep
     if j is not None:
-        what = f"{j.graph} capture" if j.whole_capture else f"{j.graph} largest bucket"
+        what = (
+            f"{j.graph} capture (no bucket readings)"
+            if j.whole_capture
+            else f"{j.graph}, largest bucket ({bucket_name(j.graph, j.bucket)})"
+        )
         rows.append(
             (
                 f"DeepEP lands in: {what}",

@@ -403,6 +403,18 @@ def staging_decode_bytes(env: Mapping[str, str]) -> int:
     return (env_int(env, ENV_STAGING_POOL, 1, 1 << 24) or STAGING_POOL_DEFAULT_MB) * MIB
 
 
+# --- print resolution of the custom all-reduce line -----------------------------------------
+
+ALL_REDUCE_PRINT_RESOLUTION_BYTES = round(MIB / 200)
+"""``All Reduce config: symmetric_memory = %.2f MB, local_buffer = %.2f MB`` (``custom_all_reduce_v2.py``,
+2026; MB is MiB): each figure is known to +-0.005 MiB."""
+
+V2_SMALL_EXTRA_BYTES = MIB
+"""What the v2 figures may hold beyond ``v2_workspace_bytes`` / ``v2_pointer_table_bytes``: the
+local buffer's push counter and the workspace's pull semaphores (128 B per pull block) are
+small and their sizes not read here; up to 1 MiB above the formula counts as agreeing."""
+
+
 # --- environment values ---------------------------------------------------------------------
 
 
