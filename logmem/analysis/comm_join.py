@@ -10,7 +10,7 @@ bucket of the launch's first capture, once; SGLang's DeepEP reserve against an e
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
@@ -48,6 +48,7 @@ class DeepEPJoin:
     whole_capture: bool  # no bar readings: the capture's total stands in
     lines: tuple[int, ...]
     deepep_bytes: int | None  # the formula, when it applies (low_latency with a config)
+    finished: bool = True  # the capture printed its end line (else start-up stopped in it)
 
     @property
     def exceeds(self) -> bool:
@@ -168,10 +169,11 @@ def _first_capture(led: LaunchLedger, rank: str) -> DeepEPJoin | None:
         return None
     largest = p.part("largest")
     assert p.graph is not None
+    done = p.graph.end is not None
     if largest is not None:
         size = max(p.graph.sizes) if p.graph.sizes else next((b.size for b in p.buckets), None)
-        return DeepEPJoin(rank, p.graph.name, size, largest.bytes, False, largest.lines, None)
-    return DeepEPJoin(rank, p.graph.name, None, p.delta_bytes, True, p.lines, None)
+        return DeepEPJoin(rank, p.graph.name, size, largest.bytes, False, largest.lines, None, done)
+    return DeepEPJoin(rank, p.graph.name, None, p.delta_bytes, True, p.lines, None, done)
 
 
 def launch_plan(
@@ -227,14 +229,11 @@ def communication(
     if dcell is not None and main is not None:
         join = _first_capture(led, main)
         if join is not None:
-            join = DeepEPJoin(
-                join.rank,
-                join.graph,
-                join.bucket,
-                join.bucket_bytes,
-                join.whole_capture,
-                join.lines,
-                dcell.bytes if dcell.bytes is not None else dcell.fact("low_latency_bytes"),
+            join = replace(
+                join,
+                deepep_bytes=dcell.bytes
+                if dcell.bytes is not None
+                else dcell.fact("low_latency_bytes"),
             )
             found.append(DeepEPAttributed(join))
     found.extend(_reserve_findings(L.args, plan, headroom, join))
@@ -298,7 +297,7 @@ def _reserve_findings(
             plan.mfs,
             headroom,
             deepep,
-            join.bucket_bytes if join is not None else None,
+            join.bucket_bytes if join is not None and join.finished else None,
             cmd_line,
         )
     ]

@@ -203,18 +203,27 @@ def _(f: cj.AllReduceDiffers) -> str:
 @comm_finding_text.register
 def _(f: cj.DeepEPAttributed) -> str:
     j = f.join
+    on = j.rank or "the GPU"
+    if not j.finished:
+        return (
+            f"DeepEP's buffer is created once per process, at the first dispatch: in the {j.graph} "
+            f"capture on {on}, the launch's first, which did not finish (the verdict says why)."
+        )
     where = (
         f"the {j.graph} capture ({format_gib(j.bucket_bytes)} GiB in all; no per-bucket readings)"
         if j.whole_capture
         else f"the largest bucket ({bucket_name(j.graph, j.bucket)}) of the {j.graph} "
         f"capture ({format_gib(j.bucket_bytes)} GiB)"
     )
-    head = f"DeepEP's buffer is created once per process, at the first dispatch: it lands in {where} on {j.rank or 'the GPU'}, the launch's first capture, and later captures reuse it"
+    head = (
+        f"DeepEP's buffer is created once per process, at the first dispatch: it lands in {where} "
+        f"on {on}, the launch's first capture, and later captures reuse it"
+    )
     if j.deepep_bytes is None:
         return head + "."
     if j.exceeds:
         return (
-            f"{head}; the formula's {format_gib(j.deepep_bytes)} GiB is more than that bucket, so the "
+            f"{head}; the formula's {format_gib(j.deepep_bytes)} GiB is more than that, so the "
             "buffer was allocated earlier (warm-up or model init) or this DeepEP sizes it differently."
         )
     return f"{head}: {format_gib(j.deepep_bytes)} GiB of it by the formula, the rest is the graph's own memory."

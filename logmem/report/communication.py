@@ -144,8 +144,8 @@ def measured_table(c: cj.Communication) -> Grid | None:
     j = c.deepep
     if j is not None:
         what = (
-            f"{j.graph} capture (no bucket readings)"
-            if j.whole_capture
+            f"{j.graph} capture ({'did not finish' if not j.finished else 'no bucket readings'})"
+            if j.whole_capture or not j.finished
             else f"{j.graph}, largest bucket ({bucket_name(j.graph, j.bucket)})"
         )
         rows.append(
@@ -155,7 +155,7 @@ def measured_table(c: cj.Communication) -> Grid | None:
                 f"{j.rank or 'GPU'} {_lines(j.lines)}",
             )
         )
-    if c.headroom_bytes is not None:
+    if c.headroom_bytes is not None and c.plan.cells:
         rows.append(
             (
                 "headroom P x (1 - mfs)",
