@@ -102,19 +102,9 @@ def read_environment(
     wins. Environment variables size several communication buffers and never appear in
     SGLang's own lines. Raises EnvError for a malformed entry, InputError for an unreadable
     file."""
-    from logmem.analysis.comm_inputs import parse_env_items
-    from logmem.errors import InputError
+    from logmem.analysis.comm_inputs import read_environment as read
 
-    out = []
-    if env_file is not None:
-        try:
-            with open(env_file, encoding="utf-8") as fh:
-                text = fh.read(1 << 20)
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"--env-file {os.fspath(env_file)}: cannot read: {e}") from None
-        out += parse_env_items(text.splitlines(), "--env-file")
-    out += parse_env_items(env, "--env")
-    return tuple((v.key, v.value, v.origin) for v in out)
+    return read(env, env_file)
 
 
 def communication_table(
@@ -131,37 +121,16 @@ def communication_table(
     not given), ``env`` (as :func:`read_environment` returns it) and, for DeepEP's size, a
     config.json. With ``log``, the launch's server_args, echoed environment and lines are the
     starting point, exactly as ``logmem analyze`` derives them."""
-    from logmem.analysis.attribution import build_ledger
-    from logmem.analysis.comm_inputs import Env, EnvValue
-    from logmem.analysis.comm_join import launch_plan
-    from logmem.analysis.communication import derive
-    from logmem.estimate import load_model_config
+    from logmem.analysis.comm_join import deployment_plan
 
-    config = (
-        None
-        if model_config is None
-        else dict(model_config)
-        if isinstance(model_config, Mapping)
-        else load_model_config(model_config)
-    )
-    given = {k: v for k, v in settings.items() if v is not None}
-    user = [EnvValue(k, v, o) for k, v, o in env]
-    if log is not None:
-        L = _launch_of(log, launch, "LOG")[0]
-        return launch_plan(build_ledger(L), config, user, given)
-    return derive(given, Env(tuple(user)), config)
+    L = _launch_of(log, launch, "LOG")[0] if log is not None else None
+    return deployment_plan(L, model_config, env, settings)
 
 
 def dispatch_tokens(plan: CommPlan) -> int | None:
     """The DeepEP dispatch tokens per rank a communication table was sized with, when its
     environment sets them (None: SGLang's default), for :func:`expected_sizes`."""
-    from logmem.sglang import comm
-
-    return (
-        comm.deepep_dispatch_tokens(plan.env.mapping)
-        if plan.env.get(comm.ENV_DEEPEP_TOKENS)
-        else None
-    )
+    return plan.dispatch_tokens
 
 
 def analyze(
@@ -439,3 +408,88 @@ def _plot_data(
             "memory per bucket (try --kind waterfall)"
         )
     return data
+
+
+# --- PyTorch memory snapshots ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SnapshotReport:
+    """What ``logmem snapshot`` reports: ``analysis`` is logmem.snapshot's SnapshotAnalysis."""
+
+    analysis: Any
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned view model (schema logmem.snapshot/1)."""
+        from logmem.report.snapshot import to_json
+
+        out: dict[str, Any] = to_json(self.analysis)
+        return out
+
+    def render(self, fmt: str = "text") -> str:
+        """text, markdown, json or html."""
+        from logmem.report.snapshot import render
+
+        out: str = render(self.analysis, fmt)
+        return out
+
+    def __str__(self) -> str:
+        return self.render("text")
+
+    def _repr_markdown_(self) -> str:
+        return self.render("markdown")
+
+
+def snapshot(
+    *paths: str,
+    log: Source | None = None,
+    frames: int = 1,
+    top: int = 10,
+    max_size_mib: int = 1024,
+    rank: str | None = None,
+    device: int | None = None,
+    launch: int | None = None,
+    capture: int | None = None,
+) -> SnapshotReport:
+    """Read PyTorch memory snapshots safely (as ``logmem snapshot``); with ``log`` (an
+    Analysis or a path spec), line the first one up with the log's capture."""
+    from logmem.snapshot.analysis import analyze_snapshots
+
+    if log is not None and not isinstance(log, Analysis):
+        log = read_log(*split_spec(os.fspath(log)))
+    return SnapshotReport(
+        analyze_snapshots(
+            paths,
+            log=log,
+            frames=frames,
+            top=top,
+            max_bytes=max_size_mib << 20,
+            rank=rank,
+            device=device,
+            launch=launch,
+            capture=capture,
+        )
+    )
+
+
+def snapshot_frame(source: str | SnapshotReport, frames: int = 1) -> Any:
+    """A pandas DataFrame, one row per block: path, device, pool, pool_kind,
+    segment_address, address, state, size, requested, site."""
+    import pandas as pd
+
+    from logmem.snapshot.analysis import block_records
+
+    report = snapshot(source, frames=frames) if isinstance(source, str) else source
+    columns = [
+        "path",
+        "device",
+        "pool",
+        "pool_kind",
+        "segment_address",
+        "address",
+        "state",
+        "size",
+        "requested",
+        "site",
+    ]
+    return pd.DataFrame(block_records(report.analysis), columns=columns)

@@ -5,11 +5,12 @@ mechanisms (custom all-reduce lines, ``All Reduce config``, the echoed command l
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.errors import EnvError
+from logmem.errors import EnvError, InputError
 from logmem.parse import events as ev
 
 
@@ -60,6 +61,23 @@ def parse_env_items(items: Iterable[str], origin: str) -> list[EnvValue]:
             value = value[1:-1]
         out.append(EnvValue(key, value, origin))
     return out
+
+
+def read_environment(
+    env: Iterable[str] = (), env_file: str | os.PathLike[str] | None = None
+) -> tuple[tuple[str, str, str], ...]:
+    """``api.read_environment``: the --env-file's entries, then --env's, as (key, value, origin).
+    Raises EnvError for a malformed entry, InputError for an unreadable file."""
+    out = []
+    if env_file is not None:
+        try:
+            with open(env_file, encoding="utf-8") as fh:
+                text = fh.read(1 << 20)
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"--env-file {os.fspath(env_file)}: cannot read: {e}") from None
+        out += parse_env_items(text.splitlines(), "--env-file")
+    out += parse_env_items(env, "--env")
+    return tuple((v.key, v.value, v.origin) for v in out)
 
 
 def env_values(analysis: Any) -> tuple[EnvValue, ...]:

@@ -194,6 +194,32 @@ def launch_plan(
     return derive(args, env, config, log_evidence(L, bpt))
 
 
+def deployment_plan(
+    launch: Any | None,
+    model_config: Any,
+    env: Iterable[tuple[str, str, str]],
+    settings: Mapping[str, Any],
+) -> Plan:
+    """``api.communication_table``: a launch's table with ``settings`` (server_args names) on
+    top, or, without a launch, the table of the settings alone. ``model_config`` is a path or
+    a parsed config.json (None: no DeepEP size)."""
+    from logmem.analysis.attribution import build_ledger
+    from logmem.estimate import load_model_config
+
+    config = (
+        None
+        if model_config is None
+        else dict(model_config)
+        if isinstance(model_config, Mapping)
+        else load_model_config(model_config)
+    )
+    given = {k: v for k, v in settings.items() if v is not None}
+    user = [EnvValue(k, v, o) for k, v, o in env]
+    if launch is not None:
+        return launch_plan(build_ledger(launch), config, user, given)
+    return derive(given, Env(tuple(user)), config)
+
+
 def communication(
     led: LaunchLedger,
     config: Mapping[str, Any] | None = None,

@@ -63,6 +63,14 @@ class Plan:
     def cell(self, mechanism: Mechanism) -> Cell | None:
         return next((c for c in self.cells if c.mechanism is mechanism), None)
 
+    @property
+    def dispatch_tokens(self) -> int | None:
+        """DeepEP's dispatch tokens per rank when the environment sets them (else None: the
+        default), so the estimate sizes its DeepEP buffer as this table does."""
+        if self.env.get(comm.ENV_DEEPEP_TOKENS) is None:
+            return None
+        return comm.deepep_dispatch_tokens(self.env.mapping)
+
 
 def _env_fact(env: Env, key: str) -> tuple[str, Any]:
     v = env.get(key)

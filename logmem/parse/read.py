@@ -130,6 +130,11 @@ def _open(path: str, stats: ReadStats) -> tuple[BinaryIO, BinaryIO]:
     return cast(BinaryIO, zstandard.ZstdDecompressor().stream_reader(peeked)), raw
 
 
+def open_stream(path: str, stats: ReadStats) -> BinaryIO:
+    """Open a path (or '-') and undo gzip/bz2/xz/zstd, detected by content (snapshots too)."""
+    return _open(path, stats)[0]
+
+
 def _size_of(raw: BinaryIO) -> int | None:
     """The input's size for the progress bar, or None for a pipe or terminal."""
     try:

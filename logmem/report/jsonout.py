@@ -17,6 +17,7 @@ from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.communication import comm_json
 from logmem.report.fixes import effect_text
+from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import explanation_text, headline_text
 from logmem.units import Mem, gib
@@ -215,6 +216,7 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "exc_type": f.exc_type,
         "shortfall_gib": gib(f.shortfall_bytes),
         "bucket_free_gib": gib(f.bucket_free_bytes),
+        "memory_split": failure_split(f.record),
         "errors": [
             {"rank": e.rank, "record": type(e.record).__name__, "line": _line(e.source)}
             for e in f.errors

@@ -15,6 +15,7 @@ from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
 from logmem.model.launch import Launch, Rank
 from logmem.report.communication import comm_view
+from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
 from logmem.units import format_gib
@@ -76,7 +77,7 @@ def rank_name(label: str) -> str:
     return label or "the GPU (no rank tag)"
 
 
-def ledger_table(led: RankLedger) -> Table:
+def ledger_table(led: RankLedger, extra: str = "") -> Table:
     rows: list[tuple[str, ...]] = []
     indent: list[int] = []
     footnotes: list[str] = []
@@ -108,6 +109,8 @@ def ledger_table(led: RankLedger) -> Table:
         )
     if led.note:
         notes.append(led.note)
+    if extra:
+        notes.append(extra)
     return Table(
         f"Ledger of {rank_name(led.rank)} (GiB)",
         ("phase / cause", "before", "after", "drop", "kind", "lines"),
@@ -305,8 +308,16 @@ def launch_report(
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
     full = all_ranks or len(L.ranks) <= 2
     leading = [r for r in led.ranks if full or (main is not None and r.rank == main.label)]
+    split = split_notes(L)  # PyTorch's OOM split, on the failing rank's ledger
     if leading:
-        sections.append(Section("Ledger", tuple(ledger_table(r) for r in leading)))
+        shown = dict(split)
+        folded = [k for k in split if k not in {r.rank for r in leading}]
+        if folded and not any(r.rank in split for r in leading):
+            # The failing rank's ledger is folded away in text: say it under the one shown.
+            shown[leading[0].rank] = f"On {rank_name(folded[0])}: {split[folded[0]]}"
+        sections.append(
+            Section("Ledger", tuple(ledger_table(r, shown.get(r.rank, "")) for r in leading))
+        )
     rt = ranks_table(led)
     if rt is not None:
         sections.append(Section("Ranks", (rt,)))
@@ -324,7 +335,7 @@ def launch_report(
         bts = bucket_tables(rl)
         if bts:
             sections.append(Section("Graph buckets", tuple(bts), details=True))
-    others = [ledger_table(r) for r in led.ranks if r not in leading]
+    others = [ledger_table(r, split.get(r.rank, "")) for r in led.ranks if r not in leading]
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     model = L.args.get("model_path")

@@ -16,6 +16,7 @@ import regex
 from logmem.model.launch import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Record, Source
+from logmem.parse.oom_split import MemorySplit, parse_oom_split
 from logmem.units import Mem
 
 
@@ -35,6 +36,7 @@ class OutOfMemory:
     private_pools_bytes: int | None  # allocated in private pools (CUDA graphs)
     in_capture_error: bool  # raised as "Capture cuda graph failed: <OOM>"
     comm_library: str | None  # "DeepEP" / "NVSHMEM" when their buffer asked for it
+    memory_split: MemorySplit | None = None  # PyTorch's own split, as the message states it
 
     @property
     def shortfall_bytes(self) -> int | None:
@@ -177,6 +179,7 @@ def _oom_from_event(e: ev.TorchOOM, in_capture: bool = False) -> OutOfMemory:
         private_pools_bytes=_b(e.private_pools),
         in_capture_error=in_capture,
         comm_library=_library(lib.group(1)) if lib else None,
+        memory_split=parse_oom_split(e.message),
     )
 
 
