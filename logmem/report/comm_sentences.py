@@ -161,9 +161,11 @@ def comm_finding_text(f: object) -> str:
 
 @comm_finding_text.register
 def _(f: cj.CustomAROff) -> str:
+    why = f.text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
+    what = "is disabled because" if f.state == "disabled" else "setup failed"
     return (
-        f"Custom all-reduce did not set up (line {f.line}: {f.state}, {f.text[:160]}): the TP group "
-        "all-reduces through NCCL, so its custom all-reduce buffers are not in the table."
+        f"Custom all-reduce {what} {why} (line {f.line}): the TP group all-reduces through NCCL, "
+        "so there are no custom all-reduce buffers in the table."
     )
 
 

@@ -60,7 +60,7 @@ def groups_text(plan: Plan) -> str:
     return f"Groups per rank: {', '.join(parts)}{role}."
 
 
-def cells_table(plan: Plan) -> Grid | None:
+def cells_table(plan: Plan, from_log: bool = True) -> Grid | None:
     rows = tuple(
         (
             c.group,
@@ -76,7 +76,12 @@ def cells_table(plan: Plan) -> Grid | None:
     notes = [
         "when: init = before SGLang measures the pre-load free memory, so it lowers the KV budget; "
         "after kv / first use = later, so it must fit in the 1 - mem_fraction_static headroom.",
-        "measure: no formula (NCCL sizes depend on library version and topology); the readings below show it.",
+        f"measure: no formula ({plan.library} sizes depend on library version and topology); "
+        + (
+            "the log's readings below show them."
+            if from_log
+            else "a log's readings show them (logmem analyze)."
+        ),
     ]
     if known:
         notes.insert(0, f"Cells with a size add up to {size_text(sum(known))} per rank.")
@@ -189,7 +194,7 @@ def comm_view(c: cj.Communication) -> CommView:
 
 def plan_view(plan: Plan) -> CommView:
     """The same table for ``logmem estimate``: nothing measured."""
-    return CommView(cells_table(plan), None, (), groups_text(plan))
+    return CommView(cells_table(plan, from_log=False), None, (), groups_text(plan))
 
 
 # --- JSON -----------------------------------------------------------------------------------
