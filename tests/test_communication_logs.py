@@ -266,19 +266,21 @@ def test_analyze_env_resizes_deepep(tmp_path: Path) -> None:
     assert [e["origin"] for e in env if e["key"] == comm.ENV_DEEPEP_TOKENS] == ["log", "--env-file"]
 
 
-@pytest.mark.parametrize(
-    "args", [["--env", "NOEQUALS"], ["--env", "1X=2"], ["--env-file", "/nonexistent/env"]]
-)
+@pytest.mark.parametrize("args", [["--env", "NOEQUALS"], ["--env", "1X=2"]])
 def test_bad_env_is_a_usage_error(args: list[str]) -> None:
     r = CliRunner().invoke(cli, ["analyze", str(MISMATCH), *args])
     assert r.exit_code == 2 and "Traceback" not in r.output
 
 
-def test_binary_env_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
-    f = tmp_path / "env.bin"
-    f.write_bytes(b"\xff\xfe\x00garbage")
+@pytest.mark.parametrize("name", ["missing", "env.bin", "a-folder"])
+def test_unreadable_env_file_is_an_error_not_a_traceback(tmp_path: Path, name: str) -> None:
+    f = tmp_path / name
+    if name == "env.bin":
+        f.write_bytes(b"\xff\xfe\x00garbage")
+    elif name == "a-folder":
+        f.mkdir()
     r = CliRunner().invoke(cli, ["analyze", str(MISMATCH), "--env-file", str(f)])
-    assert r.exit_code == 1 and "cannot read" in r.output
+    assert r.exit_code == 1 and "cannot read" in r.output and "Traceback" not in r.output
 
 
 def test_estimate_flags_print_the_table() -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import click
 
 from logmem.cli.options import (
+    INPUT,
     env_options,
     environment,
     format_options,
     logs_argument,
+    max_bytes_option,
     select_options,
 )
 from logmem.cli.output import guess_format, write_output
@@ -20,11 +22,13 @@ from logmem.cli.output import guess_format, write_output
 @click.option(
     "--model-config",
     "model_config",
+    type=INPUT,
     default=None,
     metavar="PATH",
     help="A config.json (or model folder): show expected sizes beside measured ones.",
 )
 @env_options
+@max_bytes_option
 @format_options()
 @click.pass_context
 def analyze(
