@@ -31,7 +31,17 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger, build_ledger
-    from logmem.api import analyze, diff, expected_sizes, fit, plot, read_log, whatif
+    from logmem.api import (
+        analyze,
+        communication_table,
+        diff,
+        expected_sizes,
+        fit,
+        plot,
+        read_environment,
+        read_log,
+        whatif,
+    )
     from logmem.model.analysis import Analysis
 
 __all__ = [
@@ -40,10 +50,12 @@ __all__ = [
     "__version__",
     "analyze",
     "build_ledger",
+    "communication_table",
     "diff",
     "expected_sizes",
     "fit",
     "plot",
+    "read_environment",
     "read_log",
     "whatif",
 ]
@@ -59,6 +71,8 @@ _LAZY = {
     "fit": "logmem.api",
     "whatif": "logmem.api",
     "plot": "logmem.api",
+    "communication_table": "logmem.api",
+    "read_environment": "logmem.api",
 }
 
 

@@ -34,6 +34,7 @@ from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logm
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from logmem.analysis.communication import Plan as CommPlan
     from logmem.compare.diff import Diff
     from logmem.compare.slope import Fit
     from logmem.compare.whatif import WhatIf
@@ -83,6 +84,12 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     return Analysis(tuple(paths), launches, unmatched.summary(), tuple(stats), inputs=groups)
 
 
+def read_spec(spec: Source) -> Analysis:
+    """A path spec ("a.log", "-", "tp0.log,tp1.log") read into an Analysis (one read of
+    stdin, which every function given the Analysis can then share); an Analysis as it is."""
+    return spec if isinstance(spec, Analysis) else read_log(*split_spec(os.fspath(spec)))
+
+
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:
     """Keep one launch and/or some ranks; unknown names are an error that lists what exists."""
     launches = analysis.launches
@@ -100,15 +107,50 @@ def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] =
     return replace(analysis, launches=launches)
 
 
+def read_environment(
+    env: Sequence[str] = (), env_file: str | os.PathLike[str] | None = None
+) -> tuple[tuple[str, str, str], ...]:
+    """``--env KEY=VALUE`` strings and an ``--env-file`` (KEY=VALUE lines, ``#`` comments and
+    ``export`` allowed) as (key, value, origin), the file first so that --env wins. Raises
+    EnvError for a malformed entry, InputError for an unreadable file."""
+    from logmem.analysis.comm_inputs import read_environment as read
+
+    return read(env, env_file)
+
+
+def communication_table(
+    log: Source | None = None,
+    *,
+    launch: int | None = None,
+    model_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    env: Sequence[tuple[str, str, str]] = (),
+    **settings: Any,
+) -> CommPlan:
+    """``logmem estimate``'s Communication table: the groups x mechanisms cells per rank of a
+    deployment, from ``settings`` (server_args names: tp_size, dp_size, ep_size, pp_size,
+    enable_dp_attention, moe_a2a_backend, deepep_mode, disaggregation_mode ...; None means
+    not given), ``env`` (as :func:`read_environment` returns it) and, for DeepEP's size, a
+    config.json. With ``log``, the launch's server_args, echoed environment and lines are the
+    starting point, exactly as ``logmem analyze`` derives them."""
+    from logmem.analysis.comm_join import deployment_plan
+
+    L = _launch_of(log, launch, "LOG")[0] if log is not None else None
+    return deployment_plan(L, model_config, env, settings)
+
+
 def analyze(
     *paths: str,
     launch: int | None = None,
     ranks: Sequence[str] = (),
     model_config: str | None = None,
+    env: Sequence[tuple[str, str, str]] = (),
 ) -> Analysis:
     """``logmem analyze``: read the logs, keep the chosen launch and ranks, and attach a
-    model's config.json (a file or the folder holding it) for expected sizes."""
+    model's config.json (a file or the folder holding it) for expected sizes and the user's
+    environment (:func:`read_environment`) for the communication table."""
     analysis = select(read_log(*paths), launch, ranks)
+    if env:
+        analysis = replace(analysis, env=tuple(env))
     if model_config is None:
         return analysis
     from logmem.errors import LogmemError

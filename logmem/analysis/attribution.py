@@ -264,12 +264,14 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
         pools = pending.get(i, [])
         captured = captured_between(a, b)
         if captured is not None:
-            # Lazy buffers (DeepEP, NCCL, cuBLAS) come with the first capture of each kind.
+            # Lazy buffers (NCCL, cuBLAS) come with the first capture of each kind; DeepEP's
+            # one buffer per process with the very first capture.
             kind = graph_kind(captured.name)
             first_of_kind = not any(
                 p.graph is not None and graph_kind(p.graph.name) == kind for p in phases
             )
-            phases.append(graph_phase(captured, a, b, launch, rank, first_of_kind))
+            first = not any(p.graph is not None for p in phases)
+            phases.append(graph_phase(captured, a, b, launch, rank, first_of_kind, first))
             continue
         logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
         pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model

@@ -103,7 +103,7 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
         for p in rl.phases:
             if p.graph is None:
                 continue
-            static, largest = p.part("static"), p.part("largest")
+            static = p.part("static")
             if (
                 static is not None
                 and est.logits_buffer_bytes is not None
@@ -118,27 +118,6 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
                         "logits buffer = rows x vocab x 4 B; other static buffers add to it",
                     )
                 )
-            if (
-                largest is not None
-                and est.deepep_buffer_bytes is not None
-                and L.args.get("moe_a2a_backend") == "deepep"
-            ):
-                checks.append(
-                    Check(
-                        f"{p.graph.name}: largest bucket vs DeepEP buffer",
-                        largest.bytes,
-                        est.deepep_buffer_bytes,
-                        ROUNDING_BYTES,
-                        "the low-latency buffer is allocated on the first capture",
-                    )
-                )
-                share = min(est.deepep_buffer_bytes, max(largest.bytes, 0))
-                if largest.bytes > 0:
-                    findings.append(
-                        f"About {format_gib(share)} GiB of the {p.graph.name} largest bucket "
-                        f"({format_gib(largest.bytes)} GiB) is the DeepEP low-latency buffer "
-                        "that config.json predicts."
-                    )
     return Crosscheck(est, tuple(checks), tuple(findings))
 
 

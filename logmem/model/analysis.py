@@ -24,6 +24,9 @@ class Analysis:
     stats: tuple[ReadStats, ...] = field(compare=False)
     # A Hugging Face config.json, when given: reports put expected sizes beside measured ones.
     model_config: dict[str, Any] | None = field(default=None, compare=False)
+    # The environment the user gave (--env-file, then --env): (key, value, origin), in order.
+    # Variables that size communication buffers never appear in SGLang's own lines.
+    env: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
     # How the input files were grouped into launches (files of different launches apart).
     inputs: tuple[InputGroup, ...] = field(default=(), compare=False)
 

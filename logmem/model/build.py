@@ -294,6 +294,14 @@ class _Builder:
         self.cur = -1
         self.path: str | None = None
         self.file_content = False
+        # A launcher's echo (command line, environment) after a start-up has begun announces
+        # the next start-up: held until its server_args (or restart) opens it.
+        self.prelude: list[ev.Event] = []
+
+    def flush_prelude(self, L: _LaunchB, front: bool = False) -> None:
+        if self.prelude:
+            L.events[: 0 if front else len(L.events)] = self.prelude
+            self.prelude = []
 
     def launch(self) -> _LaunchB:
         if self.cur < 0:
@@ -308,6 +316,8 @@ class _Builder:
 
     def feed(self, e: ev.Event) -> None:
         if e.source.path != self.path:
+            if self.launches:
+                self.flush_prelude(self.launch())
             # Another input file: its launches line up with the first file's, by index.
             self.path = e.source.path
             self.cur = -1
@@ -316,6 +326,7 @@ class _Builder:
         if isinstance(e, ev.ServerArgs):
             if self.file_content:
                 L = self.next_launch()
+                self.flush_prelude(L, front=True)
             elif L.server_args is not None and not same_launch_args(L.server_args.args, e.args):
                 # Another file's start-up with other settings: a launch of its own, not a part.
                 self.cur = len(self.launches)
@@ -330,6 +341,7 @@ class _Builder:
             return
         if self.is_restart(L, e):
             L = self.next_launch()
+            self.flush_prelude(L, front=True)
         self.file_content = True
         L.paths.append(e.source.path)
         if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):
@@ -369,6 +381,9 @@ class _Builder:
     def feed_unprefixed(self, L: _LaunchB, e: ev.Event) -> None:
         if not isinstance(e, ev.BarRender):
             L.bar_candidates = None
+        if isinstance(e, (ev.LaunchCommand, ev.LaunchEnv)) and self.file_content:
+            self.prelude.append(e)
+            return
         if isinstance(e, ev.BarRender):
             r = L.bar_rank(e)
             if r is None:
@@ -451,6 +466,8 @@ def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[
         for path in grp.paths:
             for e in by_path[path]:
                 b.feed(e)
+        if b.launches:
+            b.flush_prelude(b.launch())
         for L in b.launches:
             if L.has_content() or L.events:
                 launches.append(L.freeze(len(launches)))

@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.comm_inputs import env_values
+from logmem.analysis.comm_join import communication
 from logmem.analysis.failures import Failure, outcome
 from logmem.analysis.ledger import ledger_rows
 from logmem.model.launch import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.communication import comm_json
 from logmem.report.fixes import effect_text
 from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
@@ -307,6 +310,9 @@ def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
 def analysis_json(a: Analysis) -> dict[str, Any]:
     ledgers = [build_ledger(L) for L in a.launches]
     launches = [launch_json(L, led) for L, led in zip(a.launches, ledgers)]
+    for doc, led in zip(launches, ledgers):
+        com = communication(led, a.model_config, env_values(a))
+        doc["communication"] = comm_json(com) if com is not None else None
     if a.model_config is not None:
         for doc, led in zip(launches, ledgers):
             doc["expected"] = expected_json(led, a.model_config)

@@ -5,13 +5,16 @@ The numbers are decided here once, so the formats cannot disagree about them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.comm_inputs import EnvValue, env_values
+from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
 from logmem.model.launch import Launch, Rank
+from logmem.report.communication import comm_view
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
@@ -51,6 +54,7 @@ class LaunchReport:
     findings: tuple[str, ...]
     sections: tuple[Section, ...]
     ledger: LaunchLedger = field(compare=False, repr=False)
+    communication: Communication | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -284,8 +288,19 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
     return t, cc.findings
 
 
+def communication_section(c: Communication) -> Section:
+    """The groups x mechanisms table, what the log measured of it, and the findings."""
+    v = comm_view(c)
+    tables = tuple(Table(g.title, g.columns, g.rows, g.align, g.notes) for g in v.grids)
+    return Section("Communication", tables, (v.summary, *v.findings))
+
+
 def launch_report(
-    L: Launch, n_launches: int, all_ranks: bool = False, config: dict[str, Any] | None = None
+    L: Launch,
+    n_launches: int,
+    all_ranks: bool = False,
+    config: dict[str, Any] | None = None,
+    env: Sequence[EnvValue] = (),
 ) -> LaunchReport:
     led = build_ledger(L)
     sections: list[Section] = []
@@ -313,6 +328,9 @@ def launch_report(
     if config is not None:
         et, extra = expected_table(led, config)
         sections.append(Section("Expected from config.json", (et,)))
+    com = communication(led, config, env)
+    if com is not None:
+        sections.append(communication_section(com))
     if main is not None and (rl := led.rank(main.label)) is not None:
         bts = bucket_tables(rl)
         if bts:
@@ -325,7 +343,7 @@ def launch_report(
     if isinstance(model, str):
         title += f": {model}"
     found = tuple(finding_text(f) for f in led.findings)
-    return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led)
+    return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led, com)
 
 
 def verdict_lines(L: Launch) -> list[str]:
@@ -369,6 +387,9 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
     return Report(
         "logmem memory report",
-        tuple(launch_report(L, len(a.launches), all_ranks, a.model_config) for L in a.launches),
+        tuple(
+            launch_report(L, len(a.launches), all_ranks, a.model_config, env_values(a))
+            for L in a.launches
+        ),
         tuple(notes),
     )
