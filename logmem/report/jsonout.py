@@ -14,6 +14,7 @@ from logmem.model.launch import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.fixes import effect_text
+from logmem.report.graph_lines import graph_sentences
 from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import explanation_text, headline_text
@@ -138,6 +139,11 @@ def graph_json(g: Graph) -> dict[str, Any]:
         "largest_bucket_gib": gib(g.largest_bucket_bytes),
         "other_buckets_gib": gib(g.other_buckets_bytes),
         "complete": g.complete,
+        "memory_printed": g.memory_printed,
+        "opened_by": g.opened_by,
+        "bucket_count": g.bucket_count,
+        "largest_size": g.largest_size,
+        "largest_size_source": g.largest_size_source,
         "lines": [_ln(b), _ln(e)],
     }
 
@@ -277,7 +283,7 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
         }
         if led.reserve
         else None,
-        "findings": [finding_text(f) for f in led.findings],
+        "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
         "ranks": [rank_json(r, led.ranks[i]) for i, r in enumerate(L.ranks)],
         "stray_bars": L.stray_bars,
     }

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.failures import verdict
 from logmem.model.launch import Launch, Rank
+from logmem.report.graph_lines import graph_sentences
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
@@ -324,7 +325,7 @@ def launch_report(
     title = f"Launch {L.index}" if n_launches > 1 else "Launch"
     if isinstance(model, str):
         title += f": {model}"
-    found = tuple(finding_text(f) for f in led.findings)
+    found = tuple(finding_text(f) for f in led.findings) + tuple(graph_sentences(L))
     return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led)
 
 
