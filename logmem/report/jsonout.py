@@ -15,6 +15,7 @@ from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.fixes import effect_text
 from logmem.report.graph_lines import graph_sentences
+from logmem.report.inputs_text import inputs_json
 from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import explanation_text, headline_text
@@ -330,6 +331,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             }
             for st in a.stats
         ],
+        "grouping": inputs_json(a),
         "launches": launches,
         "unmatched_memory_lines": [
             {"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}

@@ -13,6 +13,7 @@ from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.failures import verdict
 from logmem.model.launch import Launch, Rank
 from logmem.report.graph_lines import graph_sentences
+from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
@@ -350,6 +351,7 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
             f"{len(a.unmatched)} line(s) carry a memory figure but match no pattern "
             "(`logmem lines` lists them)."
         )
+    notes.extend(input_sentences(a))
     stray = sum(L.stray_bars for L in a.launches)
     if stray:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
