@@ -26,7 +26,7 @@ from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.compare.slope import Fit, fit_launches, fit_line, slope_from_fit
 from logmem.compare.whatif import WhatIf, whatif_launch
 from logmem.errors import FitError
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.report.compare import render_markdown, render_text, to_json
 from logmem.sglang.eras import era_guess, era_markers
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from logmem.analysis.captures import graph_kind, lazy_note
 from logmem.analysis.ledger import Cause, RankLedger
 from logmem.analysis.sizing import Sizing, arg_number
-from logmem.model.launch import Launch, Rank
+from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import GIB

@@ -18,7 +18,7 @@ from logmem.compare.points import graph_points, main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
 from logmem.errors import FitError
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS, DIFFERENCE_RESOLUTION_BYTES
 from logmem.units import GIB, MIB

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from logmem.errors import LogmemError
 
 if TYPE_CHECKING:
-    from logmem.model.launch import Launch
+    from logmem.model.records import Launch
 
 # Latent-MoE models project tokens from hidden_size down to a smaller routed hidden size before
 # dispatch. There is no standard Hugging Face key; these are the names we look for, in order.

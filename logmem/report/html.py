@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse.lines import Source
 from logmem.report.model import LaunchReport, Report, analysis_report, main_rank, rank_name
 from logmem.report.page import Figure, esc, figure_html, page, table_html

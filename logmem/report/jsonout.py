@@ -10,7 +10,7 @@ from logmem import __version__
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.failures import Failure, outcome
 from logmem.analysis.ledger import ledger_rows
-from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.fixes import effect_text

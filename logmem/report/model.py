@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.failures import verdict
-from logmem.model.launch import Launch, Rank
+from logmem.model.records import Launch, Rank
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
