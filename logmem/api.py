@@ -22,9 +22,14 @@ from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
 from logmem.model.build import build_groups
 from logmem.parse import events as ev
-from logmem.parse.lines import iter_records
+from logmem.parse.match import iter_segment_events
 from logmem.parse.patterns import KEYWORD_BYTES
 from logmem.parse.read import ReadStats, read_segments
+
+# `with byte_limit(n): read_log(...)` reads at most n bytes of each input (--max-bytes).
+from logmem.parse.read import byte_limit as byte_limit
+from logmem.parse.unmatched import UnmatchedCounter, UnmatchedSink
+from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logmem lines`
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -46,10 +51,18 @@ class PlotNote(UserWarning):
 def collect_events(
     paths: Sequence[str],
     stats: list[ReadStats] | None = None,
-    unmatched: list[ev.Unmatched] | None = None,
+    unmatched: UnmatchedSink | None = None,
 ) -> list[ev.Event]:
-    """Every recognised event of the files, in order (``logmem lines``)."""
-    return list(ev.iter_events(iter_records(read_segments(paths, KEYWORD_BYTES, stats)), unmatched))
+    """Every recognised event of the files, in order (``logmem lines``); memory lines no
+    pattern matches go to `unmatched` (an UnmatchedSpool lists them all)."""
+    return list(iter_segment_events(read_segments(paths, KEYWORD_BYTES, stats), unmatched))
+
+
+def reader_summary() -> str:
+    """Which matcher and zstd support this run's reader uses (``logmem --version``)."""
+    from logmem.parse.match import reader_summary as summary
+
+    return summary()
 
 
 def read_log(*paths: str, require_startup: bool = True) -> Analysis:
@@ -62,12 +75,12 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     InputError when a file cannot be read.
     """
     stats: list[ReadStats] = []
-    unmatched: list[ev.Unmatched] = []
+    unmatched = UnmatchedCounter()
     events = collect_events(paths, stats, unmatched)
     launches, groups = build_groups(events)
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))
-    return Analysis(tuple(paths), launches, tuple(unmatched), tuple(stats), inputs=groups)
+    return Analysis(tuple(paths), launches, unmatched.summary(), tuple(stats), inputs=groups)
 
 
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:

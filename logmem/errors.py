@@ -28,3 +28,8 @@ class SelectionError(LogmemError):
 
 class FitError(LogmemError):
     """Launches cannot be compared or fitted (they differ in more than the varied setting)."""
+
+
+class InputWarning(UserWarning):
+    """An input was read only in part (a cut or corrupt stream, --max-bytes); the CLI
+    shows it as "Warning: ..." for every command, reports also say it in their notes."""

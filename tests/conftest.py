@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -55,3 +56,16 @@ def corpus_logs() -> list[Path]:
 
 def fixture_logs() -> list[Path]:
     return sorted(FIXTURES.glob("*.log")) if FIXTURES.is_dir() else []
+
+
+def bench_module(name: str) -> ModuleType:
+    """bench/<name>.py, loaded by path (bench/ is scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"logmem_bench_{name}", REPO / "bench" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -8,9 +8,12 @@ from __future__ import annotations
 import pytest
 
 from logmem.parse import events as ev
-from logmem.parse.events import match_record, parse_int_list, parse_server_args
+from logmem.parse.builders import parse_int_list
 from logmem.parse.lines import split_records
+from logmem.parse.match import iter_events, match_record
 from logmem.parse.read import Segment
+from logmem.parse.server_args import parse_server_args
+from logmem.parse.unmatched import UnmatchedCounter
 from logmem.units import GIB, MIB, Mem
 
 
@@ -837,6 +840,10 @@ def test_unmatched_memory_lines_are_reported() -> None:
             )
         )
     )
-    unmatched: list[ev.Unmatched] = []
-    assert list(ev.iter_events(records, unmatched)) == []
-    assert [(u.rank, u.source.line_no) for u in unmatched] == [("", 9)]
+    unmatched = UnmatchedCounter()
+    assert list(iter_events(records, unmatched)) == []
+    summary = unmatched.summary()
+    assert [(u.rank, u.source.line_no) for u in summary.examples] == [("", 9)]
+    assert [(s.shape, s.count) for s in summary.shapes] == [
+        ("Reported total GPU memory (MiB): [N], using min: N MiB.", 1)
+    ]

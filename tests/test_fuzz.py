@@ -15,7 +15,11 @@ import io
 import json
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
+import time
+import tracemalloc
 from functools import cache
 from pathlib import Path
 
@@ -26,6 +30,7 @@ from hypothesis import strategies as st
 from conftest import corpus_logs, fixture_logs
 from logmem.cli.main import main
 from logmem.parse import read as rd
+from logmem.parse.patterns import KEYWORD_BYTES
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SCRATCH = Path(tempfile.mkdtemp(prefix="logmem-fuzz-"))
@@ -190,3 +195,125 @@ def test_matchers_agree_on_mutated_logs(base: int, ops: list[str], seed: int) ->
             outs.append(analyze(data)[:3])
     rd._MATCHERS.clear()
     assert outs[1] == outs[0] and outs[2] == outs[0]
+
+
+# --- worst cases: time and memory budgets per input (issue 16) --------------------------
+
+# CPU seconds per MB of input, and tracemalloc peaks. Times are CPU time of this process
+# (the machine may be shared); the \r-run budget is relative to its \n twin, so it holds
+# on any machine. Before the fixes: the \r scan took 8x its twin, a line of OOM fragments
+# 3.5 s per MB, 60 unmatched 1 MiB lines peaked at 71 MiB (all their text kept).
+CPU_S_PER_MB = {"oom_fragments": 1.0, "fragments_of_every_unanchored_pattern": 1.5}
+PEAK_MIB = {
+    "unmatched_giants": 32,  # 63 MB of unmatched lines: each keeps a 4 KiB excerpt
+    "zstd_bomb": 48,  # 200 MiB out of 20 KB: decompressed in bounded steps
+    "many_unmatched": 100,  # 50k unmatched lines (task E makes them a per-shape summary)
+    "restarts": 96,  # 200 launches
+}
+
+
+def _attack_file(name: str, data: bytes | None = None) -> Path:
+    from attacks import ATTACKS
+
+    path = _SCRATCH / f"attack-{name}.log"
+    path.write_bytes(ATTACKS[name](1.0) if data is None else data)
+    return path
+
+
+def _cpu_run(path: Path, *extra: str) -> tuple[float, int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    t0 = time.process_time()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["-q", "analyze", "-f", "json", *extra, str(path)])
+    return time.process_time() - t0, code, err.getvalue()
+
+
+def test_a_cr_run_costs_what_its_newline_twin_costs() -> None:
+    """4 MiB of `GB` + filler + `\\r`: each segment's end used to be searched to the chunk's end."""
+    times = {}
+    for sep in (b"\r", b"\n"):
+        path = _SCRATCH / "scan.log"
+        path.write_bytes((b"GB" + b"x" * 100 + sep) * ((4 << 20) // 103))
+        t0 = time.process_time()
+        stats: list[rd.ReadStats] = []
+        n = sum(1 for _ in rd.read_segments([str(path)], KEYWORD_BYTES, stats))
+        times[sep] = time.process_time() - t0
+        assert n == (4 << 20) // 103
+    assert times[b"\r"] < 2 * times[b"\n"] + 0.1, times
+
+
+def test_a_dense_cr_run_through_the_whole_pipeline_is_linear() -> None:
+    """400k `GB\\r` segments after a real log: the report, in the time of the \\n version."""
+    from attacks import cr_run
+
+    data = cr_run(1.0)
+    t_cr, code, err = _cpu_run(_attack_file("cr_run", data))
+    assert code == 0, err
+    t_nl, _, _ = _cpu_run(_attack_file("cr_run", data.replace(b"\r", b"\n")))
+    assert t_cr < 1.5 * t_nl + 0.5, (t_cr, t_nl)
+
+
+@pytest.mark.parametrize("name", sorted(CPU_S_PER_MB))
+def test_worst_case_lines_stay_within_their_time_budget(name: str) -> None:
+    path = _attack_file(name)
+    cpu, code, err = _cpu_run(path)
+    assert code == 0 and "Traceback" not in err, err
+    budget = CPU_S_PER_MB[name] * path.stat().st_size / 1e6 + 0.2
+    assert cpu < budget, f"{name}: {cpu:.2f}s CPU, budget {budget:.2f}s"
+
+
+@pytest.mark.parametrize("name", sorted(PEAK_MIB))
+def test_worst_case_inputs_stay_within_their_memory_budget(name: str) -> None:
+    path = _attack_file(name)
+    tracemalloc.start()
+    try:
+        _, code, err = _cpu_run(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0, err
+    assert peak < PEAK_MIB[name] << 20, f"{name}: peak {peak / 2**20:.1f} MiB"
+
+
+def test_every_attack_ends_calmly_in_every_format() -> None:
+    """Each worst-case input (small scale): exit 0 with a report or 1 with a message, in
+    text, Markdown, HTML and JSON; never a traceback, never an empty report."""
+    from attacks import ATTACKS
+
+    for name, make in ATTACKS.items():
+        if name in PEAK_MIB or name in CPU_S_PER_MB or name == "cr_run":
+            continue  # the big ones are above; here every format of the small ones
+        path = _attack_file(name, make(1.0))
+        for fmt in ("text", "markdown", "json", "html"):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(["-q", "analyze", "-f", fmt, str(path)])
+            assert code in (0, 1), (name, fmt, err.getvalue())
+            assert "Traceback" not in err.getvalue()
+            assert (code == 0 and out.getvalue()) or (code == 1 and str(path) in err.getvalue())
+
+
+def test_every_attack_is_calm_under_a_1gib_address_space() -> None:
+    """`ulimit -v 1048576` and every attack input (tests/run_attacks_under_ulimit.py)."""
+    script = Path(__file__).resolve().parent / "run_attacks_under_ulimit.py"
+    res = subprocess.run(
+        [sys.executable, str(script), "--scale", "0.25", "--limit-mib", "1024"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "0 of " in res.stdout and "BAD" not in res.stdout
+
+
+def test_running_out_of_memory_is_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a memory limit raises anywhere (MemoryError) ends as one line and exit 1."""
+
+    def exhausted(*paths: str, require_startup: bool = True) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr("logmem.api.read_log", exhausted)
+    code, out, err, _ = analyze(b"whatever")
+    assert code == 1 and "Traceback" not in err
+    assert err.startswith("Error: out of memory") and "--max-bytes" in err

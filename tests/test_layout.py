@@ -18,7 +18,6 @@ LIMIT = 500  # lines; "about 500" (issue 11)
 TABLES = {"parse/patterns.py"}
 SPLITTING = {
     "report/plots.py": "task B",
-    "parse/events.py": "tasks D/E",
     "parse/read.py": "tasks D/E",
 }
 

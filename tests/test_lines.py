@@ -222,8 +222,8 @@ def test_text_that_only_looks_like_a_wrapper_is_kept() -> None:
 
 def test_only_ascii_digits_are_digits() -> None:
     """A hostile log's Arabic-Indic or full-width digits are neither rank tags nor figures."""
-    from logmem.parse.events import match_record
     from logmem.parse.lines import Record, Source, split_records
+    from logmem.parse.match import match_record
     from logmem.parse.read import Segment
 
     text = "[2025-03-08 12:29:13 TP\u0663] Load weight begin. avail mem=\uff12\uff11.63 GB"

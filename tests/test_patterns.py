@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from logmem.parse.events import BUILDERS, match_record
+from logmem.parse.builders import BUILDERS
 from logmem.parse.lines import Record, Source
+from logmem.parse.match import match_record
 from logmem.parse.patterns import BY_NAME, KEYWORD_BYTES, MEMORY_FIGURE, PATTERNS, LinePattern
 
 NAMES = [p.name for p in PATTERNS]

@@ -226,10 +226,11 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
     assert "Traceback" not in err
 
 
-def test_a_directory_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_directory_is_an_error_naming_it(tmp_path: Path) -> None:
+    """The README: an unreadable input is exit 1 (not a usage error), with its name."""
     code, _, err = run_cli("analyze", str(tmp_path))
-    assert code == 2
-    assert str(tmp_path) in err or tmp_path.name in err
+    assert code == 1
+    assert f"cannot read {tmp_path}: it is a folder" in err
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli.options import format_options, logs_argument, select_options
+from logmem.cli.options import (
+    INPUT,
+    format_options,
+    logs_argument,
+    max_bytes_option,
+    select_options,
+)
 from logmem.cli.output import guess_format, write_output
 
 
@@ -14,10 +20,12 @@ from logmem.cli.output import guess_format, write_output
 @click.option(
     "--model-config",
     "model_config",
+    type=INPUT,
     default=None,
     metavar="PATH",
     help="A config.json (or model folder): show expected sizes beside measured ones.",
 )
+@max_bytes_option
 @format_options()
 def analyze(
     logs: tuple[str, ...],

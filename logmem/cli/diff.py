@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli.options import format_options
+from logmem.cli.options import LAUNCH_SPEC, format_options
 from logmem.cli.output import guess_format, write_output
 
 COMPARE_FORMATS = ["text", "markdown", "json", "html"]
 
 
 @click.command()
-@click.argument("a", metavar="A")
-@click.argument("b", metavar="B")
+@click.argument("a", metavar="A", type=LAUNCH_SPEC)
+@click.argument("b", metavar="B", type=LAUNCH_SPEC)
 @click.option(
     "--launch",
     type=int,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli.options import format_options
+from logmem.cli.options import INPUT, MAX_ROWS, MAX_TOKENS, format_options
 from logmem.cli.output import guess_format, write_output
 
 # estimate()'s settings by the flag that sets them (the flags are SGLang's own names).
@@ -12,10 +12,11 @@ _FLAG = {"tp": "--tp", "dp": "--dp", "ep": "--ep", "pp": "--pp"}
 
 
 @click.command()
-@click.argument("log", required=False, type=click.Path(allow_dash=True, dir_okay=False))
+@click.argument("log", required=False, type=INPUT)
 @click.option(
     "--model-config",
     "config_path",
+    type=INPUT,
     required=True,
     metavar="PATH",
     help="A Hugging Face config.json, or the model folder holding it.",
@@ -34,31 +35,31 @@ _FLAG = {"tp": "--tp", "dp": "--dp", "ep": "--ep", "pp": "--pp"}
 )
 @click.option(
     "--cuda-graph-max-bs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_ROWS),
     default=None,
     help="Largest graph batch (sizes the logits buffer).",
 )
 @click.option(
     "--tokens-per-req",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_ROWS),
     default=None,
     help="Tokens per request in the graph (speculative draft tokens).",
 )
 @click.option(
     "--max-dispatch-tokens",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_TOKENS),
     default=None,
     help="DeepEP tokens per rank (SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, default 128).",
 )
 @click.option(
     "--max-running-requests",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_ROWS),
     default=None,
     help="Request slots (sizes the request-to-token table).",
 )
 @click.option(
     "--context-length",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_TOKENS),
     default=None,
     help="Context length (default: the config's max_position_embeddings).",
 )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from logmem.cli.diff import COMPARE_FORMATS
-from logmem.cli.options import format_options
+from logmem.cli.options import LAUNCH_SPEC, format_options
 from logmem.cli.output import guess_format, write_output
 
 
 @click.command()
-@click.argument("logs", nargs=-1, required=True, metavar="LOG LOG [LOG...]")
+@click.argument("logs", nargs=-1, required=True, metavar="LOG LOG [LOG...]", type=LAUNCH_SPEC)
 @click.option(
     "--launch",
     type=int,

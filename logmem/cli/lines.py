@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import click
 
-from logmem.cli.options import logs_argument
+from logmem.cli.options import logs_argument, output_option
 from logmem.cli.output import write_output
-
-if TYPE_CHECKING:
-    from logmem.parse.events import Unmatched
 
 
 @click.command()
 @logs_argument()
-@click.option("-o", "--output", default=None, metavar="FILE", help="Write to FILE ('-' is stdout).")
+@output_option()
 def lines(logs: tuple[str, ...], output: str | None) -> None:
     """Print every recognised event with its line number and fields (for debugging).
 
     Lines that carry a memory figure (GB, GiB, MiB, avail, mem usage) but match no
     pattern are listed separately, so nothing is dropped silently.
     """
-    from logmem.api import collect_events
+    from logmem.api import UnmatchedSpool, collect_events
     from logmem.errors import NoStartupError
 
-    unmatched: list[Unmatched] = []
+    unmatched = UnmatchedSpool()
     out: list[str] = []
     events = collect_events(list(logs), None, unmatched)
     if not events:
@@ -59,6 +55,7 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
         for u in unmatched:
             where = f"{u.source.path}:{u.source.line_no}" if multi else f"{u.source.line_no}"
             out.append(f"{where:>7}  {u.source.text.strip()[:300]}\n")
+        unmatched.close()
     else:
         out.append("; every line with a memory figure was recognised.\n")
     write_output("".join(out), output)

@@ -8,6 +8,7 @@ errors (LogmemError) become "Error: ..." and exit 1; usage errors exit 2.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -15,6 +16,15 @@ import click
 from logmem import __version__
 from logmem.cli.commands import COMMANDS
 from logmem.cli.options import UserError
+
+
+def _print_version(ctx: click.Context) -> None:
+    if ctx.resilient_parsing:
+        return
+    from logmem.api import reader_summary
+
+    click.echo(f"logmem {__version__}\n{reader_summary()}")
+    ctx.exit()
 
 
 class _Group(click.Group):
@@ -34,7 +44,14 @@ class _Group(click.Group):
 @click.group(
     cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
 )
-@click.version_option(__version__, prog_name="logmem")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _p, value: _print_version(ctx) if value else None,
+    help="Show the version, the matcher the reader uses and zstd support, and exit.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress or status messages on stderr.")
 @click.pass_context
 def cli(ctx: click.Context, quiet: bool) -> None:
@@ -58,23 +75,39 @@ for _command in COMMANDS:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage)."""
-    from logmem.errors import LogmemError
+    from logmem.errors import InputWarning, LogmemError
+
+    def show(message: Warning | str, category: type[Warning], *rest: object) -> None:
+        click.echo(f"Warning: {message}", err=True)
 
     try:
-        cli.main(args=argv, prog_name="logmem", standalone_mode=False)
+        with warnings.catch_warnings():
+            # What the reader warns about (an input read only in part) reaches every command.
+            warnings.simplefilter("always", InputWarning)
+            warnings.showwarning = show  # type: ignore[assignment]
+            cli.main(args=argv, prog_name="logmem", standalone_mode=False)
     except click.exceptions.Exit as e:
         return int(e.exit_code or 0)
     except click.ClickException as e:
         e.show()
         return e.exit_code
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return 1
+    except click.exceptions.Abort as e:
+        # click turns Ctrl-C into Abort; the shell's convention for SIGINT is 128 + 2.
+        interrupted = isinstance(e.__cause__ or e.__context__, KeyboardInterrupt)
+        click.echo("Interrupted." if interrupted else "Aborted.", err=True)
+        return 130 if interrupted else 1
     except LogmemError as e:
         click.echo(f"Error: {e}", err=True)
         return 1
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        click.echo(
+            "Error: out of memory: the input is too large to analyse in the memory available "
+            "(--max-bytes N reads only the first N bytes of each input)",
+            err=True,
+        )
+        return 1
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         return 130

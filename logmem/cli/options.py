@@ -1,15 +1,31 @@
-"""Options every command shares: the LOGS argument, -f/-o, --launch/--rank, and UserError."""
+"""Options every command shares: the LOGS argument, -f/-o, --launch/--rank, and UserError.
+
+Input parameters use :class:`InputPath`, which notes each path in the click context so that
+``-o`` can never name one of them (logmem.cli.output). Numeric options use bounded types:
+NaN, infinities and values outside physical sense are usage errors (exit 2), not tracebacks.
+"""
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
+from logmem.cli.output import note_inputs, note_output
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 TEXT_FORMATS = ["text", "markdown", "json", "html"]
+
+# Bounds of physical sense for numeric options, far beyond any real deployment: past them
+# a value is a typo (or an attack), and arithmetic on it would overflow or run for minutes.
+MAX_ROWS = 1 << 20  # graph batch size
+MAX_TOKENS = 1 << 32  # context length
+MAX_GIB = 1 << 14  # memory of one device, GiB
+MAX_MIB_PER_ROW = float(1 << 20)  # graph memory per row, MiB
 
 
 class UserError(click.ClickException):
@@ -18,10 +34,128 @@ class UserError(click.ClickException):
     exit_code = 1
 
 
+class InputPath(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
+    """A path (or '-') the command reads. Nothing is checked here: a missing or unreadable
+    file is the reader's error (exit 1, as the README says), not a usage error.
+
+    With ``spec=True`` the value may be comma-separated per-rank files of one launch."""
+
+    name = "path"
+
+    def __init__(self, spec: bool = False) -> None:
+        self.spec = spec
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        parts = [text]
+        if self.spec and "," in text:
+            parts += [p for p in text.split(",") if p]
+        note_inputs(ctx, parts)
+        # A model folder's config.json is what is read.
+        note_inputs(ctx, [os.path.join(p, "config.json") for p in parts if os.path.isdir(p)])
+        return text
+
+
+INPUT = InputPath()
+LAUNCH_SPEC = InputPath(spec=True)
+
+
+class FiniteFloat(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
+    """A float within [lo, hi] (or (lo, hi] with ``lo_open``); NaN and infinities never pass.
+    Without bounds only finiteness is checked (the library checks its own ranges)."""
+
+    name = "float"
+
+    def __init__(
+        self, lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False, unit: str = ""
+    ) -> None:
+        self.lo, self.hi, self.lo_open, self.unit = lo, hi, lo_open, unit
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            x = float(value)
+        except (TypeError, ValueError, OverflowError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value} is not a finite number", param, ctx)
+        low_ok = x > self.lo if self.lo_open else x >= self.lo
+        if not low_ok or x > self.hi:
+            left = "(" if self.lo_open else "["
+            unit = f" {self.unit}" if self.unit else ""
+            self.fail(f"{value} is outside {left}{self.lo:g}, {self.hi:g}]{unit}", param, ctx)
+        return x
+
+
+class ByteSize(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.3 on
+    """A positive byte count: 1000000, or with a binary suffix (64K, 500M, 10G, 1T)."""
+
+    name = "size"
+    _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+        unit = text[-1:] if text[-1:] in self._UNITS else ""
+        digits = text[: len(text) - len(unit)]
+        if not digits.isdigit() or len(digits) > 15 or int(digits) < 1:
+            self.fail(f"{value!r} is not a positive size (e.g. 1000000, 500M, 10G)", param, ctx)
+        return int(digits) * self._UNITS[unit]
+
+
+def _dedupe_inputs(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The same file twice (by name, or through a link) is read once, with a warning: it is
+    one launch, not two. '-' twice is an error (exit 1, as the library says it): standard
+    input can be read only once."""
+    if value.count("-") > 1:
+        from logmem.errors import LogmemError
+
+        raise LogmemError("only one LOG can be '-' (standard input is read once)")
+    seen: dict[tuple[int, int] | str, str] = {}
+    kept: list[str] = []
+    for path in value:
+        if path == "-":
+            kept.append(path)
+            continue
+        try:
+            st = os.stat(path)
+            key: tuple[int, int] | str = (st.st_dev, st.st_ino)
+        except OSError:
+            key = path
+        if key in seen:
+            same = "" if seen[key] == path else f" (the same file as {seen[key]})"
+            click.echo(f"Warning: {path} is given twice{same}; read once.", err=True)
+            continue
+        seen[key] = path
+        kept.append(path)
+    return tuple(kept)
+
+
 def logs_argument(required: bool = True) -> Callable[[F], F]:
-    return click.argument(
-        "logs", nargs=-1, required=required, type=click.Path(allow_dash=True, dir_okay=False)
+    return click.argument("logs", nargs=-1, required=required, type=INPUT, callback=_dedupe_inputs)
+
+
+def _output_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    note_output(ctx, value)
+    return value
+
+
+def output_option(help: str = "Write to FILE ('-' is stdout).") -> Callable[[F], F]:
+    """-o/--output: checked at once (not a folder, not a missing folder, not an input)."""
+    return click.option(
+        "-o", "--output", default=None, metavar="FILE", help=help, callback=_output_callback
     )
+
+
+def force_option(fn: F) -> F:
+    return click.option(
+        "--force/--no-force",
+        default=True,
+        show_default=True,
+        help="Overwrite an existing output file (never an input).",
+    )(fn)
 
 
 def format_options(formats: list[str] | None = None) -> Callable[[F], F]:
@@ -29,19 +163,8 @@ def format_options(formats: list[str] | None = None) -> Callable[[F], F]:
     choices = formats or TEXT_FORMATS
 
     def deco(fn: F) -> F:
-        fn = click.option(
-            "--force/--no-force",
-            default=True,
-            show_default=True,
-            help="Overwrite an existing output file.",
-        )(fn)
-        fn = click.option(
-            "-o",
-            "--output",
-            default=None,
-            metavar="FILE",
-            help="Write to FILE ('-' is stdout); the extension picks the format.",
-        )(fn)
+        fn = force_option(fn)
+        fn = output_option("Write to FILE ('-' is stdout); the extension picks the format.")(fn)
         fn = click.option(
             "-f",
             "--format",
@@ -53,6 +176,27 @@ def format_options(formats: list[str] | None = None) -> Callable[[F], F]:
         return fn
 
     return deco
+
+
+def _max_bytes_callback(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+    from logmem.api import byte_limit
+
+    if value is not None:
+        # Undone when the command's context closes: in-process callers run many commands.
+        ctx.with_resource(byte_limit(value))
+
+
+def max_bytes_option(fn: F) -> F:
+    """--max-bytes N: stop reading each input after N decompressed bytes (the report says so)."""
+    return click.option(
+        "--max-bytes",
+        type=ByteSize(),
+        default=None,
+        metavar="N",
+        expose_value=False,
+        callback=_max_bytes_callback,
+        help="Read at most N (decompressed) bytes of each input; the report says where it stopped.",
+    )(fn)
 
 
 def select_options(fn: F) -> F:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli.options import logs_argument, select_options
+from logmem.cli.options import force_option, logs_argument, output_option, select_options
 from logmem.cli.output import guess_format, write_output
 
 KINDS = ["waterfall", "buckets", "ranks", "fit"]
@@ -29,16 +29,8 @@ KINDS = ["waterfall", "buckets", "ranks", "fit"]
     default=None,
     help="Image format (default: from the -o extension, else png).",
 )
-@click.option(
-    "-o",
-    "--output",
-    default=None,
-    metavar="FILE",
-    help="Write to FILE.png or FILE.svg ('-' is stdout; PNG is refused on a terminal).",
-)
-@click.option(
-    "--force/--no-force", default=True, show_default=True, help="Overwrite an existing output file."
-)
+@output_option("Write to FILE.png or FILE.svg ('-' is stdout; PNG is refused on a terminal).")
+@force_option
 def plot(
     logs: tuple[str, ...],
     launch: int | None,

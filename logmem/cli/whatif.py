@@ -5,19 +5,27 @@ from __future__ import annotations
 import click
 
 from logmem.cli.diff import COMPARE_FORMATS
-from logmem.cli.options import format_options
+from logmem.cli.options import (
+    LAUNCH_SPEC,
+    MAX_GIB,
+    MAX_MIB_PER_ROW,
+    MAX_ROWS,
+    MAX_TOKENS,
+    FiniteFloat,
+    format_options,
+)
 from logmem.cli.output import guess_format, write_output
 
 
 @click.command()
-@click.argument("log", metavar="LOG")
+@click.argument("log", metavar="LOG", type=LAUNCH_SPEC)
 @click.option(
     "--launch", type=int, default=None, metavar="N", help="Which start-up of LOG (0-based)."
 )
 @click.option(
     "--mem-fraction-static",
     "mfs",
-    type=float,
+    type=FiniteFloat(),
     default=None,
     metavar="X",
     help="Predict for this mem_fraction_static (default: the launch's).",
@@ -25,21 +33,21 @@ from logmem.cli.output import guess_format, write_output
 @click.option(
     "--cuda-graph-max-bs",
     "max_bs",
-    type=int,
+    type=click.IntRange(1, MAX_ROWS),
     default=None,
     metavar="N",
     help="Predict for this largest captured batch size.",
 )
 @click.option(
     "--mib-per-row",
-    type=float,
+    type=FiniteFloat(-MAX_MIB_PER_ROW, MAX_MIB_PER_ROW, unit="MiB per row"),
     default=None,
     metavar="M",
     help="Largest-bucket growth per row (from `logmem diff`/`fit`).",
 )
 @click.option(
     "--static-mib-per-row",
-    type=float,
+    type=FiniteFloat(-MAX_MIB_PER_ROW, MAX_MIB_PER_ROW, unit="MiB per row"),
     default=None,
     metavar="M",
     help="Static-buffer growth per row, with --mib-per-row.",
@@ -47,6 +55,7 @@ from logmem.cli.output import guess_format, write_output
 @click.option(
     "--slope-from",
     nargs=2,
+    type=LAUNCH_SPEC,
     default=None,
     metavar="A B",
     help="Measure the slope from two launches that differ only in max bs.",
@@ -60,7 +69,7 @@ from logmem.cli.output import guess_format, write_output
 )
 @click.option(
     "--activation-reserve",
-    type=float,
+    type=FiniteFloat(0, MAX_GIB, unit="GiB"),
     default=0.0,
     show_default=True,
     metavar="GIB",
@@ -68,7 +77,7 @@ from logmem.cli.output import guess_format, write_output
 )
 @click.option(
     "--context-length",
-    type=int,
+    type=click.IntRange(1, MAX_TOKENS),
     default=None,
     metavar="L",
     help="Context length for the one-full-context check (default: the launch's).",
@@ -76,7 +85,7 @@ from logmem.cli.output import guess_format, write_output
 @click.option(
     "--logged-mem-fraction-static",
     "logged_mfs",
-    type=float,
+    type=FiniteFloat(),
     default=None,
     metavar="X",
     help="The mem_fraction_static LOG ran with, when its log prints no server_args.",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logmem.errors import LogmemError
+from logmem.estimate.limits import LimitError, check_config, check_parallel
 
 if TYPE_CHECKING:
     from logmem.model.records import Launch
@@ -55,6 +56,10 @@ class Parallel:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise EstimateError(f"{name} must be a positive integer, got {value!r}", name)
+            try:
+                check_parallel(name, value)
+            except LimitError as e:
+                raise EstimateError(str(e), name) from None
         if self.dp_attention and self.tp % self.dp:
             raise EstimateError(
                 f"DP attention needs tp divisible by dp, got tp={self.tp}, dp={self.dp}", "dp"
@@ -97,8 +102,17 @@ def load_model_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise EstimateError(f"{p}: cannot read: {exc}") from exc
     except json.JSONDecodeError as exc:
         raise EstimateError(f"{p}: not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise EstimateError(f"{p}: nested too deeply to be a model config") from None
+    except (ValueError, MemoryError) as exc:  # a 5000-digit number, a value too big to hold
+        why = str(exc)[:200] or type(exc).__name__
+        raise EstimateError(f"{p}: not a model config: {why}") from None
     if not isinstance(data, dict):
         raise EstimateError(f"{p}: expected a JSON object, got {type(data).__name__}")
+    try:
+        check_config(data)
+    except LimitError as exc:
+        raise EstimateError(f"{p}: {exc}") from None
     data.setdefault("_name_or_path", default_name)
     return data
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from logmem.model.inputs import Apart, InputGroup
 from logmem.model.records import Launch, Rank
-from logmem.parse import events as ev
 from logmem.parse.read import ReadStats
+from logmem.parse.unmatched import UnmatchedSummary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,7 +20,7 @@ class Analysis:
 
     paths: tuple[str, ...]
     launches: tuple[Launch, ...]
-    unmatched: tuple[ev.Unmatched, ...]
+    unmatched: UnmatchedSummary  # memory lines no pattern matched, counted per shape
     stats: tuple[ReadStats, ...] = field(compare=False)
     # A Hugging Face config.json, when given: reports put expected sizes beside measured ones.
     model_config: dict[str, Any] | None = field(default=None, compare=False)

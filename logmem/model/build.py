@@ -142,6 +142,14 @@ class _LaunchB:
     paths: list[str] = field(default_factory=list)
     # Capture renders printed while no capture was open (until an end line claims them).
     pending_bars: list[ev.BarRender] = field(default_factory=list)
+    # Tracebacks still waiting for their error line, oldest first (keys: their order): all
+    # of them, and per rank. An error line looks its traceback up instead of scanning all
+    # (a crashed launch in per-rank files holds one traceback per rank).
+    open_tbs: dict[int, _TracebackB] = field(default_factory=dict)
+    open_by_rank: dict[str | None, dict[int, _TracebackB]] = field(default_factory=dict)
+    # bar_rank's candidates, valid until the next event that is not a bar render (only such
+    # events open, close or mark captures): a render then costs the candidates, not every rank.
+    bar_candidates: list[_RankB] | None = None
 
     def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
         r = self.ranks.get(label)
@@ -152,13 +160,35 @@ class _LaunchB:
     def has_content(self) -> bool:
         return bool(self.ranks) or self.server_args is not None
 
+    def open_traceback(self, rank: str | None, opening: ev.Event) -> None:
+        tb = _TracebackB(rank, opening)
+        self.tracebacks.append(tb)
+        key = len(self.tracebacks)
+        self.open_tbs[key] = tb
+        self.open_by_rank.setdefault(rank, {})[key] = tb
+
+    def add_error(self, e: ev.Event, rank: str | None, any_rank: bool) -> None:
+        """Give an error line to the oldest traceback still without one (of `rank`, or of any
+        rank), else to a traceback of its own (rank `rank`)."""
+        waiting = self.open_tbs if any_rank else self.open_by_rank.get(rank, {})
+        key = next(iter(waiting), None)
+        if key is None:
+            tb = _TracebackB(rank, None)
+            self.tracebacks.append(tb)
+        else:
+            tb = self.open_tbs.pop(key)
+            del self.open_by_rank[tb.rank][key]
+        tb.errors.append(e)
+
     def bar_rank(self, bar: ev.BarRender | None = None) -> _RankB | None:
         """The rank whose open capture a prefix-less bar belongs to."""
-        open_ranks = [r for r in self.ranks.values() if r.open_graph() is not None]
-        if not open_ranks:
+        if self.bar_candidates is None:
+            open_ranks = [r for r in self.ranks.values() if r.open_graph() is not None]
+            best = min((_preference(r) for r in open_ranks), default=None)
+            self.bar_candidates = [r for r in open_ranks if _preference(r) == best]
+        candidates = self.bar_candidates
+        if not candidates:
             return None
-        best = min(_preference(r) for r in open_ranks)
-        candidates = [r for r in open_ranks if _preference(r) == best]
         if len(candidates) > 1 and bar is not None and bar.avail is not None:
             # Several bar printers at once (each PP stage has a TP rank 0): the render belongs
             # to the capture it continues. A reading above capture begin cannot be that capture's.
@@ -337,6 +367,8 @@ class _Builder:
         )
 
     def feed_unprefixed(self, L: _LaunchB, e: ev.Event) -> None:
+        if not isinstance(e, ev.BarRender):
+            L.bar_candidates = None
         if isinstance(e, ev.BarRender):
             r = L.bar_rank(e)
             if r is None:
@@ -353,7 +385,7 @@ class _Builder:
             g.add_bar(e)
             return
         if isinstance(e, ev.TracebackStart):
-            L.tracebacks.append(_TracebackB(None, e))
+            L.open_traceback(None, e)
             return
         if isinstance(e, ev.Summary) and L.ranks:
             # bench_one_batch prints the summary without a prefix: it is the main rank's.
@@ -361,17 +393,16 @@ class _Builder:
             main.events.append(e)
             main.summary = main.summary or e
             main.close_graphs(e)
+            L.bar_candidates = None  # bar_rank() above cached them before this close
             return
         if isinstance(e, (*_ERROR_EVENTS, ev.Imbalance, ev.OtherRanksFailed)):
-            tb = next((t for t in L.tracebacks if not t.errors), None)
-            if tb is None:
-                tb = _TracebackB(None, None)
-                L.tracebacks.append(tb)
-            tb.errors.append(e)
+            L.add_error(e, None, any_rank=True)
             return
         L.events.append(e)
 
     def feed_rank(self, L: _LaunchB, r: _RankB, e: ev.Event) -> None:
+        if not isinstance(e, ev.BarRender):
+            L.bar_candidates = None
         if isinstance(e, _LATER_STEPS):
             r.close_graphs(e)
         if isinstance(e, ev.InitBegin):
@@ -401,15 +432,11 @@ class _Builder:
         elif isinstance(e, ev.Summary):
             r.summary = r.summary or e
         elif isinstance(e, (ev.SchedulerException, ev.TracebackStart)):
-            L.tracebacks.append(_TracebackB(r.label, e))
+            L.open_traceback(r.label, e)
         elif isinstance(e, ev.Imbalance) and e.exc_type is None:
             pass  # a warning (healthy ranks print it); raised, it ends a traceback
         elif isinstance(e, (*_ERROR_EVENTS, ev.Imbalance, ev.OtherRanksFailed)):
-            tb = next((t for t in L.tracebacks if t.rank == r.label and not t.errors), None)
-            if tb is None:
-                tb = _TracebackB(r.label, None)
-                L.tracebacks.append(tb)
-            tb.errors.append(e)
+            L.add_error(e, r.label, any_rank=False)
 
 
 def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[InputGroup, ...]]:

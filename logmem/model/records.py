@@ -9,6 +9,7 @@ A figure the log does not print is None here, never 0.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from logmem.parse import events as ev
@@ -247,7 +248,7 @@ class Launch:
     def rank(self, label: str) -> Rank | None:
         return next((r for r in self.ranks if r.label == label), None)
 
-    @property
+    @cached_property  # asked once per rank by the reports: computed once
     def main_rank(self) -> Rank | None:
         """The rank reports lead with: the one that printed bucket readings, else the first."""
         bars = next((r for r in self.ranks if r.prints_bars), None)
@@ -256,7 +257,7 @@ class Launch:
         # Else the rank that printed the most free-memory readings (ties: the first).
         return max(self.ranks, key=lambda r: sum(1 for e in r.events if _is_reading(e)))
 
-    @property
+    @cached_property  # asked once per rank by the reports: computed once
     def summary(self) -> ev.Summary | None:
         """The scheduler summary line (TP0's when several ranks print it)."""
         found = [r.summary for r in self.ranks if r.summary is not None]

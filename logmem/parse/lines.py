@@ -24,9 +24,16 @@ PREFIX = regex.compile(
 _TAG = regex.compile(r"([A-Z][A-Z_]*?)(\d+)", regex.ASCII)
 
 
+# What a record keeps of its own text: every report quotes far less (an OOM message is ~600
+# characters; server_args lines, 10-40 KB, are parsed, never quoted). A longer record keeps
+# its head and says how much was dropped, so 200 unmatched 4 MiB lines cost 1 MB, not 3 GB.
+MAX_SOURCE_CHARS = 4096
+
+
 @dataclass(frozen=True)
 class Source:
-    """Where a record came from: file, 1-based line number, and the record's text."""
+    """Where a record came from: file, 1-based line number, and the record's text (an
+    excerpt of at most MAX_SOURCE_CHARS, ending with a note of what was cut; see excerpt())."""
 
     path: str
     line_no: int
@@ -34,6 +41,14 @@ class Source:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line_no}"
+
+
+def excerpt(path: str, line_no: int, text: str) -> Source:
+    """A Source that keeps at most MAX_SOURCE_CHARS of `text`."""
+    if len(text) > MAX_SOURCE_CHARS:
+        cut = len(text) - MAX_SOURCE_CHARS
+        text = f"{text[:MAX_SOURCE_CHARS]} [... {cut:,} more characters not kept]"
+    return Source(path, line_no, text)
 
 
 @dataclass(frozen=True)
@@ -71,18 +86,20 @@ def split_records(seg: Segment) -> Iterator[Record]:
     matches = list(PREFIX.finditer(text))
     if not matches:
         if text.strip():
-            yield Record(None, (), None, strip_wrapper(text), Source(seg.path, seg.line_no, text))
+            yield Record(None, (), None, strip_wrapper(text), excerpt(seg.path, seg.line_no, text))
         return
     head = text[: matches[0].start()]
     # Text before the first prefix is a tqdm render or a foreign prefix (docker, kubectl).
     if head.strip() and not _is_wrapper_prefix(head):
-        yield Record(None, (), None, strip_wrapper(head), Source(seg.path, seg.line_no, head))
+        yield Record(None, (), None, strip_wrapper(head), excerpt(seg.path, seg.line_no, head))
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
         body = text[m.end() : end]
         tags = m.group("tags").strip()
         raw = text[m.start() : end]
-        yield Record(tags, rank_tags(tags), m.group("ts"), body, Source(seg.path, seg.line_no, raw))
+        yield Record(
+            tags, rank_tags(tags), m.group("ts"), body, excerpt(seg.path, seg.line_no, raw)
+        )
 
 
 # What container tooling puts in front of every physical line: docker --timestamps (RFC 3339),

@@ -9,6 +9,7 @@ pattern runs in linear time on hostile input. Sources: docs/reference.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import regex
 
@@ -18,14 +19,24 @@ NUM = r"-?\d{1,9}(?:\.\d{1,9})?"
 @dataclass(frozen=True)
 class LinePattern:
     name: str
-    regex: regex.Pattern[str]
+    source: str  # the regex, compiled on first use: a command runs only the patterns it meets
     example: str
     note: str = ""
+    # Literals a match cannot do without (at least one of them is in every matched text):
+    # a record runs only the patterns whose literal it holds (logmem.parse.match). Empty:
+    # the pattern runs on every record.
+    needs: tuple[str, ...] = ()
+
+    @cached_property
+    def regex(self) -> regex.Pattern[str]:
+        # ASCII: \d must not accept Arabic-Indic or full-width digits from a hostile log.
+        return regex.compile(self.source, regex.ASCII)
 
 
-def _p(name: str, pattern: str, example: str, note: str = "") -> LinePattern:
-    # ASCII: \d must not accept Arabic-Indic or full-width digits from a hostile log.
-    return LinePattern(name, regex.compile(pattern, regex.ASCII), example, note)
+def _p(
+    name: str, pattern: str, example: str, note: str = "", *, needs: tuple[str, ...] = ()
+) -> LinePattern:
+    return LinePattern(name, pattern, example, note, needs)
 
 
 PATTERNS: tuple[LinePattern, ...] = (
@@ -34,23 +45,27 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"server_args=(?P<body>(?:ServerArgs\(|\{).*)$",
         "server_args=ServerArgs(model_path='/home/model/Qwen/QwQ-32B', tp_size=4, mem_fraction_static=0.85)",
         "launcher, no rank; repr form until ~Aug 2026, dict form after (10.1)",
+        needs=("server_args=",),
     ),
     _p(
         "init_begin",
         r"^(?:Init torch distributed begin\.|Init nccl begin\.)",
         "Init torch distributed begin.",
         "E0 says 'Init nccl begin.'",
+        needs=("Init torch distributed begin.", "Init nccl begin."),
     ),
     _p(
         "init_end",
         rf"^Init torch distributed ends\.(?: elapsed=(?P<elapsed>{NUM}) s,)? mem usage=(?P<usage>{NUM}) GB",
         "Init torch distributed ends. elapsed=12.85 s, mem usage=3.69 GB",
         "elapsed= from PR #15426 (Dec 2025)",
+        needs=("Init torch distributed ends.",),
     ),
     _p(
         "load_begin",
         rf"^Load weight begin\. avail mem=(?P<avail>{NUM}) GB",
         "Load weight begin. avail mem=21.63 GB",
+        needs=("Load weight begin. avail mem=",),
     ),
     _p(
         "load_end",
@@ -59,11 +74,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Load weight end. elapsed=12.02 s, type=Qwen3MoeForCausalLM, quant=fp8, fmt=e4m3, "
         "avail mem=49.33 GB, mem usage=29.15 GB.",
         "LE1 no usage; LE2 dtype+usage; LE3 +elapsed; LE4 no dtype, optional quant",
+        needs=("Load weight end. ",),
     ),
     _p(
         "kv_dtype",
         r"^Using KV cache dtype: (?P<dtype>\S{1,60})",
         "Using KV cache dtype: torch.float8_e4m3fn",
+        needs=("Using KV cache dtype: ",),
     ),
     _p(
         "kv_pool",
@@ -71,12 +88,14 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)",
         "KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB",
         "MLA/NSA pools print one KV size; newest inserts 'dtype: ...'; Jan 2025 had no #tokens",
+        needs=("KV Cache is allocated. ",),
     ),
     _p(
         "kv_available",
         rf"^The available memory for KV cache is (?P<avail>{NUM}) GB",
         "The available memory for KV cache is 14.18 GB.",
         "Ascend NPU builds",
+        needs=("The available memory for KV cache is ",),
     ),
     _p(
         "mamba_pool",
@@ -86,6 +105,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf" {{0,2}}intermediate_conv_window_cache size: (?P<icw>{NUM}) ?GB)?",
         "Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, "
         "ssm_state size: 4.38GB ",
+        needs=("Mamba Cache is allocated. max_mamba_cache_size: ",),
     ),
     _p(
         "swa_plan",
@@ -93,22 +113,26 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"swa_layer_tokens=(?P<swa>-?\d{1,15})",
         "Use sliding window memory pool. full_layer_tokens=61419, swa_layer_tokens=49135",
         "negative values precede a crash",
+        needs=("Use sliding window memory pool",),
     ),
     _p(
         "swa_summary",
         rf"^SWAKVPool mem usage: (?P<usage>{NUM}) GB, swa size: (?P<swa>\d{{1,15}}), full size: (?P<full>\d{{1,15}})",
         "SWAKVPool mem usage: 2.64 GB, swa size: 49135, full size: 61419",
+        needs=("SWAKVPool mem usage: ",),
     ),
     _p(
         "dsv4_kv_plan",
         rf"^DSv4 memory calculation: bytes_per_full_token=(?P<bpt>{NUM}), available_bytes=(?P<avail>{NUM}) GB, "
         r"full_token=(?P<tokens>\d{1,15})",
         "DSv4 memory calculation: bytes_per_full_token=176983.05, available_bytes=87.26 GB, full_token=529408",
+        needs=("DSv4 memory calculation: bytes_per_full_token=",),
     ),
     _p(
         "pool_end",
         rf"^Memory pool end\. avail mem=(?P<avail>{NUM}) GB",
         "Memory pool end. avail mem=2.09 GB",
+        needs=("Memory pool end. avail mem=",),
     ),
     _p(
         "capture_begin",
@@ -116,6 +140,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"(?P<rest>.{0,100000})$",
         "Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB",
         "G0-G2; 'piecewise CUDA', 'draft', 'draft extend', E7 'target decode CUDA' ...",
+        needs=(" graph begin.",),
     ),
     _p(
         "capture_end",
@@ -123,12 +148,14 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"(?P<rest>.{0,2000})$",
         "Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.",
         "field order differs by era: G1 avail first, G2 usage first, E7 'elapsed=' with commas",
+        needs=(" graph end.",),
     ),
     _p(
         "capture_sizes",
         r"^Capture (?i:cuda) graph (?P<kind>bs|num tokens) (?P<list>\[.{0,100000})$",
         "Capture cuda graph bs [1, 2, 4, 8, 12, 16, 24]",
         "TP0 only, E3-E6; 'num tokens' for piecewise",
+        needs=(" graph bs [", " graph num tokens ["),
     ),
     _p(
         "capture_bar",
@@ -136,12 +163,14 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"(?:variant=\S{{1,40}} )?avail_mem=(?P<avail>{NUM}) GB\)",
         "Capturing batches (bs=24 avail_mem=4.00 GB):   0%|          | 0/7 [00:00<?, ?it/s]",
         "tqdm render, no prefix; TP0 only; largest size first",
+        needs=("Capturing batches (", "Capturing num tokens ("),
     ),
     _p(
         "compile_bar",
         r"Compiling num tokens \(num_tokens=(?P<nt>\d{1,9})\)",
         "Compiling num tokens (num_tokens=20):   0%|          | 0/5 [00:00<?, ?it/s]",
         "piecewise compile phase; carries no memory figure",
+        needs=("Compiling num tokens (num_tokens=",),
     ),
     _p(
         "plain_bar",
@@ -149,11 +178,13 @@ PATTERNS: tuple[LinePattern, ...] = (
         "  0%|          | 0/13 [00:00<?, ?it/s]",
         "tqdm render without a description: every E2 capture bar, and the first render of "
         "every later bar (before the description is set); no memory figure",
+        needs=("%|",),
     ),
     _p(
         "register_graphs",
         r"Registering (?P<n>\d{1,9}) cuda graph addresses",
         "Registering 3492 cuda graph addresses",
+        needs=(" cuda graph addresses",),
     ),
     _p(
         "all_reduce_config",
@@ -161,22 +192,26 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"multicast = (?P<mc>True|False)",
         "All Reduce config: symmetric_memory = 16.00 MB, local_buffer = 8.01 MB, multicast = False",
         "format string only (8.1); MB is MiB",
+        needs=("All Reduce config: symmetric_memory = ",),
     ),
     _p(
         "symm_prealloc",
         rf"^Pre-allocating symmetric memory pool with (?P<gib>{NUM}) GiB",
         "Pre-allocating symmetric memory pool with 4 GiB",
+        needs=("Pre-allocating symmetric memory pool with ",),
     ),
     _p(
         "deepgemm_budget",
         rf"^DeepGEMM masked layout budget: (?P<budget>{NUM}) GiB from (?P<free>{NUM}) GiB free",
         "DeepGEMM masked layout budget: 2.50 GiB from 10.00 GiB free.",
+        needs=("DeepGEMM masked layout budget: ",),
     ),
     _p(
         "hicache_host",
         rf"^Allocating (?P<gb>{NUM}) GB host memory for hierarchical KV cache",
         "Allocating 100.00 GB host memory for hierarchical KV cache.",
         "host memory, decimal GB",
+        needs=(" GB host memory for hierarchical KV cache",),
     ),
     _p(
         "hicache_host_short",
@@ -184,12 +219,17 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Not enough host memory available. Requesting 200.00 GB but only have 120.50 GB free. "
         "Please reduce the size of the hierarchical cache.",
         "HiCache host pool; decimal GB (4.6)",
+        needs=("Not enough host memory available. Requesting ",),
     ),
     _p(
         "runtime_reading",
         rf"^(?P<what>Update engine weights online from disk begin|LoRA adapter loading starts: .{{0,300}})\. "
         rf"avail mem=(?P<avail>{NUM}) GB",
         "Update engine weights online from disk begin. avail mem=12.00 GB",
+        needs=(
+            "Update engine weights online from disk begin. avail mem=",
+            "LoRA adapter loading starts: ",
+        ),
     ),
     _p(
         "summary",
@@ -197,6 +237,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "max_total_num_tokens=46611, chunked_prefill_size=2048, max_prefill_tokens=16384, "
         "max_running_requests=2049, context_len=131072",
         "scheduler; key=value list, fields vary by era",
+        needs=("max_total_num_tokens=",),
     ),
     _p(
         "imbalance",
@@ -204,6 +245,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
         "pre_model_load_memory=70.1234130859375, local_gpu_memory=78.5, local_gpu_memory * 0.9=70.65",
         "raw floats; printed by the healthy ranks",
+        needs=("The memory capacity is unbalanced.",),
     ),
     _p(
         "not_enough_memory",
@@ -211,61 +253,78 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"(?:self\.server_args\.)?mem_fraction_static=(?P<mfs>{NUM}))?",
         "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
         "Current value: mem_fraction_static=0.84",
+        needs=("Not enough memory. Please try to increase --mem-fraction-static.",),
     ),
     _p(
         "torch_oom",
-        r"(?P<type>[\w.]{0,60}(?:OutOfMemoryError|RuntimeError)): (?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\."
-        r"(?P<rest>.{0,4000})$",
+        # The type starts a word (the lookbehind) and the rest is not anchored at the end: a
+        # line of repeated fragments cost ~60 x 4000 backtracking steps per fragment (46 s/4 MiB).
+        r"(?<![\w.])(?P<type>[\w.]{0,60}(?:OutOfMemoryError|RuntimeError)): "
+        r"(?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\.(?P<rest>.{0,4000})",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 540.00 MiB. GPU 0 has a total "
         "capacity of 14.76 GiB of which 298.75 MiB is free.",
+        needs=(" out of memory.",),
     ),
     _p(
         "device_oom",
         r"(?P<type>[\w.]{0,60}Error): (?P<device>CUDA|HIP|NPU|ACL) error: out of memory",
         "torch.AcceleratorError: CUDA error: out of memory",
+        needs=(" error: out of memory",),
     ),
     _p(
         "capture_failed",
         r"Capture (?i:cuda) graph failed: ?(?P<msg>.{0,4000})$",
         "Exception: Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB.",
+        needs=(" graph failed:",),
     ),
     _p(
         "scheduler_exception",
         r"Scheduler hit an exception: ?(?P<rest>.{0,2000})$",
         "Scheduler hit an exception: Traceback (most recent call last):",
+        needs=("Scheduler hit an exception:",),
     ),
     _p(
         "other_ranks_failed",
         r"TP rank (?P<tp>\d{1,6}) could finish the model loading, but there are other ranks that didn't finish",
         "TP rank 0 could finish the model loading, but there are other ranks that didn't finish loading. "
         "It is likely due to unexpected failures (e.g., OOM) or a slow node.",
+        needs=(" could finish the model loading, but there are other ranks that didn't finish",),
     ),
     _p(
         "sigquit",
         r"Received sigquit from a child proces",
         "Received sigquit from a child process. It usually means the child failed.",
+        needs=("Received sigquit from a child proces",),
     ),
     _p(
         "ready",
         r"The server is fired up and ready to roll",
         "The server is fired up and ready to roll!",
+        needs=("The server is fired up and ready to roll",),
     ),
     _p(
         "http_up",
         r"Uvicorn running on |Application startup complete\.",
         "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+        needs=("Uvicorn running on ", "Application startup complete."),
     ),
     _p(
         "graph_disabled",
         r"^(?:Disable (?P<which>piecewise|prefill) CUDA graph because (?P<why>.{0,500})"
         r"|Breakable CUDA graph is incompatible with (?P<why2>.{0,200}); disabling prefill CUDA graph)",
         "Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set",
+        needs=(
+            "Disable piecewise CUDA graph because ",
+            "Disable prefill CUDA graph because ",
+            "Breakable CUDA graph is incompatible with ",
+        ),
     ),
     _p(
         "traceback_start",
         r"^\s{0,8}Traceback \(most recent call last\):",
         "Traceback (most recent call last):",
         "an unprefixed traceback (launcher, test harness)",
+        needs=("Traceback (most recent call last):",),
     ),
     _p(
         "exception",
@@ -273,6 +332,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"(?:: (?P<msg>.{0,4000}))?$",
         "TypeError: cannot unpack non-iterable ForwardMetadata object",
         "last line of a traceback; unprefixed",
+        needs=("Error", "Exception"),
     ),
 )
 

@@ -4,47 +4,69 @@ A *segment* is the text between two separators, where both ``\\n`` and ``\\r`` s
 (tqdm writes every progress-bar render after a ``\\r``). Line numbers count ``\\n`` only,
 so they match what an editor shows. Only segments that contain one of the literal
 keywords of the pattern table are decoded and passed on: a week of "Decode batch"
-lines costs a byte scan, not a regex per line.
+lines costs a byte scan, not a regex per line. The keyword scan is
+logmem.parse.matchers' (``LOGMEM_MATCHER=python|hyperscan|regex`` forces one).
 
-The scan is a literal prefilter over 4 MiB chunks, never a regex per line. Three matchers
-find the keyword hits, all with the same result (the segments that contain a keyword):
-
-* ``hyperscan`` (optional, ``pip install logmem[fast]``): one multi-literal scan;
-* ``python``: one ``bytes.translate`` of the chunk into a few byte classes, then a
-  ``memchr`` for the rare bytes and one ``find`` for a class string; each hit is checked
-  against the keywords with ``startswith``;
-* ``regex``: the keyword regex itself, for keyword patterns that are not plain literals.
-
-``LOGMEM_MATCHER=python|hyperscan|regex`` forces one (tests, benchmarks).
+Every input is read the same way, whatever it is: compression (gzip, bz2, xz, zstd, by
+content, each possibly multi-stream) is undone in bounded steps, so a small bomb never
+becomes a big buffer; a stream that is cut short or corrupt yields what it decoded and
+says where it stopped (:attr:`ReadStats.stopped`), in decompressed bytes; a UTF-16 or
+UTF-32 byte-order mark is decoded to UTF-8; :func:`byte_limit` stops each input after
+N bytes. Every scan is linear in the input, whatever its separators.
 """
 
 from __future__ import annotations
 
 import bz2
+import codecs
 import contextlib
-import gzip
+import itertools
 import lzma
 import os
 import stat
 import sys
-from collections.abc import Generator, Iterable, Iterator, Sequence
+import warnings
+import zlib
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, BinaryIO, cast
 
 import regex
 
-from logmem.errors import InputError
+from logmem.errors import InputError, InputWarning
 from logmem.parse import progress as progress
+from logmem.parse.matchers import (  # noqa: F401 - re-exported: tests and benchmarks use them
+    _MATCHERS,
+    Cursor,
+    Matcher,
+    _FindMatcher,
+    _literals_of,
+    _RegexMatcher,
+    matcher_for,
+)
 
 CHUNK_BYTES = 4 << 20
 # A longer segment is cut: server_args lines are 10-40 KB, nothing real is near this.
 MAX_SEGMENT_BYTES = 4 << 20
+# Compressed bytes fed to a decompressor at once. zstd's decompressobj cannot bound its
+# output, and one compressed byte can stand for ~32 KB: 1 KiB in is at most ~32 MiB out.
+_FEED_BYTES = 64 << 10
+_ZSTD_FEED_BYTES = 1 << 10
 
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x1f\x8b", "gzip"),
-    (b"BZh", "bz2"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
+# bz2 is "BZh", a level digit, then a block or end-of-stream magic: text that starts with
+# "BZh" (a log line could) is not taken for bz2 without the rest.
+_BZ2_BLOCK_MAGICS = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
+_SNIFF_BYTES = 10
+_BZ2_MAX_BLOCK = 900_000
+
+# Byte-order marks, longest first (UTF-32 LE starts with UTF-16 LE's). A PowerShell `>`
+# redirect writes UTF-16 LE with a BOM.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
 )
 
 
@@ -60,7 +82,12 @@ class Segment:
 
 @dataclass
 class ReadStats:
-    """What the reader saw, for reports about the input itself."""
+    """What the reader saw, for reports about the input itself.
+
+    ``stopped`` says why reading ended before the end of the input: "truncated" (the
+    compressed stream is cut short), "corrupt" (it cannot be decoded further; ``stop_detail``
+    has the decoder's words) or "max-bytes" (the byte limit). ``bytes_read`` is then where
+    it stopped, in decompressed bytes; everything before it was read."""
 
     path: str
     bytes_read: int = 0
@@ -68,71 +95,231 @@ class ReadStats:
     truncated_segments: int = 0
     ends_with_newline: bool = True
     compression: str | None = None
+    encoding: str | None = None  # "utf-16-le" etc. when a byte-order mark said so
+    stopped: str | None = None
+    stop_detail: str | None = None
+
+
+# --- the byte limit ---------------------------------------------------------------------
+
+_max_bytes: int | None = None
+
+
+@contextlib.contextmanager
+def byte_limit(n: int | None) -> Iterator[None]:
+    """Within the block, read at most `n` decompressed bytes of each input."""
+    global _max_bytes
+    before, _max_bytes = _max_bytes, n
+    try:
+        yield
+    finally:
+        _max_bytes = before
+
+
+# --- opening and decompressing ----------------------------------------------------------
 
 
 def _open_raw(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer
+    if os.path.isdir(path):
+        raise InputError(f"cannot read {path}: it is a folder, not a log file")
     try:
         return open(path, "rb")  # noqa: SIM115 - closed by the caller
     except OSError as e:
         raise InputError(f"cannot open {path}: {e.strerror or e}") from None
 
 
-class _Peeked:
-    """A binary stream with its first bytes put back, so we can sniff compression."""
-
-    def __init__(self, head: bytes, rest: BinaryIO) -> None:
-        self._head = head
-        self._rest = rest
-
-    def read(self, n: int = -1) -> bytes:
-        if self._head:
-            if n < 0:
-                out, self._head = self._head + self._rest.read(), b""
-                return out
-            out, self._head = self._head[:n], self._head[n:]
-            if len(out) < n:
-                out += self._rest.read(n - len(out))
-            return out
-        return self._rest.read(n)
-
-    def close(self) -> None:
-        self._rest.close()
-
-
-def _open(path: str, stats: ReadStats) -> tuple[BinaryIO, BinaryIO]:
-    """(decompressed stream, raw file): the raw one tells the progress bar how far we are."""
-    raw = _open_raw(path)
+def _read(raw: BinaryIO, n: int, path: str, done: int) -> bytes:
     try:
-        head = raw.read(6)
+        return raw.read(n)
     except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    # _Peeked has the read/close a decompressor needs, not the whole BinaryIO surface.
-    peeked = cast(BinaryIO, _Peeked(head, raw))
-    kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
-    stats.compression = kind
-    if kind is None:
-        return peeked, raw
-    if kind == "gzip":
-        return cast(BinaryIO, gzip.GzipFile(fileobj=peeked)), raw
-    if kind == "bz2":
-        return cast(BinaryIO, bz2.BZ2File(peeked)), raw
-    if kind == "xz":
-        return cast(BinaryIO, lzma.LZMAFile(peeked)), raw
+        raise InputError(f"cannot read {path} after {done:,} bytes: {e.strerror or e}") from None
+
+
+def _sniff(head: bytes) -> str | None:
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"BZh") and head[3:4].isdigit() and head[3:4] != b"0":
+        return "bz2" if head[4:10] in _BZ2_BLOCK_MAGICS else None
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    return None
+
+
+class _Stream:
+    """One decompressor fed in bounded steps; ``feed`` yields its output in bounded pieces."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._unfed = b""  # zstd: input after the frame's end that was never fed
+        self._d: Any
+        if kind == "gzip":
+            self._d = zlib.decompressobj(wbits=31)
+        elif kind == "bz2":
+            self._d = bz2.BZ2Decompressor()
+        elif kind == "xz":
+            self._d = lzma.LZMADecompressor()
+        else:
+            self._d = _zstd_decompressor()
+
+    @property
+    def eof(self) -> bool:
+        return bool(self._d.eof)
+
+    @property
+    def unused(self) -> bytes:
+        return bytes(self._d.unused_data) + self._unfed
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        d = self._d
+        if self.kind == "gzip":
+            while True:
+                out = d.decompress(data, CHUNK_BYTES)
+                if out:
+                    yield out
+                data = d.unconsumed_tail
+                if d.eof or (not data and len(out) < CHUNK_BYTES):
+                    return
+        elif self.kind in ("bz2", "xz"):
+            out = d.decompress(data, CHUNK_BYTES)
+            while True:
+                if out:
+                    yield out
+                if d.eof or d.needs_input:
+                    return
+                out = d.decompress(b"", CHUNK_BYTES)
+        else:
+            for i in range(0, len(data), _ZSTD_FEED_BYTES):
+                out = d.decompress(data[i : i + _ZSTD_FEED_BYTES])
+                for j in range(0, len(out), CHUNK_BYTES):
+                    yield out[j : j + CHUNK_BYTES]
+                if d.eof:
+                    self._unfed = data[i + _ZSTD_FEED_BYTES :]
+                    return
+
+
+def _zstd_decompressor() -> Any:
+    import zstandard
+
+    return zstandard.ZstdDecompressor().decompressobj()
+
+
+def _zstd_available(path: str) -> None:
     try:
-        import zstandard
+        import zstandard  # noqa: F401
     except ImportError:
         raise InputError(
             f"{path} is zstd-compressed; install the 'zstandard' package (pip install logmem[zstd]) "
             "or decompress it first"
         ) from None
-    return cast(BinaryIO, zstandard.ZstdDecompressor().stream_reader(peeked)), raw
 
 
-def open_stream(path: str, stats: ReadStats) -> BinaryIO:
-    """Open a path (or '-') and undo gzip/bz2/xz/zstd, detected by content (snapshots too)."""
-    return _open(path, stats)[0]
+def _decompressed(
+    raw: BinaryIO, head: bytes, kind: str, path: str, stats: ReadStats
+) -> Iterator[bytes]:
+    """The decompressed bytes of a whole (multi-stream) input. A stream cut short or
+    undecodable ends the output and is noted in `stats`; nothing decoded is thrown away."""
+    stream = _Stream(kind)
+    pending = head
+    feed = _FEED_BYTES
+    out_bytes = 0
+    # "BZh91AY&SY" is ASCII: a text file can start with bz2's whole magic. Until bz2 output
+    # appears, the bytes fed are kept (a block is at most 900 kB) to read them as text instead.
+    fed: list[bytes] | None = [] if kind == "bz2" else None
+    while True:
+        data = pending or _read(raw, feed, path, out_bytes)
+        pending = b""
+        if not data:
+            if not stream.eof:
+                stats.stopped = "truncated"
+            return
+        if fed is not None:
+            fed.append(data)
+            if len(fed) * feed > 2 * _BZ2_MAX_BLOCK:  # far past any block: it is bz2 after all
+                fed = None
+        try:
+            for out in stream.feed(data):
+                fed = None
+                out_bytes += len(out)
+                yield out
+        except Exception as e:  # zlib.error, OSError, EOFError, LZMAError, ZstdError
+            if fed is not None:
+                stats.compression = None
+                yield b"".join(fed)
+                yield from _raw_chunks(raw, b"", path)
+                return
+            stats.stopped, stats.stop_detail = "corrupt", str(e) or type(e).__name__
+            return
+        if stream.eof:
+            # Concatenated streams (pigz, pbzip2, zstd frames) are one input; padding
+            # (NUL bytes after an xz stream or a gzip member) is not another stream.
+            rest = stream.unused.lstrip(b"\x00") + _read(raw, feed, path, out_bytes)
+            rest = rest.lstrip(b"\x00")
+            while not rest:
+                more = _read(raw, feed, path, out_bytes)
+                if not more:
+                    return
+                rest = more.lstrip(b"\x00")
+            if _sniff(rest[:_SNIFF_BYTES].ljust(_SNIFF_BYTES, b"\x00")) != kind:
+                stats.stopped = "corrupt"
+                stats.stop_detail = f"{len(rest):,}+ bytes after the end of the {kind} stream"
+                return
+            stream = _Stream(kind)
+            pending = rest
+
+
+def _raw_chunks(raw: BinaryIO, head: bytes, path: str) -> Iterator[bytes]:
+    if head:
+        yield head
+    done = len(head)
+    while True:
+        chunk = _read(raw, CHUNK_BYTES, path, done)
+        if not chunk:
+            return
+        done += len(chunk)
+        yield chunk
+
+
+def _rechunked(pieces: Iterable[bytes]) -> Iterator[bytes]:
+    """Pieces joined into chunks of about CHUNK_BYTES (never much more)."""
+    buf: list[bytes] = []
+    size = 0
+    for piece in pieces:
+        buf.append(piece)
+        size += len(piece)
+        if size >= CHUNK_BYTES:
+            yield b"".join(buf)
+            buf, size = [], 0
+    if buf:
+        yield b"".join(buf)
+
+
+def _transcoded(chunks: Iterator[bytes], stats: ReadStats) -> Iterator[bytes]:
+    """Chunks as UTF-8: a UTF-16/32 byte-order mark is decoded, a UTF-8 one dropped."""
+    first = next(chunks, b"")
+    while len(first) < 4:  # a mark split over tiny pieces (a pipe)
+        more = next(chunks, b"")
+        if not more:
+            break
+        first += more
+    bom, enc = next(((b, e) for b, e in _BOMS if first.startswith(b)), (b"", None))
+    if enc is None or enc == "utf-8":
+        if first[len(bom) :]:
+            yield first[len(bom) :]
+        yield from chunks
+        return
+    stats.encoding = enc
+    dec = codecs.getincrementaldecoder(enc)(errors="replace")
+    for chunk in itertools.chain((first[len(bom) :],), chunks):
+        text = dec.decode(chunk)
+        if text:
+            yield text.encode("utf-8")
+    tail = dec.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8")
 
 
 def _size_of(raw: BinaryIO) -> int | None:
@@ -151,280 +338,95 @@ def _position(raw: BinaryIO, fallback: int) -> int:
         return fallback
 
 
-def iter_chunks(path: str, stats: ReadStats) -> Iterator[bytes]:
-    stream, raw = _open(path, stats)
-    total = _size_of(raw)
-    bar = progress.start(path, total, compressed=stats.compression is not None)
+def _stop_warning(path: str, stats: ReadStats) -> str:
+    if stats.stopped == "max-bytes":
+        return f"{path}: read only its first {stats.bytes_read:,} bytes (--max-bytes)"
+    what = "cut short" if stats.stopped == "truncated" else "corrupt"
+    return (
+        f"{path}: the {stats.compression} stream is {what} after {stats.bytes_read:,} "
+        "decompressed bytes; only what was read is analysed"
+    )
+
+
+def iter_chunks(path: str, stats: ReadStats, text: bool = True) -> Iterator[bytes]:
+    """The input's bytes as UTF-8-ish chunks, decompressed, up to the byte limit.
+
+    ``text=False`` (a binary file: a snapshot) skips the byte-order marks and the limit, and a
+    stream that stops early is an error: part of a pickle is no use."""
+    raw = _open_raw(path)
+    limit = _max_bytes if text else None
+    bar = None
     try:
-        while True:
-            try:
-                chunk = stream.read(CHUNK_BYTES)
-            except (OSError, EOFError, lzma.LZMAError, ValueError) as e:
-                raise InputError(
-                    f"{path}: cannot decompress after {stats.bytes_read} bytes: {e}"
-                ) from None
-            except Exception as e:  # zstandard.ZstdError has no common base we can name
-                raise InputError(
-                    f"{path}: cannot read after {stats.bytes_read} bytes: {e}"
-                ) from None
-            if not chunk:
-                return
+        head = _read(raw, _SNIFF_BYTES, path, 0)
+        kind = _sniff(head)
+        stats.compression = kind
+        if kind == "zstd":
+            _zstd_available(path)
+        pieces = (
+            _decompressed(raw, head, kind, path, stats) if kind else _raw_chunks(raw, head, path)
+        )
+        bar = progress.start(path, _size_of(raw), compressed=kind is not None)
+        chunks = _rechunked(pieces)
+        for chunk in _transcoded(chunks, stats) if text else chunks:
+            if limit is not None and stats.bytes_read + len(chunk) > limit:
+                chunk = chunk[: limit - stats.bytes_read]
+                stats.stopped, stats.stop_detail = "max-bytes", None
             stats.bytes_read += len(chunk)
             if bar is not None:
                 # Compressed input: progress is how far into the file, not how much came out.
-                done = _position(raw, stats.bytes_read) if stats.compression else stats.bytes_read
+                done = _position(raw, stats.bytes_read) if kind else stats.bytes_read
                 bar.update(done, stats.bytes_read)
-            yield chunk
+            if chunk:
+                yield chunk
+            if stats.stopped == "max-bytes":
+                break
+        if stats.stopped and not text:
+            raise InputError(
+                _stop_warning(path, stats).replace("; only what was read is analysed", "")
+            )
+        if stats.stopped and stats.bytes_read:
+            warnings.warn(InputWarning(_stop_warning(path, stats)), stacklevel=2)
+        if stats.stopped in ("truncated", "corrupt") and stats.bytes_read == 0:
+            what = "is cut short" if stats.stopped == "truncated" else "cannot be decoded"
+            detail = f" ({stats.stop_detail})" if stats.stop_detail else ""
+            raise InputError(f"{path}: its {kind} stream {what} before any data{detail}")
     finally:
         if bar is not None:
             bar.close()
         if path != "-":
-            stream.close()
+            raw.close()
 
 
-# --- matchers ---------------------------------------------------------------------------
+class _ChunkStream:
+    """iter_chunks(text=False) behind read(n)/close(), for readers that want a file."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def read(self, n: int = -1) -> bytes:
+        parts = [self._buf]
+        size = len(self._buf)
+        while n < 0 or size < n:
+            chunk = next(self._chunks, b"")
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+        data = b"".join(parts)
+        out, self._buf = (data, b"") if n < 0 else (data[:n], data[n:])
+        return out
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
 
 
-class Cursor(Protocol):
-    """Keyword hits in ``buf[lo:hi]``, asked for in increasing `pos`."""
-
-    def next_hit(self, pos: int) -> int:
-        """A position inside a keyword occurrence in the first segment at or after `pos`
-        that holds one, or -1. `pos` is the start of a segment."""
-        ...
-
-
-class Matcher(Protocol):
-    name: str
-
-    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor: ...
-
-
-class _RegexMatcher:
-    """The keyword regex itself: exact for any pattern, slow (one regex step per byte)."""
-
-    name = "regex"
-
-    def __init__(self, keywords: regex.Pattern[bytes]) -> None:
-        self._keywords = keywords
-
-    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
-        return _RegexCursor(self._keywords, buf, hi)
-
-
-class _RegexCursor:
-    def __init__(self, keywords: regex.Pattern[bytes], buf: bytes, hi: int) -> None:
-        self._search = keywords.search
-        self._buf = buf
-        self._hi = hi
-
-    def next_hit(self, pos: int) -> int:
-        m = self._search(self._buf, pos, self._hi)
-        return -1 if m is None else m.start()
-
-
-class _HyperscanMatcher:
-    """All literals in one hyperscan pass; the scan stops at the first hit."""
-
-    name = "hyperscan"
-
-    def __init__(self, literals: Sequence[bytes]) -> None:
-        import hyperscan
-
-        self._hs = hyperscan
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._db.compile(
-            expressions=list(literals),
-            ids=list(range(len(literals))),
-            elements=len(literals),
-            flags=hyperscan.HS_FLAG_SINGLEMATCH,
-            literal=True,
-        )
-
-    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
-        return _HyperscanCursor(self, buf, hi)
-
-
-class _HyperscanCursor:
-    def __init__(self, m: _HyperscanMatcher, buf: bytes, hi: int) -> None:
-        self._m = m
-        self._view = memoryview(buf)
-        self._hi = hi
-        self._hit = -1
-        # Scratch space per cursor: one shared by threads reading different logs would clash.
-        self._scratch = m._hs.Scratch(m._db)
-
-    def _on_match(self, _id: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
-        self._hit = to - 1
-        return True  # stop: the caller extracts the segment and resumes after it
-
-    def next_hit(self, pos: int) -> int:
-        if pos >= self._hi:
-            return -1
-        self._hit = -1
-        m = self._m
-        # Any buffer works (no copy of the chunk); the stubs only name str and bytes.
-        window = cast(bytes, self._view[pos : self._hi])
-        with contextlib.suppress(m._hs.ScanTerminated):
-            m._db.scan(window, match_event_handler=self._on_match, scratch=self._scratch)
-        return -1 if self._hit < 0 else pos + self._hit
-
-
-# Bytes that runtime lines (Decode/Prefill batch, uvicorn access, weight-loading bars)
-# almost never contain: a memchr for them is nearly free. Correctness does not depend
-# on this choice, only speed: every hit is checked against the keywords.
-_RARE = frozenset(b"ABCJMQRUVWXYZ_=%'!;@`xyzj{}~^\\")
-# Keywords without a rare byte are found as a 3-byte class string: first byte in
-# _CLASS_FIRST then two in _CLASS_NEXT ("Ini", "Err", "Tra", "vai"); runtime text has
-# these letters but almost never in that order.
-_CLASS_FIRST = frozenset(b"IETv")
-_CLASS_NEXT = frozenset(b"nira")
-_RARE_CODE, _FIRST_CODE, _NEXT_CODE = 1, 2, 3
-_CLASS_NEEDLE = bytes((_FIRST_CODE, _NEXT_CODE, _NEXT_CODE))
-
-
-def _class_window(lit: bytes) -> int:
-    """Offset of a 3-byte window of `lit` that maps to _CLASS_NEEDLE, or -1."""
-    for i in range(len(lit) - 2):
-        if lit[i] in _CLASS_FIRST and lit[i + 1] in _CLASS_NEXT and lit[i + 2] in _CLASS_NEXT:
-            return i
-    return -1
-
-
-class _FindMatcher:
-    """Pure Python: a translate into byte classes, memchr and find, then exact checks."""
-
-    name = "python"
-
-    def __init__(self, literals: Sequence[bytes]) -> None:
-        # rare byte -> (literal, offset of that byte in it) pairs that could hold it
-        self.by_rare: dict[int, list[tuple[bytes, int]]] = {}
-        self.by_window: dict[int, list[tuple[bytes, int]]] = {}  # keyed by the window's first byte
-        self.plain: list[bytes] = []  # neither: found with bytes.find (slower, still exact)
-        for lit in literals:
-            rare = [i for i, b in enumerate(lit) if b in _RARE]
-            if rare:
-                for i in rare:
-                    self.by_rare.setdefault(lit[i], []).append((lit, i))
-                continue
-            w = _class_window(lit)
-            if w >= 0:
-                self.by_window.setdefault(lit[w], []).append((lit, w))
-            else:
-                self.plain.append(lit)
-        table = bytearray(256)
-        for b in _RARE:
-            table[b] = _RARE_CODE
-        for b in _CLASS_FIRST:
-            table[b] = _FIRST_CODE
-        for b in _CLASS_NEXT:
-            table[b] = _NEXT_CODE
-        self.table = bytes(table)
-
-    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
-        return _FindCursor(self, buf, lo, hi)
-
-
-class _FindCursor:
-    def __init__(self, m: _FindMatcher, buf: bytes, lo: int, hi: int) -> None:
-        self._buf = buf
-        self._lo = lo
-        self._hi = hi
-        classes = buf.translate(m.table) if (m.by_rare or m.by_window) else b""
-        # (haystack, needle, candidates) per probe: the (literal, offset) pairs a hit at p
-        # must be checked against; None for a plain literal (a hit is a match). Plain data,
-        # no bound methods: a reference cycle would keep 4 MiB buffers alive until gc runs.
-        self._probes: list[tuple[bytes, bytes, dict[int, list[tuple[bytes, int]]] | None]] = []
-        if m.by_rare:
-            self._probes.append((classes, bytes((_RARE_CODE,)), m.by_rare))
-        if m.by_window:
-            self._probes.append((classes, _CLASS_NEEDLE, m.by_window))
-        self._probes += [(buf, lit, None) for lit in m.plain]
-        # Next verified hit per probe (-1: none left); valid while >= the asked pos.
-        self._next = [-2] * len(self._probes)
-
-    def _covered(self, p: int, cands: dict[int, list[tuple[bytes, int]]]) -> bool:
-        """Whether a keyword occurrence covers position p (the probe's hit)."""
-        buf, lo, hi = self._buf, self._lo, self._hi
-        for lit, off in cands.get(buf[p], ()):
-            s = p - off
-            if s >= lo and buf.startswith(lit, s, hi):
-                return True
-        return False
-
-    def next_hit(self, pos: int) -> int:
-        best = -1
-        hi = self._hi
-        for i, (hay, needle, cands) in enumerate(self._probes):
-            p = self._next[i]
-            if p != -1 and p < pos:
-                p = hay.find(needle, pos, hi)
-                while p >= 0 and cands is not None and not self._covered(p, cands):
-                    p = hay.find(needle, p + 1, hi)
-                self._next[i] = p
-            if p >= 0 and (best < 0 or p < best):
-                best = p
-        return best
-
-
-def _literals_of(keywords: regex.Pattern[bytes]) -> list[bytes] | None:
-    """The literals of a pattern built as '|'.join(regex.escape(k) ...), else None."""
-    if keywords.flags & (regex.IGNORECASE | regex.VERBOSE):
-        return None
-    out: list[bytes] = []
-    cur = bytearray()
-    src = keywords.pattern
-    i = 0
-    while i < len(src):
-        c = src[i]
-        if c == 0x5C:  # backslash: an escaped punctuation byte is that byte
-            if i + 1 >= len(src) or chr(src[i + 1]).isalnum():
-                return None
-            cur.append(src[i + 1])
-            i += 2
-            continue
-        if c == 0x7C:  # '|'
-            out.append(bytes(cur))
-            cur = bytearray()
-        elif chr(c) in ".^$*+?{}[]()":
-            return None
-        else:
-            cur.append(c)
-        i += 1
-    out.append(bytes(cur))
-    # An empty or separator-holding alternative would need the regex's own semantics.
-    if any(not lit or b"\n" in lit or b"\r" in lit for lit in out):
-        return None
-    return out
-
-
-_MATCHERS: dict[tuple[Any, str], Matcher] = {}
-
-
-def matcher_for(keywords: regex.Pattern[bytes], kind: str | None = None) -> Matcher:
-    """The fastest matcher available for `keywords` (cached); `kind` forces one."""
-    kind = kind or os.environ.get("LOGMEM_MATCHER") or "auto"
-    key = (keywords.pattern, kind)
-    found = _MATCHERS.get(key)
-    if found is not None:
-        return found
-    literals = _literals_of(keywords)
-    m: Matcher
-    if literals is None or kind == "regex":
-        m = _RegexMatcher(keywords)
-    elif kind == "python":
-        m = _FindMatcher(literals)
-    else:
-        try:
-            m = _HyperscanMatcher(literals)
-        except Exception as e:  # not installed, or a wheel whose library will not load
-            if kind == "hyperscan":
-                raise InputError(
-                    f"LOGMEM_MATCHER=hyperscan, but hyperscan cannot be used: {e}"
-                ) from None
-            m = _FindMatcher(literals)
-    _MATCHERS[key] = m
-    return m
+def open_stream(path: str, stats: ReadStats) -> BinaryIO:
+    """A path (or '-') as a binary stream, gzip/bz2/xz/zstd undone (the snapshot loader's)."""
+    # Only read() and close() are used; the cast names the type those readers expect.
+    return cast(BinaryIO, _ChunkStream(iter_chunks(path, stats, text=False)))
 
 
 # --- segments ---------------------------------------------------------------------------
@@ -482,7 +484,11 @@ def iter_segments(
     if carry:
         line_no = yield from _scan(path, carry, 0, len(carry), line_no, matcher, stats)
     stats.ends_with_newline = last in (b"\n", b"") and not carry
-    stats.lines = line_no - (1 if stats.ends_with_newline and stats.bytes_read else 0)
+    # An empty input has no lines (not "1 lines"); a final newline opens no new line.
+    if not stats.bytes_read:
+        stats.lines = 0
+    else:
+        stats.lines = line_no - (1 if stats.ends_with_newline else 0)
 
 
 def _scan(
@@ -503,17 +509,21 @@ def _scan(
         return line_no
     cursor = matcher.cursor(buf, lo, hi)
     pos = counted = lo
+    # The next \n and \r at or after the last hit, found once each and reused until passed:
+    # searching both to the chunk's end for every segment is quadratic when one separator
+    # is missing (10 MB of "GB\r" took minutes).
+    nl = cr = -2
     while pos < hi:
         p = cursor.next_hit(pos)
         if p < 0:
             break
         sep = max(buf.rfind(b"\n", pos, p), buf.rfind(b"\r", pos, p))
         start = sep + 1 if sep >= 0 else pos
-        nl = buf.find(b"\n", p, hi)
-        end = nl if nl >= 0 else hi
-        cr = buf.find(b"\r", p, end)
-        if cr >= 0:
-            end = cr
+        if nl != -1 and nl < p:
+            nl = buf.find(b"\n", p, hi)
+        if cr != -1 and cr < p:
+            cr = buf.find(b"\r", p, hi)
+        end = min(x if x >= 0 else hi for x in (nl, cr))
         line_no += _count_newlines(buf, counted, start)
         counted = start
         data = buf[start:end]

@@ -8,6 +8,8 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from logmem.report.safe_text import one_line, strip_controls
+
 WIDTH = 100
 
 
@@ -30,7 +32,11 @@ class Out(Protocol):
 
 def _wrap(text: str, bullet: str = "") -> list[str]:
     return textwrap.wrap(
-        text, WIDTH, initial_indent=bullet, subsequent_indent=" " * len(bullet)
+        text,
+        WIDTH,
+        initial_indent=bullet,
+        subsequent_indent=" " * len(bullet),
+        break_on_hyphens=False,  # never split a flag such as --mem-fraction-static
     ) or [""]
 
 
@@ -79,6 +85,7 @@ class TextOut:
         self.lines: list[str] = []
 
     def title(self, text: str) -> None:
+        text = one_line(text)  # every string of a layout can carry log text: inert on a terminal
         if self.md:
             self.lines.extend([f"## {text}", ""])
             return
@@ -86,6 +93,7 @@ class TextOut:
         self.lines.extend([*wrapped, "=" * max(len(x) for x in wrapped)])
 
     def heading(self, text: str) -> None:
+        text = one_line(text)
         if self.lines and self.lines[-1] == "":
             self.lines.pop()
         self.lines.extend(["", f"### {text}", ""] if self.md else ["", text])
@@ -99,6 +107,7 @@ class TextOut:
             self.lines.append("")
 
     def para(self, text: str) -> None:
+        text = one_line(text)
         if self.md:
             self._block()
             self.lines.append(text)
@@ -107,13 +116,14 @@ class TextOut:
 
     def bullets(self, items: Sequence[str]) -> None:
         self._block()
-        for it in items:
+        for it in map(one_line, items):
             if self.md:
                 self.lines.append(f"- {it}")
             else:
                 self.lines.extend(_wrap(it, "- "))
 
     def table(self, columns: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> None:
+        rows = [[one_line(c) for c in r] for r in rows]
         if self.md:
             self._block()
             self.lines.extend(_md_table(columns, rows, left))
@@ -121,6 +131,7 @@ class TextOut:
             self.lines.extend(_table(columns, rows, left))
 
     def details(self, summary: str, body: Callable[[], None]) -> None:
+        summary = one_line(summary)
         if self.md:
             self.lines.extend(["", f"<details><summary>{summary}</summary>", ""])
             body()
@@ -130,4 +141,4 @@ class TextOut:
             body()
 
     def text(self) -> str:
-        return "\n".join(self.lines).rstrip() + "\n"
+        return strip_controls("\n".join(self.lines).rstrip() + "\n")

@@ -15,6 +15,7 @@ from typing import Any
 from logmem.estimate import Estimate, Unknown
 from logmem.report.markdown import md_escape, table_md
 from logmem.report.model import Table
+from logmem.report.safe_text import one_line, strip_controls
 from logmem.report.text import WIDTH, table_lines
 from logmem.units import GIB, MIB
 
@@ -100,7 +101,7 @@ def _summary(est: Estimate) -> Table:
         else what_fills(est.unknown_for("params_total"))
     )
     rows = [
-        ("model", est.model or UNKNOWN),
+        ("model", one_line(est.model or UNKNOWN)),
         ("parallel", parallel),
         (
             "dtype",
@@ -146,7 +147,7 @@ def _components(est: Estimate) -> Table | None:
 
 def estimate_view(est: Estimate) -> EstimateView:
     return EstimateView(
-        f"Expected sizes for {est.model or 'an unnamed model'}",
+        f"Expected sizes for {one_line(est.model or 'an unnamed model')}",  # from config.json
         _summary(est),
         _components(est),
         est.notes,
@@ -167,7 +168,7 @@ def render_text(est: Estimate) -> str:
         out += ["", "Notes"]
         for note in v.notes:
             out += textwrap.wrap(note, WIDTH, initial_indent="- ", subsequent_indent="  ")
-    return "\n".join(out) + "\n"
+    return strip_controls("\n".join(out) + "\n")
 
 
 def render_markdown(est: Estimate) -> str:
@@ -179,7 +180,7 @@ def render_markdown(est: Estimate) -> str:
     if v.notes:
         out += ["", "Notes:", ""]
         out += [f"- {md_escape(note)}" for note in v.notes]
-    return "\n".join(out) + "\n"
+    return strip_controls("\n".join(out) + "\n")
 
 
 def to_json(est: Estimate) -> dict[str, Any]:

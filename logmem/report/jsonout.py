@@ -328,15 +328,38 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
                 "compression": st.compression,
                 "ends_with_newline": st.ends_with_newline,
                 "truncated_segments": st.truncated_segments,
+                "encoding": st.encoding,
+                # Reading ended early: "truncated" / "corrupt" stream or "max-bytes"; at_byte
+                # (decompressed) is where, and everything before it was read.
+                "stopped": (
+                    {"why": st.stopped, "at_byte": st.bytes_read, "detail": st.stop_detail}
+                    if st.stopped
+                    else None
+                ),
             }
             for st in a.stats
         ],
         "grouping": inputs_json(a),
         "launches": launches,
+        # The first examples of each shape (bounded); unmatched_memory counts every line.
         "unmatched_memory_lines": [
             {"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}
-            for u in a.unmatched
+            for u in a.unmatched.examples
         ],
+        "unmatched_memory": {
+            "total": a.unmatched.total,
+            "shapes": [
+                {
+                    "shape": s.shape,
+                    "count": s.count,
+                    "examples": [
+                        {"path": u.source.path, "line": u.source.line_no} for u in s.examples
+                    ],
+                }
+                for s in a.unmatched.shapes
+            ],
+            "other_lines": a.unmatched.other_lines,
+        },
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from logmem.report.model import Report, Table, analysis_report
+from logmem.report.safe_text import one_line, strip_controls
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
 def md_escape(text: str) -> str:
     """Keep log text inert: no table breaks, no HTML, no accidental emphasis."""
     return (
-        text.replace("\\", "\\\\")
+        one_line(text)
+        .replace("\\", "\\\\")
         .replace("|", "\\|")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
@@ -75,7 +77,7 @@ def render_report(rep: Report) -> str:
         out.extend(f"- {md_escape(n)}" for n in rep.input_notes)
         out.append("")
         out.append("</details>")
-    return "\n".join(out).rstrip() + "\n"
+    return strip_controls("\n".join(out).rstrip() + "\n")
 
 
 def render(a: Analysis) -> str:

@@ -335,20 +335,35 @@ def verdict_lines(L: Launch) -> list[str]:
     return verdict_text(verdict(L))
 
 
+def input_stop_note(why: str, compression: str | None, at: int, detail: str | None) -> str:
+    """Why reading an input ended early, and where (decompressed bytes)."""
+    if why == "max-bytes":
+        return f"read only its first {at:,} bytes (--max-bytes): later lines are not in this report"
+    what = "cut short" if why == "truncated" else f"undecodable ({detail})" if detail else "corrupt"
+    return (
+        f"the {compression} stream is {what} after {at:,} decompressed bytes: "
+        "this report covers what was read up to there"
+    )
+
+
 def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
     notes = []
     for st in a.stats:
         parts = [f"{st.path}: {st.lines:,} lines"]
         if st.compression:
             parts.append(f"{st.compression}-compressed")
-        if not st.ends_with_newline:
+        if not st.ends_with_newline and not st.stopped:  # a stop note says more
             parts.append("no newline at the end (cut off?)")
+        if st.encoding:
+            parts.append(f"{st.encoding} text")
         if st.truncated_segments:
             parts.append(f"{st.truncated_segments} over-long line(s) cut to 4 MiB")
+        if st.stopped:
+            parts.append(input_stop_note(st.stopped, st.compression, st.bytes_read, st.stop_detail))
         notes.append(", ".join(parts))
     if a.unmatched:
         notes.append(
-            f"{len(a.unmatched)} line(s) carry a memory figure but match no pattern "
+            f"{a.unmatched.total} line(s) carry a memory figure but match no pattern "
             "(`logmem lines` lists them)."
         )
     notes.extend(input_sentences(a))

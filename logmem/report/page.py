@@ -135,13 +135,22 @@ _ID = re.compile(r'\bid="([^"]+)"')
 _REF = re.compile(r'(url\(#|xlink:href="#|href="#)([^)"]+)')
 
 
+# Ids are rewritten in tags only: a label's text (a model path from the log) can read
+# id="..." or url(#...) too, and must be shown as it is.
+_TAG = re.compile(r"<[^<>]*>")
+
+
+def _prefixed_ids(tag: str, prefix: str) -> str:
+    tag = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', tag)
+    return _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", tag)
+
+
 def inline_svg(svg: str, prefix: str) -> str:
     """matplotlib's SVG made fit to sit in a page: no XML prolog, ids unique to this figure,
     and sized by CSS (the natural width kept as a maximum)."""
     start = svg.find("<svg")
     svg = svg[start:] if start >= 0 else svg
-    svg = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', svg)
-    svg = _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", svg)
+    svg = _TAG.sub(lambda t: _prefixed_ids(t.group(0), prefix), svg)
     m = re.match(r'<svg([^>]*?) width="([\d.]+)pt" height="([\d.]+)pt"', svg)
     if m:
         width = float(m.group(2))

@@ -6,6 +6,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from logmem.report.model import Report, Table, analysis_report
+from logmem.report.safe_text import one_line, strip_controls
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
@@ -14,14 +15,20 @@ WIDTH = 100
 
 
 def _wrap(text: str, bullet: str = "") -> str:
-    return textwrap.fill(text, WIDTH, initial_indent=bullet, subsequent_indent=" " * len(bullet))
+    return textwrap.fill(
+        one_line(text),
+        WIDTH,
+        initial_indent=bullet,
+        subsequent_indent=" " * len(bullet),
+        break_on_hyphens=False,  # never split a flag such as --mem-fraction-static
+    )
 
 
 MAX_ROWS = 14  # long bucket tables: head and tail on a terminal, all rows in Markdown/JSON
 
 
 def table_lines(t: Table) -> list[str]:
-    rows = [list(r) for r in t.rows]
+    rows = [[one_line(c) for c in r] for r in t.rows]
     if len(rows) > MAX_ROWS and not t.indent:
         hidden = len(rows) - 10
         rows = rows[:8] + [[f"... {hidden} more"] + [""] * (len(t.columns) - 1)] + rows[-2:]
@@ -71,7 +78,8 @@ def table_lines(t: Table) -> list[str]:
 def render_report(rep: Report) -> str:
     out: list[str] = []
     for lr in rep.launches:
-        title = lr.title if len(lr.title) <= WIDTH else lr.title[: WIDTH - 3] + "..."
+        title = one_line(lr.title)  # a model path from the log
+        title = title if len(title) <= WIDTH else title[: WIDTH - 3] + "..."
         out.append(title)
         out.append("=" * len(title))
         out.extend(_wrap(v) for v in lr.verdict)
@@ -97,7 +105,7 @@ def render_report(rep: Report) -> str:
     if rep.input_notes:
         out.append("Input")
         out.extend(_wrap(n, "- ") for n in rep.input_notes)
-    return "\n".join(out).rstrip() + "\n"
+    return strip_controls("\n".join(out).rstrip() + "\n")
 
 
 def render(a: Analysis) -> str:

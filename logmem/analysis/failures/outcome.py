@@ -68,10 +68,11 @@ def outcome(launch: Launch) -> fx.Outcome:
     but before "fired up" (warm-up) is a crash, one after it is a runtime error.
     """
     ready = _ready_source(launch)
+    last_steps = _last_step_lines(launch) if ready is None else {}
     crash_tbs = [
         t
         for t in launch.tracebacks
-        if t.errors and not _after_ready(t.errors[0].source, ready) and _fatal(launch, t, ready)
+        if t.errors and not _after_ready(t.errors[0].source, ready) and _fatal(t, ready, last_steps)
     ]
     runtime = tuple(
         t for t in launch.tracebacks if t.errors and _after_ready(t.errors[0].source, ready)
@@ -86,7 +87,23 @@ def outcome(launch: Launch) -> fx.Outcome:
     return fx.Outcome("incomplete", _stopped(launch), runtime)
 
 
-def _fatal(launch: Launch, tb: Traceback, ready: Source | None) -> bool:
+_STEPS = (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.CaptureBegin, ev.CaptureEnd, ev.Summary)
+
+
+def _last_step_lines(launch: Launch) -> dict[str, int]:
+    """Per input file, the line of the last memory step any rank printed there (read once
+    per launch, not once per traceback)."""
+    out: dict[str, int] = {}
+    for r in launch.ranks:
+        for e in r.events:
+            if isinstance(e, _STEPS):
+                src = e.source
+                if src.line_no > out.get(src.path, 0):
+                    out[src.path] = src.line_no
+    return out
+
+
+def _fatal(tb: Traceback, ready: Source | None, last_steps: dict[str, int]) -> bool:
     """Did this traceback end start-up? A scheduler's crash report or an OOM/KV/imbalance
     error does; a stray exception line, or a caught and printed traceback, does not when
     start-up carried on (the server came up, or a rank printed memory steps after it)."""
@@ -100,25 +117,7 @@ def _fatal(launch: Launch, tb: Traceback, ready: Source | None) -> bool:
     if ready is not None:
         return False
     err = tb.errors[-1].source
-    later = [
-        e
-        for r in launch.ranks
-        for e in r.events
-        if e.source.path == err.path
-        and e.source.line_no > err.line_no
-        and isinstance(
-            e,
-            (
-                ev.WeightsBegin,
-                ev.WeightsEnd,
-                ev.PoolEnd,
-                ev.CaptureBegin,
-                ev.CaptureEnd,
-                ev.Summary,
-            ),
-        )
-    ]
-    return not later
+    return last_steps.get(err.path, 0) <= err.line_no
 
 
 def _crash_failure(launch: Launch, tbs: list[Traceback]) -> fx.Failure:

@@ -1,0 +1,413 @@
+"""Builders: a pattern's match and its record -> the typed event, numbers converted once.
+
+One builder per pattern of logmem.parse.patterns (``BUILDERS``, keyed by pattern name).
+A figure the line does not print is None, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+from logmem.parse.events import (
+    AllReduceConfig,
+    BarRender,
+    CaptureBegin,
+    CaptureEnd,
+    CaptureFailed,
+    CaptureSizes,
+    DSv4Plan,
+    Event,
+    ExceptionLine,
+    GraphDisabled,
+    HttpUp,
+    Imbalance,
+    InitBegin,
+    InitEnd,
+    KVAvailable,
+    KVDtype,
+    KVPool,
+    MambaPool,
+    MiscMemory,
+    NotEnoughMemory,
+    OtherRanksFailed,
+    PoolEnd,
+    Ready,
+    RegisterGraphs,
+    SchedulerException,
+    ServerArgs,
+    SigQuit,
+    Summary,
+    SWAPlan,
+    SWASummary,
+    TorchOOM,
+    TracebackStart,
+    WeightsBegin,
+    WeightsEnd,
+)
+from logmem.parse.lines import Record
+from logmem.parse.patterns import BY_NAME
+from logmem.parse.server_args import parse_server_args
+from logmem.units import Mem
+
+# --- helpers ---------------------------------------------------------------------------
+
+_FIELD = {
+    "avail": regex.compile(r"avail mem=(-?\d{1,9}(?:\.\d{1,9})?) GB"),
+    "usage": regex.compile(r"mem usage=(-?\d{1,9}(?:\.\d{1,9})?) GB"),
+    "elapsed": regex.compile(r"(?:Time elapsed: |elapsed=)(-?\d{1,9}(?:\.\d{1,9})?) s"),
+    "bs": regex.compile(r"\bbs=(\[[^\]]{0,100000}\]?)"),
+    "num_tokens": regex.compile(r"\bnum_tokens=(\[[^\]]{0,100000}\]?)"),
+    "backend": regex.compile(r"\bbackend=([\w-]{1,40})"),
+    "per_req": regex.compile(r"num_tokens_per_(?:req|bs)=(\d{1,6})"),
+    "step": regex.compile(r"\bstep=(\d{1,6})"),
+}
+
+
+def _search(key: str, text: str) -> str | None:
+    m = _FIELD[key].search(text)
+    return m.group(1) if m else None
+
+
+def _mem(number: str | None, unit: str = "GB") -> Mem | None:
+    return Mem.parse(number, unit) if number is not None else None
+
+
+def _float(text: str | None) -> float | None:
+    return float(text) if text is not None else None
+
+
+def parse_int_list(text: str | None) -> tuple[int, ...] | None:
+    """'[1, 2, 4]' -> (1, 2, 4); None when elided ('...') or cut."""
+    if text is None:
+        return None
+    text = text.strip()
+    if not text.startswith("[") or not text.endswith("]") or "..." in text or "\u2026" in text:
+        return None
+    inner = text[1:-1].strip()
+    if not inner:
+        return ()
+    try:
+        return tuple(int(x) for x in inner.split(","))
+    except ValueError:
+        return None
+
+
+def _graph_name(name: str | None, backend: str) -> tuple[str, str]:
+    """('target verify', 'CUDA') -> ('target verify', 'CUDA graph'); no name is decode."""
+    return (name.strip() if name else "decode"), f"{backend} graph"
+
+
+def _kv_pairs(text: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for part in text.split(","):
+        if "=" in part:
+            k, _, v = part.partition("=")
+            out.append((k.strip(), v.strip()))
+    return tuple(out)
+
+
+# --- builders: pattern name -> Event ---------------------------------------------------
+
+Builder = Callable[[regex.Match[str], Record], "Event | None"]
+
+
+def _b_server_args(m: regex.Match[str], r: Record) -> Event:
+    args, form, error = parse_server_args(m.group("body"))
+    return ServerArgs(rank=r.rank, source=r.source, args=args, form=form, error=error)
+
+
+def _b_load_end(m: regex.Match[str], r: Record) -> Event:
+    details = tuple((k, v) for k, v in _kv_pairs(m.group("mid")) if k)
+    return WeightsEnd(
+        rank=r.rank,
+        source=r.source,
+        avail=Mem.parse(m.group("avail")),
+        usage=_mem(m.group("usage")),
+        elapsed_s=_float(m.group("elapsed")),
+        model_type=m.group("type"),
+        details=details,
+    )
+
+
+def _b_capture_begin(m: regex.Match[str], r: Record) -> Event:
+    name, backend = _graph_name(m.group("name"), m.group("backend"))
+    rest = m.group("rest")
+    sizes = parse_int_list(_search("bs", rest))
+    if sizes is None:
+        sizes = parse_int_list(_search("num_tokens", rest))
+    step = _search("step", rest)
+    per_req = _search("per_req", rest)
+    return CaptureBegin(
+        rank=r.rank,
+        source=r.source,
+        name=name,
+        backend=backend,
+        avail=_mem(_search("avail", rest)),
+        sizes=sizes,
+        graph_backend=_search("backend", rest),
+        tokens_per_req=int(per_req) if per_req else None,
+        step=int(step) if step else None,
+    )
+
+
+def _b_capture_end(m: regex.Match[str], r: Record) -> Event:
+    name, backend = _graph_name(m.group("name"), m.group("backend"))
+    rest = m.group("rest")
+    step = _search("step", rest)
+    return CaptureEnd(
+        rank=r.rank,
+        source=r.source,
+        name=name,
+        backend=backend,
+        avail=_mem(_search("avail", rest)),
+        usage=_mem(_search("usage", rest)),
+        elapsed_s=_float(_search("elapsed", rest)),
+        step=int(step) if step else None,
+    )
+
+
+def _b_summary(m: regex.Match[str], r: Record) -> Event:
+    fields = _kv_pairs(m.group("rest"))
+    avail = next((v for k, v in fields if k in ("available_gpu_mem", "available_cpu_mem")), None)
+    am = regex.match(r"(-?\d{1,9}(?:\.\d{1,9})?) GB", avail) if avail else None
+    return Summary(
+        rank=r.rank,
+        source=r.source,
+        max_total_num_tokens=int(m.group("tokens")),
+        fields=fields,
+        available=Mem.parse(am.group(1)) if am else None,
+    )
+
+
+_OOM_FIELDS = {
+    "tried": regex.compile(r"Tried to allocate (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
+    "gpu": regex.compile(r"GPU (\d{1,4}) has a total capacity"),
+    "capacity": regex.compile(r"total capacity of (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
+    "free": regex.compile(r"of which (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is free"),
+    "in_use": regex.compile(
+        r"(?:has|this process has) (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) memory in use"
+    ),
+    "allocated": regex.compile(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is allocated by PyTorch"),
+    "reserved": regex.compile(
+        r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is reserved by PyTorch but unallocated"
+    ),
+    "private": regex.compile(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) allocated in private pools"),
+}
+
+
+def _oom_mem(key: str, text: str) -> Mem | None:
+    m = _OOM_FIELDS[key].search(text)
+    try:
+        return Mem.parse(m.group(1), m.group(2)) if m else None
+    except ValueError:  # "1.2.3 MiB", "1..1 GiB": a mangled figure is unknown, not a crash
+        return None
+
+
+def _b_torch_oom(m: regex.Match[str], r: Record) -> Event:
+    rest = m.group("rest")
+    g = _OOM_FIELDS["gpu"].search(rest)
+    return TorchOOM(
+        rank=r.rank,
+        source=r.source,
+        exc_type=m.group("type"),
+        device=m.group("device"),
+        tried=_oom_mem("tried", rest),
+        gpu=int(g.group(1)) if g else None,
+        capacity=_oom_mem("capacity", rest),
+        free=_oom_mem("free", rest),
+        in_use=_oom_mem("in_use", rest),
+        allocated=_oom_mem("allocated", rest),
+        reserved_unallocated=_oom_mem("reserved", rest),
+        private_pools=_oom_mem("private", rest),
+        message=m.group(0)[:2000],
+    )
+
+
+def _b_imbalance(m: regex.Match[str], r: Record) -> Event:
+    rest = m.group("rest")
+    pre = regex.search(r"pre_model_load_memory=(-?[\d.]{1,30}(?:e-?\d{1,3})?)", rest)
+    loc = regex.search(r"local_gpu_memory=(-?[\d.]{1,30}(?:e-?\d{1,3})?)", rest)
+    head = r.message[: m.start()]
+    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
+    return Imbalance(
+        rank=r.rank,
+        source=r.source,
+        pre_model_load_gib=_safe_float(pre.group(1)) if pre else None,
+        local_gib=_safe_float(loc.group(1)) if loc else None,
+        exc_type=exc.group(1) if exc else None,
+    )
+
+
+def _safe_float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _b_not_enough(m: regex.Match[str], r: Record) -> Event:
+    head = r.message[: m.start()]
+    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
+    return NotEnoughMemory(
+        rank=r.rank,
+        source=r.source,
+        mem_fraction_static=_float(m.group("mfs")),
+        exc_type=exc.group(1) if exc else None,
+    )
+
+
+def _b_misc(what: str, group: str, unit: str = "GB") -> Builder:
+    def build(m: regex.Match[str], r: Record) -> Event:
+        # HiCache host sizes are decimal GB (1e9), unlike every other SGLang "GB".
+        amount = (
+            Mem.from_bytes(round(float(m.group(group)) * 1e9))
+            if unit == "decimal"
+            else Mem.parse(m.group(group), unit)
+        )
+        return MiscMemory(rank=r.rank, source=r.source, what=what, amount=amount, text=m.group(0))
+
+    return build
+
+
+_BAR_COUNT = regex.compile(r"(\d{1,9})/(\d{1,9}) {0,2}\[")
+
+
+def _b_bar(m: regex.Match[str], r: Record) -> Event:
+    size = m.group("bs") or m.group("nt")
+    c = _BAR_COUNT.search(r.message, m.end(), m.end() + 400)
+    return BarRender(
+        rank=r.rank,
+        source=r.source,
+        kind=m.group("kind"),
+        size=int(size) if size else None,
+        avail=Mem.parse(m.group("avail")),
+        count=int(c.group(1)) if c else None,
+        total=int(c.group(2)) if c else None,
+    )
+
+
+def _b_exception(m: regex.Match[str], r: Record) -> Event | None:
+    return ExceptionLine(
+        rank=r.rank, source=r.source, exc_type=m.group("type"), message=m.group("msg") or ""
+    )
+
+
+def _mk(cls: type[Event], **conv: Callable[[regex.Match[str]], Any]) -> Builder:
+    def build(m: regex.Match[str], r: Record) -> Event:
+        return cls(rank=r.rank, source=r.source, **{k: f(m) for k, f in conv.items()})
+
+    return build
+
+
+def _g(name: str, unit: str = "GB") -> Callable[[regex.Match[str]], Mem]:
+    return lambda m: Mem.parse(m.group(name), unit)
+
+
+def _go(name: str) -> Callable[[regex.Match[str]], Mem | None]:
+    return lambda m: _mem(m.group(name))
+
+
+def _i(name: str) -> Callable[[regex.Match[str]], int | None]:
+    return lambda m: int(m.group(name)) if m.group(name) is not None else None
+
+
+BUILDERS: dict[str, Builder] = {
+    "server_args": _b_server_args,
+    "init_begin": _mk(InitBegin, wording=lambda m: m.group(0)),
+    "init_end": _mk(InitEnd, usage=_g("usage"), elapsed_s=lambda m: _float(m.group("elapsed"))),
+    "load_begin": _mk(WeightsBegin, avail=_g("avail")),
+    "load_end": _b_load_end,
+    "kv_dtype": _mk(KVDtype, dtype=lambda m: m.group("dtype")),
+    "kv_pool": _mk(
+        KVPool,
+        tokens=_i("tokens"),
+        k=_go("k"),
+        v=_go("v"),
+        kv=_go("kv"),
+        dtype=lambda m: m.group("dtype"),
+    ),
+    "kv_available": _mk(KVAvailable, avail=_g("avail")),
+    "mamba_pool": _mk(
+        MambaPool,
+        max_size=_i("n"),
+        conv=_g("conv"),
+        ssm=_g("ssm"),
+        intermediate_ssm=_go("iss"),
+        intermediate_conv=_go("icw"),
+    ),
+    "swa_plan": _mk(SWAPlan, full_tokens=_i("full"), swa_tokens=_i("swa")),
+    "swa_summary": _mk(SWASummary, usage=_g("usage"), swa_size=_i("swa"), full_size=_i("full")),
+    "dsv4_kv_plan": _mk(
+        DSv4Plan,
+        bytes_per_token=lambda m: float(m.group("bpt")),
+        avail=_g("avail"),
+        tokens=_i("tokens"),
+    ),
+    "pool_end": _mk(PoolEnd, avail=_g("avail")),
+    "capture_begin": _b_capture_begin,
+    "capture_end": _b_capture_end,
+    "capture_sizes": _mk(
+        CaptureSizes,
+        kind=lambda m: m.group("kind"),
+        sizes=lambda m: parse_int_list(m.group("list")),
+    ),
+    "capture_bar": _b_bar,
+    "compile_bar": _mk(BarRender, kind=lambda m: "compile", size=_i("nt"), avail=lambda m: None),
+    "plain_bar": _mk(
+        BarRender,
+        kind=lambda m: "plain",
+        size=lambda m: None,
+        avail=lambda m: None,
+        count=_i("i"),  # E0-E2 bars have no description: n/total is their only figure
+        total=_i("n"),
+    ),
+    "register_graphs": _mk(RegisterGraphs, count=_i("n")),
+    "all_reduce_config": _mk(
+        AllReduceConfig,
+        symmetric=_g("sym", "MB"),
+        local=_g("local", "MB"),
+        multicast=lambda m: m.group("mc") == "True",
+    ),
+    "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
+    "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
+    "hicache_host": _b_misc("hicache_host", "gb", "decimal"),
+    "hicache_host_short": _b_misc("hicache_host_short", "want", "decimal"),
+    "runtime_reading": _b_misc("runtime_reading", "avail"),
+    "summary": _b_summary,
+    "imbalance": _b_imbalance,
+    "not_enough_memory": _b_not_enough,
+    "torch_oom": _b_torch_oom,
+    "device_oom": _mk(
+        TorchOOM,
+        exc_type=lambda m: m.group("type"),
+        device=lambda m: m.group("device"),
+        tried=lambda m: None,
+        gpu=lambda m: None,
+        capacity=lambda m: None,
+        free=lambda m: None,
+        in_use=lambda m: None,
+        allocated=lambda m: None,
+        reserved_unallocated=lambda m: None,
+        private_pools=lambda m: None,
+        message=lambda m: m.group(0),
+    ),
+    "capture_failed": _mk(CaptureFailed, message=lambda m: m.group("msg")),
+    "scheduler_exception": _mk(SchedulerException, text=lambda m: m.group("rest")),
+    "other_ranks_failed": _mk(OtherRanksFailed, tp_rank=_i("tp")),
+    "sigquit": _mk(SigQuit),
+    "ready": _mk(Ready),
+    "http_up": _mk(HttpUp),
+    "graph_disabled": _mk(
+        GraphDisabled,
+        which=lambda m: m.group("which") or "prefill",
+        why=lambda m: m.group("why") or m.group("why2") or "",
+    ),
+    "traceback_start": _mk(TracebackStart),
+    "exception": _b_exception,
+}
+
+
+assert set(BUILDERS) == set(BY_NAME), "every pattern needs a builder"

@@ -1,0 +1,209 @@
+"""Match stage: records -> events, running per record only the patterns it can match.
+
+Every pattern of logmem.parse.patterns declares the literals a match cannot do without
+(``LinePattern.needs``). A record's text is searched once for all of those literals with
+the reader's multi-literal matcher (hyperscan, or the pure-Python finds) and only the
+patterns whose literal it holds run, in table order; the first that matches wins, as if
+every pattern had been tried. The cost per record is one literal scan plus the regexes
+of the patterns it could match, whatever the size of the table.
+
+Segments that hold one plain prefixed record and none of the literals skip records
+altogether (``_quick``): they can only be memory lines that nothing claims, and those are
+counted by shape straight from their bytes once their shape has its examples.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+import regex
+
+from logmem.parse.builders import BUILDERS
+from logmem.parse.events import Event
+from logmem.parse.lines import PREFIX, Record, split_records
+from logmem.parse.matchers import Matcher, matcher_for
+from logmem.parse.patterns import PATTERNS, LinePattern
+from logmem.parse.read import Segment
+from logmem.parse.unmatched import (
+    SHAPE_BYTES,
+    UnmatchedSink,
+    ascii_memory_figure,
+    has_memory_figure,
+    message_bytes,
+    shape_key,
+    shape_memory_figure,
+)
+
+LITERALS: tuple[str, ...] = tuple(dict.fromkeys(lit for p in PATTERNS for lit in p.needs))
+# The same literals as one keyword pattern, so that matcher_for picks the matcher for them.
+LITERAL_BYTES: regex.Pattern[bytes] = regex.compile(
+    "|".join(regex.escape(lit) for lit in LITERALS).encode()
+)
+# literal index -> the patterns (table indexes) that need it
+_BY_LITERAL: tuple[tuple[int, ...], ...] = tuple(
+    tuple(i for i, p in enumerate(PATTERNS) if lit in p.needs) for lit in LITERALS
+)
+_ALWAYS: frozenset[int] = frozenset(i for i, p in enumerate(PATTERNS) if not p.needs)
+_CACHE_LIMIT = 4096  # distinct literal sets seen; hostile input cannot grow it further
+# The record prefix for ASCII bytes; the stdlib engine matches it in half the time.
+_PREFIX_BYTES = re.compile(PREFIX.pattern.encode(), re.ASCII)
+# The literals as they look in a shape key: a message that holds a literal has a key that
+# holds its keyed form (a key may hold one its message lacks: that only costs the records path).
+_KEYED_LITERALS: tuple[bytes, ...] = tuple(
+    dict.fromkeys(shape_key(lit.encode()) for lit in LITERALS)
+)
+# What a short plain record of a shape is: no literal and no figure (nothing to do), no
+# literal and a figure (an unmatched memory line), or a literal (the records path).
+_SKIP, _COUNT, _RECORDS = 0, 1, 2
+
+
+class _Gate:
+    """The patterns a text may match, from the literals it holds (one matcher call)."""
+
+    def __init__(self, matcher: Matcher) -> None:
+        self.hits = matcher.hits
+        self._cache: dict[frozenset[int], tuple[LinePattern, ...]] = {}
+        self._kinds: dict[bytes, int] = {}
+
+    def shape_kind(self, key: bytes) -> int:
+        """_SKIP, _COUNT or _RECORDS for a short plain record whose message has this shape."""
+        kind = self._kinds.get(key)
+        if kind is None:
+            if any(lit in key for lit in _KEYED_LITERALS):
+                kind = _RECORDS
+            else:
+                kind = _COUNT if shape_memory_figure(key) else _SKIP
+            if len(self._kinds) >= _CACHE_LIMIT:
+                self._kinds.clear()
+            self._kinds[key] = kind
+        return kind
+
+    def patterns(self, data: bytes) -> tuple[LinePattern, ...]:
+        key = frozenset(self.hits(data))
+        found = self._cache.get(key)
+        if found is None:
+            idx = set(_ALWAYS)
+            for lit in key:
+                idx.update(_BY_LITERAL[lit])
+            found = tuple(PATTERNS[i] for i in sorted(idx))
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = found
+        return found
+
+
+def _gate() -> _Gate:
+    return _Gate(matcher_for(LITERAL_BYTES))
+
+
+def _match(gate: _Gate, record: Record) -> tuple[str, Event] | None:
+    text = record.message
+    for pat in gate.patterns(message_bytes(record)):
+        m = pat.regex.search(text)
+        if m is None:
+            continue
+        event = BUILDERS[pat.name](m, record)
+        if event is not None:
+            return pat.name, event
+    return None
+
+
+def match_record(record: Record) -> tuple[str, Event] | None:
+    """The first pattern (in table order) that matches the record, and its event."""
+    return _match(_gate(), record)
+
+
+def _is_unmatched_memory(record: Record) -> bool:
+    # Foreign lines (pip, vLLM, nvidia-smi tables) print sizes too; only SGLang's own
+    # records and its progress bars are ours to recognise.
+    return (record.rank is not None or "avail" in record.message) and has_memory_figure(
+        record.message
+    )
+
+
+def _events(
+    gate: _Gate, records: Iterable[Record], unmatched: UnmatchedSink | None
+) -> Iterator[Event]:
+    for record in records:
+        hit = _match(gate, record)
+        if hit is not None:
+            yield hit[1]
+        elif unmatched is not None and _is_unmatched_memory(record):
+            unmatched.add(record)
+
+
+def iter_events(
+    records: Iterable[Record], unmatched: UnmatchedSink | None = None
+) -> Iterator[Event]:
+    """Typed events, in input order; memory-carrying records that match nothing go to `unmatched`."""
+    return _events(_gate(), records, unmatched)
+
+
+def iter_segment_events(
+    segments: Iterable[Segment], unmatched: UnmatchedSink | None = None
+) -> Iterator[Event]:
+    """The events of the reader's segments: iter_events(iter_records(segments)), faster."""
+    gate = _gate()
+    for seg in segments:
+        if not _quick(gate, seg.data, unmatched):
+            yield from _events(gate, split_records(seg), unmatched)
+
+
+def _quick(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
+    """Handle a segment without building its records, when that is certain to change
+    nothing; False: the caller must take the records path.
+
+    Certain means: the bytes are the one record split_records would make (ASCII, so
+    decoding is the identity; no ESC, NUL or second '[', so no colour code to strip and no
+    second prefix; an SGLang prefix at the start, so a rank and no text before it); its
+    message holds no pattern's literal, so no pattern matches; and it carries no memory
+    figure, or its shape already has all its examples (then it is only counted). A message
+    of at most SHAPE_BYTES is judged by its shape (once per shape, see _Gate.shape_kind)."""
+    if _ALWAYS or not data.isascii() or b"\x1b" in data or b"\0" in data:
+        return False
+    m = _PREFIX_BYTES.match(data)
+    if m is None or data.find(b"[", m.end()) >= 0:
+        return False
+    message = data[m.end() :]
+    if unmatched is not None and len(message) <= SHAPE_BYTES:
+        key = shape_key(message)
+        kind = gate.shape_kind(key)
+        return kind != _RECORDS and (kind == _SKIP or unmatched.count_known(key))
+    if gate.hits(message):
+        return False
+    if unmatched is None or not ascii_memory_figure(message):
+        return True
+    return unmatched.count_known(shape_key(message))
+
+
+def reader_summary() -> str:
+    """Which matcher and which zstd support a run uses (for `logmem --version`)."""
+    import os
+    from importlib import metadata
+
+    def version(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    from logmem.parse.patterns import KEYWORD_BYTES
+
+    name = matcher_for(KEYWORD_BYTES).name
+    forced = os.environ.get("LOGMEM_MATCHER")
+    if name == "hyperscan":
+        how = f"hyperscan {version('hyperscan') or ''}".strip()
+    elif forced:
+        how = f"{name} (LOGMEM_MATCHER={forced})"
+    else:
+        how = f"{name} (hyperscan is not installed or does not load: pure-Python reader)"
+    zstd = version("zstandard")
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        zstd = None
+    return (
+        f"matcher: {how}\n"
+        f"zstd: {'zstandard ' + zstd if zstd else 'not installed (.zst inputs cannot be read)'}"
+    )

@@ -1,0 +1,296 @@
+"""Keyword matchers for the reader: which segments of a chunk hold one of the pattern keywords.
+
+Three matchers find the keyword hits, all with the same result (the segments that contain a
+keyword):
+
+* ``hyperscan`` (optional, ``pip install logmem[fast]``): one multi-literal scan;
+* ``python``: one ``bytes.translate`` of the chunk into a few byte classes, then a
+  ``memchr`` for the rare bytes and one ``find`` for a class string; each hit is checked
+  against the keywords with ``startswith``;
+* ``regex``: the keyword regex itself, for keyword patterns that are not plain literals.
+
+``LOGMEM_MATCHER=python|hyperscan|regex`` forces one (tests, benchmarks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, cast
+
+import regex
+
+from logmem.errors import InputError
+
+
+class Cursor(Protocol):
+    """Keyword hits in ``buf[lo:hi]``, asked for in increasing `pos`."""
+
+    def next_hit(self, pos: int) -> int:
+        """A position inside a keyword occurrence in the first segment at or after `pos`
+        that holds one, or -1. `pos` is the start of a segment."""
+        ...
+
+
+class Matcher(Protocol):
+    name: str
+
+    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor: ...
+
+    def hits(self, data: bytes) -> list[int]:
+        """Which literals occur in `data` (short: one record): their indexes in the keyword
+        pattern's order, each once (logmem.parse.match runs the patterns that need them)."""
+        ...
+
+
+def _hits_by_find(literals: Sequence[bytes], data: bytes) -> list[int]:
+    return [i for i, lit in enumerate(literals) if lit in data]
+
+
+class _RegexMatcher:
+    """The keyword regex itself: exact for any pattern, slow (one regex step per byte)."""
+
+    name = "regex"
+
+    def __init__(self, keywords: regex.Pattern[bytes], literals: Sequence[bytes] | None) -> None:
+        self._keywords = keywords
+        self._literals = literals
+
+    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
+        return _RegexCursor(self._keywords, buf, hi)
+
+    def hits(self, data: bytes) -> list[int]:
+        if self._literals is None:
+            raise TypeError("hits() needs keywords that are plain literals")
+        return _hits_by_find(self._literals, data)
+
+
+class _RegexCursor:
+    def __init__(self, keywords: regex.Pattern[bytes], buf: bytes, hi: int) -> None:
+        self._search = keywords.search
+        self._buf = buf
+        self._hi = hi
+
+    def next_hit(self, pos: int) -> int:
+        m = self._search(self._buf, pos, self._hi)
+        return -1 if m is None else m.start()
+
+
+class _HyperscanMatcher:
+    """All literals in one hyperscan pass; the scan stops at the first hit."""
+
+    name = "hyperscan"
+
+    def __init__(self, literals: Sequence[bytes]) -> None:
+        import hyperscan
+
+        self._hs = hyperscan
+        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._db.compile(
+            expressions=list(literals),
+            ids=list(range(len(literals))),
+            elements=len(literals),
+            flags=hyperscan.HS_FLAG_SINGLEMATCH,
+            literal=True,
+        )
+        self._local = threading.local()  # scratch space for hits(), one per thread
+
+    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
+        return _HyperscanCursor(self, buf, hi)
+
+    def hits(self, data: bytes) -> list[int]:
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hs.Scratch(self._db)
+        found: list[int] = []
+        # SINGLEMATCH: each literal is reported once.
+        self._db.scan(data, match_event_handler=lambda i, *_: found.append(i), scratch=scratch)
+        return found
+
+
+class _HyperscanCursor:
+    def __init__(self, m: _HyperscanMatcher, buf: bytes, hi: int) -> None:
+        self._m = m
+        self._view = memoryview(buf)
+        self._hi = hi
+        self._hit = -1
+        # Scratch space per cursor: one shared by threads reading different logs would clash.
+        self._scratch = m._hs.Scratch(m._db)
+
+    def _on_match(self, _id: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
+        self._hit = to - 1
+        return True  # stop: the caller extracts the segment and resumes after it
+
+    def next_hit(self, pos: int) -> int:
+        if pos >= self._hi:
+            return -1
+        self._hit = -1
+        m = self._m
+        # Any buffer works (no copy of the chunk); the stubs only name str and bytes.
+        window = cast(bytes, self._view[pos : self._hi])
+        with contextlib.suppress(m._hs.ScanTerminated):
+            m._db.scan(window, match_event_handler=self._on_match, scratch=self._scratch)
+        return -1 if self._hit < 0 else pos + self._hit
+
+
+# Bytes that runtime lines (Decode/Prefill batch, uvicorn access, weight-loading bars)
+# almost never contain: a memchr for them is nearly free. Correctness does not depend
+# on this choice, only speed: every hit is checked against the keywords.
+_RARE = frozenset(b"ABCJMQRUVWXYZ_=%'!;@`xyzj{}~^\\")
+# Keywords without a rare byte are found as a 3-byte class string: first byte in
+# _CLASS_FIRST then two in _CLASS_NEXT ("Ini", "Err", "Tra", "vai"); runtime text has
+# these letters but almost never in that order.
+_CLASS_FIRST = frozenset(b"IETv")
+_CLASS_NEXT = frozenset(b"nira")
+_RARE_CODE, _FIRST_CODE, _NEXT_CODE = 1, 2, 3
+_CLASS_NEEDLE = bytes((_FIRST_CODE, _NEXT_CODE, _NEXT_CODE))
+
+
+def _class_window(lit: bytes) -> int:
+    """Offset of a 3-byte window of `lit` that maps to _CLASS_NEEDLE, or -1."""
+    for i in range(len(lit) - 2):
+        if lit[i] in _CLASS_FIRST and lit[i + 1] in _CLASS_NEXT and lit[i + 2] in _CLASS_NEXT:
+            return i
+    return -1
+
+
+class _FindMatcher:
+    """Pure Python: a translate into byte classes, memchr and find, then exact checks."""
+
+    name = "python"
+
+    def __init__(self, literals: Sequence[bytes]) -> None:
+        self.literals = tuple(literals)
+        # rare byte -> (literal, offset of that byte in it) pairs that could hold it
+        self.by_rare: dict[int, list[tuple[bytes, int]]] = {}
+        self.by_window: dict[int, list[tuple[bytes, int]]] = {}  # keyed by the window's first byte
+        self.plain: list[bytes] = []  # neither: found with bytes.find (slower, still exact)
+        for lit in literals:
+            rare = [i for i, b in enumerate(lit) if b in _RARE]
+            if rare:
+                for i in rare:
+                    self.by_rare.setdefault(lit[i], []).append((lit, i))
+                continue
+            w = _class_window(lit)
+            if w >= 0:
+                self.by_window.setdefault(lit[w], []).append((lit, w))
+            else:
+                self.plain.append(lit)
+        table = bytearray(256)
+        for b in _RARE:
+            table[b] = _RARE_CODE
+        for b in _CLASS_FIRST:
+            table[b] = _FIRST_CODE
+        for b in _CLASS_NEXT:
+            table[b] = _NEXT_CODE
+        self.table = bytes(table)
+
+    def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
+        return _FindCursor(self, buf, lo, hi)
+
+    def hits(self, data: bytes) -> list[int]:
+        return _hits_by_find(self.literals, data)
+
+
+class _FindCursor:
+    def __init__(self, m: _FindMatcher, buf: bytes, lo: int, hi: int) -> None:
+        self._buf = buf
+        self._lo = lo
+        self._hi = hi
+        classes = buf.translate(m.table) if (m.by_rare or m.by_window) else b""
+        # (haystack, needle, candidates) per probe: the (literal, offset) pairs a hit at p
+        # must be checked against; None for a plain literal (a hit is a match). Plain data,
+        # no bound methods: a reference cycle would keep 4 MiB buffers alive until gc runs.
+        self._probes: list[tuple[bytes, bytes, dict[int, list[tuple[bytes, int]]] | None]] = []
+        if m.by_rare:
+            self._probes.append((classes, bytes((_RARE_CODE,)), m.by_rare))
+        if m.by_window:
+            self._probes.append((classes, _CLASS_NEEDLE, m.by_window))
+        self._probes += [(buf, lit, None) for lit in m.plain]
+        # Next verified hit per probe (-1: none left); valid while >= the asked pos.
+        self._next = [-2] * len(self._probes)
+
+    def _covered(self, p: int, cands: dict[int, list[tuple[bytes, int]]]) -> bool:
+        """Whether a keyword occurrence covers position p (the probe's hit)."""
+        buf, lo, hi = self._buf, self._lo, self._hi
+        for lit, off in cands.get(buf[p], ()):
+            s = p - off
+            if s >= lo and buf.startswith(lit, s, hi):
+                return True
+        return False
+
+    def next_hit(self, pos: int) -> int:
+        best = -1
+        hi = self._hi
+        for i, (hay, needle, cands) in enumerate(self._probes):
+            p = self._next[i]
+            if p != -1 and p < pos:
+                p = hay.find(needle, pos, hi)
+                while p >= 0 and cands is not None and not self._covered(p, cands):
+                    p = hay.find(needle, p + 1, hi)
+                self._next[i] = p
+            if p >= 0 and (best < 0 or p < best):
+                best = p
+        return best
+
+
+def _literals_of(keywords: regex.Pattern[bytes]) -> list[bytes] | None:
+    """The literals of a pattern built as '|'.join(regex.escape(k) ...), else None."""
+    if keywords.flags & (regex.IGNORECASE | regex.VERBOSE):
+        return None
+    out: list[bytes] = []
+    cur = bytearray()
+    src = keywords.pattern
+    i = 0
+    while i < len(src):
+        c = src[i]
+        if c == 0x5C:  # backslash: an escaped punctuation byte is that byte
+            if i + 1 >= len(src) or chr(src[i + 1]).isalnum():
+                return None
+            cur.append(src[i + 1])
+            i += 2
+            continue
+        if c == 0x7C:  # '|'
+            out.append(bytes(cur))
+            cur = bytearray()
+        elif chr(c) in ".^$*+?{}[]()":
+            return None
+        else:
+            cur.append(c)
+        i += 1
+    out.append(bytes(cur))
+    # An empty or separator-holding alternative would need the regex's own semantics.
+    if any(not lit or b"\n" in lit or b"\r" in lit for lit in out):
+        return None
+    return out
+
+
+_MATCHERS: dict[tuple[Any, str], Matcher] = {}
+
+
+def matcher_for(keywords: regex.Pattern[bytes], kind: str | None = None) -> Matcher:
+    """The fastest matcher available for `keywords` (cached); `kind` forces one."""
+    kind = kind or os.environ.get("LOGMEM_MATCHER") or "auto"
+    key = (keywords.pattern, kind)
+    found = _MATCHERS.get(key)
+    if found is not None:
+        return found
+    literals = _literals_of(keywords)
+    m: Matcher
+    if literals is None or kind == "regex":
+        m = _RegexMatcher(keywords, literals)
+    elif kind == "python":
+        m = _FindMatcher(literals)
+    else:
+        try:
+            m = _HyperscanMatcher(literals)
+        except Exception as e:  # not installed, or a wheel whose library will not load
+            if kind == "hyperscan":
+                raise InputError(
+                    f"LOGMEM_MATCHER=hyperscan, but hyperscan cannot be used: {e}"
+                ) from None
+            m = _FindMatcher(literals)
+    _MATCHERS[key] = m
+    return m
