@@ -3,11 +3,12 @@
 Pipeline, one module per stage:
 
     parse/     bytes -> records -> typed events (read, lines, patterns, events)
-    model/     events -> launches, ranks, graphs (launch)
+    model/     events -> launches, ranks, graphs (records, build, inputs)
     sglang/    SGLang's own rules and formulas, each once (rules, eras)
     analysis/  attribution of every drop, sizing, findings, failures
     compare/   diff, slope fit and what-if over launches
     estimate/  expected sizes from a config.json, and the cross-check
+    torch_snapshot/  PyTorch memory snapshots (logmem snapshot), joined with the log
     report/    text, Markdown, HTML, JSON, plots, pandas frames
     cli/       one module per command, over ``logmem.api``
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
         plot,
         read_environment,
         read_log,
+        snapshot,
+        snapshot_frame,
         whatif,
     )
     from logmem.model.analysis import Analysis
@@ -57,6 +60,8 @@ __all__ = [
     "plot",
     "read_environment",
     "read_log",
+    "snapshot",
+    "snapshot_frame",
     "whatif",
 ]
 
@@ -73,6 +78,8 @@ _LAZY = {
     "plot": "logmem.api",
     "communication_table": "logmem.api",
     "read_environment": "logmem.api",
+    "snapshot": "logmem.api",
+    "snapshot_frame": "logmem.api",
 }
 
 

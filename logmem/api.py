@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from logmem.compare.slope import Fit
     from logmem.compare.whatif import WhatIf
     from logmem.estimate import Estimate
-    from logmem.model.launch import Launch
+    from logmem.model.records import Launch
 
 # An Analysis, or a path spec of one input ("a.log", "-", "tp0.log,tp1.log").
 Source = Union[Analysis, str, "os.PathLike[str]"]
@@ -154,7 +154,7 @@ def analyze(
     if model_config is None:
         return analysis
     from logmem.errors import LogmemError
-    from logmem.estimate.model import EstimateError, load_model_config
+    from logmem.estimate import EstimateError, load_model_config
 
     try:
         return replace(analysis, model_config=load_model_config(model_config))
@@ -420,7 +420,7 @@ def _plot_data(
 
 @dataclass(frozen=True)
 class SnapshotReport:
-    """What ``logmem snapshot`` reports: ``analysis`` is logmem.snapshot's SnapshotAnalysis."""
+    """What ``logmem snapshot`` reports: ``analysis`` is logmem.torch_snapshot's SnapshotAnalysis."""
 
     analysis: Any
 
@@ -458,7 +458,7 @@ def snapshot(
 ) -> SnapshotReport:
     """Read PyTorch memory snapshots safely (as ``logmem snapshot``); with ``log`` (an
     Analysis or a path spec), line the first one up with the log's capture."""
-    from logmem.snapshot.analysis import analyze_snapshots
+    from logmem.torch_snapshot.analysis import analyze_snapshots
 
     if log is not None and not isinstance(log, Analysis):
         log = read_log(*split_spec(os.fspath(log)))
@@ -482,7 +482,7 @@ def snapshot_frame(source: str | SnapshotReport, frames: int = 1) -> Any:
     segment_address, address, state, size, requested, site."""
     import pandas as pd
 
-    from logmem.snapshot.analysis import block_records
+    from logmem.torch_snapshot.analysis import block_records
 
     report = snapshot(source, frames=frames) if isinstance(source, str) else source
     columns = [

@@ -13,7 +13,7 @@ import logmem.analysis.findings as fd
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
 from logmem.analysis.attribution import build_ledger, rank_ledger
 from logmem.api import read_log
-from logmem.model.launch import Rank
+from logmem.model.records import Rank
 from logmem.parse import events as ev
 from logmem.report.sentences import finding_text
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES

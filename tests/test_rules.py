@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REPO
 from logmem.api import read_log
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.sglang import rules
 from logmem.units import GIB, MIB
 

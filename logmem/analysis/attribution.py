@@ -17,7 +17,7 @@ from logmem.analysis.captures import captured_between, graph_kind, graph_phase
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import Cause, Phase, RankLedger, Reading, remainder
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, req_to_token, sizing
-from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import Mem, format_gib

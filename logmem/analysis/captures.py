@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from logmem.analysis.ledger import Bucket, Cause, Phase, Reading, remainder
-from logmem.model.launch import Graph, Launch, Rank
-from logmem.model.records import OPENED_BY_BARS
+from logmem.model.records import OPENED_BY_BARS, Graph, Launch, Rank
 from logmem.sglang import comm, rules
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logmem.analysis.comm_inputs import Env, Evidence, mfs_explicit
-from logmem.estimate.model import EstimateError, Parallel, estimate
+from logmem.estimate import EstimateError, Parallel, estimate
 from logmem.sglang import comm
 from logmem.sglang.comm import Group, Mechanism, When
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from logmem.analysis.captures import graph_kind, lazy_note
 from logmem.analysis.ledger import Cause, RankLedger
 from logmem.analysis.sizing import Sizing, arg_number
-from logmem.model.launch import Launch, Rank
+from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import GIB
@@ -139,6 +139,7 @@ class GraphSplit:
     other: Cause
     largest_dominates: bool  # the other buckets cost < 20% of the largest
     lines: tuple[int, int]
+    backend: str = "cuda graph"  # as printed ("npu graph", "hip graph"): the sentence names it
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class GraphSparse:
     drop_bytes: int
     parts: tuple[Cause, ...]
     lines: tuple[int, int]
+    backend: str = "cuda graph"
 
 
 @dataclass(frozen=True)
@@ -384,14 +386,22 @@ def _captures(rl: RankLedger) -> list[Finding]:
             dominates = largest.bytes > 0 and other.bytes < 0.2 * largest.bytes
             out.append(
                 GraphSplit(
-                    rl.rank, g.label, p.delta_bytes, static, largest, other, dominates, p.lines
+                    rl.rank,
+                    g.label,
+                    p.delta_bytes,
+                    static,
+                    largest,
+                    other,
+                    dominates,
+                    p.lines,
+                    g.backend,
                 )
             )
             if largest.note:
                 out.append(LargestBucketNote(g.label, largest.note))
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
-            out.append(GraphSparse(rl.rank, g.label, p.delta_bytes, parts, p.lines))
+            out.append(GraphSparse(rl.rank, g.label, p.delta_bytes, parts, p.lines, g.backend))
         if p.delta_bytes < -_TINY:
             out.append(CaptureRose(rl.rank, g.label, -p.delta_bytes, p.lines))
         rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]

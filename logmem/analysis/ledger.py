@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from logmem.model.launch import Graph, Model
+from logmem.model.records import Graph, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import gib

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.sglang import rules
 

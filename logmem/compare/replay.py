@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from logmem.analysis.attribution import LaunchLedger, Sizing
 from logmem.errors import FitError
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.sglang.rules import (
     default_max_running_requests,
     graph_sized_in_tokens,

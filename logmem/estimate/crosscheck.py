@@ -9,7 +9,7 @@ from typing import Any
 from logmem.analysis.attribution import LaunchLedger
 from logmem.estimate import Estimate, EstimateError, estimate
 from logmem.estimate.config import settings_for_launch
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import GIB, format_gib
 

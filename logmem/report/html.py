@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse.lines import Source
 from logmem.report.model import (
     LaunchReport,

@@ -12,11 +12,13 @@ from logmem.analysis.comm_inputs import env_values
 from logmem.analysis.comm_join import communication
 from logmem.analysis.failures import Failure, outcome
 from logmem.analysis.ledger import ledger_rows
-from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.communication import comm_json
 from logmem.report.fixes import effect_text
+from logmem.report.graph_lines import graph_sentences
+from logmem.report.inputs_text import inputs_json
 from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import explanation_text, headline_text
@@ -141,6 +143,11 @@ def graph_json(g: Graph) -> dict[str, Any]:
         "largest_bucket_gib": gib(g.largest_bucket_bytes),
         "other_buckets_gib": gib(g.other_buckets_bytes),
         "complete": g.complete,
+        "memory_printed": g.memory_printed,
+        "opened_by": g.opened_by,
+        "bucket_count": g.bucket_count,
+        "largest_size": g.largest_size,
+        "largest_size_source": g.largest_size_source,
         "lines": [_ln(b), _ln(e)],
     }
 
@@ -280,7 +287,7 @@ def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:
         }
         if led.reserve
         else None,
-        "findings": [finding_text(f) for f in led.findings],
+        "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
         "ranks": [rank_json(r, led.ranks[i]) for i, r in enumerate(L.ranks)],
         "stray_bars": L.stray_bars,
     }
@@ -338,6 +345,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             }
             for st in a.stats
         ],
+        "grouping": inputs_json(a),
         "launches": launches,
         # The first examples of each shape (bounded); unmatched_memory counts every line.
         "unmatched_memory_lines": [

@@ -13,8 +13,10 @@ from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
-from logmem.model.launch import Launch, Rank
+from logmem.model.records import Launch, Rank
 from logmem.report.communication import comm_view
+from logmem.report.graph_lines import graph_sentences
+from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
@@ -342,7 +344,7 @@ def launch_report(
     title = f"Launch {L.index}" if n_launches > 1 else "Launch"
     if isinstance(model, str):
         title += f": {model}"
-    found = tuple(finding_text(f) for f in led.findings)
+    found = tuple(finding_text(f) for f in led.findings) + tuple(graph_sentences(L))
     return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led, com)
 
 
@@ -382,6 +384,7 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
             f"{a.unmatched.total} line(s) carry a memory figure but match no pattern "
             "(`logmem lines` lists them)."
         )
+    notes.extend(input_sentences(a))
     stray = sum(L.stray_bars for L in a.launches)
     if stray:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")

@@ -21,6 +21,13 @@ def _on(rank: str) -> str:
     return rank or "the GPU"
 
 
+def graphs_name(backend: str) -> str:
+    """The graphs' name as the log prints their backend: "cuda graph" -> "CUDA graphs",
+    "npu graph" -> "NPU graphs"; an unknown word is kept as printed."""
+    word, _, rest = backend.partition(" ")
+    return f"{word.upper() if len(word) <= 4 else word} {rest or 'graph'}s"
+
+
 @singledispatch
 def finding_text(f: object) -> str:
     """A finding as one sentence."""
@@ -129,7 +136,7 @@ def _(f: fd.GraphSplit) -> str:
         else ""
     )
     return (
-        f"CUDA graphs ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
+        f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
         f"{_g(f.static.bytes)}, {f.largest.name} {_g(f.largest.bytes)}, the {f.other.name} "
         f"{_g(f.other.bytes)} in all{tail}."
     )
@@ -144,7 +151,8 @@ def _(f: fd.LargestBucketNote) -> str:
 def _(f: fd.GraphSparse) -> str:
     parts = "; ".join(f"{c.name} {_g(c.bytes)}" for c in f.parts)
     return (
-        f"CUDA graphs ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}, but the log kept "
+        f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}, "
+        "but the log kept "
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
         f"{parts}."
     )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from logmem.units import GIB, MIB
 
 if TYPE_CHECKING:
-    from logmem.model.launch import Launch, Model, Rank
+    from logmem.model.records import Launch, Model, Rank
     from logmem.parse.events import WeightsBegin, WeightsEnd
 
 # --- print resolution ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from logmem.analysis.sizing import sizing
-from logmem.model.launch import Launch, Model, Rank
+from logmem.model.records import Launch, Model, Rank
 from logmem.sglang import rules
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from logmem.analysis.failures.records import ErrorRecord, RankError
-from logmem.model.launch import Traceback
+from logmem.model.records import Traceback
 from logmem.parse.lines import Source
 
 # --- what a fix buys and costs -----------------------------------------------------------------

@@ -29,7 +29,7 @@ from logmem.analysis.failures.records import (
     OutOfMemory,
     Unbalanced,
 )
-from logmem.model.launch import Graph, Launch, Rank
+from logmem.model.records import Graph, Launch, Rank
 from logmem.parse.lines import rank_tags
 from logmem.sglang import rules
 from logmem.units import GIB

@@ -36,7 +36,7 @@ from logmem.analysis.failures.records import (
     priority,
     read_errors,
 )
-from logmem.model.launch import Launch, Rank, Traceback
+from logmem.model.records import Launch, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 
