@@ -39,9 +39,8 @@ TELLTALES: dict[str, str] = {
     "DeepEP default dispatch tokens": r"DISPATCH_TOKENS=128\b",
 }
 
-# Files that still hold copies, each converted by the task that owns it (see
-# /work/notes/A-rules-copies.md for file:line). Remove a file's entry when you convert it:
-# test_allow_list_is_current fails while an entry names a rule the file no longer copies.
+# Files allowed to hold a copy of a rule (none today). An entry must name a rule the file still
+# copies: test_allow_list_is_current fails on a stale one.
 ALLOWED: dict[str, set[str]] = {}
 
 
