@@ -124,11 +124,15 @@ def test_prose_about_a_rule_is_not_a_copy(tmp_path: Path) -> None:
 
 
 def documented() -> list[tuple[str, str | None]]:
-    """Public functions and constants of rules.py with their docstrings (a constant's is the
-    string right after its assignment)."""
-    tree = ast.parse((HOME / "rules.py").read_text(encoding="utf-8"))
+    """Public functions and constants of rules.py (and adjustments.py) with their docstrings (a
+    constant's is the string right after its assignment)."""
     out: list[tuple[str, str | None]] = []
-    body = tree.body
+    # rules.py and the module it re-exports SGLang's mem_fraction_static adjustments from.
+    body = [
+        node
+        for name in ("rules.py", "adjustments.py")
+        for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
+    ]
     for i, node in enumerate(body):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
             out.append((node.name, ast.get_docstring(node)))
