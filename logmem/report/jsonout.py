@@ -249,7 +249,18 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
         if sz.bytes_per_token_range
         else None,
         "bytes_per_token_likely": sz.likely_bytes_per_token,
+        "rule_mem_fraction_static": round(sz.rule_mfs, 6),
+        "mfs_adjustments": [
+            {"scope": a.scope, "factor": a.factor, "versions": a.versions} for a in sz.adjustments
+        ],
+        "rule_tokens": sz.rule_tokens,
+        "budget_bytes_per_token": _round(sz.budget_bytes_per_token),
+        "all_pools_bytes_per_token": _round(sz.all_pools_bytes_per_token),
     }
+
+
+def _round(x: float | None) -> int | None:
+    return round(x) if x is not None else None
 
 
 def launch_json(L: Launch, led: LaunchLedger | None = None) -> dict[str, Any]:

@@ -223,6 +223,14 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         ),
         ("free after weights (min over ranks)", _g(sz.after_weights_bytes), ""),
         ("mem_fraction_static", f"{sz.mem_fraction_static:g}", "server_args"),
+        *(
+            (
+                f"x {a.factor:g} ({a.scope})",
+                f"{sz.rule_mfs:.4g}",
+                f"SGLang {a.versions} scales it after printing server_args",
+            )
+            for a in sz.adjustments
+        ),
         ("rest = after - P x (1 - mfs)", _g(sz.rest_bytes), "SGLang's KV rule (reference 12.2)"),
         ("pools logged", _g(sz.logged_pool_bytes), "KV (+ Mamba) lines"),
     ]
@@ -231,9 +239,8 @@ def sizing_table(led: LaunchLedger) -> Table | None:
     if sz.bytes_per_token_range:
         lo, hi = sz.bytes_per_token_range
         likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else "?"
-        rows.append(
-            ("bytes per token", likely, f"consistent with the printed sizes: {lo:,} to {hi:,}")
-        )
+        what = "the rule and max_total_num_tokens" if sz.rule_tokens else "the printed sizes"
+        rows.append(("bytes per token", likely, f"consistent with {what}: {lo:,} to {hi:,}"))
     if led.reserve is not None:
         for term in led.reserve.terms:
             rows.append(
@@ -271,10 +278,13 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
                 "agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-"
             )
         )
+        measured = gib_or_bytes(c.what, c.measured_bytes)
+        if c.measured_range is not None and c.measured_range[0] != c.measured_range[1]:
+            measured = f"{c.measured_range[0]:,} to {c.measured_range[1]:,} B"
         rows.append(
             (
                 c.what,
-                gib_or_bytes(c.what, c.measured_bytes),
+                measured,
                 gib_or_bytes(c.what, c.expected_bytes),
                 verdict,
             )
