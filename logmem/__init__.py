@@ -3,11 +3,12 @@
 Pipeline, one module per stage:
 
     parse/     bytes -> records -> typed events (read, lines, patterns, events)
-    model/     events -> launches, ranks, graphs (launch)
+    model/     events -> launches, ranks, graphs (records, build, inputs)
     sglang/    SGLang's own rules and formulas, each once (rules, eras)
     analysis/  attribution of every drop, sizing, findings, failures
     compare/   diff, slope fit and what-if over launches
     estimate/  expected sizes from a config.json, and the cross-check
+    torch_snapshot/  PyTorch memory snapshots (logmem snapshot), joined with the log
     report/    text, Markdown, HTML, JSON, plots, pandas frames
     cli/       one module per command, over ``logmem.api``
 
@@ -31,7 +32,19 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger, build_ledger
-    from logmem.api import analyze, diff, expected_sizes, fit, plot, read_log, whatif
+    from logmem.api import (
+        analyze,
+        communication_table,
+        diff,
+        expected_sizes,
+        fit,
+        plot,
+        read_environment,
+        read_log,
+        snapshot,
+        snapshot_frame,
+        whatif,
+    )
     from logmem.model.analysis import Analysis
 
 __all__ = [
@@ -40,11 +53,15 @@ __all__ = [
     "__version__",
     "analyze",
     "build_ledger",
+    "communication_table",
     "diff",
     "expected_sizes",
     "fit",
     "plot",
+    "read_environment",
     "read_log",
+    "snapshot",
+    "snapshot_frame",
     "whatif",
 ]
 
@@ -59,6 +76,10 @@ _LAZY = {
     "fit": "logmem.api",
     "whatif": "logmem.api",
     "plot": "logmem.api",
+    "communication_table": "logmem.api",
+    "read_environment": "logmem.api",
+    "snapshot": "logmem.api",
+    "snapshot_frame": "logmem.api",
 }
 
 

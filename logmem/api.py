@@ -34,11 +34,12 @@ from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logm
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from logmem.analysis.communication import Plan as CommPlan
     from logmem.compare.diff import Diff
     from logmem.compare.slope import Fit
     from logmem.compare.whatif import WhatIf
     from logmem.estimate import Estimate
-    from logmem.model.launch import Launch
+    from logmem.model.records import Launch
 
 # An Analysis, or a path spec of one input ("a.log", "-", "tp0.log,tp1.log").
 Source = Union[Analysis, str, "os.PathLike[str]"]
@@ -84,10 +85,15 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     return Analysis(tuple(paths), launches, unmatched.summary(), tuple(stats), inputs=groups)
 
 
+def read_spec(spec: Source) -> Analysis:
+    """A path spec ("a.log", "-", "tp0.log,tp1.log") read into an Analysis (one read of
+    stdin, which every function given the Analysis can then share); an Analysis as it is."""
+    return spec if isinstance(spec, Analysis) else read_log(*split_spec(os.fspath(spec)))
+
+
 def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] = ()) -> Analysis:
-    """Keep one launch and/or show some ranks; unknown names are an error that lists what
-    exists. Ranks only filter what reports show (``Analysis.shown_ranks``): the verdict, the
-    minima over ranks and the findings still come from the whole launch."""
+    """Keep one launch and/or show some ranks (``Analysis.shown_ranks``: the verdict, minima
+    and findings stay the whole launch's); unknown names are an error listing what exists."""
     launches = analysis.launches
     if launch is not None:
         launches = (pick_launch(analysis, launch, "the input")[1],)
@@ -101,19 +107,54 @@ def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] =
     return replace(analysis, launches=launches)
 
 
+def read_environment(
+    env: Sequence[str] = (), env_file: str | os.PathLike[str] | None = None
+) -> tuple[tuple[str, str, str], ...]:
+    """``--env KEY=VALUE`` strings and an ``--env-file`` (KEY=VALUE lines, ``#`` comments and
+    ``export`` allowed) as (key, value, origin), the file first so that --env wins. Raises
+    EnvError for a malformed entry, InputError for an unreadable file."""
+    from logmem.analysis.comm_inputs import read_environment as read
+
+    return read(env, env_file)
+
+
+def communication_table(
+    log: Source | None = None,
+    *,
+    launch: int | None = None,
+    model_config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    env: Sequence[tuple[str, str, str]] = (),
+    **settings: Any,
+) -> CommPlan:
+    """``logmem estimate``'s Communication table: the groups x mechanisms cells per rank of a
+    deployment, from ``settings`` (server_args names: tp_size, dp_size, ep_size, pp_size,
+    enable_dp_attention, moe_a2a_backend, deepep_mode, disaggregation_mode ...; None means
+    not given), ``env`` (as :func:`read_environment` returns it) and, for DeepEP's size, a
+    config.json. With ``log``, the launch's server_args, echoed environment and lines are the
+    starting point, exactly as ``logmem analyze`` derives them."""
+    from logmem.analysis.comm_join import deployment_plan
+
+    L = _launch_of(log, launch, "LOG")[0] if log is not None else None
+    return deployment_plan(L, model_config, env, settings)
+
+
 def analyze(
     *paths: str,
     launch: int | None = None,
     ranks: Sequence[str] = (),
     model_config: str | None = None,
+    env: Sequence[tuple[str, str, str]] = (),
 ) -> Analysis:
     """``logmem analyze``: read the logs, keep the chosen launch and ranks, and attach a
-    model's config.json (a file or the folder holding it) for expected sizes."""
+    model's config.json (a file or the folder holding it) for expected sizes and the user's
+    environment (:func:`read_environment`) for the communication table."""
     analysis = select(read_log(*paths), launch, ranks)
+    if env:
+        analysis = replace(analysis, env=tuple(env))
     if model_config is None:
         return analysis
     from logmem.errors import LogmemError
-    from logmem.estimate.model import EstimateError, load_model_config
+    from logmem.estimate import EstimateError, load_model_config
 
     try:
         return replace(analysis, model_config=load_model_config(model_config))
@@ -352,9 +393,7 @@ def _plot_data(
             stacklevel=3,
         )
     L = analysis.launches[0]
-    led = build_ledger(L)
-    if analysis.shown_ranks:
-        led = replace(led, ranks=tuple(rl for rl in led.ranks if analysis.shows(rl.rank)))
+    led = analysis.shown_ledger(build_ledger(L))
     if kind == "ranks":
         return plots.ranks_data(led)
     main = L.main_rank
@@ -381,7 +420,7 @@ def _plot_data(
 
 @dataclass(frozen=True)
 class SnapshotReport:
-    """What ``logmem snapshot`` reports: ``analysis`` is logmem.snapshot's SnapshotAnalysis."""
+    """What ``logmem snapshot`` reports: ``analysis`` is logmem.torch_snapshot's SnapshotAnalysis."""
 
     analysis: Any
 
@@ -419,7 +458,7 @@ def snapshot(
 ) -> SnapshotReport:
     """Read PyTorch memory snapshots safely (as ``logmem snapshot``); with ``log`` (an
     Analysis or a path spec), line the first one up with the log's capture."""
-    from logmem.snapshot.analysis import analyze_snapshots
+    from logmem.torch_snapshot.analysis import analyze_snapshots
 
     if log is not None and not isinstance(log, Analysis):
         log = read_log(*split_spec(os.fspath(log)))
@@ -443,7 +482,7 @@ def snapshot_frame(source: str | SnapshotReport, frames: int = 1) -> Any:
     segment_address, address, state, size, requested, site."""
     import pandas as pd
 
-    from logmem.snapshot.analysis import block_records
+    from logmem.torch_snapshot.analysis import block_records
 
     report = snapshot(source, frames=frames) if isinstance(source, str) else source
     columns = [

@@ -30,6 +30,10 @@ class FitError(LogmemError):
     """Launches cannot be compared or fitted (they differ in more than the varied setting)."""
 
 
+class EnvError(LogmemError):
+    """An --env / --env-file entry that is not KEY=VALUE (the CLI treats it as a usage error)."""
+
+
 class InputWarning(UserWarning):
     """An input was read only in part (a cut or corrupt stream, --max-bytes); the CLI
     shows it as "Warning: ..." for every command, reports also say it in their notes."""

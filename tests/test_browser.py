@@ -82,10 +82,15 @@ def test_findings_verdict_and_every_plot_are_shown(
         probe = p.probe  # type: ignore[attr-defined]
         assert probe["findings"] == list(lr.findings)
         assert probe["verdict"] and probe["verdict"][0].startswith("Crashed")
-        assert [f["kind"] for f in probe["figures"]] == ["waterfall", "buckets", "ranks"]
+        assert [f["kind"] for f in probe["figures"]] == [
+            "waterfall",
+            "buckets",
+            "ranks",
+            "communication",
+        ]
         for f in probe["figures"]:
             assert f["svg"] and f["width"] > 300 and f["height"] > 150, f
-        assert probe["sources"] == 3
+        assert probe["sources"] == 4  # one "source lines" block per figure
 
 
 def _fits(page: object) -> bool:

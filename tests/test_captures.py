@@ -204,3 +204,13 @@ def test_whatif_starts_from_the_largest_captured_bucket() -> None:
 
     w = logmem.whatif(read_log(str(corpus_log("040-"))), cuda_graph_max_bs=16).to_json()
     assert (w["measured"]["largest_bs"], w["predicted"]["largest_bs"]) == (4, 16)
+
+
+def test_graphs_are_named_by_the_backend_the_log_prints() -> None:
+    """019 prints 'Capture npu graph': its findings say NPU graphs, never CUDA graphs."""
+    from logmem.report.sentences import graphs_name
+
+    assert graphs_name("npu graph") == "NPU graphs"
+    assert graphs_name("cuda graph") == graphs_name("CUDA graph") == "CUDA graphs"
+    assert graphs_name("hip graph") == "HIP graphs"
+    assert graphs_name("musa graph") == "MUSA graphs"

@@ -44,7 +44,7 @@ Tests on the values of a `path` claim:
 
 `"xfail": "<why, which issue-12 class>"` marks a claim the log makes true but logmem's report
 does not yet: the test is a strict xfail, so it fails as soon as logmem gets it right and the
-marker must then be removed. /work/notes/F-defects.md lists them.
+marker must then be removed. `grep -n xfail tests/claims/*.json` lists them.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from logmem.analysis.failures import (
     verdict,
 )
 from logmem.api import read_log
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.report.fixes import effect_text
 from logmem.report.jsonout import failure_json
 from logmem.report.verdict import explanation_text, verdict_lines

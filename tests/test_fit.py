@@ -26,7 +26,7 @@ from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.compare.slope import Fit, fit_launches, fit_line, slope_from_fit
 from logmem.compare.whatif import WhatIf, whatif_launch
 from logmem.errors import FitError
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.report.compare import render_markdown, render_text, to_json
 from logmem.sglang.eras import era_guess, era_markers
 
@@ -667,3 +667,18 @@ def test_compare_args_lists_absent_keys() -> None:
     L, _ = load_launch(str(LOG001), None, "A")
     cmp = compare_args([L, L], ["A", "B"])
     assert cmp.changed == () and cmp.missing == ()
+
+
+def test_whatif_graphs_captured_without_memory_are_not_no_capture() -> None:
+    """008 captures 23 decode graphs in an era that prints no memory for them: what-if says
+    so (their cost unknown), never "captured no CUDA graph". (024, the same era, has no KV
+    line, so what-if refuses it before any graph is considered.)"""
+    from conftest import corpus_log
+
+    L, r = load_launch(str(corpus_log("008-")), None, "LOG")
+    assert any(g.captured_without_memory for rk in L.ranks for g in rk.graphs)
+    w = whatif(L, r, mem_fraction_static=0.8)
+    text = " ".join(w.notes)
+    assert "memory not printed" in text and "captured no CUDA graph" not in text
+    with pytest.raises(FitError, match="memory not printed"):
+        whatif(L, r, cuda_graph_max_bs=8)

@@ -21,7 +21,7 @@ from logmem.analysis.failures import outcome, verdict
 from logmem.analysis.failures.facts import Failure
 from logmem.analysis.failures.traces import Where, raised_in
 from logmem.api import read_log
-from logmem.model.launch import Traceback
+from logmem.model.records import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.verdict import verdict_lines
@@ -207,3 +207,25 @@ def test_an_error_in_the_capture_machinery_keeps_disable_cuda_graph_as_a_diagnos
     assert "the frames show the capture machinery itself raised" in " ".join(
         verdict_lines(verdict(read_log(str(p)).launches[0]))
     )
+
+
+def test_not_enough_memory_uses_sglangs_own_mfs_scaling(tmp_path: Path) -> None:
+    """Late-2024 multimodal: SGLang ran the rule with 0.88 x 0.95 = 0.836. At A = 11.00 the flag
+    alone leaves 11.00 - 78.50 x 0.12 = 1.58 GiB (the rule would not explain the failure); the
+    scaled value leaves 11.00 - 78.50 x 0.164 = -1.874: explained, and the smallest flag with a
+    pool is (1 - 11.00 / 78.50) / 0.95 = 0.9050..., so 0.906."""
+    lines = (FIXTURES / "multimodal-mfs-nov2024-constructed.log").read_text().split("\n")[:7]
+    lines[6] = lines[6].replace("avail mem=62.73 GB", "avail mem=11.00 GB")
+    lines += [
+        "[2024-11-25 10:02:32 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 612, in init_memory_pool',
+        "    raise RuntimeError(",
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+        "",
+    ]
+    p = tmp_path / "mm.log"
+    p.write_text("\n".join(lines) + "\n")
+    f = failure_of(p)
+    assert mfs_values(f) == [math.ceil((1 - 11.00 / 78.50) / 0.95 * 1000) / 1000]
+    text = " ".join(verdict_lines(verdict(read_log(str(p)).launches[0])))
+    assert "(1 - 0.88 x 0.95)" in text and "does not explain" not in text

@@ -207,7 +207,7 @@ CPU_S_PER_MB = {"oom_fragments": 1.0, "fragments_of_every_unanchored_pattern": 1
 PEAK_MIB = {
     "unmatched_giants": 32,  # 63 MB of unmatched lines: each keeps a 4 KiB excerpt
     "zstd_bomb": 48,  # 200 MiB out of 20 KB: decompressed in bounded steps
-    "many_unmatched": 100,  # 50k unmatched lines (task E makes them a per-shape summary)
+    "many_unmatched": 100,  # 50k unmatched lines (kept as a per-shape summary)
     "restarts": 96,  # 200 launches
 }
 

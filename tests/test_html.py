@@ -96,6 +96,7 @@ ALLOWED_TAGS = {
     "dc:title",
     "polyline",
     "tspan",
+    "pattern",  # hatching (the communication heat map's "measure" cells)
 }
 
 
@@ -177,7 +178,7 @@ def test_reading_order_verdict_findings_tables_plots_sources(page_021: str) -> N
 def test_every_plot_of_a_launch_is_inline_svg(page_021: str, page_001: str) -> None:
     # 021: one rank with buckets; 001: four ranks, no per-bucket readings.
     assert re.findall(r'data-kind="(\w+)"', page_021) == ["waterfall", "buckets"]
-    assert re.findall(r'data-kind="(\w+)"', page_001) == ["waterfall", "ranks"]
+    assert re.findall(r'data-kind="(\w+)"', page_001) == ["waterfall", "ranks", "communication"]
     assert "No bucket plot" in page_001
     for page in (page_021, page_001):
         figures = page.count('<figure class="plot"')

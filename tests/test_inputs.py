@@ -159,3 +159,48 @@ def test_rotated_parts_of_one_log_are_one_launch(tmp_path: Path, prefix: str) ->
         assert an.apart == (), frac
         (L,) = an.launches
         assert L.ranks == whole.ranks, frac
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html"])
+def test_every_format_says_which_file_is_which_launch_and_why(fmt: str) -> None:
+    """037 (Llama 3.1 8B, Jul 2025) and 040 (Qwen2.5 0.5B, Feb 2026) are unrelated servers:
+    each report names each file's launch and the reason they were kept apart."""
+    a_path, b_path = str(corpus_log("037-")), str(corpus_log("040-"))
+    a = read_log(a_path, b_path)
+    assert [len(a.launches_of(p)) for p in (a_path, b_path)] == [1, 1]
+    out = _squash(render(a, fmt))
+    for p in (a_path, b_path):
+        (launch,) = a.launches_of(p)
+        assert f"{p}: launch {launch.index}." in out
+    (why,) = a.apart
+    assert why.path == b_path and why.other == a_path
+    assert f"{b_path} is not part of the launch of {a_path}" in out
+    # The reason quotes the differing figures the model found (here the print times).
+    for _what, this, other in why.differences:
+        assert this in out and other in out
+
+
+def test_json_says_which_file_is_which_launch_and_why() -> None:
+    import json
+
+    a_path, b_path = str(corpus_log("037-")), str(corpus_log("040-"))
+    a = read_log(a_path, b_path)
+    doc = json.loads(render(a, "json"))["grouping"]
+    assert doc["launches_by_path"] == {
+        p: [L.index for L in a.launches_of(p)] for p in (a_path, b_path)
+    }
+    assert doc["launches_by_path"][a_path] != doc["launches_by_path"][b_path]
+    (why,) = doc["apart"]
+    assert (why["path"], why["other"], why["kind"]) == (b_path, a_path, a.apart[0].kind)
+    got = [(d["what"], d["this"], d["other"]) for d in why["differences"]]
+    assert got == list(a.apart[0].differences)
+
+
+def test_one_file_has_no_grouping_sentences() -> None:
+    a = read_log(str(corpus_log("037-")))
+    assert "is not part of the launch" not in render(a, "text")
+
+
+def _squash(s: str) -> str:
+    """Text wraps long lines: compare with whitespace runs as one space."""
+    return re.sub(r"\s+", " ", s)

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from conftest import corpus_log
 from logmem.api import collect_events, read_log
-from logmem.model.launch import Launch, build_launches
+from logmem.model.build import build_launches
+from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.report.jsonout import analysis_json
 

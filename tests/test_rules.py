@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REPO
 from logmem.api import read_log
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.sglang import rules
 from logmem.units import GIB, MIB
 
@@ -39,9 +39,8 @@ TELLTALES: dict[str, str] = {
     "DeepEP default dispatch tokens": r"DISPATCH_TOKENS=128\b",
 }
 
-# Files that still hold copies, each converted by the task that owns it (see
-# /work/notes/A-rules-copies.md for file:line). Remove a file's entry when you convert it:
-# test_allow_list_is_current fails while an entry names a rule the file no longer copies.
+# Files allowed to hold a copy of a rule (none today). An entry must name a rule the file still
+# copies: test_allow_list_is_current fails on a stale one.
 ALLOWED: dict[str, set[str]] = {}
 
 
@@ -125,11 +124,15 @@ def test_prose_about_a_rule_is_not_a_copy(tmp_path: Path) -> None:
 
 
 def documented() -> list[tuple[str, str | None]]:
-    """Public functions and constants of rules.py with their docstrings (a constant's is the
-    string right after its assignment)."""
-    tree = ast.parse((HOME / "rules.py").read_text(encoding="utf-8"))
+    """Public functions and constants of rules.py (and adjustments.py) with their docstrings (a
+    constant's is the string right after its assignment)."""
     out: list[tuple[str, str | None]] = []
-    body = tree.body
+    # rules.py and the module it re-exports SGLang's mem_fraction_static adjustments from.
+    body = [
+        node
+        for name in ("rules.py", "adjustments.py")
+        for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
+    ]
     for i, node in enumerate(body):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
             out.append((node.name, ast.get_docstring(node)))

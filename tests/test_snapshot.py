@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from logmem.snapshot.analysis import read_snapshot
-from logmem.snapshot.load import loads
-from logmem.snapshot.model import Frame
-from logmem.snapshot.summary import ONLY_TORCH, site
+from logmem.torch_snapshot.analysis import read_snapshot
+from logmem.torch_snapshot.load import loads
+from logmem.torch_snapshot.model import Frame
+from logmem.torch_snapshot.summary import ONLY_TORCH, site
 
 SNAPS = FIXTURES / "snapshots"
 FORMS = [

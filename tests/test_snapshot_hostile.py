@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from logmem.snapshot.load import SnapshotError, loads, scan
+from logmem.torch_snapshot.load import SnapshotError, loads, scan
 
 HOSTILE = FIXTURES / "snapshots" / "hostile"
 SENTINEL = "logmem-snapshot-sentinel"  # what the os.system payloads would create

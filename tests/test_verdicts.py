@@ -19,7 +19,7 @@ from logmem.analysis.failures import PythonError, outcome, verdict
 from logmem.analysis.failures.records import OutOfMemory, states_memory
 from logmem.analysis.failures.traces import NoiseKind, UpBy
 from logmem.api import analyze, read_log, select
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.report import render
 from logmem.report.verdict import verdict_lines
 

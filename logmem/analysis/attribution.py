@@ -10,14 +10,14 @@ explicit unattributed remainder. ``RankLedger.check()`` asserts both conservatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
+from logmem.analysis.attribution_pools import KVHint, kv_hint, pool_causes, role_prefix
 from logmem.analysis.captures import captured_between, graph_kind, graph_phase
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import Cause, Phase, RankLedger, Reading, remainder
-from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, req_to_token, sizing
-from logmem.model.launch import Graph, Launch, Model, Rank
+from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
+from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import Mem, format_gib
@@ -127,97 +127,19 @@ def _g(n: int | None) -> str:
 
 
 def _role(m: Model | None) -> str:
-    return "draft " if m is not None and m.role == "draft" else ""
-
-
-def _pool_causes(
-    pools: Sequence[ev.Event],
-    model: Model | None,
-    launch: Launch,
-    delta: int,
-    lines: tuple[int, int],
-    sz: Sizing | None = None,
-    rest: str = "unlogged (small pools, allocator)",
-) -> list[Cause]:
-    causes: list[Cause] = []
-    summary_tokens = launch.summary.max_total_num_tokens if launch.summary else None
-    kvs = [p for p in pools if isinstance(p, ev.KVPool)]
-    swa = next((p for p in pools if isinstance(p, ev.SWASummary)), None)
-    for i, kvp in enumerate(kvs):
-        label = "KV pool"
-        if (
-            swa is not None
-            and len(kvs) >= 2
-            and model is not None
-            and model.role == "target"
-            and i < 2
-        ):
-            label = "SWA KV pool" if i == 0 else "full-attention KV pool"
-        what = "KV" if kvp.kv is not None else "K+V"
-        tok = f", {kvp.tokens:,} tokens" if kvp.tokens is not None else ""
-        if kvp.tokens is None and summary_tokens is not None and len(kvs) == 1:
-            tok = f"; {summary_tokens:,} tokens per summary"
-        causes.append(
-            Cause(
-                f"{_role(model)}{label} ({what}{tok})",
-                kvp.total_bytes,
-                "logged",
-                (kvp.source.line_no,),
-            )
-        )
-    for p in pools:
-        if isinstance(p, ev.MambaPool):
-            causes.append(
-                Cause(
-                    f"{_role(model)}Mamba state ({p.max_size} slots)",
-                    p.total_bytes,
-                    "logged",
-                    (p.source.line_no,),
-                )
-            )
-    target = model is None or model.role == "target"
-    if (
-        target
-        and not kvs
-        and not any(isinstance(p, ev.MambaPool) for p in pools)
-        and sz is not None
-        and sz.rest_bytes > 0
-        and sz.rest_bytes <= delta
-    ):
-        # SGLang before Feb 2025 logs no KV line: its own rule says what the pool took.
-        causes.append(
-            Cause(
-                "KV pool (SGLang's rule; no KV line)",
-                sz.rest_bytes,
-                "estimated",
-                (),
-                f"{_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
-                f"(1 - {sz.mem_fraction_static:g})",
-            )
-        )
-    if target:
-        req = req_to_token(launch)
-        if req is not None:
-            n_req, ctx, amount = req
-            causes.append(
-                Cause(
-                    "request-to-token table",
-                    amount,
-                    "estimated",
-                    (),
-                    f"({n_req} + 1) x {ctx} x 4 B",
-                )
-            )
-    return remainder(delta, causes, rest, lines)
+    return role_prefix(m)
 
 
 def _owner(rank: Rank, event: ev.Event) -> Model | None:
     return next((m for m in rank.models if any(p is event for p in m.pools)), None)
 
 
-def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLedger:
+def rank_ledger(
+    launch: Launch, rank: Rank, sz: Sizing | None = None, hint: KVHint | None = None
+) -> RankLedger:
     """The phases of one rank, in log order; conservation is checked before returning."""
     sz = sz if sz is not None else sizing(launch)
+    hint = hint if hint is not None else kv_hint(launch, sz)
     readings, pending = _readings(rank)
     phases: list[Phase] = []
     # Distributed init: only its usage is printed; the reading before it is derived.
@@ -264,12 +186,14 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
         pools = pending.get(i, [])
         captured = captured_between(a, b)
         if captured is not None:
-            # Lazy buffers (DeepEP, NCCL, cuBLAS) come with the first capture of each kind.
+            # Lazy buffers (NCCL, cuBLAS) come with the first capture of each kind; DeepEP's
+            # one buffer per process with the very first capture.
             kind = graph_kind(captured.name)
             first_of_kind = not any(
                 p.graph is not None and graph_kind(p.graph.name) == kind for p in phases
             )
-            phases.append(graph_phase(captured, a, b, launch, rank, first_of_kind))
+            first = not any(p.graph is not None for p in phases)
+            phases.append(graph_phase(captured, a, b, launch, rank, first_of_kind, first))
             continue
         logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
         pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model
@@ -292,8 +216,8 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
                 f"{role}_weights_and_pools",
                 f"{_role(pool_model)}weights and pools (no Load weight end)",
             )
-            cl = _pool_causes(
-                pools, pool_model, launch, delta, lines, sz, rest="weights + unlogged pools"
+            cl = pool_causes(
+                pools, pool_model, launch, delta, lines, sz, "weights + unlogged pools", hint
             )
         elif b.kind == "pool_end" or logged_pools:
             key, name = f"{role}_pools", f"{_role(pool_model)}KV and other pools"
@@ -302,7 +226,7 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
                 # No Memory pool end line: the pools and what followed them share one step.
                 name += f" (no pool end line; to {b.kind.replace('_', ' ')})"
                 rest = "unlogged: small pools + workspaces"
-            cl = _pool_causes(pools, pool_model, launch, delta, lines, sz, rest=rest)
+            cl = pool_causes(pools, pool_model, launch, delta, lines, sz, rest, hint)
         elif b.kind in ("capture_begin", "first_sample") and b.graph is not None:
             key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.label}"
             why = (
@@ -373,18 +297,19 @@ def rank_ledger(launch: Launch, rank: Rank, sz: Sizing | None = None) -> RankLed
 
 def build_ledger(launch: Launch) -> LaunchLedger:
     sz = sizing(launch)
-    ranks = tuple(rank_ledger(launch, r, sz) for r in launch.ranks)
+    hint = kv_hint(launch, sz)
+    ranks = tuple(rank_ledger(launch, r, sz, hint) for r in launch.ranks)
     pre = [(e.avail.bytes, r.label) for r in launch.ranks if (e := rules.pre_load_reading(r))]
     binding = min(pre)[1] if pre else None
     imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None
     imb_tokens = None
-    cell = (sz.likely_bytes_per_token or sz.bytes_per_token) if sz is not None else None
+    # A token of the budget costs the full pool's cell plus the SWA / Mamba share the same
+    # budget gives with it (the draft's pool is sized from what the target left, not from it).
+    cell = sz.budget_bytes_per_token if sz is not None else None
     if imbalance is not None and sz is not None and cell:
         # The KV rule takes P and the after-weights reading as minimums over ranks, so a rank
         # with g GiB less of both lowers everyone's budget by mfs x g.
-        imb_tokens = int(
-            rules.imbalance_budget_loss_bytes(imbalance, sz.mem_fraction_static) // cell
-        )
+        imb_tokens = int(rules.imbalance_budget_loss_bytes(imbalance, sz.rule_mfs) // cell)
     measured = None
     bar_rank = launch.main_rank
     if bar_rank is not None:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from logmem.analysis.ledger import Bucket, Cause, Phase, Reading, remainder
-from logmem.model.launch import Graph, Launch, Rank
-from logmem.model.records import OPENED_BY_BARS
-from logmem.sglang import rules
+from logmem.model.records import OPENED_BY_BARS, Graph, Launch, Rank
+from logmem.sglang import comm, rules
 
 
-def lazy_note(launch: Launch) -> str:
-    """What the first capture of a kind also allocates lazily (DeepEP, EP all-to-all, DP attention)."""
+def lazy_note(launch: Launch, deepep: bool = True) -> str:
+    """What the first capture of a kind also allocates lazily (DeepEP, EP all-to-all, DP attention).
+
+    DeepEP's buffer is one per process, created at the first dispatch and reused
+    (``sglang.comm.deepep_on``): only the launch's first capture holds it (``deepep``)."""
     a = launch.args
     why = []
-    if a.get("moe_a2a_backend") == "deepep" or a.get("enable_deepep_moe"):
+    if deepep and comm.deepep_on(a):
         why.append("DeepEP buffers (moe_a2a_backend='deepep')")
     ep = a.get("ep_size")
     if isinstance(ep, int) and ep > 1:
@@ -65,7 +67,13 @@ def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> str:
 
 
 def graph_phase(
-    g: Graph, before: Reading, after: Reading, launch: Launch, rank: Rank, first_of_kind: bool
+    g: Graph,
+    before: Reading,
+    after: Reading,
+    launch: Launch,
+    rank: Rank,
+    first_of_kind: bool,
+    first_capture: bool = True,
 ) -> Phase:
     """The capture between two readings: static buffers, the largest bucket and the others when
     the bar readings allow, else one cause per stretch of buckets, else the logged total."""
@@ -87,7 +95,7 @@ def graph_phase(
             covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
             buckets.append(Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers))
         consecutive = idx == list(range(len(s)))
-        lazy = lazy_note(launch) if first_of_kind else ""
+        lazy = lazy_note(launch, deepep=first_capture) if first_of_kind else ""
         assumed = "" if known else "bar renders carry no bucket count: assumed consecutive"
         head = (before.line, s[0].source.line_no)
         if before.kind == "first_sample":

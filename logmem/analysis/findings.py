@@ -14,10 +14,23 @@ from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.captures import graph_kind, lazy_note
 from logmem.analysis.failures.outcome import outcome
+from logmem.analysis.findings_kinds import FindingKind as FindingKind
+
+# The sizing records are part of this module's Finding union (and its public names).
+from logmem.analysis.findings_sizing import BudgetNotPositive as BudgetNotPositive
+from logmem.analysis.findings_sizing import DraftKVNegative as DraftKVNegative
+from logmem.analysis.findings_sizing import GapReason as GapReason
+from logmem.analysis.findings_sizing import KVBudget as KVBudget
+from logmem.analysis.findings_sizing import KVLoggedAvailable as KVLoggedAvailable
+from logmem.analysis.findings_sizing import LikelyCause as LikelyCause
+from logmem.analysis.findings_sizing import PoolsVsBudget as PoolsVsBudget
+from logmem.analysis.findings_sizing import RuleFit as RuleFit
+from logmem.analysis.findings_sizing import TableBounds as TableBounds
+from logmem.analysis.findings_sizing import Unexplained as Unexplained
+from logmem.analysis.findings_sizing import sizing_findings, unexplained
 from logmem.analysis.ledger import Cause, RankLedger
-from logmem.analysis.sizing import Sizing, arg_number
-from logmem.model.launch import Launch, Rank
-from logmem.parse import events as ev
+from logmem.analysis.sizing import arg_number
+from logmem.model.records import Launch, Rank
 from logmem.sglang import rules
 from logmem.units import GIB
 
@@ -30,31 +43,6 @@ _NOTABLE = 5 * _TINY  # a gap worth a sentence
 _TIGHT_BYTES = GIB // 2  # less than this left free: the first requests may run out
 
 
-class FindingKind(Enum):
-    """Which finding a record is (one value per record type; stable names for machines)."""
-
-    WEIGHTS = "weights"
-    KV_BUDGET = "kv_budget"
-    KV_LOGGED_AVAILABLE = "kv_logged_available"
-    DRAFT_KV_NEGATIVE = "draft_kv_negative"
-    BUDGET_NOT_POSITIVE = "budget_not_positive"
-    POOLS_VS_BUDGET = "pools_vs_budget"
-    POOL_STEP = "pool_step"
-    WORKSPACES = "workspaces"
-    GRAPH_SPLIT = "graph_split"
-    LARGEST_BUCKET_NOTE = "largest_bucket_note"
-    GRAPH_SPARSE = "graph_sparse"
-    CAPTURE_ROSE = "capture_rose"
-    BUCKETS_ROSE = "buckets_rose"
-    NEGLIGIBLE_CAPTURES = "negligible_captures"
-    LEFT_FREE = "left_free"
-    BOTTOMED_OUT = "bottomed_out"
-    IMBALANCE = "imbalance"
-    RESERVE = "reserve"
-    REUSE = "reuse"
-    RANK_GRAPH_SPREAD = "rank_graph_spread"
-
-
 @dataclass(frozen=True)
 class Weights:
     kind: ClassVar[FindingKind] = FindingKind.WEIGHTS
@@ -63,51 +51,6 @@ class Weights:
     model_type: str
     cpu_offload_gb: float | None
     line: int
-
-
-@dataclass(frozen=True)
-class KVBudget:
-    """SGLang's KV rule recomputed, beside what the pools logged (all in the Sizing)."""
-
-    kind: ClassVar[FindingKind] = FindingKind.KV_BUDGET
-    sizing: Sizing
-
-
-@dataclass(frozen=True)
-class KVLoggedAvailable:
-    """The target's own "available for the KV cache" line against the rule's rest."""
-
-    kind: ClassVar[FindingKind] = FindingKind.KV_LOGGED_AVAILABLE
-    avail_bytes: int
-    line: int
-    rest_bytes: int
-
-
-@dataclass(frozen=True)
-class DraftKVNegative:
-    kind: ClassVar[FindingKind] = FindingKind.DRAFT_KV_NEGATIVE
-    avail_bytes: int
-    line: int
-
-
-@dataclass(frozen=True)
-class BudgetNotPositive:
-    kind: ClassVar[FindingKind] = FindingKind.BUDGET_NOT_POSITIVE
-    rest_bytes: int
-
-
-class GapReason(Enum):
-    CELLS_BIGGER = "cells_bigger"  # the pools hold more than the rule gives
-    CAPPED = "capped"  # a cap, rounding, a hybrid split or a draft share held them below
-    MAX_TOTAL_TOKENS = "max_total_tokens"  # --max-total-tokens did
-
-
-@dataclass(frozen=True)
-class PoolsVsBudget:
-    kind: ClassVar[FindingKind] = FindingKind.POOLS_VS_BUDGET
-    gap_bytes: int  # logged pools - rule's rest
-    reason: GapReason
-    max_total_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +83,7 @@ class GraphSplit:
     other: Cause
     largest_dominates: bool  # the other buckets cost < 20% of the largest
     lines: tuple[int, int]
+    backend: str = "cuda graph"  # as printed ("npu graph", "hip graph"): the sentence names it
 
 
 @dataclass(frozen=True)
@@ -159,6 +103,7 @@ class GraphSparse:
     drop_bytes: int
     parts: tuple[Cause, ...]
     lines: tuple[int, int]
+    backend: str = "cuda graph"
 
 
 @dataclass(frozen=True)
@@ -228,6 +173,9 @@ class Imbalance:
     gap_bytes: int
     binding_rank: str | None
     kv_tokens: int | None  # what the gap costs each rank (rules.imbalance_budget_loss_bytes)
+    # The budget's bytes per token when other pools share it (SWA, Mamba): what kv_tokens is
+    # priced at; None when the full pool's cell alone is the price.
+    shared_price: float | None = None
 
 
 @dataclass(frozen=True)
@@ -282,6 +230,7 @@ Finding = (
     | LeftFree
     | BottomedOut
     | Imbalance
+    | Unexplained
     | Reserve
     | Reuse
     | RankGraphSpread
@@ -307,13 +256,23 @@ def findings(led: LaunchLedger) -> list[Finding]:
                 t.weights_end.source.line_no,
             )
         )
-    if led.sizing is not None:
-        out.extend(_sizing(led.sizing, main, L))
     rl = led.rank(main.label)
+    if led.sizing is not None:
+        out.extend(sizing_findings(led.sizing, main, L, rl))
     if rl is not None:
         out.extend(_rank(rl, outcome(L).status == "ready"))
+        out.extend(unexplained(rl, L))
     if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
-        out.append(Imbalance(led.imbalance_bytes, led.binding_rank, led.imbalance_tokens or None))
+        sz = led.sizing
+        price = sz.budget_bytes_per_token if sz is not None else None
+        shared = (
+            price
+            if sz and price and sz.full_cell_bytes and price > sz.full_cell_bytes + 0.5
+            else None
+        )
+        out.append(
+            Imbalance(led.imbalance_bytes, led.binding_rank, led.imbalance_tokens or None, shared)
+        )
     if (
         led.reserve is not None
         and led.reserve.measured_bytes is not None
@@ -323,33 +282,6 @@ def findings(led: LaunchLedger) -> list[Finding]:
         out.append(Reserve(main.label, led.reserve.reserve_bytes, led.reserve.measured_bytes))
     out.extend(_reuse(rl, L))
     out.extend(_rank_graph_spread(L, main))
-    return out
-
-
-def _sizing(sz: Sizing, main: Rank, L: Launch) -> list[Finding]:
-    out: list[Finding] = [KVBudget(sz)]
-    for m in main.models:
-        for kva in (p for p in m.pools if isinstance(p, ev.KVAvailable)):
-            if m.role == "target":
-                out.append(KVLoggedAvailable(kva.avail.bytes, kva.source.line_no, sz.rest_bytes))
-            elif kva.avail.bytes < 0:
-                out.append(DraftKVNegative(kva.avail.bytes, kva.source.line_no))
-    if sz.rest_bytes <= 0:
-        out.append(BudgetNotPositive(sz.rest_bytes))
-    elif sz.logged_pool_bytes is not None:
-        gap = sz.logged_pool_bytes - sz.rest_bytes
-        if abs(gap) > _NOTABLE and abs(gap) > 0.02 * sz.rest_bytes:
-            reason = GapReason.CELLS_BIGGER if gap > 0 else GapReason.CAPPED
-            cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
-            if (
-                gap < 0
-                and cap is not None
-                and sz.kv_tokens is not None
-                and 0 <= cap - sz.kv_tokens < 4096
-            ):
-                out.append(PoolsVsBudget(gap, GapReason.MAX_TOTAL_TOKENS, int(cap)))
-            else:
-                out.append(PoolsVsBudget(gap, reason))
     return out
 
 
@@ -387,14 +319,22 @@ def _captures(rl: RankLedger) -> list[Finding]:
             dominates = largest.bytes > 0 and other.bytes < 0.2 * largest.bytes
             out.append(
                 GraphSplit(
-                    rl.rank, g.label, p.delta_bytes, static, largest, other, dominates, p.lines
+                    rl.rank,
+                    g.label,
+                    p.delta_bytes,
+                    static,
+                    largest,
+                    other,
+                    dominates,
+                    p.lines,
+                    g.backend,
                 )
             )
             if largest.note:
                 out.append(LargestBucketNote(g.label, largest.note))
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
-            out.append(GraphSparse(rl.rank, g.label, p.delta_bytes, parts, p.lines))
+            out.append(GraphSparse(rl.rank, g.label, p.delta_bytes, parts, p.lines, g.backend))
         if p.delta_bytes < -_TINY:
             out.append(CaptureRose(rl.rank, g.label, -p.delta_bytes, p.lines))
         rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]

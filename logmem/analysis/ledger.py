@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from logmem.model.launch import Graph, Model
+from logmem.model.records import Graph, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
-from logmem.units import gib
+from logmem.units import GIB, gib
 
 
 @dataclass
@@ -110,14 +110,35 @@ class RankLedger:
                 raise AssertionError(f"{self.rank}: causes of {p.key} do not add up to its drop")
 
 
+GIVEN_BACK = "given back: free memory rose (unlogged)"
+"""The remainder's name when free memory rose by more than the causes explain: memory was
+released (temporaries freed, another process, unified memory), never a consumer's name."""
+
+
 def remainder(
-    delta: int, causes: list[Cause], name: str, lines: tuple[int, ...], note: str = ""
+    delta: int,
+    causes: list[Cause],
+    name: str,
+    lines: tuple[int, ...],
+    note: str = "",
+    tolerance: float = rules.DIFFERENCE_RESOLUTION_BYTES,
 ) -> list[Cause]:
-    """Close a phase's causes with what they leave of its drop (print rounding when tiny)."""
+    """Close a phase's causes with what they leave of its drop: print rounding (+-0.01 GiB, or
+    a negative remainder within `tolerance`, what the phase's printed figures can be off by),
+    GIVEN_BACK when free memory rose beyond that, else `name`."""
     rest = delta - sum(c.bytes for c in causes)
     if rest != 0 or not causes:
-        if abs(rest) <= rules.DIFFERENCE_RESOLUTION_BYTES and causes:
-            name, note = "rounding of printed values", "within +-0.01 GiB"
+        # A positive remainder always has real, small consumers (allocator rounding, unlogged
+        # buffers), so only +-0.01 GiB of it is rounding; a negative one within what every
+        # printed figure of the phase can be off by is rounding too, beyond it given back.
+        rounding = abs(rest) <= rules.DIFFERENCE_RESOLUTION_BYTES or -tolerance <= rest < 0
+        if rounding and causes:
+            bound = rules.DIFFERENCE_RESOLUTION_BYTES
+            if abs(rest) > bound:
+                bound = round(tolerance)
+            name, note = "rounding of printed values", f"within +-{bound / GIB:.2f} GiB"
+        elif rest < -tolerance and name != "unattributed":
+            name = GIVEN_BACK
         causes.append(Cause(name, rest, "unattributed", lines, note))
     return causes
 

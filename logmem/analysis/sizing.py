@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
-from logmem.model.launch import Launch
+from logmem.model.clock import printed_at
+from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.sglang import rules
+from logmem.units import GIB
 
 
 @dataclass(frozen=True)
 class Sizing:
     """SGLang's KV budget rule (rules.kv_budget_bytes) recomputed from the printed readings."""
 
-    mem_fraction_static: float
+    mem_fraction_static: float  # as the server_args dump printed it (the flag's value)
     pre_load_bytes: int  # P: min over ranks of the free memory before weights load
     pre_load_rank: str
     after_weights_bytes: int  # A: min over ranks of rules.after_weights_reading
-    rest_bytes: int  # rules.kv_budget_bytes(A, P, mfs)
+    rest_bytes: int  # rules.kv_budget_bytes(A, P, rule_mfs)
     logged_pool_bytes: int | None  # KV (+ Mamba) pools of the target, as logged
     kv_bytes: int | None
     kv_tokens: int | None
@@ -27,7 +30,12 @@ class Sizing:
 
     @property
     def bytes_per_token_range(self) -> tuple[int, int] | None:
-        """Bytes per token consistent with the printed pool sizes (each +-0.005 GiB)."""
+        """Bytes per token consistent with the printed pool sizes (each +-0.005 GiB), or with
+        the rule and max_total_num_tokens when no KV line is printed (rule_tokens)."""
+        if self.kv_bytes is None and self.rule_tokens:
+            return rules.rule_bytes_per_token_range(
+                self.rest_bytes, self.rule_tokens, self.rule_mfs
+            )
         return rules.bytes_per_token_range(self.kv_bytes, self.kv_tokens, self.kv_parts)
 
     @property
@@ -41,6 +49,51 @@ class Sizing:
     pools: tuple[
         tuple[str, int, int | None], ...
     ] = ()  # (label, bytes, tokens) when several KV pools
+    # SGLang's own scaling of mem_fraction_static before the rule (rules.MFS_ADJUSTMENTS).
+    adjustments: tuple[rules.MfsAdjustment, ...] = ()
+    # Adjustments the launch qualifies for whatever its date (a disagreeing pool may fit one).
+    candidates: tuple[rules.MfsAdjustment, ...] = ()
+    draft_pools: tuple[tuple[int, int], ...] = ()  # (bytes, tokens) of the draft's KV pools
+    printed_parts: int = 1  # how many printed sizes make up logged_pool_bytes
+    # No KV line: max_total_num_tokens, when the pool step holds the rule's whole budget (the
+    # KV cache is then rest // cell, which bounds the cell).
+    rule_tokens: int | None = None
+
+    def rule_mfs_for(self, mfs: float) -> float:
+        """The mem_fraction_static the KV rule runs with when the flag is ``mfs``."""
+        for a in self.adjustments:
+            mfs *= a.factor
+        return mfs
+
+    @property
+    def rule_mfs(self) -> float:
+        return self.rule_mfs_for(self.mem_fraction_static)
+
+    @property
+    def full_cell_bytes(self) -> float | None:
+        """The full pool's bytes per token: the round cell when the printed sizes allow one."""
+        return self.likely_bytes_per_token or self.bytes_per_token
+
+    @property
+    def budget_bytes_per_token(self) -> float | None:
+        """What one token of max_total_num_tokens costs of the KV budget: the full pool's cell
+        plus, per full-pool token, the SWA pool and the Mamba state the same budget is split
+        into (their sizes follow the full pool's; reference 12.2)."""
+        cell = self.full_cell_bytes
+        if cell is None or not self.kv_tokens:
+            return None
+        others = (self.logged_pool_bytes or 0) - (self.kv_bytes or 0)
+        return cell + max(others, 0) / self.kv_tokens
+
+    @property
+    def all_pools_bytes_per_token(self) -> float | None:
+        """What one token of capacity occupies in every pool: ``budget_bytes_per_token`` plus
+        the draft model's KV cell (its pool holds as many tokens, sized from the memory the
+        target left; reference 4.8). The price of headroom in KV tokens."""
+        base = self.budget_bytes_per_token
+        if base is None:
+            return None
+        return base + sum(b / t for b, t in self.draft_pools if t)
 
 
 @dataclass(frozen=True)
@@ -71,7 +124,12 @@ def sizing(launch: Launch) -> Sizing | None:
     post_bytes = readings.after_weights_bytes
     if mfs is None or pre_bytes is None or pre_rank is None or post_bytes is None:
         return None
-    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, mfs)
+    arch, backend, ctx = _adjustment_inputs(launch)
+    adjustments = rules.mfs_adjustments(_printed_on(launch), arch, backend, ctx)
+    rule_mfs = float(mfs)
+    for a in adjustments:
+        rule_mfs *= a.factor
+    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, rule_mfs)
     first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
     kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
     mamba = first_rank.target.mamba_pools if first_rank and first_rank.target else ()
@@ -98,6 +156,10 @@ def sizing(launch: Launch) -> Sizing | None:
         if len(kv) > 1
         else ()
     )
+    draft = first_rank.draft if first_rank is not None else None
+    draft_pools = tuple(
+        (p.total_bytes, p.tokens) for p in (draft.kv_pools if draft else ()) if p.tokens
+    )
     return Sizing(
         float(mfs),
         pre_bytes,
@@ -110,7 +172,65 @@ def sizing(launch: Launch) -> Sizing | None:
         bpt,
         parts,
         per_pool,
+        adjustments,
+        tuple(a for a in rules.adjustment_candidates(arch, backend, ctx) if a not in adjustments),
+        draft_pools,
+        sum(1 if p.kv is not None else 2 for p in kv) + 2 * len(mamba),
+        None if kv else _rule_tokens(launch, rest),
     )
+
+
+# A KV cache derived from a pool step's drop (no KV line) also holds the small unlogged pools.
+RULE_STEP_SLACK = GIB // 2
+
+
+def rule_fits_step(rest: int, drop: int, table: int | None) -> bool:
+    """Whether a pool step with no KV line holds the rule's budget: its drop minus the
+    request-to-token table within RULE_STEP_SLACK of it (or, the table unknown, at least it)."""
+    if rest <= 0:
+        return False
+    if table is None:
+        return rest <= drop
+    return abs(drop - table - rest) <= RULE_STEP_SLACK
+
+
+def _rule_tokens(launch: Launch, rest: int) -> int | None:
+    """max_total_num_tokens when it is the rule's: printed, not capped by --max-total-tokens,
+    and a rank's pool step (no KV line) holds the budget."""
+    s = launch.summary
+    if s is None or not s.max_total_num_tokens or launch.args.get("max_total_tokens") is not None:
+        return None
+    req = req_to_token(launch)
+    for r in launch.ranks:
+        m = r.target
+        if m is None or m.pools or m.weights_end is None or m.pool_end is None:
+            continue
+        drop = m.weights_end.avail.bytes - m.pool_end.avail.bytes
+        if rule_fits_step(rest, drop, req[2] if req else None):
+            return s.max_total_num_tokens
+    return None
+
+
+def _printed_on(launch: Launch) -> date | None:
+    """The date the launch's first dated line was printed (what bounds its SGLang version)."""
+    for r in launch.ranks:
+        for e in r.events:
+            when = printed_at(e)
+            if when is not None:
+                return when.date()
+    return None
+
+
+def _adjustment_inputs(launch: Launch) -> tuple[str | None, str | None, int | None]:
+    """(architecture, attention backend, context length) that decide rules.mfs_adjustments."""
+    ends = [r.target.weights_end for r in launch.ranks if r.target and r.target.weights_end]
+    arch = ends[0].model_type if ends and ends[0].model_type else None
+    backend = launch.args.get("attention_backend")
+    s = launch.summary
+    ctx = s.get_int("context_len") if s else None
+    if ctx is None and isinstance(launch.args.get("context_length"), int):
+        ctx = launch.args["context_length"]
+    return arch, backend if isinstance(backend, str) else None, ctx
 
 
 def _roundest(rng: tuple[int, int]) -> int | None:

@@ -6,6 +6,8 @@ import click
 
 from logmem.cli.options import (
     INPUT,
+    env_options,
+    environment,
     format_options,
     logs_argument,
     max_bytes_option,
@@ -25,13 +27,18 @@ from logmem.cli.output import guess_format, write_output
     metavar="PATH",
     help="A config.json (or model folder): show expected sizes beside measured ones.",
 )
+@env_options
 @max_bytes_option
 @format_options()
+@click.pass_context
 def analyze(
+    ctx: click.Context,
     logs: tuple[str, ...],
     launch: int | None,
     ranks: tuple[str, ...],
     model_config: str | None,
+    env: tuple[str, ...],
+    env_file: str | None,
     fmt: str | None,
     output: str | None,
     force: bool,
@@ -44,6 +51,12 @@ def analyze(
     from logmem.api import analyze as read_and_select
     from logmem.report import FORMATS, render
 
-    analysis = read_and_select(*logs, launch=launch, ranks=ranks, model_config=model_config)
+    analysis = read_and_select(
+        *logs,
+        launch=launch,
+        ranks=ranks,
+        model_config=model_config,
+        env=environment(ctx, env, env_file),
+    )
     fmt = guess_format(output, fmt, default="text", allowed=tuple(FORMATS))
     write_output(render(analysis, fmt), output, force)

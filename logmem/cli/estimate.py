@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from logmem.cli.options import INPUT, MAX_ROWS, MAX_TOKENS, format_options
+from logmem.cli.options import (
+    INPUT,
+    MAX_ROWS,
+    MAX_TOKENS,
+    env_options,
+    environment,
+    format_options,
+)
 from logmem.cli.output import guess_format, write_output
 
 # estimate()'s settings by the flag that sets them (the flags are SGLang's own names).
@@ -26,7 +33,34 @@ _FLAG = {"tp": "--tp", "dp": "--dp", "ep": "--ep", "pp": "--pp"}
 @click.option("--ep", type=click.IntRange(min=1), default=None, help="Expert-parallel size.")
 @click.option("--pp", type=click.IntRange(min=1), default=None, help="Pipeline-parallel size.")
 @click.option(
-    "--dp-attention/--no-dp-attention", default=None, help="DP attention (attention TP = tp / dp)."
+    "--dp-attention/--no-dp-attention",
+    "--enable-dp-attention",
+    "dp_attention",
+    default=None,
+    help="DP attention (attention TP = tp / dp).",
+)
+@click.option(
+    "--moe-a2a-backend",
+    default=None,
+    metavar="NAME",
+    help="MoE all-to-all backend (none, deepep, ...): deepep adds the DeepEP buffer.",
+)
+@click.option(
+    "--deepep-mode",
+    type=click.Choice(["auto", "normal", "low_latency"]),
+    default=None,
+    help="DeepEP mode (default auto); low_latency has a size formula.",
+)
+@click.option(
+    "--disaggregation-mode",
+    type=click.Choice(["null", "prefill", "decode"]),
+    default=None,
+    help="PD disaggregation role: adds KV registration and staging cells.",
+)
+@click.option(
+    "--disable-custom-all-reduce/--no-disable-custom-all-reduce",
+    default=None,
+    help="No custom all-reduce buffers on the TP group.",
 )
 @click.option("--dtype", default=None, help="Weight dtype (bfloat16, float16, ...).")
 @click.option("--kv-cache-dtype", default=None, help="KV cache dtype (auto, fp8_e4m3, ...).")
@@ -69,6 +103,7 @@ _FLAG = {"tp": "--tp", "dp": "--dp", "ep": "--ep", "pp": "--pp"}
     default=None,
     help="With LOG: which start-up (0-based) when the log holds several.",
 )
+@env_options
 @format_options(["text", "markdown", "json"])
 @click.pass_context
 def estimate(
@@ -80,6 +115,10 @@ def estimate(
     ep: int | None,
     pp: int | None,
     dp_attention: bool | None,
+    moe_a2a_backend: str | None,
+    deepep_mode: str | None,
+    disaggregation_mode: str | None,
+    disable_custom_all_reduce: bool | None,
     dtype: str | None,
     kv_cache_dtype: str | None,
     quantization: str | None,
@@ -89,6 +128,8 @@ def estimate(
     max_running_requests: int | None,
     context_length: int | None,
     launch: int | None,
+    env: tuple[str, ...],
+    env_file: str | None,
     fmt: str | None,
     output: str | None,
     force: bool,
@@ -96,17 +137,50 @@ def estimate(
     """Expected weights per rank, KV bytes per token and graph buffers from a model's config.json.
 
     With LOG, the parallel sizes and dtypes come from its server_args; options override them.
-    A figure the inputs do not decide is "unknown", with the option that would fill it.
+    A figure the inputs do not decide is "unknown", with the option that would fill it. The
+    Communication table (groups x mechanisms per rank) is the one `logmem analyze` derives
+    for the same deployment.
     """
-    from logmem.api import expected_sizes
+    from logmem.api import (
+        communication_table,
+        expected_sizes,
+        read_spec,
+    )
     from logmem.errors import LogmemError
     from logmem.report import estimate_render
 
     flags = {"tp": tp, "dp": dp, "ep": ep, "pp": pp, "dp_attention": dp_attention}
+    user_env = environment(ctx, env, env_file)
+    if max_dispatch_tokens is not None:
+        # The flag is that environment variable; an --env of the same name wins.
+        user_env = (
+            (
+                "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK",
+                str(max_dispatch_tokens),
+                "--max-dispatch-tokens",
+            ),
+            *user_env,
+        )
+    source = read_spec(log) if log is not None else None
     try:
+        plan = communication_table(
+            source,
+            launch=launch,
+            model_config=config_path,
+            env=user_env,
+            tp_size=tp,
+            dp_size=dp,
+            ep_size=ep,
+            pp_size=pp,
+            enable_dp_attention=dp_attention,
+            moe_a2a_backend=moe_a2a_backend,
+            deepep_mode=deepep_mode,
+            disaggregation_mode=disaggregation_mode,
+            disable_custom_all_reduce=disable_custom_all_reduce,
+        )
         result = expected_sizes(
             config_path,
-            log,
+            source,
             launch=launch,
             **flags,
             dtype=dtype,
@@ -114,7 +188,7 @@ def estimate(
             quantization=quantization,
             cuda_graph_max_bs=cuda_graph_max_bs,
             tokens_per_req=tokens_per_req,
-            max_dispatch_tokens=max_dispatch_tokens,
+            max_dispatch_tokens=plan.dispatch_tokens,
             max_running_requests=max_running_requests,
             context_len=context_length,
         )
@@ -128,9 +202,9 @@ def estimate(
     if fmt == "json":
         import json
 
-        text = json.dumps(estimate_render.to_json(result), indent=2) + "\n"
+        text = json.dumps(estimate_render.to_json(result, plan), indent=2) + "\n"
     elif fmt == "markdown":
-        text = estimate_render.render_markdown(result)
+        text = estimate_render.render_markdown(result, plan)
     else:
-        text = estimate_render.render_text(result)
+        text = estimate_render.render_text(result, plan)
     write_output(text, output, force)

@@ -216,3 +216,39 @@ def select_options(fn: F) -> F:
         help="Which start-up of a file that holds several (0-based; default: all).",
     )(fn)
     return fn
+
+
+def env_options(fn: F) -> F:
+    """--env KEY=VALUE (repeatable) and --env-file FILE: the environment SGLang ran with, which
+    sizes communication buffers (DeepEP dispatch tokens, custom all-reduce v2, staging) and
+    never appears in its own lines. Read with logmem.api.read_environment."""
+    fn = click.option(
+        "--env-file",
+        "env_file",
+        default=None,
+        metavar="FILE",
+        type=INPUT,
+        help="A file of KEY=VALUE lines (# comments, export allowed); --env wins over it.",
+    )(fn)
+    fn = click.option(
+        "--env",
+        "env",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="An environment variable SGLang ran with, e.g. "
+        "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=64; repeatable.",
+    )(fn)
+    return fn
+
+
+def environment(
+    ctx: click.Context, env: tuple[str, ...], env_file: str | None
+) -> tuple[tuple[str, str, str], ...]:
+    """The --env / --env-file options read; a malformed entry is a usage error (exit 2)."""
+    from logmem.api import read_environment
+    from logmem.errors import EnvError
+
+    try:
+        return read_environment(env, env_file)
+    except EnvError as e:
+        raise click.BadParameter(str(e), ctx, param_hint="'--env'") from None

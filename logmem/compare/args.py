@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 
 # server_args keys that do not change GPU memory at start-up: where the server listens,
 # what and how it logs, credentials, seeds, timeouts, chat/parsing front-end options,

@@ -17,7 +17,7 @@ from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.compare.replay import bytes_per_token
 from logmem.compare.slope import Slope, slope_assumptions, slopes
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.sglang.eras import MARKER_NAMES, Marker, era_guess, era_markers, family_key
 from logmem.sglang.rules import (
     DIFFERENCE_RESOLUTION_BYTES,

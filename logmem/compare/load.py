@@ -15,7 +15,7 @@ from logmem.errors import SelectionError
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
-    from logmem.model.launch import Launch
+    from logmem.model.records import Launch
 
 
 @dataclass(frozen=True)

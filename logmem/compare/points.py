@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logmem.compare.args import graph_max_bs
-from logmem.model.launch import Graph, Launch
+from logmem.model.records import Graph, Launch
 from logmem.sglang.rules import graph_sized_in_tokens
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from logmem.analysis.attribution import LaunchLedger, Sizing
 from logmem.errors import FitError
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.sglang.rules import (
     default_max_running_requests,
     graph_sized_in_tokens,
@@ -77,6 +77,8 @@ class Replay:
         self.has_capture = any(p.key.startswith("capture:") for r in led.ranks for p in r.phases)
 
     def rest(self, m: float) -> int:
+        # SGLang's own scaling of the flag's value (multimodal, aiter) applies at any value.
+        m = self.sz.rule_mfs_for(m)
         return kv_budget_bytes(self.sz.after_weights_bytes, self.sz.pre_load_bytes, m)
 
     def tokens(self, m: float) -> int:

@@ -17,7 +17,7 @@ from logmem.compare.args import ArgsComparison, compare_args, confounder_message
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.sglang.eras import family_key
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,

@@ -18,7 +18,7 @@ from logmem.compare.points import graph_points, main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
 from logmem.errors import FitError
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS, DIFFERENCE_RESOLUTION_BYTES
 from logmem.units import GIB, MIB
@@ -173,7 +173,13 @@ def whatif_launch(
         assumptions.append("The draft model's pools and graphs are held as measured.")
     if not md.has_capture:
         notes.append(
-            "This launch captured no CUDA graph: headroom is free memory at its last reading."
+            (
+                "This launch captured graphs, memory not printed (this SGLang version prints no "
+                "readings for its captures): their cost is unknown, and headroom is free memory at "
+                "its last reading."
+            )
+            if _captured_unmeasured(launch)
+            else "This launch captured no CUDA graph: headroom is free memory at its last reading."
         )
 
     rule0 = md.tokens(md.m0)
@@ -250,7 +256,11 @@ def whatif_launch(
             raise FitError("--cuda-graph-max-bs must be at least 1")
         if not md.has_capture or cur_bs is None:
             raise FitError(
-                "this launch captured no decode CUDA graph, so there is no bucket to grow or shrink"
+                "this launch captured its graphs, memory not printed, so there is no measured "
+                "bucket to grow or shrink"
+                if _captured_unmeasured(launch)
+                else "this launch captured no decode CUDA graph, so there is no bucket to grow or "
+                "shrink"
             )
         new_bs = cuda_graph_max_bs
         s = launch.summary
@@ -433,6 +443,11 @@ def whatif_launch(
         ended,
         not bounded,
     )
+
+
+def _captured_unmeasured(launch: Launch) -> bool:
+    """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
+    return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)
 
 
 def _gs(n: int) -> str:

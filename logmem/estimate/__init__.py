@@ -9,7 +9,7 @@ layer), buffers (logits, DeepEP, request table), build (``estimate()``), crossch
 estimate against a measured ledger). SGLang's own layout rules are in logmem/sglang/.
 """
 
-from logmem.estimate.buffers import deepep_low_latency_bytes, deepep_masked_gemm_bytes
+from logmem.estimate.buffers import deepep_masked_gemm_bytes
 from logmem.estimate.build import Component, Estimate, Unknown, estimate
 from logmem.estimate.config import (
     EstimateError,
@@ -17,6 +17,7 @@ from logmem.estimate.config import (
     load_model_config,
     settings_from_server_args,
 )
+from logmem.sglang.comm import deepep_low_latency_bytes
 
 __all__ = [
     "Component",

@@ -2,9 +2,8 @@
 
 Each is a figure the config and the deployment's settings decide, not the log: the decode
 graph's logits buffer (max bs x tokens per request x vocab x 4 B), DeepEP's low-latency RDMA
-buffer and its masked-GEMM intermediates (DeepEP ``get_low_latency_rdma_size_hint``,
-docs/reference.md 12.5) and the request-to-token table (``rules.req_to_token_bytes``). A
-buffer whose inputs are missing stays unknown (None); build.py says what would fill it.
+buffer (``comm.deepep_low_latency_bytes``, docs/reference.md 12.5) and its masked-GEMM
+intermediates, and the request-to-token table (``rules.req_to_token_bytes``). A buffer whose inputs are missing stays unknown (None); build.py says what would fill it.
 """
 
 from __future__ import annotations
@@ -12,37 +11,8 @@ from __future__ import annotations
 from logmem.estimate.config import Dims, Parallel
 from logmem.estimate.pieces import ceil_div
 from logmem.sglang import rules, sharding
+from logmem.sglang.comm import deepep_low_latency_bytes
 from logmem.units import GIB
-
-# DeepEP's NUM_BUFFER_ALIGNMENT_BYTES.
-DEEPEP_ALIGNMENT = 128
-
-
-def deepep_low_latency_bytes(
-    max_dispatch_tokens: int,
-    hidden: int,
-    num_experts: int,
-    num_ranks: int = 1,
-    *,
-    scaled_combine: bool = False,
-) -> int:
-    """DeepEP low-latency RDMA buffer per rank (get_low_latency_rdma_size_hint, reference 12.5).
-
-    scaled_combine=False is the original layout (combine messages of 2*H bytes, E*4 signal
-    bytes); True is the newer one that adds per-128-channel scales to each combine message
-    and local-expert flags to the signal buffer.
-    """
-    t, h, e = max_dispatch_tokens, hidden, num_experts
-    num_scales = h // 128
-    dispatch_msg = 16 + max(2 * h, h + 4 * num_scales)
-    combine_msg = 4 * num_scales + 2 * h if scaled_combine else 2 * h
-    send = max(t * dispatch_msg, e * t * combine_msg)
-    recv = max(e * t * dispatch_msg, e * t * combine_msg)
-    local = ceil_div(e, max(1, num_ranks))
-    signal = e * 8 + local * 4 if scaled_combine else e * 4
-    signal = ceil_div(signal, 128) * 128
-    total = 2 * (send + recv + signal)
-    return ceil_div(total, DEEPEP_ALIGNMENT) * DEEPEP_ALIGNMENT
 
 
 def deepep_masked_gemm_bytes(

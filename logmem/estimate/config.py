@@ -19,7 +19,7 @@ from logmem.errors import LogmemError
 from logmem.estimate.limits import LimitError, check_config, check_parallel
 
 if TYPE_CHECKING:
-    from logmem.model.launch import Launch
+    from logmem.model.records import Launch
 
 # Latent-MoE models project tokens from hidden_size down to a smaller routed hidden size before
 # dispatch. There is no standard Hugging Face key; these are the names we look for, in order.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.model.inputs import Apart, InputGroup
@@ -12,6 +12,8 @@ from logmem.parse.unmatched import UnmatchedSummary
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from logmem.analysis.attribution import LaunchLedger
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,9 @@ class Analysis:
     stats: tuple[ReadStats, ...] = field(compare=False)
     # A Hugging Face config.json, when given: reports put expected sizes beside measured ones.
     model_config: dict[str, Any] | None = field(default=None, compare=False)
+    # The environment the user gave (--env-file, then --env): (key, value, origin), in order.
+    # Variables that size communication buffers never appear in SGLang's own lines.
+    env: tuple[tuple[str, str, str], ...] = field(default=(), compare=False)
     # How the input files were grouped into launches (files of different launches apart).
     inputs: tuple[InputGroup, ...] = field(default=(), compare=False)
     # The ranks a report shows (logmem.api.select; empty: all). The launches keep every rank:
@@ -46,6 +51,10 @@ class Analysis:
 
     def shows(self, rank: str) -> bool:
         return not self.shown_ranks or rank in self.shown_ranks
+
+    def shown_ledger(self, led: LaunchLedger) -> LaunchLedger:
+        """A launch's ledger with only the ranks shown (its sizing and findings stay whole)."""
+        return replace(led, ranks=tuple(rl for rl in led.ranks if self.shows(rl.rank)))
 
     def launch(self, index: int) -> Launch:
         return self.launches[index]

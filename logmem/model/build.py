@@ -47,6 +47,7 @@ from logmem.model.records import (
     Traceback,
 )
 from logmem.model.tracebacks import TracebackB as _TracebackB
+from logmem.model.tracebacks import continue_last_error
 from logmem.parse import events as ev
 from logmem.parse.lines import rank_tags
 from logmem.sglang.capture_lists import ListContext
@@ -186,12 +187,7 @@ class _LaunchB:
             self.open_tbs[key].add_frame(f)
 
     def continue_message(self, more: ev.MessageMore) -> None:
-        last = self.last_error
-        if last is None or (last[1], last[2] + 1) != (more.source.path, more.source.line_no):
-            return
-        tb = last[0]
-        if tb.extend_last_error(more):
-            self.last_error = (tb, last[1], last[2] + 1)
+        self.last_error = continue_last_error(self.last_error, more)
 
     def bar_rank(self, bar: ev.BarRender | None = None) -> _RankB | None:
         """The rank whose open capture a prefix-less bar belongs to."""
@@ -310,6 +306,14 @@ class _Builder:
         self.cur = -1
         self.path: str | None = None
         self.file_content = False
+        # A launcher's echo (command line, environment) after a start-up has begun announces
+        # the next start-up: held until its server_args (or restart) opens it.
+        self.prelude: list[ev.Event] = []
+
+    def flush_prelude(self, L: _LaunchB, front: bool = False) -> None:
+        if self.prelude:
+            L.events[: 0 if front else len(L.events)] = self.prelude
+            self.prelude = []
 
     def launch(self) -> _LaunchB:
         if self.cur < 0:
@@ -324,6 +328,8 @@ class _Builder:
 
     def feed(self, e: ev.Event) -> None:
         if e.source.path != self.path:
+            if self.launches:
+                self.flush_prelude(self.launch())
             # Another input file: its launches line up with the first file's, by index.
             self.path = e.source.path
             self.cur = -1
@@ -332,6 +338,7 @@ class _Builder:
         if isinstance(e, ev.ServerArgs):
             if self.file_content:
                 L = self.next_launch()
+                self.flush_prelude(L, front=True)
             elif L.server_args is not None and not same_launch_args(L.server_args.args, e.args):
                 # Another file's start-up with other settings: a launch of its own, not a part.
                 self.cur = len(self.launches)
@@ -346,16 +353,14 @@ class _Builder:
             return
         if self.is_restart(L, e):
             L = self.next_launch()
+            self.flush_prelude(L, front=True)
         self.file_content = True
         L.paths.append(e.source.path)
         if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):
             L.events.append(e)
             return
-        if isinstance(e, ev.Serving):
-            # Only the first says the launch served (the reader yields one per file and start-
-            # up, so how the log was split into files must not change the launch).
-            if not any(isinstance(x, ev.Serving) for x in L.events):
-                L.events.append(e)
+        if isinstance(e, ev.Serving):  # the first only: however the log was split into files
+            L.events += [] if any(isinstance(x, ev.Serving) for x in L.events) else [e]
             return
         r = L.rank(e.rank, rank_tags(e.rank or ""))
         r.events.append(e)
@@ -391,6 +396,9 @@ class _Builder:
     def feed_unprefixed(self, L: _LaunchB, e: ev.Event) -> None:
         if not isinstance(e, ev.BarRender):
             L.bar_candidates = None
+        if isinstance(e, (ev.LaunchCommand, ev.LaunchEnv)) and self.file_content:
+            self.prelude.append(e)
+            return
         if isinstance(e, ev.BarRender):
             r = L.bar_rank(e)
             if r is None:
@@ -479,6 +487,8 @@ def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[
         for path in grp.paths:
             for e in by_path[path]:
                 b.feed(e)
+        if b.launches:
+            b.flush_prelude(b.launch())
         for L in b.launches:
             if L.has_content() or L.events:
                 launches.append(L.freeze(len(launches)))

@@ -40,3 +40,14 @@ class TracebackB:
 
 # An exception's message with its continuation lines is kept up to this many characters.
 _MAX_MESSAGE = 4000
+
+
+def continue_last_error(
+    last: tuple[TracebackB, str, int] | None, more: ev.MessageMore
+) -> tuple[TracebackB, str, int] | None:
+    """The error line a continuation extends (the traceback, its path and its last line),
+    after `more`: only a line right after it continues it."""
+    if last is None or (last[1], last[2] + 1) != (more.source.path, more.source.line_no):
+        return last
+    tb = last[0]
+    return (tb, last[1], last[2] + 1) if tb.extend_last_error(more) else last

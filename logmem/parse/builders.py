@@ -19,6 +19,7 @@ from logmem.parse.events import (
     CaptureEnd,
     CaptureFailed,
     CaptureSizes,
+    CustomAllReduce,
     DSv4Plan,
     Event,
     ExceptionIgnored,
@@ -32,11 +33,12 @@ from logmem.parse.events import (
     KVAvailable,
     KVDtype,
     KVPool,
+    LaunchCommand,
+    LaunchEnv,
     MambaPool,
     MiscMemory,
     ModelBackend,
     NotEnoughMemory,
-    OfflineRun,
     OtherRanksFailed,
     PoolEnd,
     Ready,
@@ -317,6 +319,31 @@ def _b_misc(what: str, group: str, unit: str = "GB") -> Builder:
 _BAR_COUNT = regex.compile(r"(\d{1,9})/(\d{1,9}) {0,2}\[")
 
 
+_ENV_WORD = regex.compile(r"^([A-Z_][A-Z0-9_]{0,100})=(\S{0,2000})$", regex.ASCII)
+
+
+def _b_command(m: regex.Match[str], r: Record) -> Event:
+    words = (_ENV_WORD.match(w) for w in m.group("pre").split()[-40:])
+    return LaunchCommand(
+        rank=r.rank,
+        source=r.source,
+        program=" ".join(m.group("prog").split()),
+        argv=m.group("argv").strip(),
+        env=tuple((w.group(1), w.group(2)) for w in words if w is not None),
+    )
+
+
+def _b_custom_ar(m: regex.Match[str], r: Record) -> Event:
+    if m.group("path") is not None:
+        state, text = "path", m.group("path")
+    elif m.group("impl") is not None:
+        state, text = "using", m.group("impl")
+    else:
+        state = "failed" if m.group("off").startswith("Setup") else "disabled"
+        text = m.group("why").strip()
+    return CustomAllReduce(rank=r.rank, source=r.source, state=state, text=text.strip())
+
+
 def _b_bar(m: regex.Match[str], r: Record) -> Event:
     size = m.group("bs") or m.group("nt")
     c = _BAR_COUNT.search(r.message, m.end(), m.end() + 400)
@@ -413,6 +440,13 @@ BUILDERS: dict[str, Builder] = {
         local=_g("local", "MB"),
         multicast=lambda m: m.group("mc") == "True",
     ),
+    "custom_ar": _b_custom_ar,
+    "launch_env": _mk(
+        LaunchEnv,
+        key=lambda m: m.group("k1") or m.group("k2"),
+        value=lambda m: (m.group("v1") if m.group("k1") else m.group("v2")).strip(),
+    ),
+    "launch_command": _b_command,
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
     "hicache_host": _b_misc("hicache_host", "gb", "decimal"),
@@ -447,7 +481,6 @@ BUILDERS: dict[str, Builder] = {
         which=lambda m: m.group("which") or "prefill",
         why=lambda m: m.group("why") or m.group("why2") or "",
     ),
-    "offline_run": _mk(OfflineRun, tool=lambda m: m.group("tool")),
     "bench_result": _mk(BenchResult, kind=lambda m: "offline" if m.group("offline") else "serving"),
     "serving": _mk(Serving, kind=lambda m: m.group("kind").lower()),
     "model_backend": _mk(ModelBackend, backend=lambda m: m.group("backend").lower()),

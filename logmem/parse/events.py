@@ -177,6 +177,36 @@ class AllReduceConfig(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class CustomAllReduce(Event):
+    """What SGLang said about custom all-reduce on one group (docs/reference.md 8.2).
+
+    ``state`` is "disabled" (``Custom allreduce is disabled because ...``), "failed" (``Setup
+    Custom allreduce failed ...``), "path" (``[AR] All-reduce call path: ...``, ROCm builds) or
+    "using" (``[AR] Using <implementation>``); ``text`` the reason, path or implementation."""
+
+    state: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchEnv(Event):
+    """One environment variable a launcher printed before start-up (``ENV_VAR_CASE K:V`` /
+    ``ENV_VAR_SYS K:V`` / ``Setting ENV_VAR K=V``, SGLang's test harnesses)."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchCommand(Event):
+    """The command line that started SGLang, as a shell or harness echoed it."""
+
+    program: str  # "python3 -m sglang.launch_server", "... sglang.bench_one_batch" as printed
+    argv: str  # everything after the program, as printed
+    env: tuple[tuple[str, str], ...]  # KEY=VALUE words before the program
+
+
+@dataclass(frozen=True, kw_only=True)
 class MiscMemory(Event):
     """A memory figure we recognise but that is not part of the start-up chain."""
 
@@ -276,14 +306,6 @@ class ExceptionIgnored(Event):
     callback) printed with its traceback; it never ends the program."""
 
     what: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class OfflineRun(Event):
-    """An offline tool named in the log (its command line or a frame): bench_one_batch,
-    bench_latency, bench_offline_throughput. None of them prints a ready line."""
-
-    tool: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -195,6 +195,33 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("All Reduce config: symmetric_memory = ",),
     ),
     _p(
+        "custom_ar",
+        r"^(?:\[AR\] (?:All-reduce call path: (?P<path>.{1,200})|Using (?P<impl>\w{1,80}))"
+        r"|(?P<off>Custom allreduce is disabled because|Setup Custom allreduce failed)(?P<why>.{0,500}))",
+        "Setup Custom allreduce failed with CUDART error: peer access is not supported between "
+        "these two devices. To silence this warning, specify --disable-custom-all-reduce explicitly.",
+        "legacy custom AR warnings (8.2); [AR] lines of ROCm builds (corpus 003, 005)",
+        needs=("[AR] ", "Custom allreduce is disabled because", "Setup Custom allreduce failed"),
+    ),
+    _p(
+        "launch_env",
+        r"^(?:ENV_VAR_(?:CASE|SYS) (?P<k1>[A-Za-z_][A-Za-z0-9_]{0,100}):(?P<v1>.{0,2000})"
+        r"|Setting ENV_VAR (?P<k2>[A-Za-z_][A-Za-z0-9_]{0,100})=(?P<v2>.{0,2000}))$",
+        "Setting ENV_VAR SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=96",
+        "test-harness environment echo, no prefix (corpus 019, 036)",
+        needs=("ENV_VAR_CASE ", "ENV_VAR_SYS ", "Setting ENV_VAR "),
+    ),
+    _p(
+        "launch_command",
+        r"^(?!\s{0,8}Example:)(?P<pre>.{0,2000}?)(?<![\w.'])"
+        r"(?P<prog>python[0-9.]{0,6} {1,8}-m {1,8}sglang\.(?:launch_server|bench_one_batch"
+        r"|bench_offline_throughput))(?P<argv>(?:\s.{0,200000})?)$",
+        "command=python3 -m sglang.launch_server --model-path m --tp-size 2 --mem-fraction-static 0.8",
+        "a shell or harness echo of the command line (corpus 001, 007, 018, 019, 036); "
+        "`sglang serve` has no rare byte for the reader's prefilter, so it is not read",
+        needs=("sglang.launch_server", "sglang.bench_"),
+    ),
+    _p(
         "symm_prealloc",
         rf"^Pre-allocating symmetric memory pool with (?P<gib>{NUM}) GiB",
         "Pre-allocating symmetric memory pool with 4 GiB",
@@ -321,13 +348,6 @@ PATTERNS: tuple[LinePattern, ...] = (
         ),
     ),
     _p(
-        "offline_run",
-        r"sglang[./]bench_(?P<tool>one_batch|latency|offline_throughput)(?![\w])",
-        "python -m sglang.bench_one_batch --model-path /models/gpt-oss-20b --batch 1",
-        "an offline tool's command line or frame: no ready line, bench_one_batch no scheduler",
-        needs=("sglang.bench_", "sglang/bench_"),
-    ),
-    _p(
         "bench_result",
         r"^(?:(?P<offline>(?:Prefill|Total)\. {1,2}latency: |Decode\. {1,2}median latency: "
         r"|=+ ?Offline Throughput Benchmark Result)|(?P<serving>=+ ?Serving Benchmark Result))",
@@ -402,9 +422,9 @@ KEYWORDS: tuple[str, ...] = (
     "Compiling num tokens", "%|", "Registering", "memory capacity is unbalanced",
     "Not enough memory", "out of memory", "Error", "Exception", "exception", "Traceback",
     "didn't finish", "Received sigquit", "ready to roll", "Uvicorn running",
-    "Application startup complete", "CUDA graph", "sglang.bench_", "sglang/bench_",
-    "Prefill. latency", "Total. latency", "median latency", "Benchmark Result",
-    "Using Transformers backend", '.py", line ',
+    "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR",
+    "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
+    "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

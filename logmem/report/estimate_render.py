@@ -12,7 +12,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from logmem.analysis.communication import Plan
 from logmem.estimate import Estimate, Unknown
+from logmem.report.communication import plan_json, plan_view
 from logmem.report.markdown import md_escape, table_md
 from logmem.report.model import Table
 from logmem.report.safe_text import one_line, strip_controls
@@ -158,12 +160,25 @@ def _tables(v: EstimateView) -> list[Table]:
     return [v.summary] + ([v.components] if v.components is not None else [])
 
 
-def render_text(est: Estimate) -> str:
+def _comm_tables(plan: Plan | None) -> tuple[list[Table], tuple[str, ...]]:
+    """The Communication table (report.communication's view, drawn as analyze draws it)."""
+    if plan is None:
+        return [], ()
+    v = plan_view(plan)
+    return [Table(g.title, g.columns, g.rows, g.align, g.notes) for g in v.grids], (v.summary,)
+
+
+def render_text(est: Estimate, plan: Plan | None = None) -> str:
     """Plain text, at most 100 columns wide."""
     v = estimate_view(est)
     out = [v.title, "=" * len(v.title)]
     for t in _tables(v):
         out += ["", t.title, *table_lines(t)]
+    comm_tables, comm_notes = _comm_tables(plan)
+    for t in comm_tables:
+        out += ["", t.title, *table_lines(t)]
+        for note in (*t.notes, *comm_notes):
+            out += textwrap.wrap(note, WIDTH)
     if v.notes:
         out += ["", "Notes"]
         for note in v.notes:
@@ -171,19 +186,21 @@ def render_text(est: Estimate) -> str:
     return strip_controls("\n".join(out) + "\n")
 
 
-def render_markdown(est: Estimate) -> str:
-    """GitHub Markdown: the summary and component tables, then the notes."""
+def render_markdown(est: Estimate, plan: Plan | None = None) -> str:
+    """GitHub Markdown: the summary and component tables, the communication table, the notes."""
     v = estimate_view(est)
     out = [f"## {md_escape(v.title)}"]
-    for t in _tables(v):
+    comm_tables, comm_notes = _comm_tables(plan)
+    for t in [*_tables(v), *comm_tables]:
         out += ["", *table_md(t)]
+    out += [md_escape(n) for n in comm_notes]
     if v.notes:
         out += ["", "Notes:", ""]
         out += [f"- {md_escape(note)}" for note in v.notes]
     return strip_controls("\n".join(out) + "\n")
 
 
-def to_json(est: Estimate) -> dict[str, Any]:
+def to_json(est: Estimate, plan: Plan | None = None) -> dict[str, Any]:
     """A JSON-ready dict; exact integer bytes, null where the config does not say, and for
     each null figure the flags (settings) or config keys that would fill it."""
     p = est.parallel
@@ -221,6 +238,7 @@ def to_json(est: Estimate) -> dict[str, Any]:
         "deepep_buffer_bytes": est.deepep_buffer_bytes,
         "deepep_masked_gemm_bytes": est.deepep_masked_gemm_bytes,
         "req_to_token_bytes": est.req_to_token_bytes,
+        "communication": plan_json(plan) if plan is not None else None,
         "notes": list(est.notes),
         "unknown": [
             {

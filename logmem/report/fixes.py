@@ -216,9 +216,14 @@ def _(e: fx.RaiseMfsNoFigures) -> str:
 
 @effect_text.register
 def _(e: fx.SmallestMfs) -> str:
+    scaled = (
+        f" (SGLang runs the rule with mfs x {e.factor:g}: mfs > {e.exact / e.factor:.4f})"
+        if e.factor != 1
+        else ""
+    )
     return (
         f"the smallest value with a KV pool at all: mfs > 1 - {_g(e.after_weights_bytes)} / "
-        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}; each further {e.step:g} adds "
+        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}{scaled}; each further {e.step:g} adds "
         f"{_g(e.step_bytes)} GiB of KV; costs headroom: {_g(e.headroom_bytes)} GiB is left outside "
         "the budget for activations and CUDA graphs, so too high a value fails later in capture"
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse.lines import Source
 from logmem.report.model import (
     LaunchReport,
@@ -238,6 +238,29 @@ def launch_figures(
     return figs, notes
 
 
+def communication_figure(lr: LaunchReport, n: int) -> Figure:
+    """The groups x mechanisms heat map, with the lines the join read (init, All Reduce, DeepEP)."""
+    from logmem.report import plots
+    from logmem.report.comm_plot import comm_figure
+    from logmem.report.communication import comm_plot_data
+
+    c = lr.communication
+    assert c is not None
+    L = lr.ledger.launch
+    lines = [r.line for r in c.ranks if r.rank == c.main_rank]
+    lines += [n for cell in c.plan.cells for n in cell.lines]
+    if c.deepep is not None:
+        lines += list(c.deepep.lines)
+    svg = plots.figure_svg(comm_figure(comm_plot_data(c.plan)), salt=f"logmem-{L.index}-{n}")
+    return Figure(
+        "communication",
+        svg,
+        "Communication cells per rank: darker is larger, hatched has no formula (measure); the "
+        "outline says when each is allocated.",
+        _sources(L, c.main_rank, lines),
+    )
+
+
 # --- the analysis page --------------------------------------------------------------------
 
 
@@ -278,6 +301,8 @@ def launch_html(lr: LaunchReport, first_figure: int, multi_path: bool) -> tuple[
         if len(led.ranks) <= 2 or (main is not None and rl.rank == main.label)
     ]
     figs, notes = launch_figures(led, leading, fold)
+    if lr.communication is not None and lr.communication.plan.cells:
+        figs.append(communication_figure(lr, first_figure + len(figs)))
     if figs or notes:
         out.append("<h3>Plots</h3>")
         out.extend(f'<p class="note">{esc(n)}</p>' for n in notes)

@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.comm_inputs import env_values
+from logmem.analysis.comm_join import communication
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
 from logmem.analysis.failures.records import exc_type_of, message_of
 from logmem.analysis.ledger import ledger_rows
-from logmem.model.launch import Graph, Launch, Model, Rank, Traceback
+from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.communication import comm_json
 from logmem.report.fixes import effect_text
+from logmem.report.graph_lines import graph_sentences
+from logmem.report.inputs_text import inputs_json
 from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import explanation_text, headline_text
@@ -140,6 +145,11 @@ def graph_json(g: Graph) -> dict[str, Any]:
         "largest_bucket_gib": gib(g.largest_bucket_bytes),
         "other_buckets_gib": gib(g.other_buckets_bytes),
         "complete": g.complete,
+        "memory_printed": g.memory_printed,
+        "opened_by": g.opened_by,
+        "bucket_count": g.bucket_count,
+        "largest_size": g.largest_size,
+        "largest_size_source": g.largest_size_source,
         "lines": [_ln(b), _ln(e)],
     }
 
@@ -260,7 +270,18 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
         if sz.bytes_per_token_range
         else None,
         "bytes_per_token_likely": sz.likely_bytes_per_token,
+        "rule_mem_fraction_static": round(sz.rule_mfs, 6),
+        "mfs_adjustments": [
+            {"scope": a.scope, "factor": a.factor, "versions": a.versions} for a in sz.adjustments
+        ],
+        "rule_tokens": sz.rule_tokens,
+        "budget_bytes_per_token": _round(sz.budget_bytes_per_token),
+        "all_pools_bytes_per_token": _round(sz.all_pools_bytes_per_token),
     }
+
+
+def _round(x: float | None) -> int | None:
+    return round(x) if x is not None else None
 
 
 def launch_json(
@@ -307,7 +328,7 @@ def launch_json(
         }
         if led.reserve
         else None,
-        "findings": [finding_text(f) for f in led.findings],
+        "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
         "ranks": [
             rank_json(r, rl) for r, rl in zip(L.ranks, led.ranks) if shown is None or shown(r.label)
         ],
@@ -339,6 +360,9 @@ def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
 def analysis_json(a: Analysis) -> dict[str, Any]:
     ledgers = [build_ledger(L) for L in a.launches]
     launches = [launch_json(L, led, a.shows) for L, led in zip(a.launches, ledgers)]
+    for doc, led in zip(launches, ledgers):
+        com = communication(led, a.model_config, env_values(a))
+        doc["communication"] = comm_json(com) if com is not None else None
     if a.model_config is not None:
         for doc, led in zip(launches, ledgers):
             doc["expected"] = expected_json(led, a.model_config)
@@ -364,6 +388,7 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
             }
             for st in a.stats
         ],
+        "grouping": inputs_json(a),
         "launches": launches,
         # The first examples of each shape (bounded); unmatched_memory counts every line.
         "unmatched_memory_lines": [

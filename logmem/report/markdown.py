@@ -67,7 +67,8 @@ def render_report(rep: Report) -> str:
             for t in sec.tables:
                 out.extend(table_md(t))
                 out.append("")
-            out.extend(md_escape(p) for p in sec.paragraphs)
+            for p in sec.paragraphs:  # a blank line between: Markdown would merge them
+                out.extend([md_escape(p), ""])
             if sec.details:
                 out.append("</details>")
         out.append("")

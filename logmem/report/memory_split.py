@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from logmem.analysis.failures import OutOfMemory, outcome
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse.oom_split import Figure, MemorySplit
 from logmem.units import format_gib
 

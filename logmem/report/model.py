@@ -5,13 +5,18 @@ The numbers are decided here once, so the formats cannot disagree about them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.comm_inputs import EnvValue, env_values
+from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
-from logmem.model.launch import Launch, Rank
+from logmem.model.records import Launch, Rank
+from logmem.report.communication import comm_view
+from logmem.report.graph_lines import graph_sentences
+from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
@@ -51,6 +56,7 @@ class LaunchReport:
     findings: tuple[str, ...]
     sections: tuple[Section, ...]
     ledger: LaunchLedger = field(compare=False, repr=False)
+    communication: Communication | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,14 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         ),
         ("free after weights (min over ranks)", _g(sz.after_weights_bytes), ""),
         ("mem_fraction_static", f"{sz.mem_fraction_static:g}", "server_args"),
+        *(
+            (
+                f"x {a.factor:g} ({a.scope})",
+                f"{sz.rule_mfs:.4g}",
+                f"SGLang {a.versions} scales it after printing server_args",
+            )
+            for a in sz.adjustments
+        ),
         ("rest = after - P x (1 - mfs)", _g(sz.rest_bytes), "SGLang's KV rule (reference 12.2)"),
         ("pools logged", _g(sz.logged_pool_bytes), "KV (+ Mamba) lines"),
     ]
@@ -226,9 +240,8 @@ def sizing_table(led: LaunchLedger) -> Table | None:
     if sz.bytes_per_token_range:
         lo, hi = sz.bytes_per_token_range
         likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else "?"
-        rows.append(
-            ("bytes per token", likely, f"consistent with the printed sizes: {lo:,} to {hi:,}")
-        )
+        what = "the rule and max_total_num_tokens" if sz.rule_tokens else "the printed sizes"
+        rows.append(("bytes per token", likely, f"consistent with {what}: {lo:,} to {hi:,}"))
     if led.reserve is not None:
         for term in led.reserve.terms:
             rows.append(
@@ -266,10 +279,13 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
                 "agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-"
             )
         )
+        measured = gib_or_bytes(c.what, c.measured_bytes)
+        if c.measured_range is not None and c.measured_range[0] != c.measured_range[1]:
+            measured = f"{c.measured_range[0]:,} to {c.measured_range[1]:,} B"
         rows.append(
             (
                 c.what,
-                gib_or_bytes(c.what, c.measured_bytes),
+                measured,
                 gib_or_bytes(c.what, c.expected_bytes),
                 verdict,
             )
@@ -285,11 +301,19 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
     return t, cc.findings
 
 
+def communication_section(c: Communication) -> Section:
+    """The groups x mechanisms table, what the log measured of it, and the findings."""
+    v = comm_view(c)
+    tables = tuple(Table(g.title, g.columns, g.rows, g.align, g.notes) for g in v.grids)
+    return Section("Communication", tables, (v.summary, *v.findings))
+
+
 def launch_report(
     L: Launch,
     n_launches: int,
     all_ranks: bool = False,
     config: dict[str, Any] | None = None,
+    env: Sequence[EnvValue] = (),
     ranks_shown: tuple[str, ...] = (),
 ) -> LaunchReport:
     led = shown_ledger(build_ledger(L), ranks_shown)
@@ -318,6 +342,9 @@ def launch_report(
     if config is not None:
         et, extra = expected_table(led, config)
         sections.append(Section("Expected from config.json", (et,)))
+    com = communication(led, config, env)
+    if com is not None:
+        sections.append(communication_section(com))
     if main is not None and (rl := led.rank(main.label)) is not None:
         bts = bucket_tables(rl)
         if bts:
@@ -329,8 +356,8 @@ def launch_report(
     title = f"Launch {L.index}" if n_launches > 1 else "Launch"
     if isinstance(model, str):
         title += f": {model}"
-    found = tuple(finding_text(f) for f in led.findings)
-    return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led)
+    found = tuple(finding_text(f) for f in led.findings) + tuple(graph_sentences(L))
+    return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led, com)
 
 
 def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:
@@ -377,13 +404,16 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
             f"{a.unmatched.total} line(s) carry a memory figure but match no pattern "
             "(`logmem lines` lists them)."
         )
+    notes.extend(input_sentences(a))
     stray = sum(L.stray_bars for L in a.launches)
     if stray:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
     return Report(
         "logmem memory report",
         tuple(
-            launch_report(L, len(a.launches), all_ranks, a.model_config, a.shown_ranks)
+            launch_report(
+                L, len(a.launches), all_ranks, a.model_config, env_values(a), a.shown_ranks
+            )
             for L in a.launches
         ),
         tuple(notes),

@@ -80,7 +80,7 @@ def _(n: fx.LoadedBudget) -> str:
     )
     return (
         f"after loading {_g(n.weights_bytes)} GiB of weights, the ranks that finished leave rest = "
-        f"{_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x (1 - {fmt_mfs(n.mfs)}) = "
+        f"{_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x (1 - {mfs_term(n.mfs, n.factor)}) = "
         f"{_g(n.rest_bytes)} GiB for the KV pool{empty}"
     )
 
@@ -115,7 +115,7 @@ def _(n: fx.NoServerArgs) -> str:
 def _(n: fx.BudgetCameOut) -> str:
     return (
         f"the KV budget came out as rest = {_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x "
-        f"(1 - {fmt_mfs(n.mfs)}) = {_g(n.rest_bytes)} GiB (smallest Load weight end avail minus "
+        f"(1 - {mfs_term(n.mfs, n.factor)}) = {_g(n.rest_bytes)} GiB (smallest Load weight end avail minus "
         "P x (1 - mfs), P = the smallest Load weight begin avail)"
     )
 
@@ -252,7 +252,7 @@ def _(n: fx.RuleDoesNotExplain) -> str:
     might.append("a reserve for a multimodal encoder")
     return (
         f"SGLang's KV rule gives rest = {_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x "
-        f"(1 - {fmt_mfs(n.mfs)}) = {_g(n.rest_bytes)} GiB, a positive budget, yet SGLang "
+        f"(1 - {mfs_term(n.mfs, n.factor)}) = {_g(n.rest_bytes)} GiB, a positive budget, yet SGLang "
         f"found not enough memory: the rule does not explain this failure. What might: "
         f"{'; '.join(might)}"
     )
@@ -267,6 +267,11 @@ def _(n: fx.TransformersFallback) -> str:
         else ""
     )
     return f"the model runs on the Transformers backend (the log says 'Using Transformers backend.'){shard}"
+
+
+def mfs_term(mfs: float, factor: float) -> str:
+    """The mem_fraction_static the rule runs with: the flag, times SGLang's own factor if any."""
+    return fmt_mfs(mfs) if factor == 1 else f"{fmt_mfs(mfs)} x {factor:g}"
 
 
 def frame_text(f: Frame) -> str:

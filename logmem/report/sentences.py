@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import singledispatch
 
 import logmem.analysis.findings as fd
+from logmem.analysis.sizing import Sizing
 from logmem.sglang import rules
 from logmem.units import format_gib
 
@@ -19,6 +20,13 @@ def _g(n: int | None) -> str:
 
 def _on(rank: str) -> str:
     return rank or "the GPU"
+
+
+def graphs_name(backend: str) -> str:
+    """The graphs' name as the log prints their backend: "cuda graph" -> "CUDA graphs",
+    "npu graph" -> "NPU graphs"; an unknown word is kept as printed."""
+    word, _, rest = backend.partition(" ")
+    return f"{word.upper() if len(word) <= 4 else word} {rest or 'graph'}s"
 
 
 @singledispatch
@@ -37,32 +45,63 @@ def _(f: fd.Weights) -> str:
     return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}{held})."
 
 
+def _per_token(sz: Sizing) -> str:
+    """The full pool's bytes per token: the range print rounding allows, and the round cell."""
+    rng = sz.bytes_per_token_range
+    if rng is None:
+        return f"about {sz.bytes_per_token:,.0f} bytes per token" if sz.bytes_per_token else ""
+    lo, hi = rng
+    likely = f", likely {sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else ""
+    span = f"{lo:,} bytes" if lo == hi else f"{lo:,} to {hi:,} bytes"
+    return f"{span} per token by print rounding{likely}"
+
+
+def adjustment_text(a: rules.MfsAdjustment) -> str:
+    what = "multimodal models" if a.scope == "multimodal" else "the aiter backend at long contexts"
+    return f"by {a.factor:g} for {what} (SGLang {a.versions})"
+
+
 @finding_text.register
 def _(f: fd.KVBudget) -> str:
     sz = f.sizing
     tok = f" for {sz.kv_tokens:,} tokens" if sz.kv_tokens else ""
-    bpt = ""
-    if sz.likely_bytes_per_token:
-        bpt = f" ({sz.likely_bytes_per_token:,} bytes per token)"
-    elif sz.bytes_per_token:
-        bpt = f" (about {sz.bytes_per_token:,.0f} bytes per token)"
-    logged = (
-        f"; the pools logged {_g(sz.logged_pool_bytes)} GiB{tok}{bpt}"
-        if sz.logged_pool_bytes
-        else ""
-    )
-    if sz.pools and sz.logged_pool_bytes:
+    per = _per_token(sz)
+    logged = ""
+    if sz.logged_pool_bytes and not sz.pools:
+        logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB{tok}" + (
+            f" ({per})" if per else ""
+        )
+    elif sz.logged_pool_bytes:
         each = ", ".join(
             f"{lab} {_g(b)} GiB" + (f" for {tk:,} tokens" if tk else "") for lab, b, tk in sz.pools
         )
-        cell = sz.likely_bytes_per_token or (
-            round(sz.bytes_per_token) if sz.bytes_per_token else None
+        full = sz.pools[-1][0]
+        logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB ({each})" + (
+            f"; the {full} pool takes {per}" if per else ""
         )
-        per = f"; {cell:,} bytes per token in the {sz.pools[-1][0]} pool" if cell else ""
-        logged = f"; the pools logged {_g(sz.logged_pool_bytes)} GiB ({each}{per})"
+    elif sz.rule_tokens and per:
+        logged = (
+            f"; no KV line: {sz.rule_tokens:,} tokens (max_total_num_tokens) in that budget "
+            f"give {per}"
+        )
+    budget = sz.budget_bytes_per_token
+    if budget and sz.full_cell_bytes and budget > sz.full_cell_bytes + 0.5:
+        others = (
+            "the Mamba state's"
+            if not sz.pools
+            else "the SWA pool's"
+            if sz.pools[0][0] == "SWA"
+            else "the other pools'"
+        )
+        logged += f"; with {others} share a token costs {budget:,.0f} bytes of the budget"
+    mfs = f"{sz.mem_fraction_static:g}" + "".join(f" x {a.factor:g}" for a in sz.adjustments)
+    why = "".join(
+        f"; SGLang scales mem_fraction_static {adjustment_text(a)} after printing server_args"
+        for a in sz.adjustments
+    )
     return (
         f"KV budget by SGLang's rule: {_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
-        f"(1 - {sz.mem_fraction_static:g}) = {_g(sz.rest_bytes)} GiB{logged}."
+        f"(1 - {mfs}) = {_g(sz.rest_bytes)} GiB{logged}{why}."
     )
 
 
@@ -96,15 +135,38 @@ _GAP_WHY = {
 }
 
 
+def _fit_text(fit: fd.RuleFit) -> str:
+    if fit.added is not None:
+        return (
+            f"scaling mem_fraction_static {adjustment_text(fit.added)}, the rule gives "
+            f"{_g(fit.rest_bytes)} GiB, which the pools match: this launch's SGLang applied it"
+        )
+    names = " and ".join(adjustment_text(a) for a in fit.left_out)
+    return (
+        f"without scaling mem_fraction_static {names}, the rule gives {_g(fit.rest_bytes)} GiB, "
+        "which the pools match: this launch's SGLang did not apply it"
+    )
+
+
 @finding_text.register
 def _(f: fd.PoolsVsBudget) -> str:
     why = (
         f"--max-total-tokens {f.max_total_tokens:,} capped the pool"
         if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
+        else _fit_text(f.fits)
+        if f.fits is not None
         else _GAP_WHY.get(f.reason, "")
     )
     more = "more" if f.gap_bytes > 0 else "less"
-    return f"The pools logged {_g(abs(f.gap_bytes))} GiB {more} than that budget: {why}."
+    what = (
+        "The KV cache of the pool step (its drop minus the request-to-token table; no KV line) took"
+        if f.derived
+        else "The pools logged"
+    )
+    return (
+        f"{what} {_g(abs(f.gap_bytes))} GiB {more} than that budget ({_g(f.pool_bytes)} against "
+        f"{_g(f.rule_bytes)} GiB, beyond print rounding): {why}."
+    )
 
 
 @finding_text.register
@@ -129,7 +191,7 @@ def _(f: fd.GraphSplit) -> str:
         else ""
     )
     return (
-        f"CUDA graphs ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
+        f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
         f"{_g(f.static.bytes)}, {f.largest.name} {_g(f.largest.bytes)}, the {f.other.name} "
         f"{_g(f.other.bytes)} in all{tail}."
     )
@@ -144,7 +206,8 @@ def _(f: fd.LargestBucketNote) -> str:
 def _(f: fd.GraphSparse) -> str:
     parts = "; ".join(f"{c.name} {_g(c.bytes)}" for c in f.parts)
     return (
-        f"CUDA graphs ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}, but the log kept "
+        f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}, "
+        "but the log kept "
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
         f"{parts}."
     )
@@ -230,14 +293,65 @@ def _(f: fd.BottomedOut) -> str:
 
 @finding_text.register
 def _(f: fd.Imbalance) -> str:
+    at = (
+        f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
+        if f.shared_price
+        else ""
+    )
     cost = (
-        f", which costs about {f.kv_tokens:,} KV tokens per rank (mem_fraction_static x the gap)"
+        f", which costs about {f.kv_tokens:,} KV tokens per rank (mem_fraction_static x the "
+        f"gap{at})"
         if f.kv_tokens
         else ""
     )
     return (
         f"Ranks differ by {_g(f.gap_bytes)} GiB of free memory before loading; SGLang sizes "
         f"every rank from the smallest ({f.binding_rank}){cost}."
+    )
+
+
+def _about(n: int) -> str:
+    return f"{round(n, -2):,}" if n >= 1000 else f"{n:,}"
+
+
+_SNAPSHOT = "a torch memory snapshot taken during start-up (logmem snapshot)"
+
+
+@finding_text.register
+def _(f: fd.Unexplained) -> str:
+    where = f"the step '{f.phase}' on {_on(f.rank)}"
+    if f.likely is fd.LikelyCause.GIVEN_BACK:
+        return (
+            f"In {where}, free memory rose by {_g(-f.bytes)} GiB beyond what its causes explain: "
+            "memory was given back (temporaries freed, another process on the GPU releasing "
+            "memory, or system RAM on a unified-memory device such as GB10), not taken; "
+            f"nvidia-smi or {_SNAPSHOT} would show what was released."
+        )
+    if f.likely is fd.LikelyCause.REQUEST_TABLE and f.table is not None:
+        (r_lo, r_hi), (c_lo, c_hi) = f.table.rows, f.table.context
+        slots = (
+            f"with {r_lo:,} request slots"
+            if r_lo == r_hi
+            else f"SGLang's default of {r_lo:,} to {r_hi:,} request slots"
+        )
+        ctx = f"{_about(c_lo)} tokens" if c_lo == c_hi else f"{_about(c_lo)} to {_about(c_hi)}"
+        return (
+            f"{_g(f.bytes)} GiB of {where} is in no printed line: most likely the "
+            "request-to-token table ((request slots + 1) x context length x 4 B), which this log "
+            f"does not size; {slots} make it {_g(f.bytes)} GiB at a context of about {ctx} "
+            "tokens. The scheduler summary line (max_running_requests, context_len) or "
+            "context_length in the server_args would pin it down."
+        )
+    if f.likely is fd.LikelyCause.BEYOND_TABLE:
+        return (
+            f"{_g(f.bytes)} GiB of {where} is neither a printed pool nor the request-to-token "
+            "table: possibly another process on the GPU (free memory is device-wide), or a "
+            "buffer this SGLang version allocates with the pools without a line; nvidia-smi "
+            f"during start-up or {_SNAPSHOT} would pin it down."
+        )
+    return (
+        f"{_g(f.bytes)} GiB went in {where} with no line printing it (workspaces, "
+        f"communicators, lazily created buffers); {_SNAPSHOT} would pin it down."
     )
 
 

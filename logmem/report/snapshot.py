@@ -1,6 +1,6 @@
 """`logmem snapshot` reports: the JSON view model (logmem.snapshot/1) and text / Markdown.
 
-Facts come from logmem.snapshot (bytes throughout); this module only words and rounds them.
+Facts come from logmem.torch_snapshot (bytes throughout); this module only words and rounds them.
 Sizes are shown the way PyTorch's own messages show them (format_size: bytes, KiB, MiB or
 GiB with two decimals), so a figure here reads like the OOM message beside it.
 """
@@ -14,11 +14,11 @@ from logmem import __version__
 from logmem.report.markdown import md_escape, table_md
 from logmem.report.model import Section, Table, rank_name
 from logmem.report.text import WIDTH, table_lines
-from logmem.snapshot.analysis import SnapshotAnalysis, SnapshotFile
-from logmem.snapshot.join import LOG_ROUNDING_BYTES, LogJoin
-from logmem.snapshot.model import PoolId
-from logmem.snapshot.summary import DeviceSummary, SiteTotal
-from logmem.snapshot.trace import DeviceTrace, PoolTrace
+from logmem.torch_snapshot.analysis import SnapshotAnalysis, SnapshotFile
+from logmem.torch_snapshot.join import LOG_ROUNDING_BYTES, LogJoin
+from logmem.torch_snapshot.model import PoolId
+from logmem.torch_snapshot.summary import DeviceSummary, SiteTotal
+from logmem.torch_snapshot.trace import DeviceTrace, PoolTrace
 from logmem.units import format_gib
 
 SCHEMA = "logmem.snapshot/1"

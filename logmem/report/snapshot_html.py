@@ -11,7 +11,7 @@ from logmem.report.page import Figure, esc, figure_html, page, table_html
 from logmem.report.plots import figure_svg
 from logmem.report.snapshot import sections
 from logmem.report.snapshot_plots import draw, sites_data, timeline_data
-from logmem.snapshot.analysis import SnapshotAnalysis
+from logmem.torch_snapshot.analysis import SnapshotAnalysis
 
 
 def _figures(a: SnapshotAnalysis) -> list[Figure]:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from logmem.report.plot_data import short
 from logmem.report.plots import _figure, _lit, _style
-from logmem.snapshot.summary import DeviceSummary
-from logmem.snapshot.trace import DeviceTrace
+from logmem.torch_snapshot.summary import DeviceSummary
+from logmem.torch_snapshot.trace import DeviceTrace
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

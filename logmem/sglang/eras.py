@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse import events as ev
 
 

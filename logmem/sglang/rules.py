@@ -17,10 +17,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from logmem.sglang.adjustments import AITER_LONG_CONTEXT as AITER_LONG_CONTEXT
+from logmem.sglang.adjustments import MFS_ADJUSTMENTS as MFS_ADJUSTMENTS
+from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARCHITECTURES
+from logmem.sglang.adjustments import MfsAdjustment as MfsAdjustment
+from logmem.sglang.adjustments import adjustment_candidates as adjustment_candidates
+from logmem.sglang.adjustments import mfs_adjustments as mfs_adjustments
 from logmem.units import GIB, MIB
 
 if TYPE_CHECKING:
-    from logmem.model.launch import Launch, Model, Rank
+    from logmem.model.records import Launch, Model, Rank
     from logmem.parse.events import WeightsBegin, WeightsEnd
 
 # --- print resolution ------------------------------------------------------------------------
@@ -66,6 +72,16 @@ def bytes_per_token_range(
     err = printed_sum_error_bytes(parts)
     lo, hi = (total_bytes - err) / tokens, (total_bytes + err) / tokens
     return max(0, int(lo) + 1), int(hi)
+
+
+def rule_bytes_per_token_range(rest_bytes: int, tokens: int, mfs: float) -> tuple[int, int]:
+    """Whole bytes per token consistent with ``max_total_num_tokens = rest // cell`` when only
+    the token count is printed (E0/E1 print no KV line): ``cell`` lies in
+    ``((rest - e) / (tokens + 1), (rest + e) / tokens]`` where ``e`` is what the printed A and P
+    leave of rest (+-0.005 GiB each, P counted x (1 - mfs); ``profile_max_num_token``,
+    ``model_runner.py``, all eras E0-E7)."""
+    err = PRINT_RESOLUTION_BYTES * (1 + (1 - mfs))
+    return max(0, int((rest_bytes - err) / (tokens + 1)) + 1), int((rest_bytes + err) / tokens)
 
 
 # --- KV-pool sizing ---------------------------------------------------------------------------
@@ -210,6 +226,20 @@ def _min_over(ranks: Iterable[Rank], reading: Any) -> tuple[int, str] | None:
     return min(vals) if vals else None
 
 
+# --- SGLang's own adjustments of mem_fraction_static: logmem/sglang/adjustments.py ----------
+
+
+def kv_rule_tolerance_bytes(mfs: float, parts: int, cell_bytes: float | None) -> float:
+    """How far the logged pool may sit from ``kv_budget_bytes`` by print rounding alone.
+
+    A and P are printed to +-0.005 GiB (P counts x (1 - mfs)), each printed pool size to
+    +-0.005 GiB (``printed_sum_error_bytes``), and ``max_total_num_tokens = rest // cell`` drops
+    up to one cell while the buffers hold ``#tokens + page_size`` slots (``profile_max_num_token``
+    and ``memory_pool.py``, all eras E0-E7; one page of up to 128 slots is allowed for)."""
+    reading = PRINT_RESOLUTION_BYTES * (1 + (1 - mfs))
+    return reading + printed_sum_error_bytes(parts) + 129 * (cell_bytes or 0)
+
+
 # --- small pools ------------------------------------------------------------------------------
 
 
@@ -222,12 +252,26 @@ def req_to_token_bytes(max_running_requests: int, context_len: int) -> int:
     return (max_running_requests + 1) * context_len * 4
 
 
+DEFAULT_REQUEST_ROWS = (2048, 4096)
+"""The bounds of SGLang's default request-pool size (``init_memory_pool``, ``model_runner.py``
+0.3.6 - 0.5.3 read, 2024-11 - 2025-10; ``model_runner_kv_cache_mixin.py`` 0.5.9). Since 0.5.x
+the size is computed from the profiled token count before ``--max-total-tokens`` clamps it, so
+the printed ``#tokens`` does not always give the row count: only these bounds are certain."""
+
+
 def default_max_running_requests(max_total_tokens: int, context_len: int) -> int:
     """SGLang's default request-pool size: ``min(max(int(tokens / ctx x 512), 2048), 4096)``.
 
     ``profile_max_num_token`` / ``init_memory_pool`` (``model_runner.py``,
     ``model_runner_kv_cache_mixin.py``), about 2025 on; around 2024 the cap was 5120."""
-    return min(max(int(max_total_tokens / context_len * 512), 2048), 4096)
+    lo, hi = DEFAULT_REQUEST_ROWS
+    return min(max(int(max_total_tokens / context_len * 512), lo), hi)
+
+
+def req_to_token_context(table_bytes: int, max_running_requests: int) -> int:
+    """The context length at which ``req_to_token_bytes`` gives ``table_bytes``: its inverse in
+    ``context_len`` (same source and eras)."""
+    return round(table_bytes / req_to_token_bytes(max_running_requests, 1))
 
 
 # --- default mem_fraction_static: the reserve ------------------------------------------------

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from logmem.analysis.sizing import sizing
-from logmem.model.launch import Launch, Model, Rank
+from logmem.model.records import Launch, Model, Rank
 from logmem.sglang import rules
 
 
@@ -29,6 +29,9 @@ class Budget:
     tp_size: int | None
     ranks_seen: int
     cell_bytes: int | None = None  # the round cell size the printed KV sizes allow (Sizing)
+    # SGLang's own scaling of the flag before the rule (Sizing.adjustments): the rule runs
+    # with mfs x factor (1: none applies to this launch's version and model).
+    factor: float = 1.0
 
     @property
     def bytes_per_token(self) -> float | None:
@@ -45,7 +48,9 @@ class Budget:
         """SGLang's KV budget from these readings (rules.kv_budget_bytes), when all are printed."""
         if self.mfs is None or self.pre_load_bytes is None or self.post_load_bytes is None:
             return None
-        return rules.kv_budget_bytes(self.post_load_bytes, self.pre_load_bytes, self.mfs)
+        return rules.kv_budget_bytes(
+            self.post_load_bytes, self.pre_load_bytes, self.mfs * self.factor
+        )
 
     @property
     def kv_share(self) -> float:
@@ -69,11 +74,16 @@ def budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> Bud
     arg_mfs = launch.args.get("mem_fraction_static")
     tp = launch.args.get("tp_size")
     cell = None
-    if not draft and kv is not None:
-        sz = sizing(launch)
-        # The same pool the findings price (a sliding-window model's full pool may differ).
-        if sz is not None and sz.kv_tokens == kv.tokens and sz.kv_bytes == kv.total_bytes:
-            cell = sz.likely_bytes_per_token
+    sz = sizing(launch)
+    factor = math.prod(a.factor for a in sz.adjustments) if sz is not None else 1.0
+    # The same pool the findings price (a sliding-window model's full pool may differ).
+    same = (
+        sz is not None
+        and kv is not None
+        and (sz.kv_tokens, sz.kv_bytes) == (kv.tokens, kv.total_bytes)
+    )
+    if not draft and same and sz is not None:
+        cell = sz.likely_bytes_per_token
     return Budget(
         mfs=mfs
         if mfs is not None
@@ -88,6 +98,7 @@ def budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> Bud
         tp_size=tp if isinstance(tp, int) else None,
         ranks_seen=readings.ranks_seen,
         cell_bytes=cell,
+        factor=factor,
     )
 
 
@@ -116,6 +127,7 @@ def min_mfs_for_pool(b: Budget) -> float | None:
     exact = rules.smallest_mfs_with_pool(b.post_load_bytes, b.pre_load_bytes)
     if exact is None:
         return None
+    exact /= b.factor  # the flag's value whose scaled value the rule needs
     x = ceil3(exact)
     if x <= exact:  # strictly positive pool
         x = round(x + 0.001, 3)

@@ -15,7 +15,7 @@ from logmem.analysis.failures.budget import MFS_STEP, budget, fmt_mfs, min_mfs_f
 from logmem.analysis.failures.fixes import Fixes, draft_sized, quantized
 from logmem.analysis.failures.place import Place
 from logmem.analysis.failures.records import KVSizing, Unbalanced
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 from logmem.parse.lines import rank_tags
 from logmem.sglang import rules
 from logmem.units import GIB
@@ -37,19 +37,19 @@ def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
         args = launch.args
         draft = args.get("speculative_algorithm") not in (None, "", "None")
         multimodal = bool(args.get("enable_multimodal"))
-        notes.append(fx.RuleDoesNotExplain(a, p, b.mfs, rest, draft, multimodal))
+        notes.append(fx.RuleDoesNotExplain(a, p, b.mfs, rest, draft, multimodal, b.factor))
         fixes.append(fx.Fix("--mem-fraction-static", None, fx.RaiseMfsUnexplained(b.mfs)))
         return fixes, notes
     if b.mfs is not None and rest is not None:
-        notes.append(fx.BudgetCameOut(a, p, b.mfs, rest))
+        notes.append(fx.BudgetCameOut(a, p, b.mfs, rest, b.factor))
     lowest = min_mfs_for_pool(b)
     exact = rules.smallest_mfs_with_pool(a, p)
     if b.mfs is not None and lowest is not None and lowest <= b.mfs:
         lowest = None  # never below the value SGLang asked to increase
     if lowest is not None and lowest < 1 and exact is not None:
-        step = rules.mfs_step_bytes(p, MFS_STEP)
-        headroom = rules.outside_budget_bytes(p, lowest)
-        effect = fx.SmallestMfs(a, p, exact, MFS_STEP, step, headroom)
+        step = rules.mfs_step_bytes(p, MFS_STEP * b.factor)
+        headroom = rules.outside_budget_bytes(p, lowest * b.factor)
+        effect = fx.SmallestMfs(a, p, exact, MFS_STEP, step, headroom, b.factor)
         fixes.append(fx.Fix("--mem-fraction-static", fmt_mfs(lowest), effect))
     else:
         notes.append(fx.NoMfsGivesPool(a))

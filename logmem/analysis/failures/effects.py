@@ -141,6 +141,7 @@ class SmallestMfs:
     step: float
     step_bytes: int
     headroom_bytes: int
+    factor: float = 1.0  # SGLang scales the flag by this before the rule: mfs > exact / factor
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ from logmem.analysis.failures.effects import (
 )
 from logmem.analysis.failures.records import ErrorRecord, RankError
 from logmem.analysis.failures.traces import NoiseKind, RaisedIn, Up
-from logmem.model.launch import Traceback
+from logmem.model.records import Traceback
 from logmem.parse.events import Frame
 from logmem.parse.lines import Source
 
@@ -144,6 +144,7 @@ class LoadedBudget:
     pre_load_bytes: int
     mfs: float
     rest_bytes: int
+    factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.factor)
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,7 @@ class BudgetCameOut:
     pre_load_bytes: int
     mfs: float
     rest_bytes: int
+    factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.factor)
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,7 @@ class RuleDoesNotExplain:
     rest_bytes: int
     draft: bool  # speculative decoding is on: a draft model takes part of the budget
     multimodal: bool  # server_args says multimodal: SGLang reserves for it, some eras scale mfs
+    factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.factor)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from logmem.analysis.failures.records import (
     OutOfMemory,
 )
 from logmem.analysis.failures.traces import RaisedIn, Where
-from logmem.model.launch import Graph, Launch, Rank
+from logmem.model.records import Graph, Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import GIB
@@ -412,7 +412,7 @@ def _fewer_weights_fixes(launch: Launch, need: int | None) -> tuple[list[fx.Fix]
     if b.rest_bytes is not None and b.mfs is not None and w is not None:
         rest = b.rest_bytes
         assert b.post_load_bytes is not None and b.pre_load_bytes is not None
-        note = fx.LoadedBudget(w, b.post_load_bytes, b.pre_load_bytes, b.mfs, rest)
+        note = fx.LoadedBudget(w, b.post_load_bytes, b.pre_load_bytes, b.mfs, rest, b.factor)
     if b.tp_size is not None:
         fixes.append(
             fx.Fix("--tp-size", str(b.tp_size * 2), fx.DoubleTP(b.tp_size, b.mfs, rest, w))

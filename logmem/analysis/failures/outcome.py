@@ -45,7 +45,7 @@ from logmem.analysis.failures.traces import (
     offline_tool,
     raised_in,
 )
-from logmem.model.launch import Launch, Rank, Traceback
+from logmem.model.records import Launch, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 

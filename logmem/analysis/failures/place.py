@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from logmem.model.launch import Graph, Launch, Rank
+from logmem.model.records import Graph, Launch, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 

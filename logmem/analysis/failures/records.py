@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import regex
 
-from logmem.model.launch import Traceback
+from logmem.model.records import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.parse.oom_split import Figure, MemorySplit, parse_oom_split

@@ -19,7 +19,7 @@ from enum import Enum
 
 import regex
 
-from logmem.model.launch import Launch, Traceback
+from logmem.model.records import Launch, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 
@@ -41,12 +41,16 @@ class Up:
     source: Source
 
 
+_OFFLINE = regex.compile(r"sglang[./]bench_(one_batch|latency|offline_throughput)\b")
+
+
 def offline_tool(launch: Launch) -> str | None:
-    """The offline tool this launch is (bench_one_batch ...), as the log names it."""
-    for e in launch.all_events():
-        if isinstance(e, ev.OfflineRun):
-            return e.tool
-    return None
+    """The offline tool this launch is (bench_one_batch, bench_latency, bench_offline_throughput:
+    none prints a ready line), as its echoed command line or a traceback frame names it."""
+    names = [e.program for e in launch.all_events() if isinstance(e, ev.LaunchCommand)]
+    names += [f.path for t in launch.tracebacks for f in t.frames]
+    found = (m.group(1) for x in names if (m := _OFFLINE.search(x)) is not None)
+    return next(found, None)
 
 
 def _first(events: list[ev.Event], kind: type[ev.Event]) -> ev.Event | None:

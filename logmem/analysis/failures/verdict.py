@@ -8,7 +8,7 @@ from __future__ import annotations
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.failures.records import read_errors
-from logmem.model.launch import Launch
+from logmem.model.records import Launch
 
 
 def verdict(launch: Launch) -> fx.Verdict:

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 from logmem.errors import SelectionError
 from logmem.model.analysis import Analysis
-from logmem.model.launch import Graph, Rank
+from logmem.model.records import Graph, Rank
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
-from logmem.snapshot.summary import DeviceSummary
-from logmem.snapshot.trace import DeviceTrace
+from logmem.torch_snapshot.summary import DeviceSummary
+from logmem.torch_snapshot.trace import DeviceTrace
 
 # Two readings, each printed to two decimals: the drop's resolution, SGLang's rule.
 LOG_ROUNDING_BYTES = DIFFERENCE_RESOLUTION_BYTES

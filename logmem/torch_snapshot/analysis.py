@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logmem.model.analysis import Analysis
-from logmem.snapshot.join import LogJoin, join
-from logmem.snapshot.load import DEFAULT_MAX_BYTES, SnapshotError, load
-from logmem.snapshot.model import Snapshot, from_data
-from logmem.snapshot.summary import DeviceSummary, summarize
-from logmem.snapshot.trace import DeviceTrace, replay
+from logmem.torch_snapshot.join import LogJoin, join
+from logmem.torch_snapshot.load import DEFAULT_MAX_BYTES, SnapshotError, load
+from logmem.torch_snapshot.model import Snapshot, from_data
+from logmem.torch_snapshot.summary import DeviceSummary, summarize
+from logmem.torch_snapshot.trace import DeviceTrace, replay
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def analyze_snapshots(
 
 def block_records(a: SnapshotAnalysis) -> list[dict[str, object]]:
     """One row per block of every snapshot: what ``snapshot_frame()`` holds."""
-    from logmem.snapshot.summary import pool_kind, site
+    from logmem.torch_snapshot.summary import pool_kind, site
 
     rows: list[dict[str, object]] = []
     kinds = {

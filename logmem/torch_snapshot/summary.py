@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from logmem.snapshot.model import Block, Frame, PoolId, Segment, Snapshot, is_internal, short_path
+from logmem.torch_snapshot.model import (
+    Block,
+    Frame,
+    PoolId,
+    Segment,
+    Snapshot,
+    is_internal,
+    short_path,
+)
 
 NO_STACK = "(no stack recorded)"
 ONLY_TORCH = "(PyTorch or C++ frames only)"

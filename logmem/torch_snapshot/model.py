@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.snapshot.load import SnapshotError
+from logmem.torch_snapshot.load import SnapshotError
 
 MAX_BYTES_FIGURE = 1 << 62  # larger than any device; beyond it a size is not a size
 MAX_ITEMS = 20_000_000  # blocks + trace entries + frame references visited

@@ -20,8 +20,8 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from logmem.snapshot.model import PoolId, Segment, Snapshot, TraceEntry
-from logmem.snapshot.summary import DeviceSummary, SiteTotal, site
+from logmem.torch_snapshot.model import PoolId, Segment, Snapshot, TraceEntry
+from logmem.torch_snapshot.summary import DeviceSummary, SiteTotal, site
 
 _GROW = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
 _USE = {"alloc": 1, "free_completed": -1}

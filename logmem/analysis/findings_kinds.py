@@ -1,0 +1,31 @@
+"""The kinds of finding: one stable name per record type (logmem.analysis.findings)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class FindingKind(Enum):
+    """Which finding a record is (one value per record type; stable names for machines)."""
+
+    WEIGHTS = "weights"
+    KV_BUDGET = "kv_budget"
+    KV_LOGGED_AVAILABLE = "kv_logged_available"
+    DRAFT_KV_NEGATIVE = "draft_kv_negative"
+    BUDGET_NOT_POSITIVE = "budget_not_positive"
+    POOLS_VS_BUDGET = "pools_vs_budget"
+    POOL_STEP = "pool_step"
+    WORKSPACES = "workspaces"
+    GRAPH_SPLIT = "graph_split"
+    LARGEST_BUCKET_NOTE = "largest_bucket_note"
+    GRAPH_SPARSE = "graph_sparse"
+    CAPTURE_ROSE = "capture_rose"
+    BUCKETS_ROSE = "buckets_rose"
+    NEGLIGIBLE_CAPTURES = "negligible_captures"
+    LEFT_FREE = "left_free"
+    BOTTOMED_OUT = "bottomed_out"
+    IMBALANCE = "imbalance"
+    UNEXPLAINED = "unexplained"
+    RESERVE = "reserve"
+    REUSE = "reuse"
+    RANK_GRAPH_SPREAD = "rank_graph_spread"

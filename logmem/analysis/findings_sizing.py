@@ -1,0 +1,238 @@
+"""Findings about KV sizing: SGLang's rule against the pools, and remainders nobody printed.
+
+The records are part of logmem.analysis.findings' ``Finding`` union (re-exported there);
+logmem.report.sentences words them. The thresholds are print rounding (rules.py), so a
+finding says a figure disagrees only when the printed figures cannot explain the gap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar
+
+from logmem.analysis.findings_kinds import FindingKind
+from logmem.analysis.ledger import Phase, RankLedger
+from logmem.analysis.sizing import RULE_STEP_SLACK, Sizing, arg_number
+from logmem.model.records import Launch, Rank
+from logmem.parse import events as ev
+from logmem.sglang import rules
+from logmem.units import GIB
+
+_NOTABLE = 5 * rules.DIFFERENCE_RESOLUTION_BYTES  # below this a gap is not worth a sentence
+# A remainder above max(this, 5% of its phase) gets a finding naming its likely cause.
+_UNEXPLAINED_MIN = GIB // 2
+_UNEXPLAINED_SHARE = 0.05
+TABLE = "request-to-token table"
+
+
+@dataclass(frozen=True)
+class KVBudget:
+    """SGLang's KV rule recomputed, beside what the pools logged (all in the Sizing)."""
+
+    kind: ClassVar[FindingKind] = FindingKind.KV_BUDGET
+    sizing: Sizing
+
+
+@dataclass(frozen=True)
+class KVLoggedAvailable:
+    """The target's own "available for the KV cache" line against the rule's rest."""
+
+    kind: ClassVar[FindingKind] = FindingKind.KV_LOGGED_AVAILABLE
+    avail_bytes: int
+    line: int
+    rest_bytes: int
+
+
+@dataclass(frozen=True)
+class DraftKVNegative:
+    kind: ClassVar[FindingKind] = FindingKind.DRAFT_KV_NEGATIVE
+    avail_bytes: int
+    line: int
+
+
+@dataclass(frozen=True)
+class BudgetNotPositive:
+    kind: ClassVar[FindingKind] = FindingKind.BUDGET_NOT_POSITIVE
+    rest_bytes: int
+
+
+class GapReason(Enum):
+    CELLS_BIGGER = "cells_bigger"  # the pools hold more than the rule gives
+    CAPPED = "capped"  # a cap, rounding, a hybrid split or a draft share held them below
+    MAX_TOTAL_TOKENS = "max_total_tokens"  # --max-total-tokens did
+
+
+@dataclass(frozen=True)
+class RuleFit:
+    """The KV rule with one of SGLang's mem_fraction_static adjustments added (``added``) or
+    the date-implied ones left out (``added`` None), when the pools match that variant."""
+
+    added: rules.MfsAdjustment | None
+    left_out: tuple[rules.MfsAdjustment, ...]
+    mfs: float  # the mem_fraction_static the variant runs the rule with
+    rest_bytes: int
+
+
+@dataclass(frozen=True)
+class PoolsVsBudget:
+    kind: ClassVar[FindingKind] = FindingKind.POOLS_VS_BUDGET
+    gap_bytes: int  # logged pools - rule's rest
+    reason: GapReason
+    max_total_tokens: int | None = None
+    rule_bytes: int = 0  # the rule's rest, as the KV budget finding states it
+    pool_bytes: int = 0  # what the pools took
+    derived: bool = False  # no KV line: the pool step's drop minus the request-to-token table
+    tolerance_bytes: float = 0.0  # what print rounding alone explains
+    fits: RuleFit | None = None  # a variant of SGLang's adjustments the pools do match
+
+
+class LikelyCause(Enum):
+    REQUEST_TABLE = "request_table"  # a pool step whose request-to-token table is not sized
+    BEYOND_TABLE = "beyond_table"  # a pool step that holds more than pools and table
+    GIVEN_BACK = "given_back"  # free memory rose beyond the phase's causes
+    UNLOGGED = "unlogged"  # an unlogged stretch (warm-up, before the draft, a gap)
+
+
+@dataclass(frozen=True)
+class TableBounds:
+    """What SGLang's request-to-token table would need to be the unexplained amount."""
+
+    rows: tuple[int, int]  # request slots: the flag's value, or SGLang's default bounds
+    context: tuple[int, int]  # the context lengths at which the table is that big
+
+
+@dataclass(frozen=True)
+class Unexplained:
+    """An unattributed remainder above max(0.5 GiB, 5% of its phase), with its likely cause."""
+
+    kind: ClassVar[FindingKind] = FindingKind.UNEXPLAINED
+    rank: str
+    phase: str
+    bytes: int  # negative: free memory rose by this much beyond the causes
+    likely: LikelyCause
+    lines: tuple[int, int]
+    table: TableBounds | None = None
+
+
+SizingFinding = (
+    KVBudget | KVLoggedAvailable | DraftKVNegative | BudgetNotPositive | PoolsVsBudget | Unexplained
+)
+
+
+def sizing_findings(
+    sz: Sizing, main: Rank, L: Launch, rl: RankLedger | None
+) -> list[SizingFinding]:
+    """SGLang's KV rule recomputed, beside what the pools took, and why they differ."""
+    out: list[SizingFinding] = [KVBudget(sz)]
+    for m in main.models:
+        for kva in (p for p in m.pools if isinstance(p, ev.KVAvailable)):
+            if m.role == "target":
+                out.append(KVLoggedAvailable(kva.avail.bytes, kva.source.line_no, sz.rest_bytes))
+            elif kva.avail.bytes < 0:
+                out.append(DraftKVNegative(kva.avail.bytes, kva.source.line_no))
+    if sz.rest_bytes <= 0:
+        out.append(BudgetNotPositive(sz.rest_bytes))
+        return out
+    pool, derived = sz.logged_pool_bytes, False
+    if pool is None and rl is not None:
+        pool = _derived_pool(rl.phase("target_pools"))
+        derived = pool is not None
+    if pool is None:
+        return out
+    gap = pool - sz.rest_bytes
+    tol = _rule_tolerance(sz, derived)
+    if abs(gap) <= tol:
+        return out
+    reason = GapReason.CELLS_BIGGER if gap > 0 else GapReason.CAPPED
+    cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
+    capped = (
+        gap < 0 and cap is not None and sz.kv_tokens is not None and 0 <= cap - sz.kv_tokens < 4096
+    )
+    out.append(
+        PoolsVsBudget(
+            gap,
+            GapReason.MAX_TOTAL_TOKENS if capped else reason,
+            int(cap) if capped and cap is not None else None,
+            sz.rest_bytes,
+            pool,
+            derived,
+            tol,
+            None if capped else _fit(sz, pool, tol),
+        )
+    )
+    return out
+
+
+def _rule_tolerance(sz: Sizing, derived: bool) -> float:
+    """How far pools and rule may differ before a finding says so: print rounding of every
+    figure involved (rules.kv_rule_tolerance_bytes), at least _NOTABLE; a pool derived from a
+    drop also holds the small unlogged pools."""
+    tol = rules.kv_rule_tolerance_bytes(sz.rule_mfs, sz.printed_parts, sz.full_cell_bytes)
+    return max(tol, RULE_STEP_SLACK if derived else _NOTABLE)
+
+
+def _derived_pool(p: Phase | None) -> int | None:
+    """The KV cache of a pool step with no KV line: its drop minus the request-to-token table."""
+    if p is None or any(c.kind == "logged" for c in p.causes):
+        return None
+    table = next((c.bytes for c in p.causes if c.name == TABLE), None)
+    return p.delta_bytes - table if table is not None else None
+
+
+def _fit(sz: Sizing, pool: int, tol: float) -> RuleFit | None:
+    """The variant of SGLang's adjustments (rules.MFS_ADJUSTMENTS) the pools do match: without
+    the ones the log's date implied, or with one it did not."""
+    variants: list[tuple[rules.MfsAdjustment | None, tuple[rules.MfsAdjustment, ...]]] = []
+    if sz.adjustments:
+        variants.append((None, sz.adjustments))
+    variants += [(c, ()) for c in sz.candidates]
+    for added, left_out in variants:
+        m = sz.mem_fraction_static
+        for a in sz.adjustments + ((added,) if added else ()):
+            if a not in left_out:
+                m *= a.factor
+        rest = rules.kv_budget_bytes(sz.after_weights_bytes, sz.pre_load_bytes, m)
+        if abs(pool - rest) <= tol:
+            return RuleFit(added, left_out, m, rest)
+    return None
+
+
+def unexplained(rl: RankLedger, launch: Launch) -> list[Unexplained]:
+    """Every phase whose unattributed remainder is above max(0.5 GiB, 5% of the phase), with
+    its likely cause (captures have their own findings; the Workspaces finding names the
+    attention workspaces before the first capture)."""
+    out: list[Unexplained] = []
+    for p in rl.phases:
+        rest = sum(
+            c.bytes
+            for c in p.causes
+            if c.kind == "unattributed" and not c.name.startswith("rounding")
+        )
+        if p.graph is not None or p.key.startswith(("init", "target_weights_and")):
+            continue
+        if abs(rest) <= max(_UNEXPLAINED_MIN, _UNEXPLAINED_SHARE * abs(p.delta_bytes)):
+            continue
+        target_pools = p.key.split("#")[0] == "target_pools"
+        table = None
+        if rest < 0:
+            likely = LikelyCause.GIVEN_BACK
+        elif p.key.startswith("pre_capture:") and p.causes[0].name.startswith("attention"):
+            continue
+        elif target_pools and any(c.name == TABLE for c in p.causes):
+            likely = LikelyCause.BEYOND_TABLE
+        elif target_pools:
+            likely, table = LikelyCause.REQUEST_TABLE, _table_bounds(rest, launch)
+        else:
+            likely = LikelyCause.UNLOGGED
+        out.append(Unexplained(rl.rank, p.name, rest, likely, p.lines, table))
+    return out
+
+
+def _table_bounds(amount: int, launch: Launch) -> TableBounds:
+    """The request slots SGLang gave the table (the flag, else its default bounds) and the
+    context lengths at which such a table is `amount` bytes."""
+    n = launch.args.get("max_running_requests")
+    rows = (n, n) if isinstance(n, int) and n > 0 else rules.DEFAULT_REQUEST_ROWS
+    ctx = (rules.req_to_token_context(amount, rows[1]), rules.req_to_token_context(amount, rows[0]))
+    return TableBounds(rows, ctx)

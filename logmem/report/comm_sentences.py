@@ -1,0 +1,278 @@
+"""Sentences of the communication table: each cell's note and each finding, the same words
+in every format (text, Markdown, HTML, JSON). Facts from logmem.analysis.communication and
+comm_join; sizes in MiB below 1 GiB, GiB with two decimals above.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+from typing import Any
+
+from logmem.analysis import comm_join as cj
+from logmem.analysis.communication import Cell
+from logmem.sglang import comm, rules
+from logmem.sglang.comm import Mechanism, When
+from logmem.units import GIB, MIB, format_gib
+
+
+def size_text(n: int | None) -> str:
+    """A cell's size: MiB below 1 GiB (custom all-reduce is tens of MiB), else GiB."""
+    if n is None:
+        return "measure"
+    if n == 0:
+        return "0"
+    if abs(n) < GIB:
+        return f"{n / MIB:.2f} MiB"
+    return f"{n / GIB:.2f} GiB"
+
+
+def _env(key: str, fact: Any, default: str, unit: str = "") -> str:
+    """An environment value and where it came from: ``KEY=V (log line N)`` / ``KEY default``."""
+    if not fact:
+        return f"{key} {default}"
+    value, origin, line = fact
+    where = f"log line {line}" if origin == "log" and line else origin
+    return f"{key}={value}{unit} ({where})"
+
+
+def bucket_name(graph: str, size: int | None) -> str:
+    """ "bs 64" for a decode-type graph, "num_tokens 2048" for a prefill/piecewise one."""
+    if size is None:
+        return "size not printed"
+    return f"{'num_tokens' if rules.graph_sized_in_tokens(graph) else 'bs'} {size}"
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _mib(n: int) -> str:
+    return f"{n / MIB:g} MiB"
+
+
+def cell_note(c: Cell) -> str:
+    """What a cell holds and where its size (or its lack of one) comes from."""
+    f = dict(c.facts)
+    m = c.mechanism
+    if m is Mechanism.COMMUNICATORS:
+        n, lib = f.get("count", 1), f.get("library", "NCCL")
+        which = "torch + pynccl" if n == 2 else "torch"
+        return f"{n} {lib} communicator{_s(n)} ({which}) over {f.get('size')} ranks; driver memory"
+    if m is Mechanism.PEER_BUFFERS:
+        lib = f.get("library", "NCCL")
+        if lib == "HCCL":
+            size = _env("HCCL_BUFFSIZE", f.get("HCCL_BUFFSIZE"), "default", " MB")
+        else:
+            size = _env("NCCL_BUFFSIZE", f.get("NCCL_BUFFSIZE"), "default 4 MiB")
+        when = "pre-warmed (--pre-warm-nccl)" if c.when is When.INIT else "at the first collective"
+        return f"per channel and peer, {size}; {when}"
+    if m is Mechanism.CUSTOM_AR_LEGACY:
+        each = "16 MiB (ROCm)" if f.get("hip") else "8 MiB"
+        why = {
+            "switch": _env(comm.ENV_V2_SWITCH, f.get(comm.ENV_V2_SWITCH), "off"),
+            "hip": "ROCm",
+            "no_v2_line": "no 'All Reduce config' line from TP rank 0, which v2 prints",
+        }.get(f.get("why", ""), "")
+        return f"3 own buffers x {each}; peers' are mapped, not copied; legacy: {why}"
+    if m is Mechanism.CUSTOM_AR_V2_WORKSPACE:
+        w, push, pull = f.get("W"), f.get("push", 0), f.get("pull", 0)
+        formula = f"2 x {w} x {_mib(push)} push + {_mib(pull)} pull (+128 B per pull block)"
+        if c.source == "logged":
+            return f"symmetric_memory as logged; formula {formula} = {size_text(f.get('formula_bytes'))}"
+        return formula
+    if m is Mechanism.CUSTOM_AR_V2_POINTERS:
+        if c.source == "logged":
+            return (
+                f"local_buffer as logged; pointer table {size_text(f.get('formula_bytes'))}"
+                " + a small push counter"
+            )
+        return f"131072 x {f.get('W')} x 8 B pointer table (torch allocator)"
+    if m is Mechanism.CUSTOM_AR_AITER:
+        return "ROCm aiter custom all-reduce ([AR] Using AiterCustomAllreduce): size not logged"
+    if m is Mechanism.SYMM_POOL:
+        if c.source == "logged":
+            return "pre-allocated at graph set-up, as logged"
+        if c.bytes is not None:
+            return (
+                _env(comm.ENV_SYMM_PREALLOC, f.get(comm.ENV_SYMM_PREALLOC), "", " GiB")
+                + ", at graph set-up"
+            )
+        return f"one MemPool for every group, grown on use ({comm.ENV_SYMM_PREALLOC} unset)"
+    if m is Mechanism.MSCCLPP:
+        return "--enable-mscclpp: size not logged"
+    if m is Mechanism.DEEPEP:
+        return _deepep_note(f)
+    if m is Mechanism.PD_KV_REGISTRATION:
+        return f"{f.get('role')} node, {f.get('backend')}: the KV pool registered in place, no copy"
+    if m is Mechanism.PD_AUX:
+        if f.get("cuda_pool"):
+            return "aux metadata on the GPU (INTRA_NODE_NVLINK pool)"
+        if c.memory == "device":
+            return "aux metadata (output ids, cached tokens, logprobs) in NPU memory"
+        return "aux metadata (output ids, cached tokens, logprobs): host RAM and ulimit -l, not HBM"
+    if m is Mechanism.PD_STAGING:
+        if f.get("role") == "decode":
+            return "decode ring, " + _env(
+                comm.ENV_STAGING_POOL, f.get(comm.ENV_STAGING_POOL), "default 4096 MiB"
+            )
+        if c.each_bytes is not None:
+            return (
+                f"{size_text(c.each_bytes)} per transfer queue = max(1, {f.get('chunk')} // "
+                f"{f.get('page')}) x {f.get('page')} x {f.get('kv_bytes_per_token'):,} B per token"
+            )
+        return (
+            "per transfer queue: max(1, chunk // page) x page x KV bytes per token (not all known)"
+        )
+    return ""
+
+
+def _deepep_note(f: dict[str, Any]) -> str:
+    env = f.get(comm.ENV_DEEPEP_TOKENS)
+    if env:
+        _, origin, line = env
+        where = f"log line {line}" if origin == "log" and line else origin
+        t = f"T={f.get('T')} dispatch tokens ({'echoed at ' if origin == 'log' else ''}{where})"
+    else:
+        t = f"T={f.get('T')} dispatch tokens (default)"
+    mode = f"{f.get('mode')}, one per process"
+    why = f.get("unknown")
+    if why == "device":
+        return f"{mode}; {t}; DeepEP on {f.get('device')} is not the CUDA library: no formula"
+    if why == "no_config":
+        return f"{mode}; {t}; --model-config gives the low-latency size"
+    if why == "no_experts":
+        return f"{mode}; the config has no routed experts"
+    if why == "config_error":
+        return f"{mode}; the config does not fit this layout: {f.get('error')}"
+    if f.get("mode") == "low_latency":
+        return f"{mode}; {t} x experts x hidden (DeepEP's size hint)"
+    if f.get("mode") == "auto":
+        return f"{mode}; the larger of normal and low latency, at least {size_text(f.get('low_latency_bytes'))} ({t})"
+    return f"{mode}; normal-mode sizes come from the dispatch/combine configs: no formula"
+
+
+# --- findings -------------------------------------------------------------------------------
+
+
+@singledispatch
+def comm_finding_text(f: object) -> str:
+    raise TypeError(f"no sentence for {type(f).__name__}")
+
+
+@comm_finding_text.register
+def _(f: cj.CustomAROff) -> str:
+    why = f.text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
+    what = "is disabled because" if f.state == "disabled" else "setup failed"
+    return (
+        f"Custom all-reduce {what} {why} (line {f.line}): the TP group all-reduces through NCCL, "
+        "so there are no custom all-reduce buffers in the table."
+    )
+
+
+@comm_finding_text.register
+def _(f: cj.InitBelowCells) -> str:
+    return (
+        f"Distributed init took {format_gib(f.usage_bytes)} GiB on {f.rank or 'the GPU'} (line {f.line}), "
+        f"less than the {size_text(f.cells_bytes)} of custom all-reduce buffers the flags imply: custom "
+        "all-reduce probably did not set up (no P2P / NVLink), or its buffers came later."
+    )
+
+
+@comm_finding_text.register
+def _(f: cj.InitNothing) -> str:
+    return (
+        f"Distributed init took 0.00 GiB on all {f.ranks} ranks: {f.library} allocates its communicator "
+        "buffers at the first collective, so they land after KV sizing (in the first capture or "
+        "the first request) and must fit in the 1 - mem_fraction_static headroom."
+    )
+
+
+@comm_finding_text.register
+def _(f: cj.AllReduceDiffers) -> str:
+    what = "symmetric_memory" if f.part == "symmetric" else "local_buffer"
+    cause = (
+        "the push/pull sizes differ from the 16 MiB default (SGLANG_CUSTOM_ALL_REDUCE_V2_* "
+        "variables: pass them with --env) or this SGLang lays the workspace out differently"
+        if f.part == "symmetric"
+        else "the pointer table has another row count in this SGLang, or the group is not the TP group"
+    )
+    return (
+        f"All Reduce config (line {f.line}) logged {what} = {f.logged_bytes / MIB:.2f} MiB; the v2 formula "
+        f"at W = {f.world} gives {f.expected_bytes / MIB:.2f} MiB: {cause}."
+    )
+
+
+@comm_finding_text.register
+def _(f: cj.DeepEPAttributed) -> str:
+    j = f.join
+    on = j.rank or "the GPU"
+    if not j.finished:
+        return (
+            f"DeepEP's buffer is created once per process, at the first dispatch: in the {j.graph} "
+            f"capture on {on}, the launch's first, which did not finish (the verdict says why)."
+        )
+    where = (
+        f"the {j.graph} capture ({format_gib(j.bucket_bytes)} GiB in all; no per-bucket readings)"
+        if j.whole_capture
+        else f"the largest bucket ({bucket_name(j.graph, j.bucket)}) of the {j.graph} "
+        f"capture ({format_gib(j.bucket_bytes)} GiB)"
+    )
+    head = (
+        f"DeepEP's buffer is created once per process, at the first dispatch: it lands in {where} "
+        f"on {on}, the launch's first capture, and later captures reuse it"
+    )
+    if j.deepep_bytes is None:
+        return head + "."
+    if j.exceeds:
+        return (
+            f"{head}; the formula's {format_gib(j.deepep_bytes)} GiB is more than that, so the "
+            "buffer was allocated earlier (warm-up or model init) or this DeepEP sizes it differently."
+        )
+    return f"{head}: {format_gib(j.deepep_bytes)} GiB of it by the formula, the rest is the graph's own memory."
+
+
+@comm_finding_text.register
+def _(f: cj.DeepEPNoReserve) -> str:
+    if f.explicit:
+        where = f" (command line, line {f.line})" if f.line else ""
+        head = f"--mem-fraction-static {f.mfs:g} was passed{where}, so"
+    else:
+        head = (
+            f"The log shows no command line; if mem_fraction_static {f.mfs:g} was passed "
+            "explicitly, then"
+        )
+    size = (
+        f" ({format_gib(f.deepep_bytes)} GiB by the formula)" if f.deepep_bytes is not None else ""
+    )
+    room = (
+        f"the {format_gib(f.headroom_bytes)} GiB that P x (1 - mfs) leaves"
+        if f.headroom_bytes is not None
+        else "the 1 - mem_fraction_static headroom"
+    )
+    bucket = (
+        f", beside the graphs (the first capture's largest bucket took {format_gib(f.bucket_bytes)} GiB)"
+        if f.bucket_bytes is not None
+        else ""
+    )
+    return (
+        f"{head} SGLang's {rules.DEEPEP_A2A_RESERVE_MIB} MiB DeepEP reserve "
+        "(reserve_for_deepep_a2a_mb, applied only when SGLang derives mem_fraction_static) was not "
+        f"set aside: the DeepEP buffer{size}, allocated lazily after KV sizing, has to fit in {room}{bucket}."
+    )
+
+
+@comm_finding_text.register
+def _(f: cj.DeepEPReserveShort) -> str:
+    return (
+        f"SGLang derived mem_fraction_static with its {size_text(f.reserve_bytes)} DeepEP reserve, but the "
+        f"low-latency buffer is {format_gib(f.deepep_bytes)} GiB by the formula: the reserve is short; "
+        "lower SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK or pass a smaller --mem-fraction-static."
+    )
+
+
+@comm_finding_text.register
+def _(f: cj.LazyOverHeadroom) -> str:
+    return (
+        f"The communication cells allocated after KV sizing take {format_gib(f.lazy_bytes)} GiB, more than "
+        f"the {format_gib(f.headroom_bytes)} GiB that P x (1 - mfs) leaves: lower mem_fraction_static."
+    )
