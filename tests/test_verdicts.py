@@ -262,3 +262,47 @@ def test_rank_selection_shows_one_rank_and_keeps_the_whole_launchs_verdict() -> 
     assert one["sizing"] == whole["sizing"] and one["findings"] == whole["findings"]
     a = select(read_log(path), ranks=["TP1"])
     assert [r.label for r in a.ranks] == ["TP1"] and len(a.launches[0].ranks) == 4
+
+
+# --- wording (issue 12 item 9) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("phase", "says"),
+    [
+        ("before capture decode", "when the decode capture began"),
+        ("before capture decode (to its first bar)", "at the decode capture's first bar"),
+        ("before draft weights", "just before draft weights"),
+        ("pool end -> capture begin", "at the capture begin line"),
+        ("KV and other pools", "at the end of KV and other pools"),
+    ],
+)
+def test_left_free_says_when_a_phase_ended_in_words(phase: str, says: str) -> None:
+    from logmem.analysis.findings import LeftFree, LeftWhen
+    from logmem.report.sentences import finding_text
+
+    text = finding_text(LeftFree("TP0", 2 << 30, LeftWhen.PHASE_END, phase, False, 10))
+    assert says in text and "end of before" not in text
+
+
+def test_a_crashed_launch_never_warns_about_its_first_requests() -> None:
+    """oom-decode-largest-bucket: 0.30 GiB left when the capture OOMs; no server came up."""
+    doc = json.loads(
+        render(read_log(str(FIXTURES / "oom-decode-largest-bucket-constructed.log")), "json")
+    )
+    found = " ".join(doc["launches"][0]["findings"])
+    assert "0.30 GiB is left free" in found and "first requests" not in found
+
+
+def test_a_ready_launch_with_little_left_still_warns(tmp_path: Path) -> None:
+    lines = [
+        *ENGINE[:6],
+        "[2026-04-14 09:00:31] Capture cuda graph begin. This can take up to several minutes. avail mem=11.00 GB",
+        "[2026-04-14 09:00:40] Capture cuda graph end. Time elapsed: 9.00 s. mem usage=10.70 GB. avail mem=0.30 GB.",
+        ENGINE[6],
+        *UVICORN,
+        "[2026-04-14 09:00:45] The server is fired up and ready to roll!",
+    ]
+    doc = json.loads(render(read_log(str(write(tmp_path, lines))), "json"))
+    assert doc["launches"][0]["outcome"] == "ready"
+    assert "the first requests may run out of memory" in " ".join(doc["launches"][0]["findings"])

@@ -206,7 +206,8 @@ def select_options(fn: F) -> F:
         "ranks",
         multiple=True,
         metavar="R",
-        help='Only this rank (as printed, e.g. "TP0" or "DP0 TP0 EP0"); repeatable.',
+        help='Show only this rank (as printed, e.g. "TP0" or "DP0 TP0 EP0"); repeatable. The '
+        "verdict, sizing and findings stay the whole launch's.",
     )(fn)
     fn = click.option(
         "--launch",
