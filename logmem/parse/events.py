@@ -356,24 +356,3 @@ class HttpUp(Event):
 class GraphDisabled(Event):
     which: str
     why: str
-
-
-# Names that lived here before the split into builders / match / server_args; other
-# stages still reach them as `events.NAME`. Imported on first use (no import cycle).
-_MOVED = {
-    "BUILDERS": "logmem.parse.builders",
-    "parse_int_list": "logmem.parse.builders",
-    "parse_server_args": "logmem.parse.server_args",
-    "match_record": "logmem.parse.match",
-    "iter_events": "logmem.parse.match",
-    "Unmatched": "logmem.parse.unmatched",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
