@@ -141,8 +141,14 @@ def graph_json(g: Graph) -> dict[str, Any]:
             {"size": s.size, "avail_gib": s.avail.gib, "line": s.source.line_no} for s in g.samples
         ],
         "bars_seen": g.bars,
+        # The contract's differences of printed readings (begin - first bar, first - second);
+        # the *_measured flags say whether they are the static buffers and the largest
+        # bucket, or (a paste that kept later bars only) include earlier buckets.
         "static_gib": gib(g.static_bytes),
+        "static_measured": g.static_measured if g.samples else None,
+        "first_sample_bucket": g.sample_bucket(0) if g.samples else None,
         "largest_bucket_gib": gib(g.largest_bucket_bytes),
+        "largest_measured": g.largest_measured if len(g.samples) >= 2 else None,
         "other_buckets_gib": gib(g.other_buckets_bytes),
         "complete": g.complete,
         "memory_printed": g.memory_printed,
