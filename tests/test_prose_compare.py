@@ -32,9 +32,9 @@ def _prose(path: Path) -> list[str]:
         ):
             skip.update(id(m) for m in ast.walk(node))
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            if isinstance(body[0].value, ast.Constant):
-                skip.add(id(body[0].value))
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            skip.add(id(first.value))
     found = []
     for node in ast.walk(tree):
         if id(node) in skip:

@@ -18,14 +18,8 @@ from logmem.compare.diff import Diff, GraphChange
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope
-from logmem.report.compare_notes import (
-    growth_text,
-    heuristic_terms_text,
-    note_text,
-    rows_text,
-    term_text,
-    texts,
-)
+from logmem.report.compare_notes import note_text, texts
+from logmem.report.compare_words import growth_text, heuristic_terms_text, rows_text, term_text
 from logmem.units import gib
 
 DIFF_SCHEMA = "logmem.diff/1"

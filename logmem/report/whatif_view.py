@@ -7,15 +7,15 @@ from dataclasses import dataclass
 
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
-from logmem.report.compare_notes import (
+from logmem.report.compare_notes import texts
+from logmem.report.compare_view import LaunchView, launch_view, rounded
+from logmem.report.compare_words import (
     context_text,
     slope_source_text,
-    texts,
     unfinished_at,
     unfinished_cause,
     unfinished_label,
 )
-from logmem.report.compare_view import LaunchView, launch_view, rounded
 from logmem.units import gib
 
 WHATIF_SCHEMA = "logmem.whatif/1"
