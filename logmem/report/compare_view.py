@@ -18,6 +18,7 @@ from logmem.compare.diff import Diff, GraphChange
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope
+from logmem.report.causes import phase_name
 from logmem.units import gib
 
 DIFF_SCHEMA = "logmem.diff/1"
@@ -341,7 +342,7 @@ def diff_view(d: Diff) -> DiffView:
                 p.rank,
                 p.rank_b,
                 p.key,
-                p.name,
+                phase_name(p.phase),
                 gib(p.a_bytes),
                 gib(p.b_bytes),
                 gib(p.change_bytes),
