@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
+from logmem.analysis.ledger import Phase
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
 from logmem.compare.load import LaunchRef
@@ -27,7 +28,7 @@ from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, mfs_step_bytes
 class PhaseChange:
     rank: str  # as A prints it
     key: str
-    name: str
+    phase: Phase  # A's phase (B's when A has none); logmem.report.causes names it
     a_bytes: int | None  # drop in free memory over the phase, in A
     b_bytes: int | None
     rank_b: str | None = None  # B's label when it differs (matched by position)
@@ -161,15 +162,18 @@ def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
         keys = list(pa) + [k for k in pb if k not in pa]
         for k in keys:
             a, b = pa.get(k), pb.get(k)
-            name = a[0] if a else b[0] if b else k
+            ref = a if a else b
+            assert ref is not None  # k is one of A's or B's keys
             shown = label_a if label_a is not None else str(label_b)
             other = label_b if label_b is not None and label_b != label_a else None
-            out.append(PhaseChange(shown, k, name, a[1] if a else None, b[1] if b else None, other))
+            out.append(
+                PhaseChange(shown, k, ref[0], a[1] if a else None, b[1] if b else None, other)
+            )
     return out
 
 
-def _keyed(r: RankLedger | None) -> dict[str, tuple[str, int]]:
-    out: dict[str, tuple[str, int]] = {}
+def _keyed(r: RankLedger | None) -> dict[str, tuple[Phase, int]]:
+    out: dict[str, tuple[Phase, int]] = {}
     if r is None:
         return out
     for p in r.phases:
@@ -178,7 +182,7 @@ def _keyed(r: RankLedger | None) -> dict[str, tuple[str, int]]:
         while k in out:  # a repeated capture of the same family
             k = f"{family_key(p.key)}#{n}"
             n += 1
-        out[k] = (p.name, p.delta_bytes)
+        out[k] = (p, p.delta_bytes)
     return out
 
 

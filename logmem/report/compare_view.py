@@ -18,6 +18,7 @@ from logmem.compare.diff import Diff, GraphChange
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope
+from logmem.report.causes import phase_name
 from logmem.report.compare_notes import note_text, texts
 from logmem.report.compare_words import growth_text, heuristic_terms_text, rows_text, term_text
 from logmem.units import gib
@@ -343,7 +344,7 @@ def diff_view(d: Diff) -> DiffView:
                 p.rank,
                 p.rank_b,
                 p.key,
-                p.name,
+                phase_name(p.phase),
                 gib(p.a_bytes),
                 gib(p.b_bytes),
                 gib(p.change_bytes),

@@ -13,10 +13,10 @@ from logmem.analysis.comm_inputs import env_values
 from logmem.analysis.comm_join import communication
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
 from logmem.analysis.failures.records import exc_type_of, message_of
-from logmem.analysis.ledger import ledger_rows
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.fixes import effect_text
 from logmem.report.graph_lines import graph_sentences
@@ -165,7 +165,7 @@ def phases_json(led: RankLedger) -> list[dict[str, Any]]:
     for p in led.phases:
         item: dict[str, Any] = {
             "key": p.key,
-            "name": p.name,
+            "name": phase_name(p),
             "before_gib": gib(p.before_bytes),
             "after_gib": gib(p.after_bytes),
             "delta_gib": gib(p.delta_bytes),
@@ -203,7 +203,7 @@ def rank_json(r: Rank, led: RankLedger | None = None) -> dict[str, Any]:
     if led is not None:
         out["phases"] = phases_json(led)
         out["ledger"] = ledger_rows(led)
-        out["ledger_note"] = led.note or None
+        out["ledger_note"] = ledger_note(led) or None
     return out
 
 
