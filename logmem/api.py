@@ -95,6 +95,7 @@ def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] =
     """Keep one launch and/or show some ranks (``Analysis.shown_ranks``: the verdict, minima
     and findings stay the whole launch's); unknown names are an error listing what exists."""
     launches = analysis.launches
+    analysis = replace(analysis, read_launches=analysis.all_launches)  # for Analysis.ledger
     if launch is not None:
         launches = (pick_launch(analysis, launch, "the input")[1],)
     if ranks:
@@ -378,7 +379,6 @@ def _plot_data(
     analysis: Analysis, kind: str, rank: str | Sequence[str] | None, launch: int | None
 ) -> Any:
     """The data of a waterfall, buckets or ranks plot: the one plot selection."""
-    from logmem.analysis.attribution import build_ledger
     from logmem.errors import LogmemError
     from logmem.report import plots
 
@@ -393,7 +393,7 @@ def _plot_data(
             stacklevel=3,
         )
     L = analysis.launches[0]
-    led = analysis.shown_ledger(build_ledger(L))
+    led = analysis.shown_ledger(analysis.ledger(L))
     if kind == "ranks":
         return plots.ranks_data(led)
     main = L.main_rank

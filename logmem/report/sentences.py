@@ -176,6 +176,18 @@ def _(f: fd.PoolStep) -> str:
 
 
 @finding_text.register
+def _(f: fd.KVSourcesDisagree) -> str:
+    room = "its drop minus the request-to-token table" if f.table_known else "its drop"
+    return (
+        f"The pool step on {_on(f.rank)} printed no KV line, and {f.tokens:,} tokens at "
+        f"{f.cell_bytes:,.0f} bytes per token (from {f.cell_source}) take {_g(f.kv_bytes)} GiB, "
+        f"more than the {_g(f.room_bytes)} GiB of the step ({room}): the sources disagree (a "
+        "different model, dtype or parallel layout than they seem), so the KV cache is shown as "
+        "derived from the step."
+    )
+
+
+@finding_text.register
 def _(f: fd.Workspaces) -> str:
     return (
         f"{_g(f.bytes)} GiB went to unlogged attention-backend workspaces between "
