@@ -95,6 +95,7 @@ def select(analysis: Analysis, launch: int | None = None, ranks: Sequence[str] =
     """Keep one launch and/or show some ranks (``Analysis.shown_ranks``: the verdict, minima
     and findings stay the whole launch's); unknown names are an error listing what exists."""
     launches = analysis.launches
+    analysis = replace(analysis, read_launches=analysis.all_launches)  # for Analysis.ledger
     if launch is not None:
         launches = (pick_launch(analysis, launch, "the input")[1],)
     if ranks:

@@ -24,7 +24,9 @@ ANALYSIS = REPO / "logmem" / "analysis"
 ID_FIELDS = {
     "Cause": {"kind", "part"},
     "Phase": {"key"},
-    "Facts": {"cell_rank"},
+    "Facts": set(),
+    # Names the log printed (a rank, a file, a model path, a dtype), never composed text.
+    "CellSource": {"rank", "file", "model", "kv_dtype"},
     "PhaseFacts": {"graph", "from_kind", "to_kind"},
     "NoLedger": {"reading"},  # the one reading's kind (Reading.kind), bytes and line
 }

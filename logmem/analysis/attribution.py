@@ -10,7 +10,9 @@ explicit unattributed remainder. ``RankLedger.check()`` asserts both conservatio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
 from logmem.analysis.captures import captured_between, graph_kind, graph_phase
@@ -56,6 +58,8 @@ class LaunchLedger:
     imbalance_bytes: int | None
     imbalance_tokens: int | None
     findings: tuple[Finding, ...]  # typed facts; logmem.report.sentences words them
+    # What a pool step with no KV line takes its bytes per token from (attribution_pools).
+    kv_hint: KVHint = KVHint()
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -282,9 +286,14 @@ def rank_ledger(
     return led
 
 
-def build_ledger(launch: Launch) -> LaunchLedger:
+def build_ledger(
+    launch: Launch, peers: Sequence[Launch] = (), model_config: Mapping[str, Any] | None = None
+) -> LaunchLedger:
+    """The launch's ledger. ``peers`` (every launch of the input, ``Analysis.ledger`` passes
+    them) and ``model_config`` (a parsed config.json) give the bytes per token of a pool step
+    that printed no KV line when no rank of the launch printed one."""
     sz = sizing(launch)
-    hint = kv_hint(launch, sz)
+    hint = kv_hint(launch, sz, peers, model_config)
     ranks = tuple(rank_ledger(launch, r, sz, hint) for r in launch.ranks)
     pre = [(e.avail.bytes, r.label) for r in launch.ranks if (e := rules.pre_load_reading(r))]
     binding = min(pre)[1] if pre else None
@@ -303,14 +312,14 @@ def build_ledger(launch: Launch) -> LaunchLedger:
         us = [g.end.usage.bytes for g in bar_rank.graphs if g.end and g.end.usage]
         measured = sum(us) if us else None
     reserve = graph_reserve(launch, measured)
-    led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, ())
-    return LaunchLedger(
-        launch, ranks, sz, reserve, binding, imbalance, imb_tokens, tuple(findings(led))
-    )
+    led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, (), hint)
+    return replace(led, findings=tuple(findings(led)))
 
 
-def launch_findings(launch: Launch) -> list[str]:
+def launch_findings(
+    launch: Launch, peers: Sequence[Launch] = (), model_config: Mapping[str, Any] | None = None
+) -> list[str]:
     """The findings as sentences (what Analysis.findings returns)."""
     from logmem.report.sentences import finding_text
 
-    return [finding_text(f) for f in build_ledger(launch).findings]
+    return [finding_text(f) for f in build_ledger(launch, peers, model_config).findings]

@@ -6,14 +6,26 @@ Part of the attribution stage (logmem.analysis.attribution builds the phases).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from logmem.analysis.ledger import Cause, Facts, KVLabel, What, remainder
-from logmem.analysis.sizing import Sizing, req_to_token, rule_fits_step
+from logmem.analysis.ledger import (
+    Cause,
+    CellOrigin,
+    CellSource,
+    Facts,
+    KVLabel,
+    What,
+    remainder,
+)
+from logmem.analysis.sizing import Sizing, line_cell, req_to_token, rule_fits_step
+from logmem.estimate import EstimateError, estimate
+from logmem.estimate.config import settings_for_launch
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
-from logmem.sglang import rules
+from logmem.sglang import rules, sharding
 from logmem.units import GIB
 
 
@@ -21,39 +33,140 @@ def is_draft(m: Model | None) -> bool:
     return m is not None and m.role == "draft"
 
 
+HintOrigin = CellOrigin  # where a hint's cell comes from (logmem.analysis.ledger)
+
+
 @dataclass(frozen=True)
 class KVHint:
     """What the launch says about a pool step that printed no KV line: the token count
     (the summary's max_total_num_tokens, or another rank's KV line) and the full pool's bytes
-    per token from a KV line elsewhere (another rank, or a caller's --model-config)."""
+    per token from a KV line elsewhere (another rank or launch) or a caller's --model-config."""
 
     tokens: int | None = None
     cell_bytes: float | None = None
-    cell_rank: str | None = None  # the KV line the cell comes from: its rank and line
-    cell_line: int | None = None
+    source: CellSource = CellSource(CellOrigin.NONE)
+    # The whole bytes per token print rounding allows the cell (None: exact, the config's).
+    cell_range: tuple[int, int] | None = None
+
+    @property
+    def origin(self) -> CellOrigin:
+        return self.source.origin
+
+    @property
+    def kv_bytes(self) -> int | None:
+        """The KV cache of ``tokens`` cells, when both are known."""
+        if not self.tokens or not self.cell_bytes:
+            return None
+        return round(self.tokens * self.cell_bytes)
+
+    def fits(self, room: int) -> bool:
+        """Whether the KV cache fits a step's ``room`` (its drop minus the known request-to-token
+        table): the smallest cell print rounding allows, against the room plus what the step's
+        two printed readings can be off by."""
+        kv = self.kv_bytes
+        if kv is None or self.tokens is None:
+            return False
+        low = self.tokens * self.cell_range[0] if self.cell_range else kv
+        return low <= room + rules.printed_sum_error_bytes(2)
+
+    def misfit(self, room: int) -> bool:
+        """A known KV cache that the step cannot hold: the sources disagree."""
+        return self.kv_bytes is not None and not self.fits(room)
 
 
-def kv_hint(launch: Launch, sz: Sizing | None) -> KVHint:
-    tokens = launch.summary.max_total_num_tokens if launch.summary else None
-    # A rank whose target printed one KV pool (a sliding-window model's first line is its SWA
-    # pool, whose cell is not the full pool's).
-    kv = next(
+def _one_kv_line(launch: Launch, tokens: int | None) -> ev.KVPool | None:
+    """The first KV line of a rank whose target printed one KV pool (a sliding-window model's
+    first line is its SWA pool, whose cell is not the full pool's) and a token count, or
+    ``tokens`` stands for it (Jan 2025 KV lines print none: the summary's is that pool's)."""
+    return next(
         (
-            r.target.kv_pools[0]
+            kv
             for r in launch.ranks
-            if r.target and len(r.target.kv_pools) == 1 and r.target.kv_pools[0].tokens
+            if r.target and len(r.target.kv_pools) == 1
+            for kv in r.target.kv_pools
+            if kv.total_bytes and (kv.tokens or tokens)
         ),
         None,
     )
+
+
+def kv_hint(
+    launch: Launch,
+    sz: Sizing | None,
+    peers: Sequence[Launch] = (),
+    config: Mapping[str, Any] | None = None,
+) -> KVHint:
+    """The hint for ``launch``'s ranks: another rank's KV line, else that of another launch in
+    ``peers`` (every launch of the input) with the same KV settings, else ``config``."""
+    tokens = launch.summary.max_total_num_tokens if launch.summary else None
+    kv = _one_kv_line(launch, tokens)
     if kv is None:
-        return KVHint(tokens)
-    cell = sz.full_cell_bytes if sz is not None and sz.kv_tokens == kv.tokens else None
+        if not tokens:
+            return KVHint(tokens)
+        return _launch_hint(launch, peers, tokens) or _config_hint(launch, config, tokens)
+    n = kv.tokens or tokens
+    cell = sz.full_cell_bytes if sz is not None and sz.kv_tokens == n else None
+    got = line_cell(kv, n)
     return KVHint(
-        tokens or kv.tokens,
-        cell or kv.total_bytes / kv.tokens if kv.tokens else None,
-        kv.rank,
-        kv.source.line_no,
+        tokens or n,
+        cell or (got[0] if got else None),
+        CellSource(CellOrigin.RANK, kv.rank, kv.source.line_no),
+        got[1] if got else None,
     )
+
+
+def _launch_hint(launch: Launch, peers: Sequence[Launch], tokens: int) -> KVHint | None:
+    """The cell of the nearest other launch (a restart first) whose server_args print the same
+    settings of the KV cell (sharding.KV_CELL_SETTINGS say which and why) and a KV line."""
+    others = sorted(
+        (p for p in peers if p is not launch), key=lambda p: abs(p.index - launch.index)
+    )
+    for other in others:
+        if not launch.server_args or not other.server_args:
+            continue  # without both dumps nothing shows they are one model on one layout
+        if sharding.kv_cell_settings_differ(launch.args, other.args):
+            continue
+        summary = other.summary.max_total_num_tokens if other.summary else None
+        kv = _one_kv_line(other, summary)
+        if kv is None:
+            continue
+        n = kv.tokens or summary
+        got = line_cell(kv, n)
+        if got is None or n is None:
+            continue
+        other_file = None if kv.source.path in launch.paths else os.path.basename(kv.source.path)
+        source = CellSource(
+            CellOrigin.LAUNCH,
+            kv.rank,
+            kv.source.line_no,
+            launch=other.index,
+            file=other_file,
+            total_bytes=kv.total_bytes,
+            tokens=n,
+        )
+        return KVHint(tokens, got[0], source, got[1])
+    return None
+
+
+def _config_hint(launch: Launch, config: Mapping[str, Any] | None, tokens: int) -> KVHint:
+    """The --model-config estimate of the full pool's cell for this launch's layout."""
+    if config is None:
+        return KVHint(tokens)
+    try:
+        est = estimate(config, **settings_for_launch(launch))
+    except EstimateError:
+        return KVHint(tokens)  # a layout the config cannot split: not this launch's model
+    cell = est.kv_bytes_per_token_per_rank
+    if not cell or est.kv_swa_bytes_per_token_per_rank is not None:
+        # A hybrid sliding-window model splits the budget over two pools: no one cell.
+        return KVHint(tokens)
+    source = CellSource(
+        CellOrigin.CONFIG,
+        model=est.model,
+        kv_dtype=est.kv_cache_dtype,
+        attn_tp=est.parallel.attn_tp,
+    )
+    return KVHint(tokens, float(cell), source)
 
 
 # More than this left in a pool step is never "small pools": the request-to-token table
@@ -71,22 +184,24 @@ def _no_kv_line(
 ) -> list[Cause]:
     """The KV cause of a target pool step that printed no KV line (E0/E1, or a filtered log)."""
     n = hint.tokens
-    if n and hint.cell_bytes and n * hint.cell_bytes <= delta - table:
+    kv = hint.kv_bytes
+    if n and hint.cell_bytes and kv is not None and hint.fits(delta - table):
         return [
             Cause(
                 What.KV_FROM_CELL,
-                round(n * hint.cell_bytes),
+                kv,
                 "estimated",
                 (),
-                Facts(
-                    tokens=n,
-                    cell_bytes=hint.cell_bytes,
-                    cell_rank=hint.cell_rank,
-                    cell_line=hint.cell_line,
-                ),
+                Facts(tokens=n, cell_bytes=hint.cell_bytes, cell_source=hint.source),
             )
         ]
-    if sz is not None and rule_fits_step(sz.rest_bytes, delta, table if known_table else None):
+    # A cell that does not fit is not forced, nor hidden behind the rule: the step's own
+    # figure stands, and a finding gives both (findings_sizing.kv_sources_disagree).
+    if (
+        sz is not None
+        and not hint.misfit(delta - table)
+        and rule_fits_step(sz.rest_bytes, delta, table if known_table else None)
+    ):
         rng = sz.bytes_per_token_range
         return [
             Cause(

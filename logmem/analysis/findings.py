@@ -22,12 +22,13 @@ from logmem.analysis.findings_sizing import DraftKVNegative as DraftKVNegative
 from logmem.analysis.findings_sizing import GapReason as GapReason
 from logmem.analysis.findings_sizing import KVBudget as KVBudget
 from logmem.analysis.findings_sizing import KVLoggedAvailable as KVLoggedAvailable
+from logmem.analysis.findings_sizing import KVSourcesDisagree as KVSourcesDisagree
 from logmem.analysis.findings_sizing import LikelyCause as LikelyCause
 from logmem.analysis.findings_sizing import PoolsVsBudget as PoolsVsBudget
 from logmem.analysis.findings_sizing import RuleFit as RuleFit
 from logmem.analysis.findings_sizing import TableBounds as TableBounds
 from logmem.analysis.findings_sizing import Unexplained as Unexplained
-from logmem.analysis.findings_sizing import sizing_findings, unexplained
+from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings, unexplained
 from logmem.analysis.ledger import Cause, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
 from logmem.model.records import Launch, Rank
@@ -220,6 +221,7 @@ Finding = (
     | BudgetNotPositive
     | PoolsVsBudget
     | PoolStep
+    | KVSourcesDisagree
     | Workspaces
     | GraphSplit
     | LargestBucketNote
@@ -259,6 +261,9 @@ def findings(led: LaunchLedger) -> list[Finding]:
     rl = led.rank(main.label)
     if led.sizing is not None:
         out.extend(sizing_findings(led.sizing, main, L, rl))
+    disagree = kv_sources_disagree(led.kv_hint, main, L, rl)
+    if disagree is not None:
+        out.append(disagree)
     if rl is not None:
         out.extend(_rank(rl, outcome(L).status == "ready"))
         out.extend(unexplained(rl, L))

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
 
+from logmem.analysis.attribution_pools import KVHint
 from logmem.analysis.findings_kinds import FindingKind
-from logmem.analysis.ledger import Phase, RankLedger, What
-from logmem.analysis.sizing import RULE_STEP_SLACK, Sizing, arg_number
+from logmem.analysis.ledger import CellSource, Phase, RankLedger, What
+from logmem.analysis.sizing import RULE_STEP_SLACK, Sizing, arg_number, req_to_token
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
@@ -112,6 +113,51 @@ class Unexplained:
     likely: LikelyCause
     lines: tuple[int, int]
     table: TableBounds | None = None
+
+
+@dataclass(frozen=True)
+class KVSourcesDisagree:
+    """A pool step with no KV line that cannot hold max_total_num_tokens cells of the bytes
+    per token known elsewhere (another rank's or launch's KV line, or --model-config): the
+    ledger keeps the step's own derived figure and this says the two disagree."""
+
+    kind: ClassVar[FindingKind] = FindingKind.KV_SOURCES_DISAGREE
+    rank: str
+    tokens: int
+    cell_bytes: float
+    cell_source: CellSource  # where the cell came from (rank, launch and line, or the config)
+    kv_bytes: int  # tokens x cell
+    room_bytes: int  # the step's drop minus the request-to-token table (when known)
+    table_known: bool
+    lines: tuple[int, int]
+
+
+def kv_sources_disagree(
+    hint: KVHint, main: Rank, L: Launch, rl: RankLedger | None
+) -> KVSourcesDisagree | None:
+    """The main rank's pool step with no KV line against the hint's KV cache (the test the
+    ledger made: KVHint.misfit of the same room)."""
+    t = main.target
+    if rl is None or t is None or t.kv_pools or t.mamba_pools:
+        return None
+    p = rl.phase("target_pools") or rl.phase("target_weights_and_pools")
+    kv = hint.kv_bytes
+    if p is None or kv is None or not hint.tokens or not hint.cell_bytes:
+        return None
+    req = req_to_token(L)
+    room = p.delta_bytes - (req[2] if req is not None else 0)
+    if not hint.misfit(room):
+        return None
+    return KVSourcesDisagree(
+        rl.rank,
+        hint.tokens,
+        hint.cell_bytes,
+        hint.source,
+        kv,
+        room,
+        req is not None,
+        p.lines,
+    )
 
 
 SizingFinding = (

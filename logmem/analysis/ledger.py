@@ -100,6 +100,33 @@ class Span:
     tokens: bool = False  # sized in tokens (prefill-type graphs), else in batch size
 
 
+class CellOrigin(Enum):
+    """Where a pool step with no KV line got its bytes per token, in order of precedence (a KV
+    line on the rank itself needs none)."""
+
+    NONE = "none"
+    RANK = "rank"  # another rank of this launch printed a KV line
+    LAUNCH = "launch"  # another launch of the input: same model and KV settings
+    CONFIG = "config"  # the --model-config estimate for this launch's layout
+
+
+@dataclass(frozen=True)
+class CellSource:
+    """The KV line (rank, line; of another launch: its number, file, printed size and tokens)
+    or the --model-config estimate (model, KV dtype, attention TP) a cell comes from."""
+
+    origin: CellOrigin
+    rank: str | None = None
+    line: int | None = None
+    launch: int | None = None
+    file: str | None = None  # the other launch's file, when not one of this launch's
+    total_bytes: int | None = None
+    tokens: int | None = None
+    model: str | None = None
+    kv_dtype: str | None = None
+    attn_tp: int | None = None
+
+
 @dataclass(frozen=True)
 class Facts:
     """The numbers and flags a cause's label and note are worded from (all optional)."""
@@ -112,9 +139,8 @@ class Facts:
     slots: int | None = None  # Mamba state slots
     n_req: int | None = None  # request-to-token table: request slots and context length
     ctx: int | None = None
-    cell_bytes: float | None = None  # bytes per token of the full pool, from another line
-    cell_rank: str | None = None
-    cell_line: int | None = None
+    cell_bytes: float | None = None  # bytes per token of the full pool, from elsewhere
+    cell_source: CellSource | None = None
     after_weights_bytes: int | None = None  # the budget rule's inputs
     pre_load_bytes: int | None = None
     mfs: float | None = None

@@ -233,6 +233,17 @@ def _adjustment_inputs(launch: Launch) -> tuple[str | None, str | None, int | No
     return arch, backend if isinstance(backend, str) else None, ctx
 
 
+def line_cell(kv: ev.KVPool, tokens: int | None) -> tuple[float, tuple[int, int] | None] | None:
+    """A KV line's bytes per token for ``tokens`` (its #tokens, or the summary's when the line
+    prints none): the round cell when print rounding allows a unique one, else the printed
+    sizes over the tokens; with the whole bytes per token print rounding allows."""
+    if not tokens:
+        return None
+    rng = rules.bytes_per_token_range(kv.total_bytes, tokens, 1 if kv.kv is not None else 2)
+    roundest = _roundest(rng) if rng else None
+    return (roundest or kv.total_bytes / tokens), rng
+
+
 def _roundest(rng: tuple[int, int]) -> int | None:
     lo, hi = rng
     if hi < lo or hi <= 0:

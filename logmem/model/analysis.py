@@ -34,6 +34,21 @@ class Analysis:
     # The ranks a report shows (logmem.api.select; empty: all). The launches keep every rank:
     # the verdict, the sizing minima and the findings are the whole launch's.
     shown_ranks: tuple[str, ...] = ()
+    # Every launch read, before select() kept one: a launch that printed no KV line takes its
+    # bytes per token from another launch of the same model and KV settings (empty: launches).
+    read_launches: tuple[Launch, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def all_launches(self) -> tuple[Launch, ...]:
+        """Every launch of the input, also those select() left out."""
+        return self.read_launches or self.launches
+
+    def ledger(self, launch: Launch) -> LaunchLedger:
+        """A launch's ledger with what the rest of the input knows: the other launches' KV
+        lines and the --model-config (every report builds its ledgers here)."""
+        from logmem.analysis.attribution import build_ledger
+
+        return build_ledger(launch, self.all_launches, self.model_config)
 
     @property
     def apart(self) -> tuple[Apart, ...]:
@@ -61,9 +76,9 @@ class Analysis:
 
     @property
     def findings(self) -> list[str]:
-        from logmem.analysis.attribution import launch_findings
+        from logmem.report.sentences import finding_text
 
-        return [f for L in self.launches for f in launch_findings(L)]
+        return [finding_text(f) for L in self.launches for f in self.ledger(L).findings]
 
     def ledger_frame(self) -> pd.DataFrame:
         from logmem.report.frames import ledger_frame

@@ -15,6 +15,8 @@ from logmem.analysis.ledger import (
     CaptureEnd,
     CaptureStart,
     Cause,
+    CellOrigin,
+    CellSource,
     Facts,
     KVLabel,
     Lazy,
@@ -171,7 +173,7 @@ def cause_note(c: Cause) -> str:
             return "no bucket readings on this rank (only the bar-printing rank has them)"
         return ""
     if w is What.KV_FROM_CELL and f.tokens and f.cell_bytes is not None:
-        source = f"{f.cell_rank or 'the GPU'}'s KV line, line {f.cell_line}"
+        source = cell_source_text(f.cell_source) if f.cell_source else "another KV line"
         return f"{f.tokens:,} tokens x {f.cell_bytes:,.0f} B per token ({source})"
     if w is What.KV_FROM_RULE and f.mfs is not None:
         rng = f.per_token
@@ -271,3 +273,20 @@ def ledger_note(led: RankLedger) -> str:
         )
     tp0 = " (mid-2025 SGLang printed model-runner lines on TP0 only)" if e.tp0_only else ""
     return "this rank printed no free-memory readings" + tp0
+
+
+def cell_source_text(s: CellSource) -> str:
+    """Where a pool step with no KV line got its bytes per token."""
+    rank = s.rank or "the GPU"
+    if s.origin is CellOrigin.LAUNCH:
+        where = f"line {s.line}" + (f" of {s.file}" if s.file else "")
+        return (
+            f"launch {s.launch}'s KV line, {rank} {where}: {format_gib(s.total_bytes)} GiB for "
+            f"{s.tokens or 0:,} tokens; same model and KV settings"
+        )
+    if s.origin is CellOrigin.CONFIG:
+        return (
+            f"--model-config {s.model or 'config.json'}: its attention layers' KV per token "
+            f"for this launch's layout, {s.kv_dtype} KV, attention TP {s.attn_tp}"
+        )
+    return f"{rank}'s KV line, line {s.line}"

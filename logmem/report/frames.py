@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from logmem.analysis.attribution import build_ledger
 from logmem.report.causes import cause_name, cause_note, phase_name
 from logmem.units import gib
 
@@ -36,7 +35,7 @@ def ledger_records(a: Analysis) -> list[dict[str, Any]]:
     """One row per (launch, rank, phase, cause), in log order."""
     rows: list[dict[str, Any]] = []
     for L in a.launches:
-        for rl in (x for x in build_ledger(L).ranks if a.shows(x.rank)):
+        for rl in (x for x in a.ledger(L).ranks if a.shows(x.rank)):
             for p in rl.phases:
                 for c in p.causes:
                     rows.append(
@@ -60,7 +59,7 @@ def samples_records(a: Analysis) -> list[dict[str, Any]]:
     """One row per captured bucket that printed a free-memory reading, in capture order."""
     rows: list[dict[str, Any]] = []
     for L in a.launches:
-        for rl in (x for x in build_ledger(L).ranks if a.shows(x.rank)):
+        for rl in (x for x in a.ledger(L).ranks if a.shows(x.rank)):
             for p in rl.phases:
                 name = p.graph.name if p.graph is not None else p.key.removeprefix("capture:")
                 for b in p.buckets:

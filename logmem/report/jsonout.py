@@ -364,7 +364,7 @@ def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def analysis_json(a: Analysis) -> dict[str, Any]:
-    ledgers = [build_ledger(L) for L in a.launches]
+    ledgers = [a.ledger(L) for L in a.launches]
     launches = [launch_json(L, led, a.shows) for L, led in zip(a.launches, ledgers)]
     for doc, led in zip(launches, ledgers):
         com = communication(led, a.model_config, env_values(a))

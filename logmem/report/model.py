@@ -317,8 +317,11 @@ def launch_report(
     config: dict[str, Any] | None = None,
     env: Sequence[EnvValue] = (),
     ranks_shown: tuple[str, ...] = (),
+    led: LaunchLedger | None = None,
 ) -> LaunchReport:
-    led = shown_ledger(build_ledger(L), ranks_shown)
+    """One launch's report; ``led`` is its ledger as Analysis.ledger builds it (default: the
+    launch alone)."""
+    led = shown_ledger(led if led is not None else build_ledger(L), ranks_shown)
     sections: list[Section] = []
     main = main_rank(L)
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
@@ -414,7 +417,13 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
         "logmem memory report",
         tuple(
             launch_report(
-                L, len(a.launches), all_ranks, a.model_config, env_values(a), a.shown_ranks
+                L,
+                len(a.launches),
+                all_ranks,
+                a.model_config,
+                env_values(a),
+                a.shown_ranks,
+                a.ledger(L),
             )
             for L in a.launches
         ),

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from logmem.analysis.attribution import build_ledger
 from logmem.errors import LogmemError
 from logmem.model.analysis import Analysis
 from logmem.report.plot_data import buckets_data, ranks_data, waterfall_data
@@ -15,7 +14,7 @@ from logmem.report.plot_data import buckets_data, ranks_data, waterfall_data
 def plot_data(analysis: Analysis, kind: str, wanted: Sequence[str]) -> Any:
     """The data of a `kind` plot of the first launch of `analysis` (already selected)."""
     L = analysis.launches[0]
-    led = analysis.shown_ledger(build_ledger(L))
+    led = analysis.shown_ledger(analysis.ledger(L))
     if kind == "ranks":
         return ranks_data(led)
     main = L.main_rank

@@ -10,7 +10,7 @@ from functools import singledispatch
 
 import logmem.analysis.findings as fd
 from logmem.analysis.sizing import Sizing
-from logmem.report.causes import cause_name, cause_note, phase_end, phase_name
+from logmem.report.causes import cause_name, cause_note, cell_source_text, phase_end, phase_name
 from logmem.sglang import rules
 from logmem.units import format_gib
 
@@ -174,6 +174,18 @@ def _(f: fd.PoolsVsBudget) -> str:
 def _(f: fd.PoolStep) -> str:
     parts = ", ".join(f"{cause_name(c)} {_g(c.bytes)}" for c in f.causes)
     return f"The pool step drops {_g(f.drop_bytes)} GiB on {_on(f.rank)}: {parts}."
+
+
+@finding_text.register
+def _(f: fd.KVSourcesDisagree) -> str:
+    room = "its drop minus the request-to-token table" if f.table_known else "its drop"
+    return (
+        f"The pool step on {_on(f.rank)} printed no KV line, and {f.tokens:,} tokens at "
+        f"{f.cell_bytes:,.0f} bytes per token (from {cell_source_text(f.cell_source)}) take {_g(f.kv_bytes)} GiB, "
+        f"more than the {_g(f.room_bytes)} GiB of the step ({room}): the sources disagree (a "
+        "different model, dtype or parallel layout than they seem), so the KV cache is shown as "
+        "derived from the step."
+    )
 
 
 @finding_text.register

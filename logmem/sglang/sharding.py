@@ -11,6 +11,7 @@ Plain numbers in and out; imports nothing of the package, so any stage may use i
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 VOCAB_PADDING = 64
@@ -135,3 +136,49 @@ def logits_buffer_bytes(max_bs: int, tokens_per_req: int, vocab: int) -> int:
     values (the graph runner's static output buffers, ``cuda_graph_runner.py``; tokens per
     request is ``speculative_num_draft_tokens`` for a verify graph)."""
     return max_bs * tokens_per_req * vocab * FP32_BYTES
+
+
+# --- which settings size the KV cell ------------------------------------------------------
+
+KV_CELL_SETTINGS = (
+    "model_path",
+    "json_model_override_args",
+    "tp_size",
+    "dp_size",
+    "enable_dp_attention",
+    "pp_size",
+    "dtype",
+    "kv_cache_dtype",
+    "quantization",
+    "attention_backend",
+)
+"""The server_args that decide a launch's KV bytes per token per rank, so two launches that
+print the same values of all of them have the same cell (``ModelRunner`` sizes the pool from
+``cell_size`` before any token count; ``model_executor/model_runner.py``, all eras E0-E7):
+
+* ``model_path`` and ``json_model_override_args``: layers, KV heads and head_dim;
+* ``tp_size``, ``dp_size`` with ``enable_dp_attention``: the attention TP group, which splits
+  the KV heads; ``pp_size``: the layers a rank holds;
+* ``kv_cache_dtype``, and ``dtype`` that ``auto`` follows: bytes per element; ``quantization``
+  because a quantised checkpoint can bring its own KV dtype and scales;
+* ``attention_backend``: the MLA / NSA backends lay the cell out their own way (FP8 with
+  scales, an indexer), so two launches on different backends are not compared.
+
+Settings that do not enter the cell need not match: ``page_size`` only rounds the token count
+(the buffers hold ``#tokens + page_size`` slots), ``mem_fraction_static``, ``context_length``
+and the request pool change how many tokens, not their size, and a draft model has its own
+pool."""
+
+KV_CELL_REQUIRED = ("model_path", "tp_size")
+"""Settings both dumps must print: without them two launches cannot be shown to be one model on
+one layout (the others, unprinted in older versions, compare as printed)."""
+
+
+def kv_cell_settings_differ(a: Mapping[str, object], b: Mapping[str, object]) -> tuple[str, ...]:
+    """The KV_CELL_SETTINGS two server_args dumps do not share (a required one missing on
+    either side counts as differing): empty when one launch's cell is the other's."""
+    return tuple(
+        k
+        for k in KV_CELL_SETTINGS
+        if a.get(k) != b.get(k) or (k in KV_CELL_REQUIRED and a.get(k) is None)
+    )
