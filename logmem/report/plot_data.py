@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
-from logmem.analysis.ledger import CaptureEnd
+from logmem.analysis.ledger import CaptureEnd, What
 from logmem.report.causes import cause_name, ledger_note, phase_name
 from logmem.report.model import rank_name
 from logmem.sglang.rules import (
@@ -49,13 +49,12 @@ _PAREN = re.compile(r" \([^()]{11,}\)")  # long detail only: "(bs 36)" stays
 
 
 def step_label(causes: Sequence[Mapping[str, Any]], delta_gib: float) -> str:
-    """What a waterfall step says: the drop and its biggest causes."""
+    """What a waterfall step says: the drop and its biggest causes (waterfall_data leaves out
+    the rounding of printed values)."""
     head = f"+{-delta_gib:.2f} GiB freed" if delta_gib < 0 else f"−{delta_gib:.2f} GiB"
-    # Rounding of the printed values is noise beside a named cause: it stays in the bar only.
-    named = [c for c in causes if not c["name"].startswith("rounding of printed")] or list(causes)
     # Below half a printed unit a cause is not visible in the log's own figures.
     big = sorted(
-        (c for c in named if abs(c["gib"]) >= PRINT_RESOLUTION_GIB), key=lambda c: -abs(c["gib"])
+        (c for c in causes if abs(c["gib"]) >= PRINT_RESOLUTION_GIB), key=lambda c: -abs(c["gib"])
     )
     if not big:
         return head
@@ -75,6 +74,8 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
             {"name": cause_name(c), "gib": _gib(c.bytes), "kind": c.kind, "lines": list(c.lines)}
             for c in p.causes
         ]
+        # Rounding of the printed values is noise beside a named cause: it stays in the bar only.
+        named = [d for d, c in zip(causes, p.causes) if c.what is not What.ROUNDING]
         before, after = _gib(p.before_bytes), _gib(p.after_bytes)
         assert before is not None and after is not None
         delta = round(before - after, 4)
@@ -86,7 +87,7 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
                 "after_gib": after,
                 "delta_gib": delta,
                 "causes": causes,
-                "label": step_label(causes, delta),
+                "label": step_label(named or causes, delta),
                 "lines": list(p.lines),
                 # A phase between two equal readings with nothing in it adds a row and says nothing.
                 "shown": p.delta_bytes != 0 or any(c.bytes for c in p.causes),
