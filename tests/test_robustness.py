@@ -155,7 +155,6 @@ def test_200mb_line_without_newline_stays_bounded(tmp_path: Path) -> None:
             f.write(block)
             written += len(block)
         f.write(b"\n" + _startup_lines())
-    t0 = time.monotonic()
     tracemalloc.start()
     try:
         code, out, err = run_cli("-q", "analyze", "-f", "json", str(path))
@@ -167,8 +166,9 @@ def test_200mb_line_without_newline_stays_bounded(tmp_path: Path) -> None:
     assert doc["inputs"][0]["truncated_segments"] == 1
     assert doc["inputs"][0]["bytes"] == path.stat().st_size
     assert len(doc["launches"]) == 2
+    # Memory is the invariant here; its speed is bench/bench.py's to measure (a wall-clock
+    # limit fails on a loaded machine and proves nothing about the code).
     assert peak < 96 << 20, f"peak {peak >> 20} MiB"
-    assert time.monotonic() - t0 < 20
 
 
 def test_a_megabyte_of_avail_mem_is_one_segment(tmp_path: Path) -> None:
