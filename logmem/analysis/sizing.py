@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from logmem.estimate.dtypes import kv_element_bytes
 from logmem.model.clock import printed_at
 from logmem.model.records import Launch
 from logmem.parse import events as ev
@@ -59,11 +60,34 @@ class Sizing:
     # KV cache is then rest // cell, which bounds the cell).
     rule_tokens: int | None = None
 
+    # The target's KV dtype: its KV line's own (E7), else "Using KV cache dtype" (kv_dtype_line).
+    kv_dtype: str | None = None
+    kv_dtype_line: ev.Event | None = None
+
+    @property
+    def mfs_factor(self) -> float:
+        """SGLang's scaling of the flag before the rule: the product of ``adjustments``."""
+        return math.prod(a.factor for a in self.adjustments)
+
     def rule_mfs_for(self, mfs: float) -> float:
         """The mem_fraction_static the KV rule runs with when the flag is ``mfs``."""
-        for a in self.adjustments:
-            mfs *= a.factor
-        return mfs
+        return mfs * self.mfs_factor
+
+    def flag_mfs_for(self, rule_mfs: float) -> float:
+        """The inverse of ``rule_mfs_for``: the --mem-fraction-static a user passes for the KV
+        rule to run with ``rule_mfs`` (unrounded: the caller rounds toward its own safe side)."""
+        return rule_mfs / self.mfs_factor
+
+    @property
+    def kv_element_bytes(self) -> float | None:
+        """Bytes per KV element of ``kv_dtype`` (1 for fp8, 2 for bf16); None when unknown."""
+        return kv_element_bytes(self.kv_dtype) if self.kv_dtype else None
+
+    @property
+    def likely_elements_per_token(self) -> float | None:
+        """The round cell in KV elements (layers x heads x head_dims of K and V, per rank)."""
+        cell, size = self.likely_bytes_per_token, self.kv_element_bytes
+        return cell / size if cell and size else None
 
     @property
     def rule_mfs(self) -> float:
@@ -126,9 +150,7 @@ def sizing(launch: Launch) -> Sizing | None:
         return None
     arch, backend, ctx = _adjustment_inputs(launch)
     adjustments = rules.mfs_adjustments(_printed_on(launch), arch, backend, ctx)
-    rule_mfs = float(mfs)
-    for a in adjustments:
-        rule_mfs *= a.factor
+    rule_mfs = float(mfs) * math.prod(a.factor for a in adjustments)
     rest = rules.kv_budget_bytes(post_bytes, pre_bytes, rule_mfs)
     first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
     kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
@@ -156,6 +178,11 @@ def sizing(launch: Launch) -> Sizing | None:
         if len(kv) > 1
         else ()
     )
+    dtype, dtype_line = (
+        first_rank.target.pool_dtype(main)
+        if main is not None and first_rank is not None and first_rank.target is not None
+        else (None, None)
+    )
     draft = first_rank.draft if first_rank is not None else None
     draft_pools = tuple(
         (p.total_bytes, p.tokens) for p in (draft.kv_pools if draft else ()) if p.tokens
@@ -177,7 +204,22 @@ def sizing(launch: Launch) -> Sizing | None:
         draft_pools,
         sum(1 if p.kv is not None else 2 for p in kv) + 2 * len(mamba),
         None if kv else _rule_tokens(launch, rest),
+        dtype,
+        dtype_line,
     )
+
+
+def printed_kv_dtype(launch: Launch) -> str | None:
+    """The target's KV dtype as the log printed it (a KV line's own, else "Using KV cache
+    dtype"): what the pools really hold, whatever --kv-cache-dtype resolved to."""
+    for r in launch.ranks:
+        m = r.target
+        for p in m.kv_pools[:1] if m is not None else ():
+            assert m is not None
+            dtype = m.pool_dtype(p)[0]
+            if dtype is not None:
+                return dtype
+    return None
 
 
 # A KV cache derived from a pool step's drop (no KV line) also holds the small unlogged pools.

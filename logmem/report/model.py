@@ -14,6 +14,7 @@ from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
 from logmem.model.records import Launch, Rank
+from logmem.parse import events as ev
 from logmem.report.communication import comm_view
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.inputs_text import input_sentences
@@ -242,6 +243,15 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else "?"
         what = "the rule and max_total_num_tokens" if sz.rule_tokens else "the printed sizes"
         rows.append(("bytes per token", likely, f"consistent with {what}: {lo:,} to {hi:,}"))
+    if sz.kv_dtype is not None and sz.kv_dtype_line is not None:
+        by = "KV line" if isinstance(sz.kv_dtype_line, ev.KVPool) else "Using KV cache dtype"
+        rows.append(
+            (
+                "KV dtype",
+                sz.kv_dtype.removeprefix("torch."),
+                f"{by}, line {sz.kv_dtype_line.source.line_no}",
+            )
+        )
     if led.reserve is not None:
         for term in led.reserve.terms:
             rows.append(

@@ -52,6 +52,10 @@ def _per_token(sz: Sizing) -> str:
         return f"about {sz.bytes_per_token:,.0f} bytes per token" if sz.bytes_per_token else ""
     lo, hi = rng
     likely = f", likely {sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else ""
+    elems, size = sz.likely_elements_per_token, sz.kv_element_bytes
+    if likely and elems and size and sz.kv_dtype:
+        per = "1 byte" if size == 1 else f"{size:g} bytes"
+        likely += f", i.e. {elems:,.0f} {sz.kv_dtype.removeprefix('torch.')} elements of {per}"
     span = f"{lo:,} bytes" if lo == hi else f"{lo:,} to {hi:,} bytes"
     return f"{span} per token by print rounding{likely}"
 
