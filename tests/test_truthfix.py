@@ -103,3 +103,58 @@ def test_crosscheck_prices_the_printed_kv_dtype(tmp_path: Path) -> None:
     config = json.loads((FIXTURES / "configs" / "qwq-32b.json").read_text(encoding="utf-8"))
     kv = next(c for c in crosscheck(led, config).checks if "per token" in c.what)
     assert kv.expected_bytes == 32_768 and not kv.differs
+
+
+# --- item 2: a launch that died loading weights gets no "left free" headroom ------------------
+
+LOAD_OOM = """\
+[2025-09-02 10:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-70B-Instruct', tp_size=1, mem_fraction_static=0.88, kv_cache_dtype='auto', dtype='auto')
+[2025-09-02 10:00:08] Init torch distributed begin.
+[2025-09-02 10:00:09] Init torch distributed ends. mem usage=0.35 GB
+[2025-09-02 10:00:09] Load weight begin. avail mem=78.84 GB
+Loading safetensors checkpoint shards:  60% Completed | 18/30 [00:40<00:27,  2.25s/it]
+[2025-09-02 10:00:52] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2533, in run_scheduler_process
+    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
+  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 712, in load_model
+    self.model = get_model(
+  File "/sgl-workspace/sglang/python/sglang/srt/model_loader/loader.py", line 470, in load_model
+    model.load_weights(self._get_all_weights(model_config, model))
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 301.44 MiB is free. Process 2211 has 78.88 GiB memory in use. Of the allocated memory 78.27 GiB is allocated by PyTorch, and 103.52 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
+
+[2025-09-02 10:00:52] Received sigquit from a child process. It usually means the child failed.
+"""
+
+
+def _text(path: Path) -> str:
+    return " ".join(render(read_log(str(path)), "text").split())
+
+
+def test_a_crash_while_loading_gets_no_left_free_headroom(tmp_path: Path) -> None:
+    """Init ends at 78.84 GiB free (line 4), the load dies with 0.29 GiB free of 79.19: the
+    last reading is not what start-up left, and 78.84 - 0.29 + 0.44 = 78.98 GiB is more than
+    was free before loading but less than the whole 79.19 GiB GPU."""
+    text = _text(_write(tmp_path, LOAD_OOM))
+    assert "left free" not in text and "first requests" not in text
+    assert (
+        "78.84 GiB was free on the GPU at the end of distributed init, the last reading SGLang "
+        "printed before the crash (start-up did not finish)." in text
+    )
+    assert "Crashed: CUDA out of memory on the GPU while loading the weights" in text
+    assert "0.44 GiB was asked for with 0.29 GiB free: 0.14 GiB short." in text
+    assert "--mem-fraction-static does not help here" in text
+    assert "--mem-fraction-static 0" not in text  # no mfs fix for a load OOM
+    assert (
+        "needed at least 78.84 - 0.29 + 0.44 = 78.98 GiB while loading, more than the 78.84 GiB "
+        "free before loading (the GPU has 79.19 GiB)" in text
+    )
+    assert "whole GPU" not in text
+
+
+def test_a_log_that_stops_mid_start_up_says_so(tmp_path: Path) -> None:
+    """The same start-up cut after Load weight begin (no error): the last reading, not headroom."""
+    cut = "\n".join(LOAD_OOM.splitlines()[:5]) + "\n"
+    text = _text(_write(tmp_path, cut))
+    assert "left free" not in text
+    assert "78.84 GiB was free on the GPU at the end of distributed init, the last reading " in text
+    assert "before the log stops (start-up had not finished)" in text

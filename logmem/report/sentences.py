@@ -266,9 +266,21 @@ def _(f: fd.LeftFree) -> str:
         fd.LeftWhen.SUMMARY: "at the scheduler summary",
         fd.LeftWhen.LOG_STOPS: f"when the log stops (in capture {f.phase})",
     }[f.when]
-    tight = ""
-    if f.tight:
-        tight = " — very little: the first requests may run out of memory" if f.serving else ""
+    if f.end is fd.StartupEnd.CRASHED:
+        # Not headroom: start-up never got past this reading.
+        when = f"during capture {f.phase}" if f.when is fd.LeftWhen.LOG_STOPS else when
+        return (
+            f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, the last reading SGLang printed "
+            "before the crash (start-up did not finish)."
+        )
+    if f.end is fd.StartupEnd.STOPPED:
+        if f.when is fd.LeftWhen.LOG_STOPS:
+            return f"{_g(f.bytes)} GiB is free on {_on(f.rank)} {when}, before start-up finished."
+        return (
+            f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, the last reading before the "
+            "log stops (start-up had not finished)."
+        )
+    tight = " — very little: the first requests may run out of memory" if f.tight else ""
     return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
 
 

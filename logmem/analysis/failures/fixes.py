@@ -203,7 +203,8 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
             notes.append(replace(floor, fallback=fallback))
         whole = floor is not None and floor.case is fx.FloorCase.WHOLE_GPU
         if fallback:
-            notes.append(fx.TransformersFallback(whole))
+            beyond = floor.beyond_capacity if floor is not None else None
+            notes.append(fx.TransformersFallback(whole, beyond))
             fixes.append(fx.Fix("--model-impl", "sglang", fx.NativeImpl(_architecture(launch))))
         more, note = _fewer_weights_fixes(launch, shortfall)
         if note is not None:
@@ -353,7 +354,7 @@ def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> fx.Weig
     at_least = begin - r.free_bytes + r.tried_bytes
     args = (rank.label, begin, r.free_bytes, r.tried_bytes, at_least)
     if at_least <= begin:
-        return fx.WeightsFloor(*args, fx.FloorCase.FITS)
+        return fx.WeightsFloor(*args, fx.FloorCase.FITS, capacity_bytes=r.capacity_bytes)
     done = [
         m.weights_end.usage.bytes
         for x in launch.ranks
@@ -361,8 +362,10 @@ def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> fx.Weig
     ]
     if done:
         # Others finished below that: the load peaks above the final size (conversion temporaries).
-        return fx.WeightsFloor(*args, fx.FloorCase.PEAKS, max(done))
-    return fx.WeightsFloor(*args, fx.FloorCase.WHOLE_GPU)
+        return fx.WeightsFloor(
+            *args, fx.FloorCase.PEAKS, max(done), capacity_bytes=r.capacity_bytes
+        )
+    return fx.WeightsFloor(*args, fx.FloorCase.WHOLE_GPU, capacity_bytes=r.capacity_bytes)
 
 
 _QUANT_TAGS = (
