@@ -447,7 +447,10 @@ def test_empty_mfs_window_says_lowering_mfs_alone_cannot_fix_it(tmp_path: Path) 
     assert "below 0.521 the KV pool is empty" in explanation_text(f)
 
 
-def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
+def test_hybrid_mamba_prices_a_token_with_its_mamba_share(tmp_path: Path) -> None:
+    """The budget a lower mfs frees costs KV tokens at what a token takes of every pool: the
+    16,384 B cell plus the Mamba state's share (4.48 GiB / 327,310 tokens), the price the
+    sizing quotes (Sizing.all_pools_bytes_per_token)."""
     lines = (
         start()
         + [
@@ -466,8 +469,11 @@ def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
     freed = 14.40 * GIB * (0.85 - float(mfs.value or 0))
     cell = round_cell(kv, 327310)
     assert cell == 16384
-    lost = math.ceil(freed * kv / (kv + mamba) / cell)
-    assert f"{lost:,} KV tokens (KV's {kv / (kv + mamba):.0%} share" in effect_text(mfs.effect)
+    price = cell + mamba / 327310
+    lost = math.ceil(freed / price)
+    text = effect_text(mfs.effect)
+    assert f"{lost:,} KV tokens" in text and "share of it" not in text
+    assert f"at {price:,.0f} bytes per token of the budget (16,384 of KV cell plus" in text
 
 
 def test_capture_oom_with_deepep_on_names_the_lazy_buffer(tmp_path: Path) -> None:

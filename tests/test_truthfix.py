@@ -9,13 +9,23 @@ Expected figures come from the log text, never from logmem's output.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+import pytest
 
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.attribution import build_ledger
+from logmem.analysis.failures import outcome
+from logmem.analysis.failures.effects import LowerMfs
+from logmem.analysis.failures.facts import Fix
 from logmem.api import read_log
+from logmem.compare.diff import kv_change
 from logmem.estimate.crosscheck import crosscheck
 from logmem.report import render
+from logmem.report.fixes import effect_text
+from logmem.sglang import rules
+from logmem.units import GIB
 
 
 def _write(tmp_path: Path, text: str, name: str = "start-up.log") -> Path:
@@ -158,3 +168,92 @@ def test_a_log_that_stops_mid_start_up_says_so(tmp_path: Path) -> None:
     assert "left free" not in text
     assert "78.84 GiB was free on the GPU at the end of distributed init, the last reading " in text
     assert "before the log stops (start-up had not finished)" in text
+
+
+# --- item 3: a proposed --mem-fraction-static goes through SGLang's own scaling ----------------
+
+# The multimodal start-up of Nov 2024 (fixtures/multimodal-mfs-nov2024-constructed.log: Qwen2-VL,
+# mfs 0.88, which SGLang 0.3.5 - 0.4.4 scales by 0.95 before its KV rule), up to Memory pool
+# end, then an OOM with 1.10 GiB free for a 3.00 GiB request: 1.90 GiB short.
+MM = FIXTURES / "multimodal-mfs-nov2024-constructed.log"
+MM_OOM = """\
+[2024-11-25 10:02:33 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 254, in capture
+    ) = self.capture_one_batch_size(bs, forward)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.10 GiB is free. Of the allocated memory 75.20 GiB is allocated by PyTorch, and 0.40 GiB is reserved by PyTorch but unallocated.
+
+"""
+P, NEED = 78.50 * GIB, 1.90 * GIB
+
+
+def _mm_oom(tmp_path: Path, server_args: bool = True) -> Path:
+    lines = MM.read_text(encoding="utf-8").splitlines()[:8]
+    return _write(tmp_path, "\n".join(lines[0 if server_args else 1 :]) + "\n" + MM_OOM)
+
+
+def _mfs_fix(path: Path) -> Fix:
+    (L,) = read_log(str(path)).launches
+    f = outcome(L).failure
+    assert f is not None
+    return next(x for x in f.fixes if x.flag == "--mem-fraction-static")
+
+
+def test_lower_mfs_frees_what_it_claims_through_the_multimodal_scaling(tmp_path: Path) -> None:
+    """The rule runs with flag x 0.95, so lowering the flag by d frees P x 0.95 x d: 0.854
+    frees 78.50 x 0.95 x 0.026 = 1.94 GiB >= 1.90, and 0.855 (what need / P alone gives)
+    would free only 1.86 GiB."""
+    fix = _mfs_fix(_mm_oom(tmp_path))
+    x = float(fix.value or 0)
+    assert x == 0.854
+    assert P * 0.95 * (0.88 - x) >= NEED > P * 0.95 * (0.88 - (x + 0.001))
+    assert isinstance(fix.effect, LowerMfs)
+    assert fix.effect.freed_bytes == math.floor(P * (0.88 * 0.95 - x * 0.95))
+    text = " ".join(effect_text(fix.effect).split())
+    assert "1.90 / (78.50 x 0.95) = 0.0255" in text and "scales the flag by 0.95" in text
+    # The budget at the proposed flag, by the same rule the sizing quotes, is what it claims.
+    sz = build_ledger(read_log(str(_mm_oom(tmp_path))).launches[0]).sizing
+    assert sz is not None
+    gained = rules.kv_budget_bytes(sz.after_weights_bytes, sz.pre_load_bytes, sz.rule_mfs)
+    gained -= rules.kv_budget_bytes(sz.after_weights_bytes, sz.pre_load_bytes, sz.rule_mfs_for(x))
+    assert abs(gained - fix.effect.freed_bytes) <= 1
+
+
+def test_flag_and_rule_values_are_inverse() -> None:
+    sz = build_ledger(read_log(str(MM)).launches[0]).sizing
+    assert sz is not None and sz.scaling.factor == 0.95
+    for flag in (0.5, 0.836, 0.88, 0.95):
+        assert sz.flag_mfs_for(sz.rule_mfs_for(flag)) == pytest.approx(flag)
+
+
+def test_a_relative_mfs_change_uses_the_scaling_without_server_args(tmp_path: Path) -> None:
+    """No server_args: the value in use is unknown, but the date and Load weight end's type
+    (Qwen2VLForConditionalGeneration) say the 0.95 applies: d >= 1.90 / (78.50 x 0.95) =
+    0.02548, so 0.026 (need / P alone gives 0.025)."""
+    fix = _mfs_fix(_mm_oom(tmp_path, server_args=False))
+    assert fix.value == "at least 0.026 lower than this launch used"
+    assert "P x 0.95 x d must cover" in " ".join(effect_text(fix.effect).split())
+
+
+def test_diff_terms_add_up_under_the_scaling(tmp_path: Path) -> None:
+    """The same multimodal start-up at mfs 0.85: only the mfs term moves, and it is the change
+    of the rule's budget, P x 0.95 x (0.85 - 0.88), not P x (0.85 - 0.88). B's pool is the
+    rule's at 0.85 x 0.95: 62.73 - 78.50 x 0.1925 = 47.62 GiB (2.24 less: pool end 14.60),
+    891,614 tokens of 57,344 B (A: 933,506, the same 26 short of rest // cell)."""
+    b = MM.read_text(encoding="utf-8")
+    for old, new in (
+        ("mem_fraction_static=0.88", "mem_fraction_static=0.85"),
+        ("Memory pool end. avail mem=12.36 GB", "Memory pool end. avail mem=14.60 GB"),
+        ("max_total_num_tokens=933506", "max_total_num_tokens=891614"),
+    ):
+        assert old in b
+        b = b.replace(old, new)
+    a_launch = read_log(str(MM)).launches[0]
+    b_launch = read_log(str(_write(tmp_path, b, "b.log"))).launches[0]
+    la, lb = build_ledger(a_launch), build_ledger(b_launch)
+    kv = kv_change(a_launch, la, b_launch, lb)
+    assert kv is not None and la.sizing is not None and lb.sizing is not None
+    term = next(t for t in kv.terms if t.name == "mem_fraction_static x P")
+    assert term.bytes == math.floor(P * 0.95 * (0.85 - 0.88))
+    assert sum(t.bytes for t in kv.terms if t.bytes is not None) == pytest.approx(
+        lb.sizing.rest_bytes - la.sizing.rest_bytes, abs=2
+    )

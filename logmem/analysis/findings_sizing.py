@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import Phase, RankLedger
-from logmem.analysis.sizing import RULE_STEP_SLACK, Sizing, arg_number
+from logmem.analysis.sizing import RULE_STEP_SLACK, MfsScaling, Sizing, arg_number
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
@@ -188,10 +188,10 @@ def _fit(sz: Sizing, pool: int, tol: float) -> RuleFit | None:
         variants.append((None, sz.adjustments))
     variants += [(c, ()) for c in sz.candidates]
     for added, left_out in variants:
-        m = sz.mem_fraction_static
-        for a in sz.adjustments + ((added,) if added else ()):
-            if a not in left_out:
-                m *= a.factor
+        applied = tuple(
+            a for a in sz.adjustments + ((added,) if added else ()) if a not in left_out
+        )
+        m = MfsScaling(applied).rule_mfs_for(sz.mem_fraction_static)
         rest = rules.kv_budget_bytes(sz.after_weights_bytes, sz.pre_load_bytes, m)
         if abs(pool - rest) <= tol:
             return RuleFit(added, left_out, m, rest)

@@ -16,6 +16,30 @@ from logmem.units import GIB
 
 
 @dataclass(frozen=True)
+class MfsScaling:
+    """SGLang's own scaling of --mem-fraction-static before the KV rule (rules.mfs_adjustments,
+    by era and model): the one path from the flag a user passes to the value the rule runs
+    with, and back. Every figure priced in mfs (sizing, fixes, diff, whatif) goes through it."""
+
+    adjustments: tuple[rules.MfsAdjustment, ...] = ()
+
+    @property
+    def factor(self) -> float:
+        """The product of the adjustments' factors (1: none applies)."""
+        return math.prod(a.factor for a in self.adjustments)
+
+    def rule_mfs_for(self, flag: float) -> float:
+        """The mem_fraction_static the KV rule runs with when the flag is ``flag``."""
+        return flag * self.factor
+
+    def flag_mfs_for(self, rule_mfs: float) -> float:
+        """The inverse of ``rule_mfs_for``: the --mem-fraction-static a user passes for the KV
+        rule to run with ``rule_mfs`` (unrounded: the caller rounds toward its own safe side).
+        Also turns a change of the rule's value into the change of the flag (it is linear)."""
+        return rule_mfs / self.factor
+
+
+@dataclass(frozen=True)
 class Sizing:
     """SGLang's KV budget rule (rules.kv_budget_bytes) recomputed from the printed readings."""
 
@@ -65,18 +89,16 @@ class Sizing:
     kv_dtype_line: ev.Event | None = None
 
     @property
-    def mfs_factor(self) -> float:
-        """SGLang's scaling of the flag before the rule: the product of ``adjustments``."""
-        return math.prod(a.factor for a in self.adjustments)
+    def scaling(self) -> MfsScaling:
+        return MfsScaling(self.adjustments)
 
     def rule_mfs_for(self, mfs: float) -> float:
         """The mem_fraction_static the KV rule runs with when the flag is ``mfs``."""
-        return mfs * self.mfs_factor
+        return self.scaling.rule_mfs_for(mfs)
 
     def flag_mfs_for(self, rule_mfs: float) -> float:
-        """The inverse of ``rule_mfs_for``: the --mem-fraction-static a user passes for the KV
-        rule to run with ``rule_mfs`` (unrounded: the caller rounds toward its own safe side)."""
-        return rule_mfs / self.mfs_factor
+        """The flag that makes the KV rule run with ``rule_mfs`` (MfsScaling.flag_mfs_for)."""
+        return self.scaling.flag_mfs_for(rule_mfs)
 
     @property
     def kv_element_bytes(self) -> float | None:
@@ -149,9 +171,8 @@ def sizing(launch: Launch) -> Sizing | None:
     if mfs is None or pre_bytes is None or pre_rank is None or post_bytes is None:
         return None
     arch, backend, ctx = _adjustment_inputs(launch)
-    adjustments = rules.mfs_adjustments(_printed_on(launch), arch, backend, ctx)
-    rule_mfs = float(mfs) * math.prod(a.factor for a in adjustments)
-    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, rule_mfs)
+    adjustments = mfs_scaling(launch).adjustments
+    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, MfsScaling(adjustments).rule_mfs_for(mfs))
     first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
     kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
     mamba = first_rank.target.mamba_pools if first_rank and first_rank.target else ()
@@ -251,6 +272,13 @@ def _rule_tokens(launch: Launch, rest: int) -> int | None:
         if rule_fits_step(rest, drop, req[2] if req else None):
             return s.max_total_num_tokens
     return None
+
+
+def mfs_scaling(launch: Launch) -> MfsScaling:
+    """SGLang's scaling of this launch's --mem-fraction-static (by its date, architecture,
+    attention backend and context): known without the server_args dump."""
+    arch, backend, ctx = _adjustment_inputs(launch)
+    return MfsScaling(rules.mfs_adjustments(_printed_on(launch), arch, backend, ctx))
 
 
 def _printed_on(launch: Launch) -> date | None:

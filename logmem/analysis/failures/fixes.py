@@ -50,12 +50,14 @@ def draft_sized(place: Place) -> bool:
 def lower_mfs(
     b: Budget, need_bytes: int, purpose: fx.Purpose, library: str | None = None
 ) -> tuple[fx.Fix | None, fx.Blocker | None]:
-    """Lower mfs so that P x (mfs - X) >= need_bytes; price it in KV tokens."""
+    """Lower the flag to X so that P x (rule(mfs) - rule(X)) >= need_bytes, where rule() is
+    SGLang's own scaling of the flag (Budget.scaling); price it in KV tokens."""
     if b.mfs is None or b.pre_load_bytes is None:
         return None, None
-    p = b.pre_load_bytes
-    x = floor3(b.mfs - need_bytes / p)
-    freed = rules.mfs_step_bytes(p, b.mfs - x)
+    p, s = b.pre_load_bytes, b.scaling
+    now = s.rule_mfs_for(b.mfs)
+    x = floor3(s.flag_mfs_for(now - need_bytes / p))
+    freed = rules.mfs_step_bytes(p, now - s.rule_mfs_for(x))
     bpt = b.bytes_per_token
     lowest = min_mfs_for_pool(b)
     blocker: fx.Blocker | None = None
@@ -80,6 +82,8 @@ def lower_mfs(
         lost,
         b.kv_share,
         b.kv_tokens,
+        b.factor,
+        b.cell_bytes,
     )
     return fx.Fix("--mem-fraction-static", fmt_mfs(x), effect), blocker
 
@@ -279,9 +283,9 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
     if b.mfs is None:
         notes.append(fx.NoServerArgs())
         if b.pre_load_bytes:
-            # The value in use is unknown, the change is not: P x d must cover the need.
-            delta = ceil3(need / b.pre_load_bytes)
-            effect = fx.LowerMfsRelative(need, b.pre_load_bytes, b.pre_load_rank, delta)
+            # The value in use is unknown, the change is not: P x rule(d) must cover the need.
+            delta = ceil3(b.scaling.flag_mfs_for(need / b.pre_load_bytes))
+            effect = fx.LowerMfsRelative(need, b.pre_load_bytes, b.pre_load_rank, delta, b.factor)
             value = f"at least {fmt_mfs(delta)} lower than this launch used"
             fixes.insert(0, fx.Fix("--mem-fraction-static", value, effect))
     return fixes, notes
