@@ -526,7 +526,7 @@ def test_a_log_that_stops_mid_weights(tmp_path: Path) -> None:
         None,
     )
     assert vlines(L)[0] == (
-        "Incomplete: the log stops while loading the weights on TP0 (last line 7); this is not a complete start-up."
+        "Incomplete: the log stops while loading the weights on TP0 (last recognised line 7); this is not a complete start-up."
     )
 
 
@@ -565,23 +565,23 @@ CORPUS_VERDICTS = {
         "capturing the decode graph at bs 512 (2.29 GiB free at that bucket). Not memory-related."
     ),
     "023-qwen3-14b-tp2-fp16-truncated-mid-capture.log": (
-        "Incomplete: the log stops while capturing the decode graph at bs 1 (5.89 GiB free) on TP0 (last line 59); "
+        "Incomplete: the log stops while capturing the decode graph at bs 1 (5.89 GiB free) on TP0 (last recognised line 59); "
         "this is not a complete start-up."
     ),
     "026-musa-bf16-ep-moe-dp4-ep4-pr17392-excerpt.log": (
         "Incomplete: the log stops while capturing the decode graph at bs 16 (21.80 GiB free) on DP0 TP0 EP0 "
-        "(last line 16); this is not a complete start-up."
+        "(last recognised line 16); this is not a complete start-up."
     ),
     "027-musa-tp2-piecewise-pr20758-excerpt.log": (
         "Incomplete: the log stops while capturing the piecewise graph (compiling num_tokens 20) on TP0 "
-        "(last line 11); this is not a complete start-up."
+        "(last recognised line 11); this is not a complete start-up."
     ),
     "029-tp8-h200-piecewise-sglkernel-pr11716-excerpt.log": (
         "Incomplete: the log stops while capturing the decode graph (before the first bucket; 11.82 GiB free at "
-        "capture begin) on TP0 (last line 13); this is not a complete start-up."
+        "capture begin) on TP0 (last recognised line 13); this is not a complete start-up."
     ),
     "031-dsr1-dp8-attention-h20-issue6017-excerpt.log": (
-        "Incomplete: the log stops after the memory pools (before graph capture) on DP1 TP1 (last line 15); "
+        "Incomplete: the log stops after the memory pools (before graph capture) on DP1 TP1 (last recognised line 15); "
         "this is not a complete start-up."
     ),
 }
@@ -635,7 +635,7 @@ FIXTURE_VERDICTS = {
         "Memory-related."
     ),
     "silent-stop-at-bar-constructed.log": (
-        "Incomplete: the log stops while capturing the decode graph at bs 8 (5.57 GiB free) on TP0 (last line 33); "
+        "Incomplete: the log stops while capturing the decode graph at bs 8 (5.57 GiB free) on TP0 (last recognised line 33); "
         "this is not a complete start-up."
     ),
     "two-launches-restart-constructed.log": (

@@ -257,3 +257,40 @@ def test_diff_terms_add_up_under_the_scaling(tmp_path: Path) -> None:
     assert sum(t.bytes for t in kv.terms if t.bytes is not None) == pytest.approx(
         lb.sizing.rest_bytes - la.sizing.rest_bytes, abs=2
     )
+
+
+# --- item 4: sentences of the crashed and cut corpus logs ----------------------------------------
+
+
+def test_a_cut_log_names_its_last_recognised_line_not_the_files_end() -> None:
+    """031 has 16 lines; the last one is a cut '[20'. Line 15 (DP5's Memory pool end) is the
+    last line logmem recognises, which is not 'the last line' of the log."""
+    text = _text(corpus_log("031-"))
+    assert "on DP1 TP1 (last recognised line 15)" in text and "(last line" not in text
+
+
+def test_a_cut_log_after_one_capture_says_where_start_up_stood() -> None:
+    """027: TP0's decode capture ended at 10.81 (line 7) and the piecewise capture began at 10.81
+    (line 8) before the excerpt is cut; TP1 printed no decode begin (its first capture line is
+    the end), so its capture begin is not the piecewise begin's 10.88."""
+    path = corpus_log("027-")
+    text = _text(path)
+    assert (
+        "10.81 GiB was free on TP0 when the piecewise capture began, the last reading before the "
+        "log stops" in text
+    )
+    row = next(
+        ln for ln in render(read_log(str(path)), "text").splitlines() if ln.startswith("TP1 ")
+    )
+    assert row.split()[1:] == ["-", "-", "-", "-", "10.88", "0.83"]
+
+
+def test_pools_above_the_budget_quote_the_cell_sglang_assumed() -> None:
+    """003: SGLang sized 3,199,575 tokens from a 164.57 GiB budget (55,227 B per token) but the
+    KV line allocates 183.15 GiB (61,463 B per token): its cell size left something out (the
+    old sentence blamed 'the cell size the sizing assumed' without saying whose, or which)."""
+    text = _text(corpus_log("003-"))
+    assert (
+        "164.57 GiB / 3,199,575 tokens = 55,227 bytes per token, but the pools allocate 61,463"
+        in text
+    )

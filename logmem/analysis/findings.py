@@ -371,6 +371,9 @@ def _left_free(rl: RankLedger, last: int, end: StartupEnd) -> LeftFree:
     final = rl.phases[-1]
     captured = any(p.graph is not None for p in rl.phases)
     when, phase = (LeftWhen.AFTER_CAPTURE, "") if captured else (LeftWhen.PHASE_END, final.name)
+    if captured and end is not StartupEnd.UP and final.graph is None:
+        # Start-up went on after the captures (another one began): say where it stood.
+        when, phase = LeftWhen.PHASE_END, final.name
     if final.key == "post_capture" and not captured:
         when = LeftWhen.SUMMARY
     if final.key.startswith("capture:") and final.graph is not None and not final.graph.complete:

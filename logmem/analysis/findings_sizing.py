@@ -85,6 +85,9 @@ class PoolsVsBudget:
     derived: bool = False  # no KV line: the pool step's drop minus the request-to-token table
     tolerance_bytes: float = 0.0  # what print rounding alone explains
     fits: RuleFit | None = None  # a variant of SGLang's adjustments the pools do match
+    # The tokens of a lone KV pool (no Mamba, SWA or derived pool): SGLang sized them as
+    # rest // its cell, so rule_bytes / tokens is the cell its sizing assumed.
+    tokens: int | None = None
 
 
 class LikelyCause(Enum):
@@ -159,6 +162,7 @@ def sizing_findings(
             derived,
             tol,
             None if capped else _fit(sz, pool, tol),
+            sz.kv_tokens if not derived and sz.kv_bytes == sz.logged_pool_bytes else None,
         )
     )
     return out

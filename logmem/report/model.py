@@ -141,7 +141,8 @@ _RANK_COLUMNS: tuple[tuple[str, Callable[[Rank], int | None]], ...] = (
     ),
     (
         "capture begin",
-        lambda r: next((g.begin_bytes for g in r.graphs if g.begin_bytes is not None), None),
+        # The first capture's own begin: a later capture's is not where capturing began.
+        lambda r: r.graphs[0].begin_bytes if r.graphs else None,
     ),
     (
         "after capture",

@@ -139,6 +139,17 @@ _GAP_WHY = {
 }
 
 
+def _cells_bigger(f: fd.PoolsVsBudget) -> str:
+    """SGLang sized the pool as budget // its cell: a larger pool means a larger allocated cell."""
+    assert f.tokens
+    return (
+        f"SGLang sized the pool as budget / its cell size, {_g(f.rule_bytes)} GiB / "
+        f"{f.tokens:,} tokens = {f.rule_bytes / f.tokens:,.0f} bytes per token, but the pools "
+        f"allocate {f.pool_bytes / f.tokens:,.0f}: its cell size leaves something out (e.g. FP8 "
+        "scales, an indexer, draft layers)"
+    )
+
+
 def _fit_text(fit: fd.RuleFit) -> str:
     if fit.added is not None:
         return (
@@ -159,6 +170,8 @@ def _(f: fd.PoolsVsBudget) -> str:
         if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
         else _fit_text(f.fits)
         if f.fits is not None
+        else _cells_bigger(f)
+        if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens
         else _GAP_WHY.get(f.reason, "")
     )
     more = "more" if f.gap_bytes > 0 else "less"
