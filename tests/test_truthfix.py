@@ -294,3 +294,17 @@ def test_pools_above_the_budget_quote_the_cell_sglang_assumed() -> None:
         "164.57 GiB / 3,199,575 tokens = 55,227 bytes per token, but the pools allocate 61,463"
         in text
     )
+
+
+def test_one_step_and_the_headroom_use_the_scaling(tmp_path: Path) -> None:
+    """'CUDA error: out of memory' prints no figures: the fix is one 0.01 step of the flag
+    (0.88 -> 0.87), which frees P x 0.95 x 0.01 = 0.75 GiB; the headroom lazy buffers must fit in
+    is P x (1 - 0.88 x 0.95) = 12.87 GiB, not P x 0.12 = 9.42."""
+    lines = MM.read_text(encoding="utf-8").splitlines()[:8]
+    crash = MM_OOM.splitlines()[:3] + ["RuntimeError: CUDA error: out of memory", ""]
+    fix = _mfs_fix(_write(tmp_path, "\n".join(lines + crash) + "\n"))
+    assert fix.value == "0.87" and isinstance(fix.effect, LowerMfs)
+    assert fix.effect.freed_bytes == math.floor(P * 0.95 * 0.01)
+    doc = _json(MM)
+    comm = doc["launches"][0]["communication"]
+    assert "12.87" in json.dumps(comm) and "9.42" not in json.dumps(comm)

@@ -248,7 +248,7 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
     if need is None:
         # "CUDA error: out of memory" prints no figures: price one step instead.
         if b.pre_load_bytes is not None and b.mfs is not None:
-            step = rules.mfs_step_bytes(b.pre_load_bytes, MFS_STEP)
+            step = rules.mfs_step_bytes(b.pre_load_bytes, b.scaling.rule_mfs_for(MFS_STEP))
             one, _ = lower_mfs(b, step, fx.Purpose.ONE_STEP)
             if one is not None:
                 fixes.append(one)
