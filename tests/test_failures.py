@@ -447,7 +447,10 @@ def test_empty_mfs_window_says_lowering_mfs_alone_cannot_fix_it(tmp_path: Path) 
     assert "below 0.521 the KV pool is empty" in explanation_text(f)
 
 
-def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
+def test_hybrid_mamba_prices_a_token_with_its_mamba_share(tmp_path: Path) -> None:
+    """The budget a lower mfs frees costs KV tokens at what a token takes of every pool: the
+    16,384 B cell plus the Mamba state's share (4.48 GiB / 327,310 tokens), the price the
+    sizing quotes (Sizing.all_pools_bytes_per_token)."""
     lines = (
         start()
         + [
@@ -466,8 +469,11 @@ def test_hybrid_mamba_prices_only_the_kv_share(tmp_path: Path) -> None:
     freed = 14.40 * GIB * (0.85 - float(mfs.value or 0))
     cell = round_cell(kv, 327310)
     assert cell == 16384
-    lost = math.ceil(freed * kv / (kv + mamba) / cell)
-    assert f"{lost:,} KV tokens (KV's {kv / (kv + mamba):.0%} share" in effect_text(mfs.effect)
+    price = cell + mamba / 327310
+    lost = math.ceil(freed / price)
+    text = effect_text(mfs.effect)
+    assert f"{lost:,} KV tokens" in text and "share of it" not in text
+    assert f"at {price:,.0f} bytes per token of the budget (16,384 of KV cell plus" in text
 
 
 def test_capture_oom_with_deepep_on_names_the_lazy_buffer(tmp_path: Path) -> None:
@@ -520,7 +526,7 @@ def test_a_log_that_stops_mid_weights(tmp_path: Path) -> None:
         None,
     )
     assert vlines(L)[0] == (
-        "Incomplete: the log stops while loading the weights on TP0 (last line 7); this is not a complete start-up."
+        "Incomplete: the log stops while loading the weights on TP0 (last recognised line 7); this is not a complete start-up."
     )
 
 
@@ -559,23 +565,23 @@ CORPUS_VERDICTS = {
         "capturing the decode graph at bs 512 (2.29 GiB free at that bucket). Not memory-related."
     ),
     "023-qwen3-14b-tp2-fp16-truncated-mid-capture.log": (
-        "Incomplete: the log stops while capturing the decode graph at bs 1 (5.89 GiB free) on TP0 (last line 59); "
+        "Incomplete: the log stops while capturing the decode graph at bs 1 (5.89 GiB free) on TP0 (last recognised line 59); "
         "this is not a complete start-up."
     ),
     "026-musa-bf16-ep-moe-dp4-ep4-pr17392-excerpt.log": (
         "Incomplete: the log stops while capturing the decode graph at bs 16 (21.80 GiB free) on DP0 TP0 EP0 "
-        "(last line 16); this is not a complete start-up."
+        "(last recognised line 16); this is not a complete start-up."
     ),
     "027-musa-tp2-piecewise-pr20758-excerpt.log": (
         "Incomplete: the log stops while capturing the piecewise graph (compiling num_tokens 20) on TP0 "
-        "(last line 11); this is not a complete start-up."
+        "(last recognised line 11); this is not a complete start-up."
     ),
     "029-tp8-h200-piecewise-sglkernel-pr11716-excerpt.log": (
         "Incomplete: the log stops while capturing the decode graph (before the first bucket; 11.82 GiB free at "
-        "capture begin) on TP0 (last line 13); this is not a complete start-up."
+        "capture begin) on TP0 (last recognised line 13); this is not a complete start-up."
     ),
     "031-dsr1-dp8-attention-h20-issue6017-excerpt.log": (
-        "Incomplete: the log stops after the memory pools (before graph capture) on DP1 TP1 (last line 15); "
+        "Incomplete: the log stops after the memory pools (before graph capture) on DP1 TP1 (last recognised line 15); "
         "this is not a complete start-up."
     ),
 }
@@ -629,7 +635,7 @@ FIXTURE_VERDICTS = {
         "Memory-related."
     ),
     "silent-stop-at-bar-constructed.log": (
-        "Incomplete: the log stops while capturing the decode graph at bs 8 (5.57 GiB free) on TP0 (last line 33); "
+        "Incomplete: the log stops while capturing the decode graph at bs 8 (5.57 GiB free) on TP0 (last recognised line 33); "
         "this is not a complete start-up."
     ),
     "two-launches-restart-constructed.log": (
@@ -868,7 +874,8 @@ def test_fixture_hip_oom_says_the_weights_exceed_the_gpu() -> None:
     f = outcome(L).failure
     assert f is not None and (f.phase, f.memory_related) == ("weights", True)
     assert "--mem-fraction-static" not in [x.flag for x in f.fixes]
-    assert "more than the whole GPU had" in explanation_text(f)
+    # 284.02 - 3.88 + 12.00 = 292.14 GiB, above the 287.98 GiB capacity PyTorch printed.
+    assert "more than the whole GPU (287.98 GiB)" in explanation_text(f)
 
 
 def test_fixture_silent_stop_is_incomplete_at_the_last_bar() -> None:

@@ -317,7 +317,8 @@ def test_a_crashed_launch_never_warns_about_its_first_requests() -> None:
         render(read_log(str(FIXTURES / "oom-decode-largest-bucket-constructed.log")), "json")
     )
     found = " ".join(doc["launches"][0]["findings"])
-    assert "0.30 GiB is left free" in found and "first requests" not in found
+    assert "0.30 GiB was free on TP0 during capture decode, the last reading" in found
+    assert "left free" not in found and "first requests" not in found
 
 
 def test_a_ready_launch_with_little_left_still_warns(tmp_path: Path) -> None:

@@ -243,7 +243,7 @@ def communication(
         if r.init_end is not None
     )
     main = L.main_rank.label if L.main_rank is not None else None
-    headroom = rules.outside_budget_bytes(sz.pre_load_bytes, sz.mem_fraction_static) if sz else None
+    headroom = rules.outside_budget_bytes(sz.pre_load_bytes, sz.rule_mfs) if sz else None
     found: list[CommFinding] = []
     off = next((v for k, v in plan.notes if k == "custom_ar_off"), None)
     if isinstance(off, ev.CustomAllReduce):

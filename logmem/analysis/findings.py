@@ -146,6 +146,14 @@ class LeftWhen(Enum):
     LOG_STOPS = "log_stops"  # inside a capture that did not finish
 
 
+class StartupEnd(Enum):
+    """How the start-up ended (Outcome.status), which decides what the last free reading is."""
+
+    UP = "ready"  # it finished (the ready line, or what stands for it): what is left for serving
+    CRASHED = "crashed"  # it died: the last reading before the crash, not headroom
+    STOPPED = "incomplete"  # the log stops first: the last reading the log shows
+
+
 @dataclass(frozen=True)
 class LeftFree:
     kind: ClassVar[FindingKind] = FindingKind.LEFT_FREE
@@ -155,8 +163,12 @@ class LeftFree:
     phase: Phase  # the last phase (PHASE_END; the open capture's for LOG_STOPS)
     tight: bool
     line: int
-    # The launch came up: only then can the first requests meet the little that is left.
-    serving: bool = True
+    end: StartupEnd = StartupEnd.UP
+
+    @property
+    def serving(self) -> bool:
+        """The launch came up: only then can the first requests meet the little that is left."""
+        return self.end is StartupEnd.UP
 
 
 @dataclass(frozen=True)
@@ -265,7 +277,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
     if disagree is not None:
         out.append(disagree)
     if rl is not None:
-        out.extend(_rank(rl, outcome(L).status == "ready"))
+        out.extend(_rank(rl, StartupEnd(outcome(L).status)))
         out.extend(unexplained(rl, L))
     if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
         sz = led.sizing
@@ -290,7 +302,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
     return out
 
 
-def _rank(rl: RankLedger, serving: bool) -> list[Finding]:
+def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
@@ -305,7 +317,7 @@ def _rank(rl: RankLedger, serving: bool) -> list[Finding]:
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(_captures(rl))
     if rl.last_bytes is not None:
-        out.append(_left_free(rl, rl.last_bytes, serving))
+        out.append(_left_free(rl, rl.last_bytes, end))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))
@@ -364,15 +376,18 @@ def _captures(rl: RankLedger) -> list[Finding]:
     return out
 
 
-def _left_free(rl: RankLedger, last: int, serving: bool) -> LeftFree:
+def _left_free(rl: RankLedger, last: int, end: StartupEnd) -> LeftFree:
     final = rl.phases[-1]
     captured = any(p.graph is not None for p in rl.phases)
     when = LeftWhen.AFTER_CAPTURE if captured else LeftWhen.PHASE_END
+    if captured and end is not StartupEnd.UP and final.graph is None:
+        # Start-up went on after the captures (another one began): say where it stood.
+        when = LeftWhen.PHASE_END
     if final.key == "post_capture" and not captured:
         when = LeftWhen.SUMMARY
     if final.key.startswith("capture:") and final.graph is not None and not final.graph.complete:
         when = LeftWhen.LOG_STOPS
-    return LeftFree(rl.rank, last, when, final, last < _TIGHT_BYTES, final.lines[1], serving)
+    return LeftFree(rl.rank, last, when, final, last < _TIGHT_BYTES, final.lines[1], end)
 
 
 def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:

@@ -14,7 +14,7 @@ from typing import ClassVar
 from logmem.analysis.attribution_pools import KVHint
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import CellSource, Phase, RankLedger, What
-from logmem.analysis.sizing import RULE_STEP_SLACK, Sizing, arg_number, req_to_token
+from logmem.analysis.sizing import RULE_STEP_SLACK, MfsScaling, Sizing, arg_number, req_to_token
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
@@ -85,6 +85,9 @@ class PoolsVsBudget:
     derived: bool = False  # no KV line: the pool step's drop minus the request-to-token table
     tolerance_bytes: float = 0.0  # what print rounding alone explains
     fits: RuleFit | None = None  # a variant of SGLang's adjustments the pools do match
+    # The tokens of a lone KV pool (no Mamba, SWA or derived pool): SGLang sized them as
+    # rest // its cell, so rule_bytes / tokens is the cell its sizing assumed.
+    tokens: int | None = None
 
 
 class LikelyCause(Enum):
@@ -204,6 +207,7 @@ def sizing_findings(
             derived,
             tol,
             None if capped else _fit(sz, pool, tol),
+            sz.kv_tokens if not derived and sz.kv_bytes == sz.logged_pool_bytes else None,
         )
     )
     return out
@@ -233,10 +237,10 @@ def _fit(sz: Sizing, pool: int, tol: float) -> RuleFit | None:
         variants.append((None, sz.adjustments))
     variants += [(c, ()) for c in sz.candidates]
     for added, left_out in variants:
-        m = sz.mem_fraction_static
-        for a in sz.adjustments + ((added,) if added else ()):
-            if a not in left_out:
-                m *= a.factor
+        applied = tuple(
+            a for a in sz.adjustments + ((added,) if added else ()) if a not in left_out
+        )
+        m = MfsScaling(applied).rule_mfs_for(sz.mem_fraction_static)
         rest = rules.kv_budget_bytes(sz.after_weights_bytes, sz.pre_load_bytes, m)
         if abs(pool - rest) <= tol:
             return RuleFit(added, left_out, m, rest)

@@ -7,11 +7,36 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from logmem.estimate.dtypes import kv_element_bytes
 from logmem.model.clock import printed_at
 from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import GIB
+
+
+@dataclass(frozen=True)
+class MfsScaling:
+    """SGLang's own scaling of --mem-fraction-static before the KV rule (rules.mfs_adjustments,
+    by era and model): the one path from the flag a user passes to the value the rule runs
+    with, and back. Every figure priced in mfs (sizing, fixes, diff, whatif) goes through it."""
+
+    adjustments: tuple[rules.MfsAdjustment, ...] = ()
+
+    @property
+    def factor(self) -> float:
+        """The product of the adjustments' factors (1: none applies)."""
+        return math.prod(a.factor for a in self.adjustments)
+
+    def rule_mfs_for(self, flag: float) -> float:
+        """The mem_fraction_static the KV rule runs with when the flag is ``flag``."""
+        return flag * self.factor
+
+    def flag_mfs_for(self, rule_mfs: float) -> float:
+        """The inverse of ``rule_mfs_for``: the --mem-fraction-static a user passes for the KV
+        rule to run with ``rule_mfs`` (unrounded: the caller rounds toward its own safe side).
+        Also turns a change of the rule's value into the change of the flag (it is linear)."""
+        return rule_mfs / self.factor
 
 
 @dataclass(frozen=True)
@@ -59,11 +84,32 @@ class Sizing:
     # KV cache is then rest // cell, which bounds the cell).
     rule_tokens: int | None = None
 
+    # The target's KV dtype: its KV line's own (E7), else "Using KV cache dtype" (kv_dtype_line).
+    kv_dtype: str | None = None
+    kv_dtype_line: ev.Event | None = None
+
+    @property
+    def scaling(self) -> MfsScaling:
+        return MfsScaling(self.adjustments)
+
     def rule_mfs_for(self, mfs: float) -> float:
         """The mem_fraction_static the KV rule runs with when the flag is ``mfs``."""
-        for a in self.adjustments:
-            mfs *= a.factor
-        return mfs
+        return self.scaling.rule_mfs_for(mfs)
+
+    def flag_mfs_for(self, rule_mfs: float) -> float:
+        """The flag that makes the KV rule run with ``rule_mfs`` (MfsScaling.flag_mfs_for)."""
+        return self.scaling.flag_mfs_for(rule_mfs)
+
+    @property
+    def kv_element_bytes(self) -> float | None:
+        """Bytes per KV element of ``kv_dtype`` (1 for fp8, 2 for bf16); None when unknown."""
+        return kv_element_bytes(self.kv_dtype) if self.kv_dtype else None
+
+    @property
+    def likely_elements_per_token(self) -> float | None:
+        """The round cell in KV elements (layers x heads x head_dims of K and V, per rank)."""
+        cell, size = self.likely_bytes_per_token, self.kv_element_bytes
+        return cell / size if cell and size else None
 
     @property
     def rule_mfs(self) -> float:
@@ -125,11 +171,8 @@ def sizing(launch: Launch) -> Sizing | None:
     if mfs is None or pre_bytes is None or pre_rank is None or post_bytes is None:
         return None
     arch, backend, ctx = _adjustment_inputs(launch)
-    adjustments = rules.mfs_adjustments(_printed_on(launch), arch, backend, ctx)
-    rule_mfs = float(mfs)
-    for a in adjustments:
-        rule_mfs *= a.factor
-    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, rule_mfs)
+    adjustments = mfs_scaling(launch).adjustments
+    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, MfsScaling(adjustments).rule_mfs_for(mfs))
     first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
     kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
     mamba = first_rank.target.mamba_pools if first_rank and first_rank.target else ()
@@ -156,6 +199,11 @@ def sizing(launch: Launch) -> Sizing | None:
         if len(kv) > 1
         else ()
     )
+    dtype, dtype_line = (
+        first_rank.target.pool_dtype(main)
+        if main is not None and first_rank is not None and first_rank.target is not None
+        else (None, None)
+    )
     draft = first_rank.draft if first_rank is not None else None
     draft_pools = tuple(
         (p.total_bytes, p.tokens) for p in (draft.kv_pools if draft else ()) if p.tokens
@@ -177,7 +225,22 @@ def sizing(launch: Launch) -> Sizing | None:
         draft_pools,
         sum(1 if p.kv is not None else 2 for p in kv) + 2 * len(mamba),
         None if kv else _rule_tokens(launch, rest),
+        dtype,
+        dtype_line,
     )
+
+
+def printed_kv_dtype(launch: Launch) -> str | None:
+    """The target's KV dtype as the log printed it (a KV line's own, else "Using KV cache
+    dtype"): what the pools really hold, whatever --kv-cache-dtype resolved to."""
+    for r in launch.ranks:
+        m = r.target
+        for p in m.kv_pools[:1] if m is not None else ():
+            assert m is not None
+            dtype = m.pool_dtype(p)[0]
+            if dtype is not None:
+                return dtype
+    return None
 
 
 # A KV cache derived from a pool step's drop (no KV line) also holds the small unlogged pools.
@@ -209,6 +272,13 @@ def _rule_tokens(launch: Launch, rest: int) -> int | None:
         if rule_fits_step(rest, drop, req[2] if req else None):
             return s.max_total_num_tokens
     return None
+
+
+def mfs_scaling(launch: Launch) -> MfsScaling:
+    """SGLang's scaling of this launch's --mem-fraction-static (by its date, architecture,
+    attention backend and context): known without the server_args dump."""
+    arch, backend, ctx = _adjustment_inputs(launch)
+    return MfsScaling(rules.mfs_adjustments(_printed_on(launch), arch, backend, ctx))
 
 
 def _printed_on(launch: Launch) -> date | None:

@@ -104,6 +104,8 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
 
     rest = after_weights - P (1 - mfs) = P mfs - (P - after_weights), so exactly
     d rest = mfs_A dP + P_B d mfs - d(P - after_weights); tokens = rest / bytes per token.
+    mfs is the value the rule ran with (Sizing.rule_mfs: the flag through SGLang's own
+    scaling), so the terms add up to the change of the two budgets.
     """
     sa, sb = la.sizing, lb.sizing
     if sa is None or sb is None:
@@ -126,8 +128,8 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
         d_p = sb.pre_load_bytes - sa.pre_load_bytes
         w_a = sa.pre_load_bytes - sa.after_weights_bytes
         w_b = sb.pre_load_bytes - sb.after_weights_bytes
-        t_p = round(sa.mem_fraction_static * d_p)
-        t_m = mfs_step_bytes(sb.pre_load_bytes, sb.mem_fraction_static - sa.mem_fraction_static)
+        t_p = round(sa.rule_mfs * d_p)
+        t_m = mfs_step_bytes(sb.pre_load_bytes, sb.rule_mfs - sa.rule_mfs)
         t_w = -(w_b - w_a)
         for name, n in (
             (cn.TermKind.PRE_LOAD, t_p),

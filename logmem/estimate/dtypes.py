@@ -32,6 +32,7 @@ _KV_DTYPES = {
     "fp8": ("fp8_e4m3", 1.0, 0.0),
     "float8_e4m3fn": ("fp8_e4m3", 1.0, 0.0),
     "float8_e5m2": ("fp8_e5m2", 1.0, 0.0),
+    "float8_e4m3fnuz": ("fp8_e4m3", 1.0, 0.0),  # ROCm's fp8 (MI300): one byte, as e4m3fn
     # FP4 KV keeps one FP8 scale per 16 elements (NVFP4 layout); assumed, not read from source.
     "fp4_e2m1": ("fp4_e2m1", 0.5, 1 / 16),
     "fp4": ("fp4_e2m1", 0.5, 1 / 16),
@@ -60,6 +61,17 @@ def resolve_dtype(dtype: str | None, cfg: Mapping[str, Any], notes: list[str]) -
         notes.append("config torch_dtype is float32; dtype auto serves it as bfloat16")
         return "bfloat16", 2.0
     return found
+
+
+def kv_element_bytes(name: str) -> float | None:
+    """Bytes per KV element of a dtype as SGLang prints it (``torch.float8_e5m2``) or as
+    ``--kv-cache-dtype`` names it (``fp8_e5m2``), scales included; None when not modelled."""
+    key = _norm(name)
+    if key in _KV_DTYPES:
+        _, size, scale = _KV_DTYPES[key]
+        return size + scale
+    found = _DTYPES.get(key)
+    return found[1] if found is not None else None
 
 
 def resolve_kv_dtype(kv: str | None, dtype: tuple[str, float]) -> tuple[str, float, float]:

@@ -10,6 +10,8 @@ Rules, from docs/reference.md sections 1.5, 7 and 17:
 * per rank, the first ``Load weight`` pair is the target model, a later one the draft;
   pool lines and ``Memory pool end`` belong to the first model whose pools are not
   closed yet (older SGLang: target pools before draft load; newest: both loads first);
+* ``Using KV cache dtype`` belongs to the same model as the pools it precedes; printed by
+  TP0 only, it gives every rank's model of that role the dtype its KV lines do not print;
 * progress-bar renders carry no prefix: they belong to the open capture on the rank
   that prints bars (the one that printed ``Capture cuda graph bs``, else TP rank 0);
   renders before any capture is open (a fragment that starts mid-capture) belong to the
@@ -28,22 +30,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logmem.model.captures import (
-    GraphB,
     begin_capture,
     capture_sizes,
     continues,
     end_capture,
     last_avail,
-    open_graph,
 )
 from logmem.model.inputs import InputGroup, group_inputs, same_launch_args
+from logmem.model.rank_build import RankB as _RankB
+from logmem.model.rank_build import bar_preference as _preference
+from logmem.model.rank_build import launch_kv_dtypes
 from logmem.model.records import (
     MAX_FRAMES,
     OPENED_BY_BARS,
     OPENED_BY_END,
     Launch,
-    Model,
-    Rank,
     Traceback,
 )
 from logmem.model.tracebacks import TracebackB as _TracebackB
@@ -57,74 +58,6 @@ _ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFa
 # Start-up steps that come after a capture: one printed on the capture's rank shows that a
 # capture without an end line had finished.
 _LATER_STEPS = (ev.CaptureBegin, ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.Summary)
-
-
-@dataclass
-class _ModelB:
-    role: str
-    weights_begin: ev.WeightsBegin | None = None
-    weights_end: ev.WeightsEnd | None = None
-    pools: list[ev.Event] = field(default_factory=list)
-    pool_end: ev.PoolEnd | None = None
-
-    def freeze(self) -> Model:
-        return Model(
-            self.role, self.weights_begin, self.weights_end, tuple(self.pools), self.pool_end
-        )
-
-
-@dataclass
-class _RankB:
-    label: str
-    tags: tuple[tuple[str, int], ...]
-    init_begin: ev.InitBegin | None = None
-    init_end: ev.InitEnd | None = None
-    models: list[_ModelB] = field(default_factory=list)
-    graphs: list[GraphB] = field(default_factory=list)
-    events: list[ev.Event] = field(default_factory=list)
-    summary: ev.Summary | None = None
-    printed_sizes: bool = False
-    bars: int = 0
-
-    def open_graph(self) -> GraphB | None:
-        return open_graph(self.graphs)
-
-    def close_graphs(self, by: ev.Event) -> None:
-        for g in self.graphs:
-            if g.is_open:
-                g.closed_by = by
-
-    def new_model(self) -> _ModelB:
-        m = _ModelB("target" if not self.models else "draft")
-        self.models.append(m)
-        return m
-
-    def model_for_pools(self) -> _ModelB:
-        for m in self.models:
-            if m.pool_end is None:
-                return m
-        return self.new_model()
-
-    def freeze(self, ctx: ListContext) -> Rank:
-        ctx = dataclasses.replace(ctx, draft_loaded=len(self.models) > 1)
-        return Rank(
-            self.label,
-            self.tags,
-            self.init_begin,
-            self.init_end,
-            tuple(m.freeze() for m in self.models),
-            tuple(g.freeze(ctx) for g in self.graphs),
-            tuple(self.events),
-            self.summary,
-            self.bars > 0,
-        )
-
-
-def _preference(r: _RankB) -> tuple[int, int]:
-    """Which rank prints bars: the one that printed the sizes list, else TP rank 0 (DP0 first)."""
-    tp = next((n for t, n in r.tags if t == "TP"), 0)
-    dp = next((n for t, n in r.tags if t == "DP"), 0)
-    return (0 if r.printed_sizes else 1, 0 if tp == 0 and dp == 0 else (1 if tp == 0 else 2))
 
 
 @dataclass
@@ -274,10 +207,11 @@ class _LaunchB:
             None,
         )
         ctx = ListContext.from_args(self.server_args.args if self.server_args else None, pool)
+        kv_dtypes = launch_kv_dtypes(ranks)
         return Launch(
             index,
             self.server_args,
-            tuple(r.freeze(ctx) for r in ranks),
+            tuple(r.freeze(ctx, kv_dtypes) for r in ranks),
             tbs,
             tuple(self.events),
             self.stray_bars,
@@ -454,6 +388,9 @@ class _Builder:
             r.model_for_pools().pools.append(e)
         elif isinstance(e, ev.PoolEnd):
             r.model_for_pools().pool_end = e
+        elif isinstance(e, ev.KVDtype):  # printed just before the pools it announces
+            m = r.model_for_pools()
+            m.kv_dtype = m.kv_dtype or e
         elif isinstance(e, ev.CaptureBegin):
             L.place_pending_bars()  # renders before a begin line are not this capture's
             begin_capture(r.graphs, e)

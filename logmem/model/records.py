@@ -179,10 +179,23 @@ class Model:
     weights_end: ev.WeightsEnd | None
     pools: tuple[ev.Event, ...]  # KVPool, MambaPool, SWAPlan, SWASummary, KVAvailable, DSv4Plan
     pool_end: ev.PoolEnd | None
+    # "Using KV cache dtype: X", printed by the model runner before it allocates this model's
+    # pools (TP0 only: the other ranks of the launch allocate the same dtype, so they get
+    # TP0's line). The dtype of the KV lines that do not print their own (before E7).
+    kv_dtype: ev.KVDtype | None = None
 
     @property
     def kv_pools(self) -> tuple[ev.KVPool, ...]:
         return tuple(p for p in self.pools if isinstance(p, ev.KVPool))
+
+    def pool_dtype(self, p: ev.KVPool) -> tuple[str | None, ev.Event | None]:
+        """A KV pool's dtype and the line that printed it: its own KV line (E7), else this
+        model's "Using KV cache dtype" line; (None, None) when neither printed one."""
+        if p.dtype is not None:
+            return p.dtype, p
+        if self.kv_dtype is not None:
+            return self.kv_dtype.dtype, self.kv_dtype
+        return None, None
 
     @property
     def mamba_pools(self) -> tuple[ev.MambaPool, ...]:

@@ -59,11 +59,11 @@ def _(e: fx.LowerMfs) -> str:
         why = f"(no figures in the error: this is one {e.step:g} step)"
     on = f", on {e.pre_load_rank}" if e.pre_load_rank else ""
     where = f"P = {_g(e.pre_load_bytes)} GiB, the smallest Load weight begin avail{on}"
-    delta = e.need_bytes / e.pre_load_bytes
+    delta = e.need_bytes / (e.pre_load_bytes * e.factor)
     text = (
         f"lowers mem_fraction_static from {fmt_mfs(e.mfs)} by at least {_g(e.need_bytes)} / "
-        f"{_g(e.pre_load_bytes)} = {delta:.4f} ({where}), so {_g(e.freed_bytes)} GiB more stays "
-        f"outside the KV pool {why}"
+        f"{_scaled_p(e.pre_load_bytes, e.factor)} = {delta:.4f} ({where}{_scaled_why(e.factor)}), "
+        f"so {_g(e.freed_bytes)} GiB more stays outside the KV pool {why}"
     )
     if e.bytes_per_token and e.lost_tokens is not None:
         share = f" (KV's {e.kv_share:.0%} share of it)" if e.kv_share < 1 else ""
@@ -72,9 +72,14 @@ def _(e: fx.LowerMfs) -> str:
             if e.kv_tokens
             else ""
         )
+        others = ""
+        if e.cell_bytes and e.bytes_per_token > e.cell_bytes + 0.5:
+            others = (
+                f" of the budget ({e.cell_bytes:,.0f} of KV cell plus its share of the other pools)"
+            )
         text += (
             f"; costs about {tokens_text(math.ceil(e.lost_tokens))} KV tokens{share}{pct} at "
-            f"{e.bytes_per_token:,.0f} bytes per token"
+            f"{e.bytes_per_token:,.0f} bytes per token{others}"
         )
     return text
 
@@ -254,7 +259,8 @@ def _(e: fx.FindProcess) -> str:
 @effect_text.register
 def _(e: fx.SkipImbalanceCheck) -> str:
     loss = (
-        f"{e.mfs:.3g} x {e.gap_gib:.2f} = {_g(e.loss_bytes)} GiB"
+        f"{e.mfs:.3g}{'' if e.factor == 1 else f' x {e.factor:g}'} x {e.gap_gib:.2f} = "
+        f"{_g(e.loss_bytes)} GiB"
         if e.mfs is not None and e.loss_bytes is not None
         else "mem_fraction_static x the gap"
     )
@@ -313,13 +319,25 @@ def _(e: fx.ChangeComponent) -> str:
     return f"the error is raised in {_COMPONENT[e.where]} ({where}){during}{recur}: {change}"
 
 
+def _scaled_p(p: int, factor: float) -> str:
+    """P in a division by the flag's change: times SGLang's own factor when it scales the flag."""
+    return f"{_g(p)}" if factor == 1 else f"({_g(p)} x {factor:g})"
+
+
+def _scaled_why(factor: float) -> str:
+    return "" if factor == 1 else f"; SGLang scales the flag by {factor:g} before its KV rule"
+
+
 @effect_text.register
 def _(e: fx.LowerMfsRelative) -> str:
     on = f", on {e.pre_load_rank}" if e.pre_load_rank else ""
+    pd = "P x d" if e.factor == 1 else f"P x {e.factor:g} x d"
     return (
-        f"P x d must cover the {_g(e.need_bytes)} GiB shortfall, so d >= {_g(e.need_bytes)} / "
-        f"{_g(e.pre_load_bytes)} = {e.need_bytes / e.pre_load_bytes:.4f} (P = "
-        f"{_g(e.pre_load_bytes)} GiB, the smallest Load weight begin avail{on}), rounded up to "
+        f"{pd} must cover the {_g(e.need_bytes)} GiB shortfall, so d >= {_g(e.need_bytes)} / "
+        f"{_scaled_p(e.pre_load_bytes, e.factor)} = "
+        f"{e.need_bytes / (e.pre_load_bytes * e.factor):.4f} (P = "
+        f"{_g(e.pre_load_bytes)} GiB, the smallest Load weight begin avail{on}"
+        f"{_scaled_why(e.factor)}), rounded up to "
         f"{fmt_mfs(e.delta)}; the value in use is not in the log, so only the change can be given; "
         "costs KV tokens in proportion"
     )

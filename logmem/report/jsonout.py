@@ -50,13 +50,15 @@ def model_json(m: Model) -> dict[str, Any]:
     other: list[dict[str, Any]] = []
     for p in m.pools:
         if isinstance(p, ev.KVPool):
+            dtype, dtype_by = m.pool_dtype(p)
             pools.append(
                 {
                     "tokens": p.tokens,
                     "k_gib": _g(p.k),
                     "v_gib": _g(p.v),
                     "kv_gib": _g(p.kv),
-                    "dtype": p.dtype,
+                    "dtype": dtype,
+                    "dtype_line": _line(dtype_by.source) if dtype_by is not None else None,
                     "bytes": p.total_bytes,
                     "line": _ln(p),
                 }

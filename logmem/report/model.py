@@ -14,6 +14,7 @@ from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
 from logmem.model.records import Launch, Rank
+from logmem.parse import events as ev
 from logmem.report.causes import cause_name, cause_note, ledger_note, phase_name
 from logmem.report.communication import comm_view
 from logmem.report.graph_lines import graph_sentences
@@ -142,7 +143,8 @@ _RANK_COLUMNS: tuple[tuple[str, Callable[[Rank], int | None]], ...] = (
     ),
     (
         "capture begin",
-        lambda r: next((g.begin_bytes for g in r.graphs if g.begin_bytes is not None), None),
+        # The first capture's own begin: a later capture's is not where capturing began.
+        lambda r: r.graphs[0].begin_bytes if r.graphs else None,
     ),
     (
         "after capture",
@@ -244,6 +246,15 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else "?"
         what = "the rule and max_total_num_tokens" if sz.rule_tokens else "the printed sizes"
         rows.append(("bytes per token", likely, f"consistent with {what}: {lo:,} to {hi:,}"))
+    if sz.kv_dtype is not None and sz.kv_dtype_line is not None:
+        by = "KV line" if isinstance(sz.kv_dtype_line, ev.KVPool) else "Using KV cache dtype"
+        rows.append(
+            (
+                "KV dtype",
+                sz.kv_dtype.removeprefix("torch."),
+                f"{by}, line {sz.kv_dtype_line.source.line_no}",
+            )
+        )
     if led.reserve is not None:
         for term in led.reserve.terms:
             rows.append(

@@ -62,12 +62,16 @@ def _(n: fx.WeightsFloor) -> str:
             f"{text}, more than the {_g(n.begin_bytes)} GiB it had free: loading peaks above the "
             f"final size (the ranks that finished hold {_g(n.finished_bytes)} GiB)"
         )
+    if n.beyond_capacity:
+        text += f", more than the whole GPU ({_g(n.capacity_bytes)} GiB)"
+    else:
+        cap = f" (the GPU has {_g(n.capacity_bytes)} GiB)" if n.capacity_bytes is not None else ""
+        text += f", more than the {_g(n.begin_bytes)} GiB free before loading{cap}"
     if n.fallback:  # the fallback note that follows says why
-        return f"{text}, more than the whole GPU had ({_g(n.begin_bytes)} GiB free before)"
+        return text
     return (
-        f"{text}, more than the whole GPU had ({_g(n.begin_bytes)} GiB free before). If the model "
-        "should fit, check that it shards (e.g. a fallback implementation that does not split the "
-        "experts)"
+        f"{text}. If the model should fit, check that it shards (e.g. a fallback implementation "
+        "that does not split the experts)"
     )
 
 
@@ -261,7 +265,8 @@ def _(n: fx.RuleDoesNotExplain) -> str:
 @note_text.register
 def _(n: fx.TransformersFallback) -> str:
     shard = (
-        ": the load needed more than the whole GPU, so the fallback does not shard the model "
+        f": the load needed more than {'the whole GPU' if n.beyond_capacity else 'the GPU had free'}, "
+        "so the fallback does not shard the model "
         "(e.g. it keeps every expert on each GPU)"
         if n.whole_gpu
         else ""

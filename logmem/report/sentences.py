@@ -53,6 +53,10 @@ def _per_token(sz: Sizing) -> str:
         return f"about {sz.bytes_per_token:,.0f} bytes per token" if sz.bytes_per_token else ""
     lo, hi = rng
     likely = f", likely {sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else ""
+    elems, size = sz.likely_elements_per_token, sz.kv_element_bytes
+    if likely and elems and size and sz.kv_dtype:
+        per = "1 byte" if size == 1 else f"{size:g} bytes"
+        likely += f", i.e. {elems:,.0f} {sz.kv_dtype.removeprefix('torch.')} elements of {per}"
     span = f"{lo:,} bytes" if lo == hi else f"{lo:,} to {hi:,} bytes"
     return f"{span} per token by print rounding{likely}"
 
@@ -136,6 +140,17 @@ _GAP_WHY = {
 }
 
 
+def _cells_bigger(f: fd.PoolsVsBudget) -> str:
+    """SGLang sized the pool as budget // its cell: a larger pool means a larger allocated cell."""
+    assert f.tokens
+    return (
+        f"SGLang sized the pool as budget / its cell size, {_g(f.rule_bytes)} GiB / "
+        f"{f.tokens:,} tokens = {f.rule_bytes / f.tokens:,.0f} bytes per token, but the pools "
+        f"allocate {f.pool_bytes / f.tokens:,.0f}: its cell size leaves something out (e.g. FP8 "
+        "scales, an indexer, draft layers)"
+    )
+
+
 def _fit_text(fit: fd.RuleFit) -> str:
     if fit.added is not None:
         return (
@@ -156,6 +171,8 @@ def _(f: fd.PoolsVsBudget) -> str:
         if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
         else _fit_text(f.fits)
         if f.fits is not None
+        else _cells_bigger(f)
+        if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens
         else _GAP_WHY.get(f.reason, "")
     )
     more = "more" if f.gap_bytes > 0 else "less"
@@ -275,9 +292,21 @@ def _(f: fd.LeftFree) -> str:
         fd.LeftWhen.SUMMARY: "at the scheduler summary",
         fd.LeftWhen.LOG_STOPS: f"when the log stops (in capture {f.phase.facts.graph})",
     }[f.when]
-    tight = ""
-    if f.tight:
-        tight = " — very little: the first requests may run out of memory" if f.serving else ""
+    if f.end is fd.StartupEnd.CRASHED:
+        # Not headroom: start-up never got past this reading.
+        when = f"during capture {f.phase.facts.graph}" if f.when is fd.LeftWhen.LOG_STOPS else when
+        return (
+            f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, the last reading SGLang printed "
+            "before the crash (start-up did not finish)."
+        )
+    if f.end is fd.StartupEnd.STOPPED:
+        if f.when is fd.LeftWhen.LOG_STOPS:
+            return f"{_g(f.bytes)} GiB is free on {_on(f.rank)} {when}, before start-up finished."
+        return (
+            f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, the last reading before the "
+            "log stops (start-up had not finished)."
+        )
+    tight = " — very little: the first requests may run out of memory" if f.tight else ""
     return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
 
 

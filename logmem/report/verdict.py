@@ -158,7 +158,8 @@ def headline_text(f: fx.Failure) -> str:
         extra = ""
         if f.phase and f.phase.startswith("capture "):
             extra = _capture_state(f)
-        line = f" (last line {f.line.line_no})" if f.line else ""
+        # The last line logmem recognised for that rank: unrecognised lines may follow it.
+        line = f" (last recognised line {f.line.line_no})" if f.line else ""
         return (
             f"Incomplete: the log stops {where}{extra} on {rank or 'the GPU'}{line}; "
             f"this is not a complete start-up."

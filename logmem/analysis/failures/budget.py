@@ -1,7 +1,9 @@
 """The budget behind the fixes: SGLang's KV-sizing inputs as a launch printed them.
 
 P, A and mem_fraction_static come from logmem.sglang.rules (the same readings the ledger's
-findings use), so a fix quotes the figures the findings of the same report quote.
+findings use), SGLang's scaling of the flag and the price of a KV token from the launch's
+Sizing (logmem.analysis.sizing), so a fix quotes the figures the findings of the same report
+quote, and a proposed --mem-fraction-static is the flag that gives the rule the value it needs.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from logmem.analysis.sizing import sizing
+from logmem.analysis.sizing import MfsScaling, mfs_scaling, sizing
 from logmem.model.records import Launch, Model, Rank
 from logmem.sglang import rules
 
@@ -28,17 +30,26 @@ class Budget:
     mamba_bytes: int | None
     tp_size: int | None
     ranks_seen: int
-    cell_bytes: int | None = None  # the round cell size the printed KV sizes allow (Sizing)
-    # SGLang's own scaling of the flag before the rule (Sizing.adjustments): the rule runs
-    # with mfs x factor (1: none applies to this launch's version and model).
-    factor: float = 1.0
+    # What one KV token of capacity costs of the budget in every pool it occupies
+    # (Sizing.all_pools_bytes_per_token: full cell, SWA and Mamba shares, draft KV), when the
+    # launch's sizing prices this budget's pool.
+    token_price: float | None = None
+    cell_bytes: float | None = (
+        None  # the full pool's own cell in that price (Sizing.full_cell_bytes)
+    )
+    # SGLang's own scaling of the flag before the rule (Sizing.scaling, by era and model).
+    scaling: MfsScaling = MfsScaling()
+
+    @property
+    def factor(self) -> float:
+        """The rule runs with mfs x factor (1: no adjustment applies to this launch)."""
+        return self.scaling.factor
 
     @property
     def bytes_per_token(self) -> float | None:
-        """The cell size the ledger's findings quote (Sizing.likely_bytes_per_token), else the
-        printed KV bytes / #tokens."""
-        if self.cell_bytes:
-            return self.cell_bytes
+        """The price of a KV token (token_price), else the printed KV bytes / #tokens."""
+        if self.token_price:
+            return self.token_price
         if self.kv_bytes is None or not self.kv_tokens:
             return None
         return self.kv_bytes / self.kv_tokens
@@ -49,12 +60,15 @@ class Budget:
         if self.mfs is None or self.pre_load_bytes is None or self.post_load_bytes is None:
             return None
         return rules.kv_budget_bytes(
-            self.post_load_bytes, self.pre_load_bytes, self.mfs * self.factor
+            self.post_load_bytes, self.pre_load_bytes, self.scaling.rule_mfs_for(self.mfs)
         )
 
     @property
     def kv_share(self) -> float:
-        """Share of the budget that goes to KV (hybrid models give the rest to Mamba state)."""
+        """Share of the budget that goes to KV (hybrid models give the rest to Mamba state);
+        1 when token_price already counts every pool a token occupies."""
+        if self.token_price:
+            return 1.0
         if self.mamba_bytes and self.kv_bytes:
             return self.kv_bytes / (self.kv_bytes + self.mamba_bytes)
         return 1.0
@@ -73,17 +87,13 @@ def budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> Bud
     mamba = sum(p.total_bytes for p in mamba_owner.mamba_pools) if mamba_owner else None
     arg_mfs = launch.args.get("mem_fraction_static")
     tp = launch.args.get("tp_size")
-    cell = None
     sz = sizing(launch)
-    factor = math.prod(a.factor for a in sz.adjustments) if sz is not None else 1.0
-    # The same pool the findings price (a sliding-window model's full pool may differ).
-    same = (
-        sz is not None
-        and kv is not None
-        and (sz.kv_tokens, sz.kv_bytes) == (kv.tokens, kv.total_bytes)
-    )
-    if not draft and same and sz is not None:
-        cell = sz.likely_bytes_per_token
+    kv_bytes, kv_tokens = (kv.total_bytes, kv.tokens) if kv else (None, None)
+    price = cell = None
+    if not draft and sz is not None and sz.kv_tokens:
+        # The pool the findings price: a sliding-window model's full pool, not its first line.
+        kv_bytes, kv_tokens = sz.kv_bytes, sz.kv_tokens
+        price, cell = sz.all_pools_bytes_per_token, sz.full_cell_bytes
     return Budget(
         mfs=mfs
         if mfs is not None
@@ -92,13 +102,14 @@ def budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> Bud
         pre_load_rank=readings.pre_load_rank,
         post_load_bytes=readings.after_weights_bytes,
         weights_bytes=max(usage) if usage else None,
-        kv_bytes=kv.total_bytes if kv else None,
-        kv_tokens=kv.tokens if kv else None,
+        kv_bytes=kv_bytes,
+        kv_tokens=kv_tokens,
         mamba_bytes=mamba,
         tp_size=tp if isinstance(tp, int) else None,
         ranks_seen=readings.ranks_seen,
+        token_price=price,
         cell_bytes=cell,
-        factor=factor,
+        scaling=sz.scaling if sz is not None else mfs_scaling(launch),
     )
 
 
@@ -127,7 +138,7 @@ def min_mfs_for_pool(b: Budget) -> float | None:
     exact = rules.smallest_mfs_with_pool(b.post_load_bytes, b.pre_load_bytes)
     if exact is None:
         return None
-    exact /= b.factor  # the flag's value whose scaled value the rule needs
+    exact = b.scaling.flag_mfs_for(exact)  # the flag whose scaled value the rule needs
     x = ceil3(exact)
     if x <= exact:  # strictly positive pool
         x = round(x + 0.001, 3)

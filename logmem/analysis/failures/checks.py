@@ -15,6 +15,7 @@ from logmem.analysis.failures.budget import MFS_STEP, budget, fmt_mfs, min_mfs_f
 from logmem.analysis.failures.fixes import Fixes, draft_sized, quantized
 from logmem.analysis.failures.place import Place
 from logmem.analysis.failures.records import KVSizing, Unbalanced
+from logmem.analysis.sizing import mfs_scaling
 from logmem.model.records import Launch
 from logmem.parse.lines import rank_tags
 from logmem.sglang import rules
@@ -47,8 +48,8 @@ def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
     if b.mfs is not None and lowest is not None and lowest <= b.mfs:
         lowest = None  # never below the value SGLang asked to increase
     if lowest is not None and lowest < 1 and exact is not None:
-        step = rules.mfs_step_bytes(p, MFS_STEP * b.factor)
-        headroom = rules.outside_budget_bytes(p, lowest * b.factor)
+        step = rules.mfs_step_bytes(p, b.scaling.rule_mfs_for(MFS_STEP))
+        headroom = rules.outside_budget_bytes(p, b.scaling.rule_mfs_for(lowest))
         effect = fx.SmallestMfs(a, p, exact, MFS_STEP, step, headroom, b.factor)
         fixes.append(fx.Fix("--mem-fraction-static", fmt_mfs(lowest), effect))
     else:
@@ -82,7 +83,12 @@ def imbalance_fixes(launch: Launch, r: Unbalanced, raising: Sequence[str]) -> Fi
             notes.append(fx.OwnReading(label, wb.avail.bytes))
     arg = launch.args.get("mem_fraction_static")
     mfs = float(arg) if isinstance(arg, (int, float)) else None
-    loss = rules.imbalance_budget_loss_bytes(round(short * GIB), mfs) if mfs is not None else None
+    scaling = mfs_scaling(launch)
+    loss = (
+        rules.imbalance_budget_loss_bytes(round(short * GIB), scaling.rule_mfs_for(mfs))
+        if mfs is not None
+        else None
+    )
     fixes.append(
         fx.Fix(
             "nvidia-smi",
@@ -90,7 +96,7 @@ def imbalance_fixes(launch: Launch, r: Unbalanced, raising: Sequence[str]) -> Fi
             fx.FindProcess(short, heavy),
         )
     )
-    effect = fx.SkipImbalanceCheck(r.pre_model_load_gib, mfs, short, loss)
+    effect = fx.SkipImbalanceCheck(r.pre_model_load_gib, mfs, short, loss, scaling.factor)
     fixes.append(fx.Fix("SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK", "0", effect))
     return fixes, notes
 

@@ -36,6 +36,8 @@ class LowerMfs:
     lost_tokens: float | None = None
     kv_share: float = 1.0
     kv_tokens: int | None = None
+    factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.scaling)
+    cell_bytes: float | None = None  # the KV cell inside bytes_per_token (the rest: other pools)
 
 
 class Pools(Enum):
@@ -165,7 +167,8 @@ class SkipImbalanceCheck:
     pre_model_load_gib: float
     mfs: float | None
     gap_gib: float
-    loss_bytes: int | None
+    loss_bytes: int | None  # rule(mfs) x gap: the rule runs with the flag times factor
+    factor: float = 1.0  # SGLang scales the flag by this before the rule (MfsScaling)
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,8 @@ class LowerMfsRelative:
     need_bytes: int
     pre_load_bytes: int
     pre_load_rank: str | None
-    delta: float  # need / P, rounded up to SGLang's 0.001 steps
+    delta: float  # need / (P x factor), rounded up to SGLang's 0.001 steps
+    factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.scaling)
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,9 @@ class WeightsBeforePool:
 class FloorCase(Enum):
     FITS = "fits"  # within what was free before loading
     PEAKS = "peaks"  # more than free, less than others finished with: the load peaks
-    WHOLE_GPU = "whole_gpu"  # more than the whole GPU had
+    # More than was free before loading, and no rank finished to compare with (the capacity
+    # in PyTorch's OOM text, when printed, says whether it is more than the whole GPU).
+    WHOLE_GPU = "whole_gpu"
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,13 @@ class WeightsFloor:
     case: FloorCase
     finished_bytes: int | None = None  # PEAKS: what the ranks that finished hold
     fallback: bool = False  # the model runs on the Transformers fallback (said in its own note)
+    capacity_bytes: int | None = None  # "GPU 0 has a total capacity of X" (PyTorch's OOM text)
+
+    @property
+    def beyond_capacity(self) -> bool | None:
+        """More than the GPU's whole capacity; None when the OOM text printed none."""
+        cap = self.capacity_bytes
+        return None if cap is None else self.at_least_bytes > cap
 
 
 @dataclass(frozen=True)
@@ -247,7 +256,8 @@ class RuleDoesNotExplain:
 class TransformersFallback:
     """ "Using Transformers backend." on the failing rank's log."""
 
-    whole_gpu: bool  # the load needed more than the whole GPU: it does not shard
+    whole_gpu: bool  # the load needed more than the GPU had free: it does not shard
+    beyond_capacity: bool | None = None  # more than the GPU's whole capacity (WeightsFloor)
 
 
 # The notes below are whole explanations of their own (a phrase, not a list of sentences).

@@ -50,12 +50,14 @@ def draft_sized(place: Place) -> bool:
 def lower_mfs(
     b: Budget, need_bytes: int, purpose: fx.Purpose, library: str | None = None
 ) -> tuple[fx.Fix | None, fx.Blocker | None]:
-    """Lower mfs so that P x (mfs - X) >= need_bytes; price it in KV tokens."""
+    """Lower the flag to X so that P x (rule(mfs) - rule(X)) >= need_bytes, where rule() is
+    SGLang's own scaling of the flag (Budget.scaling); price it in KV tokens."""
     if b.mfs is None or b.pre_load_bytes is None:
         return None, None
-    p = b.pre_load_bytes
-    x = floor3(b.mfs - need_bytes / p)
-    freed = rules.mfs_step_bytes(p, b.mfs - x)
+    p, s = b.pre_load_bytes, b.scaling
+    now = s.rule_mfs_for(b.mfs)
+    x = floor3(s.flag_mfs_for(now - need_bytes / p))
+    freed = rules.mfs_step_bytes(p, now - s.rule_mfs_for(x))
     bpt = b.bytes_per_token
     lowest = min_mfs_for_pool(b)
     blocker: fx.Blocker | None = None
@@ -80,6 +82,8 @@ def lower_mfs(
         lost,
         b.kv_share,
         b.kv_tokens,
+        b.factor,
+        b.cell_bytes,
     )
     return fx.Fix("--mem-fraction-static", fmt_mfs(x), effect), blocker
 
@@ -203,7 +207,8 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
             notes.append(replace(floor, fallback=fallback))
         whole = floor is not None and floor.case is fx.FloorCase.WHOLE_GPU
         if fallback:
-            notes.append(fx.TransformersFallback(whole))
+            beyond = floor.beyond_capacity if floor is not None else None
+            notes.append(fx.TransformersFallback(whole, beyond))
             fixes.append(fx.Fix("--model-impl", "sglang", fx.NativeImpl(_architecture(launch))))
         more, note = _fewer_weights_fixes(launch, shortfall)
         if note is not None:
@@ -243,7 +248,7 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
     if need is None:
         # "CUDA error: out of memory" prints no figures: price one step instead.
         if b.pre_load_bytes is not None and b.mfs is not None:
-            step = rules.mfs_step_bytes(b.pre_load_bytes, MFS_STEP)
+            step = rules.mfs_step_bytes(b.pre_load_bytes, b.scaling.rule_mfs_for(MFS_STEP))
             one, _ = lower_mfs(b, step, fx.Purpose.ONE_STEP)
             if one is not None:
                 fixes.append(one)
@@ -278,9 +283,9 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
     if b.mfs is None:
         notes.append(fx.NoServerArgs())
         if b.pre_load_bytes:
-            # The value in use is unknown, the change is not: P x d must cover the need.
-            delta = ceil3(need / b.pre_load_bytes)
-            effect = fx.LowerMfsRelative(need, b.pre_load_bytes, b.pre_load_rank, delta)
+            # The value in use is unknown, the change is not: P x rule(d) must cover the need.
+            delta = ceil3(b.scaling.flag_mfs_for(need / b.pre_load_bytes))
+            effect = fx.LowerMfsRelative(need, b.pre_load_bytes, b.pre_load_rank, delta, b.factor)
             value = f"at least {fmt_mfs(delta)} lower than this launch used"
             fixes.insert(0, fx.Fix("--mem-fraction-static", value, effect))
     return fixes, notes
@@ -353,7 +358,7 @@ def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> fx.Weig
     at_least = begin - r.free_bytes + r.tried_bytes
     args = (rank.label, begin, r.free_bytes, r.tried_bytes, at_least)
     if at_least <= begin:
-        return fx.WeightsFloor(*args, fx.FloorCase.FITS)
+        return fx.WeightsFloor(*args, fx.FloorCase.FITS, capacity_bytes=r.capacity_bytes)
     done = [
         m.weights_end.usage.bytes
         for x in launch.ranks
@@ -361,8 +366,10 @@ def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> fx.Weig
     ]
     if done:
         # Others finished below that: the load peaks above the final size (conversion temporaries).
-        return fx.WeightsFloor(*args, fx.FloorCase.PEAKS, max(done))
-    return fx.WeightsFloor(*args, fx.FloorCase.WHOLE_GPU)
+        return fx.WeightsFloor(
+            *args, fx.FloorCase.PEAKS, max(done), capacity_bytes=r.capacity_bytes
+        )
+    return fx.WeightsFloor(*args, fx.FloorCase.WHOLE_GPU, capacity_bytes=r.capacity_bytes)
 
 
 _QUANT_TAGS = (
