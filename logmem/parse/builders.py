@@ -55,6 +55,7 @@ from logmem.parse.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
 from logmem.parse.patterns import BY_NAME
 from logmem.parse.server_args import parse_server_args
@@ -63,14 +64,14 @@ from logmem.units import Mem
 # --- helpers ---------------------------------------------------------------------------
 
 _FIELD = {
-    "avail": regex.compile(r"avail mem=(-?\d{1,9}(?:\.\d{1,9})?) GB"),
-    "usage": regex.compile(r"mem usage=(-?\d{1,9}(?:\.\d{1,9})?) GB"),
-    "elapsed": regex.compile(r"(?:Time elapsed: |elapsed=)(-?\d{1,9}(?:\.\d{1,9})?) s"),
-    "bs": regex.compile(r"\bbs=(\[[^\]]{0,100000}\]?)"),
-    "num_tokens": regex.compile(r"\bnum_tokens=(\[[^\]]{0,100000}\]?)"),
-    "backend": regex.compile(r"\bbackend=([\w-]{1,40})"),
-    "per_req": regex.compile(r"num_tokens_per_(?:req|bs)=(\d{1,6})"),
-    "step": regex.compile(r"\bstep=(\d{1,6})"),
+    "avail": lazy(r"avail mem=(-?\d{1,9}(?:\.\d{1,9})?) GB"),
+    "usage": lazy(r"mem usage=(-?\d{1,9}(?:\.\d{1,9})?) GB"),
+    "elapsed": lazy(r"(?:Time elapsed: |elapsed=)(-?\d{1,9}(?:\.\d{1,9})?) s"),
+    "bs": lazy(r"\bbs=(\[[^\]]{0,100000}\]?)"),
+    "num_tokens": lazy(r"\bnum_tokens=(\[[^\]]{0,100000}\]?)"),
+    "backend": lazy(r"\bbackend=([\w-]{1,40})"),
+    "per_req": lazy(r"num_tokens_per_(?:req|bs)=(\d{1,6})"),
+    "step": lazy(r"\bstep=(\d{1,6})"),
 }
 
 
@@ -191,18 +192,14 @@ def _b_summary(m: regex.Match[str], r: Record) -> Event:
 
 
 _OOM_FIELDS = {
-    "tried": regex.compile(r"Tried to allocate (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
-    "gpu": regex.compile(r"GPU (\d{1,4}) has a total capacity"),
-    "capacity": regex.compile(r"total capacity of (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
-    "free": regex.compile(r"of which (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is free"),
-    "in_use": regex.compile(
-        r"(?:has|this process has) (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) memory in use"
-    ),
-    "allocated": regex.compile(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is allocated by PyTorch"),
-    "reserved": regex.compile(
-        r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is reserved by PyTorch but unallocated"
-    ),
-    "private": regex.compile(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) allocated in private pools"),
+    "tried": lazy(r"Tried to allocate (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
+    "gpu": lazy(r"GPU (\d{1,4}) has a total capacity"),
+    "capacity": lazy(r"total capacity of (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
+    "free": lazy(r"of which (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is free"),
+    "in_use": lazy(r"(?:has|this process has) (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) memory in use"),
+    "allocated": lazy(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is allocated by PyTorch"),
+    "reserved": lazy(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is reserved by PyTorch but unallocated"),
+    "private": lazy(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) allocated in private pools"),
 }
 
 
@@ -238,7 +235,7 @@ def _torch_oom(exc_type: str, device: str, rest: str, message: str, r: Record) -
 
 
 # The OOM sentence a capture failure quotes: "Capture cuda graph failed: CUDA out of memory. ..."
-_QUOTED_OOM = regex.compile(r"(?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\.(?P<rest>.{0,4000})")
+_QUOTED_OOM = lazy(r"(?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\.(?P<rest>.{0,4000})")
 
 
 def _b_capture_failed(m: regex.Match[str], r: Record) -> Event:
@@ -316,10 +313,10 @@ def _b_misc(what: str, group: str, unit: str = "GB") -> Builder:
     return build
 
 
-_BAR_COUNT = regex.compile(r"(\d{1,9})/(\d{1,9}) {0,2}\[")
+_BAR_COUNT = lazy(r"(\d{1,9})/(\d{1,9}) {0,2}\[")
 
 
-_ENV_WORD = regex.compile(r"^([A-Z_][A-Z0-9_]{0,100})=(\S{0,2000})$", regex.ASCII)
+_ENV_WORD = lazy(r"^([A-Z_][A-Z0-9_]{0,100})=(\S{0,2000})$", regex.ASCII)
 
 
 def _b_command(m: regex.Match[str], r: Record) -> Event:

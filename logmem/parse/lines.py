@@ -12,16 +12,17 @@ from dataclasses import dataclass, field
 
 import regex
 
+from logmem.parse.lazy import lazy
 from logmem.parse.read import Segment
 
 # ESC may be lost in pastes, leaving "[32m": strip both forms. Bounded repeats keep it linear.
-_ANSI = regex.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]|\[[0-9;]{1,20}m")
-PREFIX = regex.compile(
+_ANSI = lazy(r"\x1b\[[0-9;?]{0,20}[A-Za-z]|\[[0-9;]{1,20}m")
+PREFIX = lazy(
     r"\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}|\d{2}:\d{2}:\d{2})"
     r"(?P<tags>(?: [A-Z][A-Z_]{0,30}\d{1,6}){0,12})\] ?",
     regex.ASCII,
 )
-_TAG = regex.compile(r"([A-Z][A-Z_]*?)(\d+)", regex.ASCII)
+_TAG = lazy(r"([A-Z][A-Z_]*?)(\d+)", regex.ASCII)
 
 
 # What a record keeps of its own text: every report quotes far less (an OOM message is ~600
@@ -108,8 +109,8 @@ _WRAPPER_PART = (
     r"(?:\d{4}-\d{2}-\d{2}T[\d:.]{8,20}Z?\s{0,4}|[\w.-]{1,80}\s{0,40}\|\s{0,4}"
     r"|\[pod/[\w.-]{1,253}/[\w.-]{1,63}\]\s{1,4}|[\w.-]{1,80}\s{1,4}(?:INFO|WARNING|ERROR|DEBUG)\s{1,4})"
 )
-_WRAPPER = regex.compile(rf"^\s{{0,40}}{_WRAPPER_PART}{{0,4}}\s{{0,40}}$")
-_WRAPPER_LEAD = regex.compile(rf"^\s{{0,40}}{_WRAPPER_PART}{{1,4}}")
+_WRAPPER = lazy(rf"^\s{{0,40}}{_WRAPPER_PART}{{0,4}}\s{{0,40}}$")
+_WRAPPER_LEAD = lazy(rf"^\s{{0,40}}{_WRAPPER_PART}{{1,4}}")
 
 
 def _is_wrapper_prefix(head: str) -> bool:

@@ -29,6 +29,7 @@ from logmem.parse.events import (
     NotEnoughMemory,
     TorchOOM,
 )
+from logmem.parse.lazy import lazy
 from logmem.parse.lines import PREFIX, Record, split_records
 from logmem.parse.matchers import Matcher, matcher_for
 from logmem.parse.patterns import PATTERNS, LinePattern
@@ -45,9 +46,7 @@ from logmem.parse.unmatched import (
 
 LITERALS: tuple[str, ...] = tuple(dict.fromkeys(lit for p in PATTERNS for lit in p.needs))
 # The same literals as one keyword pattern, so that matcher_for picks the matcher for them.
-LITERAL_BYTES: regex.Pattern[bytes] = regex.compile(
-    "|".join(regex.escape(lit) for lit in LITERALS).encode()
-)
+LITERAL_BYTES: regex.Pattern[bytes] = lazy("|".join(regex.escape(lit) for lit in LITERALS).encode())
 # literal index -> the patterns (table indexes) that need it
 _BY_LITERAL: tuple[tuple[int, ...], ...] = tuple(
     tuple(i for i, p in enumerate(PATTERNS) if lit in p.needs) for lit in LITERALS

@@ -22,27 +22,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import regex
-
+from logmem.parse.lazy import lazy
 from logmem.units import GIB, KIB, MIB
 
 # format_size's units; a figure is known to half its last printed digit.
 _UNIT = {"bytes": 1, "B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": GIB * 1024}
 _NUM = r"(\d{1,12}(?:\.\d{1,6})?) (bytes|B|KiB|MiB|GiB|TiB)"
 
-_HEAD = regex.compile(r"\b(CUDA|HIP) out of memory\.")
-_TRIED = regex.compile(r"\GTried to allocate " + _NUM + r"\.")
-_GPU = regex.compile(
-    r"GPU (\d{1,4}) has a total capacity of " + _NUM + r" of which " + _NUM + r" is free\."
-)
-_PROCESS = regex.compile(r"Process (\d{1,10}) has " + _NUM + r" memory in use\.")
-_THIS = regex.compile(
-    r"Including non-PyTorch memory, this process has " + _NUM + r" memory in use\."
-)
-_ALLOCATED = regex.compile(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch,")
-_PRIVATE = regex.compile(r"\G with " + _NUM + r" allocated in private pools")
-_RESERVED = regex.compile(_NUM + r" is reserved by PyTorch but unallocated")
-_NEXT_HEAD = regex.compile(r"\b(?:CUDA|HIP) out of memory\.")
+_HEAD = lazy(r"\b(CUDA|HIP) out of memory\.")
+_TRIED = lazy(r"\GTried to allocate " + _NUM + r"\.")
+_GPU = lazy(r"GPU (\d{1,4}) has a total capacity of " + _NUM + r" of which " + _NUM + r" is free\.")
+_PROCESS = lazy(r"Process (\d{1,10}) has " + _NUM + r" memory in use\.")
+_THIS = lazy(r"Including non-PyTorch memory, this process has " + _NUM + r" memory in use\.")
+_ALLOCATED = lazy(r"Of the allocated memory " + _NUM + r" is allocated by PyTorch,")
+_PRIVATE = lazy(r"\G with " + _NUM + r" allocated in private pools")
+_RESERVED = lazy(_NUM + r" is reserved by PyTorch but unallocated")
+_NEXT_HEAD = lazy(r"\b(?:CUDA|HIP) out of memory\.")
 
 # More "Process N has" entries than this in one message is not a real GPU's process list.
 MAX_PROCESSES = 256

@@ -13,6 +13,8 @@ from functools import cached_property
 
 import regex
 
+from logmem.parse.lazy import lazy
+
 NUM = r"-?\d{1,9}(?:\.\d{1,9})?"
 
 
@@ -431,11 +433,11 @@ KEYWORDS: tuple[str, ...] = (
 # scheduler summary (read.iter_segments), so that serving is seen without reading every line.
 ONCE_LITERALS: tuple[str, ...] = ("Decode batch", "Prefill batch")
 ONCE_BYTES: tuple[bytes, ...] = tuple(x.encode() for x in ONCE_LITERALS)
-KEYWORD_BYTES: regex.Pattern[bytes] = regex.compile(
+KEYWORD_BYTES: regex.Pattern[bytes] = lazy(
     "|".join(regex.escape(k) for k in sorted(KEYWORDS, key=len, reverse=True)).encode()
 )
 
 # A record that carries one of these but matches no pattern is reported, never dropped.
-MEMORY_FIGURE = regex.compile(
+MEMORY_FIGURE = lazy(
     r"\d(?:\.\d{1,9})? ?(?:GB|GiB|MiB|MB)\b|avail(?:_mem| mem)|mem usage", regex.IGNORECASE
 )

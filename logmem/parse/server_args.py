@@ -12,6 +12,8 @@ from typing import Any, TypeGuard
 
 import regex
 
+from logmem.parse.lazy import lazy
+
 
 def _clean_text(value: Any) -> Any:
     """Strings with escaped surrogates ('\\ud800') made whole: pairs joined, lone ones U+FFFD.
@@ -65,7 +67,7 @@ def _parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
     return {}, form, "the server_args line is neither ServerArgs(...) nor a dict"
 
 
-_PAIR = regex.compile(
+_PAIR = lazy(
     r"(?<![\w.'\"])'?([a-z_][a-z0-9_]{0,60})'?(?:=|: )"
     r"('(?:[^'\\\n]|\\.){0,2000}'|-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:e-?[0-9]{1,3})?|True|False|None)"
     r"(?=[,)}\s]|$)",

@@ -17,11 +17,11 @@ and isolates, which reorder what a terminal shows ("Trojan Source").
 
 from __future__ import annotations
 
-import regex
+from logmem.parse.lazy import lazy
 
 _BIDI = "\u202a-\u202e\u2066-\u2069"
-_CONTROLS = regex.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}]")
-_ANY = regex.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
+_CONTROLS = lazy(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}]")
+_ANY = lazy(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
 
 
 def one_line(text: str) -> str:

@@ -15,6 +15,7 @@ import regex
 
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
+from logmem.parse.lazy import lazy
 from logmem.parse.lines import Source
 from logmem.parse.oom_split import Figure, MemorySplit, parse_oom_split
 from logmem.units import Mem
@@ -134,17 +135,17 @@ class RankError:
 # --- reading the error records ----------------------------------------------------------
 
 # Wording of an allocation failure outside PyTorch's OOM sentence (cuBLAS, NVSHMEM, DeepEP, NPU).
-_MEMORY_WORDS = regex.compile(
+_MEMORY_WORDS = lazy(
     r"out of memory|outofmemory|\bOOM\b|ALLOC_FAILED|failed to allocate|cannot allocate memory|"
     r"insufficient (?:device )?memory|not enough (?:device )?memory|memory allocation failed|"
     r"malloc failed|mspace|unable to allocate",
     regex.IGNORECASE,
 )
 # Errors that mention memory but are not about capacity.
-_NOT_CAPACITY = regex.compile(
+_NOT_CAPACITY = lazy(
     r"illegal memory access|memory access fault|misaligned address", regex.IGNORECASE
 )
-_COMM = regex.compile(r"\b(DeepEP|deep_ep|NVSHMEM|nvshmem|mooncake|UCCL)\b")
+_COMM = lazy(r"\b(DeepEP|deep_ep|NVSHMEM|nvshmem|mooncake|UCCL)\b")
 # A traceback ending with these is a code, install or version problem, never capacity.
 _NOT_MEMORY_TYPES = frozenset(
     {
@@ -202,7 +203,7 @@ def _library(name: str) -> str:
 
 # A launcher's list of possible causes: memory named there is a guess, not what was raised.
 # From the first such sentence on, the rest of the message is the hint.
-_HINT_START = regex.compile(
+_HINT_START = lazy(
     r"(?i)\b(?:potential|possible|probable) (?:root )?(?:causes?|reasons?|solutions?)\b|"
     r"\b(?:is|are|was) (?:likely|probably) (?:due to|caused by)\b|\bmay have been\b|"
     r"\bmight (?:be|have)\b|\bcould be (?:due|caused)\b|\bplease check\b|\b(?:e\.g\.|such as)"
@@ -249,10 +250,10 @@ def _record(e: ev.Event) -> ErrorRecord | None:
 
 # Figures in allocation failures outside PyTorch's sentence (DeepEP/NVSHMEM, NPU, cuBLAS ...).
 _SIZE = r"(\d{1,9}(?:\.\d{1,6})?) ?(B|bytes|KiB|MiB|GiB|TiB|KB|MB|GB)\b"
-_ASKED = regex.compile(
+_ASKED = lazy(
     r"(?:allocate|allocating|requested|request of|size of)\D{0,30}?" + _SIZE, regex.IGNORECASE
 )
-_FREE = regex.compile(
+_FREE = lazy(
     r"free(?: memory)?(?: is| of|:|=)? ?" + _SIZE + r"|" + _SIZE + r" (?:is )?free",
     regex.IGNORECASE,
 )

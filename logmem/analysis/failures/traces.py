@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-import regex
-
 from logmem.model.records import Launch, Traceback
 from logmem.parse import events as ev
+from logmem.parse.lazy import lazy
 from logmem.parse.lines import Source
 
 # --- where start-up ended ----------------------------------------------------------------------
@@ -41,7 +40,7 @@ class Up:
     source: Source
 
 
-_OFFLINE = regex.compile(r"sglang[./]bench_(one_batch|latency|offline_throughput)\b")
+_OFFLINE = lazy(r"sglang[./]bench_(one_batch|latency|offline_throughput)\b")
 
 
 def offline_tool(launch: Launch) -> str | None:
@@ -97,8 +96,8 @@ class NoiseKind(Enum):
     HARNESS = "harness"  # a test harness's own traceback
 
 
-_EXIT_FRAME = regex.compile(r"multiprocessing/resource_tracker\.py|/atexit\b|weakref\.py")
-_HARNESS_FRAME = regex.compile(r"/unittest/(?:case|main|suite)\.py|/_pytest/|/sglang/test/")
+_EXIT_FRAME = lazy(r"multiprocessing/resource_tracker\.py|/atexit\b|weakref\.py")
+_HARNESS_FRAME = lazy(r"/unittest/(?:case|main|suite)\.py|/_pytest/|/sglang/test/")
 
 
 def noise_kind(tb: Traceback, ignored_lines: set[tuple[str, int]]) -> NoiseKind | None:
@@ -144,22 +143,22 @@ class RaisedIn:
 
 
 # Frames that only pass a call on (module __call__, decorators): they name no component.
-_PASS_ON = regex.compile(
+_PASS_ON = lazy(
     r"torch/nn/modules/module\.py|torch/utils/_contextlib\.py|/functools\.py|contextlib\.py"
 )
-_CAPTURE_FRAME = regex.compile(
+_CAPTURE_FRAME = lazy(
     r"torch/cuda/graphs\.py|cuda_graph_runner\.py|graph_runner\.py|torch/_dynamo/|"
     r"torch/_inductor/|compilation/"
 )
-_KERNEL = regex.compile(
+_KERNEL = lazy(
     r"/(?P<lib>sgl_kernel|triton|flashinfer|aiter|deep_gemm|flash_attn|flash_mla|vllm|"
     r"cutlass|xformers|torch_npu|mooncake)/"
 )
-_ATTENTION_BACKEND = regex.compile(r"/layers/attention/(?P<file>[\w]{1,80})\.py")
-_MODEL_FILE = regex.compile(r"/models/(?P<file>[\w]{1,80})\.py")
-_ATTENTION_FUNC = regex.compile(r"(?i)attn|attention|mla|rope")
+_ATTENTION_BACKEND = lazy(r"/layers/attention/(?P<file>[\w]{1,80})\.py")
+_MODEL_FILE = lazy(r"/models/(?P<file>[\w]{1,80})\.py")
+_ATTENTION_FUNC = lazy(r"(?i)attn|attention|mla|rope")
 # Messages that are capture's own whatever the frame: an operation a capturing stream refuses.
-_CAPTURE_WORDS = regex.compile(
+_CAPTURE_WORDS = lazy(
     r"(?i)stream is capturing|cudaErrorStreamCapture|capture_begin|not permitted when stream"
 )
 
