@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Union
 
@@ -54,10 +54,20 @@ def collect_events(
     stats: list[ReadStats] | None = None,
     unmatched: UnmatchedSink | None = None,
 ) -> list[ev.Event]:
-    """Every recognised event of the files, in order (``logmem lines``); memory lines no
-    pattern matches go to `unmatched` (an UnmatchedSpool lists them all)."""
+    """Every recognised event of the files, in order; memory lines no pattern matches go
+    to `unmatched` (an UnmatchedSpool lists them all)."""
+    return list(iter_events(paths, stats, unmatched))
+
+
+def iter_events(
+    paths: Sequence[str],
+    stats: list[ReadStats] | None = None,
+    unmatched: UnmatchedSink | None = None,
+) -> Iterator[ev.Event]:
+    """collect_events one event at a time, as the reader reaches it (``logmem lines``
+    writes each as it comes, so a 1 GiB log never has all its events in memory)."""
     segments = read_segments(paths, KEYWORD_BYTES, stats, ONCE_BYTES, continuations=True)
-    return list(iter_segment_events(segments, unmatched))
+    return iter_segment_events(segments, unmatched)
 
 
 def reader_summary() -> str:

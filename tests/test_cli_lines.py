@@ -98,6 +98,81 @@ def test_lines_to_an_output_file(log_file: Path, tmp_path: Path) -> None:
     assert out.read_text() == LINES_OUTPUT
 
 
+def _many_events_log(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "many.log"
+    body = b"".join(
+        b"[2025-03-08 12:29:21 TP0] Memory pool end. avail mem=%d.00 GB\n" % (i % 90)
+        for i in range(n)
+    )
+    path.write_bytes(LOG + body)
+    return path
+
+
+def test_lines_writes_each_block_as_the_reader_reaches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first block is written while most of the log is still unread: memory is bounded
+    by a block, not by the log."""
+    import logmem.api
+    import logmem.cli.lines as lines_cli
+
+    read = [0]
+    real = logmem.api.iter_events
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for e in real(*args, **kwargs):
+            read[0] += 1
+            yield e
+
+    seen_at_chunk: list[int] = []
+    written: list[str] = []
+
+    def record(chunks, output, force=True):  # type: ignore[no-untyped-def]
+        for c in chunks:
+            seen_at_chunk.append(read[0])
+            written.append(c)
+
+    monkeypatch.setattr(logmem.api, "iter_events", counting)
+    monkeypatch.setattr(lines_cli, "write_chunks", record)
+    monkeypatch.setattr(lines_cli, "BLOCK_CHARS", 2000)
+    log = _many_events_log(tmp_path, 3000)
+    result = invoke(["lines", str(log)])
+    assert result.exit_code == 0, result.output
+    assert len(written) > 10
+    assert seen_at_chunk[0] < read[0] / 10
+    text = "".join(written)
+    assert text.startswith(LINES_OUTPUT.split("\n\n")[0])
+    assert "\n3012 events; 1 line carries a memory figure" in text
+
+
+def test_lines_output_file_is_left_whole_when_reading_fails_midway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logmem.api
+    import logmem.cli.lines as lines_cli
+    from logmem.errors import InputError
+
+    real = logmem.api.iter_events
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for i, e in enumerate(real(*args, **kwargs)):
+            if i == 2000:
+                raise InputError("the disk went away")
+            yield e
+
+    monkeypatch.setattr(logmem.api, "iter_events", failing)
+    monkeypatch.setattr(lines_cli, "BLOCK_CHARS", 2000)
+    log = _many_events_log(tmp_path, 3000)
+    out = tmp_path / "out" / "lines.txt"
+    out.parent.mkdir()
+    out.write_text("the previous report\n")
+    result = invoke(["lines", str(log), "-o", str(out)])
+    assert result.exit_code == 1
+    assert "the disk went away" in result.output
+    assert out.read_text() == "the previous report\n"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["lines.txt"]  # no temp file left
+
+
 @pytest.mark.parametrize("use_stdin", [False, True], ids=["file", "stdin"])
 def test_analyze_json(log_file: Path, use_stdin: bool) -> None:
     args = (

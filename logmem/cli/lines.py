@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import click
 
 from logmem.cli.options import logs_argument, output_option
-from logmem.cli.output import write_output
+from logmem.cli.output import write_chunks
+
+if TYPE_CHECKING:
+    from logmem.parse.events import Event
+    from logmem.parse.unmatched import UnmatchedSpool
+
+BLOCK_CHARS = 1 << 16  # a block of output is written when it holds this much
 
 
 @click.command()
@@ -19,43 +27,70 @@ def lines(logs: tuple[str, ...], output: str | None) -> None:
     Lines that carry a memory figure (GB, GiB, MiB, avail, mem usage) but match no
     pattern are listed separately, so nothing is dropped silently.
     """
-    from logmem.api import UnmatchedSpool, collect_events
+    from logmem.api import UnmatchedSpool, iter_events
     from logmem.errors import NoStartupError
 
     unmatched = UnmatchedSpool()
-    out: list[str] = []
-    events = collect_events(list(logs), None, unmatched)
-    if not events:
+    events = iter_events(list(logs), None, unmatched)
+    first = next(events, None)
+    if first is None:  # before anything is written: no half report, no empty file
+        unmatched.close()
         raise NoStartupError(list(logs))
-    multi = len(logs) > 1
+    try:
+        write_chunks(_blocks(first, events, unmatched, len(logs) > 1), output)
+    finally:
+        unmatched.close()
+
+
+def _event_line(e: Event, multi: bool) -> str:
+    fields = []
+    for f in dataclasses.fields(e):
+        if f.name in ("rank", "source"):
+            continue
+        value = getattr(e, f.name)
+        if f.name == "args":
+            value = f"{{{len(value)} keys}}"
+        elif hasattr(value, "gib"):
+            value = f"{value.gib}GiB"
+        elif isinstance(value, tuple) and len(value) > 12:
+            value = f"[{value[0]}, {value[1]}, ... {value[-1]}] ({len(value)})"
+        if value is None:
+            continue
+        fields.append(f"{f.name}={value}")
+    where = f"{e.source.path}:{e.source.line_no}" if multi else f"{e.source.line_no}"
+    rank = "-" if e.rank is None else (e.rank or '""')
+    return f"{where:>7}  {rank:<14} {type(e).__name__:<18} {' '.join(fields)}\n"
+
+
+def _blocks(
+    first: Event, events: Iterator[Event], unmatched: UnmatchedSpool, multi: bool
+) -> Iterator[str]:
+    """The output in blocks of about BLOCK_CHARS, each made as the reader reaches its
+    events: memory stays bounded by a block, not by the log (the unmatched lines wait in
+    their spool, which goes to disk beyond a few MiB)."""
+    out = [_event_line(first, multi)]
+    size, n = len(out[0]), 1
     for e in events:
-        fields = []
-        for f in dataclasses.fields(e):
-            if f.name in ("rank", "source"):
-                continue
-            value = getattr(e, f.name)
-            if f.name == "args":
-                value = f"{{{len(value)} keys}}"
-            elif hasattr(value, "gib"):
-                value = f"{value.gib}GiB"
-            elif isinstance(value, tuple) and len(value) > 12:
-                value = f"[{value[0]}, {value[1]}, ... {value[-1]}] ({len(value)})"
-            if value is None:
-                continue
-            fields.append(f"{f.name}={value}")
-        where = f"{e.source.path}:{e.source.line_no}" if multi else f"{e.source.line_no}"
-        rank = "-" if e.rank is None else (e.rank or '""')
-        out.append(f"{where:>7}  {rank:<14} {type(e).__name__:<18} {' '.join(fields)}\n")
-    out.append(f"\n{len(events)} events")
+        line = _event_line(e, multi)
+        out.append(line)
+        size += len(line)
+        n += 1
+        if size >= BLOCK_CHARS:
+            yield "".join(out)
+            out, size = [], 0
+    out.append(f"\n{n} events")
     if unmatched:
-        n = len(unmatched)
+        k = len(unmatched)
         out.append(
-            f"; {n} {'line carries' if n == 1 else 'lines carry'} a memory figure but {'matches' if n == 1 else 'match'} no pattern:\n"
+            f"; {k} {'line carries' if k == 1 else 'lines carry'} a memory figure but {'matches' if k == 1 else 'match'} no pattern:\n"
         )
         for u in unmatched:
             where = f"{u.source.path}:{u.source.line_no}" if multi else f"{u.source.line_no}"
             out.append(f"{where:>7}  {u.source.text.strip()[:300]}\n")
-        unmatched.close()
+            size += len(out[-1])
+            if size >= BLOCK_CHARS:
+                yield "".join(out)
+                out, size = [], 0
     else:
         out.append("; every line with a memory figure was recognised.\n")
-    write_output("".join(out), output)
+    yield "".join(out)

@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -188,8 +189,22 @@ def _to_stdout(data: str | bytes) -> None:
         raise _write_error(e, "the report to standard output") from None
 
 
-def _atomic_replace(path: Path, payload: bytes, output: str) -> None:
-    """Write `payload` to a temp file beside `path`, then rename it over `path`."""
+def _encoded(chunk: str | bytes) -> bytes:
+    return chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", "backslashreplace")
+
+
+def _write_all(f: IO[bytes], chunks: Iterable[bytes], output: str) -> None:
+    """Write each chunk as it comes; only the writes' own errors are write errors (an error
+    of the code producing the chunks goes up as it is)."""
+    for chunk in chunks:
+        try:
+            f.write(chunk)
+        except OSError as e:
+            raise _write_error(e, output) from None
+
+
+def _atomic_replace(path: Path, chunks: Iterable[bytes], output: str) -> None:
+    """Write the chunks to a temp file beside `path`, then rename it over `path`."""
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
@@ -201,7 +216,7 @@ def _atomic_replace(path: Path, payload: bytes, output: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+            _write_all(f, chunks, output)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
         tmp = None
@@ -215,15 +230,24 @@ def _atomic_replace(path: Path, payload: bytes, output: str) -> None:
 
 def write_output(data: str | bytes, output: str | None, force: bool = True) -> None:
     """Write to stdout ('-' or None) or to a file: never over an input, never half-written."""
+    # Encoded before any file is touched: an unencodable string cannot leave an empty file.
+    write_chunks([_encoded(data) if output not in (None, "-") else data], output, force)
+
+
+def write_chunks(chunks: Iterable[str | bytes], output: str | None, force: bool = True) -> None:
+    """write_output for a report made piece by piece: each chunk is written as it is made
+    (stdout sees it at once), and a file is still replaced whole or not at all: the chunks
+    go to a temp file renamed over the target when the last is written, and an error before
+    then removes the temp file and leaves the target as it was."""
     if output in (None, "-"):
-        _to_stdout(data)
+        for chunk in chunks:
+            _to_stdout(chunk)
         return
     assert output is not None
     check_target(output)
     ctx = click.get_current_context(silent=True)
     refuse_inputs(output, ctx.meta.get(INPUTS_KEY, []) if ctx else [])
-    # Encoded before any file is touched: an unencodable string cannot leave an empty file.
-    payload = data if isinstance(data, bytes) else data.encode("utf-8", "backslashreplace")
+    payload = (_encoded(c) for c in chunks)
     try:
         st: os.stat_result | None = os.stat(output)
     except OSError:
@@ -234,7 +258,7 @@ def write_output(data: str | bytes, output: str | None, force: bool = True) -> N
         # Append mode: /dev/stdout redirected with >> must keep what is already there.
         try:
             with open(output, "ab") as f:
-                f.write(payload)
+                _write_all(f, payload, output)
         except OSError as e:
             raise _write_error(e, output) from None
     else:
