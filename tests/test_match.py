@@ -4,10 +4,12 @@ shape without records, with the same summary as the records path."""
 
 from __future__ import annotations
 
+import importlib.util
 import random
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -310,3 +312,32 @@ def test_a_shape_says_what_every_message_of_that_shape_is(message: bytes) -> Non
     if kind != m._RECORDS:
         assert shape_memory_figure(key) == ascii_memory_figure(message)
         assert (kind == m._COUNT) == ascii_memory_figure(message)
+
+
+def _cursor_segments(m: Any, buf: bytes) -> list[int]:
+    """Where each segment a cursor reports starts, walked as the reader walks it."""
+    cur, pos, out = m.cursor(buf, 0, len(buf)), 0, []
+    while (p := cur.next_hit(pos)) >= 0:
+        ends = (buf.find(b"\n", p), buf.find(b"\r", p), len(buf))
+        out.append(max(buf.rfind(b"\n", pos, p), buf.rfind(b"\r", pos, p), pos - 1) + 1)
+        pos = min(x for x in ends if x >= 0) + 1
+    return out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("hyperscan") is None, reason="no hyperscan")
+@pytest.mark.parametrize("batch", [1, 2, 3, 4096])
+def test_hyperscan_cursor_refills_give_the_python_cursors_hits(
+    batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hyperscan cursor collects a chunk's occurrences BATCH at a time; whatever the
+    batch, it reports the segments the pure-Python cursor reports."""
+    from logmem.parse import matchers
+
+    monkeypatch.setattr(matchers._HyperscanCursor, "BATCH", batch)
+    rng = random.Random(15)
+    pieces = [b"avail mem=1.5 GB", b"GB", b"Init", b"\n", b"\r", b" x ", b"mem usage=", b"GiB"]
+    literals = matchers._literals_of(KEYWORD_BYTES) or []
+    hs, py = matchers._HyperscanMatcher(literals), matchers._FindMatcher(literals)
+    for _ in range(40):
+        buf = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 300)))
+        assert _cursor_segments(hs, buf) == _cursor_segments(py, buf)

@@ -14,7 +14,6 @@ keyword):
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -79,7 +78,8 @@ class _RegexCursor:
 
 
 class _HyperscanMatcher:
-    """All literals in one hyperscan pass; the scan stops at the first hit."""
+    """All literals in one hyperscan pass: hits() stops at each literal's first occurrence;
+    a cursor collects the occurrences of a whole chunk in one scan."""
 
     name = "hyperscan"
 
@@ -87,15 +87,22 @@ class _HyperscanMatcher:
         import hyperscan
 
         self._hs = hyperscan
-        self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._db.compile(
+        self._db = self._database(literals, hyperscan.HS_FLAG_SINGLEMATCH)
+        # Every occurrence, for cursors: one scan per chunk instead of one per segment
+        # (a scan stopped at each hit cost a scan set-up and a ScanTerminated per segment).
+        self._db_all = self._database(literals, 0)
+        self._local = threading.local()  # scratch space for hits(), one per thread
+
+    def _database(self, literals: Sequence[bytes], flags: int) -> Any:
+        db = self._hs.Database(mode=self._hs.HS_MODE_BLOCK)
+        db.compile(
             expressions=list(literals),
             ids=list(range(len(literals))),
             elements=len(literals),
-            flags=hyperscan.HS_FLAG_SINGLEMATCH,
+            flags=flags,
             literal=True,
         )
-        self._local = threading.local()  # scratch space for hits(), one per thread
+        return db
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _HyperscanCursor(self, buf, hi)
@@ -111,28 +118,55 @@ class _HyperscanMatcher:
 
 
 class _HyperscanCursor:
+    """The last bytes of the keyword occurrences in ``buf[pos:hi]``, collected by one scan
+    (at most BATCH at a time, so a chunk of hits on every line keeps a bounded list) and
+    handed out in order. A literal holds no separator and `pos` is a segment start, so an
+    occurrence ending at or after `pos` lies wholly at or after it: the first such one is in
+    the first segment at or after `pos` that holds a keyword."""
+
+    BATCH = 4096
+
     def __init__(self, m: _HyperscanMatcher, buf: bytes, hi: int) -> None:
         self._m = m
         self._view = memoryview(buf)
         self._hi = hi
-        self._hit = -1
+        self._ends: list[int] = []  # last byte of each occurrence, in the order of their ends
+        self._i = 0
+        self._base = 0
+        self._complete = False  # the last scan reached `hi`: nothing after _ends[-1] is missing
         # Scratch space per cursor: one shared by threads reading different logs would clash.
-        self._scratch = m._hs.Scratch(m._db)
+        self._scratch = m._hs.Scratch(m._db_all)
 
     def _on_match(self, _id: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
-        self._hit = to - 1
-        return True  # stop: the caller extracts the segment and resumes after it
+        ends = self._ends
+        ends.append(self._base + to - 1)
+        return len(ends) >= self.BATCH  # True stops the scan: the rest waits for a refill
+
+    def _fill(self, pos: int) -> None:
+        self._ends, self._i, self._base = [], 0, pos
+        m = self._m
+        # Any buffer works (no copy of the chunk); the stubs only name str and bytes.
+        window = cast(bytes, self._view[pos : self._hi])
+        try:
+            m._db_all.scan(window, match_event_handler=self._on_match, scratch=self._scratch)
+            self._complete = True
+        except m._hs.ScanTerminated:
+            self._complete = False
 
     def next_hit(self, pos: int) -> int:
         if pos >= self._hi:
             return -1
-        self._hit = -1
-        m = self._m
-        # Any buffer works (no copy of the chunk); the stubs only name str and bytes.
-        window = cast(bytes, self._view[pos : self._hi])
-        with contextlib.suppress(m._hs.ScanTerminated):
-            m._db.scan(window, match_event_handler=self._on_match, scratch=self._scratch)
-        return -1 if self._hit < 0 else pos + self._hit
+        while True:
+            ends, i = self._ends, self._i
+            n = len(ends)
+            while i < n and ends[i] < pos:
+                i += 1
+            self._i = i
+            if i < n:
+                return ends[i]
+            if self._complete and self._base <= pos:
+                return -1
+            self._fill(pos)
 
 
 # Bytes that runtime lines (Decode/Prefill batch, uvicorn access, weight-loading bars)

@@ -165,7 +165,7 @@ def _scan(
             nl = buf.find(b"\n", p, hi)
         if cr != -1 and cr < p:
             cr = buf.find(b"\r", p, hi)
-        end = min(x if x >= 0 else hi for x in (nl, cr))
+        end = min(nl if nl >= 0 else hi, cr if cr >= 0 else hi)  # no generator per segment
         line_no += _count_newlines(buf, counted, start)
         counted = start
         data = buf[start:end]
