@@ -329,7 +329,7 @@ def test_reading_draws_and_clears_the_bar_unless_quiet(
     [["--help"], ["analyze", "-f", "json", "LOG"], ["analyze", "LOG"]],
     ids=["help", "json", "text"],
 )
-def test_small_commands_import_neither_pandas_nor_matplotlib(args: list[str]) -> None:
+def test_small_commands_import_no_pandas_matplotlib_or_numpy(args: list[str]) -> None:
     log = str(corpus_log("001-"))
     argv = [log if a == "LOG" else a for a in args]
     code = (
@@ -337,7 +337,7 @@ def test_small_commands_import_neither_pandas_nor_matplotlib(args: list[str]) ->
         "from logmem.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    rc = main({argv!r})\n"
-        "heavy = sorted(m for m in ('pandas', 'matplotlib') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules)\n"
         "print(rc, heavy)\n"
     )
     done = subprocess.run(

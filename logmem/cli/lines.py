@@ -12,8 +12,8 @@ from logmem.cli.options import logs_argument, output_option
 from logmem.cli.output import write_chunks
 
 if TYPE_CHECKING:
+    from logmem.api import UnmatchedSpool
     from logmem.parse.events import Event
-    from logmem.parse.unmatched import UnmatchedSpool
 
 BLOCK_CHARS = 1 << 16  # a block of output is written when it holds this much
 
