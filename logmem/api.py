@@ -233,7 +233,8 @@ def _launch_of(
         spec = os.fspath(source)
         analysis, who = read_log(*split_spec(spec)), f"{label} ({spec})"
     index, L = pick_launch(analysis, launch, who, param)
-    return L, LaunchRef(label, tuple(analysis.paths), index)
+    stopped = tuple(s for s in analysis.stats if s.stopped and (s.path in L.paths or not L.paths))
+    return L, LaunchRef(label, tuple(analysis.paths), index, stopped)
 
 
 def _one_stdin(sources: Sequence[Source], what: str) -> None:
@@ -349,13 +350,15 @@ def plot(
     :class:`PlotNote` warning says so.
     """
     from logmem.report import plots
+    from logmem.report.input_notes import launch_refs, note_figure, ref_notes, stop_sentences
 
     if kind not in plots.KINDS:
         raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(plots.KINDS)}")
     if isinstance(source, Comparison):
         if kind != "fit":
             raise ValueError(f"a {source.kind} plots as kind='fit', not {kind!r}")
-        return plots.draw("fit", plots.fit_data(source.to_json()))
+        fig = plots.draw("fit", plots.fit_data(source.to_json()))
+        return note_figure(fig, ref_notes(launch_refs(source.model)))
     if kind == "fit":
         if isinstance(source, (Analysis, str, os.PathLike)) or len(source) < 2:
             raise ValueError(
@@ -371,7 +374,8 @@ def plot(
         raise ValueError(
             f"kind={kind!r} plots one launch: an Analysis, a path, or paths of one launch"
         )
-    return plots.draw(kind, _plot_data(analysis, kind, rank, launch))
+    fig = plots.draw(kind, _plot_data(analysis, kind, rank, launch))
+    return note_figure(fig, stop_sentences(analysis.stats))
 
 
 def _plot_data(
@@ -485,16 +489,5 @@ def snapshot_frame(source: str | SnapshotReport, frames: int = 1) -> Any:
     from logmem.torch_snapshot.analysis import block_records
 
     report = snapshot(source, frames=frames) if isinstance(source, str) else source
-    columns = [
-        "path",
-        "device",
-        "pool",
-        "pool_kind",
-        "segment_address",
-        "address",
-        "state",
-        "size",
-        "requested",
-        "site",
-    ]
-    return pd.DataFrame(block_records(report.analysis), columns=columns)
+    columns = "path device pool pool_kind segment_address address state size requested site"
+    return pd.DataFrame(block_records(report.analysis), columns=columns.split())

@@ -8,10 +8,11 @@ range lists what exists) and its message are written once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from logmem.errors import SelectionError
+from logmem.parse.read import ReadStats
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
@@ -25,6 +26,9 @@ class LaunchRef:
     label: str  # "A", "B", "1", ...
     paths: tuple[str, ...]
     index: int
+    # The launch's inputs whose reading ended early (a cut or corrupt stream, --max-bytes):
+    # every report of a comparison says so, as analyze's Input section does.
+    stopped: tuple[ReadStats, ...] = field(default=(), compare=False)
 
     @property
     def name(self) -> str:

@@ -18,6 +18,7 @@ from logmem.compare.diff import Diff, GraphChange
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope
+from logmem.report.input_notes import ref_notes, stopped_json
 from logmem.units import gib
 
 DIFF_SCHEMA = "logmem.diff/1"
@@ -54,10 +55,12 @@ class LaunchView:
     name: str
     era_guess: str | None = None  # diff only
     model: str | None = None  # diff only: model_path (architecture)
+    stopped: tuple[dict[str, Any], ...] = ()  # its inputs read in part (report.input_notes)
 
 
 def launch_view(ref: LaunchRef, era: str | None = None, model: str | None = None) -> LaunchView:
-    return LaunchView(ref.label, ref.paths, ref.index, ref.name, era, model)
+    stopped = tuple(stopped_json(ref.stopped))
+    return LaunchView(ref.label, ref.paths, ref.index, ref.name, era, model, stopped)
 
 
 @dataclass(frozen=True)
@@ -352,7 +355,7 @@ def diff_view(d: Diff) -> DiffView:
         tuple(_graph_row(g) for g in d.graphs),
         tuple(slope_view(s, residuals=False) for s in d.slopes),
         d.slope_note or None,
-        d.notes,
+        ref_notes((d.a, d.b)) + d.notes,
         d.assumptions,
     )
 
@@ -375,6 +378,6 @@ def fit_view(f: Fit) -> FitView:
         tuple(launch_view(r) for r in f.launches),
         args_view(f.args),
         tuple(slope_view(s, residuals=True) for s in f.slopes),
-        f.notes,
+        ref_notes(f.launches) + f.notes,
         f.assumptions,
     )

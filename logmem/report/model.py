@@ -16,6 +16,7 @@ from logmem.analysis.failures import verdict
 from logmem.model.records import Launch, Rank
 from logmem.report.communication import comm_view
 from logmem.report.graph_lines import graph_sentences
+from logmem.report.input_notes import input_stop_note
 from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
@@ -371,17 +372,6 @@ def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:
 def verdict_lines(L: Launch) -> list[str]:
     """The verdict sentences every format prints first."""
     return verdict_text(verdict(L))
-
-
-def input_stop_note(why: str, compression: str | None, at: int, detail: str | None) -> str:
-    """Why reading an input ended early, and where (decompressed bytes)."""
-    if why == "max-bytes":
-        return f"read only its first {at:,} bytes (--max-bytes): later lines are not in this report"
-    what = "cut short" if why == "truncated" else f"undecodable ({detail})" if detail else "corrupt"
-    return (
-        f"the {compression} stream is {what} after {at:,} decompressed bytes: "
-        "this report covers what was read up to there"
-    )
 
 
 def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:

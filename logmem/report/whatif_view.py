@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
 from logmem.report.compare_view import LaunchView, launch_view, rounded
+from logmem.report.input_notes import ref_notes
 from logmem.units import gib
 
 WHATIF_SCHEMA = "logmem.whatif/1"
@@ -175,6 +176,6 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         w.window is None,
         w.lo_context,
         w.context_note,
-        w.notes,
+        ref_notes((w.launch,)) + w.notes,
         w.assumptions,
     )
