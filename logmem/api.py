@@ -21,6 +21,7 @@ from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
 from logmem.model.build import build_groups
+from logmem.model.cap import capped
 from logmem.parse import events as ev
 from logmem.parse.match import iter_segment_events
 from logmem.parse.patterns import KEYWORD_BYTES, ONCE_BYTES
@@ -76,13 +77,20 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     two launches. Raises NoStartupError when nothing SGLang printed about start-up is found,
     InputError when a file cannot be read.
     """
+    from logmem.analysis.failures.outcome import outcome
+
     stats: list[ReadStats] = []
     unmatched = UnmatchedCounter()
-    events = collect_events(paths, stats, unmatched)
+    segments = read_segments(paths, KEYWORD_BYTES, stats, ONCE_BYTES, continuations=True)
+    # An input's launches past the first and last hundred are kept as briefs (model.cap).
+    events = capped(iter_segment_events(segments, unmatched), lambda L: outcome(L).status)
     launches, groups = build_groups(events)
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))
-    return Analysis(tuple(paths), launches, unmatched.summary(), tuple(stats), inputs=groups)
+    briefs = tuple(b for L in launches for b in L.briefs)
+    return Analysis(
+        tuple(paths), launches, unmatched.summary(), tuple(stats), inputs=groups, summarised=briefs
+    )
 
 
 def read_spec(spec: Source) -> Analysis:

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from logmem.compare.load import LaunchRef
+from logmem.model.cap import KEEP_FIRST, KEEP_LAST
+from logmem.model.records import LaunchBrief
 from logmem.parse.read import ReadStats
 
 if TYPE_CHECKING:
@@ -46,6 +48,62 @@ def ref_notes(refs: Sequence[LaunchRef]) -> tuple[str, ...]:
     for ref in refs:
         out.extend(s for s in stop_sentences(ref.stopped, ref.label) if s not in out)
     return tuple(out)
+
+
+# Runs of like briefs listed in text, Markdown and HTML (JSON lists every brief).
+MAX_BRIEF_RUNS = 12
+
+
+def summarised_sentences(briefs: Sequence[LaunchBrief]) -> tuple[str, ...]:
+    """How many launches of which input are kept only as briefs, why, and what they were."""
+    out: list[str] = []
+    for path in dict.fromkeys(b.path for b in briefs):
+        mine = [b for b in briefs if b.path == path]
+        out.append(
+            f"{path}: {len(mine):,} launches ({mine[0].index} to {mine[-1].index}) are summarised, "
+            f"not analysed: of an input with more than {KEEP_FIRST + KEEP_LAST} launches logmem keeps "
+            f"the first {KEEP_FIRST} and the last {KEEP_LAST} in full, so that its memory stays "
+            "bounded however often the server restarted (-f json lists each one)."
+        )
+        runs = _runs(mine)
+        for first, last, b in runs[:MAX_BRIEF_RUNS]:
+            which = f"launch {first}" if first == last else f"launches {first} to {last}"
+            tokens = f"{b.tokens:,} KV tokens" if b.tokens is not None else "no KV tokens printed"
+            out.append(f"{which} ({path}, from line {b.lines[0]:,}): {b.outcome}, {tokens}.")
+        if len(runs) > MAX_BRIEF_RUNS:
+            out.append(f"... and {len(runs) - MAX_BRIEF_RUNS:,} more runs of summarised launches.")
+    return tuple(out)
+
+
+def _runs(briefs: Sequence[LaunchBrief]) -> list[tuple[int, int, LaunchBrief]]:
+    """Consecutive briefs with the same outcome and tokens: (first, last number, first brief)."""
+    runs: list[tuple[int, int, LaunchBrief]] = []
+    for b in briefs:
+        if runs and (runs[-1][2].outcome, runs[-1][2].tokens) == (b.outcome, b.tokens):
+            runs[-1] = (runs[-1][0], b.index, runs[-1][2])
+        else:
+            runs.append((b.index, b.index, b))
+    return runs
+
+
+def summarised_json(briefs: Sequence[LaunchBrief]) -> dict[str, Any]:
+    """The briefs for JSON, with why they are briefs."""
+    return {
+        "count": len(briefs),
+        "keep_first": KEEP_FIRST,
+        "keep_last": KEEP_LAST,
+        "why": summarised_sentences(briefs)[0] if briefs else None,
+        "launches": [
+            {
+                "launch": b.index,
+                "path": b.path,
+                "lines": list(b.lines),
+                "outcome": b.outcome,
+                "max_total_num_tokens": b.tokens,
+            }
+            for b in briefs
+        ],
+    }
 
 
 def launch_refs(model: Any) -> tuple[LaunchRef, ...]:

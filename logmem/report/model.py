@@ -16,7 +16,7 @@ from logmem.analysis.failures import verdict
 from logmem.model.records import Launch, Rank
 from logmem.report.communication import comm_view
 from logmem.report.graph_lines import graph_sentences
-from logmem.report.input_notes import input_stop_note
+from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
@@ -395,6 +395,7 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
             "(`logmem lines` lists them)."
         )
     notes.extend(input_sentences(a))
+    notes.extend(summarised_sentences(a.summarised))
     stray = sum(L.stray_bars for L in a.launches)
     if stray:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")
