@@ -64,7 +64,7 @@ def test_first_and_last_launches_are_kept_whole_the_rest_as_briefs(
     whole = {L.index: L for L in build_groups(_events(p))[0]}
     assert len(whole) == 10
     for L in a.launches:
-        assert L == whole[L.index]
+        assert whole[L.index] == L
     # Picking by number: a kept one works, a summarised one says why it cannot.
     assert select(a, 8).launches[0].index == 8
     with pytest.raises(SelectionError, match="launch 4 is kept only as a summary line"):
