@@ -82,10 +82,9 @@ def logs(draw: st.DrawFn) -> bytes:
     parts = draw(st.lists(st.sampled_from(LINES), min_size=1, max_size=40))
     out = []
     for line in parts:
-        if line.startswith("Capturing"):  # a tqdm bar: renders joined by \r
-            sep = "\r"
-        else:
-            sep = draw(st.sampled_from(["\n", "\n", "\r\n"]))
+        # A tqdm bar's renders are joined by \r; other lines end in \n or CRLF.
+        bar = line.startswith("Capturing")
+        sep = "\r" if bar else draw(st.sampled_from(["\n", "\n", "\r\n"]))
         out.append(line + sep)
     data = "".join(out).encode("utf-8")
     return data[: draw(st.integers(len(data) - 3, len(data)))]  # maybe no final newline
