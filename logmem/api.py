@@ -278,14 +278,16 @@ def fit(*sources: Source, launch: int | None = None, allow: Sequence[str] = ()) 
     """Graph memory per row by least squares over two or more launches (``logmem fit``)."""
     from logmem.compare.slope import fit_launches
     from logmem.errors import FitError
+    from logmem.report.compare_notes import slope_in_words
 
     if len(sources) < 2:
         raise FitError("fit needs at least two launches")
     _one_stdin(sources, "LOG")
     picked = [_launch_of(x, launch, str(i + 1)) for i, x in enumerate(sources)]
-    return Comparison(
-        "fit", fit_launches([L for L, _ in picked], [r for _, r in picked], tuple(allow))
-    )
+    with slope_in_words():
+        return Comparison(
+            "fit", fit_launches([L for L, _ in picked], [r for _, r in picked], tuple(allow))
+        )
 
 
 def whatif(
@@ -327,7 +329,10 @@ def whatif(
     elif slope_from:
         la, ra = _launch_of(slope_from[0], None, "--slope-from A")
         lb, rb = _launch_of(slope_from[1], None, "--slope-from B")
-        slope = measured_slope(L, la, ra, lb, rb, tuple(allow))
+        from logmem.report.compare_notes import slope_in_words
+
+        with slope_in_words():
+            slope = measured_slope(L, la, ra, lb, rb, tuple(allow))
     model = whatif_launch(
         L,
         ref,
@@ -390,9 +395,7 @@ def _plot_data(
     analysis: Analysis, kind: str, rank: str | Sequence[str] | None, launch: int | None
 ) -> Any:
     """The data of a waterfall, buckets or ranks plot: the one plot selection."""
-    from logmem.analysis.attribution import build_ledger
-    from logmem.errors import LogmemError
-    from logmem.report import plots
+    from logmem.report.plot_select import plot_data
 
     wanted = [rank] if isinstance(rank, str) else list(rank or ())
     analysis = select(analysis, launch, wanted)
@@ -404,27 +407,7 @@ def _plot_data(
             ),
             stacklevel=3,
         )
-    L = analysis.launches[0]
-    led = analysis.shown_ledger(build_ledger(L))
-    if kind == "ranks":
-        return plots.ranks_data(led)
-    main = L.main_rank
-    chosen = [
-        r
-        for r in led.ranks
-        if (r.rank in wanted if wanted else main is not None and r.rank == main.label)
-    ]
-    if not any(r.phases for r in chosen):
-        raise LogmemError("no free-memory readings to plot on " + (", ".join(wanted) or "any rank"))
-    if kind == "waterfall":
-        return [plots.waterfall_data(r) for r in chosen]
-    data = [f for r in chosen for f in plots.buckets_data(r)]
-    if not data:
-        raise LogmemError(
-            "no bucket readings: this log's capture progress bars print no free "
-            "memory per bucket (try --kind waterfall)"
-        )
-    return data
+    return plot_data(analysis, kind, wanted)
 
 
 # --- PyTorch memory snapshots ------------------------------------------------------------

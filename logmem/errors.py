@@ -30,6 +30,17 @@ class FitError(LogmemError):
     """Launches cannot be compared or fitted (they differ in more than the varied setting)."""
 
 
+class NoSlopeError(FitError):
+    """No slope came out of launches that should give one; `reasons` are the compare stage's
+    typed notes (logmem.compare.notes), put in words by the API (logmem.report.compare_notes)."""
+
+    def __init__(self, lead: str, reasons: tuple[object, ...], joined: bool) -> None:
+        super().__init__(lead)
+        self.lead = lead
+        self.reasons = reasons
+        self.joined = joined  # "lead (r1; r2)" (fit) or "lead: r" (--slope-from)
+
+
 class EnvError(LogmemError):
     """An --env / --env-file entry that is not KEY=VALUE (the CLI treats it as a usage error)."""
 

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 import logmem.analysis.findings as fd
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
 from logmem.analysis.attribution import build_ledger, rank_ledger
+from logmem.analysis.ledger import Lazy, What
 from logmem.api import read_log
 from logmem.model.records import Rank
 from logmem.parse import events as ev
+from logmem.report.causes import cause_name, cause_note, ledger_note
 from logmem.report.sentences import finding_text
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import GIB, gib
@@ -29,7 +31,7 @@ def _texts(led) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def _cause(phase, prefix):  # type: ignore[no-untyped-def]
-    return next(c for c in phase.causes if c.name.startswith(prefix))
+    return next(c for c in phase.causes if cause_name(c).startswith(prefix))
 
 
 def _raw_ends(rank: Rank) -> tuple[int, int] | None:
@@ -144,9 +146,9 @@ def test_kimi_k3_target_verify_split() -> None:
     assert gib(largest.bytes) == 10.24
     # DeepEP's one buffer per process is created at the first dispatch: the launch's first
     # capture (target prefill) holds it, never a later family (issue 14).
-    assert "DeepEP" not in largest.note and "expert-parallel" in largest.note
+    assert "DeepEP" not in cause_note(largest) and "expert-parallel" in cause_note(largest)
     prefill = rl.phase("capture:target prefill")
-    assert prefill is not None and any("DeepEP" in c.note for c in prefill.causes)
+    assert prefill is not None and any(Lazy.DEEPEP in c.facts.lazy for c in prefill.causes)
     other = _cause(cap, "other 22 buckets")
     assert gib(other.bytes) == 1.35
     assert cap.buckets[1].size == 184 and gib(cap.buckets[1].cost_bytes) == 0.37
@@ -191,7 +193,7 @@ def test_draft_pools_and_swa_labels() -> None:
     keys = [p.key for p in rl.phases]
     assert keys.index("target_weights") < keys.index("draft_weights") < keys.index("target_pools")
     assert keys.index("target_pools") < keys.index("draft_pools")
-    names = [c.name for c in rl.phase("target_pools").causes]  # type: ignore[union-attr]
+    names = [cause_name(c) for c in rl.phase("target_pools").causes]  # type: ignore[union-attr]
     assert names[0].startswith("SWA KV pool") and names[1].startswith("full-attention KV pool")
 
 
@@ -199,7 +201,7 @@ def test_ranks_without_readings_are_labelled() -> None:
     # Ranks that print no free-memory line (E3 logs, excerpts) get an explicit note.
     led = _ledger(corpus_log("031-"))
     quiet = [r for r in led.ranks if not r.phases]
-    assert quiet and all(r.note for r in quiet)
+    assert quiet and all(ledger_note(r) for r in quiet)
 
 
 def test_binding_rank_and_imbalance() -> None:
@@ -271,7 +273,7 @@ def test_conservation_on_generated_logs(text: str) -> None:
                 explained = sum(c.bytes for p in led.phases for c in p.causes)
                 assert explained == led.first_bytes - led.last_bytes  # type: ignore[operator]
                 for p in led.phases:
-                    small = [c for c in p.causes if c.name.startswith("rounding")]
+                    small = [c for c in p.causes if c.what is What.ROUNDING]
                     assert all(abs(c.bytes) <= ROUNDING_BYTES for c in small)
     finally:
         Path(f.name).unlink()
@@ -310,7 +312,7 @@ def test_sparse_bars_never_call_a_stretch_the_largest_bucket() -> None:
     """011 kept only the 0% (bs 160) and 100% (bs 1) renders: 0.64 GiB is 22 buckets, not one."""
     cap = _ledger(corpus_log("011-")).rank("TP0").phase("capture:decode")  # type: ignore[union-attr]
     assert cap is not None and cap.part("largest") is None
-    names = [c.name for c in cap.causes]
+    names = [cause_name(c) for c in cap.causes]
     assert names[0] == "static buffers (before the first bucket)"
     assert names[1] == "22 buckets, bs 160 to 2" and names[2] == "bucket bs 1"
     assert [gib(c.bytes) for c in cap.causes[:3]] == [0.24, 0.64, 0.02]
@@ -319,7 +321,7 @@ def test_sparse_bars_never_call_a_stretch_the_largest_bucket() -> None:
 def test_only_a_closing_bar_is_not_static_buffers() -> None:
     cap = _ledger(corpus_log("017-")).rank("").phase("capture:decode")  # type: ignore[union-attr]
     assert cap is not None and cap.causes[0].part == "mixed"
-    assert cap.causes[0].name.startswith("static buffers + first 51 buckets")
+    assert cause_name(cap.causes[0]).startswith("static buffers + first 51 buckets")
 
 
 def test_pool_lines_without_a_pool_end_are_still_causes() -> None:

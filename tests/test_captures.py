@@ -10,6 +10,7 @@ import pytest
 
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.attribution import build_ledger, rank_ledger
+from logmem.analysis.ledger import What
 from logmem.api import read_log
 from logmem.model.records import (
     OPENED_BY_BARS,
@@ -18,6 +19,7 @@ from logmem.model.records import (
     Graph,
     Launch,
 )
+from logmem.report.causes import cause_name
 from logmem.units import GIB
 
 ROUNDING = round(0.01 * GIB)
@@ -52,7 +54,8 @@ def test_npu_end_line_without_begin_is_a_graph_phase() -> None:
         assert total is not None and (total.kind, total.bytes) == ("logged", g.end.usage.bytes)
         # What came before the (unprinted) begin is said to be outside the capture.
         rest = [c for c in phase.causes if c.kind == "unattributed"]
-        assert [c.name for c in rest] == ["workspaces before it began (unlogged)"]
+        assert [c.what for c in rest] == [What.WORKSPACES_BEFORE]
+        assert [cause_name(c) for c in rest] == ["workspaces before it began (unlogged)"]
         assert abs(rest[0].bytes - round(0.60 * GIB)) <= ROUNDING
         assert not any(p.key.startswith("gap:") for p in led.phases)
 

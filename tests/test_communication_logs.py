@@ -16,6 +16,7 @@ from logmem.analysis import comm_join as cj
 from logmem.analysis.attribution import build_ledger
 from logmem.api import communication_table, read_environment, read_log
 from logmem.cli.main import cli
+from logmem.report.causes import cause_note
 from logmem.sglang import comm
 from logmem.sglang.comm import Mechanism
 from logmem.units import GIB, MIB
@@ -162,7 +163,11 @@ def test_deepep_is_attributed_once_even_with_later_families() -> None:
     main = led.rank(L.main_rank.label)  # type: ignore[union-attr]
     assert main is not None
     notes = [
-        c.note for p in main.phases if p.graph is not None for c in p.causes if "DeepEP" in c.note
+        cause_note(c)
+        for p in main.phases
+        if p.graph is not None
+        for c in p.causes
+        if "DeepEP" in cause_note(c)
     ]
     assert len(notes) == 1
     c = cj.communication(led)

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES
 from logmem.analysis.attribution import build_ledger
+from logmem.analysis.ledger import What
 from logmem.api import read_log
 from logmem.cli.main import cli
 from logmem.estimate.crosscheck import crosscheck
@@ -30,7 +31,7 @@ def test_estimate_takes_parallel_sizes_from_the_log() -> None:
     led = build_ledger(read_log(str(LOG)).launches[0])
     pools = led.ranks[0].phase("target_pools")
     assert pools is not None
-    table = next(c for c in pools.causes if c.name.startswith("request-to-token"))
+    table = next(c for c in pools.causes if c.what is What.REQ_TABLE)
     assert doc["req_to_token_bytes"] == table.bytes == 2050 * 131072 * 4
     assert doc["unknown"] == []
 

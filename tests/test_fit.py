@@ -23,11 +23,21 @@ from logmem.api import read_log
 from logmem.compare.args import NON_MEMORY_ARGS, compare_args
 from logmem.compare.diff import Diff, diff_launches
 from logmem.compare.load import LaunchRef, pick_launch, split_spec
+from logmem.compare.notes import (
+    HeuristicSlope,
+    NoTermSplit,
+    RowsBasis,
+    RowsSource,
+    SlopeNotVaried,
+    TermKind,
+)
 from logmem.compare.slope import Fit, fit_launches, fit_line, slope_from_fit
 from logmem.compare.whatif import WhatIf, whatif_launch
 from logmem.errors import FitError
 from logmem.model.records import Launch
 from logmem.report.compare import render_markdown, render_text, to_json
+from logmem.report.compare_view import diff_view
+from logmem.report.whatif_view import whatif_view
 from logmem.sglang.eras import era_guess, era_markers
 
 GIB = 1 << 30
@@ -339,7 +349,8 @@ def test_diff_of_a_max_bs_pair(tmp_path: Path) -> None:
     assert not any(m.differs for m in d.markers)
     (s,) = d.slopes
     assert (s.graph, s.rank, s.rows) == ("decode", "TP0", (80, 160))
-    assert s.rows_source == "1 per request (decode)"
+    assert s.rows_source == RowsSource(RowsBasis.DECODE)
+    assert diff_view(d).slopes[0].rows_source == "1 per request (decode)"
     assert s.line.mib_per_row == pytest.approx(2.5, abs=s.line.mib_per_row_error)
     assert s.line.mib_per_row_error == pytest.approx(20.48 / 80)
     assert s.heuristic is not None and s.heuristic.mib_per_bs == 2.0
@@ -374,14 +385,15 @@ def test_diff_of_a_pair_that_also_differs_in_mfs_has_no_slope(tmp_path: Path) ->
     a, b = Model(max_bs=80), Model(max_bs=160, mfs=0.83)
     args = pair(tmp_path, a, b)
     refused = diff(*args)
-    assert not refused.slopes and "mem_fraction_static (0.85 vs 0.83)" in refused.slope_note
-    assert "--allow-diff" in refused.slope_note
+    note = diff_view(refused).slope_note or ""
+    assert not refused.slopes and "mem_fraction_static (0.85 vs 0.83)" in note
+    assert "--allow-diff" in note
     d = diff(*args, allow=["mem_fraction_static"])
     assert d.slopes and d.args.allowed == ("mem_fraction_static",)
     assert d.kv is not None and d.kv.change_tokens is not None and d.kv.change_tokens < 0
     # --no-slope compares anyway, without a slope
     plain = diff(*args, slope=False)
-    assert not plain.slopes and "no-slope" in plain.slope_note
+    assert not plain.slopes and "no-slope" in (diff_view(plain).slope_note or "")
 
 
 def test_fit_refuses_a_confounded_pair(tmp_path: Path) -> None:
@@ -393,36 +405,42 @@ def test_fit_refuses_a_confounded_pair(tmp_path: Path) -> None:
 
 def test_kv_terms_account_for_an_mfs_change(tmp_path: Path) -> None:
     d = diff(*pair(tmp_path, Model(mfs=0.85), Model(mfs=0.87)))
-    assert d.args.varied == () and not d.slopes and "do not differ" in d.slope_note
+    assert d.args.varied == () and not d.slopes and d.slope_note == SlopeNotVaried()
+    assert "do not differ" in (diff_view(d).slope_note or "")
     assert d.kv is not None
-    terms = {t.name.split(" ")[0]: t.tokens for t in d.kv.terms}
+    terms = {t.name: t.tokens for t in d.kv.terms}
     # 21.63 GiB x 0.02 = 0.4326 GiB = about 7,088 tokens of 64 KiB
-    assert terms["mem_fraction_static"] == pytest.approx(7088, abs=2)
+    assert terms[TermKind.MFS] == pytest.approx(7088, abs=2)
     assert sum(t.tokens for t in d.kv.terms) == d.kv.change_tokens
-    assert abs(terms["other"]) <= 2
+    assert abs(terms[TermKind.OTHER]) <= 2
 
 
 def test_kv_terms_are_skipped_when_the_cells_or_the_cap_differ(tmp_path: Path) -> None:
     d = diff(*pair(tmp_path, Model(bytes_per_token=65536), Model(bytes_per_token=131072)))
     assert d.kv is not None and d.kv.terms == ()
-    assert d.kv.terms_note.startswith(
+    assert d.kv.terms_note == NoTermSplit((65536, 131072), None)
+    kv_view = diff_view(d).kv
+    assert kv_view is not None and (kv_view.terms_note or "").startswith(
         "No split into the rule's terms: the bytes per token differ (65,536 vs 131,072"
     )
     capped = Model(extra_args={"max_total_tokens": 30000})
     d2 = diff(*pair(tmp_path, Model(), capped))
     assert d2.kv is not None and d2.kv.terms == ()
-    assert "--max-total-tokens differs (not set vs 30,000)" in d2.kv.terms_note
+    kv2 = diff_view(d2).kv
+    assert kv2 is not None and "--max-total-tokens differs (not set vs 30,000)" in (
+        kv2.terms_note or ""
+    )
     text = render_text(d2)
     assert "--max-total-tokens differs" in text and "what accounts for the change" not in text
     same = diff(*pair(tmp_path, Model(), Model(mfs=0.86)))
-    assert same.kv is not None and same.kv.terms and same.kv.terms_note == ""
+    assert same.kv is not None and same.kv.terms and same.kv.terms_note is None
 
 
 def test_diff_says_different_models_first(tmp_path: Path) -> None:
     d = diff(
         *pair(tmp_path, Model(), Model(extra_args={"model_path": "/models/other"})), slope=False
     )
-    (h,) = d.headlines
+    (h,) = diff_view(d).headlines
     assert h.startswith(
         "Different models: A loads /models/test (Qwen2ForCausalLM), B loads /models/other"
     )
@@ -450,8 +468,9 @@ def test_diff_names_different_wording(tmp_path: Path) -> None:
     d = diff(*pair(tmp_path, Model(era="E2"), Model(era="E7")), slope=False)
     differ = {m.name for m in d.markers if m.differs}
     assert {"capture lines", "capture end fields", "server_args form", "KV line"} <= differ
-    assert any(h.startswith("Different SGLang wording: A reads as E2") for h in d.headlines)
-    assert not any("wording" in n for n in d.notes)  # said once, up front
+    dv = diff_view(d)
+    assert any(h.startswith("Different SGLang wording: A reads as E2") for h in dv.headlines)
+    assert not any("wording" in n for n in dv.notes)  # said once, up front
     assert d.eras[0].startswith("E2") and d.eras[1].startswith("E7")
 
 
@@ -509,7 +528,9 @@ def test_whatif_001_worked_figures() -> None:
     )
     assert w.measured.kv_tokens == 46611
     assert w.window == (0.719, 0.874)
-    assert w.lo_context is None and w.context_note.startswith("impossible: it needs 8.00 GiB")
+    assert w.lo_context is None and whatif_view(w).full_context.startswith(
+        "impossible: it needs 8.00 GiB"
+    )
     assert w.feasible
     doc = to_json(w)
     assert doc["schema"] == "logmem.whatif/1"
@@ -543,9 +564,11 @@ def test_whatif_max_bs_uses_a_slope_or_the_labelled_heuristic(tmp_path: Path) ->
     assert w.predicted.graph_bytes is not None and real_b.measured.graph_bytes is not None
     assert abs(w.predicted.graph_bytes - real_b.measured.graph_bytes) <= 0.03 * GIB
     h = whatif(la, ra, cuda_graph_max_bs=160)
-    assert h.slope is not None and h.slope.per_bs and "heuristic, not measured" in h.slope.source
+    assert h.slope is not None and h.slope.per_bs and isinstance(h.slope.source, HeuristicSlope)
+    hv = whatif_view(h)
+    assert hv.inputs.slope is not None and "heuristic, not measured" in hv.inputs.slope.source
     assert h.predicted.graph_change_bytes == 80 * 2 * MIB
-    assert any("No measured slope" in n for n in h.notes)
+    assert any("No measured slope" in n for n in hv.notes)
 
 
 OOM_DECODE = FIXTURES / "oom-decode-largest-bucket-constructed.log"
@@ -557,13 +580,15 @@ def test_whatif_on_a_capture_oom_calls_the_measured_setting_crashed() -> None:
     L, r = load_launch(str(OOM_DECODE), None, "LOG")
     w = whatif(L, r, mem_fraction_static=0.966)
     m, p = w.measured, w.predicted
-    assert m.verdict(0) is False and m.label == "NO (crashed at bs 256)" and not m.feasible(0)
+    wv = whatif_view(w)
+    assert m.verdict(0) is False and m.crashed and not m.feasible(0)
+    assert wv.measured.feasible_label == "NO (crashed at bs 256)"
     assert not m.headroom_exact and not m.graph_exact
     # Headroom at most the free memory at the OOM minus what was asked: 0.29 - 0.53 = -0.24 GiB.
     assert m.headroom_bytes is not None and round(m.headroom_bytes / GIB, 2) == -0.24
     # Graphs at least capture begin (0.77) - that: 1.01 GiB.
     assert m.graph_bytes is not None and round(m.graph_bytes / GIB, 2) == 1.01
-    assert p.verdict(0) is None and p.label is None  # 0.966 is not ruled out, nor proven
+    assert p.verdict(0) is None and wv.predicted.feasible_label is None  # not ruled out, nor proven
     assert w.hi is not None and w.hi < 0.97 and w.hi == 0.966 and not w.hi_exact
     assert w.unfinished is not None and w.unfinished.memory is True
     text = render_text(w)
@@ -576,8 +601,10 @@ def test_whatif_on_a_capture_oom_calls_the_measured_setting_crashed() -> None:
     assert doc["window_top_bound"] == "at most" and doc["measured"]["headroom_bound"] == "at most"
     # The crashed setting, or one with more KV, crashes again.
     for mfs in (0.97, 0.98):
-        again = whatif(L, r, mem_fraction_static=mfs).predicted
-        assert again.verdict(0) is False and again.label == "NO (crashed at bs 256)"
+        wa = whatif(L, r, mem_fraction_static=mfs)
+        again = wa.predicted
+        assert again.verdict(0) is False
+        assert whatif_view(wa).predicted.feasible_label == "NO (crashed at bs 256)"
 
 
 def test_whatif_on_a_non_memory_capture_crash_cannot_judge_the_top() -> None:
@@ -585,8 +612,9 @@ def test_whatif_on_a_non_memory_capture_crash_cannot_judge_the_top() -> None:
 
     L, r = load_launch(str(corpus_log("003-")), None, "LOG")
     w = whatif(L, r)
-    assert w.measured.verdict(0) is None and w.measured.label == "unknown (TypeError)"
-    assert w.predicted.label == "unknown (TypeError)"  # the same setting
+    wv = whatif_view(w)
+    assert w.measured.verdict(0) is None and wv.measured.feasible_label == "unknown (TypeError)"
+    assert wv.predicted.feasible_label == "unknown (TypeError)"  # the same setting
     assert not w.hi_exact and w.unfinished is not None and w.unfinished.memory is False
     text = render_text(w)
     assert "[0.320, ?]" in text and "The top cannot be judged for graphs" in " ".join(text.split())
@@ -635,7 +663,8 @@ def test_whatif_after_a_warm_up_oom_keeps_the_top_below_the_crashed_value(tmp_pa
     L, r = load_launch(str(p), None, "LOG")
     w = whatif(L, r)
     assert w.unfinished is not None and w.unfinished.memory and not w.unfinished.in_capture
-    assert w.measured.label == "NO (crashed in warm-up)" and w.measured.headroom_exact
+    assert whatif_view(w).measured.feasible_label == "NO (crashed in warm-up)"
+    assert w.measured.headroom_exact
     assert w.hi is not None and w.hi < 0.85 and w.hi_exact
     assert "The top is below the 0.850 that ran out of memory in warm-up." in " ".join(
         render_text(w).split()
@@ -678,7 +707,7 @@ def test_whatif_graphs_captured_without_memory_are_not_no_capture() -> None:
     L, r = load_launch(str(corpus_log("008-")), None, "LOG")
     assert any(g.captured_without_memory for rk in L.ranks for g in rk.graphs)
     w = whatif(L, r, mem_fraction_static=0.8)
-    text = " ".join(w.notes)
+    text = " ".join(whatif_view(w).notes)
     assert "memory not printed" in text and "captured no CUDA graph" not in text
     with pytest.raises(FitError, match="memory not printed"):
         whatif(L, r, cuda_graph_max_bs=8)

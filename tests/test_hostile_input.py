@@ -27,7 +27,7 @@ import zstandard
 
 from conftest import FIXTURES
 from logmem.cli.main import main
-from logmem.parse import read as rd
+from logmem.parse import source
 
 LOG = attacks.BASE_LOG
 PAIR_A = FIXTURES / "pair-e2-maxbs80-constructed.log"
@@ -330,7 +330,7 @@ def test_an_unreadable_file_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             return real_open(path, *a, **kw)  # type: ignore[call-overload]
 
         monkeypatch.setattr(os, "access", access)
-        monkeypatch.setattr(rd, "open", denied, raising=False)
+        monkeypatch.setattr(source, "open", denied, raising=False)
     code, _, err = run_cli("analyze", str(secret))
     assert code == 1
     assert f"cannot open {secret}: Permission denied" in err

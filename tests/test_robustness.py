@@ -28,6 +28,7 @@ from conftest import MATCHERS, REPO, corpus_log, corpus_logs, fixture_logs
 from logmem.cli.main import main
 from logmem.parse import progress as progress
 from logmem.parse import read as rd
+from logmem.parse import source
 from logmem.parse.patterns import KEYWORD_BYTES, KEYWORDS
 from logmem.report import FORMATS
 
@@ -108,7 +109,7 @@ def test_matcher_finds_exactly_the_keyword_segments(
     data = b"." + b"".join(parts)  # never a compression magic
     path = tmp_path / "x.log"
     path.write_bytes(data)
-    monkeypatch.setattr(rd, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(source, "CHUNK_BYTES", chunk)
     assert read_all(path) == oracle(data)
 
 

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 import logmem.analysis.findings as fd
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
 from logmem.analysis.attribution import LaunchLedger, build_ledger
-from logmem.analysis.ledger import GIVEN_BACK, Phase
+from logmem.analysis.ledger import Phase, What
 from logmem.analysis.sizing import Sizing
 from logmem.api import read_log
 from logmem.estimate.crosscheck import crosscheck
+from logmem.report.causes import cause_name, cause_note
 from logmem.report.sentences import finding_text
 from logmem.sglang import rules
 from logmem.units import GIB, gib
@@ -69,11 +70,11 @@ def test_more_than_one_gib_is_never_small_pools_and_a_rise_never_a_consumer(path
         for rl in build_ledger(launch).ranks:
             for ph in rl.phases:
                 for c in ph.causes:
-                    if "small pools" in c.name:
+                    if c.what in (What.SMALL_POOLS, What.SMALL_POOLS_AND_WORKSPACES):
                         assert c.bytes <= GIB, (rl.rank, ph.key, c)
                     if c.kind == "unattributed" and c.bytes < -5 * rules.PRINT_RESOLUTION_BYTES:
                         # Free memory rose beyond the causes: given back, never "workspaces".
-                        assert c.name in (GIVEN_BACK, "unattributed"), (rl.rank, ph.key, c)
+                        assert c.what in (What.GIVEN_BACK, What.UNATTRIBUTED), (rl.rank, ph.key, c)
 
 
 def test_glm5_pool_remainder_is_the_request_table_not_small_pools() -> None:
@@ -81,7 +82,9 @@ def test_glm5_pool_remainder_is_the_request_table_not_small_pools() -> None:
     ph = _pools(_ledger(corpus_log("003-")))
     rest = [c for c in ph.causes if c.kind == "unattributed"]
     assert len(rest) == 1 and gib(rest[0].bytes) == 3.24
-    assert "request-to-token table" in rest[0].name and "small pools" not in rest[0].name
+    assert rest[0].what is What.LIKELY_TABLE
+    assert "request-to-token table" in cause_name(rest[0])
+    assert "small pools" not in cause_name(rest[0])
 
 
 def test_a_remainder_above_the_threshold_gets_its_likely_cause() -> None:
@@ -134,7 +137,7 @@ def test_free_memory_that_rose_is_given_back() -> None:
         ph = rl.phase(key)
         assert ph is not None
         rest = next(c for c in ph.causes if c.kind == "unattributed")
-        assert rest.name == GIVEN_BACK and gib(rest.bytes) == amount
+        assert rest.what is What.GIVEN_BACK and gib(rest.bytes) == amount
     led = _ledger(corpus_log("019-"))
     f = next(f for f in led.findings if isinstance(f, fd.Unexplained))
     assert f.likely is fd.LikelyCause.GIVEN_BACK and "given back" in finding_text(f)
@@ -144,11 +147,13 @@ def test_old_log_pool_is_the_kv_cache_for_the_summary_tokens() -> None:
     """024 (Oct 2024) prints the pool only as max_total_num_tokens=217512: the rule gives the
     KV cache for those tokens, and the bytes per token follow as a range with the round cell."""
     led = _ledger(corpus_log("024-"))
-    kv = next(c for c in _pools(led).causes if c.name.startswith("KV cache for 217,512 tokens"))
+    kv = next(
+        c for c in _pools(led).causes if cause_name(c).startswith("KV cache for 217,512 tokens")
+    )
     assert kv.kind == "estimated"
     sz = _sizing(led)
     lo, hi = sz.bytes_per_token_range or (0, 0)
-    assert f"{lo:,} to {hi:,} bytes per token (derived)" in kv.note
+    assert f"{lo:,} to {hi:,} bytes per token (derived)" in cause_note(kv)
     text = finding_text(next(f for f in led.findings if isinstance(f, fd.KVBudget)))
     assert "217,512 tokens (max_total_num_tokens)" in text and "likely 131,072" in text
 
@@ -159,12 +164,13 @@ def test_filtered_log_derives_the_kv_cache_from_the_step() -> None:
     led = _ledger(FIXTURES / "filtered-no-kv-line-nov2024-constructed.log")
     assert led.sizing is None
     ph = _pools(led)
-    kv = next(c for c in ph.causes if c.name.startswith("KV cache for 933,506 tokens"))
-    table = next(c for c in ph.causes if c.name == "request-to-token table")
+    kv = next(c for c in ph.causes if cause_name(c).startswith("KV cache for 933,506 tokens"))
+    table = next(c for c in ph.causes if c.what is What.REQ_TABLE)
     assert kv.kind == "derived" and kv.bytes == ph.delta_bytes - table.bytes
     per = kv.bytes / 933_506
     assert (
-        f"about {gib(kv.bytes):.2f} GiB / 933,506 = {per:,.0f} bytes per token (derived)" in kv.note
+        f"about {gib(kv.bytes):.2f} GiB / 933,506 = {per:,.0f} bytes per token (derived)"
+        in cause_note(kv)
     )
     # The true cell (57,344 B) plus the small pools the drop also holds: within 0.1%.
     assert abs(per - 57_344) < 60
@@ -176,9 +182,11 @@ def test_another_ranks_kv_line_sizes_a_step_without_one(tmp_path: Path) -> None:
     cut = [ln for ln in text if not ("TP0]" in ln and "KV Cache is allocated" in ln)]
     assert len(cut) == len(text) - 1
     led = _ledger(_write(tmp_path, cut))
-    kv = next(c for c in _pools(led).causes if c.name.startswith("KV cache for 46,611 tokens"))
+    kv = next(
+        c for c in _pools(led).causes if cause_name(c).startswith("KV cache for 46,611 tokens")
+    )
     assert kv.kind == "estimated" and kv.bytes == 46_611 * 65_536
-    assert "TP1's KV line" in kv.note
+    assert "TP1's KV line" in cause_note(kv)
 
 
 # --- class 2: SGLang's own adjustments of mem_fraction_static ------------------------------------

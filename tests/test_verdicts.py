@@ -18,6 +18,7 @@ from conftest import FIXTURES, corpus_log
 from logmem.analysis.failures import PythonError, outcome, verdict
 from logmem.analysis.failures.records import OutOfMemory, states_memory
 from logmem.analysis.failures.traces import NoiseKind, UpBy
+from logmem.analysis.ledger import Phase, PhaseFacts, PhaseWhat
 from logmem.api import analyze, read_log, select
 from logmem.model.records import Launch
 from logmem.report import render
@@ -268,20 +269,45 @@ def test_rank_selection_shows_one_rank_and_keeps_the_whole_launchs_verdict() -> 
 
 
 @pytest.mark.parametrize(
-    ("phase", "says"),
+    ("what", "facts", "phase", "says"),
     [
-        ("before capture decode", "when the decode capture began"),
-        ("before capture decode (to its first bar)", "at the decode capture's first bar"),
-        ("before draft weights", "just before draft weights"),
-        ("pool end -> capture begin", "at the capture begin line"),
-        ("KV and other pools", "at the end of KV and other pools"),
+        (
+            PhaseWhat.PRE_CAPTURE,
+            PhaseFacts(graph="decode"),
+            "before capture decode",
+            "when the decode capture began",
+        ),
+        (
+            PhaseWhat.PRE_CAPTURE,
+            PhaseFacts(graph="decode", first_bar=True),
+            "before capture decode (to its first bar)",
+            "at the decode capture's first bar",
+        ),
+        (
+            PhaseWhat.PRE_WEIGHTS,
+            PhaseFacts(draft=True),
+            "before draft weights",
+            "just before draft weights",
+        ),
+        (
+            PhaseWhat.GAP,
+            PhaseFacts(from_kind="pool_end", to_kind="capture_begin"),
+            "pool end -> capture begin",
+            "at the capture begin line",
+        ),
+        (PhaseWhat.POOLS, PhaseFacts(), "KV and other pools", "at the end of KV and other pools"),
     ],
 )
-def test_left_free_says_when_a_phase_ended_in_words(phase: str, says: str) -> None:
+def test_left_free_says_when_a_phase_ended_in_words(
+    what: PhaseWhat, facts: PhaseFacts, phase: str, says: str
+) -> None:
     from logmem.analysis.findings import LeftFree, LeftWhen
+    from logmem.report.causes import phase_name
     from logmem.report.sentences import finding_text
 
-    text = finding_text(LeftFree("TP0", 2 << 30, LeftWhen.PHASE_END, phase, False, 10))
+    p = Phase("k", what, 4 << 30, 2 << 30, (), (1, 10), facts=facts)
+    assert phase_name(p) == phase
+    text = finding_text(LeftFree("TP0", 2 << 30, LeftWhen.PHASE_END, p, False, 10))
     assert says in text and "end of before" not in text
 
 

@@ -12,15 +12,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from logmem.analysis.attribution_pools import KVHint, kv_hint, pool_causes, role_prefix
+from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
 from logmem.analysis.captures import captured_between, graph_kind, graph_phase
 from logmem.analysis.findings import Finding, findings
-from logmem.analysis.ledger import Cause, Phase, RankLedger, Reading, remainder
+from logmem.analysis.ledger import (
+    Cause,
+    Facts,
+    NoLedger,
+    Phase,
+    PhaseFacts,
+    PhaseWhat,
+    RankLedger,
+    Reading,
+    What,
+    remainder,
+)
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
 from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
-from logmem.units import Mem, format_gib
+from logmem.units import Mem
 
 __all__ = [
     "Cause",
@@ -122,12 +133,9 @@ def _readings(rank: Rank) -> tuple[list[Reading], dict[int, list[ev.Event]]]:
     return out, pending
 
 
-def _g(n: int | None) -> str:
-    return format_gib(n)
-
-
 def _role(m: Model | None) -> str:
-    return role_prefix(m)
+    """The role part of a phase key."""
+    return "draft" if is_draft(m) else "target"
 
 
 def _owner(rank: Rank, event: ev.Event) -> Model | None:
@@ -146,23 +154,19 @@ def rank_ledger(
     first_wb = next((r for r in readings if r.kind == "weights_begin"), None)
     if rank.init_end is not None and first_wb is not None and readings and readings[0] is first_wb:
         usage = rank.init_end.usage.bytes
-        causes = [
-            Cause(
-                "NCCL / gloo / custom all-reduce", usage, "logged", (rank.init_end.source.line_no,)
-            )
-        ]
+        causes = [Cause(What.COMMS, usage, "logged", (rank.init_end.source.line_no,))]
         ar = next((e for e in rank.events if isinstance(e, ev.AllReduceConfig)), None)
         if ar is not None:
             causes = [
                 Cause(
-                    "all-reduce symmetric memory",
+                    What.AR_SYMMETRIC,
                     ar.symmetric.bytes,
                     "logged",
                     (ar.source.line_no,),
                 ),
-                Cause("all-reduce local buffer", ar.local.bytes, "logged", (ar.source.line_no,)),
+                Cause(What.AR_LOCAL, ar.local.bytes, "logged", (ar.source.line_no,)),
                 Cause(
-                    "NCCL / gloo / other communicators",
+                    What.OTHER_COMMS,
                     usage - ar.symmetric.bytes - ar.local.bytes,
                     "derived",
                     (rank.init_end.source.line_no,),
@@ -171,7 +175,7 @@ def rank_ledger(
         phases.append(
             Phase(
                 "init",
-                "distributed init",
+                PhaseWhat.INIT,
                 first_wb.bytes + usage,
                 first_wb.bytes,
                 tuple(causes),
@@ -197,100 +201,83 @@ def rank_ledger(
             continue
         logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
         pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model
-        role = _role(pool_model).strip() or "target"
+        role = _role(pool_model)
+        facts = PhaseFacts()
         if b.kind == "weights_end" and a.kind == "weights_begin":
             we = b.event
             assert isinstance(we, ev.WeightsEnd)
+            draft = is_draft(b.model)
+            weights = Facts(draft=draft)
             causes = (
-                [Cause(f"{_role(b.model)}weights", we.usage.bytes, "logged", (b.line,))]
+                [Cause(What.WEIGHTS, we.usage.bytes, "logged", (b.line,), weights)]
                 if we.usage
                 else []
             )
-            key, name = f"{_role(b.model).strip() or 'target'}_weights", f"{_role(b.model)}weights"
+            key, what, facts = f"{_role(b.model)}_weights", PhaseWhat.WEIGHTS, PhaseFacts(draft)
             if not causes:
-                causes = [Cause(f"{_role(b.model)}weights", delta, "derived", lines)]
-            cl = remainder(delta, causes, "unattributed", lines)
+                causes = [Cause(What.WEIGHTS, delta, "derived", lines, weights)]
+            cl = remainder(delta, causes, What.UNATTRIBUTED, lines)
         elif b.kind == "pool_end" and a.kind == "weights_begin":
             # No Load weight end: weights and pools are one step here.
-            key, name = (
-                f"{role}_weights_and_pools",
-                f"{_role(pool_model)}weights and pools (no Load weight end)",
-            )
+            key, what = f"{role}_weights_and_pools", PhaseWhat.WEIGHTS_AND_POOLS
+            facts = PhaseFacts(is_draft(pool_model))
             cl = pool_causes(
-                pools, pool_model, launch, delta, lines, sz, "weights + unlogged pools", hint
+                pools, pool_model, launch, delta, lines, sz, What.WEIGHTS_AND_POOLS, hint
             )
         elif b.kind == "pool_end" or logged_pools:
-            key, name = f"{role}_pools", f"{_role(pool_model)}KV and other pools"
-            rest = "unlogged (small pools, allocator)"
+            key, what = f"{role}_pools", PhaseWhat.POOLS
+            rest = What.SMALL_POOLS
+            facts = PhaseFacts(is_draft(pool_model))
             if b.kind != "pool_end":
                 # No Memory pool end line: the pools and what followed them share one step.
-                name += f" (no pool end line; to {b.kind.replace('_', ' ')})"
-                rest = "unlogged: small pools + workspaces"
+                facts = PhaseFacts(is_draft(pool_model), to_kind=b.kind)
+                rest = What.SMALL_POOLS_AND_WORKSPACES
             cl = pool_causes(pools, pool_model, launch, delta, lines, sz, rest, hint)
         elif b.kind in ("capture_begin", "first_sample") and b.graph is not None:
-            key, name = f"pre_capture:{b.graph.name}", f"before capture {b.graph.label}"
+            key, what = f"pre_capture:{b.graph.name}", PhaseWhat.PRE_CAPTURE
             why = (
-                "attention workspaces, sampling (unlogged)"
+                What.ATTENTION_WORKSPACES
                 if a.kind in ("pool_end", "weights_end")
-                else "between captures (unlogged)"
+                else What.BETWEEN_CAPTURES
                 if a.kind == "capture_end"
-                else "unlogged"
+                else What.UNLOGGED
             )
-            if b.kind == "first_sample":
-                # No begin reading: the capture's own static buffers are in this step too.
-                name += " (to its first bar)"
-                why = f"{why.removesuffix(' (unlogged)')} + its static buffers (unlogged)"
-            cl = remainder(delta, [], why, lines)
+            # No begin reading: the capture's own static buffers are in this step too.
+            first_bar = b.kind == "first_sample"
+            facts = PhaseFacts(graph=b.graph.label, first_bar=first_bar)
+            cl = remainder(delta, [], why, lines, Facts(static_buffers=first_bar))
         elif b.kind == "weights_begin":
-            key, name = (
-                f"pre_weights:{_role(b.model).strip() or 'target'}",
-                f"before {_role(b.model)}weights",
-            )
+            key, what = f"pre_weights:{_role(b.model)}", PhaseWhat.PRE_WEIGHTS
+            facts = PhaseFacts(is_draft(b.model))
             inits = [
-                Cause(
-                    "the draft worker's distributed init",
-                    x.usage.bytes,
-                    "logged",
-                    (x.source.line_no,),
-                )
+                Cause(What.DRAFT_INIT, x.usage.bytes, "logged", (x.source.line_no,))
                 for x in pools
                 if isinstance(x, ev.InitEnd)
             ]
-            cl = remainder(delta, inits, "unlogged", lines)
+            cl = remainder(delta, inits, What.UNLOGGED, lines)
         elif b.kind == "summary":
             key = "post_capture"
-            name = (
-                "after capture (warm-up)"
-                if a.kind == "capture_end"
-                else "until the scheduler summary"
-            )
-            cl = remainder(delta, [], "unlogged", lines)
+            what = PhaseWhat.WARMUP if a.kind == "capture_end" else PhaseWhat.TO_SUMMARY
+            cl = remainder(delta, [], What.UNLOGGED, lines)
         else:
-            key, name = f"gap:{b.kind}", f"{a.kind.replace('_', ' ')} -> {b.kind.replace('_', ' ')}"
-            cl = remainder(delta, [], "unlogged", lines)
+            key, what = f"gap:{b.kind}", PhaseWhat.GAP
+            facts = PhaseFacts(from_kind=a.kind, to_kind=b.kind)
+            cl = remainder(delta, [], What.UNLOGGED, lines)
         n = seen.get(key, 0)
         seen[key] = n + 1
         if n:
             key = f"{key}#{n + 1}"
-        phases.append(Phase(key, name, a.bytes, b.bytes, tuple(cl), lines))
-    note = ""
+        phases.append(Phase(key, what, a.bytes, b.bytes, tuple(cl), lines, facts=facts))
+    empty = None
     if not phases:
-        if len(readings) == 1:
-            r0 = readings[0]
-            note = (
-                f"this rank printed one free-memory reading ({r0.kind.replace('_', ' ')} "
-                f"{_g(r0.bytes)} GiB, line {r0.line}); a ledger needs two"
-            )
-        else:
-            e3 = (
-                rank.models
-                and any(m.kv_pools for m in rank.models)
-                and rank.tag("TP") not in (None, 0)
-            )
-            note = "this rank printed no free-memory readings" + (
-                " (mid-2025 SGLang printed model-runner lines on TP0 only)" if e3 else ""
-            )
-    led = RankLedger(rank.label, tuple(phases), note)
+        # Why this rank has no ledger: one reading (a ledger needs two), or none at all, which
+        # mid-2025 SGLang (model-runner lines on TP0 only) explains on the other ranks.
+        e3 = bool(
+            rank.models and any(m.kv_pools for m in rank.models) and rank.tag("TP") not in (None, 0)
+        )
+        r0 = readings[0] if len(readings) == 1 else None
+        empty = NoLedger((r0.kind, r0.bytes, r0.line) if r0 else None, e3)
+    led = RankLedger(rank.label, tuple(phases), empty)
     led.check()
     return led
 

@@ -9,20 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from logmem.analysis.ledger import Cause, remainder
+from logmem.analysis.ledger import Cause, Facts, KVLabel, What, remainder
 from logmem.analysis.sizing import Sizing, req_to_token, rule_fits_step
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
-from logmem.units import GIB, format_gib
+from logmem.units import GIB
 
 
-def _g(n: int | None) -> str:
-    return format_gib(n)
-
-
-def role_prefix(m: Model | None) -> str:
-    return "draft " if m is not None and m.role == "draft" else ""
+def is_draft(m: Model | None) -> bool:
+    return m is not None and m.role == "draft"
 
 
 @dataclass(frozen=True)
@@ -33,7 +29,8 @@ class KVHint:
 
     tokens: int | None = None
     cell_bytes: float | None = None
-    cell_source: str = ""
+    cell_rank: str | None = None  # the KV line the cell comes from: its rank and line
+    cell_line: int | None = None
 
 
 def kv_hint(launch: Launch, sz: Sizing | None) -> KVHint:
@@ -51,11 +48,11 @@ def kv_hint(launch: Launch, sz: Sizing | None) -> KVHint:
     if kv is None:
         return KVHint(tokens)
     cell = sz.full_cell_bytes if sz is not None and sz.kv_tokens == kv.tokens else None
-    rank = kv.rank or "the GPU"
     return KVHint(
         tokens or kv.tokens,
         cell or kv.total_bytes / kv.tokens if kv.tokens else None,
-        f"{rank}'s KV line, line {kv.source.line_no}",
+        kv.rank,
+        kv.source.line_no,
     )
 
 
@@ -74,55 +71,60 @@ def _no_kv_line(
 ) -> list[Cause]:
     """The KV cause of a target pool step that printed no KV line (E0/E1, or a filtered log)."""
     n = hint.tokens
-    what = f"KV cache for {n:,} tokens" if n else "KV pool"
     if n and hint.cell_bytes and n * hint.cell_bytes <= delta - table:
         return [
             Cause(
-                f"{what} (no KV line)",
+                What.KV_FROM_CELL,
                 round(n * hint.cell_bytes),
                 "estimated",
                 (),
-                f"{n:,} tokens x {hint.cell_bytes:,.0f} B per token ({hint.cell_source})",
+                Facts(
+                    tokens=n,
+                    cell_bytes=hint.cell_bytes,
+                    cell_rank=hint.cell_rank,
+                    cell_line=hint.cell_line,
+                ),
             )
         ]
     if sz is not None and rule_fits_step(sz.rest_bytes, delta, table if known_table else None):
         rng = sz.bytes_per_token_range
-        per = f"; {rng[0]:,} to {rng[1]:,} bytes per token (derived)" if n and rng else ""
         return [
             Cause(
-                f"{what} (rule, no KV line)",
+                What.KV_FROM_RULE,
                 sz.rest_bytes,
                 "estimated",
                 (),
-                f"{_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
-                f"(1 - {sz.rule_mfs:.4g}){per}",
+                Facts(
+                    tokens=n,
+                    after_weights_bytes=sz.after_weights_bytes,
+                    pre_load_bytes=sz.pre_load_bytes,
+                    mfs=sz.rule_mfs,
+                    per_token=(rng[0], rng[1]) if n and rng else None,
+                ),
             )
         ]
     if n and delta - table > 0:
-        x = delta - table
-        unknown = "" if known_table else "; includes the request-to-token table, not printed"
         return [
             Cause(
-                f"{what} (no KV line)" + ("" if known_table else " + unlogged pools"),
-                x,
+                What.KV_FROM_DROP,
+                delta - table,
                 "derived",
                 lines,
-                f"about {_g(x)} GiB / {n:,} = {x / n:,.0f} bytes per token (derived{unknown})",
+                Facts(tokens=n, table_known=known_table),
             )
         ]
     return []
 
 
-def _pool_rest_name(rest: str, amount: int, table_known: bool, target: bool) -> str:
-    """What the pool step's remainder is called: never 'small pools' above 1 GiB."""
-    if amount <= _SMALL_POOLS_MAX or not rest.startswith("unlogged"):
-        return rest
-    ws = " + workspaces" if "workspaces" in rest else ""
+def _pool_rest(rest: What, amount: int, table_known: bool, target: bool) -> tuple[What, Facts]:
+    """What the pool step's remainder is: never small pools above 1 GiB."""
+    small = (What.SMALL_POOLS, What.SMALL_POOLS_AND_WORKSPACES)
+    if amount <= _SMALL_POOLS_MAX or rest not in small:
+        return rest, Facts()
+    ws = Facts(workspaces=rest is What.SMALL_POOLS_AND_WORKSPACES)
     if not target:  # a draft shares the target's request-to-token table
-        return f"unlogged: draft pools not printed{ws}"
-    if table_known:
-        return f"unlogged: pools{ws} beyond the request-to-token table"
-    return f"unlogged: likely the request-to-token table (size not printed){ws}"
+        return What.DRAFT_POOLS, ws
+    return (What.BEYOND_TABLE if table_known else What.LIKELY_TABLE), ws
 
 
 def pool_causes(
@@ -132,7 +134,7 @@ def pool_causes(
     delta: int,
     lines: tuple[int, int],
     sz: Sizing | None = None,
-    rest: str = "unlogged (small pools, allocator)",
+    rest: What = What.SMALL_POOLS,
     hint: KVHint | None = None,
 ) -> list[Cause]:
     causes: list[Cause] = []
@@ -141,7 +143,7 @@ def pool_causes(
     swa = next((p for p in pools if isinstance(p, ev.SWASummary)), None)
     printed = 2  # the two readings around the step, then every printed pool size
     for i, kvp in enumerate(kvs):
-        label = "KV pool"
+        label = KVLabel.KV
         if (
             swa is not None
             and len(kvs) >= 2
@@ -149,18 +151,22 @@ def pool_causes(
             and model.role == "target"
             and i < 2
         ):
-            label = "SWA KV pool" if i == 0 else "full-attention KV pool"
-        what = "KV" if kvp.kv is not None else "K+V"
+            label = KVLabel.SWA if i == 0 else KVLabel.FULL
         printed += 1 if kvp.kv is not None else 2
-        tok = f", {kvp.tokens:,} tokens" if kvp.tokens is not None else ""
-        if kvp.tokens is None and summary_tokens is not None and len(kvs) == 1:
-            tok = f"; {summary_tokens:,} tokens per summary"
+        per_summary = kvp.tokens is None and summary_tokens is not None and len(kvs) == 1
         causes.append(
             Cause(
-                f"{role_prefix(model)}{label} ({what}{tok})",
+                What.KV_POOL,
                 kvp.total_bytes,
                 "logged",
                 (kvp.source.line_no,),
+                Facts(
+                    draft=is_draft(model),
+                    kv_label=label,
+                    one_buffer=kvp.kv is not None,
+                    tokens=summary_tokens if per_summary else kvp.tokens,
+                    summary_tokens=per_summary,
+                ),
             )
         )
     for p in pools:
@@ -168,10 +174,11 @@ def pool_causes(
             printed += 2
             causes.append(
                 Cause(
-                    f"{role_prefix(model)}Mamba state ({p.max_size} slots)",
+                    What.MAMBA,
                     p.total_bytes,
                     "logged",
                     (p.source.line_no,),
+                    Facts(draft=is_draft(model), slots=p.max_size),
                 )
             )
     target = model is None or model.role == "target"
@@ -182,15 +189,15 @@ def pool_causes(
         causes.extend(_no_kv_line(delta, table, req is not None, sz, hint or KVHint(), lines))
     if req is not None:
         n_req, ctx, amount = req
-        causes.append(
-            Cause("request-to-token table", amount, "estimated", (), f"({n_req} + 1) x {ctx} x 4 B")
-        )
+        causes.append(Cause(What.REQ_TABLE, amount, "estimated", (), Facts(n_req=n_req, ctx=ctx)))
     left = delta - sum(c.bytes for c in causes)
+    what, facts = _pool_rest(rest, left, req is not None, target)
     return remainder(
         delta,
         causes,
-        _pool_rest_name(rest, left, req is not None, target),
+        what,
         lines,
+        facts,
         # One print unit more for the estimated causes (their inputs are printed figures too).
         tolerance=rules.printed_sum_error_bytes(printed + 1),
     )

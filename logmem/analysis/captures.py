@@ -2,28 +2,41 @@
 
 from __future__ import annotations
 
-from logmem.analysis.ledger import Bucket, Cause, Phase, Reading, remainder
+from logmem.analysis.ledger import (
+    Bucket,
+    CaptureEnd,
+    CaptureStart,
+    Cause,
+    Facts,
+    Lazy,
+    Phase,
+    PhaseFacts,
+    PhaseWhat,
+    Reading,
+    Span,
+    What,
+    remainder,
+)
 from logmem.model.records import OPENED_BY_BARS, Graph, Launch, Rank
 from logmem.sglang import comm, rules
 
 
-def lazy_note(launch: Launch, deepep: bool = True) -> str:
-    """What the first capture of a kind also allocates lazily (DeepEP, EP all-to-all, DP attention).
+def lazy_allocs(launch: Launch, deepep: bool = True) -> tuple[tuple[Lazy, ...], int | None]:
+    """What the first capture of a kind also allocates lazily (DeepEP, EP all-to-all, DP
+    attention), and the ep_size the all-to-all buffers are for.
 
     DeepEP's buffer is one per process, created at the first dispatch and reused
     (``sglang.comm.deepep_on``): only the launch's first capture holds it (``deepep``)."""
     a = launch.args
-    why = []
+    why: list[Lazy] = []
     if deepep and comm.deepep_on(a):
-        why.append("DeepEP buffers (moe_a2a_backend='deepep')")
+        why.append(Lazy.DEEPEP)
     ep = a.get("ep_size")
     if isinstance(ep, int) and ep > 1:
-        why.append(f"expert-parallel (ep_size={ep}) all-to-all buffers")
+        why.append(Lazy.EP_ALL_TO_ALL)
     if a.get("enable_dp_attention"):
-        why.append("DP-attention gather buffers")
-    if not why:
-        return ""
-    return "includes lazy allocations made on the first capture: " + ", ".join(why)
+        why.append(Lazy.DP_ATTENTION)
+    return tuple(why), ep if isinstance(ep, int) and ep > 1 else None
 
 
 def graph_kind(name: str) -> str:
@@ -46,24 +59,17 @@ def _bucket_indices(g: Graph) -> tuple[list[int], int | None, bool]:
     return out, n, known
 
 
-def _size_name(g: Graph, size: int | None) -> str:
-    if size is None:
-        return "?"
-    return f"num_tokens {size}" if graph_kind(g.name) == "prefill" else f"bs {size}"
-
-
-def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> str:
-    """Buckets lo..hi-1 (capture order) in words; ``size``: the bar's size at bucket lo."""
+def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> Span:
+    """Buckets lo..hi-1 (capture order); ``size``: the bar's size at bucket lo."""
     order = sorted(g.sizes, reverse=True) if g.sizes else None
     count = hi - lo
+    tokens = graph_kind(g.name) == "prefill"
     if order is None and count == 1 and size is not None:
-        return f"bucket {_size_name(g, size)}"
+        return Span(1, size, size, tokens)
     if order is None or not 0 <= lo < hi <= len(order):
         # Counts that do not fit the sizes list (two logs interleaved, a cut bar): say less.
-        return f"{count} bucket{'s' if count != 1 else ''}" if count > 0 else "buckets"
-    if count == 1:
-        return f"bucket {_size_name(g, order[lo])}"
-    return f"{count} buckets, {_size_name(g, order[lo])} to {order[hi - 1]}"
+        return Span(count, tokens=tokens)
+    return Span(count, order[lo], order[hi - 1], tokens)
 
 
 def graph_phase(
@@ -95,65 +101,69 @@ def graph_phase(
             covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
             buckets.append(Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers))
         consecutive = idx == list(range(len(s)))
-        lazy = lazy_note(launch, deepep=first_capture) if first_of_kind else ""
-        assumed = "" if known else "bar renders carry no bucket count: assumed consecutive"
+        allocs, ep_size = lazy_allocs(launch, deepep=first_capture) if first_of_kind else ((), None)
+        lazy = Facts(lazy=allocs, ep_size=ep_size)
         head = (before.line, s[0].source.line_no)
         if before.kind == "first_sample":
             pass  # the phase opens at the first bar reading: nothing lies before it
         elif idx[0] == 0:
             causes.append(
                 Cause(
-                    "static buffers (before the first bucket)",
+                    What.STATIC,
                     before.bytes - s[0].avail.bytes,
                     "derived",
                     head,
-                    assumed,
+                    Facts(assumed=not known),
                     part="static",
                 )
             )
         else:
-            first_n = f"first {idx[0]} bucket{'s' if idx[0] != 1 else ''}"
             causes.append(
                 Cause(
-                    f"static buffers + {first_n} (one reading)",
+                    What.STATIC_AND_FIRST,
                     before.bytes - s[0].avail.bytes,
                     "derived",
                     head,
-                    lazy,
+                    Facts(count=idx[0], lazy=lazy.lazy, ep_size=lazy.ep_size),
                     part="mixed",
                 )
             )
-            lazy = ""
+            lazy = Facts()
         if open_capture:
             if len(s) > 1:
                 causes.append(
                     Cause(
-                        f"{_span(g, idx[0], idx[-1])}, before the stop",
+                        What.BEFORE_STOP,
                         s[0].avail.bytes - s[-1].avail.bytes,
                         "derived",
                         (s[0].source.line_no, s[-1].source.line_no),
-                        lazy,
+                        Facts(span=_span(g, idx[0], idx[-1]), lazy=lazy.lazy, ep_size=lazy.ep_size),
                         part="buckets",
                     )
                 )
         elif len(s) >= 2 and consecutive and idx[0] == 0:
             causes.append(
                 Cause(
-                    f"largest bucket ({_size_name(g, s[0].size) if s[0].size else 'first bucket'})",
+                    What.LARGEST,
                     s[0].avail.bytes - s[1].avail.bytes,
                     "derived",
                     (s[0].source.line_no, s[1].source.line_no),
-                    lazy,
+                    Facts(
+                        span=Span(1, s[0].size, s[0].size, graph_kind(g.name) == "prefill"),
+                        lazy=lazy.lazy,
+                        ep_size=lazy.ep_size,
+                    ),
                     part="largest",
                 )
             )
             n_other = (n - 1) if n is not None else (len(s) - 1)
             causes.append(
                 Cause(
-                    f"other {n_other} buckets",
+                    What.OTHER_BUCKETS,
                     s[1].avail.bytes - after.bytes,
                     "derived",
                     (s[1].source.line_no, after.line),
+                    Facts(count=n_other),
                     part="other",
                 )
             )
@@ -164,46 +174,45 @@ def graph_phase(
                 nxt_line = s[i + 1].source.line_no if i + 1 < len(s) else after.line
                 end_i = ends[i]
                 hi = end_i if end_i is not None else idx[i] + 1
-                what = _span(g, idx[i], hi, smp.size) if n is not None else "the remaining buckets"
+                span = _span(g, idx[i], hi, smp.size) if n is not None else None
                 causes.append(
                     Cause(
-                        what,
+                        What.SPAN if span is not None else What.REMAINING,
                         smp.avail.bytes - nxt_b,
                         "derived",
                         (smp.source.line_no, nxt_line),
-                        lazy if i == 0 else "",
+                        Facts(
+                            span=span,
+                            lazy=lazy.lazy if i == 0 else (),
+                            ep_size=lazy.ep_size if i == 0 else None,
+                        ),
                         part="buckets",
                     )
                 )
     elif g.end is not None and g.end.usage is not None:
-        note = (
-            ""
-            if rank.prints_bars or before.graph is not g
-            else "no bucket readings on this rank (only the bar-printing rank has them)"
-        )
         causes.append(
             Cause(
-                "graph capture (total)",
+                What.GRAPH_TOTAL,
                 g.end.usage.bytes,
                 "logged",
                 (after.line,),
-                note,
+                Facts(not_bar_rank=not (rank.prints_bars or before.graph is not g)),
                 part="total",
             )
         )
-    rest = "unattributed"
-    if before.graph is not g:
-        rest = "workspaces before it began (unlogged)"
+    rest = What.UNATTRIBUTED if before.graph is g else What.WORKSPACES_BEFORE
     causes = remainder(delta, causes, rest, lines)
+    start, end = _phase_bounds(g, before, after)
     return Phase(
         f"capture:{g.name}",
-        f"capture {g.label}{_phase_suffix(g, before, after)}",
+        PhaseWhat.CAPTURE,
         before.bytes,
         after.bytes,
         tuple(causes),
         lines,
         g,
         tuple(buckets),
+        PhaseFacts(graph=g.label, start=start, end=end),
     )
 
 
@@ -221,17 +230,19 @@ def captured_between(a: Reading, b: Reading) -> Graph | None:
     return None
 
 
-def _phase_suffix(g: Graph, before: Reading, after: Reading) -> str:
-    """How far the phase is the capture itself: its name says what the log left out."""
-    parts = []
+def _phase_bounds(
+    g: Graph, before: Reading, after: Reading
+) -> tuple[CaptureStart | None, CaptureEnd | None]:
+    """How far the phase is the capture itself: what the log left out at either end."""
+    start = end = None
     if before.graph is not g:
-        parts.append("no begin line")
+        start = CaptureStart.NO_BEGIN
     elif before.kind == "first_sample":
-        parts.append(
-            "log starts mid-capture" if g.opened_by == OPENED_BY_BARS else "from its first bar"
+        start = (
+            CaptureStart.MID_CAPTURE if g.opened_by == OPENED_BY_BARS else CaptureStart.FIRST_BAR
         )
     if after.kind == "last_sample":
-        parts.append("stopped" if not g.complete else "to its last bar")
+        end = CaptureEnd.STOPPED if not g.complete else CaptureEnd.LAST_BAR
     elif after.graph is not g:
-        parts.append("no end line")
-    return f" ({'; '.join(parts)})" if parts else ""
+        end = CaptureEnd.NO_END
+    return start, end

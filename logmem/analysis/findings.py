@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
-from logmem.analysis.captures import graph_kind, lazy_note
+from logmem.analysis.captures import graph_kind, lazy_allocs
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_kinds import FindingKind as FindingKind
 
@@ -28,7 +28,7 @@ from logmem.analysis.findings_sizing import RuleFit as RuleFit
 from logmem.analysis.findings_sizing import TableBounds as TableBounds
 from logmem.analysis.findings_sizing import Unexplained as Unexplained
 from logmem.analysis.findings_sizing import sizing_findings, unexplained
-from logmem.analysis.ledger import Cause, RankLedger
+from logmem.analysis.ledger import Cause, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
 from logmem.model.records import Launch, Rank
 from logmem.sglang import rules
@@ -90,7 +90,7 @@ class GraphSplit:
 class LargestBucketNote:
     kind: ClassVar[FindingKind] = FindingKind.LARGEST_BUCKET_NOTE
     graph: str
-    note: str  # the ledger's note on that cause (lazy allocations)
+    cause: Cause  # the largest bucket, whose facts name the lazy allocations
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class LeftFree:
     rank: str
     bytes: int
     when: LeftWhen
-    phase: str  # the last phase's name (PHASE_END) or the open capture's graph (LOG_STOPS)
+    phase: Phase  # the last phase (PHASE_END; the open capture's for LOG_STOPS)
     tight: bool
     line: int
     # The launch came up: only then can the first requests meet the little that is left.
@@ -163,7 +163,7 @@ class BottomedOut:
     kind: ClassVar[FindingKind] = FindingKind.BOTTOMED_OUT
     bytes: int
     line: int
-    phase: str
+    phase: Phase
     last_bytes: int
 
 
@@ -292,14 +292,18 @@ def _rank(rl: RankLedger, serving: bool) -> list[Finding]:
         parts = tuple(c for c in pools.causes if abs(c.bytes) >= _TINY)
         out.append(PoolStep(rl.rank, pools.delta_bytes, parts, pools.lines))
     pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
-    if pre is not None and pre.delta_bytes > _TINY and pre.causes[0].name.startswith("attention"):
+    if (
+        pre is not None
+        and pre.delta_bytes > _TINY
+        and pre.causes[0].what is What.ATTENTION_WORKSPACES
+    ):
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(_captures(rl))
     if rl.last_bytes is not None:
         out.append(_left_free(rl, rl.last_bytes, serving))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
-            out.append(BottomedOut(low[0], low[1].lines[1], low[1].name, rl.last_bytes))
+            out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))
     return out
 
 
@@ -330,8 +334,8 @@ def _captures(rl: RankLedger) -> list[Finding]:
                     g.backend,
                 )
             )
-            if largest.note:
-                out.append(LargestBucketNote(g.label, largest.note))
+            if largest.facts.lazy:
+                out.append(LargestBucketNote(g.label, largest))
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
             out.append(GraphSparse(rl.rank, g.label, p.delta_bytes, parts, p.lines, g.backend))
@@ -358,12 +362,12 @@ def _captures(rl: RankLedger) -> list[Finding]:
 def _left_free(rl: RankLedger, last: int, serving: bool) -> LeftFree:
     final = rl.phases[-1]
     captured = any(p.graph is not None for p in rl.phases)
-    when, phase = (LeftWhen.AFTER_CAPTURE, "") if captured else (LeftWhen.PHASE_END, final.name)
+    when = LeftWhen.AFTER_CAPTURE if captured else LeftWhen.PHASE_END
     if final.key == "post_capture" and not captured:
         when = LeftWhen.SUMMARY
     if final.key.startswith("capture:") and final.graph is not None and not final.graph.complete:
-        when, phase = LeftWhen.LOG_STOPS, final.graph.label
-    return LeftFree(rl.rank, last, when, phase, last < _TIGHT_BYTES, final.lines[1], serving)
+        when = LeftWhen.LOG_STOPS
+    return LeftFree(rl.rank, last, when, final, last < _TIGHT_BYTES, final.lines[1], serving)
 
 
 def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:
@@ -385,7 +389,7 @@ def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:
             small.append(Reused(p.graph.label, c.bytes, ref_name, ref))
     if not small:
         return []
-    return [Reuse(tuple(small), bool(lazy_note(launch)))]
+    return [Reuse(tuple(small), bool(lazy_allocs(launch)[0]))]
 
 
 def _rank_graph_spread(L: Launch, main: Rank) -> list[Finding]:

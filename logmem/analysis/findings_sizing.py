@@ -12,7 +12,7 @@ from enum import Enum
 from typing import ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
-from logmem.analysis.ledger import Phase, RankLedger
+from logmem.analysis.ledger import Phase, RankLedger, What
 from logmem.analysis.sizing import RULE_STEP_SLACK, Sizing, arg_number
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
@@ -23,7 +23,6 @@ _NOTABLE = 5 * rules.DIFFERENCE_RESOLUTION_BYTES  # below this a gap is not wort
 # A remainder above max(this, 5% of its phase) gets a finding naming its likely cause.
 _UNEXPLAINED_MIN = GIB // 2
 _UNEXPLAINED_SHARE = 0.05
-TABLE = "request-to-token table"
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class Unexplained:
 
     kind: ClassVar[FindingKind] = FindingKind.UNEXPLAINED
     rank: str
-    phase: str
+    phase: Phase
     bytes: int  # negative: free memory rose by this much beyond the causes
     likely: LikelyCause
     lines: tuple[int, int]
@@ -176,7 +175,7 @@ def _derived_pool(p: Phase | None) -> int | None:
     """The KV cache of a pool step with no KV line: its drop minus the request-to-token table."""
     if p is None or any(c.kind == "logged" for c in p.causes):
         return None
-    table = next((c.bytes for c in p.causes if c.name == TABLE), None)
+    table = next((c.bytes for c in p.causes if c.what is What.REQ_TABLE), None)
     return p.delta_bytes - table if table is not None else None
 
 
@@ -205,9 +204,7 @@ def unexplained(rl: RankLedger, launch: Launch) -> list[Unexplained]:
     out: list[Unexplained] = []
     for p in rl.phases:
         rest = sum(
-            c.bytes
-            for c in p.causes
-            if c.kind == "unattributed" and not c.name.startswith("rounding")
+            c.bytes for c in p.causes if c.kind == "unattributed" and c.what is not What.ROUNDING
         )
         if p.graph is not None or p.key.startswith(("init", "target_weights_and")):
             continue
@@ -217,15 +214,15 @@ def unexplained(rl: RankLedger, launch: Launch) -> list[Unexplained]:
         table = None
         if rest < 0:
             likely = LikelyCause.GIVEN_BACK
-        elif p.key.startswith("pre_capture:") and p.causes[0].name.startswith("attention"):
+        elif p.key.startswith("pre_capture:") and p.causes[0].what is What.ATTENTION_WORKSPACES:
             continue
-        elif target_pools and any(c.name == TABLE for c in p.causes):
+        elif target_pools and any(c.what is What.REQ_TABLE for c in p.causes):
             likely = LikelyCause.BEYOND_TABLE
         elif target_pools:
             likely, table = LikelyCause.REQUEST_TABLE, _table_bounds(rest, launch)
         else:
             likely = LikelyCause.UNLOGGED
-        out.append(Unexplained(rl.rank, p.name, rest, likely, p.lines, table))
+        out.append(Unexplained(rl.rank, p, rest, likely, p.lines, table))
     return out
 
 

@@ -9,12 +9,11 @@ conservation laws. Built by logmem.analysis.attribution.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
 
 from logmem.model.records import Graph, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
-from logmem.units import GIB, gib
 
 
 @dataclass
@@ -29,13 +28,117 @@ class Reading:
     graph: Graph | None = None
 
 
+class What(Enum):
+    """What a cause is: logmem.report.causes words each one (no label is composed here)."""
+
+    # distributed init
+    COMMS = "comms"  # NCCL / gloo / custom all-reduce, as one logged usage
+    AR_SYMMETRIC = "ar_symmetric"
+    AR_LOCAL = "ar_local"
+    OTHER_COMMS = "other_comms"  # the init usage minus the all-reduce buffers
+    DRAFT_INIT = "draft_init"  # the draft worker's own distributed init
+    # weights and pools
+    WEIGHTS = "weights"
+    KV_POOL = "kv_pool"  # a KV line
+    MAMBA = "mamba"
+    KV_FROM_CELL = "kv_from_cell"  # no KV line: tokens x another line's bytes per token
+    KV_FROM_RULE = "kv_from_rule"  # no KV line: SGLang's budget rule
+    KV_FROM_DROP = "kv_from_drop"  # no KV line: the step's drop minus the table
+    REQ_TABLE = "req_table"  # request-to-token table
+    # graph captures
+    STATIC = "static"  # static buffers before the first bucket
+    STATIC_AND_FIRST = "static_and_first"  # static buffers and the first buckets, one reading
+    BEFORE_STOP = "before_stop"  # the buckets of a capture that stopped
+    LARGEST = "largest"
+    OTHER_BUCKETS = "other_buckets"
+    SPAN = "span"  # a stretch of buckets between two sparse readings
+    REMAINING = "remaining"  # the buckets after a reading, when their count is unknown
+    GRAPH_TOTAL = "graph_total"
+    # remainders (kind "unattributed")
+    ROUNDING = "rounding"
+    GIVEN_BACK = "given_back"  # free memory rose beyond the causes: released, not a consumer
+    UNATTRIBUTED = "unattributed"
+    UNLOGGED = "unlogged"
+    SMALL_POOLS = "small_pools"  # small pools and the allocator
+    SMALL_POOLS_AND_WORKSPACES = "small_pools_and_workspaces"  # a step with no pool end line
+    WEIGHTS_AND_POOLS = "weights_and_pools"  # weights + unlogged pools (no Load weight end)
+    DRAFT_POOLS = "draft_pools"  # a draft's pools above 1 GiB, not printed
+    BEYOND_TABLE = "beyond_table"  # target pools above 1 GiB beyond the sized table
+    LIKELY_TABLE = "likely_table"  # target pools above 1 GiB, the table not sized
+    ATTENTION_WORKSPACES = "attention_workspaces"  # before the first capture
+    BETWEEN_CAPTURES = "between_captures"
+    WORKSPACES_BEFORE = "workspaces_before"  # before a capture that printed no begin line
+
+
+# Remainders that are what the pool step leaves: unlogged small pools (and workspaces).
+POOL_REMAINDERS = frozenset({What.SMALL_POOLS, What.SMALL_POOLS_AND_WORKSPACES, What.UNLOGGED})
+
+
+class KVLabel(Enum):
+    """Which KV pool a KV line is (a sliding-window model prints two)."""
+
+    KV = "kv"
+    SWA = "swa"
+    FULL = "full"
+
+
+class Lazy(Enum):
+    """Lazy allocations the first capture of a kind makes (logmem.analysis.captures.lazy)."""
+
+    DEEPEP = "deepep"
+    EP_ALL_TO_ALL = "ep_all_to_all"
+    DP_ATTENTION = "dp_attention"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of captured buckets: how many, and the first and last size when known."""
+
+    count: int
+    first: int | None = None
+    last: int | None = None
+    tokens: bool = False  # sized in tokens (prefill-type graphs), else in batch size
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The numbers and flags a cause's label and note are worded from (all optional)."""
+
+    draft: bool = False  # the draft model's (weights, pools)
+    kv_label: KVLabel = KVLabel.KV
+    one_buffer: bool = False  # a KV line with one KV size (MLA), not K and V
+    tokens: int | None = None
+    summary_tokens: bool = False  # `tokens` is the summary's, not the KV line's
+    slots: int | None = None  # Mamba state slots
+    n_req: int | None = None  # request-to-token table: request slots and context length
+    ctx: int | None = None
+    cell_bytes: float | None = None  # bytes per token of the full pool, from another line
+    cell_rank: str | None = None
+    cell_line: int | None = None
+    after_weights_bytes: int | None = None  # the budget rule's inputs
+    pre_load_bytes: int | None = None
+    mfs: float | None = None
+    per_token: tuple[int, int] | None = None  # bytes per token, range (derived)
+    table_known: bool = True  # the request-to-token table is sized (estimated)
+    workspaces: bool = False  # the remainder also holds workspaces
+    static_buffers: bool = False  # the remainder also holds a capture's static buffers
+    span: Span | None = None
+    size: int | None = None  # the largest bucket's size
+    count: int | None = None  # buckets: the other ones, or the first ones in one reading
+    lazy: tuple[Lazy, ...] = ()
+    ep_size: int | None = None
+    assumed: bool = False  # bar renders carried no bucket count: consecutive assumed
+    not_bar_rank: bool = False  # a capture total on a rank that prints no bar
+    bound_bytes: int | None = None  # rounding: what the printed figures can be off by
+
+
 @dataclass(frozen=True)
 class Cause:
-    name: str
+    what: What
     bytes: int
     kind: str  # logged | derived | estimated | unattributed
     lines: tuple[int, ...] = ()
-    note: str = ""
+    facts: Facts = Facts()
     # For graph captures, which part this is: static | largest | other | buckets | mixed | total.
     part: str = ""
 
@@ -51,16 +154,61 @@ class Bucket:
     covers: int = 1  # how many buckets lie between this reading and the next
 
 
+class PhaseWhat(Enum):
+    """What a phase is: logmem.report.causes words each one."""
+
+    INIT = "init"  # distributed init
+    WEIGHTS = "weights"
+    WEIGHTS_AND_POOLS = "weights_and_pools"  # no Load weight end: one step
+    POOLS = "pools"  # KV and other pools
+    PRE_CAPTURE = "pre_capture"
+    PRE_WEIGHTS = "pre_weights"
+    WARMUP = "warmup"  # after capture, until the summary
+    TO_SUMMARY = "to_summary"  # until the scheduler summary, no capture before it
+    GAP = "gap"  # between two readings no other phase names
+    CAPTURE = "capture"
+
+
+class CaptureStart(Enum):
+    """Where a capture phase begins when not at its begin line."""
+
+    NO_BEGIN = "no_begin"  # the capture printed no begin line
+    MID_CAPTURE = "mid_capture"  # the log starts inside it
+    FIRST_BAR = "first_bar"  # at its first bar reading
+
+
+class CaptureEnd(Enum):
+    """Where a capture phase ends when not at its end line."""
+
+    STOPPED = "stopped"  # the capture did not finish
+    LAST_BAR = "last_bar"  # at its last bar reading
+    NO_END = "no_end"  # the capture printed no end line
+
+
+@dataclass(frozen=True)
+class PhaseFacts:
+    """What a phase's name is worded from."""
+
+    draft: bool = False
+    graph: str = ""  # the capture's label (pre_capture, capture)
+    from_kind: str = ""  # reading kinds (Reading.kind) around a gap, or where pools end
+    to_kind: str = ""
+    first_bar: bool = False  # pre_capture: runs to the capture's first bar reading
+    start: CaptureStart | None = None
+    end: CaptureEnd | None = None
+
+
 @dataclass(frozen=True)
 class Phase:
     key: str  # stable id, e.g. "init", "weights", "pools", "pre_capture:decode", "capture:decode"
-    name: str  # what a person reads
+    what: PhaseWhat
     before_bytes: int
     after_bytes: int
     causes: tuple[Cause, ...]
     lines: tuple[int, int]
     graph: Graph | None = field(default=None, compare=False, repr=False)
     buckets: tuple[Bucket, ...] = ()
+    facts: PhaseFacts = PhaseFacts()
 
     @property
     def delta_bytes(self) -> int:
@@ -77,10 +225,18 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class NoLedger:
+    """Why a rank has no phases: it printed one reading (a ledger needs two) or none."""
+
+    reading: tuple[str, int, int] | None  # the one reading: its kind, bytes and line
+    tp0_only: bool = False  # none, on a rank of an era whose model-runner lines are TP0's only
+
+
+@dataclass(frozen=True)
 class RankLedger:
     rank: str
     phases: tuple[Phase, ...]
-    note: str = ""
+    empty: NoLedger | None = None
 
     @property
     def first_bytes(self) -> int | None:
@@ -110,22 +266,18 @@ class RankLedger:
                 raise AssertionError(f"{self.rank}: causes of {p.key} do not add up to its drop")
 
 
-GIVEN_BACK = "given back: free memory rose (unlogged)"
-"""The remainder's name when free memory rose by more than the causes explain: memory was
-released (temporaries freed, another process, unified memory), never a consumer's name."""
-
-
 def remainder(
     delta: int,
     causes: list[Cause],
-    name: str,
+    what: What,
     lines: tuple[int, ...],
-    note: str = "",
+    facts: Facts = Facts(),
     tolerance: float = rules.DIFFERENCE_RESOLUTION_BYTES,
 ) -> list[Cause]:
     """Close a phase's causes with what they leave of its drop: print rounding (+-0.01 GiB, or
     a negative remainder within `tolerance`, what the phase's printed figures can be off by),
-    GIVEN_BACK when free memory rose beyond that, else `name`."""
+    What.GIVEN_BACK when free memory rose beyond that (memory was released: temporaries freed,
+    another process, unified memory; never a consumer's name), else `what`."""
     rest = delta - sum(c.bytes for c in causes)
     if rest != 0 or not causes:
         # A positive remainder always has real, small consumers (allocator rounding, unlogged
@@ -136,28 +288,8 @@ def remainder(
             bound = rules.DIFFERENCE_RESOLUTION_BYTES
             if abs(rest) > bound:
                 bound = round(tolerance)
-            name, note = "rounding of printed values", f"within +-{bound / GIB:.2f} GiB"
-        elif rest < -tolerance and name != "unattributed":
-            name = GIVEN_BACK
-        causes.append(Cause(name, rest, "unattributed", lines, note))
+            what, facts = What.ROUNDING, Facts(bound_bytes=bound)
+        elif rest < -tolerance and what is not What.UNATTRIBUTED:
+            what = What.GIVEN_BACK
+        causes.append(Cause(what, rest, "unattributed", lines, facts))
     return causes
-
-
-def ledger_rows(led: RankLedger) -> list[dict[str, Any]]:
-    """Flat rows {phase, cause, gib, bytes, kind, lines} for JSON and DataFrames."""
-    rows = []
-    for p in led.phases:
-        for c in p.causes:
-            rows.append(
-                {
-                    "phase": p.key,
-                    "phase_name": p.name,
-                    "cause": c.name,
-                    "gib": gib(c.bytes),
-                    "bytes": c.bytes,
-                    "kind": c.kind,
-                    "lines": list(c.lines),
-                    "note": c.note,
-                }
-            )
-    return rows

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
+from logmem.analysis.ledger import Phase
+from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
@@ -19,18 +21,14 @@ from logmem.compare.replay import bytes_per_token
 from logmem.compare.slope import Slope, slope_assumptions, slopes
 from logmem.model.records import Launch
 from logmem.sglang.eras import MARKER_NAMES, Marker, era_guess, era_markers, family_key
-from logmem.sglang.rules import (
-    DIFFERENCE_RESOLUTION_BYTES,
-    PRINT_RESOLUTION_GIB,
-    mfs_step_bytes,
-)
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, mfs_step_bytes
 
 
 @dataclass(frozen=True)
 class PhaseChange:
     rank: str  # as A prints it
     key: str
-    name: str
+    phase: Phase  # A's phase (B's when A has none); logmem.report.causes names it
     a_bytes: int | None  # drop in free memory over the phase, in A
     b_bytes: int | None
     rank_b: str | None = None  # B's label when it differs (matched by position)
@@ -42,7 +40,7 @@ class PhaseChange:
 
 @dataclass(frozen=True)
 class KVTerm:
-    name: str
+    name: cn.TermKind
     bytes: int | None  # change of the KV budget (rest) this term accounts for
     tokens: int
 
@@ -57,7 +55,7 @@ class KVChange:
     after_weights_bytes: tuple[int, int]
     rest_bytes: tuple[int, int]
     terms: tuple[KVTerm, ...]
-    terms_note: str = ""  # why there are no terms
+    terms_note: cn.NoTermSplit | None = None  # why there are no terms
 
     @property
     def change_tokens(self) -> int | None:
@@ -86,10 +84,10 @@ class Diff:
     kv: KVChange | None
     graphs: tuple[GraphChange, ...]
     slopes: tuple[Slope, ...]
-    slope_note: str
-    notes: tuple[str, ...]
-    assumptions: tuple[str, ...]
-    headlines: tuple[str, ...] = ()  # said before anything else: different models, SGLang versions
+    slope_note: cn.SlopeNote | None  # why there is no slope (None: there is one)
+    notes: tuple[cn.Note, ...]
+    assumptions: tuple[cn.Note, ...]
+    headlines: tuple[cn.Note, ...] = ()  # said before anything else: other models, SGLang versions
     models: tuple[str | None, str | None] = (None, None)  # model_path (architecture) of A and B
 
 
@@ -119,18 +117,11 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
         x if isinstance(x := L.args.get("max_total_tokens"), int) and x > 0 else None
         for L in (a, b)
     ]
-    why = []
-    if ba and bb and ba != bb:
-        why.append(
-            f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
-            "a token of A is not a token of B"
-        )
-    if caps[0] != caps[1]:
-        shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in caps)
-        why.append(f"--max-total-tokens differs ({shown}), so a cap, not the rule, sets a pool")
-    terms_note = ""
-    if why:
-        terms_note = "No split into the rule's terms: " + "; and ".join(why) + "."
+    bpt_differ = (ba, bb) if ba and bb and ba != bb else None
+    caps_differ = (caps[0], caps[1]) if caps[0] != caps[1] else None
+    terms_note = None
+    if bpt_differ or caps_differ:
+        terms_note = cn.NoTermSplit(bpt_differ, caps_differ)
     elif ba and bb:
         d_p = sb.pre_load_bytes - sa.pre_load_bytes
         w_a = sa.pre_load_bytes - sa.after_weights_bytes
@@ -139,18 +130,14 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
         t_m = mfs_step_bytes(sb.pre_load_bytes, sb.mem_fraction_static - sa.mem_fraction_static)
         t_w = -(w_b - w_a)
         for name, n in (
-            ("free memory before weights (P, min over ranks) x mfs", t_p),
-            ("mem_fraction_static x P", t_m),
-            ("weights (P - free after weights)", t_w),
+            (cn.TermKind.PRE_LOAD, t_p),
+            (cn.TermKind.MFS, t_m),
+            (cn.TermKind.WEIGHTS, t_w),
         ):
             terms.append(KVTerm(name, n, int(n / ba)))
         if ta is not None and tb is not None:
             rest = (tb - ta) - sum(t.tokens for t in terms)
-            terms.append(
-                KVTerm(
-                    "other (printing, page rounding, --max-total-tokens, pool split)", None, rest
-                )
-            )
+            terms.append(KVTerm(cn.TermKind.OTHER, None, rest))
     return KVChange(
         (ta, tb),
         src_a if src_a == src_b else f"{src_a} / {src_b}",
@@ -175,15 +162,18 @@ def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
         keys = list(pa) + [k for k in pb if k not in pa]
         for k in keys:
             a, b = pa.get(k), pb.get(k)
-            name = a[0] if a else b[0] if b else k
+            ref = a if a else b
+            assert ref is not None  # k is one of A's or B's keys
             shown = label_a if label_a is not None else str(label_b)
             other = label_b if label_b is not None and label_b != label_a else None
-            out.append(PhaseChange(shown, k, name, a[1] if a else None, b[1] if b else None, other))
+            out.append(
+                PhaseChange(shown, k, ref[0], a[1] if a else None, b[1] if b else None, other)
+            )
     return out
 
 
-def _keyed(r: RankLedger | None) -> dict[str, tuple[str, int]]:
-    out: dict[str, tuple[str, int]] = {}
+def _keyed(r: RankLedger | None) -> dict[str, tuple[Phase, int]]:
+    out: dict[str, tuple[Phase, int]] = {}
     if r is None:
         return out
     for p in r.phases:
@@ -192,7 +182,7 @@ def _keyed(r: RankLedger | None) -> dict[str, tuple[str, int]]:
         while k in out:  # a repeated capture of the same family
             k = f"{family_key(p.key)}#{n}"
             n += 1
-        out[k] = (p.name, p.delta_bytes)
+        out[k] = (p, p.delta_bytes)
     return out
 
 
@@ -233,72 +223,49 @@ def diff_launches(
     la, lb = build_ledger(a), build_ledger(b)
     ma, mb = era_markers(a), era_markers(b)
     markers = tuple(Marker(n, (ma.get(n, "-"), mb.get(n, "-"))) for n in MARKER_NAMES)
-    notes: list[str] = []
+    notes: list[cn.Note] = []
     found: list[Slope] = []
+    note: cn.SlopeNote | None
     if not slope:
-        note = "not computed (--no-slope)"
+        note = cn.SlopeNotAsked()
     elif cmp.missing:
-        note = f"not computed: {' and '.join(cmp.missing)} printed no server_args, so the other settings cannot be checked"
+        note = cn.SlopeNoArgs(tuple(cmp.missing))
     elif not cmp.varied:
-        note = "none: the launches do not differ in cuda_graph_max_bs / cuda_graph_bs"
+        note = cn.SlopeNotVaried()
     elif cmp.confounders:
         hint = (
-            " (SGLang derives its default mem_fraction_static from cuda_graph_max_bs: pass it to both)"
-            if any(c.key == "mem_fraction_static" for c in cmp.changed)
+            any(c.key == "mem_fraction_static" for c in cmp.changed)
             and "mem_fraction_static" in cmp.confounders
-            else ""
         )
-        note = (
-            f"none: besides the CUDA-graph batch sizes the launches differ in "
-            f"{'; '.join(confounder_parts(cmp, 4))}, so a slope would mix their effects{hint}. "
-            "--allow-diff KEY fits one anyway."
-        )
+        note = cn.SlopeConfounded(tuple(confounder_parts(cmp, 4)), hint)
     else:
         found, why = slopes((a, b))
         notes.extend(why)
-        note = (
-            ""
-            if found
-            else "none: no graph family has readings that differ in rows in both launches"
-        )
+        note = None if found else cn.SlopeNoRows()
     moved = {
         x: y
         for x, y in rank_map([r.label for r in a.ranks], [r.label for r in b.ranks]).items()
         if x != y
     }
     if moved:
-        shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in moved.items())
-        notes.append(f"Ranks with different labels are matched in order: {shown} (A ~ B).")
+        notes.append(cn.RanksMatched(tuple(moved.items())))
     for k in allow:
         if k not in {c.key for c in cmp.changed} and k not in {c.key for c in cmp.ignored}:
-            notes.append(f"--allow-diff {k}: the launches do not differ in {k}")
-    headlines: list[str] = []
+            notes.append(cn.AllowDiffUnused(k))
+    headlines: list[cn.Note] = []
     models = (_model_name(a), _model_name(b))
     if _models_differ(a, b):
         ta, tb = _model_type(a), _model_type(b)
-        same_arch = (
-            f" Both are {ta}: if it is one checkpoint under two paths, ignore this."
-            if ta and ta == tb
-            else ""
-        )
-        headlines.append(
-            f"Different models: A loads {models[0] or '?'}, B loads {models[1] or '?'}. Weights, KV "
-            f"cells and graphs follow the model, so most changes below are the model's, not the settings'.{same_arch}"
-        )
+        headlines.append(cn.DifferentModels(models[0], models[1], ta if ta and ta == tb else None))
     if any(m.differs for m in markers):
-        headlines.append(
-            f"Different SGLang wording: A reads as {era_guess(ma)}, B as {era_guess(mb)} (see 'SGLang "
-            "wording'), so they come from different versions: part of any change may be the version."
-        )
+        headlines.append(cn.DifferentWording(era_guess(ma), era_guess(mb)))
     wa = [p for p in _phase_changes(la, lb) if p.key == "target_weights" and p.change_bytes]
     if found and any(abs(p.change_bytes or 0) > DIFFERENCE_RESOLUTION_BYTES for p in wa):
-        notes.append(
-            "The weights phase differs between the launches: check that they load the same model."
-        )
-    assumptions = (
-        f"SGLang's 'GB' is GiB (bytes / 2^30); every reading is printed to +-{PRINT_RESOLUTION_GIB:g} GiB.",
-        "Phases are matched by key per rank label; a phase only one launch has shows '-' on the other.",
-        "A phase value is the drop in free memory over the phase (negative: free memory rose).",
+        notes.append(cn.WeightsDiffer())
+    assumptions: tuple[cn.Note, ...] = (
+        cn.GBIsGiB(),
+        cn.PhasesMatchedByKey(),
+        cn.PhaseValueIsDrop(),
     )
     return Diff(
         ref_a,

@@ -4,10 +4,11 @@ ranks of two launches are matched."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from logmem.compare.args import graph_max_bs
+from logmem.compare.notes import RowsBasis, RowsSource
 from logmem.model.records import Graph, Launch
 from logmem.sglang.rules import graph_sized_in_tokens
 
@@ -35,7 +36,7 @@ class GraphPoint:
     largest_size: int | None
     rows_per_bs: int | None  # tokens per request; None for token-sized graphs
     rows: int | None
-    rows_source: str
+    rows_source: RowsSource
     static_bytes: int | None
     largest_bytes: int | None
     other_bytes: int | None
@@ -47,26 +48,20 @@ class GraphPoint:
         return self.largest_bytes is not None
 
 
-def _rows_per_bs(g: Graph, args: Mapping[str, Any]) -> tuple[int | None, str]:
+def _rows_per_bs(g: Graph, args: Mapping[str, Any]) -> tuple[int | None, RowsSource]:
     name = g.name
     if graph_sized_in_tokens(name):
-        return None, "num_tokens (this graph's sizes are tokens)"
+        return None, RowsSource(RowsBasis.TOKENS)
     if g.tokens_per_req is not None:
-        return (
-            g.tokens_per_req,
-            f"num_tokens_per_req={g.tokens_per_req} from the capture begin line",
-        )
+        return g.tokens_per_req, RowsSource(RowsBasis.BEGIN_LINE, g.tokens_per_req)
     spec = args.get("speculative_algorithm")
     ndt = args.get("speculative_num_draft_tokens")
     target = "draft" not in name
     if target and ("verify" in name or spec not in (None, "None")) and isinstance(ndt, int):
-        return (
-            ndt,
-            f"speculative_num_draft_tokens={ndt} from server_args (the target graph verifies)",
-        )
+        return ndt, RowsSource(RowsBasis.DRAFT_TOKENS, ndt)
     if "draft" in name:
-        return 1, "1 per request assumed (the draft graph's tokens per request are not printed)"
-    return 1, "1 per request (decode)"
+        return 1, RowsSource(RowsBasis.DRAFT_ASSUMED)
+    return 1, RowsSource(RowsBasis.DECODE)
 
 
 def graph_points(launch: Launch) -> list[GraphPoint]:
@@ -83,9 +78,7 @@ def graph_points(launch: Launch) -> list[GraphPoint]:
                 # No bs list and no bar sizes (E0-E2): the resolved flag is the best we have.
                 size = graph_max_bs(launch.args)
                 if size is not None:
-                    source += (
-                        "; largest size from server_args cuda_graph_max_bs (no bs list printed)"
-                    )
+                    source = replace(source, size_from_args=True)
             rows = (
                 size * per
                 if size is not None and per is not None

@@ -125,29 +125,11 @@ class Unfinished:
     size: int | None  # its last bucket (bs or num_tokens)
     unit: str  # "bs" | "num_tokens"
     memory: bool | None  # ran out of memory: True; another error: False; cannot tell: None
-    cause: str  # short: "out of memory", "TypeError", "the log stops"
+    kind: str  # the failure's kind (logmem.analysis.failures): "oom", "stopped", ...
+    exc_type: str | None  # the exception raised, when one was
     shortfall_bytes: int | None  # what the failed allocation lacked, when printed
     in_capture: bool  # a capture did not finish: graph memory and headroom are bounds
     rank: str | None = None  # the rank whose error the verdict quotes
-
-    @property
-    def at(self) -> str:
-        """Where it stopped, short: 'at bs 256', 'in the piecewise capture', 'after the pools'."""
-        if self.in_capture:
-            if self.size is not None:
-                return f"at {self.unit} {self.size}"
-            return f"in the {self.graph} capture" if self.graph else "in a graph capture"
-        phase = self.phase or "start-up"
-        if phase == "serving":
-            return "in warm-up"
-        return phase if phase.startswith(("after ", "before ")) else f"in {phase}"
-
-    @property
-    def label(self) -> str:
-        """The measured column's feasible cell."""
-        if self.memory:
-            return f"NO (crashed {self.at})"
-        return "unknown (log stops)" if self.status == "incomplete" else f"unknown ({self.cause})"
 
 
 def unfinished(launch: Launch) -> Unfinished | None:
@@ -165,13 +147,6 @@ def unfinished(launch: Launch) -> Unfinished | None:
     if graph is None and in_capture:
         graph = next((g.name for r in launch.ranks for g in r.graphs if not g.complete), None)
     unit = "num_tokens" if graph is not None and graph_sized_in_tokens(graph) else "bs"
-    cause = {
-        "oom": "out of memory",
-        "not_enough_memory": "not enough memory for the KV cache",
-        "imbalance": "unbalanced GPU memory",
-        "capture_failed": "the capture failed",
-        "stopped": "the log stops",
-    }.get(f.kind, f.exc_type or "an error")
     raised = next((e.rank for e in f.errors if f.line is not None and e.source == f.line), None)
     return Unfinished(
         oc.status,
@@ -181,7 +156,8 @@ def unfinished(launch: Launch) -> Unfinished | None:
         f.size if in_capture else None,
         unit,
         True if f.memory_related else f.memory_related,
-        cause,
+        f.kind,
+        f.exc_type,
         f.shortfall_bytes if f.memory_related else None,
         in_capture,
         raised,

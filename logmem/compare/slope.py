@@ -13,18 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_message
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
-from logmem.errors import FitError
+from logmem.errors import FitError, NoSlopeError
 from logmem.model.records import Launch
 from logmem.sglang.eras import family_key
 from logmem.sglang.rules import (
-    DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,
     DP_ATTENTION_LARGE_BS,
-    DP_ATTENTION_LARGE_BS_MIB,
-    DP_ATTENTION_MIB_PER_BS_DP,
     graph_reserve_mib_per_bs,
 )
 from logmem.units import GIB
@@ -79,28 +77,25 @@ class Heuristic:
     """SGLang's graph reserve per unit of max bs against the measured growth."""
 
     mib_per_bs: float
-    terms: str
+    terms: cn.HeuristicTerms
     measured_mib_per_bs: float
-    measured_terms: str
+    measured_terms: cn.MeasuredGrowth
 
     @property
     def ratio(self) -> float:
         return self.measured_mib_per_bs / self.mib_per_bs
 
 
-def heuristic_mib_per_bs(args: Mapping[str, Any], max_bs: int | None) -> tuple[float, str]:
+def heuristic_mib_per_bs(
+    args: Mapping[str, Any], max_bs: int | None
+) -> tuple[float, cn.HeuristicTerms]:
     """SGLang's graph reserve per unit of max bs (rules.graph_reserve_mib_per_bs) and its terms."""
     dp = args.get("dp_size")
     dp_attention = bool(args.get("enable_dp_attention")) and isinstance(dp, int)
     dp_size = dp if dp_attention and isinstance(dp, int) else None
-    terms = [f"{DECODE_GRAPH_MIB_PER_BS:g} MB for the decode graph"]
-    if dp_size is not None:
-        terms.append(f"{DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size {dp_size} (DP attention)")
-        if max_bs is not None and max_bs > DP_ATTENTION_LARGE_BS:
-            terms.append(
-                f"{DP_ATTENTION_LARGE_BS_MIB:g} MB x dp_size {dp_size} (max bs > {DP_ATTENTION_LARGE_BS})"
-            )
-    return graph_reserve_mib_per_bs(dp_attention, dp_size, max_bs), " + ".join(terms)
+    large = dp_size is not None and max_bs is not None and max_bs > DP_ATTENTION_LARGE_BS
+    terms = cn.HeuristicTerms(dp_size, large)
+    return graph_reserve_mib_per_bs(dp_attention, dp_size, max_bs), terms
 
 
 @dataclass(frozen=True)
@@ -109,7 +104,7 @@ class Slope:
     rank: str
     basis: str  # "largest bucket" | "capture total"
     rows: tuple[int, ...]
-    rows_source: str
+    rows_source: cn.RowsSource
     rows_per_bs: int | None
     sizes: tuple[int | None, ...]
     largest_bytes: tuple[int, ...] | None
@@ -144,9 +139,7 @@ def _slope_for(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Slope |
         sizes = [p.largest_size for p in points if p.largest_size is not None]
         h, terms = heuristic_mib_per_bs(args, max(sizes) if sizes else None)
         per_bs = (line.mib_per_row + (static.mib_per_row if static else 0.0)) * p0.rows_per_bs
-        what = "largest bucket + static buffers" if static else basis
-        if p0.rows_per_bs != 1:
-            what += f", x {p0.rows_per_bs} rows per unit of bs"
+        what = cn.MeasuredGrowth(basis, static is not None, p0.rows_per_bs)
         heur = Heuristic(h, terms, per_bs, what)
     return Slope(
         p0.graph,
@@ -167,7 +160,7 @@ def _slope_for(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Slope |
     )
 
 
-def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[str]]:
+def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[cn.Note]]:
     """A slope per (rank, graph family) captured in every launch with different rows."""
     per_launch = [graph_points(L) for L in launches]
     first = [r.label for r in launches[0].ranks]
@@ -176,13 +169,13 @@ def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[str]]:
         back = {v: k for k, v in rank_map(first, [r.label for r in L.ranks]).items()}
         index.append({(back.get(p.rank, p.rank), family_key(p.graph)): p for p in pts})
     out: list[Slope] = []
-    notes: list[str] = []
+    notes: list[cn.Note] = []
     keys = [(p.rank, family_key(p.graph)) for p in per_launch[0]]
     with_buckets = {k for k in keys if all(k in ix and ix[k].has_buckets for ix in index)}
     families_done: set[str] = set()
     for k in keys:
         if not all(k in ix for ix in index):
-            notes.append(f"{k[1]} on {k[0] or 'the GPU'} is not captured in every launch: no slope")
+            notes.append(cn.NotInEveryLaunch(k[1], k[0]))
             continue
         pts = [ix[k] for ix in index]
         # Without bucket readings, fall back to the capture total on one rank per family
@@ -194,29 +187,20 @@ def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[str]]:
         s = _slope_for(pts, launches[0].args)
         if s is None:
             if len({p.rows for p in pts}) < 2:
-                notes.append(
-                    f"{k[1]} on {k[0] or 'the GPU'}: the same largest size in every launch, no slope"
-                )
+                notes.append(cn.SameLargestSize(k[1], k[0]))
             continue
         families_done.add(k[1])
         out.append(s)
     return out, notes
 
 
-def slope_assumptions() -> tuple[str, ...]:
-    e = POINT_ERROR_GIB
+def slope_assumptions() -> tuple[cn.Note, ...]:
     return (
-        "rows = largest captured batch size x tokens per request (each slope says its source).",
-        "The largest bucket is the first bar reading minus the second (SGLang captures the largest "
-        "size first); static buffers are the capture begin reading minus the first bar reading.",
-        f"Each bucket cost or static size is a difference of two readings: +-{e:g} GiB. Slope error = "
-        f"({e:g} + {e:g}) GiB / |rows_B - rows_A|; intercept error = {e:g} GiB x (rows_A + rows_B) / "
-        "|rows_B - rows_A| (worst case, in general the least-squares bounds in docs/compare.md).",
-        "'capture total' slopes (no bucket readings) use the capture end's mem usage, which also "
-        "grows with the number of buckets.",
-        f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
-        f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
-        "DP attention); the ratio compares it with the measured growth per unit of batch size.",
+        cn.RowsDefinition(),
+        cn.BucketDefinition(),
+        cn.DifferenceError(),
+        cn.CaptureTotalSlopes(),
+        cn.HeuristicReserve(),
     )
 
 
@@ -228,8 +212,8 @@ class Fit:
     launches: tuple[LaunchRef, ...]
     args: ArgsComparison
     slopes: tuple[Slope, ...]
-    notes: tuple[str, ...]
-    assumptions: tuple[str, ...]
+    notes: tuple[cn.Note, ...]
+    assumptions: tuple[cn.Note, ...]
 
 
 def fit_launches(
@@ -253,21 +237,17 @@ def fit_launches(
         raise FitError(confounder_message(cmp, labels))
     found, notes = slopes(launches)
     if not found:
-        raise FitError(
-            "no graph family was captured with different largest sizes in every launch"
-            + (f" ({'; '.join(notes)})" if notes else "")
+        raise NoSlopeError(
+            "no graph family was captured with different largest sizes in every launch",
+            tuple(notes),
+            joined=True,
         )
     return Fit(
         tuple(refs),
         cmp,
         tuple(found),
         tuple(notes),
-        slope_assumptions()[:2]
-        + (
-            f"Errors are worst-case bounds from printing (each point +-{POINT_ERROR_GIB:g} GiB); with three or more "
-            "launches the standard error from the residuals is shown too.",
-        )
-        + slope_assumptions()[3:],
+        slope_assumptions()[:2] + (cn.FitErrors(),) + slope_assumptions()[3:],
     )
 
 
@@ -280,7 +260,7 @@ class GraphSlope:
 
     mib_per_row: float  # largest bucket (or the capture total, for 'capture total' / heuristic)
     static_mib_per_row: float | None
-    source: str
+    source: cn.SlopeSource
     per_bs: bool = False  # heuristic: MiB per unit of bs, not per row
 
 
@@ -291,21 +271,12 @@ def slope_from_fit(found: Sequence[Slope], family: str | None) -> GraphSlope | N
     if s is None:
         return None
     static = s.static.mib_per_row if s.static else None
-    src = (
-        f"measured: {s.graph} on {s.rank or 'the GPU'}, {s.basis}, rows {s.rows[0]} -> {s.rows[-1]}"
-    )
+    src = cn.MeasuredSlope(s.graph, s.rank, s.basis, s.rows[0], s.rows[-1])
     return GraphSlope(s.line.mib_per_row, static, src)
 
 
 def given_slope(mib_per_row: float, static_mib_per_row: float | None) -> GraphSlope:
     """A slope the user gives (``--mib-per-row M [--static-mib-per-row S]``)."""
     return GraphSlope(
-        mib_per_row,
-        static_mib_per_row,
-        f"given: --mib-per-row {mib_per_row:g}"
-        + (
-            f", --static-mib-per-row {static_mib_per_row:g}"
-            if static_mib_per_row is not None
-            else ""
-        ),
+        mib_per_row, static_mib_per_row, cn.GivenSlope(mib_per_row, static_mib_per_row)
     )

@@ -12,16 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from logmem.analysis.attribution import build_ledger
+from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import graph_points, main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
-from logmem.errors import FitError
+from logmem.errors import FitError, NoSlopeError
 from logmem.model.records import Launch
 from logmem.parse import events as ev
-from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS, DIFFERENCE_RESOLUTION_BYTES
-from logmem.units import GIB, MIB
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
+from logmem.units import MIB
 
 
 @dataclass(frozen=True)
@@ -40,12 +41,14 @@ class Prediction:
     max_running_requests: int | None
     headroom_exact: bool = True  # False: an upper bound (a capture did not finish)
     graph_exact: bool = True  # False: a lower bound (what the capture took before it stopped)
-    crashed: str | None = None  # this setting ran out of memory: "crashed at bs 256"
-    label: str | None = None  # the feasible cell when yes / NO cannot say it
+    # This setting runs out of memory again (the launch did, and this one asks no less), and
+    # whether it is the setting the launch ran with (its feasible cell is how start-up ended).
+    crashed: bool = False
+    as_launched: bool = False
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
-        if self.crashed is not None or self.kv_tokens <= 0:
+        if self.crashed or self.kv_tokens <= 0:
             return False
         if self.headroom_bytes is None:
             return None
@@ -65,7 +68,7 @@ class WhatIf:
     pre_load_rank: str
     after_weights_bytes: int
     bytes_per_token: int
-    bytes_per_token_source: str
+    bytes_per_token_likely: bool  # the round cell size the KV line's printed sizes allow
     kv_share: float
     logged_tokens: int | None
     context_len: int | None
@@ -76,9 +79,9 @@ class WhatIf:
     lo_positive: float | None  # smallest mem_fraction_static with a positive KV pool
     hi: float | None  # largest that leaves the activation reserve after capture
     lo_context: float | None  # smallest that fits one full context
-    context_note: str
-    assumptions: tuple[str, ...]
-    notes: tuple[str, ...]
+    context: cn.ContextCheck
+    assumptions: tuple[cn.Note, ...]
+    notes: tuple[cn.Note, ...]
     requested_mfs: float | None = None  # as passed; None: the launch's own
     requested_max_bs: int | None = None
     unfinished: Unfinished | None = None  # start-up did not finish
@@ -110,9 +113,10 @@ def measured_slope(
     main = main_point(launch)
     slope = slope_from_fit(d.slopes, main.graph if main else None)
     if slope is None:
-        raise FitError(
-            f"--slope-from {ref_a.name} {ref_b.name} gave no slope: "
-            f"{d.slope_note.removeprefix('none: ') or 'no batch-size graph'}"
+        raise NoSlopeError(
+            f"--slope-from {ref_a.name} {ref_b.name} gave no slope",
+            (d.slope_note,) if d.slope_note is not None else (),
+            joined=False,
         )
     return slope
 
@@ -144,52 +148,29 @@ def whatif_launch(
     led = build_ledger(launch)
     md = Replay(launch, led, context_len)
     sz = md.sz
-    notes: list[str] = []
-    assumptions: list[str] = [
-        f"SGLang's KV rule: rest = after-weights free {_gs(sz.after_weights_bytes)} GiB - P {_gs(sz.pre_load_bytes)} "
-        f"GiB x (1 - mem_fraction_static); tokens = rest // {md.bpt:,} B per token. P and after-weights "
-        f"are minimums over ranks (P on {sz.pre_load_rank or 'the GPU'}).",
-        "Changing mem_fraction_static moves the KV pool only: weights, the pre-capture workspace and "
-        "the graphs stay as measured.",
-        "Headroom = free memory after the last capture (as measured, on the tightest rank) minus the "
-        "extra KV pool, request table and graph memory. The KV change is the rule at both values, so "
-        "printing errors cancel.",
+    notes: list[cn.Note] = []
+    assumptions: list[cn.Note] = [
+        cn.KVRuleReplayed(sz.after_weights_bytes, sz.pre_load_bytes, md.bpt, sz.pre_load_rank),
+        cn.MfsMovesKVOnly(),
+        cn.HeadroomDefinition(),
     ]
     if given_mfs is not None and not isinstance(launch.args.get("mem_fraction_static"), bool):
-        assumptions.append(
-            f"The launch ran with mem_fraction_static {given_mfs:g} (--logged-mem-fraction-static; "
-            "its log prints no server_args): every prediction rests on it."
-        )
+        assumptions.append(cn.LoggedMfsGiven(given_mfs))
     if md.share < 1:
-        assumptions.append(
-            f"Several pools share the budget (hybrid/SWA): the first KV pool keeps its measured share "
-            f"{md.share:.1%} of rest; the other pools scale with it."
-        )
+        assumptions.append(cn.SharedBudget(md.share))
     if md.page > 1:
-        assumptions.append(f"Tokens are rounded down to page_size {md.page}.")
+        assumptions.append(cn.PageRounding(md.page))
     if md.max_total_tokens is not None:
-        assumptions.append(f"--max-total-tokens {md.max_total_tokens:,} caps the pool.")
+        assumptions.append(cn.TokensCapped(md.max_total_tokens))
     if any(r.draft for r in launch.ranks):
-        assumptions.append("The draft model's pools and graphs are held as measured.")
+        assumptions.append(cn.DraftAsMeasured())
     if not md.has_capture:
-        notes.append(
-            (
-                "This launch captured graphs, memory not printed (this SGLang version prints no "
-                "readings for its captures): their cost is unknown, and headroom is free memory at "
-                "its last reading."
-            )
-            if _captured_unmeasured(launch)
-            else "This launch captured no CUDA graph: headroom is free memory at its last reading."
-        )
+        notes.append(cn.NoCaptureMeasured(_captured_unmeasured(launch)))
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
     if logged and abs(rule0 - logged) > max(logged / 100, DIFFERENCE_RESOLUTION_BYTES / md.bpt):
-        notes.append(
-            f"SGLang's rule gives {rule0:,} tokens at the logged setting but the pool holds {logged:,}: "
-            "this version sizes KV differently (post-capture sizing, spec decoding, a fork); predictions "
-            "apply the rule's changes to the measured pool."
-        )
+        notes.append(cn.RuleDisagrees(rule0, logged))
     # The pool does not depend on max bs: a prediction is the logged pool plus the change of the
     # rule's budget, in tokens of one cell size, so an unchanged mfs gives exactly the logged pool.
     # When --max-total-tokens held the logged pool, the rule's own count is the base instead.
@@ -211,37 +192,21 @@ def whatif_launch(
         return max(t, 0)
 
     assumptions.append(
-        "Predicted KV tokens = the logged pool + (rest at the new setting - rest as logged) // "
-        f"{md.bpt:,} B per token"
-        + (f", in whole pages of {md.page}" if md.page > 1 else "")
-        + ": the pool does not depend on max bs, and an unchanged mem_fraction_static gives the logged pool."
-        if base is not None
-        else "Predicted KV tokens are SGLang's rule (no logged pool to start from, or --max-total-tokens held it)."
+        cn.TokensFromLogged(md.bpt, md.page) if base is not None else cn.TokensByRule()
     )
 
     ended = unfinished(launch)
     if ended is not None:
         notes.append(
-            f"{ended.headline} "
-            + (
-                "Graph memory is at least what the capture took before it stopped, and the headroom "
-                "after capture at most the free memory then"
-                + (
-                    f" minus the {_gs(ended.shortfall_bytes)} GiB the failed allocation lacked"
-                    if ended.memory and ended.shortfall_bytes
-                    else ""
-                )
-                + ": '>=' and '<=' mark these bounds."
-                if ended.in_capture
-                else "The memory figures are complete; the crash is judged by `logmem analyze`."
+            cn.StartupUnfinished(
+                ended.headline,
+                ended.in_capture,
+                ended.shortfall_bytes if ended.memory else None,
             )
         )
 
     if md.ctx and md.logged_ctx and md.ctx != md.logged_ctx:
-        assumptions.append(
-            f"context length {md.logged_ctx:,} -> {md.ctx:,} changes only the request-to-token table "
-            "((requests + 1) x context x 4 B) and the one-full-context check."
-        )
+        assumptions.append(cn.ContextChange(md.logged_ctx, md.ctx))
 
     # Graph change for a new max bs.
     main = main_point(launch)
@@ -266,45 +231,21 @@ def whatif_launch(
         s = launch.summary
         pool = s.get_int("max_running_requests") if s else None
         if pool is not None and new_bs > pool:
-            notes.append(
-                f"SGLang caps captured batch sizes at the request pool ({pool}): largest bs {pool}."
-            )
+            notes.append(cn.CappedAtRequestPool(pool))
             new_bs = pool
         if use is None:
             h, terms = heuristic_mib_per_bs(launch.args, new_bs)
-            use = GraphSlope(h, None, f"SGLang's heuristic, not measured: {terms}", per_bs=True)
-            notes.append(
-                "No measured slope: graph memory for the new max bs uses SGLang's own "
-                f"{DECODE_GRAPH_MIB_PER_BS:g} MB-per-bs "
-                "heuristic. Measure it with --slope-from A B (two launches that differ only in "
-                "--cuda-graph-max-bs) or give --mib-per-row."
-            )
+            use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
+            notes.append(cn.NoMeasuredSlope())
         assumptions.append(
-            f"The largest captured batch becomes {new_bs} (SGLang's list extended to max bs); "
-            + (
-                "graph memory changes by the heuristic x the change in bs"
-                if use.per_bs
-                else f"rows = bs x {rows_per_bs}; the largest bucket changes by slope x the change in rows"
-                + (
-                    ", static buffers by their slope"
-                    if use.static_mib_per_row is not None
-                    else "; static buffers stay as measured (no static slope given)"
-                )
-            )
-            + "; the other buckets stay as measured."
+            cn.LargestBecomes(new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None)
         )
         if main is not None and any(
             p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
         ):
-            assumptions.append(
-                f"Only the {main.graph} graph is rescaled; other batch-sized graphs stay as measured."
-            )
+            assumptions.append(cn.OnlyMainGraph(main.graph))
         if mem_fraction_static is None:
-            assumptions.append(
-                f"mem_fraction_static is held at {md.m0:g}; if SGLang chose it, its default moves by "
-                f"{DECODE_GRAPH_MIB_PER_BS:g} MB "
-                "per unit of max bs divided by the GPU capacity."
-            )
+            assumptions.append(cn.MfsHeld(md.m0))
 
     def graph_delta(bs: int | None) -> int:
         if bs is None or cur_bs is None or use is None or bs == cur_bs:
@@ -353,7 +294,7 @@ def whatif_launch(
         graph_bytes = None
         if worst is not None and md.has_capture:
             graph_bytes = after[worst[1]][1] + g_change
-        crashed = label = None
+        crashed = same = False
         if ended is not None:
             same = m == md.m0 and bs == cur_bs and ctx == md.logged_ctx
             # More KV and no smaller graphs than the setting that ran out of memory: it does again.
@@ -362,9 +303,7 @@ def whatif_launch(
                 and (bs is None or cur_bs is None or bs >= cur_bs)
                 and (ctx or 0) >= (md.logged_ctx or 0)
             )
-            if ended.memory and worse:
-                crashed = f"crashed {ended.at}"
-            label = ended.label if same else (f"NO ({crashed})" if crashed else None)
+            crashed = bool(ended.memory and worse)
         return Prediction(
             m,
             bs,
@@ -381,7 +320,7 @@ def whatif_launch(
             headroom_exact=not bounded,
             graph_exact=not bounded,
             crashed=crashed,
-            label=label,
+            as_launched=same,
         )
 
     mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
@@ -400,21 +339,10 @@ def whatif_launch(
     ]
     hi = ok[-1] if ok else None
     lo_ctx = next((m for m in grid if tokens(m) >= md.ctx), None) if md.ctx else None
-    context_note = _context_note(
-        md.ctx, lo_ctx, hi, bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
-    )
-    if activation_reserve_bytes == 0:
-        assumptions.append(
-            "No activation reserve: the window's top only keeps headroom >= 0 after capture. Prefill "
-            "activations need more at run time; pass --activation-reserve GIB."
-        )
-    else:
-        assumptions.append(
-            f"The window's top keeps {_gs(activation_reserve_bytes)} GiB free after capture (--activation-reserve)."
-        )
+    context = _context_check(md.ctx, lo_ctx, hi, bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt)
+    assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
     if use is not None and cuda_graph_max_bs is not None:
-        unit = "MiB per unit of bs" if use.per_bs else "MiB per row"
-        assumptions.append(f"Graph slope {use.mib_per_row:.3f} {unit}: {use.source}.")
+        assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))
     return WhatIf(
         ref,
         md.m0,
@@ -422,9 +350,7 @@ def whatif_launch(
         sz.pre_load_rank,
         sz.after_weights_bytes,
         md.bpt,
-        "cell size from the KV line (the round value its printed sizes allow)"
-        if sz.likely_bytes_per_token
-        else "KV bytes / #tokens from the KV line",
+        bool(sz.likely_bytes_per_token),
         md.share,
         logged,
         md.ctx,
@@ -435,7 +361,7 @@ def whatif_launch(
         lo_pos,
         hi,
         lo_ctx,
-        context_note,
+        context,
         tuple(assumptions),
         tuple(notes),
         mem_fraction_static,
@@ -448,10 +374,6 @@ def whatif_launch(
 def _captured_unmeasured(launch: Launch) -> bool:
     """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
     return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)
-
-
-def _gs(n: int) -> str:
-    return f"{n / GIB:.2f}"
 
 
 def _with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
@@ -469,7 +391,7 @@ def _with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
     )
 
 
-def _context_note(
+def _context_check(
     ctx: int | None,
     lo_ctx: float | None,
     hi: float | None,
@@ -477,23 +399,15 @@ def _context_note(
     full_bytes: int,
     full_tokens: int,
     bpt: int,
-) -> str:
+) -> cn.ContextCheck:
     """Whether one full context fits, and from which mem_fraction_static."""
+    f = cn.ContextFit
     if not ctx:
-        return "context length unknown (no summary line); pass --context-length"
+        return cn.ContextCheck(f.UNKNOWN)
     if lo_ctx is None:
-        return (
-            f"impossible: it needs {_gs(ctx * bpt)} GiB of KV, and even mem_fraction_static 1.0 "
-            f"gives {_gs(full_bytes)} GiB ({full_tokens:,} tokens) on this machine"
-        )
-    if hi is not None and lo_ctx > hi:
-        return (
-            f"needs mem_fraction_static >= {lo_ctx:.3f}, above the window's top {hi:.3f}: it would not "
-            "leave the headroom after capture"
-        )
-    if bounded:
-        return (
-            f"the KV pool holds it from mem_fraction_static {lo_ctx:.3f}; whether the graphs then "
-            "fit is unknown (the capture did not finish)"
-        )
-    return f"fits from mem_fraction_static {lo_ctx:.3f}"
+        fit = f.IMPOSSIBLE
+    elif hi is not None and lo_ctx > hi:
+        fit = f.ABOVE_TOP
+    else:
+        fit = f.BOUNDED if bounded else f.FITS
+    return cn.ContextCheck(fit, ctx, bpt, lo_ctx, hi, full_bytes, full_tokens)

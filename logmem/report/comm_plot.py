@@ -1,14 +1,14 @@
 """The communication table as a heat map: groups (rows) x mechanisms (columns), each cell
 coloured by its size per rank (log scale), "measure" cells hatched, outlined by when they are
 allocated. Draws ``report.communication.comm_plot_data``; matplotlib is imported only when a
-page is drawn (report.plots' style and output)."""
+page is drawn (report.canvas' style and output)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from logmem.report.plots import _figure, _lit, _style
+from logmem.report.canvas import lit, new_figure, plot_style
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -32,8 +32,8 @@ def comm_figure(data: Mapping[str, Any]) -> Figure:
     lo, hi = (min(sizes), max(sizes)) if sizes else (1, 2)
     norm = LogNorm(vmin=max(1, lo / 2), vmax=max(hi, lo * 2))
     cmap = colormaps["Blues"]
-    with _style():
-        fig = _figure(max(5.0, 1.5 * len(mechs) + 1.5), max(1.6, 0.55 * len(groups) + 1.2))
+    with plot_style():
+        fig = new_figure(max(5.0, 1.5 * len(mechs) + 1.5), max(1.6, 0.55 * len(groups) + 1.2))
         ax = fig.add_subplot()
         for i, row in enumerate(grid):
             for j, c in enumerate(row):
@@ -70,9 +70,9 @@ def comm_figure(data: Mapping[str, Any]) -> Figure:
         ax.set_xlim(0, len(mechs))
         ax.set_ylim(len(groups), 0)
         ax.set_xticks(
-            [j + 0.5 for j in range(len(mechs))], [_lit(m) for m in mechs], rotation=20, ha="right"
+            [j + 0.5 for j in range(len(mechs))], [lit(m) for m in mechs], rotation=20, ha="right"
         )
-        ax.set_yticks([i + 0.5 for i in range(len(groups))], [_lit(g) for g in groups])
+        ax.set_yticks([i + 0.5 for i in range(len(groups))], [lit(g) for g in groups])
         ax.tick_params(length=0)
         for side in ("left", "bottom"):
             ax.spines[side].set_visible(False)

@@ -18,6 +18,9 @@ from logmem.compare.diff import Diff, GraphChange
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope
+from logmem.report.causes import phase_name
+from logmem.report.compare_notes import note_text, texts
+from logmem.report.compare_words import growth_text, heuristic_terms_text, rows_text, term_text
 from logmem.report.input_notes import ref_notes, stopped_json
 from logmem.units import gib
 
@@ -160,7 +163,7 @@ def slope_view(s: Slope, residuals: bool) -> SlopeView:
         s.rank,
         s.basis,
         s.rows,
-        s.rows_source,
+        rows_text(s.rows_source),
         s.rows_per_bs,
         s.sizes,
         tuple(gib(b) for b in s.largest_bytes) if s.largest_bytes else None,
@@ -170,9 +173,9 @@ def slope_view(s: Slope, residuals: bool) -> SlopeView:
         line_view(s.static, residuals) if s.static is not None else None,
         HeuristicView(
             rounded(h.mib_per_bs),
-            h.terms,
+            heuristic_terms_text(h.terms),
             rounded(h.measured_mib_per_bs),
-            h.measured_terms,
+            growth_text(h.measured_terms),
             rounded(h.ratio, 2),
         )
         if h is not None
@@ -330,13 +333,13 @@ def diff_view(d: Diff) -> DiffView:
             _gib2(k.pre_load_bytes),
             _gib2(k.after_weights_bytes),
             _gib2(k.rest_bytes),
-            tuple(KVTermRow(t.name, gib(t.bytes), t.tokens) for t in k.terms),
-            k.terms_note or None,
+            tuple(KVTermRow(term_text(t.name), gib(t.bytes), t.tokens) for t in k.terms),
+            note_text(k.terms_note) if k.terms_note is not None else None,
         )
     return DiffView(
         launch_view(d.a, d.eras[0], d.models[0]),
         launch_view(d.b, d.eras[1], d.models[1]),
-        d.headlines,
+        texts(d.headlines),
         args_view(d.args),
         tuple(WordingRow(m.name, m.values[0], m.values[1], m.differs) for m in d.markers),
         tuple(
@@ -344,7 +347,7 @@ def diff_view(d: Diff) -> DiffView:
                 p.rank,
                 p.rank_b,
                 p.key,
-                p.name,
+                phase_name(p.phase),
                 gib(p.a_bytes),
                 gib(p.b_bytes),
                 gib(p.change_bytes),
@@ -354,9 +357,9 @@ def diff_view(d: Diff) -> DiffView:
         kv,
         tuple(_graph_row(g) for g in d.graphs),
         tuple(slope_view(s, residuals=False) for s in d.slopes),
-        d.slope_note or None,
-        ref_notes((d.a, d.b)) + d.notes,
-        d.assumptions,
+        note_text(d.slope_note) if d.slope_note is not None else None,
+        ref_notes((d.a, d.b)) + texts(d.notes),
+        texts(d.assumptions),
     )
 
 
@@ -378,6 +381,6 @@ def fit_view(f: Fit) -> FitView:
         tuple(launch_view(r) for r in f.launches),
         args_view(f.args),
         tuple(slope_view(s, residuals=True) for s in f.slopes),
-        ref_notes(f.launches) + f.notes,
-        f.assumptions,
+        ref_notes(f.launches) + texts(f.notes),
+        texts(f.assumptions),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import build_ledger
+from logmem.report.causes import cause_name, cause_note, phase_name
 from logmem.units import gib
 
 if TYPE_CHECKING:
@@ -43,13 +44,13 @@ def ledger_records(a: Analysis) -> list[dict[str, Any]]:
                             "launch": L.index,
                             "rank": rl.rank,
                             "phase": p.key,
-                            "cause": c.name,
+                            "cause": cause_name(c),
                             "gib": gib(c.bytes),
                             "bytes": c.bytes,
                             "kind": c.kind,
                             "first_line": c.lines[0] if c.lines else None,
-                            "phase_name": p.name,
-                            "note": c.note,
+                            "phase_name": phase_name(p),
+                            "note": cause_note(c),
                         }
                     )
     return rows

@@ -13,10 +13,10 @@ from logmem.analysis.comm_inputs import env_values
 from logmem.analysis.comm_join import communication
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
 from logmem.analysis.failures.records import exc_type_of, message_of
-from logmem.analysis.ledger import ledger_rows
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.fixes import effect_text
 from logmem.report.graph_lines import graph_sentences
@@ -142,8 +142,14 @@ def graph_json(g: Graph) -> dict[str, Any]:
             {"size": s.size, "avail_gib": s.avail.gib, "line": s.source.line_no} for s in g.samples
         ],
         "bars_seen": g.bars,
+        # The contract's differences of printed readings (begin - first bar, first - second);
+        # the *_measured flags say whether they are the static buffers and the largest
+        # bucket, or (a paste that kept later bars only) include earlier buckets.
         "static_gib": gib(g.static_bytes),
+        "static_measured": g.static_measured if g.samples else None,
+        "first_sample_bucket": g.sample_bucket(0) if g.samples else None,
         "largest_bucket_gib": gib(g.largest_bucket_bytes),
+        "largest_measured": g.largest_measured if len(g.samples) >= 2 else None,
         "other_buckets_gib": gib(g.other_buckets_bytes),
         "complete": g.complete,
         "memory_printed": g.memory_printed,
@@ -160,7 +166,7 @@ def phases_json(led: RankLedger) -> list[dict[str, Any]]:
     for p in led.phases:
         item: dict[str, Any] = {
             "key": p.key,
-            "name": p.name,
+            "name": phase_name(p),
             "before_gib": gib(p.before_bytes),
             "after_gib": gib(p.after_bytes),
             "delta_gib": gib(p.delta_bytes),
@@ -198,7 +204,7 @@ def rank_json(r: Rank, led: RankLedger | None = None) -> dict[str, Any]:
     if led is not None:
         out["phases"] = phases_json(led)
         out["ledger"] = ledger_rows(led)
-        out["ledger_note"] = led.note or None
+        out["ledger_note"] = ledger_note(led) or None
     return out
 
 

@@ -14,6 +14,7 @@ from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
 from logmem.model.records import Launch, Rank
+from logmem.report.causes import cause_name, cause_note, ledger_note, phase_name
 from logmem.report.communication import comm_view
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import input_stop_note, summarised_sentences
@@ -87,7 +88,7 @@ def ledger_table(led: RankLedger, extra: str = "") -> Table:
     for p in led.phases:
         rows.append(
             (
-                p.name,
+                phase_name(p),
                 _g(p.before_bytes),
                 _g(p.after_bytes),
                 _g(p.delta_bytes),
@@ -97,9 +98,10 @@ def ledger_table(led: RankLedger, extra: str = "") -> Table:
         )
         indent.append(0)
         for c in p.causes:
-            name = c.name
-            if c.note:
-                footnotes.append(f"[{len(footnotes) + 1}] {c.name}: {c.note}")
+            name = cause_name(c)
+            note = cause_note(c)
+            if note:
+                footnotes.append(f"[{len(footnotes) + 1}] {name}: {note}")
                 name = f"{name} [{len(footnotes)}]"
             rows.append((name, "", "", _g(c.bytes), c.kind, ",".join(str(x) for x in c.lines)))
             indent.append(1)
@@ -110,8 +112,8 @@ def ledger_table(led: RankLedger, extra: str = "") -> Table:
             f"From {_g(led.first_bytes)} GiB free to {_g(led.last_bytes)} GiB: {_g(total)} GiB in all; "
             "each drop is split into causes, and what the log does not explain is shown as unattributed."
         )
-    if led.note:
-        notes.append(led.note)
+    if led.empty is not None:
+        notes.append(ledger_note(led))
     if extra:
         notes.append(extra)
     return Table(
@@ -204,7 +206,7 @@ def bucket_tables(led: RankLedger) -> list[Table]:
         )
         out.append(
             Table(
-                f"Buckets of {p.name} on {rank_name(led.rank)} (GiB)",
+                f"Buckets of {phase_name(p)} on {rank_name(led.rank)} (GiB)",
                 ("size", "free at start", "cost", "line"),
                 rows,
                 notes=notes,

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
+from logmem.analysis.ledger import CaptureEnd
+from logmem.report.causes import cause_name, ledger_note, phase_name
 from logmem.report.model import rank_name
 from logmem.sglang.rules import (
     DIFFERENCE_RESOLUTION_BYTES,
@@ -70,7 +72,7 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
     steps = []
     for p in rl.phases:
         causes = [
-            {"name": c.name, "gib": _gib(c.bytes), "kind": c.kind, "lines": list(c.lines)}
+            {"name": cause_name(c), "gib": _gib(c.bytes), "kind": c.kind, "lines": list(c.lines)}
             for c in p.causes
         ]
         before, after = _gib(p.before_bytes), _gib(p.after_bytes)
@@ -79,7 +81,7 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
         steps.append(
             {
                 "key": p.key,
-                "phase": p.name,
+                "phase": phase_name(p),
                 "before_gib": before,
                 "after_gib": after,
                 "delta_gib": delta,
@@ -95,7 +97,7 @@ def waterfall_data(rl: RankLedger) -> dict[str, Any]:
         "rank": rl.rank,
         "title": f"Free memory phase by phase: {rank_name(rl.rank)}",
         "steps": steps,
-        "note": rl.note,
+        "note": ledger_note(rl),
     }
 
 
@@ -118,7 +120,7 @@ def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
             {
                 "kind": "buckets",
                 "graph": name,
-                "phase": p.name,
+                "phase": phase_name(p),
                 "rank": rl.rank,
                 "sizes": sizes,
                 "avail_gib": [_gib(b.avail_bytes) for b in p.buckets],
@@ -127,8 +129,8 @@ def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
                 "largest": largest,
                 "begin_gib": _gib(p.before_bytes),
                 "end_gib": _gib(p.after_bytes),
-                "stopped": p.name.endswith("(stopped)"),
-                "title": f"Buckets of {p.name}: {rank_name(rl.rank)}",
+                "stopped": p.facts.end is CaptureEnd.STOPPED,
+                "title": f"Buckets of {phase_name(p)}: {rank_name(rl.rank)}",
             }
         )
     return out
@@ -154,7 +156,7 @@ def ranks_data(led: LaunchLedger) -> dict[str, Any]:
         for p in rl.phases:
             if p.key not in names:
                 order.append(p.key)
-                names[p.key] = p.name
+                names[p.key] = phase_name(p)
     # Keep the chain order of the rank with the most phases (the bar-printing rank).
     longest = max(led.ranks, key=lambda r: len(r.phases), default=None)
     if longest is not None:

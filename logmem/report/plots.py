@@ -1,20 +1,27 @@
 """Plots: the dicts of report.plot_data -> matplotlib figures -> SVG text or PNG bytes.
 
 Each plot is two functions: ``*_data`` (report.plot_data, re-exported here) turns the ledger
-into a plain dict, and ``*_figure`` only draws that dict. matplotlib is imported here and in
-nothing the CLI loads for text or JSON; figures use the object API
-(``matplotlib.figure.Figure`` on the Agg canvas), never pyplot, so no global figure state
-leaks between reports or threads."""
+into a plain dict, and ``*_figure`` only draws that dict, on report.canvas (style, colours,
+output; figure_bytes and figure_svg are re-exported here). matplotlib is imported lazily, in
+nothing the CLI loads for text or JSON."""
 
 from __future__ import annotations
 
-import io
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from logmem.report.canvas import (
+    HIGHLIGHT,
+    KIND_COLOURS,
+    ROSE_COLOUR,
+    figure_bytes,
+    figure_svg,
+    lit,
+    new_figure,
+    plot_style,
+)
 from logmem.report.model import rank_name
 from logmem.report.plot_data import (
     POINT_ERROR_GIB,
@@ -36,20 +43,6 @@ if TYPE_CHECKING:
 
 KINDS = ("waterfall", "buckets", "ranks", "fit")
 
-KIND_COLOURS = {
-    "logged": "#3b6fb6",  # printed by SGLang
-    "derived": "#e08a2c",  # difference of two printed readings
-    "estimated": "#8e6bb8",  # from SGLang's sizing rules
-    "unattributed": "#9a9a9a",  # what the log does not explain
-}
-ROSE_COLOUR = "#4c9a5b"  # free memory went up
-HIGHLIGHT = "#c8362f"
-
-
-def _lit(text: str) -> str:
-    """Log text drawn literally: a '$' pair in a model path must not start mathtext."""
-    return text.replace("$", r"\$")
-
 
 __all__ = [
     "KINDS",
@@ -66,33 +59,6 @@ __all__ = [
 ]
 
 
-# --- drawing -----------------------------------------------------------------------------
-
-_RC: dict[Any, Any] = {
-    "font.size": 9.0,
-    "axes.titlesize": 10.0,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "svg.fonttype": "none",  # text stays text: searchable, selectable, small
-}
-
-
-@contextmanager
-def _style(salt: str = "logmem") -> Iterator[None]:
-    """Temporary rcParams (restored on exit); hashsalt keeps SVG ids stable between runs."""
-    import matplotlib
-
-    rc: dict[Any, Any] = {**_RC, "svg.hashsalt": salt}
-    with matplotlib.rc_context(rc):
-        yield
-
-
-def _figure(width: float, height: float) -> Figure:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=100, layout="constrained")
-
-
 _Label = tuple["Text", float, float]
 
 
@@ -100,12 +66,12 @@ def _waterfall_axes(ax: Axes, data: Mapping[str, Any]) -> list[_Label]:
     labels: list[_Label] = []
     steps = [s for s in data["steps"] if s.get("shown", True)]
     n = len(steps)
-    ax.set_title(_lit(data["title"]), loc="left")
+    ax.set_title(lit(data["title"]), loc="left")
     if not steps:
         ax.text(
             0.5,
             0.5,
-            _lit(data.get("note") or "no free-memory readings"),
+            lit(data.get("note") or "no free-memory readings"),
             ha="center",
             va="center",
             transform=ax.transAxes,
@@ -136,10 +102,10 @@ def _waterfall_axes(ax: Axes, data: Mapping[str, Any]) -> list[_Label]:
                 linestyle=":",
             )
         lo, hi = sorted((s["before_gib"], s["after_gib"]))
-        t = ax.text(hi, i, _lit(s["label"]), ha="left", va="center", fontsize=8, gid=f"label-{i}")
+        t = ax.text(hi, i, lit(s["label"]), ha="left", va="center", fontsize=8, gid=f"label-{i}")
         t.set_in_layout(False)  # placed after the layout, by _place_labels
         labels.append((t, lo, hi))
-    ax.set_yticks(range(n), [_lit(short(s["phase"], 38)) for s in steps])
+    ax.set_yticks(range(n), [lit(short(s["phase"], 38)) for s in steps])
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlim(0, xmax)
     last = steps[-1]["after_gib"]
@@ -210,7 +176,7 @@ def waterfall_figure(data: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> F
     """Free-memory waterfall, one panel per rank; each step split into its causes, coloured by kind."""
     panels = [data] if isinstance(data, Mapping) else list(data)
     rows = [max(sum(1 for s in p["steps"] if s.get("shown", True)), 1) for p in panels]
-    fig = _figure(8.5, sum(0.34 * r + 1.0 for r in rows) + 0.4)
+    fig = new_figure(8.5, sum(0.34 * r + 1.0 for r in rows) + 0.4)
     axes = fig.subplots(len(panels), 1, squeeze=False, height_ratios=[0.34 * r + 1.0 for r in rows])
     placed = [(ax, _waterfall_axes(ax, panel)) for ax, panel in zip(axes[:, 0], panels)]
     kinds = {c["kind"] for p in panels for s in p["steps"] for c in s["causes"]}
@@ -292,7 +258,7 @@ def _buckets_axes(ax: Axes, d: Mapping[str, Any]) -> None:
     ax.set_xlabel("bucket size (batch size or tokens)" if by_size else "bucket (capture order)")
     ax.set_ylabel("free at bucket start (GiB)")
     title = d["title"] + (" — log stops during capture" if d.get("stopped") else "")
-    ax.set_title(_lit(title), loc="left")
+    ax.set_title(lit(title), loc="left")
     ax.grid(color="#e4e4e4", linewidth=0.6)
     ax.set_axisbelow(True)
     span = [*ys, *(v for v, _, _ in refs if v is not None)]
@@ -304,7 +270,7 @@ def _buckets_axes(ax: Axes, d: Mapping[str, Any]) -> None:
 def buckets_figure(families: Sequence[Mapping[str, Any]]) -> Figure:
     """One panel per graph family: free memory at each bucket's start against its size."""
     n = max(len(families), 1)
-    fig = _figure(8.0, 2.7 * n + 0.2)
+    fig = new_figure(8.0, 2.7 * n + 0.2)
     axes = fig.subplots(n, 1, squeeze=False)
     if not families:
         axes[0, 0].text(0.5, 0.5, "no bucket readings in this log", ha="center", va="center")
@@ -327,7 +293,7 @@ def _grouped_bars(
         xs = [i - group / 2 + width * (j + 0.5) for i in range(n)]
         values = s[field]
         colour = cmap(0.1 + 0.8 * j / max(m - 1, 1))
-        label = _lit(short(s["phase"], 40)) if field == "gib" else None
+        label = lit(short(s["phase"], 40)) if field == "gib" else None
         bars = ax.bar(
             xs,
             [v if v is not None else 0.0 for v in values],
@@ -354,12 +320,12 @@ def ranks_figure(data: Mapping[str, Any]) -> Figure:
     spread = max((v for s in series for v in s["above_min_gib"] if v is not None), default=0.0)
     two = n >= 2 and spread >= DIFFERENCE_RESOLUTION_GIB
     height = (6.4 if two else 4.2) + 0.17 * math.ceil(m / 3)
-    fig = _figure(min(max(6.0, 0.1 * n * m + 1.5), 11.0), height)
+    fig = new_figure(min(max(6.0, 0.1 * n * m + 1.5), 11.0), height)
     axes = fig.subplots(
         2 if two else 1, 1, squeeze=False, sharex=True, height_ratios=[3, 2] if two else [1]
     )
     ax = axes[0, 0]
-    ax.set_title(_lit(data["title"]), loc="left")
+    ax.set_title(lit(data["title"]), loc="left")
     _grouped_bars(ax, n, series, "gib", "rank")
     ax.set_ylabel("free GPU memory (GiB)")
     if two:
@@ -372,7 +338,7 @@ def ranks_figure(data: Mapping[str, Any]) -> Figure:
             fontsize=9,
         )
     bottom = axes[-1, 0]
-    labels = [_lit(rank_name(r) if r else "(untagged)") for r in ranks]
+    labels = [lit(rank_name(r) if r else "(untagged)") for r in ranks]
     bottom.set_xticks(
         range(n), labels, rotation=45 if n > 6 else 0, ha="right" if n > 6 else "center"
     )
@@ -399,7 +365,7 @@ def fit_figure(data: Mapping[str, Any]) -> Figure:
     """Largest bucket against rows, per graph family: the points, the fitted line, its band."""
     slopes = data["slopes"]
     n = max(len(slopes), 1)
-    fig = _figure(7.0, 3.2 * n + 0.2)
+    fig = new_figure(7.0, 3.2 * n + 0.2)
     axes = fig.subplots(n, 1, squeeze=False)
     if not slopes:
         axes[0, 0].text(
@@ -450,7 +416,7 @@ def fit_figure(data: Mapping[str, Any]) -> Figure:
             right = x > hi * 0.6
             name = short(re.sub(r"(\.log)? \(launch 0\)$|\.log$", "", lab), 28)
             t = ax.annotate(
-                _lit(name),
+                lit(name),
                 (x, y),
                 xytext=(-6 if right else 6, -12),
                 textcoords="offset points",
@@ -463,33 +429,15 @@ def fit_figure(data: Mapping[str, Any]) -> Figure:
         basis = s.get("basis", "largest bucket")
         ax.set_ylabel(f"{basis} (GiB)")
         where = f" on {s['rank']}" if s["rank"] else ""
-        ax.set_title(_lit(f"{s['graph']}{where}: {basis} against rows"), loc="left")
+        ax.set_title(lit(f"{s['graph']}{where}: {basis} against rows"), loc="left")
         ax.grid(color="#e4e4e4", linewidth=0.6)
         ax.legend(loc="upper left", frameon=False, fontsize=8)
     return fig
 
 
-# --- output ------------------------------------------------------------------------------
-
-
-def figure_bytes(fig: Figure, fmt: str, salt: str = "logmem") -> bytes:
-    """Save a figure as "svg" or "png" with no date or version stamped in (stable across runs)."""
-    if fmt not in ("svg", "png"):
-        raise ValueError(f"unknown image format {fmt!r}")
-    buf = io.BytesIO()
-    meta: dict[str, Any] = {"Date": None} if fmt == "svg" else {"Software": None}
-    with _style(salt):
-        fig.savefig(buf, format=fmt, metadata=meta)
-    return buf.getvalue()
-
-
-def figure_svg(fig: Figure, salt: str = "logmem") -> str:
-    return figure_bytes(fig, "svg", salt).decode("utf-8")
-
-
 def draw(kind: str, data: Any) -> Figure:
     """Draw a view model made by the matching ``*_data`` function."""
-    with _style():
+    with plot_style():
         if kind == "waterfall":
             return waterfall_figure(data)
         if kind == "buckets":

@@ -10,6 +10,7 @@ from functools import singledispatch
 
 import logmem.analysis.findings as fd
 from logmem.analysis.sizing import Sizing
+from logmem.report.causes import cause_name, cause_note, phase_end, phase_name
 from logmem.sglang import rules
 from logmem.units import format_gib
 
@@ -171,7 +172,7 @@ def _(f: fd.PoolsVsBudget) -> str:
 
 @finding_text.register
 def _(f: fd.PoolStep) -> str:
-    parts = ", ".join(f"{c.name} {_g(c.bytes)}" for c in f.causes)
+    parts = ", ".join(f"{cause_name(c)} {_g(c.bytes)}" for c in f.causes)
     return f"The pool step drops {_g(f.drop_bytes)} GiB on {_on(f.rank)}: {parts}."
 
 
@@ -192,19 +193,19 @@ def _(f: fd.GraphSplit) -> str:
     )
     return (
         f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
-        f"{_g(f.static.bytes)}, {f.largest.name} {_g(f.largest.bytes)}, the {f.other.name} "
+        f"{_g(f.static.bytes)}, {cause_name(f.largest)} {_g(f.largest.bytes)}, the {cause_name(f.other)} "
         f"{_g(f.other.bytes)} in all{tail}."
     )
 
 
 @finding_text.register
 def _(f: fd.LargestBucketNote) -> str:
-    return f"The largest {f.graph} bucket {f.note}."
+    return f"The largest {f.graph} bucket {cause_note(f.cause)}."
 
 
 @finding_text.register
 def _(f: fd.GraphSparse) -> str:
-    parts = "; ".join(f"{c.name} {_g(c.bytes)}" for c in f.parts)
+    parts = "; ".join(f"{cause_name(c)} {_g(c.bytes)}" for c in f.parts)
     return (
         f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}, "
         "but the log kept "
@@ -258,9 +259,9 @@ def _(f: fd.NegligibleCaptures) -> str:
 def _(f: fd.LeftFree) -> str:
     when = {
         fd.LeftWhen.AFTER_CAPTURE: "after capture",
-        fd.LeftWhen.PHASE_END: _at_end_of(f.phase),
+        fd.LeftWhen.PHASE_END: phase_end(f.phase),
         fd.LeftWhen.SUMMARY: "at the scheduler summary",
-        fd.LeftWhen.LOG_STOPS: f"when the log stops (in capture {f.phase})",
+        fd.LeftWhen.LOG_STOPS: f"when the log stops (in capture {f.phase.facts.graph})",
     }[f.when]
     tight = ""
     if f.tight:
@@ -268,24 +269,10 @@ def _(f: fd.LeftFree) -> str:
     return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
 
 
-def _at_end_of(phase: str) -> str:
-    """When a phase (attribution's step names) ended, as a phrase: never 'at the end of before'."""
-    if phase.startswith("before capture "):
-        label = phase.removeprefix("before capture ")
-        if label.endswith(" (to its first bar)"):
-            return f"at the {label.removesuffix(' (to its first bar)')} capture's first bar"
-        return f"when the {label} capture began"
-    if phase.startswith("before "):
-        return f"just {phase}"  # "just before draft weights"
-    if " -> " in phase:
-        return f"at the {phase.rsplit(' -> ', 1)[1]} line"
-    return f"at the end of {phase}"
-
-
 @finding_text.register
 def _(f: fd.BottomedOut) -> str:
     return (
-        f"Free memory bottomed out at {_g(f.bytes)} GiB (line {f.line}, {f.phase}) "
+        f"Free memory bottomed out at {_g(f.bytes)} GiB (line {f.line}, {phase_name(f.phase)}) "
         f"before rising to {_g(f.last_bytes)} GiB: the lowest point is what an extra "
         "allocation there would have to fit in."
     )
@@ -319,7 +306,7 @@ _SNAPSHOT = "a torch memory snapshot taken during start-up (logmem snapshot)"
 
 @finding_text.register
 def _(f: fd.Unexplained) -> str:
-    where = f"the step '{f.phase}' on {_on(f.rank)}"
+    where = f"the step '{phase_name(f.phase)}' on {_on(f.rank)}"
     if f.likely is fd.LikelyCause.GIVEN_BACK:
         return (
             f"In {where}, free memory rose by {_g(-f.bytes)} GiB beyond what its causes explain: "

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from logmem.report.canvas import lit, new_figure, plot_style
 from logmem.report.plot_data import short
-from logmem.report.plots import _figure, _lit, _style
 from logmem.torch_snapshot.summary import DeviceSummary
 from logmem.torch_snapshot.trace import DeviceTrace
 
@@ -74,29 +74,29 @@ def timeline_data(t: DeviceTrace) -> dict[str, Any]:
 def sites_figure(data: Mapping[str, Any]) -> Figure:
     pools: Sequence[Mapping[str, Any]] = data["pools"]
     rows = sum(len(p["sites"]) for p in pools) or 1
-    fig = _figure(9.0, 1.2 + 0.32 * rows + 0.5 * len(pools))
+    fig = new_figure(9.0, 1.2 + 0.32 * rows + 0.5 * len(pools))
     axes = fig.subplots(len(pools) or 1, 1, squeeze=False)[:, 0]
     for ax, p in zip(axes, pools):
-        labels = [_lit(short(s, 70)) for s in p["sites"]][::-1]
+        labels = [lit(short(s, 70)) for s in p["sites"]][::-1]
         ax.barh(range(len(labels)), p["mib"][::-1], color="#3b6fb6")
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
-        ax.set_title(_lit(f"device {data['device']}, pool {p['pool']}"), loc="left", fontsize=10)
+        ax.set_title(lit(f"device {data['device']}, pool {p['pool']}"), loc="left", fontsize=10)
         ax.set_xlabel("MiB allocated")
         ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
     return fig
 
 
 def timeline_figure(data: Mapping[str, Any]) -> Figure:
-    fig = _figure(9.0, 4.6)
+    fig = new_figure(9.0, 4.6)
     ax = fig.subplots()
     for p in data["pools"]:
-        ax.step(p["x"], p["reserved_mib"], where="post", label=_lit(f"{p['pool']} reserved"))
+        ax.step(p["x"], p["reserved_mib"], where="post", label=lit(f"{p['pool']} reserved"))
         ax.step(
             p["x"],
             p["allocated_change_mib"],
             where="post",
             linestyle="--",
-            label=_lit(f"{p['pool']} allocated since the first entry"),
+            label=lit(f"{p['pool']} allocated since the first entry"),
         )
     ax.set_xlabel(data["x_label"])
     ax.set_ylabel("MiB")
@@ -107,5 +107,5 @@ def timeline_figure(data: Mapping[str, Any]) -> Figure:
 
 
 def draw(kind: str, data: Mapping[str, Any]) -> Figure:
-    with _style():
+    with plot_style():
         return sites_figure(data) if kind == "sites" else timeline_figure(data)

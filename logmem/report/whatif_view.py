@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
+from logmem.report.compare_notes import texts
 from logmem.report.compare_view import LaunchView, launch_view, rounded
+from logmem.report.compare_words import (
+    context_text,
+    slope_source_text,
+    unfinished_at,
+    unfinished_cause,
+    unfinished_label,
+)
 from logmem.report.input_notes import ref_notes
 from logmem.units import gib
 
@@ -35,7 +43,11 @@ class PredictionView:
     feasible_label: str | None
 
 
-def _prediction(p: Prediction, reserve: int) -> PredictionView:
+def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> PredictionView:
+    crashed = f"crashed {unfinished_at(u)}" if p.crashed and u is not None else None
+    label = None
+    if u is not None:
+        label = unfinished_label(u) if p.as_launched else (f"NO ({crashed})" if crashed else None)
     return PredictionView(
         p.mem_fraction_static,
         p.largest_bs,
@@ -51,9 +63,9 @@ def _prediction(p: Prediction, reserve: int) -> PredictionView:
         p.headroom_rank,
         "exact" if p.graph_exact else "at least",
         "exact" if p.headroom_exact else "at most",
-        p.crashed,
+        crashed,
         p.verdict(reserve),
-        p.label,
+        label,
     )
 
 
@@ -114,12 +126,12 @@ def _unfinished(u: Unfinished | None) -> UnfinishedView | None:
         u.size,
         u.unit,
         u.memory,
-        u.cause,
+        unfinished_cause(u),
         gib(u.shortfall_bytes),
         u.in_capture,
-        u.at,
+        unfinished_at(u),
         u.rank,
-        u.label,
+        unfinished_label(u),
     )
 
 
@@ -150,7 +162,7 @@ def whatif_view(w: WhatIf) -> WhatIfView:
             rounded(w.slope.mib_per_row) if not per_bs else None,
             rounded(w.slope.mib_per_row) if per_bs else None,
             rounded(w.slope.static_mib_per_row),
-            w.slope.source,
+            slope_source_text(w.slope.source),
             not per_bs,
         )
     return WhatIfView(
@@ -163,19 +175,21 @@ def whatif_view(w: WhatIf) -> WhatIfView:
             w.pre_load_rank,
             gib(w.after_weights_bytes),
             w.bytes_per_token,
-            w.bytes_per_token_source,
+            "cell size from the KV line (the round value its printed sizes allow)"
+            if w.bytes_per_token_likely
+            else "KV bytes / #tokens from the KV line",
             rounded(w.kv_share, 4),
             w.logged_tokens,
         ),
-        _prediction(w.measured, w.reserve_bytes),
-        _prediction(w.predicted, w.reserve_bytes),
+        _prediction(w.measured, w.reserve_bytes, w.unfinished),
+        _prediction(w.predicted, w.reserve_bytes, w.unfinished),
         w.verdict,
         _unfinished(w.unfinished),
         (w.lo_positive, w.hi),
         w.hi_exact,
         w.window is None,
         w.lo_context,
-        w.context_note,
-        ref_notes((w.launch,)) + w.notes,
-        w.assumptions,
+        context_text(w.context),
+        ref_notes((w.launch,)) + texts(w.notes),
+        texts(w.assumptions),
     )

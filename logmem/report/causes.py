@@ -1,0 +1,273 @@
+"""The ledger's words: the name and note of every cause and the name of every phase.
+
+Attribution (logmem.analysis.attribution, captures, attribution_pools) records what a cause
+or phase is (ledger.What, ledger.PhaseWhat) and the numbers its label needs (ledger.Facts,
+ledger.PhaseFacts); every reporter (text, markdown, html, JSON ledger rows, frames, plots,
+sentences) words them here, so a reporter can restyle one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from logmem.analysis.ledger import (
+    CaptureEnd,
+    CaptureStart,
+    Cause,
+    Facts,
+    KVLabel,
+    Lazy,
+    Phase,
+    PhaseWhat,
+    RankLedger,
+    Span,
+    What,
+)
+from logmem.units import GIB, format_gib, gib
+
+_FIXED: dict[What, str] = {
+    What.COMMS: "NCCL / gloo / custom all-reduce",
+    What.AR_SYMMETRIC: "all-reduce symmetric memory",
+    What.AR_LOCAL: "all-reduce local buffer",
+    What.OTHER_COMMS: "NCCL / gloo / other communicators",
+    What.DRAFT_INIT: "the draft worker's distributed init",
+    What.REQ_TABLE: "request-to-token table",
+    What.STATIC: "static buffers (before the first bucket)",
+    What.REMAINING: "the remaining buckets",
+    What.GRAPH_TOTAL: "graph capture (total)",
+    What.ROUNDING: "rounding of printed values",
+    What.GIVEN_BACK: "given back: free memory rose (unlogged)",
+    What.UNATTRIBUTED: "unattributed",
+    What.SMALL_POOLS: "unlogged (small pools, allocator)",
+    What.SMALL_POOLS_AND_WORKSPACES: "unlogged: small pools + workspaces",
+    What.WEIGHTS_AND_POOLS: "weights + unlogged pools",
+    What.WORKSPACES_BEFORE: "workspaces before it began (unlogged)",
+}
+
+# Remainders before a capture: what they are, then "(unlogged)".
+_BEFORE_CAPTURE: dict[What, str] = {
+    What.ATTENTION_WORKSPACES: "attention workspaces, sampling",
+    What.BETWEEN_CAPTURES: "between captures",
+}
+
+_KV_LABEL = {
+    KVLabel.KV: "KV pool",
+    KVLabel.SWA: "SWA KV pool",
+    KVLabel.FULL: "full-attention KV pool",
+}
+
+
+def _role(f: Facts | None = None, draft: bool = False) -> str:
+    return "draft " if draft or (f is not None and f.draft) else ""
+
+
+def _size(size: int | None, tokens: bool) -> str:
+    if size is None:
+        return "?"
+    return f"num_tokens {size}" if tokens else f"bs {size}"
+
+
+def span_text(s: Span) -> str:
+    """A stretch of buckets: "bucket bs 8", "12 buckets, bs 256 to 8", or only their count."""
+    if s.first is not None and s.count == 1:
+        return f"bucket {_size(s.first, s.tokens)}"
+    if s.first is not None and s.last is not None:
+        return f"{s.count} buckets, {_size(s.first, s.tokens)} to {s.last}"
+    return f"{s.count} bucket{'s' if s.count != 1 else ''}" if s.count > 0 else "buckets"
+
+
+def _kv_what(f: Facts) -> str:
+    return f"KV cache for {f.tokens:,} tokens" if f.tokens else "KV pool"
+
+
+def _kv_pool(f: Facts) -> str:
+    tok = ""
+    if f.tokens is not None:
+        tok = f"; {f.tokens:,} tokens per summary" if f.summary_tokens else f", {f.tokens:,} tokens"
+    return f"{_role(f)}{_KV_LABEL[f.kv_label]} ({'KV' if f.one_buffer else 'K+V'}{tok})"
+
+
+def _first_buckets(f: Facts) -> str:
+    n = f.count or 0
+    return f"static buffers + first {n} bucket{'s' if n != 1 else ''} (one reading)"
+
+
+def _largest(f: Facts) -> str:
+    s = f.span
+    return f"largest bucket ({_size(s.first, s.tokens) if s and s.first else 'first bucket'})"
+
+
+def _ws(f: Facts) -> str:
+    return " + workspaces" if f.workspaces else ""
+
+
+# Causes whose words depend on their facts.
+_WORDED: dict[What, Callable[[Facts], str]] = {
+    What.DRAFT_POOLS: lambda f: f"unlogged: draft pools not printed{_ws(f)}",
+    What.BEYOND_TABLE: lambda f: f"unlogged: pools{_ws(f)} beyond the request-to-token table",
+    What.LIKELY_TABLE: lambda f: (
+        f"unlogged: likely the request-to-token table (size not printed){_ws(f)}"
+    ),
+    What.WEIGHTS: lambda f: f"{_role(f)}weights",
+    What.KV_POOL: _kv_pool,
+    What.MAMBA: lambda f: f"{_role(f)}Mamba state ({f.slots} slots)",
+    What.KV_FROM_CELL: lambda f: f"{_kv_what(f)} (no KV line)",
+    What.KV_FROM_RULE: lambda f: f"{_kv_what(f)} (rule, no KV line)",
+    What.KV_FROM_DROP: lambda f: (
+        f"{_kv_what(f)} (no KV line)" + ("" if f.table_known else " + unlogged pools")
+    ),
+    What.STATIC_AND_FIRST: _first_buckets,
+    What.LARGEST: _largest,
+    What.OTHER_BUCKETS: lambda f: f"other {f.count} buckets",
+    What.BEFORE_STOP: lambda f: f"{span_text(f.span or Span(0))}, before the stop",
+    What.SPAN: lambda f: span_text(f.span or Span(0)),
+}
+
+
+def cause_name(c: Cause) -> str:
+    """What a person reads for the cause (the ledger table's row, a plot's label)."""
+    f, w = c.facts, c.what
+    if w in _FIXED:
+        return _FIXED[w]
+    if w in _WORDED:
+        return _WORDED[w](f)
+    # Remainders before a capture (and plain "unlogged"); a step that runs to the capture's
+    # first bar also holds its static buffers.
+    if w not in _BEFORE_CAPTURE and w is not What.UNLOGGED:
+        raise ValueError(f"no words for {w}")  # pragma: no cover - a What left out above
+    head = _BEFORE_CAPTURE.get(w, "unlogged")
+    if f.static_buffers:
+        return f"{head} + its static buffers (unlogged)"
+    return f"{head} (unlogged)" if w in _BEFORE_CAPTURE else head
+
+
+def lazy_text(lazy: tuple[Lazy, ...], ep_size: int | None) -> str:
+    """What the first capture of a kind also allocates lazily, or ""."""
+    words = {
+        Lazy.DEEPEP: "DeepEP buffers (moe_a2a_backend='deepep')",
+        Lazy.EP_ALL_TO_ALL: f"expert-parallel (ep_size={ep_size}) all-to-all buffers",
+        Lazy.DP_ATTENTION: "DP-attention gather buffers",
+    }
+    if not lazy:
+        return ""
+    return "includes lazy allocations made on the first capture: " + ", ".join(
+        words[x] for x in lazy
+    )
+
+
+def cause_note(c: Cause) -> str:
+    """How the cause's figure was found (a footnote), or ""."""
+    f, w = c.facts, c.what
+    g = format_gib
+    if w is What.REQ_TABLE:
+        return f"({f.n_req} + 1) x {f.ctx} x 4 B"
+    if w is What.ROUNDING and f.bound_bytes is not None:
+        return f"within +-{f.bound_bytes / GIB:.2f} GiB"
+    if w is What.STATIC:
+        return "bar renders carry no bucket count: assumed consecutive" if f.assumed else ""
+    if w is What.GRAPH_TOTAL:
+        if f.not_bar_rank:
+            return "no bucket readings on this rank (only the bar-printing rank has them)"
+        return ""
+    if w is What.KV_FROM_CELL and f.tokens and f.cell_bytes is not None:
+        source = f"{f.cell_rank or 'the GPU'}'s KV line, line {f.cell_line}"
+        return f"{f.tokens:,} tokens x {f.cell_bytes:,.0f} B per token ({source})"
+    if w is What.KV_FROM_RULE and f.mfs is not None:
+        rng = f.per_token
+        per = f"; {rng[0]:,} to {rng[1]:,} bytes per token (derived)" if rng else ""
+        return f"{g(f.after_weights_bytes)} - {g(f.pre_load_bytes)} x (1 - {f.mfs:.4g}){per}"
+    if w is What.KV_FROM_DROP and f.tokens:
+        x = c.bytes
+        unknown = "" if f.table_known else "; includes the request-to-token table, not printed"
+        return f"about {g(x)} GiB / {f.tokens:,} = {x / f.tokens:,.0f} bytes per token (derived{unknown})"
+    return lazy_text(f.lazy, f.ep_size)
+
+
+def phase_name(p: Phase) -> str:
+    """What a person reads for the phase."""
+    f, w = p.facts, p.what
+    role = _role(draft=f.draft)
+    if w is PhaseWhat.INIT:
+        return "distributed init"
+    if w is PhaseWhat.WEIGHTS:
+        return f"{role}weights"
+    if w is PhaseWhat.WEIGHTS_AND_POOLS:
+        return f"{role}weights and pools (no Load weight end)"
+    if w is PhaseWhat.POOLS:
+        to = f" (no pool end line; to {f.to_kind.replace('_', ' ')})" if f.to_kind else ""
+        return f"{role}KV and other pools{to}"
+    if w is PhaseWhat.PRE_CAPTURE:
+        return f"before capture {f.graph}" + (" (to its first bar)" if f.first_bar else "")
+    if w is PhaseWhat.PRE_WEIGHTS:
+        return f"before {role}weights"
+    if w is PhaseWhat.WARMUP:
+        return "after capture (warm-up)"
+    if w is PhaseWhat.TO_SUMMARY:
+        return "until the scheduler summary"
+    if w is PhaseWhat.GAP:
+        return f"{f.from_kind.replace('_', ' ')} -> {f.to_kind.replace('_', ' ')}"
+    return f"capture {f.graph}{_capture_suffix(f.start, f.end)}"
+
+
+def _capture_suffix(start: CaptureStart | None, end: CaptureEnd | None) -> str:
+    """How far the phase is the capture itself: its name says what the log left out."""
+    words = {
+        CaptureStart.NO_BEGIN: "no begin line",
+        CaptureStart.MID_CAPTURE: "log starts mid-capture",
+        CaptureStart.FIRST_BAR: "from its first bar",
+        CaptureEnd.STOPPED: "stopped",
+        CaptureEnd.LAST_BAR: "to its last bar",
+        CaptureEnd.NO_END: "no end line",
+    }
+    parts = [words[x] for x in (start, end) if x is not None]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def phase_end(p: Phase) -> str:
+    """When a phase ended, as a phrase: never 'at the end of before capture'."""
+    f = p.facts
+    if p.what is PhaseWhat.PRE_CAPTURE:
+        if f.first_bar:
+            return f"at the {f.graph} capture's first bar"
+        return f"when the {f.graph} capture began"
+    if p.what is PhaseWhat.PRE_WEIGHTS:
+        return f"just {phase_name(p)}"  # "just before draft weights"
+    if p.what is PhaseWhat.GAP:
+        return f"at the {f.to_kind.replace('_', ' ')} line"
+    return f"at the end of {phase_name(p)}"
+
+
+def ledger_rows(led: RankLedger) -> list[dict[str, Any]]:
+    """Flat rows {phase, cause, gib, bytes, kind, lines} for JSON and DataFrames."""
+    rows = []
+    for p in led.phases:
+        for c in p.causes:
+            rows.append(
+                {
+                    "phase": p.key,
+                    "phase_name": phase_name(p),
+                    "cause": cause_name(c),
+                    "gib": gib(c.bytes),
+                    "bytes": c.bytes,
+                    "kind": c.kind,
+                    "lines": list(c.lines),
+                    "note": cause_note(c),
+                }
+            )
+    return rows
+
+
+def ledger_note(led: RankLedger) -> str:
+    """Why a rank has no ledger, or ""."""
+    e = led.empty
+    if e is None:
+        return ""
+    if e.reading is not None:
+        kind, amount, line = e.reading
+        return (
+            f"this rank printed one free-memory reading ({kind.replace('_', ' ')} "
+            f"{format_gib(amount)} GiB, line {line}); a ledger needs two"
+        )
+    tp0 = " (mid-2025 SGLang printed model-runner lines on TP0 only)" if e.tp0_only else ""
+    return "this rank printed no free-memory readings" + tp0

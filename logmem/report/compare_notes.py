@@ -1,0 +1,413 @@
+"""The sentences of diff, fit and whatif: every note and assumption of logmem.compare.notes in
+English (their short phrases: logmem.report.compare_words)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import singledispatch
+
+from logmem.compare import notes as cn
+from logmem.errors import FitError, NoSlopeError
+from logmem.report.compare_words import slope_source_text
+from logmem.sglang.rules import (
+    DECODE_GRAPH_MIB_PER_BS,
+    DIFFERENCE_RESOLUTION_GIB,
+    DP_ATTENTION_MIB_PER_BS_DP,
+    PRINT_RESOLUTION_GIB,
+)
+from logmem.units import GIB
+
+# Every bucket cost or static size is a difference of two printed readings.
+_E = DIFFERENCE_RESOLUTION_GIB
+
+
+def _gs(n: int) -> str:
+    return f"{n / GIB:.2f}"
+
+
+def _on(rank: str) -> str:
+    return rank or "the GPU"
+
+
+@singledispatch
+def note_text(n: object) -> str:
+    raise TypeError(f"no sentence for {type(n).__name__}")
+
+
+def texts(ns: tuple[object, ...]) -> tuple[str, ...]:
+    return tuple(note_text(n) for n in ns)
+
+
+# --- why no slope, no split ------------------------------------------------------------------
+
+
+@note_text.register
+def _(n: cn.NoTermSplit) -> str:
+    why = []
+    if n.bytes_per_token is not None:
+        ba, bb = n.bytes_per_token
+        why.append(
+            f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
+            "a token of A is not a token of B"
+        )
+    if n.caps is not None:
+        shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in n.caps)
+        why.append(f"--max-total-tokens differs ({shown}), so a cap, not the rule, sets a pool")
+    return "No split into the rule's terms: " + "; and ".join(why) + "."
+
+
+@note_text.register
+def _(n: cn.SlopeNotAsked) -> str:
+    return "not computed (--no-slope)"
+
+
+@note_text.register
+def _(n: cn.SlopeNoArgs) -> str:
+    return (
+        f"not computed: {' and '.join(n.missing)} printed no server_args, so the other settings "
+        "cannot be checked"
+    )
+
+
+@note_text.register
+def _(n: cn.SlopeNotVaried) -> str:
+    return "none: the launches do not differ in cuda_graph_max_bs / cuda_graph_bs"
+
+
+@note_text.register
+def _(n: cn.SlopeConfounded) -> str:
+    hint = (
+        " (SGLang derives its default mem_fraction_static from cuda_graph_max_bs: pass it to both)"
+        if n.mfs_hint
+        else ""
+    )
+    return (
+        f"none: besides the CUDA-graph batch sizes the launches differ in "
+        f"{'; '.join(n.parts)}, so a slope would mix their effects{hint}. "
+        "--allow-diff KEY fits one anyway."
+    )
+
+
+@note_text.register
+def _(n: cn.SlopeNoRows) -> str:
+    return "none: no graph family has readings that differ in rows in both launches"
+
+
+# --- notes -----------------------------------------------------------------------------------
+
+
+@note_text.register
+def _(n: cn.NotInEveryLaunch) -> str:
+    return f"{n.graph} on {_on(n.rank)} is not captured in every launch: no slope"
+
+
+@note_text.register
+def _(n: cn.SameLargestSize) -> str:
+    return f"{n.graph} on {_on(n.rank)}: the same largest size in every launch, no slope"
+
+
+@note_text.register
+def _(n: cn.RanksMatched) -> str:
+    shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in n.pairs)
+    return f"Ranks with different labels are matched in order: {shown} (A ~ B)."
+
+
+@note_text.register
+def _(n: cn.AllowDiffUnused) -> str:
+    return f"--allow-diff {n.key}: the launches do not differ in {n.key}"
+
+
+@note_text.register
+def _(n: cn.WeightsDiffer) -> str:
+    return "The weights phase differs between the launches: check that they load the same model."
+
+
+@note_text.register
+def _(n: cn.DifferentModels) -> str:
+    same = (
+        f" Both are {n.same_architecture}: if it is one checkpoint under two paths, ignore this."
+        if n.same_architecture
+        else ""
+    )
+    return (
+        f"Different models: A loads {n.a or '?'}, B loads {n.b or '?'}. Weights, KV "
+        f"cells and graphs follow the model, so most changes below are the model's, not the settings'.{same}"
+    )
+
+
+@note_text.register
+def _(n: cn.DifferentWording) -> str:
+    return (
+        f"Different SGLang wording: A reads as {n.era_a}, B as {n.era_b} (see 'SGLang "
+        "wording'), so they come from different versions: part of any change may be the version."
+    )
+
+
+@note_text.register
+def _(n: cn.NoCaptureMeasured) -> str:
+    if n.captured_unmeasured:
+        return (
+            "This launch captured graphs, memory not printed (this SGLang version prints no "
+            "readings for its captures): their cost is unknown, and headroom is free memory at "
+            "its last reading."
+        )
+    return "This launch captured no CUDA graph: headroom is free memory at its last reading."
+
+
+@note_text.register
+def _(n: cn.RuleDisagrees) -> str:
+    return (
+        f"SGLang's rule gives {n.rule_tokens:,} tokens at the logged setting but the pool holds "
+        f"{n.logged_tokens:,}: this version sizes KV differently (post-capture sizing, spec "
+        "decoding, a fork); predictions apply the rule's changes to the measured pool."
+    )
+
+
+@note_text.register
+def _(n: cn.StartupUnfinished) -> str:
+    if not n.in_capture:
+        return f"{n.headline} The memory figures are complete; the crash is judged by `logmem analyze`."
+    lacked = (
+        f" minus the {_gs(n.shortfall_bytes)} GiB the failed allocation lacked"
+        if n.shortfall_bytes
+        else ""
+    )
+    return (
+        f"{n.headline} Graph memory is at least what the capture took before it stopped, and the "
+        f"headroom after capture at most the free memory then{lacked}: '>=' and '<=' mark these "
+        "bounds."
+    )
+
+
+@note_text.register
+def _(n: cn.CappedAtRequestPool) -> str:
+    return f"SGLang caps captured batch sizes at the request pool ({n.pool}): largest bs {n.pool}."
+
+
+@note_text.register
+def _(n: cn.NoMeasuredSlope) -> str:
+    return (
+        "No measured slope: graph memory for the new max bs uses SGLang's own "
+        f"{DECODE_GRAPH_MIB_PER_BS:g} MB-per-bs heuristic. Measure it with --slope-from A B (two "
+        "launches that differ only in --cuda-graph-max-bs) or give --mib-per-row."
+    )
+
+
+# --- assumptions -----------------------------------------------------------------------------
+
+
+@note_text.register
+def _(n: cn.GBIsGiB) -> str:
+    return (
+        f"SGLang's 'GB' is GiB (bytes / 2^30); every reading is printed to "
+        f"+-{PRINT_RESOLUTION_GIB:g} GiB."
+    )
+
+
+@note_text.register
+def _(n: cn.PhasesMatchedByKey) -> str:
+    return "Phases are matched by key per rank label; a phase only one launch has shows '-' on the other."
+
+
+@note_text.register
+def _(n: cn.PhaseValueIsDrop) -> str:
+    return "A phase value is the drop in free memory over the phase (negative: free memory rose)."
+
+
+@note_text.register
+def _(n: cn.RowsDefinition) -> str:
+    return "rows = largest captured batch size x tokens per request (each slope says its source)."
+
+
+@note_text.register
+def _(n: cn.BucketDefinition) -> str:
+    return (
+        "The largest bucket is the first bar reading minus the second (SGLang captures the largest "
+        "size first); static buffers are the capture begin reading minus the first bar reading."
+    )
+
+
+@note_text.register
+def _(n: cn.DifferenceError) -> str:
+    e = _E
+    return (
+        f"Each bucket cost or static size is a difference of two readings: +-{e:g} GiB. Slope error = "
+        f"({e:g} + {e:g}) GiB / |rows_B - rows_A|; intercept error = {e:g} GiB x (rows_A + rows_B) / "
+        "|rows_B - rows_A| (worst case, in general the least-squares bounds in docs/compare.md)."
+    )
+
+
+@note_text.register
+def _(n: cn.FitErrors) -> str:
+    return (
+        f"Errors are worst-case bounds from printing (each point +-{_E:g} GiB); with three or more "
+        "launches the standard error from the residuals is shown too."
+    )
+
+
+@note_text.register
+def _(n: cn.CaptureTotalSlopes) -> str:
+    return (
+        "'capture total' slopes (no bucket readings) use the capture end's mem usage, which also "
+        "grows with the number of buckets."
+    )
+
+
+@note_text.register
+def _(n: cn.HeuristicReserve) -> str:
+    return (
+        f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
+        f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
+        "DP attention); the ratio compares it with the measured growth per unit of batch size."
+    )
+
+
+@note_text.register
+def _(n: cn.KVRuleReplayed) -> str:
+    return (
+        f"SGLang's KV rule: rest = after-weights free {_gs(n.after_weights_bytes)} GiB - P "
+        f"{_gs(n.pre_load_bytes)} GiB x (1 - mem_fraction_static); tokens = rest // "
+        f"{n.bytes_per_token:,} B per token. P and after-weights are minimums over ranks (P on "
+        f"{_on(n.pre_load_rank)})."
+    )
+
+
+@note_text.register
+def _(n: cn.MfsMovesKVOnly) -> str:
+    return (
+        "Changing mem_fraction_static moves the KV pool only: weights, the pre-capture workspace and "
+        "the graphs stay as measured."
+    )
+
+
+@note_text.register
+def _(n: cn.HeadroomDefinition) -> str:
+    return (
+        "Headroom = free memory after the last capture (as measured, on the tightest rank) minus the "
+        "extra KV pool, request table and graph memory. The KV change is the rule at both values, so "
+        "printing errors cancel."
+    )
+
+
+@note_text.register
+def _(n: cn.LoggedMfsGiven) -> str:
+    return (
+        f"The launch ran with mem_fraction_static {n.mfs:g} (--logged-mem-fraction-static; "
+        "its log prints no server_args): every prediction rests on it."
+    )
+
+
+@note_text.register
+def _(n: cn.SharedBudget) -> str:
+    return (
+        f"Several pools share the budget (hybrid/SWA): the first KV pool keeps its measured share "
+        f"{n.share:.1%} of rest; the other pools scale with it."
+    )
+
+
+@note_text.register
+def _(n: cn.PageRounding) -> str:
+    return f"Tokens are rounded down to page_size {n.page}."
+
+
+@note_text.register
+def _(n: cn.TokensCapped) -> str:
+    return f"--max-total-tokens {n.max_total_tokens:,} caps the pool."
+
+
+@note_text.register
+def _(n: cn.DraftAsMeasured) -> str:
+    return "The draft model's pools and graphs are held as measured."
+
+
+@note_text.register
+def _(n: cn.TokensFromLogged) -> str:
+    pages = f", in whole pages of {n.page}" if n.page > 1 else ""
+    return (
+        "Predicted KV tokens = the logged pool + (rest at the new setting - rest as logged) // "
+        f"{n.bytes_per_token:,} B per token{pages}: the pool does not depend on max bs, and an "
+        "unchanged mem_fraction_static gives the logged pool."
+    )
+
+
+@note_text.register
+def _(n: cn.TokensByRule) -> str:
+    return "Predicted KV tokens are SGLang's rule (no logged pool to start from, or --max-total-tokens held it)."
+
+
+@note_text.register
+def _(n: cn.ContextChange) -> str:
+    return (
+        f"context length {n.logged:,} -> {n.new:,} changes only the request-to-token table "
+        "((requests + 1) x context x 4 B) and the one-full-context check."
+    )
+
+
+@note_text.register
+def _(n: cn.LargestBecomes) -> str:
+    if n.per_bs:
+        how = "graph memory changes by the heuristic x the change in bs"
+    else:
+        static = (
+            ", static buffers by their slope"
+            if n.static_slope
+            else "; static buffers stay as measured (no static slope given)"
+        )
+        how = (
+            f"rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change in rows"
+            + static
+        )
+    return (
+        f"The largest captured batch becomes {n.bs} (SGLang's list extended to max bs); {how}; the "
+        "other buckets stay as measured."
+    )
+
+
+@note_text.register
+def _(n: cn.OnlyMainGraph) -> str:
+    return f"Only the {n.graph} graph is rescaled; other batch-sized graphs stay as measured."
+
+
+@note_text.register
+def _(n: cn.MfsHeld) -> str:
+    return (
+        f"mem_fraction_static is held at {n.mfs:g}; if SGLang chose it, its default moves by "
+        f"{DECODE_GRAPH_MIB_PER_BS:g} MB per unit of max bs divided by the GPU capacity."
+    )
+
+
+@note_text.register
+def _(n: cn.ActivationReserve) -> str:
+    if n.bytes == 0:
+        return (
+            "No activation reserve: the window's top only keeps headroom >= 0 after capture. Prefill "
+            "activations need more at run time; pass --activation-reserve GIB."
+        )
+    return f"The window's top keeps {_gs(n.bytes)} GiB free after capture (--activation-reserve)."
+
+
+@note_text.register
+def _(n: cn.SlopeUsed) -> str:
+    unit = "MiB per unit of bs" if n.per_bs else "MiB per row"
+    return f"Graph slope {n.mib_per_row:.3f} {unit}: {slope_source_text(n.source)}."
+
+
+def no_slope_text(e: NoSlopeError) -> str:
+    """The message of a NoSlopeError: its lead and, in words, why."""
+    why = texts(e.reasons)
+    if e.joined:
+        return e.lead + (f" ({'; '.join(why)})" if why else "")
+    return f"{e.lead}: " + (
+        "; ".join(w.removeprefix("none: ") for w in why) or "no batch-size graph"
+    )
+
+
+@contextmanager
+def slope_in_words() -> Iterator[None]:
+    """The compare stage says why there is no slope in typed notes (NoSlopeError); the API
+    raises it as a FitError whose message is in words."""
+    try:
+        yield
+    except NoSlopeError as e:
+        raise FitError(no_slope_text(e)) from None
