@@ -21,6 +21,7 @@ from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.errors import NoStartupError, SelectionError
 from logmem.model.analysis import Analysis
 from logmem.model.build import build_groups
+from logmem.model.cap import capped
 from logmem.parse import events as ev
 from logmem.parse.match import iter_segment_events
 from logmem.parse.patterns import KEYWORD_BYTES, ONCE_BYTES
@@ -86,13 +87,20 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
     two launches. Raises NoStartupError when nothing SGLang printed about start-up is found,
     InputError when a file cannot be read.
     """
+    from logmem.analysis.failures.outcome import outcome
+
     stats: list[ReadStats] = []
     unmatched = UnmatchedCounter()
-    events = collect_events(paths, stats, unmatched)
+    segments = read_segments(paths, KEYWORD_BYTES, stats, ONCE_BYTES, continuations=True)
+    # An input's launches past the first and last hundred are kept as briefs (model.cap).
+    events = capped(iter_segment_events(segments, unmatched), lambda L: outcome(L).status)
     launches, groups = build_groups(events)
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))
-    return Analysis(tuple(paths), launches, unmatched.summary(), tuple(stats), inputs=groups)
+    briefs = tuple(b for L in launches for b in L.briefs)
+    return Analysis(
+        tuple(paths), launches, unmatched.summary(), tuple(stats), inputs=groups, summarised=briefs
+    )
 
 
 def read_spec(spec: Source) -> Analysis:
@@ -244,7 +252,8 @@ def _launch_of(
         spec = os.fspath(source)
         analysis, who = read_log(*split_spec(spec)), f"{label} ({spec})"
     index, L = pick_launch(analysis, launch, who, param)
-    return L, LaunchRef(label, tuple(analysis.paths), index)
+    stopped = tuple(s for s in analysis.stats if s.stopped and (s.path in L.paths or not L.paths))
+    return L, LaunchRef(label, tuple(analysis.paths), index, stopped)
 
 
 def _one_stdin(sources: Sequence[Source], what: str) -> None:
@@ -365,13 +374,15 @@ def plot(
     :class:`PlotNote` warning says so.
     """
     from logmem.report import plots
+    from logmem.report.input_notes import launch_refs, note_figure, ref_notes, stop_sentences
 
     if kind not in plots.KINDS:
         raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(plots.KINDS)}")
     if isinstance(source, Comparison):
         if kind != "fit":
             raise ValueError(f"a {source.kind} plots as kind='fit', not {kind!r}")
-        return plots.draw("fit", plots.fit_data(source.to_json()))
+        fig = plots.draw("fit", plots.fit_data(source.to_json()))
+        return note_figure(fig, ref_notes(launch_refs(source.model)))
     if kind == "fit":
         if isinstance(source, (Analysis, str, os.PathLike)) or len(source) < 2:
             raise ValueError(
@@ -387,7 +398,8 @@ def plot(
         raise ValueError(
             f"kind={kind!r} plots one launch: an Analysis, a path, or paths of one launch"
         )
-    return plots.draw(kind, _plot_data(analysis, kind, rank, launch))
+    fig = plots.draw(kind, _plot_data(analysis, kind, rank, launch))
+    return note_figure(fig, stop_sentences(analysis.stats))
 
 
 def _plot_data(
@@ -479,16 +491,5 @@ def snapshot_frame(source: str | SnapshotReport, frames: int = 1) -> Any:
     from logmem.torch_snapshot.analysis import block_records
 
     report = snapshot(source, frames=frames) if isinstance(source, str) else source
-    columns = [
-        "path",
-        "device",
-        "pool",
-        "pool_kind",
-        "segment_address",
-        "address",
-        "state",
-        "size",
-        "requested",
-        "site",
-    ]
-    return pd.DataFrame(block_records(report.analysis), columns=columns)
+    columns = "path device pool pool_kind segment_address address state size requested site"
+    return pd.DataFrame(block_records(report.analysis), columns=columns.split())

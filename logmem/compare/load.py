@@ -8,10 +8,12 @@ range lists what exists) and its message are written once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from logmem.errors import SelectionError
+from logmem.model.cap import KEEP_FIRST, KEEP_LAST
+from logmem.parse.read import ReadStats
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
@@ -25,6 +27,9 @@ class LaunchRef:
     label: str  # "A", "B", "1", ...
     paths: tuple[str, ...]
     index: int
+    # The launch's inputs whose reading ended early (a cut or corrupt stream, --max-bytes):
+    # every report of a comparison says so, as analyze's Input section does.
+    stopped: tuple[ReadStats, ...] = field(default=(), compare=False)
 
     @property
     def name(self) -> str:
@@ -65,11 +70,18 @@ def pick_launch(
 ) -> tuple[int, Launch]:
     """The launch numbered `launch` (0-based); None is the only one, an error when there are
     several. `who` names the input in the message ("A (x.log)", "the input")."""
-    n = len(analysis.launches)
+    n = len(analysis.launches) + len(analysis.summarised)
     if launch is None:
         if n > 1:
             raise LaunchChoiceError(who, n, None, param)
         launch = 0
-    if not 0 <= launch < n:
+    # By number: an input with very many launches keeps only its first and last ones.
+    found = next((L for L in analysis.launches if L.index == launch), None)
+    if found is None and any(b.index == launch for b in analysis.summarised):
+        raise SelectionError(
+            f"{who}: launch {launch} is kept only as a summary line: of an input with this many "
+            f"launches, the first {KEEP_FIRST} and the last {KEEP_LAST} are kept in full"
+        )
+    if found is None:
         raise LaunchChoiceError(who, n, launch, param)
-    return launch, analysis.launches[launch]
+    return launch, found

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.model.inputs import Apart, InputGroup
-from logmem.model.records import Launch, Rank
+from logmem.model.records import Launch, LaunchBrief, Rank
 from logmem.parse.read import ReadStats
 from logmem.parse.unmatched import UnmatchedSummary
 
@@ -34,6 +34,9 @@ class Analysis:
     # The ranks a report shows (logmem.api.select; empty: all). The launches keep every rank:
     # the verdict, the sizing minima and the findings are the whole launch's.
     shown_ranks: tuple[str, ...] = ()
+    # Launches kept only as briefs (logmem.model.cap: an input with very many launches), in
+    # order; `launches` keeps the others, each with its number in the input (Launch.index).
+    summarised: tuple[LaunchBrief, ...] = field(default=(), compare=False)
     # Every launch read, before select() kept one: a launch that printed no KV line takes its
     # bytes per token from another launch of the same model and KV settings (empty: launches).
     read_launches: tuple[Launch, ...] = field(default=(), compare=False, repr=False)
@@ -72,7 +75,8 @@ class Analysis:
         return replace(led, ranks=tuple(rl for rl in led.ranks if self.shows(rl.rank)))
 
     def launch(self, index: int) -> Launch:
-        return self.launches[index]
+        """The launch numbered `index` (its number in the input, as --launch takes it)."""
+        return next(L for L in self.launches if L.index == index)
 
     @property
     def findings(self) -> list[str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from logmem.model.captures import (
     begin_capture,
@@ -45,6 +45,7 @@ from logmem.model.records import (
     OPENED_BY_BARS,
     OPENED_BY_END,
     Launch,
+    LaunchBrief,
     Traceback,
 )
 from logmem.model.tracebacks import TracebackB as _TracebackB
@@ -82,6 +83,7 @@ class _LaunchB:
     # The traceback that took the last error line, and that line (path, number): a
     # continuation line right after it extends that error's message.
     last_error: tuple[_TracebackB, str, int] | None = None
+    briefs: tuple[LaunchBrief, ...] = ()  # the launches before it left out (logmem.model.cap)
 
     def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
         r = self.ranks.get(label)
@@ -181,12 +183,8 @@ class _LaunchB:
             return
         for r in self.ranks.values():
             for g in r.graphs:
-                at = g.opening.source if g.opening is not None else None
-                before = at is not None and (at.path, at.line_no) < (
-                    up.source.path,
-                    up.source.line_no,
-                )
-                if g.is_open and before and at is not None and at.path == up.source.path:
+                at = g.opening.source if g.opening is not None else up.source  # never before
+                if g.is_open and at.path == up.source.path and at.line_no < up.source.line_no:
                     g.closed_by = up
 
     def freeze(self, index: int) -> Launch:
@@ -197,15 +195,8 @@ class _LaunchB:
             Traceback(t.rank, t.opening, tuple(t.errors), tuple(t.frames[-MAX_FRAMES:]))
             for t in self.tracebacks
         )
-        pool = next(
-            (
-                n
-                for r in self.ranks.values()
-                if r.summary is not None
-                and (n := r.summary.get_int("max_running_requests")) is not None
-            ),
-            None,
-        )
+        reqs = (r.summary.get_int("max_running_requests") for r in self.ranks.values() if r.summary)
+        pool = next((n for n in reqs if n is not None), None)
         ctx = ListContext.from_args(self.server_args.args if self.server_args else None, pool)
         kv_dtypes = launch_kv_dtypes(ranks)
         return Launch(
@@ -216,6 +207,9 @@ class _LaunchB:
             tuple(self.events),
             self.stray_bars,
             tuple(dict.fromkeys(self.paths)),
+            tuple(
+                replace(b, index=index - len(self.briefs) + i) for i, b in enumerate(self.briefs)
+            ),
         )
 
 
@@ -268,6 +262,9 @@ class _Builder:
             self.path = e.source.path
             self.cur = -1
             self.file_content = False
+        if isinstance(e, ev.Summarised):  # launches left out: the next one is a launch of its own
+            self.next_launch().briefs, self.file_content = e.briefs, False
+            return
         L = self.launch()
         if isinstance(e, ev.ServerArgs):
             if self.file_content:
@@ -419,6 +416,7 @@ def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[
         by_path.setdefault(e.source.path, []).append(e)
     groups = group_inputs(by_path)
     launches: list[Launch] = []
+    left_out = 0  # launches kept as briefs so far: the others keep their numbers in the input
     for grp in groups:
         b = _Builder()
         for path in grp.paths:
@@ -427,8 +425,9 @@ def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[
         if b.launches:
             b.flush_prelude(b.launch())
         for L in b.launches:
+            left_out += len(L.briefs)
             if L.has_content() or L.events:
-                launches.append(L.freeze(len(launches)))
+                launches.append(L.freeze(len(launches) + left_out))
     return tuple(launches), groups
 
 

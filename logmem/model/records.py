@@ -252,6 +252,17 @@ class Rank:
 
 
 @dataclass(frozen=True)
+class LaunchBrief:
+    """A launch kept only as these facts (logmem.model.cap: an input with very many launches)."""
+
+    index: int  # its number, as --launch numbers launches
+    path: str
+    lines: tuple[int, int]  # its first and last line read
+    outcome: str  # ready | crashed | incomplete (logmem.analysis.failures.outcome)
+    tokens: int | None  # max_total_num_tokens of its scheduler summary; None: none printed
+
+
+@dataclass(frozen=True)
 class Launch:
     index: int
     server_args: ev.ServerArgs | None
@@ -260,6 +271,8 @@ class Launch:
     events: tuple[ev.Event, ...]  # launch-level: ready, http_up, sigquit, unprefixed errors
     stray_bars: int  # bar renders with no open capture to belong to
     paths: tuple[str, ...]
+    # The launches just before this one, kept only as briefs (logmem.model.cap).
+    briefs: tuple[LaunchBrief, ...] = field(default=(), compare=False)
 
     @property
     def args(self) -> dict[str, Any]:

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 # An exception's message can run over the lines after its first (NCCL's "Last error:" and
 # "Cuda failure 'out of memory'", dynamo's "raised:" and the inner error, a ValueError's
 # list): those lines hold no keyword, so the reader yields them right after the exception
-# line, marked as continuations, up to a line that starts something else. A continuation
-# that lands in the next chunk is not joined (chunks are 4 MiB: rare, and only words lost).
+# line, marked as continuations, up to a line that starts something else, whatever chunk of
+# the input they land in (Once.pending carries an unfinished one to the next range).
 MAX_CONTINUATION_LINES = 12
 EXCEPTION_HEAD = re.compile(
     rb"^[ \t]{0,8}(?:[a-z_][a-z0-9_]{0,40}\.){0,5}(?:[A-Z][A-Za-z0-9_]{0,60})?(?:Error|Exception)"
@@ -41,6 +41,8 @@ class Once:
     literals: tuple[bytes, ...]
     armed: bool = True
     continuations: bool = False  # also yield the lines that continue an exception's message
+    # Continuation lines taken when the last range scanned ran out: the next range goes on.
+    pending: int | None = None
 
     def find(self, buf: bytes, lo: int, hi: int) -> int:
         if not self.armed or not self.literals:
@@ -53,22 +55,29 @@ REARM = b"max_total_num_tokens="
 
 
 def continuation(
-    path: str, buf: bytes, end: int, hi: int, line_no: int, cut: int
-) -> Generator[Segment, None, int]:
-    """The lines after an exception line (at `line_no`, ending at `end`) that continue its
-    message, as continuation segments of at most `cut` bytes; returns the end of the last."""
-    for k in range(1, MAX_CONTINUATION_LINES + 1):
-        if buf[end : end + 1] != b"\n":
-            break
-        start = end + 1
+    path: str, buf: bytes, start: int, hi: int, line_no: int, cut: int, done: int = 0
+) -> Generator[Segment, None, tuple[int, int | None]]:
+    """The lines from `start` (numbered from `line_no`) that continue an exception's message,
+    `done` of them taken already, as continuation segments of at most `cut` bytes.
+
+    Returns where the last one taken ends (``start - 1``: none), and, when ``buf[:hi]`` ran out
+    at a line's start before a line that stops them, how many are taken: the reader goes on with
+    them at the start of its next range (a chunk boundary then changes nothing)."""
+    end, k = start - 1, done
+    while k < MAX_CONTINUATION_LINES:
+        if start >= hi:
+            return end, k
         stop = buf.find(b"\n", start, hi)
         stop = hi if stop < 0 else stop
         line = buf[start:stop]
         if b"\r" in line or CONTINUATION_STOP.match(line):
             break
-        yield _segment(path, line_no + k, line[:cut])
-        end = stop
-    return end
+        yield _segment(path, line_no + k - done, line[:cut])
+        k, end = k + 1, stop
+        if buf[end : end + 1] != b"\n":
+            break
+        start = end + 1
+    return end, None
 
 
 def is_exception_head(data: bytes) -> bool:

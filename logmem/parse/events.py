@@ -356,3 +356,11 @@ class HttpUp(Event):
 class GraphDisabled(Event):
     which: str
     why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summarised(Event):
+    """Printed by no one: where logmem.model.cap left launches of an input out, as briefs
+    (logmem.model.records.LaunchBrief); the builder opens the next launch after it."""
+
+    briefs: tuple[Any, ...] = field(hash=False)

@@ -74,10 +74,12 @@ def iter_segments(
     stats: ReadStats | None = None,
     once: Sequence[bytes] = (),
     continuations: bool = False,
+    chunk_bytes: int | None = None,
 ) -> Iterator[Segment]:
     """Yield the segments of one input that contain a keyword, with their line numbers;
     of the segments that hold one of `once`, the first of the file and the first after each
-    scheduler summary; with `continuations`, the lines that continue an exception's message."""
+    scheduler summary; with `continuations`, the lines that continue an exception's message.
+    `chunk_bytes` cuts the input into smaller chunks (tests: the result must not change)."""
     stats = stats or ReadStats(path)
     matcher = matcher_for(keywords)
     state = Once(tuple(once), continuations=continuations)
@@ -85,7 +87,10 @@ def iter_segments(
     carry_truncated = False
     line_no = 1  # line number at the start of `carry` (or of the next chunk)
     last = b"\n"
-    for chunk in iter_chunks(path, stats):
+    chunks = iter_chunks(path, stats)
+    if chunk_bytes:
+        chunks = (c[i : i + chunk_bytes] for c in chunks for i in range(0, len(c), chunk_bytes))
+    for chunk in chunks:
         last = chunk[-1:]
         start = 0
         if carry_truncated:
@@ -145,6 +150,11 @@ def _scan(
     once = once or Once(())
     cursor = matcher.cursor(buf, lo, hi)
     pos = counted = lo
+    if once.pending is not None:  # an exception's message ran on to the end of the last range
+        end, once.pending = yield from continuation(
+            path, buf, lo, hi, line_no, MAX_SEGMENT_BYTES, once.pending
+        )
+        pos = end + 1
     # The next \n and \r at or after the last hit, found once each and reused until passed:
     # searching both to the chunk's end for every segment is quadratic when one separator
     # is missing (10 MB of "GB\r" took minutes).
@@ -179,8 +189,10 @@ def _scan(
         if REARM in data and once.literals:
             once.armed = True
             first = once.find(buf, end, hi)
-        if once.continuations and is_exception_head(data):
-            end = yield from continuation(path, buf, end, hi, line_no, MAX_SEGMENT_BYTES)
+        if once.continuations and is_exception_head(data) and buf[end : end + 1] == b"\n":
+            end, once.pending = yield from continuation(
+                path, buf, end + 1, hi, line_no + 1, MAX_SEGMENT_BYTES
+            )
         pos = end + 1
     return line_no + _count_newlines(buf, counted, hi)
 
@@ -191,10 +203,11 @@ def read_segments(
     stats: list[ReadStats] | None = None,
     once: Sequence[bytes] = (),
     continuations: bool = False,
+    chunk_bytes: int | None = None,
 ) -> Iterator[Segment]:
     """All candidate segments of several inputs, input after input (see iter_segments)."""
     for path in paths:
         st = ReadStats(path)
         if stats is not None:
             stats.append(st)
-        yield from iter_segments(path, keywords, st, once, continuations)
+        yield from iter_segments(path, keywords, st, once, continuations, chunk_bytes)

@@ -29,6 +29,7 @@ from logmem.report.whatif_view import PredictionView, UnfinishedView, WhatIfView
 def _launch(v: LaunchView, diff: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"label": v.label, "paths": list(v.paths), "launch": v.launch}
     out["name"] = v.name
+    out["stopped"] = list(v.stopped)  # its inputs whose reading ended early (empty: none)
     if diff:
         out |= {"era_guess": v.era_guess, "model": v.model}
     return out

@@ -21,6 +21,7 @@ from logmem.compare.slope import Fit, Line, Slope
 from logmem.report.causes import phase_name
 from logmem.report.compare_notes import note_text, texts
 from logmem.report.compare_words import growth_text, heuristic_terms_text, rows_text, term_text
+from logmem.report.input_notes import ref_notes, stopped_json
 from logmem.units import gib
 
 DIFF_SCHEMA = "logmem.diff/1"
@@ -57,10 +58,12 @@ class LaunchView:
     name: str
     era_guess: str | None = None  # diff only
     model: str | None = None  # diff only: model_path (architecture)
+    stopped: tuple[dict[str, Any], ...] = ()  # its inputs read in part (report.input_notes)
 
 
 def launch_view(ref: LaunchRef, era: str | None = None, model: str | None = None) -> LaunchView:
-    return LaunchView(ref.label, ref.paths, ref.index, ref.name, era, model)
+    stopped = tuple(stopped_json(ref.stopped))
+    return LaunchView(ref.label, ref.paths, ref.index, ref.name, era, model, stopped)
 
 
 @dataclass(frozen=True)
@@ -355,7 +358,7 @@ def diff_view(d: Diff) -> DiffView:
         tuple(_graph_row(g) for g in d.graphs),
         tuple(slope_view(s, residuals=False) for s in d.slopes),
         note_text(d.slope_note) if d.slope_note is not None else None,
-        texts(d.notes),
+        ref_notes((d.a, d.b)) + texts(d.notes),
         texts(d.assumptions),
     )
 
@@ -378,6 +381,6 @@ def fit_view(f: Fit) -> FitView:
         tuple(launch_view(r) for r in f.launches),
         args_view(f.args),
         tuple(slope_view(s, residuals=True) for s in f.slopes),
-        texts(f.notes),
+        ref_notes(f.launches) + texts(f.notes),
         texts(f.assumptions),
     )

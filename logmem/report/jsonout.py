@@ -20,6 +20,7 @@ from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.fixes import effect_text
 from logmem.report.graph_lines import graph_sentences
+from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json
 from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
@@ -398,6 +399,8 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
         ],
         "grouping": inputs_json(a),
         "launches": launches,
+        # An input's launches past its first and last hundred, kept only as briefs.
+        "summarised_launches": summarised_json(a.summarised),
         # The first examples of each shape (bounded); unmatched_memory counts every line.
         "unmatched_memory_lines": [
             {"path": u.source.path, "line": u.source.line_no, "text": u.source.text[:500]}

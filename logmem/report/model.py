@@ -18,6 +18,7 @@ from logmem.parse import events as ev
 from logmem.report.causes import cause_name, cause_note, ledger_note, phase_name
 from logmem.report.communication import comm_view
 from logmem.report.graph_lines import graph_sentences
+from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
 from logmem.report.sentences import finding_text, reserve_term_text
@@ -389,17 +390,6 @@ def verdict_lines(L: Launch) -> list[str]:
     return verdict_text(verdict(L))
 
 
-def input_stop_note(why: str, compression: str | None, at: int, detail: str | None) -> str:
-    """Why reading an input ended early, and where (decompressed bytes)."""
-    if why == "max-bytes":
-        return f"read only its first {at:,} bytes (--max-bytes): later lines are not in this report"
-    what = "cut short" if why == "truncated" else f"undecodable ({detail})" if detail else "corrupt"
-    return (
-        f"the {compression} stream is {what} after {at:,} decompressed bytes: "
-        "this report covers what was read up to there"
-    )
-
-
 def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
     notes = []
     for st in a.stats:
@@ -421,6 +411,7 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
             "(`logmem lines` lists them)."
         )
     notes.extend(input_sentences(a))
+    notes.extend(summarised_sentences(a.summarised))
     stray = sum(L.stray_bars for L in a.launches)
     if stray:
         notes.append(f"{stray} progress-bar render(s) had no open capture to belong to.")

@@ -16,6 +16,7 @@ from logmem.report.compare_words import (
     unfinished_cause,
     unfinished_label,
 )
+from logmem.report.input_notes import ref_notes
 from logmem.units import gib
 
 WHATIF_SCHEMA = "logmem.whatif/1"
@@ -189,6 +190,6 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         w.window is None,
         w.lo_context,
         context_text(w.context),
-        texts(w.notes),
+        ref_notes((w.launch,)) + texts(w.notes),
         texts(w.assumptions),
     )

@@ -66,7 +66,7 @@ class LogJoin:
 
 
 def _rank(a: Analysis, launch: int | None, rank: str | None) -> Rank:
-    launches = a.launches if launch is None else a.launches[launch : launch + 1]
+    launches = a.launches if launch is None else [L for L in a.launches if L.index == launch]
     if rank is not None:
         found = next((r for L in launches for r in L.ranks if r.label == rank), None)
         if found is None:
