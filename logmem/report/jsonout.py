@@ -345,21 +345,22 @@ def launch_json(
 def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
     from logmem.estimate.crosscheck import crosscheck
     from logmem.report.estimate_render import to_json
+    from logmem.report.estimate_words import check_label, check_note, mismatch_text
 
     cc = crosscheck(led, config)
     return {
         "estimate": to_json(cc.estimate),
         "checks": [
             {
-                "what": c.what,
+                "what": check_label(c),
                 "measured_bytes": c.measured_bytes,
                 "expected_bytes": c.expected_bytes,
                 "differs": c.differs,
-                "note": c.note,
+                "note": check_note(c),
             }
             for c in cc.checks
         ],
-        "findings": list(cc.findings),
+        "findings": [mismatch_text(m) for m in cc.findings],
     }
 
 
