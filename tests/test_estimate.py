@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import logmem.estimate.notes as nf
 from logmem.estimate import (
     Component,
     Estimate,
@@ -19,7 +20,6 @@ from logmem.estimate import (
     load_model_config,
     settings_from_server_args,
 )
-from logmem.estimate import notes as nf
 from logmem.report.estimate_render import SCHEMA, render_markdown, render_text, to_json
 from logmem.report.estimate_words import component_why, notes_text, unknown_reason
 from logmem.units import GIB

@@ -8,7 +8,7 @@ intermediates, and the request-to-token table (``rules.req_to_token_bytes``). A 
 
 from __future__ import annotations
 
-from logmem.estimate import notes as n
+import logmem.estimate.notes as n
 from logmem.estimate.config import Dims, Parallel
 from logmem.estimate.pieces import ceil_div
 from logmem.sglang import rules, sharding

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.estimate import notes as nf
+import logmem.estimate.notes as nf
 from logmem.estimate.buffers import deepep_buffers, logits_buffer, request_table
 from logmem.estimate.config import Dims, EstimateError, Parallel, int_key, read_dims, text_config
 from logmem.estimate.dtypes import Quant, resolve_dtype, resolve_kv_dtype, resolve_quant
@@ -129,12 +129,17 @@ def _indivisible(
 
 
 _SETTING_FOR = {"attn_tp": "tp", "moe_tp": "tp"}
-_GROUP_WORDS = {
-    "tp": "TP {tp}",
-    "ep": "EP {ep}",
-    "attn_tp": "attention TP {attn_tp} (TP {tp} / DP {dp}, DP attention)",
-    "moe_tp": "MoE TP {moe_tp} (TP {tp} / EP {ep})",
-}
+
+
+def _group_words(setting: str, par: Parallel) -> str:
+    """The parallel group of ``setting`` as EstimateError's message names it."""
+    words = {
+        "tp": f"TP {par.tp}",
+        "ep": f"EP {par.ep}",
+        "attn_tp": f"attention TP {par.attn_tp} (TP {par.tp} / DP {par.dp}, DP attention)",
+        "moe_tp": f"MoE TP {par.moe_tp} (TP {par.tp} / EP {par.ep})",
+    }
+    return words[setting]
 
 
 def _with(par: Parallel, setting: str, n: int) -> Parallel:
@@ -173,9 +178,7 @@ def _check_sharding(d: Dims, par: Parallel, plan: Sequence[Layer] | None, model:
             continue  # one problem per size is enough to act on
         settings.append(setting)
         words = x.setting if x.setting != "attn_tp" or par.dp_attention else "tp"
-        group = _GROUP_WORDS[words].format(
-            tp=par.tp, dp=par.dp, ep=par.ep, attn_tp=par.attn_tp, moe_tp=par.moe_tp
-        )
+        group = _group_words(words, par)
         fit = _fitting(d, par, plan, setting)
         shown = ", ".join(str(n) for n in fit[:12]) + (", ..." if len(fit) > 12 else "")
         sentences.append(

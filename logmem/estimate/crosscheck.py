@@ -21,8 +21,8 @@ class Checked(Enum):
     """What a Check compares; PER_TOKEN figures are bytes per token, the others bytes."""
 
     WEIGHTS = "weights"
-    KV_PER_TOKEN = "kv per token"
-    STATIC_VS_LOGITS = "static vs logits"  # a decode graph's static buffers
+    KV_PER_TOKEN = "kv_per_token"
+    STATIC_VS_LOGITS = "static_vs_logits"  # a decode graph's static buffers
 
 
 @dataclass(frozen=True)

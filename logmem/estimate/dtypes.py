@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.estimate import notes as n
+import logmem.estimate.notes as n
 from logmem.estimate.config import EstimateError, int_key
 
 _DTYPES = {

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logmem.estimate import notes as n
+import logmem.estimate.notes as n
 from logmem.estimate.config import Dims, int_key, num_experts
 from logmem.sglang import sharding
 

@@ -88,7 +88,7 @@ class QuantOverride:
 
 class Unquantised(Enum):
     ATTENTION = "attention"
-    SHARED_EXPERTS = "shared experts"
+    SHARED_EXPERTS = "shared_experts"
 
 
 @dataclass(frozen=True)

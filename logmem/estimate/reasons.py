@@ -15,7 +15,7 @@ class Part(Enum):
 
     ATTENTION = "attention"
     MLA = "mla"
-    LINEAR_ATTENTION = "linear attention"
+    LINEAR_ATTENTION = "linear_attention"
     MOE = "moe"
     VOCAB = "vocab"
     VISION = "vision"

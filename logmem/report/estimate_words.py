@@ -9,8 +9,8 @@ reporters call these functions.
 
 from __future__ import annotations
 
-from logmem.estimate import notes as n
-from logmem.estimate import reasons as r
+import logmem.estimate.notes as n
+import logmem.estimate.reasons as r
 from logmem.estimate.build import Component, Unknown
 from logmem.estimate.crosscheck import Check, Checked, KVDiffers, KVWidth, Mismatch
 from logmem.units import GIB, format_gib
@@ -22,6 +22,10 @@ _WEIGHT_FORMATS = {
     n.WeightFormat.INT8: "INT8 weights: 1 byte; per-channel scales ignored",
     n.WeightFormat.FP4: "FP4 weights: 0.5 byte plus one FP8 scale per 16 weights",
     n.WeightFormat.MXFP4: "MXFP4 weights: 0.5 byte plus one E8M0 scale per 32 weights",
+}
+_UNQUANTISED = {
+    n.Unquantised.ATTENTION: "attention",
+    n.Unquantised.SHARED_EXPERTS: "shared experts",
 }
 _KV_FORMATS = {
     n.KVFormat.FP8: "FP8 KV: 1 byte per element; per-layer k/v scale scalars ignored",
@@ -168,7 +172,7 @@ def note_text(note: n.Note) -> str:
     if isinstance(note, n.QuantOverride):
         return f"quantization {note.method} overrides the checkpoint's {note.checkpoint}"
     if isinstance(note, n.QuantLeaves):
-        return f"quantization config leaves {note.part.value} unquantised"
+        return f"quantization config leaves {_UNQUANTISED[note.part]} unquantised"
     text = _layers_note(note) or _buffers_note(note)
     if text is None:
         raise TypeError(f"no wording for {type(note).__name__}")
