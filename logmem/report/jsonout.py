@@ -18,7 +18,7 @@ from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
-from logmem.report.fixes import effect_text
+from logmem.report.fixes import effect_text, fix_value
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.inputs_text import inputs_json
 from logmem.report.memory_split import failure_split
@@ -223,7 +223,8 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "message": f.message,
         "line": _line(f.line),
         "fixes": [
-            {"flag": x.flag, "value": x.value, "effect": effect_text(x.effect)} for x in f.fixes
+            {"flag": x.flag, "value": fix_value(x), "effect": effect_text(x.effect)}
+            for x in f.fixes
         ],
         # The verdict in words (what every format prints first) and the figures behind it.
         "headline": headline_text(f),
