@@ -12,7 +12,8 @@ from logmem.analysis.attribution import build_ledger
 from logmem.analysis.ledger import What
 from logmem.api import read_log
 from logmem.cli.main import cli
-from logmem.estimate.crosscheck import crosscheck
+from logmem.estimate.crosscheck import KVDiffers, KVWidth, crosscheck
+from logmem.report.estimate_words import mismatch_text
 
 QWQ = FIXTURES / "configs" / "qwq-32b.json"
 LLAMA = FIXTURES / "configs" / "llama-3-70b.json"
@@ -68,10 +69,12 @@ def test_wrong_kv_width_is_named() -> None:
     config = json.loads(QWQ.read_text())
     config["num_key_value_heads"] = 16  # twice the real KV heads: the measured cell is half
     cc = crosscheck(build_ledger(read_log(str(LOG)).launches[0]), config)
-    assert any("half as wide" in f for f in cc.findings)
+    assert [type(f) for f in cc.findings] == [KVDiffers]
+    assert cc.findings[0].width is KVWidth.HALF  # type: ignore[union-attr]
+    assert "half as wide" in mismatch_text(cc.findings[0])
     config["num_key_value_heads"] = 4
     cc = crosscheck(build_ledger(read_log(str(LOG)).launches[0]), config)
-    assert any("twice as wide" in f for f in cc.findings)
+    assert any("twice as wide" in mismatch_text(f) for f in cc.findings)
 
 
 def test_estimate_tp_that_does_not_divide_the_heads_is_a_usage_error() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import logmem.estimate.notes as nf
 from logmem.estimate import (
     Component,
     Estimate,
@@ -20,6 +21,7 @@ from logmem.estimate import (
     settings_from_server_args,
 )
 from logmem.report.estimate_render import SCHEMA, render_markdown, render_text, to_json
+from logmem.report.estimate_words import component_why, notes_text, unknown_reason
 from logmem.units import GIB
 
 CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"
@@ -84,7 +86,8 @@ def test_deepseek_v3_fp8_kv_is_half() -> None:
     est = estimate(cfg("deepseek-v3"), parallel=Parallel(tp=8), kv_cache_dtype="fp8_e4m3")
     assert est.kv_bytes_per_token_per_rank == 70_272 // 2
     assert est.kv_cache_dtype == "fp8_e4m3"
-    assert any("FP8 KV" in n and "ignored" in n for n in est.notes)
+    assert nf.KVElement(nf.KVFormat.FP8) in est.notes
+    assert any("FP8 KV" in n and "ignored" in n for n in notes_text(est.notes))
 
 
 @pytest.mark.parametrize(("rows", "gib"), [(144, 0.09), (960, 0.59)])
@@ -124,7 +127,7 @@ def test_qwq_32b_tp4_kv_cell() -> None:
     assert est.kv_bytes_per_token_per_rank == 65_536
     # Corpus log 001 measured 15.54 GiB of weights per rank; the estimate is within 2 %.
     assert est.weights_bytes_per_rank == pytest.approx(15.54 * GIB, rel=0.02)
-    assert not any("sliding" in n for n in est.notes)  # use_sliding_window is false
+    assert not any("sliding" in n for n in notes_text(est.notes))  # use_sliding_window is false
 
 
 # --------------------------------------------------------------------------- rules
@@ -156,7 +159,7 @@ def test_unknown_quantisation_leaves_weight_bytes_unknown() -> None:
     assert est.params_total is not None
     assert est.weights_bytes_per_rank is None
     assert comp(est, "embedding").bytes_per_rank is not None  # embeddings stay unquantised
-    assert any("exotic_q3" in n for n in est.notes)
+    assert nf.QuantNotModelled("exotic_q3") in est.notes
 
 
 def test_bytes_per_parameter_by_quantisation() -> None:
@@ -186,7 +189,7 @@ def test_ep_splits_only_routed_experts() -> None:
     tp = estimate(cfg("deepseek-v3"), parallel=Parallel(tp=8))
     ep = estimate(cfg("deepseek-v3"), parallel=Parallel(tp=8, ep=8))
     assert comp(ep, "moe.experts").bytes_per_rank == comp(tp, "moe.experts").bytes_per_rank
-    assert "EP 8" in comp(ep, "moe.experts").why
+    assert "EP 8" in component_why(comp(ep, "moe.experts"))
     for name in ("moe.shared", "mlp.dense", "attn.o", "embedding"):
         assert comp(ep, name).bytes_per_rank == comp(tp, name).bytes_per_rank
     ep_only = estimate(cfg("deepseek-v3"), parallel=Parallel(tp=1, ep=1))
@@ -221,8 +224,9 @@ def test_pp_splits_layers() -> None:
     # The heaviest stage is the last: 20 layers plus lm_head and the final norm.
     assert pp4.weights_bytes_per_rank == layers // 4 + head + 8192 * 2
     assert comp(pp4, "embedding").bytes_per_rank == 0
-    assert "not on PP stage 3" in comp(pp4, "embedding").why
-    assert any("PP 4" in n for n in pp4.notes)
+    assert comp(pp4, "embedding").off_stage == 3
+    assert "not on PP stage 3" in component_why(comp(pp4, "embedding"))
+    assert any(isinstance(n, nf.HeaviestStage) and n.pp == 4 for n in pp4.notes)
 
 
 def test_tied_embeddings_have_no_separate_lm_head() -> None:
@@ -230,7 +234,7 @@ def test_tied_embeddings_have_no_separate_lm_head() -> None:
     config["tie_word_embeddings"] = True
     est = estimate(config)
     assert all(c.name != "lm_head" for c in est.components)
-    assert "tied" in comp(est, "embedding").why
+    assert "tied" in component_why(comp(est, "embedding"))
 
 
 def test_multimodal_text_config_and_sliding_window() -> None:
@@ -238,7 +242,7 @@ def test_multimodal_text_config_and_sliding_window() -> None:
     # 62 layers, every 6th global: 10 full-attention layers, 52 sliding.
     assert est.kv_bytes_per_token_per_rank == 16 * 256 * 10 * 2
     assert est.kv_swa_bytes_per_token_per_rank == 16 * 256 * 52 * 2
-    assert any("full-attention layers only" in n for n in est.notes)
+    assert any("full-attention layers only" in n for n in notes_text(est.notes))
     assert comp(est, "vision").params == pytest.approx(0.42e9, rel=0.05)
     assert est.params_total == pytest.approx(27.4e9, rel=0.01)
     assert all(c.name != "lm_head" for c in est.components)  # Gemma ties by default
@@ -262,7 +266,7 @@ def test_layer_types_and_linear_attention() -> None:
     est = estimate(config)
     assert est.kv_bytes_per_token_per_rank == 2 * 512 * 2 * 2  # 2 of 8 layers are full
     assert est.params_total is not None
-    assert any("linear" in n for n in est.notes)
+    assert any("linear" in n for n in notes_text(est.notes))
 
     typed = dict(config, layer_types=["sliding_attention", "full_attention"] * 4)
     del typed["full_attention_interval"]
@@ -476,7 +480,7 @@ def test_unknowns_from_the_config_name_its_keys() -> None:
     assert fills["logits_buffer_bytes"].config_keys == ("vocab_size",)
     assert fills["logits_buffer_bytes"].settings == ()
     assert fills["kv_bytes_per_token_per_rank"].config_keys == ("num_key_value_heads",)
-    assert "embedding" in fills["params_total"].reason
+    assert "embedding" in unknown_reason(fills["params_total"])
     no_ctx = estimate(dict(config, max_position_embeddings=None), max_running_requests=4)
     assert no_ctx.unknown_for("req_to_token_bytes") == Unknown(
         "req_to_token_bytes", ("context_len",)
@@ -484,7 +488,8 @@ def test_unknowns_from_the_config_name_its_keys() -> None:
     assert "pass --context-length" in render_text(no_ctx)
     exotic = estimate(cfg("qwq-32b"), quantization="exotic_q3")
     u = exotic.unknown_for("weights_bytes_per_rank")
-    assert u is not None and u.settings == ("quantization",) and "exotic_q3" in u.reason
+    assert u is not None and u.settings == ("quantization",) and u.unmodelled == "exotic_q3"
+    assert "exotic_q3" in unknown_reason(u)
 
 
 # --------------------------------------------------------------------------- what must divide

@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.failures import outcome, verdict
-from logmem.analysis.failures.facts import Failure
+from logmem.analysis.failures.facts import Failure, LowerByAtLeast
 from logmem.analysis.failures.traces import Where, raised_in
 from logmem.api import read_log
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report.fixes import fix_value
 from logmem.report.verdict import verdict_lines
 
 GIB = 1 << 30
@@ -136,11 +137,13 @@ def test_transformers_fallback_gets_the_native_implementation_not_more_gpus() ->
 
 def test_capture_oom_without_server_args_caps_and_gives_a_relative_mfs_change() -> None:
     f = failure_of(FIXTURES / "capture-oom-no-server-args-constructed.log")
-    flags = {x.flag: x.value for x in f.fixes}
+    flags = {x.flag: fix_value(x) for x in f.fixes}
     assert int(flags["--cuda-graph-max-bs"] or 0) < 256
     # shortfall 540.00 - 298.75 MiB over P = 78.35 GiB, rounded up to SGLang's 0.001 steps
     delta = math.ceil((540.00 - 298.75) / 1024 / 78.35 * 1000) / 1000
     assert flags["--mem-fraction-static"] == f"at least {delta:g} lower than this launch used"
+    mfs = next(x for x in f.fixes if x.flag == "--mem-fraction-static")
+    assert mfs.value is None and isinstance(mfs.change, LowerByAtLeast)  # a change, not a value
 
 
 # --- --disable-cuda-graph only for the capture machinery -------------------------------------

@@ -20,7 +20,7 @@ from logmem.analysis.attribution import LaunchLedger, build_ledger
 from logmem.analysis.ledger import Phase, What
 from logmem.analysis.sizing import Sizing
 from logmem.api import read_log
-from logmem.estimate.crosscheck import crosscheck
+from logmem.estimate.crosscheck import Checked, crosscheck
 from logmem.report.causes import cause_name, cause_note
 from logmem.report.sentences import finding_text
 from logmem.sglang import rules
@@ -326,10 +326,10 @@ def test_crosscheck_agrees_only_inside_the_printed_range(tmp_path: Path) -> None
     differs although it is within 5%."""
     led = _ledger(corpus_log("001-"))
     config = json.loads((FIXTURES / "configs" / "qwq-32b.json").read_text(encoding="utf-8"))
-    kv = next(c for c in crosscheck(led, config).checks if "per token" in c.what)
+    kv = next(c for c in crosscheck(led, config).checks if c.what is Checked.KV_PER_TOKEN)
     assert kv.measured_range == _sizing(led).bytes_per_token_range and not kv.differs
     config["head_dim"] = 132
-    kv = next(c for c in crosscheck(led, config).checks if "per token" in c.what)
+    kv = next(c for c in crosscheck(led, config).checks if c.what is Checked.KV_PER_TOKEN)
     assert kv.expected_bytes == 67_584 and kv.differs
 
 

@@ -17,14 +17,14 @@ import pytest
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.attribution import build_ledger
 from logmem.analysis.failures import outcome
-from logmem.analysis.failures.effects import LowerMfs
+from logmem.analysis.failures.effects import LowerByAtLeast, LowerMfs
 from logmem.analysis.failures.facts import Fix
 from logmem.api import read_log
 from logmem.compare.diff import kv_change
 from logmem.compare.notes import TermKind
-from logmem.estimate.crosscheck import crosscheck
+from logmem.estimate.crosscheck import Checked, crosscheck
 from logmem.report import render
-from logmem.report.fixes import effect_text
+from logmem.report.fixes import effect_text, fix_value
 from logmem.sglang import rules
 from logmem.units import GIB
 
@@ -112,7 +112,7 @@ def test_crosscheck_prices_the_printed_kv_dtype(tmp_path: Path) -> None:
     )
     led = build_ledger(read_log(str(_write(tmp_path, text))).launches[0])
     config = json.loads((FIXTURES / "configs" / "qwq-32b.json").read_text(encoding="utf-8"))
-    kv = next(c for c in crosscheck(led, config).checks if "per token" in c.what)
+    kv = next(c for c in crosscheck(led, config).checks if c.what is Checked.KV_PER_TOKEN)
     assert kv.expected_bytes == 32_768 and not kv.differs
 
 
@@ -231,7 +231,8 @@ def test_a_relative_mfs_change_uses_the_scaling_without_server_args(tmp_path: Pa
     (Qwen2VLForConditionalGeneration) say the 0.95 applies: d >= 1.90 / (78.50 x 0.95) =
     0.02548, so 0.026 (need / P alone gives 0.025)."""
     fix = _mfs_fix(_mm_oom(tmp_path, server_args=False))
-    assert fix.value == "at least 0.026 lower than this launch used"
+    assert fix.value is None and fix.change == LowerByAtLeast(0.026)
+    assert fix_value(fix) == "at least 0.026 lower than this launch used"
     assert "P x 0.95 x d must cover" in " ".join(effect_text(fix.effect).split())
 
 

@@ -7,7 +7,19 @@ their count as SGLang's QKVParallelLinear does (logmem/sglang/sharding.py).
 from __future__ import annotations
 
 from logmem.estimate.config import Dims, Parallel
-from logmem.estimate.pieces import Piece, attn_over, attn_shard, ceil_div, repl
+from logmem.estimate.pieces import Piece, attn_shard, attn_spread, ceil_div, repl
+from logmem.estimate.reasons import (
+    DeltaNet,
+    Heads,
+    Indexer,
+    KVDown,
+    KVHeads,
+    Part,
+    QDown,
+    QueryHeads,
+    RowParallel,
+    SizesMissing,
+)
 from logmem.sglang.sharding import kv_heads_per_rank
 
 
@@ -17,7 +29,7 @@ def attention(d: Dims, par: Parallel) -> list[Piece]:
         return _mla(d, par)
     h, nq, nkv, hd = d.hidden, d.heads, d.kv_heads, d.head_dim
     if h is None or nq is None or nkv is None or hd is None:
-        return [Piece("attn", None, None, "whole", "attention sizes missing in config", True)]
+        return [Piece("attn", None, None, "whole", SizesMissing(Part.ATTENTION), True)]
     t = par.attn_tp
     q_rank_heads = ceil_div(nq, t)
     kv_rank_heads = kv_heads_per_rank(nkv, t)
@@ -30,20 +42,17 @@ def attention(d: Dims, par: Parallel) -> list[Piece]:
             h * nq * hd * q_mult + bias_q,
             (h * hd * q_mult + (hd * q_mult if d.qkv_bias else 0)) * q_rank_heads,
             attn_shard(par),
-            f"{nq} query heads, {q_rank_heads} per rank"
-            f" (attention TP {t})" + (" (output gate doubles q)" if d.q_gate else ""),
+            QueryHeads(nq, q_rank_heads, t, d.q_gate),
             True,
         ),
     ]
     kv_rank = (2 * h * hd + (2 * hd if d.qkv_bias else 0)) * kv_rank_heads
     if t == 1:
-        kv_sharding, kv_why = attn_shard(par), f"all {nkv} KV heads (attention TP 1)"
+        kv_sharding, kv_why = attn_shard(par), KVHeads(nkv, kv_rank_heads, t, None)
     elif nkv >= t:
-        kv_sharding = "split"
-        kv_why = f"{nkv} KV heads, {kv_rank_heads} per rank (attention TP {t})"
+        kv_sharding, kv_why = "split", KVHeads(nkv, kv_rank_heads, t, None)
     else:
-        kv_sharding = "replicated"
-        kv_why = f"{nkv} KV heads < attention TP {t}: 1 per rank, each copied {t // nkv}x"
+        kv_sharding, kv_why = "replicated", KVHeads(nkv, kv_rank_heads, t, t // nkv)
     pieces.append(Piece("attn.kv", 2 * h * nkv * hd + bias_kv, kv_rank, kv_sharding, kv_why, True))
     pieces.append(
         Piece(
@@ -51,7 +60,7 @@ def attention(d: Dims, par: Parallel) -> list[Piece]:
             nq * hd * h,
             q_rank_heads * hd * h,
             attn_shard(par),
-            f"row-parallel, {attn_over(par)}",
+            RowParallel(attn_spread(par)),
             True,
         )
     )
@@ -62,7 +71,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
     h, nq, kv_lora, rope = d.hidden, d.heads, d.kv_lora, d.rope
     nope, v = d.nope, d.v_head
     if None in (h, nq, kv_lora, rope, nope, v):
-        return [Piece("attn", None, None, "whole", "MLA sizes missing in config", True)]
+        return [Piece("attn", None, None, "whole", SizesMissing(Part.MLA), True)]
     assert h and nq and kv_lora and rope and nope and v
     t = par.attn_tp
     rank_heads = ceil_div(nq, t)
@@ -75,7 +84,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
                 h * d.q_lora,
                 h * d.q_lora,
                 repl(par.tp),
-                f"q down-projection to q_lora_rank {d.q_lora}, replicated linear",
+                QDown(d.q_lora),
                 True,
             )
         )
@@ -85,7 +94,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
                 d.q_lora * nq * qk,
                 d.q_lora * rank_heads * qk,
                 attn_shard(par),
-                f"{nq} heads, {attn_over(par)}",
+                Heads(nq, attn_spread(par)),
                 True,
             )
         )
@@ -96,7 +105,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
                 h * nq * qk,
                 h * rank_heads * qk,
                 attn_shard(par),
-                f"{nq} heads, {attn_over(par)}",
+                Heads(nq, attn_spread(par)),
                 True,
             )
         )
@@ -106,7 +115,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
             h * (kv_lora + rope),
             h * (kv_lora + rope),
             repl(par.tp),
-            f"down-projection to kv_lora_rank {kv_lora} + rope {rope}, replicated linear",
+            KVDown(kv_lora, rope),
             True,
         )
     )
@@ -116,7 +125,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
             kv_lora * nq * (nope + v),
             kv_lora * rank_heads * (nope + v),
             attn_shard(par),
-            f"{nq} heads, {attn_over(par)}",
+            Heads(nq, attn_spread(par)),
             True,
         )
     )
@@ -126,7 +135,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
             nq * v * h,
             rank_heads * v * h,
             attn_shard(par),
-            f"row-parallel, {attn_over(par)}",
+            RowParallel(attn_spread(par)),
             True,
         )
     )
@@ -141,7 +150,7 @@ def _mla(d: Dims, par: Parallel) -> list[Piece]:
                 params,
                 params,
                 repl(par.tp),
-                f"DSA indexer ({nh} heads x {idim}), replicated",
+                Indexer(nh, idim),
                 True,
             )
         )
@@ -163,7 +172,7 @@ def linear_attention(d: Dims, par: Parallel) -> Piece:
             None,
             None,
             attn_shard(par),
-            "linear-attention sizes missing in config",
+            SizesMissing(Part.LINEAR_ATTENTION),
             True,
         )
     params = (
@@ -179,6 +188,6 @@ def linear_attention(d: Dims, par: Parallel) -> Piece:
         params,
         ceil_div(params, t),
         attn_shard(par),
-        f"gated DeltaNet ({nk} key / {nv} value heads), {attn_over(par)}",
+        DeltaNet(nk, nv, attn_spread(par)),
         True,
     )

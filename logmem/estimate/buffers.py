@@ -8,11 +8,11 @@ intermediates, and the request-to-token table (``rules.req_to_token_bytes``). A 
 
 from __future__ import annotations
 
+import logmem.estimate.notes as n
 from logmem.estimate.config import Dims, Parallel
 from logmem.estimate.pieces import ceil_div
 from logmem.sglang import rules, sharding
 from logmem.sglang.comm import deepep_low_latency_bytes
-from logmem.units import GIB
 
 
 def deepep_masked_gemm_bytes(
@@ -34,21 +34,18 @@ def deepep_masked_gemm_bytes(
 
 
 def logits_buffer(
-    d: Dims, cuda_graph_max_bs: int | None, tokens_per_req: int, notes: list[str]
+    d: Dims, cuda_graph_max_bs: int | None, tokens_per_req: int, notes: list[n.Note]
 ) -> int | None:
     """The decode graph's logits buffer; None without a max bs or a vocabulary."""
     if cuda_graph_max_bs is None or d.vocab is None:
         return None
     rows = cuda_graph_max_bs * tokens_per_req
-    notes.append(
-        f"logits buffer: {rows} rows ({cuda_graph_max_bs} x {tokens_per_req}) x "
-        f"vocab {d.vocab} x 4 bytes"
-    )
+    notes.append(n.LogitsRows(rows, cuda_graph_max_bs, tokens_per_req, d.vocab))
     return sharding.logits_buffer_bytes(cuda_graph_max_bs, tokens_per_req, d.vocab)
 
 
 def deepep_buffers(
-    d: Dims, par: Parallel, max_dispatch_tokens: int | None, notes: list[str]
+    d: Dims, par: Parallel, max_dispatch_tokens: int | None, notes: list[n.Note]
 ) -> tuple[int | None, int | None]:
     """DeepEP's low-latency buffer and the masked-GEMM intermediates, per rank (MoE only)."""
     if d.experts is None or d.routed_hidden is None:
@@ -56,22 +53,13 @@ def deepep_buffers(
     t = max_dispatch_tokens or rules.DEEPEP_DEFAULT_DISPATCH_TOKENS
     deepep = deepep_low_latency_bytes(t, d.routed_hidden, d.experts, par.ep)
     newer = deepep_low_latency_bytes(t, d.routed_hidden, d.experts, par.ep, scaled_combine=True)
-    notes.append(
-        f"DeepEP low-latency buffer (only with moe_a2a_backend deepep): "
-        f"{t} dispatch tokens x {d.experts} experts x hidden "
-        f"{d.routed_hidden}, combine messages of 2*H bytes; DeepEP versions "
-        f"that add combine scales need {newer / GIB:.2f} GiB"
-    )
+    notes.append(n.DeepEPBuffer(t, d.experts, d.routed_hidden, newer))
     if max_dispatch_tokens is None:
-        notes.append(f"max dispatch tokens defaulted to {rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}")
+        notes.append(n.DispatchDefault(rules.DEEPEP_DEFAULT_DISPATCH_TOKENS))
     masked = None
     if d.moe_inter is not None:
         masked = deepep_masked_gemm_bytes(t, d.experts, d.moe_inter, par.ep)
-        notes.append(
-            f"masked-GEMM intermediates: about {d.experts} x {t} rows of "
-            f"2 x {d.moe_inter} BF16 plus the FP8 copy and scales; "
-            "down-projection output not counted"
-        )
+        notes.append(n.MaskedGemm(d.experts, t, d.moe_inter))
     return deepep, masked
 
 
@@ -79,7 +67,7 @@ def request_table(
     max_running_requests: int | None,
     context_len: int | None,
     max_position_embeddings: int | None,
-    notes: list[str],
+    notes: list[n.Note],
 ) -> int | None:
     """The request-to-token table; the context length falls back to max_position_embeddings,
     as SGLang's does when --context-length is not given."""
@@ -89,5 +77,5 @@ def request_table(
     if ctx is None:
         ctx = max_position_embeddings
         if ctx is not None:
-            notes.append(f"context length taken from max_position_embeddings ({ctx})")
+            notes.append(n.ContextFromMaxPositions(ctx))
     return rules.req_to_token_bytes(max_running_requests, ctx) if ctx is not None else None

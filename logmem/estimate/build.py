@@ -13,11 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import logmem.estimate.notes as nf
 from logmem.estimate.buffers import deepep_buffers, logits_buffer, request_table
 from logmem.estimate.config import Dims, EstimateError, Parallel, int_key, read_dims, text_config
 from logmem.estimate.dtypes import Quant, resolve_dtype, resolve_kv_dtype, resolve_quant
 from logmem.estimate.layers import KVWidth, Layer, kv_cells, layer_plan
 from logmem.estimate.pieces import Piece
+from logmem.estimate.reasons import Part, Reason, SizesMissing
 from logmem.estimate.weights import embedding, final_norm, layer_pieces, lm_head, vision_piece
 from logmem.sglang import sharding
 from logmem.units import GIB
@@ -36,7 +38,8 @@ class Component:
     params: int | None
     bytes_per_rank: int | None
     sharding: str
-    why: str
+    why: Reason
+    off_stage: int | None = None  # the reported PP stage, when this component is not on it
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,14 @@ class Unknown:
 
     ``figure`` is the Estimate field; ``settings`` the estimate() keywords (SGLang's server
     flags of the same names) that would give it a value; ``config_keys`` the config.json
-    keys it needs and the config lacks; ``reason`` a short fact when neither applies (e.g.
-    a quantisation that is not modelled)."""
+    keys it needs and the config lacks; ``missing`` the components without sizes, or
+    ``unmodelled`` the quantisation without a byte rule, when neither applies."""
 
     figure: str
     settings: tuple[str, ...] = ()
     config_keys: tuple[str, ...] = ()
-    reason: str = ""
+    missing: tuple[str, ...] | None = None
+    unmodelled: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class Estimate:
     logits_buffer_bytes: int | None
     deepep_buffer_bytes: int | None
     req_to_token_bytes: int | None
-    notes: tuple[str, ...]
+    notes: tuple[nf.Note, ...]
     weights_bytes_total: int | None = None
     kv_swa_bytes_per_token_per_rank: int | None = None
     deepep_masked_gemm_bytes: int | None = None
@@ -125,12 +129,17 @@ def _indivisible(
 
 
 _SETTING_FOR = {"attn_tp": "tp", "moe_tp": "tp"}
-_GROUP_WORDS = {
-    "tp": "TP {tp}",
-    "ep": "EP {ep}",
-    "attn_tp": "attention TP {attn_tp} (TP {tp} / DP {dp}, DP attention)",
-    "moe_tp": "MoE TP {moe_tp} (TP {tp} / EP {ep})",
-}
+
+
+def _group_words(setting: str, par: Parallel) -> str:
+    """The parallel group of ``setting`` as EstimateError's message names it."""
+    words = {
+        "tp": f"TP {par.tp}",
+        "ep": f"EP {par.ep}",
+        "attn_tp": f"attention TP {par.attn_tp} (TP {par.tp} / DP {par.dp}, DP attention)",
+        "moe_tp": f"MoE TP {par.moe_tp} (TP {par.tp} / EP {par.ep})",
+    }
+    return words[setting]
 
 
 def _with(par: Parallel, setting: str, n: int) -> Parallel:
@@ -169,9 +178,7 @@ def _check_sharding(d: Dims, par: Parallel, plan: Sequence[Layer] | None, model:
             continue  # one problem per size is enough to act on
         settings.append(setting)
         words = x.setting if x.setting != "attn_tp" or par.dp_attention else "tp"
-        group = _GROUP_WORDS[words].format(
-            tp=par.tp, dp=par.dp, ep=par.ep, attn_tp=par.attn_tp, moe_tp=par.moe_tp
-        )
+        group = _group_words(words, par)
         fit = _fitting(d, par, plan, setting)
         shown = ", ".join(str(n) for n in fit[:12]) + (", ..." if len(fit) > 12 else "")
         sentences.append(
@@ -209,7 +216,7 @@ def _stages(
     plan: Sequence[Layer] | None,
     ranges: Sequence[range],
     vision: Mapping[str, Any] | None,
-    notes: list[str],
+    notes: list[nf.Note],
 ) -> list[list[Piece]]:
     """The pieces each PP stage holds: the embedding on the first, lm_head and the final norm
     on the last, as SGLang's PPMissingLayer placement does."""
@@ -226,7 +233,7 @@ def _stages(
             for i in layer_range:
                 pieces += layer_pieces(d, par, plan[i])
         else:
-            pieces.append(Piece("layers", None, None, "split", "num_hidden_layers missing", True))
+            pieces.append(Piece("layers", None, None, "split", SizesMissing(Part.LAYERS), True))
         if s == par.pp - 1:
             if head is not None:
                 pieces.append(head)
@@ -264,7 +271,7 @@ def _weights(
     par: Parallel,
     dtype_bytes: float,
     quant: Quant,
-    notes: list[str],
+    notes: list[nf.Note],
 ) -> _Weights:
     """Components (params over the model, bytes on the heaviest PP stage) and the totals."""
 
@@ -277,10 +284,7 @@ def _weights(
     known = stage_bytes if all(b is not None for b in stage_bytes) else stage_params
     pick = max(range(par.pp), key=lambda s: known[s] or 0)
     if par.pp > 1:
-        notes.append(
-            f"PP {par.pp}: per-rank figures are for the heaviest stage, {pick} "
-            f"(layers {ranges[pick].start}-{ranges[pick].stop - 1})"
-        )
+        notes.append(nf.HeaviestStage(par.pp, pick, ranges[pick].start, ranges[pick].stop - 1))
     # One Component per name: params summed over the model, bytes over the picked stage only.
     first: dict[str, Piece] = {}
     params: dict[str, list[int | None]] = {}
@@ -300,11 +304,11 @@ def _weights(
     )
     components = []
     for name in order:
-        why = first[name].why
-        if par.pp > 1 and not rank_bytes[name]:
-            why += f"; not on PP stage {pick}"
+        off = pick if par.pp > 1 and not rank_bytes[name] else None
         on_rank = _sum(rank_bytes[name]) if rank_bytes[name] else 0
-        components.append(Component(name, _sum(params[name]), on_rank, first[name].sharding, why))
+        components.append(
+            Component(name, _sum(params[name]), on_rank, first[name].sharding, first[name].why, off)
+        )
     return _Weights(
         tuple(components),
         _sum([c.params for c in components]),
@@ -326,22 +330,20 @@ def _unknowns(
 ) -> tuple[Unknown, ...]:
     """For each figure left None, the settings or config keys that would fill it."""
     out: list[Unknown] = []
-    missing = [c.name for c in w.components if c.params is None]
+    missing = tuple(c.name for c in w.components if c.params is None)
     if w.params_total is None:
-        out.append(Unknown("params_total", reason="sizes missing for " + ", ".join(missing)))
+        out.append(Unknown("params_total", missing=missing))
     if w.bytes_per_rank is None:
         if w.params_total is not None and quant.name is not None:
             out.append(
                 Unknown(
                     "weights_bytes_per_rank",
                     ("quantization",),
-                    reason=f"quantization {quant.name} is not modelled",
+                    unmodelled=quant.name,
                 )
             )
         else:
-            out.append(
-                Unknown("weights_bytes_per_rank", reason="sizes missing for " + ", ".join(missing))
-            )
+            out.append(Unknown("weights_bytes_per_rank", missing=missing))
     has_full = plan is None or any(layer.attn == "full" for layer in plan)
     if est["kv_bytes_per_token_per_rank"] is None and has_full:
         keys: tuple[str, ...] = ("num_hidden_layers",) if plan is None else ()
@@ -397,13 +399,13 @@ def _model_name(config: Mapping[str, Any], cfg: Mapping[str, Any]) -> str | None
 
 
 def _kv_width(
-    kv_cache_dtype: str | None, dt: tuple[str, float], notes: list[str]
+    kv_cache_dtype: str | None, dt: tuple[str, float], notes: list[nf.Note]
 ) -> tuple[str, KVWidth]:
     kv_name, kv_elem, kv_scale = resolve_kv_dtype(kv_cache_dtype, dt)
     if kv_name.startswith("fp8"):
-        notes.append("FP8 KV: 1 byte per element; per-layer k/v scale scalars ignored")
+        notes.append(nf.KVElement(nf.KVFormat.FP8))
     elif kv_name.startswith("fp4"):
-        notes.append("FP4 KV: 0.5 byte per element plus one FP8 scale per 16 (assumed layout)")
+        notes.append(nf.KVElement(nf.KVFormat.FP4))
     return kv_name, KVWidth(kv_elem, kv_scale)
 
 
@@ -424,7 +426,7 @@ def estimate(
 
     Raises EstimateError (its ``setting`` naming the size at fault) when a parallel size does
     not divide a dimension SGLang splits by it: SGLang itself would refuse to start."""
-    notes: list[str] = []
+    notes: list[nf.Note] = []
     cfg, vision = text_config(config)
     par = parallel
     dt = resolve_dtype(dtype, cfg, notes)
@@ -446,14 +448,9 @@ def estimate(
     if plan is not None:
         kv_rank, kv_swa = kv_cells(d, plan, ranges, width, par.attn_tp, notes)
     if d.nextn_layers:
-        notes.append(
-            f"{d.nextn_layers} MTP/NextN layer(s) excluded; they load only with speculative decoding"
-        )
+        notes.append(nf.NextNExcluded(d.nextn_layers))
     if par.dp_attention:
-        notes.append(
-            f"DP attention: attention TP group is {par.attn_tp}; dense MLP and "
-            "shared experts assumed split over the full TP group"
-        )
+        notes.append(nf.DPAttentionSplit(par.attn_tp))
     logits = logits_buffer(d, cuda_graph_max_bs, tokens_per_req, notes)
     deepep, masked = deepep_buffers(d, par, max_dispatch_tokens, notes)
     max_pos = int_key(cfg, "max_position_embeddings")

@@ -1,9 +1,13 @@
-"""Cross-check: measured ledger figures against what the model's config.json says they should be."""
+"""Cross-check: measured ledger figures against what the model's config.json says they should be.
+
+Checks and findings are typed facts with their numbers; logmem/report/estimate_words.py
+names and words them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
@@ -13,16 +17,23 @@ from logmem.estimate.config import settings_for_launch
 from logmem.estimate.dtypes import kv_element_bytes
 from logmem.model.records import Launch
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
-from logmem.units import GIB, format_gib
+
+
+class Checked(Enum):
+    """What a Check compares; PER_TOKEN figures are bytes per token, the others bytes."""
+
+    WEIGHTS = "weights"
+    KV_PER_TOKEN = "kv_per_token"
+    STATIC_VS_LOGITS = "static_vs_logits"  # a decode graph's static buffers
 
 
 @dataclass(frozen=True)
 class Check:
-    what: str
+    what: Checked
     measured_bytes: int | None  # for per-token figures: bytes per token
     expected_bytes: int | None
     tolerance_bytes: int  # what print rounding alone can explain
-    note: str = ""
+    graph: str | None = None  # the graph whose static buffers STATIC_VS_LOGITS reads
     # The measured figure as print rounding gives it (bytes per token): it agrees only inside.
     measured_range: tuple[int, int] | None = None
 
@@ -38,10 +49,38 @@ class Check:
 
 
 @dataclass(frozen=True)
+class WeightsDiffer:
+    """Weights after load differ from the config's prediction (gap = measured - expected)."""
+
+    measured_bytes: int
+    expected_bytes: int
+    gap_bytes: int
+
+
+class KVWidth(Enum):
+    """What a KV cell ratio of measured to expected points at."""
+
+    TWICE = "twice"  # about 2x: a 16-bit cache where 8 bits were assumed
+    HALF = "half"  # about 0.5x: an 8-bit cache
+    MORE = "more"  # anything else: layers or scales the config does not show
+
+
+@dataclass(frozen=True)
+class KVDiffers:
+    measured_bytes: int
+    expected_bytes: int
+    ratio: float
+    width: KVWidth
+
+
+Mismatch = WeightsDiffer | KVDiffers
+
+
+@dataclass(frozen=True)
 class Crosscheck:
     estimate: Estimate
     checks: tuple[Check, ...]
-    findings: tuple[str, ...]
+    findings: tuple[Mismatch, ...]
 
 
 def expected_for(launch: Launch, config: Mapping[str, Any]) -> Estimate:
@@ -70,24 +109,14 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
     est = expected_for(L, config)
     main = L.main_rank
     checks: list[Check] = []
-    findings: list[str] = []
+    findings: list[Mismatch] = []
     t = main.target if main else None
     measured_w = t.weights_end.usage.bytes if t and t.weights_end and t.weights_end.usage else None
-    w = Check("weights per rank", measured_w, est.weights_bytes_per_rank, ROUNDING_BYTES)
+    w = Check(Checked.WEIGHTS, measured_w, est.weights_bytes_per_rank, ROUNDING_BYTES)
     checks.append(w)
     if w.differs and w.measured_bytes is not None and w.expected_bytes is not None:
         gap = w.measured_bytes - w.expected_bytes
-        why = (
-            "memory held after load (loader temporaries still referenced), or weights not sharded as "
-            "assumed"
-            if gap > 0
-            else "CPU offload (cpu_offload_gb), tied or shared weights, or a stronger quantisation than the "
-            "config says"
-        )
-        findings.append(
-            f"Weights took {format_gib(w.measured_bytes)} GiB per rank; config.json predicts "
-            f"{format_gib(w.expected_bytes)} GiB ({format_gib(gap, signed=True)}): likely {why}."
-        )
+        findings.append(WeightsDiffer(w.measured_bytes, w.expected_bytes, gap))
     sz = led.sizing
     kv_meas = None
     tol = 0
@@ -100,22 +129,17 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
             lo, hi = rng
             tol = (hi - lo) // 2 + 1
             kv_meas = kv_meas or (lo + hi) // 2
-    kv = Check(
-        "KV bytes per token per rank", kv_meas, est.kv_bytes_per_token_per_rank, tol, "", rng
-    )
+    kv = Check(Checked.KV_PER_TOKEN, kv_meas, est.kv_bytes_per_token_per_rank, tol, None, rng)
     checks.append(kv)
     if kv.differs and kv.measured_bytes and kv.expected_bytes:
         ratio = kv.measured_bytes / kv.expected_bytes
         if abs(ratio - 2) < 0.1:
-            why = "the KV cache is twice as wide as assumed: check kv_cache_dtype (e.g. bf16 instead of fp8)"
+            width = KVWidth.TWICE
         elif abs(ratio - 0.5) < 0.05:
-            why = "the KV cache is half as wide as assumed: an 8-bit kv_cache_dtype"
+            width = KVWidth.HALF
         else:
-            why = "the pool holds more per token than the attention layers (draft layers, an indexer, scales)"
-        findings.append(
-            f"A KV cell takes {kv.measured_bytes:,} bytes per token; config.json predicts "
-            f"{kv.expected_bytes:,} ({ratio:.2f}x): {why}."
-        )
+            width = KVWidth.MORE
+        findings.append(KVDiffers(kv.measured_bytes, kv.expected_bytes, ratio, width))
     if main is not None and (rl := led.rank(main.label)) is not None:
         for p in rl.phases:
             if p.graph is None:
@@ -128,17 +152,11 @@ def crosscheck(led: LaunchLedger, config: Mapping[str, Any]) -> Crosscheck:
             ):
                 checks.append(
                     Check(
-                        f"{p.graph.name}: static buffers vs logits buffer",
+                        Checked.STATIC_VS_LOGITS,
                         static.bytes,
                         est.logits_buffer_bytes,
                         ROUNDING_BYTES,
-                        "logits buffer = rows x vocab x 4 B; other static buffers add to it",
+                        p.graph.name,
                     )
                 )
     return Crosscheck(est, tuple(checks), tuple(findings))
-
-
-def gib_or_bytes(what: str, n: int | None) -> str:
-    if n is None:
-        return "-"
-    return f"{n:,} B" if "per token" in what else f"{n / GIB:.2f}"

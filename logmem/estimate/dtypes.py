@@ -3,7 +3,7 @@
 What ``--dtype``, ``--kv-cache-dtype`` and ``--quantization`` (or the config's
 ``torch_dtype`` and ``quantization_config``) mean in bytes per weight or per KV element,
 scales included where a format stores them per block. Anything that is not modelled says so
-in a note and leaves the bytes unknown (None), never guessed.
+in a note (logmem/estimate/notes.py) and leaves the bytes unknown (None), never guessed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import logmem.estimate.notes as n
 from logmem.estimate.config import EstimateError, int_key
 
 _DTYPES = {
@@ -43,7 +44,9 @@ def _norm(name: str) -> str:
     return name.strip().lower().removeprefix("torch.")
 
 
-def resolve_dtype(dtype: str | None, cfg: Mapping[str, Any], notes: list[str]) -> tuple[str, float]:
+def resolve_dtype(
+    dtype: str | None, cfg: Mapping[str, Any], notes: list[n.Note]
+) -> tuple[str, float]:
     if dtype is not None and _norm(dtype) != "auto":
         found = _DTYPES.get(_norm(dtype))
         if found is None:
@@ -54,11 +57,11 @@ def resolve_dtype(dtype: str | None, cfg: Mapping[str, Any], notes: list[str]) -
     cfg_dtype = cfg.get("torch_dtype", cfg.get("dtype"))
     found = _DTYPES.get(_norm(cfg_dtype)) if isinstance(cfg_dtype, str) else None
     if found is None:
-        notes.append("config has no torch_dtype; assumed bfloat16 weights")
+        notes.append(n.NoTorchDtype())
         return "bfloat16", 2.0
     if found[0] == "float32":
         # SGLang's dtype=auto serves float32 checkpoints in bfloat16.
-        notes.append("config torch_dtype is float32; dtype auto serves it as bfloat16")
+        notes.append(n.Float32ServedAsBf16())
         return "bfloat16", 2.0
     return found
 
@@ -99,7 +102,7 @@ class Quant:
     skip_shared: bool = False
 
 
-def _quant_detail(name: str, qc: Mapping[str, Any], notes: list[str]) -> float | None:
+def _quant_detail(name: str, qc: Mapping[str, Any], notes: list[n.Note]) -> float | None:
     """Bytes per weight of a quantised linear layer, scales included where they are blocked."""
     block = qc.get("weight_block_size")
     if name in ("fp8", "modelopt_fp8", "w8a8_fp8", "fbgemm_fp8", "modelopt"):
@@ -109,36 +112,33 @@ def _quant_detail(name: str, qc: Mapping[str, Any], notes: list[str]) -> float |
             and all(isinstance(b, int) and b > 0 for b in block)
         ):
             rows, cols = int(block[0]), int(block[1])
-            notes.append(f"FP8 weights: 1 byte plus one FP32 scale per {rows}x{cols} block")
+            notes.append(n.WeightBytes(n.WeightFormat.FP8, (rows, cols)))
             return 1.0 + 4.0 / (rows * cols)
-        notes.append("FP8 weights: 1 byte; per-tensor or per-channel scales ignored")
+        notes.append(n.WeightBytes(n.WeightFormat.FP8))
         return 1.0
     if name in ("w8a8_int8", "int8"):
-        notes.append("INT8 weights: 1 byte; per-channel scales ignored")
+        notes.append(n.WeightBytes(n.WeightFormat.INT8))
         return 1.0
     if name in ("modelopt_fp4", "nvfp4", "w4a4_nvfp4"):
-        notes.append("FP4 weights: 0.5 byte plus one FP8 scale per 16 weights")
+        notes.append(n.WeightBytes(n.WeightFormat.FP4))
         return 0.5 + 1.0 / 16
     if name == "mxfp4":
-        notes.append("MXFP4 weights: 0.5 byte plus one E8M0 scale per 32 weights")
+        notes.append(n.WeightBytes(n.WeightFormat.MXFP4))
         return 0.5 + 1.0 / 32
     if name in ("awq", "awq_marlin", "gptq", "gptq_marlin", "marlin", "moe_wna16"):
         bits = int_key(qc, "bits", "w_bit") or 4
         group = qc.get("group_size", qc.get("q_group_size", 128))
         if isinstance(group, int) and group > 0:
-            notes.append(
-                f"{name}: {bits}-bit weights plus an FP16 scale and a packed zero per "
-                f"group of {group}"
-            )
+            notes.append(n.IntWeights(name, bits, group))
             return bits / 8 + (2 + bits / 8) / group
-        notes.append(f"{name}: {bits}-bit weights; per-channel scales ignored")
+        notes.append(n.IntWeights(name, bits, None))
         return bits / 8
     if name == "compressed-tensors":
         groups = qc.get("config_groups")
         first = next(iter(groups.values()), None) if isinstance(groups, Mapping) else None
         weights = first.get("weights") if isinstance(first, Mapping) else None
         if not isinstance(weights, Mapping) or int_key(weights, "num_bits") is None:
-            notes.append("compressed-tensors config without weight bits; weight bytes unknown")
+            notes.append(n.CompressedTensors(None))
             return None
         bits = int_key(weights, "num_bits") or 8
         strategy = weights.get("strategy")
@@ -147,18 +147,18 @@ def _quant_detail(name: str, qc: Mapping[str, Any], notes: list[str]) -> float |
         base = bits / 8
         if strategy == "group" and group:
             scale = 1.0 if (weights.get("type") == "float" and bits == 4) else 2.0
-            notes.append(f"compressed-tensors: {bits}-bit weights, one scale per {group}")
+            notes.append(n.CompressedTensors(bits, "group", group))
             return base + scale / group
         if strategy == "block" and isinstance(blocks, Sequence) and len(blocks) == 2:
-            notes.append(f"compressed-tensors: {bits}-bit weights, FP32 scale per block")
+            notes.append(n.CompressedTensors(bits, "block"))
             return base + 4.0 / (int(blocks[0]) * int(blocks[1]))
-        notes.append(f"compressed-tensors: {bits}-bit weights; {strategy} scales ignored")
+        notes.append(n.CompressedTensors(bits, f"{strategy}", ignored=True))
         return base
-    notes.append(f"quantization {name!r} is not modelled; quantised weight bytes unknown")
+    notes.append(n.QuantNotModelled(name))
     return None
 
 
-def resolve_quant(quantization: str | None, cfg: Mapping[str, Any], notes: list[str]) -> Quant:
+def resolve_quant(quantization: str | None, cfg: Mapping[str, Any], notes: list[n.Note]) -> Quant:
     qc_raw = cfg.get("quantization_config", cfg.get("compression_config"))
     qc: Mapping[str, Any] = qc_raw if isinstance(qc_raw, Mapping) else {}
     cfg_method = qc.get("quant_method")
@@ -171,14 +171,14 @@ def resolve_quant(quantization: str | None, cfg: Mapping[str, Any], notes: list[
         name = quantization.lower()
         if cfg_method is not None and cfg_method != name:
             # Block sizes and group sizes describe the checkpoint's own method only.
-            notes.append(f"quantization {name} overrides the checkpoint's {cfg_method}")
+            notes.append(n.QuantOverride(name, cfg_method))
             qc = {}
     ignore = qc.get("ignore", qc.get("modules_to_not_convert")) or []
     ignore_text = " ".join(str(x) for x in ignore) if isinstance(ignore, Sequence) else ""
     skip_attn = "attn" in ignore_text
     skip_shared = "shared_expert" in ignore_text
     if skip_attn:
-        notes.append("quantization config leaves attention unquantised")
+        notes.append(n.QuantLeaves(n.Unquantised.ATTENTION))
     if skip_shared:
-        notes.append("quantization config leaves shared experts unquantised")
+        notes.append(n.QuantLeaves(n.Unquantised.SHARED_EXPERTS))
     return Quant(name, _quant_detail(name, qc, notes), skip_attn, skip_shared)

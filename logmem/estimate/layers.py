@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import logmem.estimate.notes as n
 from logmem.estimate.config import Dims, int_key, num_experts
 from logmem.sglang import sharding
 
@@ -39,7 +40,7 @@ _MAMBA_TYPES = {"mamba", "mamba2", "ssm"}
 
 
 def layer_plan(
-    cfg: Mapping[str, Any], n_layers: int | None, notes: list[str]
+    cfg: Mapping[str, Any], n_layers: int | None, notes: list[n.Note]
 ) -> list[Layer] | None:
     """Every layer's kinds, from the config's per-layer pattern keys; None without a layer count."""
     pattern = cfg.get("hybrid_override_pattern")
@@ -53,9 +54,7 @@ def layer_plan(
         }
         odd = sorted({c for c in pattern if c not in kinds})
         if odd:
-            notes.append(
-                f"hybrid_override_pattern has unknown blocks {odd}; treated as full attention"
-            )
+            notes.append(n.UnknownBlocks(tuple(odd)))
         return [kinds.get(c, Layer("full", "none")) for c in pattern]
     if n_layers is None:
         return None
@@ -64,10 +63,7 @@ def layer_plan(
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, Sequence) and not isinstance(layer_types, str) and layer_types:
         if len(layer_types) != n_layers:
-            notes.append(
-                f"layer_types has {len(layer_types)} entries for {n_layers} layers; "
-                "repeated them in order"
-            )
+            notes.append(n.LayerTypesRepeated(len(layer_types), n_layers))
         unknown: set[str] = set()
         for i in range(n_layers):
             kind = str(layer_types[i % len(layer_types)]).lower()
@@ -80,34 +76,22 @@ def layer_plan(
             elif kind not in _FULL_TYPES:
                 unknown.add(kind)
         if unknown:
-            notes.append(
-                f"layer_types {sorted(unknown)} not recognised; counted as full "
-                "attention (larger KV cell)"
-            )
+            notes.append(n.LayerTypesUnknown(tuple(sorted(unknown))))
     elif (interval := int_key(cfg, "full_attention_interval")) is not None:
         # Qwen3-Next style: every interval-th layer is full attention, the rest linear.
         attn = ["full" if (i + 1) % interval == 0 else "linear" for i in range(n_layers)]
-        notes.append(
-            f"full_attention_interval {interval}: layers other than every "
-            f"{interval}th are linear attention"
-        )
+        notes.append(n.FullInterval(interval))
     elif (swa_pattern := int_key(cfg, "sliding_window_pattern")) is not None:
         # Gemma-3 style: every swa_pattern-th layer is global, the rest slide.
         attn = ["full" if (i + 1) % swa_pattern == 0 else "sliding" for i in range(n_layers)]
-        notes.append(
-            f"sliding_window_pattern {swa_pattern}: every {swa_pattern}th layer is "
-            "full attention, the others sliding window"
-        )
+        notes.append(n.SlidingPattern(swa_pattern))
     elif str(cfg.get("model_type", "")).startswith("gemma2") and cfg.get("sliding_window"):
         attn = ["sliding" if i % 2 == 0 else "full" for i in range(n_layers)]
-        notes.append("gemma2: even layers sliding window, odd layers full attention")
+        notes.append(n.Gemma2Alternating())
     elif cfg.get("sliding_window") and cfg.get("use_sliding_window") is not False:
-        notes.append(
-            f"sliding_window {cfg['sliding_window']} with no per-layer pattern; "
-            "counted every layer as full attention (conservative)"
-        )
+        notes.append(n.SlidingWithoutPattern(f"{cfg['sliding_window']}"))
     if cfg.get("attention_chunk_size") and "sliding" not in attn:
-        notes.append("attention_chunk_size set; chunked layers counted as full attention")
+        notes.append(n.ChunkedAsFull())
 
     mlp = ["dense"] * n_layers
     if num_experts(cfg) is not None:
@@ -169,7 +153,7 @@ def kv_cells(
     ranges: Sequence[range],
     width: KVWidth,
     attn_tp: int,
-    notes: list[str],
+    notes: list[n.Note],
 ) -> tuple[int | None, int | None]:
     """KV bytes per token per rank of the full-attention pool and of the SWA pool (None: no
     such pool, or a size is missing). Each is the largest over PP stages, since the smallest
@@ -188,26 +172,15 @@ def kv_cells(
         swa = max(v for v in swa_stage if v is not None)
     other = {k: sum(1 for layer in plan if layer.attn == k) for k in ("sliding", "linear", "mamba")}
     if any(other.values()):
-        parts = ", ".join(f"{n} {k}" for k, n in other.items() if n)
-        notes.append(
-            f"KV per token counts the {full_layers} full-attention layers only "
-            f"({parts} layers are in their own pools)"
-        )
+        notes.append(n.FullLayersOnly(full_layers, tuple((k, c) for k, c in other.items() if c)))
     if swa is not None:
         both = per_stage(("full", "sliding"))
         if all(v is not None for v in both):
-            notes.append(
-                f"sliding-window layers need {swa:,} bytes per token in the "
-                "SWA pool; without the hybrid SWA pool every layer is full: "
-                f"{max(v or 0 for v in both):,} bytes per token"
-            )
+            notes.append(n.SWAPool(swa, max(v or 0 for v in both)))
     if other["linear"] or other["mamba"]:
-        notes.append("linear-attention / Mamba state is per request, not per token; not estimated")
+        notes.append(n.StatePerRequest())
     if d.mla:
-        notes.append("MLA KV: (kv_lora_rank + qk_rope_head_dim) per layer, no TP divisor")
+        notes.append(n.MLACell())
     if d.index_head_dim:
-        notes.append(
-            f"DSA index keys: {d.index_head_dim} FP8 bytes plus FP32 scales "
-            "per layer, included in KV per token"
-        )
+        notes.append(n.DSAIndexKeys(d.index_head_dim))
     return full, swa

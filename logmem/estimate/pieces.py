@@ -1,10 +1,11 @@
-"""A piece of weights (one component of one layer) and the words for how it is sharded."""
+"""A piece of weights (one component of one layer) and how it is sharded."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from logmem.estimate.config import Parallel
+from logmem.estimate.reasons import AttnSpread, Reason
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Piece:
     params: int | None
     rank_params: int | None
     sharding: str
-    why: str
+    why: Reason
     quantised: bool
 
 
@@ -37,15 +38,8 @@ def repl(group: int) -> str:
     return "replicated" if group > 1 else "whole"
 
 
-def over(group: int, label: str = "TP") -> str:
-    return f"split over {label} {group}" if group > 1 else "on one rank"
-
-
-def attn_over(par: Parallel) -> str:
-    t = par.attn_tp
-    if t == 1 and par.tp > 1:
-        return f"whole on each rank (DP attention, {par.dp} copies)"
-    return over(t, "attention TP")
+def attn_spread(par: Parallel) -> AttnSpread:
+    return AttnSpread(par.attn_tp, par.tp, par.dp)
 
 
 def attn_shard(par: Parallel) -> str:

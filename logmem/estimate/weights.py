@@ -14,21 +14,37 @@ from typing import Any
 from logmem.estimate.attention import attention, linear_attention
 from logmem.estimate.config import Dims, Parallel, int_key
 from logmem.estimate.layers import Layer
-from logmem.estimate.pieces import Piece, ceil_div, over, repl, split
+from logmem.estimate.notes import Note, TieAssumed
+from logmem.estimate.pieces import Piece, ceil_div, repl, split
+from logmem.estimate.reasons import (
+    DenseMLP,
+    Experts,
+    LatentProjections,
+    MambaNotModelled,
+    Norms,
+    Part,
+    Router,
+    SharedExperts,
+    SizesMissing,
+    Spread,
+    TiedCopy,
+    VisionTower,
+    Vocab,
+)
 from logmem.sglang.sharding import padded_vocab
 
 
 def dense_mlp(d: Dims, par: Parallel) -> Piece:
     h, inter, tp = d.hidden, d.intermediate, par.tp
     if h is None or inter is None:
-        return Piece("mlp.dense", None, None, split(tp), "intermediate_size missing", True)
+        return Piece("mlp.dense", None, None, split(tp), SizesMissing(Part.INTERMEDIATE), True)
     m = d.mlp_mats
     return Piece(
         "mlp.dense",
         m * h * inter,
         m * h * ceil_div(inter, tp),
         split(tp),
-        f"intermediate {inter} {over(tp)}",
+        DenseMLP(inter, Spread(tp)),
         True,
     )
 
@@ -44,17 +60,10 @@ def moe(d: Dims, par: Parallel) -> list[Piece]:
     h, e, inter, hr = d.hidden, d.experts, d.moe_inter, d.routed_hidden
     m = d.mlp_mats
     if h is None or e is None or inter is None or hr is None:
-        return [Piece("moe.experts", None, None, "split", "MoE sizes missing", True)]
+        return [Piece("moe.experts", None, None, "split", SizesMissing(Part.MOE), True)]
     local = ceil_div(e, par.ep)
     rank_inter = ceil_div(inter, par.moe_tp)
-    if par.ep > 1:
-        why = f"{e} experts over EP {par.ep}: {local} per rank"
-        if par.moe_tp > 1:
-            why += f", intermediate split over MoE TP {par.moe_tp}"
-    else:
-        why = f"all {e} experts on every rank, intermediate {over(par.tp)}"
-    if d.latent:
-        why += f"; routed hidden {hr} (latent)"
+    why = Experts(e, par.ep, local, par.moe_tp, par.tp, hr if d.latent else None)
     pieces = [
         Piece(
             "moe.experts",
@@ -75,7 +84,7 @@ def moe(d: Dims, par: Parallel) -> list[Piece]:
                 m * h * shared_inter + gate,
                 m * h * ceil_div(shared_inter, par.tp) + gate,
                 split(par.tp),
-                f"shared intermediate {shared_inter} {over(par.tp)}",
+                SharedExperts(shared_inter, Spread(par.tp)),
                 True,
             )
         )
@@ -86,7 +95,7 @@ def moe(d: Dims, par: Parallel) -> list[Piece]:
             e * h + bias,
             e * h + bias,
             repl(par.tp),
-            "gate over full hidden, replicated, kept unquantised",
+            Router(),
             False,
         )
     )
@@ -98,7 +107,7 @@ def moe(d: Dims, par: Parallel) -> list[Piece]:
                 proj,
                 proj,
                 repl(par.tp),
-                f"hidden {h} <-> latent {d.latent} projections; assumed replicated and unquantised",
+                LatentProjections(h, d.latent),
                 False,
             )
         )
@@ -123,37 +132,35 @@ def layer_pieces(d: Dims, par: Parallel, layer: Layer) -> list[Piece]:
     elif layer.attn == "linear":
         pieces.append(linear_attention(d, par))
     elif layer.attn == "mamba":
-        pieces.append(
-            Piece("mamba", None, None, split(par.tp), "Mamba mixer weights not modelled", True)
-        )
+        pieces.append(Piece("mamba", None, None, split(par.tp), MambaNotModelled(), True))
     if layer.mlp == "dense":
         pieces.append(dense_mlp(d, par))
     elif layer.mlp == "moe":
         pieces += moe(d, par)
     n = norms(d, layer)
-    pieces.append(Piece("norms", n, n, repl(par.tp), "RMSNorm weights, replicated", False))
+    pieces.append(Piece("norms", n, n, repl(par.tp), Norms(), False))
     return pieces
 
 
 # --------------------------------------------------------------------------- once per model
 
 
-def tied(d: Dims, notes: list[str]) -> bool:
+def tied(d: Dims, notes: list[Note]) -> bool:
     """Whether the lm_head shares the embedding's weights."""
     if d.tie_word_embeddings is not None:
         return d.tie_word_embeddings
     # Hugging Face's default depends on the class: Gemma ties, Llama/Qwen/DeepSeek do not.
     guess = d.model_type.startswith("gemma")
-    notes.append(f"tie_word_embeddings absent; assumed {'tied' if guess else 'untied'}")
+    notes.append(TieAssumed(guess))
     return guess
 
 
-def embedding(d: Dims, par: Parallel, notes: list[str]) -> Piece:
+def embedding(d: Dims, par: Parallel, notes: list[Note]) -> Piece:
     h, v = d.hidden, d.vocab
     if h is None or v is None:
-        return Piece("embedding", None, None, "split", "vocab_size or hidden missing", False)
+        return Piece("embedding", None, None, "split", SizesMissing(Part.VOCAB), False)
     padded = padded_vocab(v)
-    tie = " (tied with lm_head)" if tied(d, notes) else ""
+    tie = tied(d, notes)
     if par.dp_attention and par.tp > 1:
         # deepseek_v2-style models build the embedding without TP under DP attention.
         return Piece(
@@ -161,7 +168,7 @@ def embedding(d: Dims, par: Parallel, notes: list[str]) -> Piece:
             v * h,
             padded * h,
             "replicated",
-            f"vocab {v} whole on every rank under DP attention{tie}",
+            Vocab(v, padded, Spread(par.tp), tie, whole=True),
             False,
         )
     return Piece(
@@ -169,16 +176,16 @@ def embedding(d: Dims, par: Parallel, notes: list[str]) -> Piece:
         v * h,
         ceil_div(padded, par.tp) * h,
         split(par.tp),
-        f"vocab {v} (padded {padded}) {over(par.tp)}{tie}",
+        Vocab(v, padded, Spread(par.tp), tie),
         False,
     )
 
 
-def lm_head(d: Dims, par: Parallel, notes: list[str]) -> Piece | None:
+def lm_head(d: Dims, par: Parallel, notes: list[Note]) -> Piece | None:
     """The output projection; None when it is the embedding (tied, one PP stage)."""
     h, v = d.hidden, d.vocab
     if h is None or v is None:
-        return Piece("lm_head", None, None, "split", "vocab_size or hidden missing", False)
+        return Piece("lm_head", None, None, "split", SizesMissing(Part.VOCAB), False)
     padded = padded_vocab(v)
     rank = ceil_div(padded, par.tp) * h
     if tied(d, notes):
@@ -189,7 +196,7 @@ def lm_head(d: Dims, par: Parallel, notes: list[str]) -> Piece | None:
             0,
             rank,
             split(par.tp),
-            "tied with the embedding, but the last PP stage holds its own copy",
+            TiedCopy(),
             False,
         )
     return Piece(
@@ -197,13 +204,13 @@ def lm_head(d: Dims, par: Parallel, notes: list[str]) -> Piece | None:
         v * h,
         rank,
         split(par.tp),
-        f"vocab {v} (padded {padded}) {over(par.tp)}",
+        Vocab(v, padded, Spread(par.tp)),
         False,
     )
 
 
 def final_norm(d: Dims, par: Parallel) -> Piece:
-    return Piece("norms", d.hidden, d.hidden, repl(par.tp), "RMSNorm weights, replicated", False)
+    return Piece("norms", d.hidden, d.hidden, repl(par.tp), Norms(), False)
 
 
 def vision_piece(vision: Mapping[str, Any], text_hidden: int | None, tp: int) -> Piece:
@@ -215,7 +222,7 @@ def vision_piece(vision: Mapping[str, Any], text_hidden: int | None, tp: int) ->
         ratio = vision.get("mlp_ratio")
         inter = int(h * ratio) if isinstance(ratio, (int, float)) else None
     if h is None or layers is None or inter is None:
-        return Piece("vision", None, None, split(tp), "vision_config sizes missing", False)
+        return Piece("vision", None, None, split(tp), SizesMissing(Part.VISION), False)
     # Per layer: q,k,v,o with biases, a two-matrix MLP with biases, two LayerNorms.
     per_layer = 4 * h * h + 4 * h + 2 * h * inter + h + inter + 4 * h
     params = layers * per_layer + 2 * h
@@ -231,6 +238,6 @@ def vision_piece(vision: Mapping[str, Any], text_hidden: int | None, tp: int) ->
         params,
         ceil_div(params, tp),
         split(tp),
-        f"approximate ViT ({layers} layers, width {h}) and projector; assumed TP-split",
+        VisionTower(layers, h),
         False,
     )

@@ -15,6 +15,7 @@ from typing import Any
 from logmem.analysis.communication import Plan
 from logmem.estimate import Estimate, Unknown
 from logmem.report.communication import plan_json, plan_view
+from logmem.report.estimate_words import component_why, notes_text, unknown_reason
 from logmem.report.markdown import md_escape, table_md
 from logmem.report.model import Table
 from logmem.report.safe_text import one_line, strip_controls
@@ -75,8 +76,8 @@ def what_fills(u: Unknown | None) -> str:
         wants.append("pass " + " and ".join(FLAGS.get(s, s) for s in u.settings))
     if u.config_keys:
         wants.append("config.json has no " + ", ".join(u.config_keys))
-    if u.reason:
-        wants.append(u.reason)
+    if reason := unknown_reason(u):
+        wants.append(reason)
     return f"{UNKNOWN}: " + "; ".join(wants) if wants else UNKNOWN
 
 
@@ -136,7 +137,7 @@ def _components(est: Estimate) -> Table | None:
     if not est.components:
         return None
     rows = tuple(
-        (c.name, _params(c.params), _bytes(c.bytes_per_rank), c.sharding, c.why)
+        (c.name, _params(c.params), _bytes(c.bytes_per_rank), c.sharding, component_why(c))
         for c in est.components
     )
     return Table(
@@ -152,7 +153,7 @@ def estimate_view(est: Estimate) -> EstimateView:
         f"Expected sizes for {one_line(est.model or 'an unnamed model')}",  # from config.json
         _summary(est),
         _components(est),
-        est.notes,
+        notes_text(est.notes),
     )
 
 
@@ -230,7 +231,7 @@ def to_json(est: Estimate, plan: Plan | None = None) -> dict[str, Any]:
                 "params": c.params,
                 "bytes_per_rank": c.bytes_per_rank,
                 "sharding": c.sharding,
-                "why": c.why,
+                "why": component_why(c),
             }
             for c in est.components
         ],
@@ -239,13 +240,13 @@ def to_json(est: Estimate, plan: Plan | None = None) -> dict[str, Any]:
         "deepep_masked_gemm_bytes": est.deepep_masked_gemm_bytes,
         "req_to_token_bytes": est.req_to_token_bytes,
         "communication": plan_json(plan) if plan is not None else None,
-        "notes": list(est.notes),
+        "notes": list(notes_text(est.notes)),
         "unknown": [
             {
                 "figure": u.figure,
                 "flags": [FLAGS.get(s, s) for s in u.settings],
                 "config_keys": list(u.config_keys),
-                "reason": u.reason or None,
+                "reason": unknown_reason(u) or None,
             }
             for u in est.unknown
         ],

@@ -371,6 +371,16 @@ def _(e: fx.NativeImpl) -> str:
     )
 
 
+def fix_value(f: fx.Fix) -> str | None:
+    """The value a fix sets, or the change it makes to the value in use."""
+    if isinstance(f.change, fx.LowerByAtLeast):
+        return f"at least {fmt_mfs(f.change.delta)} lower than this launch used"
+    if isinstance(f.change, fx.AtMostTimes):
+        return f"<= {f.change.ratio:.2f} x the current value"
+    return f.value
+
+
 def fix_text(f: fx.Fix) -> str:
     """A fix as the verdict prints it: 'Fix: FLAG VALUE: effect.'"""
-    return sentence(f"Fix: {f.flag}{' ' + f.value if f.value else ''}: {effect_text(f.effect)}")
+    value = fix_value(f)
+    return sentence(f"Fix: {f.flag}{' ' + value if value else ''}: {effect_text(f.effect)}")

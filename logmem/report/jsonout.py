@@ -18,7 +18,7 @@ from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
-from logmem.report.fixes import effect_text
+from logmem.report.fixes import effect_text, fix_value
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json
@@ -226,7 +226,8 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "message": f.message,
         "line": _line(f.line),
         "fixes": [
-            {"flag": x.flag, "value": x.value, "effect": effect_text(x.effect)} for x in f.fixes
+            {"flag": x.flag, "value": fix_value(x), "effect": effect_text(x.effect)}
+            for x in f.fixes
         ],
         # The verdict in words (what every format prints first) and the figures behind it.
         "headline": headline_text(f),
@@ -348,21 +349,22 @@ def launch_json(
 def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
     from logmem.estimate.crosscheck import crosscheck
     from logmem.report.estimate_render import to_json
+    from logmem.report.estimate_words import check_label, check_note, mismatch_text
 
     cc = crosscheck(led, config)
     return {
         "estimate": to_json(cc.estimate),
         "checks": [
             {
-                "what": c.what,
+                "what": check_label(c),
                 "measured_bytes": c.measured_bytes,
                 "expected_bytes": c.expected_bytes,
                 "differs": c.differs,
-                "note": c.note,
+                "note": check_note(c),
             }
             for c in cc.checks
         ],
-        "findings": list(cc.findings),
+        "findings": [mismatch_text(m) for m in cc.findings],
     }
 
 

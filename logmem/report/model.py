@@ -281,7 +281,14 @@ def sizing_table(led: LaunchLedger) -> Table | None:
 
 
 def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:
-    from logmem.estimate.crosscheck import crosscheck, gib_or_bytes
+    from logmem.estimate.crosscheck import crosscheck
+    from logmem.report.estimate_words import (
+        check_label,
+        check_note,
+        gib_or_bytes,
+        mismatch_text,
+        notes_text,
+    )
 
     cc = crosscheck(led, config)
     rows = []
@@ -293,18 +300,19 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
                 "agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-"
             )
         )
-        measured = gib_or_bytes(c.what, c.measured_bytes)
+        measured = gib_or_bytes(c, c.measured_bytes)
         if c.measured_range is not None and c.measured_range[0] != c.measured_range[1]:
             measured = f"{c.measured_range[0]:,} to {c.measured_range[1]:,} B"
         rows.append(
             (
-                c.what,
+                check_label(c),
                 measured,
-                gib_or_bytes(c.what, c.expected_bytes),
+                gib_or_bytes(c, c.expected_bytes),
                 verdict,
             )
         )
-    notes = tuple(c.note for c in cc.checks if c.note) + tuple(cc.estimate.notes[:6])
+    notes = tuple(check_note(c) for c in cc.checks if check_note(c))
+    notes += notes_text(cc.estimate.notes[:6])
     t = Table(
         "Measured against config.json (GiB unless per token)",
         ("quantity", "measured", "expected", ""),
@@ -312,7 +320,7 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
         ("l", "r", "r", "l"),
         notes,
     )
-    return t, cc.findings
+    return t, tuple(mismatch_text(m) for m in cc.findings)
 
 
 def communication_section(c: Communication) -> Section:

@@ -253,9 +253,27 @@ Effect = (
 
 
 @dataclass(frozen=True)
+class LowerByAtLeast:
+    """The value in use is unknown: lower the flag by at least ``delta`` from it."""
+
+    delta: float
+
+
+@dataclass(frozen=True)
+class AtMostTimes:
+    """Set the value to at most ``ratio`` times the one in use."""
+
+    ratio: float
+
+
+Change = LowerByAtLeast | AtMostTimes
+
+
+@dataclass(frozen=True)
 class Fix:
     """One change that would fix the failure, with its price in numbers a person can check."""
 
     flag: str  # a server flag, an environment variable, or an action such as "nvidia-smi"
-    value: str | None  # the value to set (None: a switch, or nothing to set)
+    value: str | None  # the value to set (None: a switch, a change, or nothing to set)
     effect: Effect  # what it buys and what it costs (worded by logmem.report.verdict)
+    change: Change | None = None  # relative to the value in use, when no value can be given

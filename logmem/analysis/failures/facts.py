@@ -11,10 +11,16 @@ from dataclasses import dataclass
 from enum import Enum
 
 from logmem.analysis.failures.effects import (  # re-exported: fx.LowerMfs, fx.Fix ...
+    AtMostTimes as AtMostTimes,
+)
+from logmem.analysis.failures.effects import (
     CapDropBuckets as CapDropBuckets,
 )
 from logmem.analysis.failures.effects import (
     CapPerRow as CapPerRow,
+)
+from logmem.analysis.failures.effects import (
+    Change as Change,
 )
 from logmem.analysis.failures.effects import (
     ChangeComponent as ChangeComponent,
@@ -54,6 +60,9 @@ from logmem.analysis.failures.effects import (
 )
 from logmem.analysis.failures.effects import (
     HalveChunk as HalveChunk,
+)
+from logmem.analysis.failures.effects import (
+    LowerByAtLeast as LowerByAtLeast,
 )
 from logmem.analysis.failures.effects import (
     LowerMfs as LowerMfs,

@@ -286,8 +286,8 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
             # The value in use is unknown, the change is not: P x rule(d) must cover the need.
             delta = ceil3(b.scaling.flag_mfs_for(need / b.pre_load_bytes))
             effect = fx.LowerMfsRelative(need, b.pre_load_bytes, b.pre_load_rank, delta, b.factor)
-            value = f"at least {fmt_mfs(delta)} lower than this launch used"
-            fixes.insert(0, fx.Fix("--mem-fraction-static", value, effect))
+            change = fx.LowerByAtLeast(delta)
+            fixes.insert(0, fx.Fix("--mem-fraction-static", None, effect, change))
     return fixes, notes
 
 
@@ -342,8 +342,9 @@ def _dispatch_tokens_fix(r: OutOfMemory) -> fx.Fix:
         at_default = math.floor(rules.DEEPEP_DEFAULT_DISPATCH_TOKENS * ratio)
         return fx.Fix(
             env,
-            f"<= {ratio:.2f} x the current value",
+            None,
             fx.DispatchTokensRatio(r.tried_bytes, r.free_bytes, ratio, at_default),
+            fx.AtMostTimes(ratio),
         )
     half = rules.DEEPEP_DEFAULT_DISPATCH_TOKENS // 2
     return fx.Fix(env, str(half), fx.DispatchTokensHalf(half))

@@ -1,0 +1,290 @@
+"""What the estimate assumed or left out, as typed facts with their numbers.
+
+The stage records one of these where it makes a choice a reader should know about (a dtype
+assumed, a layer pattern read, a buffer's inputs); logmem/report/estimate_words.py words
+each one, so a reporter can restyle the notes without touching the arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+# --------------------------------------------------------------------------- dtypes
+
+
+@dataclass(frozen=True)
+class NoTorchDtype:
+    """The config names no weight dtype; bfloat16 assumed."""
+
+
+@dataclass(frozen=True)
+class Float32ServedAsBf16:
+    """SGLang's dtype=auto serves a float32 checkpoint in bfloat16."""
+
+
+class KVFormat(Enum):
+    FP8 = "fp8"
+    FP4 = "fp4"
+
+
+@dataclass(frozen=True)
+class KVElement:
+    """Bytes per KV element of a narrow KV cache dtype."""
+
+    format: KVFormat
+
+
+class WeightFormat(Enum):
+    FP8 = "fp8"
+    INT8 = "int8"
+    FP4 = "fp4"
+    MXFP4 = "mxfp4"
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """A fixed-width quantised weight format; ``block`` the FP8 scale block when given."""
+
+    format: WeightFormat
+    block: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class IntWeights:
+    """AWQ / GPTQ style integer weights; ``group`` None when the scales are per channel."""
+
+    method: str
+    bits: int
+    group: int | None
+
+
+@dataclass(frozen=True)
+class CompressedTensors:
+    """compressed-tensors weights: ``bits`` None when the config gives none (bytes unknown);
+    ``strategy`` the scale strategy ("group" with ``group``, or "block"); ``ignored`` when
+    the strategy's scales are not counted (one the stage does not model)."""
+
+    bits: int | None
+    strategy: str | None = None
+    group: int | None = None
+    ignored: bool = False
+
+
+@dataclass(frozen=True)
+class QuantNotModelled:
+    """A quantisation method the stage has no byte rule for."""
+
+    method: str
+
+
+@dataclass(frozen=True)
+class QuantOverride:
+    """--quantization differs from the checkpoint's method."""
+
+    method: str
+    checkpoint: str
+
+
+class Unquantised(Enum):
+    ATTENTION = "attention"
+    SHARED_EXPERTS = "shared_experts"
+
+
+@dataclass(frozen=True)
+class QuantLeaves:
+    """The quantisation config leaves this part in the weight dtype."""
+
+    part: Unquantised
+
+
+# --------------------------------------------------------------------------- layer plan
+
+
+@dataclass(frozen=True)
+class UnknownBlocks:
+    """hybrid_override_pattern characters without a known block (counted full attention)."""
+
+    blocks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LayerTypesRepeated:
+    entries: int
+    layers: int
+
+
+@dataclass(frozen=True)
+class LayerTypesUnknown:
+    """layer_types entries not recognised (counted full attention)."""
+
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FullInterval:
+    """full_attention_interval: every ``interval``-th layer full, the rest linear."""
+
+    interval: int
+
+
+@dataclass(frozen=True)
+class SlidingPattern:
+    """sliding_window_pattern: every ``pattern``-th layer full, the rest sliding."""
+
+    pattern: int
+
+
+@dataclass(frozen=True)
+class Gemma2Alternating:
+    """gemma2: even layers sliding window, odd layers full."""
+
+
+@dataclass(frozen=True)
+class SlidingWithoutPattern:
+    """sliding_window set with no per-layer pattern; ``window`` as the config writes it."""
+
+    window: str
+
+
+@dataclass(frozen=True)
+class ChunkedAsFull:
+    """attention_chunk_size set; chunked layers counted as full attention."""
+
+
+# --------------------------------------------------------------------------- KV cells
+
+
+@dataclass(frozen=True)
+class FullLayersOnly:
+    """KV per token counts ``full`` layers; ``others`` (kind, count) live in other pools."""
+
+    full: int
+    others: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class SWAPool:
+    """Bytes per token of the SWA pool, and of one pool holding every layer as full."""
+
+    swa_bytes: int
+    all_full_bytes: int
+
+
+@dataclass(frozen=True)
+class StatePerRequest:
+    """Linear-attention / Mamba state is per request; not estimated."""
+
+
+@dataclass(frozen=True)
+class MLACell:
+    """MLA's KV cell: kv_lora_rank + qk_rope_head_dim per layer, no TP divisor."""
+
+
+@dataclass(frozen=True)
+class DSAIndexKeys:
+    """DSA index keys, ``dim`` FP8 bytes plus scales per layer, in the KV per token."""
+
+    dim: int
+
+
+# --------------------------------------------------------------------------- buffers, build
+
+
+@dataclass(frozen=True)
+class TieAssumed:
+    """tie_word_embeddings absent; ``tied`` what the model type suggests."""
+
+    tied: bool
+
+
+@dataclass(frozen=True)
+class LogitsRows:
+    rows: int
+    max_bs: int
+    tokens_per_req: int
+    vocab: int
+
+
+@dataclass(frozen=True)
+class DeepEPBuffer:
+    """The low-latency buffer's inputs; ``scaled_bytes`` what versions with combine scales need."""
+
+    tokens: int
+    experts: int
+    hidden: int
+    scaled_bytes: int
+
+
+@dataclass(frozen=True)
+class DispatchDefault:
+    tokens: int
+
+
+@dataclass(frozen=True)
+class MaskedGemm:
+    experts: int
+    tokens: int
+    intermediate: int
+
+
+@dataclass(frozen=True)
+class ContextFromMaxPositions:
+    context: int
+
+
+@dataclass(frozen=True)
+class HeaviestStage:
+    """PP: per-rank figures are for stage ``stage`` (layers ``first`` to ``last``)."""
+
+    pp: int
+    stage: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class NextNExcluded:
+    layers: int
+
+
+@dataclass(frozen=True)
+class DPAttentionSplit:
+    """DP attention: the attention TP group; dense MLP and shared experts over full TP."""
+
+    attn_tp: int
+
+
+Note = (
+    NoTorchDtype
+    | Float32ServedAsBf16
+    | KVElement
+    | WeightBytes
+    | IntWeights
+    | CompressedTensors
+    | QuantNotModelled
+    | QuantOverride
+    | QuantLeaves
+    | UnknownBlocks
+    | LayerTypesRepeated
+    | LayerTypesUnknown
+    | FullInterval
+    | SlidingPattern
+    | Gemma2Alternating
+    | SlidingWithoutPattern
+    | ChunkedAsFull
+    | FullLayersOnly
+    | SWAPool
+    | StatePerRequest
+    | MLACell
+    | DSAIndexKeys
+    | LogitsRows
+    | DeepEPBuffer
+    | DispatchDefault
+    | MaskedGemm
+    | ContextFromMaxPositions
+    | TieAssumed
+    | HeaviestStage
+    | NextNExcluded
+    | DPAttentionSplit
+)
