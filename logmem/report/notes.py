@@ -13,6 +13,7 @@ from logmem.analysis.failures.traces import Where
 from logmem.parse.events import Frame
 from logmem.report.fixes import gib_text as _g
 from logmem.report.fixes import ranks_who, sentence
+from logmem.report.formula import kv_rule_text
 
 # --- notes ---------------------------------------------------------------------------------------
 
@@ -84,8 +85,7 @@ def _(n: fx.LoadedBudget) -> str:
     )
     return (
         f"after loading {_g(n.weights_bytes)} GiB of weights, the ranks that finished leave rest = "
-        f"{_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x (1 - {mfs_term(n.mfs, n.factor)}) = "
-        f"{_g(n.rest_bytes)} GiB for the KV pool{empty}"
+        f"{_rule(n)} for the KV pool{empty}"
     )
 
 
@@ -118,8 +118,7 @@ def _(n: fx.NoServerArgs) -> str:
 @note_text.register
 def _(n: fx.BudgetCameOut) -> str:
     return (
-        f"the KV budget came out as rest = {_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x "
-        f"(1 - {mfs_term(n.mfs, n.factor)}) = {_g(n.rest_bytes)} GiB (smallest Load weight end avail minus "
+        f"the KV budget came out as rest = {_rule(n)} (smallest Load weight end avail minus "
         "P x (1 - mfs), P = the smallest Load weight begin avail)"
     )
 
@@ -255,8 +254,7 @@ def _(n: fx.RuleDoesNotExplain) -> str:
     )
     might.append("a reserve for a multimodal encoder")
     return (
-        f"SGLang's KV rule gives rest = {_g(n.after_weights_bytes)} - {_g(n.pre_load_bytes)} x "
-        f"(1 - {mfs_term(n.mfs, n.factor)}) = {_g(n.rest_bytes)} GiB, a positive budget, yet SGLang "
+        f"SGLang's KV rule gives rest = {_rule(n)}, a positive budget, yet SGLang "
         f"found not enough memory: the rule does not explain this failure. What might: "
         f"{'; '.join(might)}"
     )
@@ -272,6 +270,12 @@ def _(n: fx.TransformersFallback) -> str:
         else ""
     )
     return f"the model runs on the Transformers backend (the log says 'Using Transformers backend.'){shard}"
+
+
+def _rule(n: fx.LoadedBudget | fx.BudgetCameOut | fx.RuleDoesNotExplain) -> str:
+    return kv_rule_text(
+        n.after_weights_bytes, n.pre_load_bytes, mfs_term(n.mfs, n.factor), n.rest_bytes
+    )
 
 
 def mfs_term(mfs: float, factor: float) -> str:

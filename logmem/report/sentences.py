@@ -11,6 +11,7 @@ from functools import singledispatch
 import logmem.analysis.findings as fd
 from logmem.analysis.sizing import Sizing
 from logmem.report.causes import cause_name, cause_note, cell_source_text, phase_end, phase_name
+from logmem.report.formula import kv_rule_text
 from logmem.sglang import rules
 from logmem.units import format_gib
 
@@ -105,8 +106,8 @@ def _(f: fd.KVBudget) -> str:
         for a in sz.adjustments
     )
     return (
-        f"KV budget by SGLang's rule: {_g(sz.after_weights_bytes)} - {_g(sz.pre_load_bytes)} x "
-        f"(1 - {mfs}) = {_g(sz.rest_bytes)} GiB{logged}{why}."
+        f"KV budget by SGLang's rule: "
+        f"{kv_rule_text(sz.after_weights_bytes, sz.pre_load_bytes, mfs, sz.rest_bytes)}{logged}{why}."
     )
 
 
