@@ -38,9 +38,23 @@ class _Input:
         self.current: list[ev.Event] = []  # the events of the launch being read
         self.held: deque[tuple[int, list[ev.Event]]] = deque()  # the last KEEP_LAST complete
         self.briefs: list[LaunchBrief] = []
+        # Only a server_args or a distributed-init line opens a launch: until there are enough
+        # of them for the cap to matter, events wait here and no private builder runs.
+        self.waiting: list[ev.Event] | None = []
+        self.openers = 0
 
     def feed(self, e: ev.Event) -> list[ev.Event]:
-        """Feed one event; returns the events of a first launch that `e` completed."""
+        """Feed one event; returns the events of first launches it completed (kept whole)."""
+        if self.waiting is None:
+            return self._feed(e)
+        self.waiting.append(e)
+        self.openers += isinstance(e, (ev.ServerArgs, ev.InitBegin))
+        if self.openers < KEEP_FIRST + KEEP_LAST:
+            return []
+        waiting, self.waiting = self.waiting, None
+        return [x for w in waiting for x in self._feed(w)]
+
+    def _feed(self, e: ev.Event) -> list[ev.Event]:
         b = self.builder
         before, held_back = b.cur, len(b.prelude)
         b.feed(e)
@@ -68,6 +82,9 @@ class _Input:
 
     def finish(self) -> Iterator[ev.Event]:
         """The rest of the input's kept events, with one Summarised where launches were left out."""
+        if self.waiting is not None:  # too few launches to leave any out
+            yield from self.waiting
+            return
         yield from self._complete(max(self.builder.cur, 0), self.current)
         if self.briefs:  # then KEEP_LAST launches are held, each opened by an event
             at = self.held[0][1][0].source
