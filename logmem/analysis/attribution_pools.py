@@ -21,8 +21,6 @@ from logmem.analysis.ledger import (
     remainder,
 )
 from logmem.analysis.sizing import Sizing, line_cell, req_to_token, rule_fits_step
-from logmem.estimate import EstimateError, estimate
-from logmem.estimate.config import settings_for_launch
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules, sharding
@@ -152,6 +150,9 @@ def _config_hint(launch: Launch, config: Mapping[str, Any] | None, tokens: int) 
     """The --model-config estimate of the full pool's cell for this launch's layout."""
     if config is None:
         return KVHint(tokens)
+    from logmem.estimate.build import estimate
+    from logmem.estimate.config import EstimateError, settings_for_launch
+
     try:
         est = estimate(config, **settings_for_launch(launch))
     except EstimateError:

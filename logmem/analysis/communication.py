@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logmem.analysis.comm_inputs import Env, Evidence, mfs_explicit
-from logmem.estimate import EstimateError, Parallel, estimate
 from logmem.sglang import comm
 from logmem.sglang.comm import Group, Mechanism, When
 
@@ -100,6 +99,9 @@ def _deepep_cell(
     elif config is None:
         why = "no_config"
     else:
+        from logmem.estimate.build import estimate
+        from logmem.estimate.config import EstimateError, Parallel
+
         try:
             est = estimate(
                 config,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from logmem.estimate.dtypes import kv_element_bytes
+from logmem.estimate.dtype_sizes import kv_element_bytes
 from logmem.model.clock import printed_at
 from logmem.model.records import Launch
 from logmem.parse import events as ev

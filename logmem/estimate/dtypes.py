@@ -14,48 +14,22 @@ from typing import Any
 
 import logmem.estimate.notes as n
 from logmem.estimate.config import EstimateError, int_key
-
-_DTYPES = {
-    "bfloat16": ("bfloat16", 2.0),
-    "bf16": ("bfloat16", 2.0),
-    "float16": ("float16", 2.0),
-    "fp16": ("float16", 2.0),
-    "half": ("float16", 2.0),
-    "float32": ("float32", 4.0),
-    "fp32": ("float32", 4.0),
-    "float": ("float32", 4.0),
-}
-
-# KV cache dtypes: name -> (bytes per element, extra scale bytes per element).
-_KV_DTYPES = {
-    "fp8_e4m3": ("fp8_e4m3", 1.0, 0.0),
-    "fp8_e5m2": ("fp8_e5m2", 1.0, 0.0),
-    "fp8": ("fp8_e4m3", 1.0, 0.0),
-    "float8_e4m3fn": ("fp8_e4m3", 1.0, 0.0),
-    "float8_e5m2": ("fp8_e5m2", 1.0, 0.0),
-    "float8_e4m3fnuz": ("fp8_e4m3", 1.0, 0.0),  # ROCm's fp8 (MI300): one byte, as e4m3fn
-    # FP4 KV keeps one FP8 scale per 16 elements (NVFP4 layout); assumed, not read from source.
-    "fp4_e2m1": ("fp4_e2m1", 0.5, 1 / 16),
-    "fp4": ("fp4_e2m1", 0.5, 1 / 16),
-}
-
-
-def _norm(name: str) -> str:
-    return name.strip().lower().removeprefix("torch.")
+from logmem.estimate.dtype_sizes import DTYPES, KV_DTYPES, norm_dtype
+from logmem.estimate.dtype_sizes import kv_element_bytes as kv_element_bytes
 
 
 def resolve_dtype(
     dtype: str | None, cfg: Mapping[str, Any], notes: list[n.Note]
 ) -> tuple[str, float]:
-    if dtype is not None and _norm(dtype) != "auto":
-        found = _DTYPES.get(_norm(dtype))
+    if dtype is not None and norm_dtype(dtype) != "auto":
+        found = DTYPES.get(norm_dtype(dtype))
         if found is None:
             raise EstimateError(
                 f"unknown dtype {dtype!r}; expected one of bfloat16, float16, float32 or auto"
             )
         return found
     cfg_dtype = cfg.get("torch_dtype", cfg.get("dtype"))
-    found = _DTYPES.get(_norm(cfg_dtype)) if isinstance(cfg_dtype, str) else None
+    found = DTYPES.get(norm_dtype(cfg_dtype)) if isinstance(cfg_dtype, str) else None
     if found is None:
         notes.append(n.NoTorchDtype())
         return "bfloat16", 2.0
@@ -66,25 +40,14 @@ def resolve_dtype(
     return found
 
 
-def kv_element_bytes(name: str) -> float | None:
-    """Bytes per KV element of a dtype as SGLang prints it (``torch.float8_e5m2``) or as
-    ``--kv-cache-dtype`` names it (``fp8_e5m2``), scales included; None when not modelled."""
-    key = _norm(name)
-    if key in _KV_DTYPES:
-        _, size, scale = _KV_DTYPES[key]
-        return size + scale
-    found = _DTYPES.get(key)
-    return found[1] if found is not None else None
-
-
 def resolve_kv_dtype(kv: str | None, dtype: tuple[str, float]) -> tuple[str, float, float]:
-    if kv is None or _norm(kv) == "auto":
+    if kv is None or norm_dtype(kv) == "auto":
         return dtype[0], dtype[1], 0.0
-    key = _norm(kv)
-    if key in _KV_DTYPES:
-        return _KV_DTYPES[key]
-    if key in _DTYPES:
-        name, size = _DTYPES[key]
+    key = norm_dtype(kv)
+    if key in KV_DTYPES:
+        return KV_DTYPES[key]
+    if key in DTYPES:
+        name, size = DTYPES[key]
         return name, size, 0.0
     raise EstimateError(
         f"unknown kv_cache_dtype {kv!r}; expected auto, bfloat16, float16, "
