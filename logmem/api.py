@@ -91,9 +91,8 @@ def read_log(*paths: str, require_startup: bool = True) -> Analysis:
 
     stats: list[ReadStats] = []
     unmatched = UnmatchedCounter()
-    segments = read_segments(paths, KEYWORD_BYTES, stats, ONCE_BYTES, continuations=True)
     # An input's launches past the first and last hundred are kept as briefs (model.cap).
-    events = capped(iter_segment_events(segments, unmatched), lambda L: outcome(L).status)
+    events = capped(iter_events(paths, stats, unmatched), lambda L: outcome(L).status)
     launches, groups = build_groups(events)
     if require_startup and not any(L.ranks or L.server_args for L in launches):
         raise NoStartupError(list(paths))

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from logmem.analysis.attribution_pools import HintOrigin
 from logmem.analysis.findings import KVSourcesDisagree
 from logmem.analysis.ledger import Cause, Phase
+from logmem.analysis.ledger import CellOrigin as HintOrigin
 from logmem.api import analyze, read_log
 from logmem.model.analysis import Analysis
 from logmem.report import render

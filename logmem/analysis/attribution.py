@@ -43,7 +43,6 @@ __all__ = [
     "RankLedger",
     "Sizing",
     "build_ledger",
-    "launch_findings",
     "rank_ledger",
 ]
 
@@ -314,12 +313,3 @@ def build_ledger(
     reserve = graph_reserve(launch, measured)
     led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, (), hint)
     return replace(led, findings=tuple(findings(led)))
-
-
-def launch_findings(
-    launch: Launch, peers: Sequence[Launch] = (), model_config: Mapping[str, Any] | None = None
-) -> list[str]:
-    """The findings as sentences (what Analysis.findings returns)."""
-    from logmem.report.sentences import finding_text
-
-    return [finding_text(f) for f in build_ledger(launch, peers, model_config).findings]

@@ -31,9 +31,6 @@ def is_draft(m: Model | None) -> bool:
     return m is not None and m.role == "draft"
 
 
-HintOrigin = CellOrigin  # where a hint's cell comes from (logmem.analysis.ledger)
-
-
 @dataclass(frozen=True)
 class KVHint:
     """What the launch says about a pool step that printed no KV line: the token count
@@ -116,12 +113,14 @@ def kv_hint(
 def _launch_hint(launch: Launch, peers: Sequence[Launch], tokens: int) -> KVHint | None:
     """The cell of the nearest other launch (a restart first) whose server_args print the same
     settings of the KV cell (sharding.KV_CELL_SETTINGS say which and why) and a KV line."""
+    if not launch.server_args:
+        return None  # without both dumps nothing shows they are one model on one layout
     others = sorted(
         (p for p in peers if p is not launch), key=lambda p: abs(p.index - launch.index)
     )
     for other in others:
-        if not launch.server_args or not other.server_args:
-            continue  # without both dumps nothing shows they are one model on one layout
+        if not other.server_args:
+            continue
         if sharding.kv_cell_settings_differ(launch.args, other.args):
             continue
         summary = other.summary.max_total_num_tokens if other.summary else None

@@ -70,10 +70,6 @@ class What(Enum):
     WORKSPACES_BEFORE = "workspaces_before"  # before a capture that printed no begin line
 
 
-# Remainders that are what the pool step leaves: unlogged small pools (and workspaces).
-POOL_REMAINDERS = frozenset({What.SMALL_POOLS, What.SMALL_POOLS_AND_WORKSPACES, What.UNLOGGED})
-
-
 class KVLabel(Enum):
     """Which KV pool a KV line is (a sliding-window model prints two)."""
 

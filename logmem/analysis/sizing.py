@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from logmem.estimate.dtype_sizes import kv_element_bytes
 from logmem.model.clock import printed_at
-from logmem.model.records import Launch
+from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
+from logmem.sglang.dtypes import kv_element_bytes
 from logmem.units import GIB
 
 
@@ -171,20 +171,17 @@ def sizing(launch: Launch) -> Sizing | None:
     if mfs is None or pre_bytes is None or pre_rank is None or post_bytes is None:
         return None
     arch, backend, ctx = _adjustment_inputs(launch)
-    adjustments = mfs_scaling(launch).adjustments
-    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, MfsScaling(adjustments).rule_mfs_for(mfs))
+    scaling = mfs_scaling(launch)
+    adjustments = scaling.adjustments
+    rest = rules.kv_budget_bytes(post_bytes, pre_bytes, scaling.rule_mfs_for(mfs))
     first_rank = next((r for r in launch.ranks if r.target and r.target.kv_pools), None)
     kv = first_rank.target.kv_pools if first_rank and first_rank.target else ()
     mamba = first_rank.target.mamba_pools if first_rank and first_rank.target else ()
     logged = sum(p.total_bytes for p in kv) + sum(p.total_bytes for p in mamba) if kv else None
     # With a sliding-window model the first KV line is the SWA pool and the second the full
     # pool (reference 4.3): max_total_num_tokens and the per-token cost are the full pool's.
-    swa = (
-        first_rank is not None
-        and first_rank.target is not None
-        and any(isinstance(p, ev.SWASummary) for p in first_rank.target.pools)
-    )
-    main = kv[1] if swa and len(kv) >= 2 else (kv[0] if kv else None)
+    swa = first_rank is not None and first_rank.target is not None and _has_swa(first_rank.target)
+    main = _full_pool(first_rank.target) if first_rank is not None and first_rank.target else None
     tokens = main.tokens if main else None
     if tokens is None and launch.summary is not None and len(kv) == 1:
         tokens = launch.summary.max_total_num_tokens  # Jan 2025 KV lines print no #tokens
@@ -230,14 +227,24 @@ def sizing(launch: Launch) -> Sizing | None:
     )
 
 
+def _has_swa(m: Model) -> bool:
+    return any(isinstance(p, ev.SWASummary) for p in m.pools)
+
+
+def _full_pool(m: Model) -> ev.KVPool | None:
+    """The model's full KV pool: with a sliding-window model the first KV line is the SWA
+    pool and the second the full pool (reference 4.3), else the first."""
+    kv = m.kv_pools
+    return kv[1] if _has_swa(m) and len(kv) >= 2 else (kv[0] if kv else None)
+
+
 def printed_kv_dtype(launch: Launch) -> str | None:
-    """The target's KV dtype as the log printed it (a KV line's own, else "Using KV cache
-    dtype"): what the pools really hold, whatever --kv-cache-dtype resolved to."""
+    """The target's KV dtype as the log printed it (its full pool's KV line, else "Using KV
+    cache dtype"): what the pools really hold, whatever --kv-cache-dtype resolved to."""
     for r in launch.ranks:
-        m = r.target
-        for p in m.kv_pools[:1] if m is not None else ():
-            assert m is not None
-            dtype = m.pool_dtype(p)[0]
+        main = _full_pool(r.target) if r.target is not None else None
+        if main is not None and r.target is not None:
+            dtype = r.target.pool_dtype(main)[0]
             if dtype is not None:
                 return dtype
     return None

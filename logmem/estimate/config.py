@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logmem.analysis.sizing import printed_kv_dtype
 from logmem.errors import LogmemError
 from logmem.estimate.limits import LimitError, check_config, check_parallel
+from logmem.sglang.dtypes import kv_element_bytes
 
 if TYPE_CHECKING:
     from logmem.model.records import Launch
@@ -187,6 +189,11 @@ def settings_for_launch(launch: Launch) -> dict[str, Any]:
         value = summary.get_int(key) if summary is not None else None
         if value is not None:
             out[kwarg] = value
+    printed = printed_kv_dtype(launch)
+    if printed is not None and kv_element_bytes(printed) is not None:
+        # What the pools hold, even where --kv-cache-dtype said auto (an fp8 checkpoint's KV
+        # scales) or the server_args dump is missing.
+        out["kv_cache_dtype"] = printed
     return out
 
 

@@ -11,10 +11,8 @@ from enum import Enum
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
-from logmem.analysis.sizing import printed_kv_dtype
 from logmem.estimate import Estimate, EstimateError, estimate
 from logmem.estimate.config import settings_for_launch
-from logmem.estimate.dtypes import kv_element_bytes
 from logmem.model.records import Launch
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 
@@ -90,11 +88,6 @@ def expected_for(launch: Launch, config: Mapping[str, Any]) -> Estimate:
     A config the launch's parallel sizes cannot split (SGLang would not have started) is not
     this launch's model: an EstimateError that says so."""
     settings = settings_for_launch(launch)
-    printed = printed_kv_dtype(launch)
-    if printed is not None and kv_element_bytes(printed) is not None:
-        # What the pools hold, even where --kv-cache-dtype said auto (an fp8 checkpoint's KV
-        # scales) or the server_args dump is missing.
-        settings["kv_cache_dtype"] = printed
     try:
         return estimate(config, **settings)
     except EstimateError as e:

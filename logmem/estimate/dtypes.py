@@ -14,8 +14,7 @@ from typing import Any
 
 import logmem.estimate.notes as n
 from logmem.estimate.config import EstimateError, int_key
-from logmem.estimate.dtype_sizes import DTYPES, KV_DTYPES, norm_dtype
-from logmem.estimate.dtype_sizes import kv_element_bytes as kv_element_bytes
+from logmem.sglang.dtypes import DTYPES, KV_DTYPES, norm_dtype
 
 
 def resolve_dtype(

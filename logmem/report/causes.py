@@ -275,9 +275,14 @@ def ledger_note(led: RankLedger) -> str:
     return "this rank printed no free-memory readings" + tp0
 
 
+def on_gpu(rank: str | None) -> str:
+    """A rank as a sentence names it: its label, or "the GPU" when the log tags none."""
+    return rank or "the GPU"
+
+
 def cell_source_text(s: CellSource) -> str:
     """Where a pool step with no KV line got its bytes per token."""
-    rank = s.rank or "the GPU"
+    rank = on_gpu(s.rank)
     if s.origin is CellOrigin.LAUNCH:
         where = f"line {s.line}" + (f" of {s.file}" if s.file else "")
         return (

@@ -9,6 +9,7 @@ from functools import singledispatch
 
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
+from logmem.report.causes import on_gpu as _on
 from logmem.report.compare_words import slope_source_text
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
@@ -16,18 +17,10 @@ from logmem.sglang.rules import (
     DP_ATTENTION_MIB_PER_BS_DP,
     PRINT_RESOLUTION_GIB,
 )
-from logmem.units import GIB
+from logmem.units import format_gib as _gs
 
 # Every bucket cost or static size is a difference of two printed readings.
 _E = DIFFERENCE_RESOLUTION_GIB
-
-
-def _gs(n: int) -> str:
-    return f"{n / GIB:.2f}"
-
-
-def _on(rank: str) -> str:
-    return rank or "the GPU"
 
 
 @singledispatch

@@ -6,22 +6,14 @@ from __future__ import annotations
 
 from logmem.compare import notes as cn
 from logmem.compare.replay import Unfinished
+from logmem.report.causes import on_gpu as _on
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DP_ATTENTION_LARGE_BS,
     DP_ATTENTION_LARGE_BS_MIB,
     DP_ATTENTION_MIB_PER_BS_DP,
 )
-from logmem.units import GIB
-
-
-def _gs(n: int) -> str:
-    return f"{n / GIB:.2f}"
-
-
-def _on(rank: str) -> str:
-    return rank or "the GPU"
-
+from logmem.units import format_gib as _gs
 
 # --- sources ---------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import logmem.estimate.notes as n
 import logmem.estimate.reasons as r
 from logmem.estimate.build import Component, Unknown
 from logmem.estimate.crosscheck import Check, Checked, KVDiffers, KVWidth, Mismatch
-from logmem.units import GIB, format_gib
+from logmem.units import format_gib
 
 # --------------------------------------------------------------------------- notes
 
@@ -126,7 +126,7 @@ def _buffers_note(note: n.Note) -> str | None:
             "DeepEP low-latency buffer (only with moe_a2a_backend deepep): "
             f"{note.tokens} dispatch tokens x {note.experts} experts x hidden "
             f"{note.hidden}, combine messages of 2*H bytes; DeepEP versions "
-            f"that add combine scales need {note.scaled_bytes / GIB:.2f} GiB"
+            f"that add combine scales need {format_gib(note.scaled_bytes)} GiB"
         )
     if isinstance(note, n.DispatchDefault):
         return f"max dispatch tokens defaulted to {note.tokens}"
@@ -333,7 +333,7 @@ def gib_or_bytes(c: Check, value: int | None) -> str:
     """A checked figure: bytes for per-token figures, GiB with two decimals otherwise."""
     if value is None:
         return "-"
-    return f"{value:,} B" if c.what is Checked.KV_PER_TOKEN else f"{value / GIB:.2f}"
+    return f"{value:,} B" if c.what is Checked.KV_PER_TOKEN else format_gib(value)
 
 
 _KV_WIDTH = {

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
-from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.comm_inputs import env_values
 from logmem.analysis.comm_join import communication
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
@@ -295,10 +295,10 @@ def _round(x: float | None) -> int | None:
 
 
 def launch_json(
-    L: Launch, led: LaunchLedger | None = None, shown: Callable[[str], bool] | None = None
+    L: Launch, led: LaunchLedger, shown: Callable[[str], bool] | None = None
 ) -> dict[str, Any]:
+    """One launch's JSON; ``led`` is its ledger as Analysis.ledger builds it."""
     oc = outcome(L)
-    led = led if led is not None else build_ledger(L)
     s = L.summary
     from logmem.report.model import verdict_lines
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
+from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
@@ -311,7 +311,7 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
                 verdict,
             )
         )
-    notes = tuple(check_note(c) for c in cc.checks if check_note(c))
+    notes = tuple(t for t in map(check_note, cc.checks) if t)
     notes += notes_text(cc.estimate.notes[:6])
     t = Table(
         "Measured against config.json (GiB unless per token)",
@@ -332,16 +332,16 @@ def communication_section(c: Communication) -> Section:
 
 def launch_report(
     L: Launch,
+    led: LaunchLedger,
     n_launches: int,
     all_ranks: bool = False,
     config: dict[str, Any] | None = None,
     env: Sequence[EnvValue] = (),
     ranks_shown: tuple[str, ...] = (),
-    led: LaunchLedger | None = None,
 ) -> LaunchReport:
-    """One launch's report; ``led`` is its ledger as Analysis.ledger builds it (default: the
-    launch alone)."""
-    led = shown_ledger(led if led is not None else build_ledger(L), ranks_shown)
+    """One launch's report; ``led`` is its ledger as Analysis.ledger builds it (with the
+    other launches' KV lines and the --model-config)."""
+    led = shown_ledger(led, ranks_shown)
     sections: list[Section] = []
     main = main_rank(L)
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
@@ -428,12 +428,12 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
         tuple(
             launch_report(
                 L,
+                a.ledger(L),
                 len(a.launches),
                 all_ranks,
                 a.model_config,
                 env_values(a),
                 a.shown_ranks,
-                a.ledger(L),
             )
             for L in a.launches
         ),

@@ -11,6 +11,7 @@ from functools import singledispatch
 import logmem.analysis.findings as fd
 from logmem.analysis.sizing import Sizing
 from logmem.report.causes import cause_name, cause_note, cell_source_text, phase_end, phase_name
+from logmem.report.causes import on_gpu as _on
 from logmem.report.formula import kv_rule_text
 from logmem.sglang import rules
 from logmem.units import format_gib
@@ -18,10 +19,6 @@ from logmem.units import format_gib
 
 def _g(n: int | None) -> str:
     return format_gib(n)
-
-
-def _on(rank: str) -> str:
-    return rank or "the GPU"
 
 
 def graphs_name(backend: str) -> str:

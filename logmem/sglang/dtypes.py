@@ -1,6 +1,6 @@
-"""Bytes per element of each dtype name SGLang, torch and the CLI use: the table alone, with
-no other import, so the analysis (logmem.analysis.sizing) can price a printed KV dtype
-without loading the estimate stage."""
+"""Bytes per element of each dtype name SGLang, torch and the CLI use (``torch.float8_e5m2``,
+``--kv-cache-dtype fp8_e5m2``, ``bf16``): one table for the analysis, which prices a printed
+KV dtype, and the estimate stage, which resolves flags and configs with it."""
 
 from __future__ import annotations
 
