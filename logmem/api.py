@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Union
 
 from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.errors import NoStartupError, SelectionError
+from logmem.frozen import frozen
 from logmem.model.analysis import Analysis
 from logmem.model.build import build_groups
 from logmem.model.cap import capped
@@ -215,7 +216,7 @@ def expected_sizes(
         ) from None
 
 
-@dataclass(frozen=True)
+@frozen
 class Comparison:
     """A diff, fit or what-if: ``model`` is logmem.compare's Diff, Fit or WhatIf."""
 
@@ -423,7 +424,7 @@ def _plot_data(
 # --- PyTorch memory snapshots ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class SnapshotReport:
     """What ``logmem snapshot`` reports: ``analysis`` is logmem.torch_snapshot's SnapshotAnalysis."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from logmem.frozen import frozen
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -21,7 +21,7 @@ _UNIT_BYTES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Mem:
     """A memory figure as printed (``gib``, two decimals) and its value in bytes."""
 

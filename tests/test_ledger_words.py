@@ -16,6 +16,7 @@ import pytest
 from conftest import REPO
 from logmem.analysis import ledger
 from logmem.analysis.ledger import Cause, Facts, Phase, PhaseFacts, PhaseWhat, What
+from logmem.frozen import realise
 from logmem.report.causes import cause_name, cause_note, phase_name
 
 ANALYSIS = REPO / "logmem" / "analysis"
@@ -35,7 +36,7 @@ BUILDERS = {"Cause", "Phase", "Facts", "PhaseFacts", "NoLedger", "remainder", "p
 
 def _str_fields(cls: type) -> set[str]:
     """Fields that can hold a str (annotations are strings: `from __future__ import annotations`)."""
-    return {f.name for f in dataclasses.fields(cls) if "str" in str(f.type)}
+    return {f.name for f in dataclasses.fields(realise(cls)) if "str" in str(f.type)}
 
 
 @pytest.mark.parametrize("name", sorted(ID_FIELDS))

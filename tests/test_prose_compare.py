@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from logmem.frozen import realise
+
 PACKAGE = Path(__file__).resolve().parent.parent / "logmem"
 COMPARE = PACKAGE / "compare"
 ESTIMATE = PACKAGE / "estimate"
@@ -95,14 +97,16 @@ def test_every_fact_has_a_sentence() -> None:
     facts = [
         c
         for c in vars(cn).values()
-        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == cn.__name__
+        if isinstance(c, type)
+        and dataclasses.is_dataclass(realise(c))
+        and c.__module__ == cn.__name__
     ]
     sources = {cn.RowsSource, cn.HeuristicTerms, cn.MeasuredGrowth, cn.ContextCheck}
     sources |= {cn.MeasuredSlope, cn.GivenSlope, cn.HeuristicSlope}
     for c in facts:
         if c in sources:
             continue
-        fields = {f.name: _sample(f.type) for f in dataclasses.fields(c)}
+        fields = {f.name: _sample(f.type) for f in dataclasses.fields(realise(c))}
         assert note_text(c(**fields)).strip(), c.__name__
 
 
@@ -129,7 +133,7 @@ def _estimate_samples(c: type) -> list[object]:
     """Instances of an estimate fact: one per member of each enum field and one with each
     optional field given (the rest sampled)."""
     hints = typing.get_type_hints(c)
-    fields = dataclasses.fields(c)
+    fields = dataclasses.fields(realise(c))
     base: dict[str, object] = {}
     enums: dict[str, list[object]] = {}
     for f in fields:
@@ -137,7 +141,7 @@ def _estimate_samples(c: type) -> list[object]:
         if isinstance(t, type) and issubclass(t, Enum):
             enums[f.name] = list(t)
             base[f.name] = next(iter(t))
-        elif isinstance(t, type) and dataclasses.is_dataclass(t):
+        elif isinstance(t, type) and dataclasses.is_dataclass(realise(t)):
             base[f.name] = _estimate_samples(t)[0]
         else:
             base[f.name] = _typed_sample(t)
@@ -161,7 +165,7 @@ def test_every_estimate_fact_has_a_sentence() -> None:
             c
             for c in vars(module).values()
             if isinstance(c, type)
-            and dataclasses.is_dataclass(c)
+            and dataclasses.is_dataclass(realise(c))
             and c.__module__ == module.__name__
         }
         members = set(typing.get_args(union))

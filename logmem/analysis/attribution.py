@@ -11,7 +11,7 @@ explicit unattributed remainder. ``RankLedger.check()`` asserts both conservatio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
@@ -30,6 +30,7 @@ from logmem.analysis.ledger import (
     remainder,
 )
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
+from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchLedger:
     launch: Launch
     ranks: tuple[RankLedger, ...]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from logmem.analysis.ledger import (
@@ -21,6 +20,7 @@ from logmem.analysis.ledger import (
     remainder,
 )
 from logmem.analysis.sizing import Sizing, line_cell, req_to_token, rule_fits_step
+from logmem.frozen import frozen
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules, sharding
@@ -31,7 +31,7 @@ def is_draft(m: Model | None) -> bool:
     return m is not None and m.role == "draft"
 
 
-@dataclass(frozen=True)
+@frozen
 class KVHint:
     """What the launch says about a pool step that printed no KV line: the token count
     (the summary's max_total_num_tokens, or another rank's KV line) and the full pool's bytes

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from logmem.errors import EnvError, InputError
+from logmem.frozen import frozen
 from logmem.parse import events as ev
 
 
-@dataclass(frozen=True)
+@frozen
 class EnvValue:
     key: str
     value: str
@@ -22,7 +22,7 @@ class EnvValue:
     line: int | None = None  # the log line that printed it
 
 
-@dataclass(frozen=True)
+@frozen
 class Env:
     """The environment the cells are sized with: what the log echoed, then the user's
     --env-file and --env on top (the user knows the deployment; the log may be partial)."""
@@ -103,7 +103,7 @@ def log_env(events: Iterable[ev.Event], before_line: int | None) -> list[EnvValu
 # --- evidence from the log ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Evidence:
     """What a log says about the mechanisms, beyond server_args. Estimates have none."""
 

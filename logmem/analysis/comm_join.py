@@ -10,19 +10,20 @@ bucket of the launch's first capture, once; SGLang's DeepEP reserve against an e
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.comm_inputs import Env, EnvValue, log_env, log_evidence
 from logmem.analysis.communication import Plan, derive
+from logmem.frozen import frozen
 from logmem.parse import events as ev
 from logmem.sglang import comm, rules
 from logmem.sglang.comm import Mechanism, When
 from logmem.units import MIB
 
 
-@dataclass(frozen=True)
+@frozen
 class RankInit:
     """One rank's ``Init torch distributed ends ... mem usage`` against the init cells."""
 
@@ -37,7 +38,7 @@ class RankInit:
         return self.usage_bytes - self.formula_bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class DeepEPJoin:
     """The launch's one DeepEP attribution: the first capture's largest bucket."""
 
@@ -61,7 +62,7 @@ class DeepEPJoin:
 # --- findings (typed; worded in logmem.report.communication) --------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class CustomAROff:
     """The flags allow custom all-reduce but the log says it did not set up."""
 
@@ -70,7 +71,7 @@ class CustomAROff:
     text: str
 
 
-@dataclass(frozen=True)
+@frozen
 class InitBelowCells:
     """The init step took less than the init cells with a formula (beyond rounding)."""
 
@@ -80,7 +81,7 @@ class InitBelowCells:
     line: int
 
 
-@dataclass(frozen=True)
+@frozen
 class InitNothing:
     """Multi-rank init that took 0.00 GiB on every rank: the library allocates at first use."""
 
@@ -88,7 +89,7 @@ class InitNothing:
     library: str
 
 
-@dataclass(frozen=True)
+@frozen
 class AllReduceDiffers:
     part: str  # "symmetric" | "local"
     logged_bytes: int
@@ -97,12 +98,12 @@ class AllReduceDiffers:
     line: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DeepEPAttributed:
     join: DeepEPJoin
 
 
-@dataclass(frozen=True)
+@frozen
 class DeepEPNoReserve:
     """DeepEP with the decode graph, and a mem_fraction_static SGLang did not derive (or may not
     have): nobody set the buffer's 2 GiB aside; it must fit in the 1 - mfs headroom."""
@@ -115,7 +116,7 @@ class DeepEPNoReserve:
     line: int | None  # the command line
 
 
-@dataclass(frozen=True)
+@frozen
 class DeepEPReserveShort:
     """SGLang derived mfs with its DeepEP reserve, smaller than the formula's buffer."""
 
@@ -123,7 +124,7 @@ class DeepEPReserveShort:
     deepep_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class LazyOverHeadroom:
     """The cells allocated after KV sizing (with a size) exceed the 1 - mfs headroom."""
 
@@ -143,7 +144,7 @@ CommFinding = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Communication:
     plan: Plan
     ranks: tuple[RankInit, ...]

@@ -12,17 +12,18 @@ all-reduce lines, ``All Reduce config``) and joins the cells with what the log m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from logmem.analysis.comm_inputs import Env, Evidence, mfs_explicit
+from logmem.frozen import frozen
 from logmem.sglang import comm
 from logmem.sglang.comm import Group, Mechanism, When
 
 # --- cells ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Cell:
     """One group x mechanism region on every rank of the deployment."""
 
@@ -41,7 +42,7 @@ class Cell:
         return dict(self.facts).get(key)
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     """The derived table: groups, cells, and what it was derived from."""
 

@@ -8,7 +8,6 @@ what is left free, rank imbalance, the graph reserve, buffer reuse, ranks that d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
@@ -31,6 +30,7 @@ from logmem.analysis.findings_sizing import Unexplained as Unexplained
 from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings, unexplained
 from logmem.analysis.ledger import Cause, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
+from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.sglang import rules
 from logmem.units import GIB
@@ -44,7 +44,7 @@ _NOTABLE = 5 * _TINY  # a gap worth a sentence
 _TIGHT_BYTES = GIB // 2  # less than this left free: the first requests may run out
 
 
-@dataclass(frozen=True)
+@frozen
 class Weights:
     kind: ClassVar[FindingKind] = FindingKind.WEIGHTS
     rank: str
@@ -54,7 +54,7 @@ class Weights:
     line: int
 
 
-@dataclass(frozen=True)
+@frozen
 class PoolStep:
     kind: ClassVar[FindingKind] = FindingKind.POOL_STEP
     rank: str
@@ -63,7 +63,7 @@ class PoolStep:
     lines: tuple[int, int]
 
 
-@dataclass(frozen=True)
+@frozen
 class Workspaces:
     kind: ClassVar[FindingKind] = FindingKind.WORKSPACES
     rank: str
@@ -71,7 +71,7 @@ class Workspaces:
     lines: tuple[int, int]
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphSplit:
     """A capture split into static buffers, its largest bucket and the other buckets."""
 
@@ -87,14 +87,14 @@ class GraphSplit:
     backend: str = "cuda graph"  # as printed ("npu graph", "hip graph"): the sentence names it
 
 
-@dataclass(frozen=True)
+@frozen
 class LargestBucketNote:
     kind: ClassVar[FindingKind] = FindingKind.LARGEST_BUCKET_NOTE
     graph: str
     cause: Cause  # the largest bucket, whose facts name the lazy allocations
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphSparse:
     """A capture whose bar readings cover only some buckets."""
 
@@ -107,7 +107,7 @@ class GraphSparse:
     backend: str = "cuda graph"
 
 
-@dataclass(frozen=True)
+@frozen
 class CaptureRose:
     kind: ClassVar[FindingKind] = FindingKind.CAPTURE_ROSE
     rank: str
@@ -116,7 +116,7 @@ class CaptureRose:
     lines: tuple[int, int]
 
 
-@dataclass(frozen=True)
+@frozen
 class BucketsRose:
     kind: ClassVar[FindingKind] = FindingKind.BUCKETS_ROSE
     rank: str
@@ -131,7 +131,7 @@ class NegligibleReason(Enum):
     NOTHING = "nothing"
 
 
-@dataclass(frozen=True)
+@frozen
 class NegligibleCaptures:
     kind: ClassVar[FindingKind] = FindingKind.NEGLIGIBLE_CAPTURES
     rank: str
@@ -154,7 +154,7 @@ class StartupEnd(Enum):
     STOPPED = "incomplete"  # the log stops first: the last reading the log shows
 
 
-@dataclass(frozen=True)
+@frozen
 class LeftFree:
     kind: ClassVar[FindingKind] = FindingKind.LEFT_FREE
     rank: str
@@ -171,7 +171,7 @@ class LeftFree:
         return self.end is StartupEnd.UP
 
 
-@dataclass(frozen=True)
+@frozen
 class BottomedOut:
     kind: ClassVar[FindingKind] = FindingKind.BOTTOMED_OUT
     bytes: int
@@ -180,7 +180,7 @@ class BottomedOut:
     last_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Imbalance:
     kind: ClassVar[FindingKind] = FindingKind.IMBALANCE
     gap_bytes: int
@@ -191,7 +191,7 @@ class Imbalance:
     shared_price: float | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Reserve:
     kind: ClassVar[FindingKind] = FindingKind.RESERVE
     rank: str
@@ -199,7 +199,7 @@ class Reserve:
     measured_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Reused:
     graph: str
     largest_bytes: int
@@ -207,14 +207,14 @@ class Reused:
     first_largest_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Reuse:
     kind: ClassVar[FindingKind] = FindingKind.REUSE
     graphs: tuple[Reused, ...]
     lazy_buffers: bool  # the launch allocates DeepEP / EP / DP-attention buffers lazily
 
 
-@dataclass(frozen=True)
+@frozen
 class RankGraphSpread:
     kind: ClassVar[FindingKind] = FindingKind.RANK_GRAPH_SPREAD
     rank: str

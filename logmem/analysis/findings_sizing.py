@@ -7,7 +7,6 @@ finding says a figure disagrees only when the printed figures cannot explain the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
 
@@ -15,6 +14,7 @@ from logmem.analysis.attribution_pools import KVHint
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import CellSource, Phase, RankLedger, What
 from logmem.analysis.sizing import RULE_STEP_SLACK, MfsScaling, Sizing, arg_number, req_to_token
+from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
@@ -26,7 +26,7 @@ _UNEXPLAINED_MIN = GIB // 2
 _UNEXPLAINED_SHARE = 0.05
 
 
-@dataclass(frozen=True)
+@frozen
 class KVBudget:
     """SGLang's KV rule recomputed, beside what the pools logged (all in the Sizing)."""
 
@@ -34,7 +34,7 @@ class KVBudget:
     sizing: Sizing
 
 
-@dataclass(frozen=True)
+@frozen
 class KVLoggedAvailable:
     """The target's own "available for the KV cache" line against the rule's rest."""
 
@@ -44,14 +44,14 @@ class KVLoggedAvailable:
     rest_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DraftKVNegative:
     kind: ClassVar[FindingKind] = FindingKind.DRAFT_KV_NEGATIVE
     avail_bytes: int
     line: int
 
 
-@dataclass(frozen=True)
+@frozen
 class BudgetNotPositive:
     kind: ClassVar[FindingKind] = FindingKind.BUDGET_NOT_POSITIVE
     rest_bytes: int
@@ -63,7 +63,7 @@ class GapReason(Enum):
     MAX_TOTAL_TOKENS = "max_total_tokens"  # --max-total-tokens did
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleFit:
     """The KV rule with one of SGLang's mem_fraction_static adjustments added (``added``) or
     the date-implied ones left out (``added`` None), when the pools match that variant."""
@@ -74,7 +74,7 @@ class RuleFit:
     rest_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class PoolsVsBudget:
     kind: ClassVar[FindingKind] = FindingKind.POOLS_VS_BUDGET
     gap_bytes: int  # logged pools - rule's rest
@@ -97,7 +97,7 @@ class LikelyCause(Enum):
     UNLOGGED = "unlogged"  # an unlogged stretch (warm-up, before the draft, a gap)
 
 
-@dataclass(frozen=True)
+@frozen
 class TableBounds:
     """What SGLang's request-to-token table would need to be the unexplained amount."""
 
@@ -105,7 +105,7 @@ class TableBounds:
     context: tuple[int, int]  # the context lengths at which the table is that big
 
 
-@dataclass(frozen=True)
+@frozen
 class Unexplained:
     """An unattributed remainder above max(0.5 GiB, 5% of its phase), with its likely cause."""
 
@@ -118,7 +118,7 @@ class Unexplained:
     table: TableBounds | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class KVSourcesDisagree:
     """A pool step with no KV line that cannot hold max_total_num_tokens cells of the bytes
     per token known elsewhere (another rank's or launch's KV line, or --model-config): the

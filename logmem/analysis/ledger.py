@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from logmem.frozen import frozen
 from logmem.model.records import Graph, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
@@ -86,7 +87,7 @@ class Lazy(Enum):
     DP_ATTENTION = "dp_attention"
 
 
-@dataclass(frozen=True)
+@frozen
 class Span:
     """A stretch of captured buckets: how many, and the first and last size when known."""
 
@@ -106,7 +107,7 @@ class CellOrigin(Enum):
     CONFIG = "config"  # the --model-config estimate for this launch's layout
 
 
-@dataclass(frozen=True)
+@frozen
 class CellSource:
     """The KV line (rank, line; of another launch: its number, file, printed size and tokens)
     or the --model-config estimate (model, KV dtype, attention TP) a cell comes from."""
@@ -123,7 +124,7 @@ class CellSource:
     attn_tp: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Facts:
     """The numbers and flags a cause's label and note are worded from (all optional)."""
 
@@ -154,7 +155,7 @@ class Facts:
     bound_bytes: int | None = None  # rounding: what the printed figures can be off by
 
 
-@dataclass(frozen=True)
+@frozen
 class Cause:
     what: What
     bytes: int
@@ -165,7 +166,7 @@ class Cause:
     part: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Bucket:
     """One captured batch size: free memory at its start and what it kept."""
 
@@ -207,7 +208,7 @@ class CaptureEnd(Enum):
     NO_END = "no_end"  # the capture printed no end line
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseFacts:
     """What a phase's name is worded from."""
 
@@ -220,7 +221,7 @@ class PhaseFacts:
     end: CaptureEnd | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Phase:
     key: str  # stable id, e.g. "init", "weights", "pools", "pre_capture:decode", "capture:decode"
     what: PhaseWhat
@@ -246,7 +247,7 @@ class Phase:
         return sum(c.bytes for c in self.causes if c.kind == "unattributed")
 
 
-@dataclass(frozen=True)
+@frozen
 class NoLedger:
     """Why a rank has no phases: it printed one reading (a ledger needs two) or none."""
 
@@ -254,7 +255,7 @@ class NoLedger:
     tp0_only: bool = False  # none, on a rank of an era whose model-runner lines are TP0's only
 
 
-@dataclass(frozen=True)
+@frozen
 class RankLedger:
     rank: str
     phases: tuple[Phase, ...]

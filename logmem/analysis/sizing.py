@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from logmem.frozen import frozen
 from logmem.model.clock import printed_at
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
@@ -15,7 +15,7 @@ from logmem.sglang.dtypes import kv_element_bytes
 from logmem.units import GIB
 
 
-@dataclass(frozen=True)
+@frozen
 class MfsScaling:
     """SGLang's own scaling of --mem-fraction-static before the KV rule (rules.mfs_adjustments,
     by era and model): the one path from the flag a user passes to the value the rule runs
@@ -39,7 +39,7 @@ class MfsScaling:
         return rule_mfs / self.factor
 
 
-@dataclass(frozen=True)
+@frozen
 class Sizing:
     """SGLang's KV budget rule (rules.kv_budget_bytes) recomputed from the printed readings."""
 
@@ -142,7 +142,7 @@ class Sizing:
         return base + sum(b / t for b, t in self.draft_pools if t)
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphReserve:
     """The graph reserve SGLang's default mem_fraction_static set aside (reference 12.3)."""
 

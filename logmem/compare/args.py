@@ -9,9 +9,9 @@ memory-relevant that ``--allow-diff`` does not name).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 
 # server_args keys that do not change GPU memory at start-up: where the server listens,
@@ -99,13 +99,13 @@ GRAPH_SIZE_ARGS: frozenset[str] = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class ArgChange:
     key: str
     values: tuple[Any, ...]  # one per launch; None where the key is absent
 
 
-@dataclass(frozen=True)
+@frozen
 class ArgsComparison:
     changed: tuple[
         ArgChange, ...

@@ -9,7 +9,6 @@ batch sizes, the slope of graph memory per row (logmem.compare.slope).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
 from logmem.analysis.ledger import Phase
@@ -19,12 +18,13 @@ from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.compare.replay import bytes_per_token
 from logmem.compare.slope import Slope, slope_assumptions, slopes
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.eras import MARKER_NAMES, Marker, era_guess, era_markers, family_key
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, mfs_step_bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseChange:
     rank: str  # as A prints it
     key: str
@@ -38,14 +38,14 @@ class PhaseChange:
         return None if self.a_bytes is None or self.b_bytes is None else self.b_bytes - self.a_bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class KVTerm:
     name: cn.TermKind
     bytes: int | None  # change of the KV budget (rest) this term accounts for
     tokens: int
 
 
-@dataclass(frozen=True)
+@frozen
 class KVChange:
     tokens: tuple[int | None, int | None]
     tokens_source: str
@@ -63,7 +63,7 @@ class KVChange:
         return None if a is None or b is None else b - a
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphChange:
     rank: str
     graph: str
@@ -73,7 +73,7 @@ class GraphChange:
     rank_b: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Diff:
     a: LaunchRef
     b: LaunchRef

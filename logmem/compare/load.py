@@ -8,10 +8,11 @@ range lists what exists) and its message are written once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from logmem.errors import SelectionError
+from logmem.frozen import frozen
 from logmem.model.cap import KEEP_FIRST, KEEP_LAST
 from logmem.parse.read import ReadStats
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from logmem.model.records import Launch
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchRef:
     """Which launch of which input a side of a comparison is."""
 

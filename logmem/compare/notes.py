@@ -4,8 +4,9 @@ so a reporter can restyle every sentence and the compare stage holds no prose.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from logmem.frozen import frozen
 
 # --- where a figure comes from ------------------------------------------------------------
 
@@ -20,14 +21,14 @@ class RowsBasis(Enum):
     DECODE = "decode"  # 1 per request
 
 
-@dataclass(frozen=True)
+@frozen
 class RowsSource:
     basis: RowsBasis
     value: int | None = None
     size_from_args: bool = False  # no bs list printed: the largest size is cuda_graph_max_bs
 
 
-@dataclass(frozen=True)
+@frozen
 class HeuristicTerms:
     """The terms of SGLang's graph reserve per unit of max bs (rules.graph_reserve_mib_per_bs)."""
 
@@ -35,7 +36,7 @@ class HeuristicTerms:
     large_bs: bool  # max bs above rules.DP_ATTENTION_LARGE_BS (with DP attention)
 
 
-@dataclass(frozen=True)
+@frozen
 class MeasuredGrowth:
     """What a measured per-bs growth adds up: the largest bucket (+ static buffers), x rows."""
 
@@ -44,7 +45,7 @@ class MeasuredGrowth:
     rows_per_bs: int
 
 
-@dataclass(frozen=True)
+@frozen
 class MeasuredSlope:
     graph: str
     rank: str
@@ -53,13 +54,13 @@ class MeasuredSlope:
     rows_last: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class GivenSlope:
     mib_per_row: float
     static_mib_per_row: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class HeuristicSlope:
     terms: HeuristicTerms
 
@@ -79,34 +80,34 @@ class TermKind(Enum):
 # --- why there is no slope / no split ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class NoTermSplit:
     bytes_per_token: tuple[int, int] | None  # they differ
     caps: tuple[int | None, int | None] | None  # --max-total-tokens differs
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeNotAsked:  # --no-slope
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeNoArgs:
     missing: tuple[str, ...]  # launches that printed no server_args
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeNotVaried:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeConfounded:
     parts: tuple[str, ...]  # compare.args.confounder_parts: key (values), shortened
     mfs_hint: bool  # mem_fraction_static differs and SGLang derives it from max bs
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeNoRows:
     pass
 
@@ -117,70 +118,70 @@ SlopeNote = SlopeNotAsked | SlopeNoArgs | SlopeNotVaried | SlopeConfounded | Slo
 # --- notes -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class NotInEveryLaunch:
     graph: str
     rank: str
 
 
-@dataclass(frozen=True)
+@frozen
 class SameLargestSize:
     graph: str
     rank: str
 
 
-@dataclass(frozen=True)
+@frozen
 class RanksMatched:
     pairs: tuple[tuple[str, str], ...]  # A's label, B's label
 
 
-@dataclass(frozen=True)
+@frozen
 class AllowDiffUnused:
     key: str
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightsDiffer:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class DifferentModels:
     a: str | None
     b: str | None
     same_architecture: str | None  # both load this architecture
 
 
-@dataclass(frozen=True)
+@frozen
 class DifferentWording:
     era_a: str
     era_b: str
 
 
-@dataclass(frozen=True)
+@frozen
 class NoCaptureMeasured:
     captured_unmeasured: bool  # graphs were captured, their memory not printed
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleDisagrees:
     rule_tokens: int
     logged_tokens: int
 
 
-@dataclass(frozen=True)
+@frozen
 class StartupUnfinished:
     headline: str  # the verdict's first line (report.verdict renders it for analyze too)
     in_capture: bool
     shortfall_bytes: int | None  # what the failed allocation lacked, when it was memory
 
 
-@dataclass(frozen=True)
+@frozen
 class CappedAtRequestPool:
     pool: int
 
 
-@dataclass(frozen=True)
+@frozen
 class NoMeasuredSlope:
     pass
 
@@ -188,52 +189,52 @@ class NoMeasuredSlope:
 # --- assumptions -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class GBIsGiB:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class PhasesMatchedByKey:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseValueIsDrop:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class RowsDefinition:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class BucketDefinition:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class DifferenceError:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class FitErrors:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class CaptureTotalSlopes:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class HeuristicReserve:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class KVRuleReplayed:
     after_weights_bytes: int
     pre_load_bytes: int
@@ -241,59 +242,59 @@ class KVRuleReplayed:
     pre_load_rank: str
 
 
-@dataclass(frozen=True)
+@frozen
 class MfsMovesKVOnly:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class HeadroomDefinition:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class LoggedMfsGiven:
     mfs: float
 
 
-@dataclass(frozen=True)
+@frozen
 class SharedBudget:
     share: float
 
 
-@dataclass(frozen=True)
+@frozen
 class PageRounding:
     page: int
 
 
-@dataclass(frozen=True)
+@frozen
 class TokensCapped:
     max_total_tokens: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DraftAsMeasured:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class TokensFromLogged:
     bytes_per_token: int
     page: int
 
 
-@dataclass(frozen=True)
+@frozen
 class TokensByRule:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextChange:
     logged: int
     new: int
 
 
-@dataclass(frozen=True)
+@frozen
 class LargestBecomes:
     bs: int
     per_bs: bool  # SGLang's heuristic, per unit of bs
@@ -301,22 +302,22 @@ class LargestBecomes:
     static_slope: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class OnlyMainGraph:
     graph: str
 
 
-@dataclass(frozen=True)
+@frozen
 class MfsHeld:
     mfs: float
 
 
-@dataclass(frozen=True)
+@frozen
 class ActivationReserve:
     bytes: int  # 0: none given
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeUsed:
     mib_per_row: float
     per_bs: bool
@@ -334,7 +335,7 @@ class ContextFit(Enum):
     FITS = "fits"
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextCheck:
     fit: ContextFit
     context: int | None = None

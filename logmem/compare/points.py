@@ -4,11 +4,12 @@ ranks of two launches are matched."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from logmem.compare.args import graph_max_bs
 from logmem.compare.notes import RowsBasis, RowsSource
+from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch
 from logmem.sglang.rules import graph_sized_in_tokens
 
@@ -26,7 +27,7 @@ def rank_map(a: Sequence[str], b: Sequence[str]) -> dict[str, str]:
 # --- graph points: what one capture measured ------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphPoint:
     """One capture of one graph family on one rank, reduced to what a slope needs."""
 

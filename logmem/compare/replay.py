@@ -7,10 +7,9 @@ request-to-token table; everything else stays as the launch measured it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from logmem.analysis.attribution import LaunchLedger, Sizing
 from logmem.errors import FitError
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.rules import (
     default_max_running_requests,
@@ -114,7 +113,7 @@ def missing_sizing(launch: Launch) -> str:
     return ", ".join(miss) or "them"
 
 
-@dataclass(frozen=True)
+@frozen
 class Unfinished:
     """A launch whose start-up did not finish (crashed, or the log stops), as whatif needs it."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from logmem.compare import notes as cn
@@ -18,6 +17,7 @@ from logmem.compare.args import ArgsComparison, compare_args, confounder_message
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError, NoSlopeError
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.eras import family_key
 from logmem.sglang.rules import (
@@ -34,7 +34,7 @@ POINT_ERROR_GIB = DIFFERENCE_RESOLUTION_GIB
 # --- straight lines ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Line:
     """y = intercept + slope x rows, fitted by least squares (exact through two points).
 
@@ -72,7 +72,7 @@ def fit_line(xs: Sequence[int], ys_bytes: Sequence[int]) -> Line:
     return Line(slope * 1024, intercept, slope_err * 1024, icpt_err, resid, stderr)
 
 
-@dataclass(frozen=True)
+@frozen
 class Heuristic:
     """SGLang's graph reserve per unit of max bs against the measured growth."""
 
@@ -98,7 +98,7 @@ def heuristic_mib_per_bs(
     return graph_reserve_mib_per_bs(dp_attention, dp_size, max_bs), terms
 
 
-@dataclass(frozen=True)
+@frozen
 class Slope:
     graph: str
     rank: str
@@ -207,7 +207,7 @@ def slope_assumptions() -> tuple[cn.Note, ...]:
 # --- fit --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Fit:
     launches: tuple[LaunchRef, ...]
     args: ArgsComparison
@@ -254,7 +254,7 @@ def fit_launches(
 # --- the slope a what-if uses ----------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphSlope:
     """What a change of max bs costs per row, and where that figure comes from."""
 

@@ -9,7 +9,7 @@ headroom after capture is what the tightest rank had left, less both.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from logmem.analysis.attribution import build_ledger
 from logmem.compare import notes as cn
@@ -19,13 +19,14 @@ from logmem.compare.points import graph_points, main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
 from logmem.errors import FitError, NoSlopeError
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 from logmem.units import MIB
 
 
-@dataclass(frozen=True)
+@frozen
 class Prediction:
     mem_fraction_static: float
     largest_bs: int | None
@@ -60,7 +61,7 @@ class Prediction:
         return self.verdict(reserve_bytes) is True
 
 
-@dataclass(frozen=True)
+@frozen
 class WhatIf:
     launch: LaunchRef
     mem_fraction_static: float

@@ -10,7 +10,6 @@ components and says which figures stay unknown and what would fill them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import logmem.estimate.notes as nf
@@ -21,11 +20,12 @@ from logmem.estimate.layers import KVWidth, Layer, kv_cells, layer_plan
 from logmem.estimate.pieces import Piece
 from logmem.estimate.reasons import Part, Reason, SizesMissing
 from logmem.estimate.weights import embedding, final_norm, layer_pieces, lm_head, vision_piece
+from logmem.frozen import frozen
 from logmem.sglang import sharding
 from logmem.units import GIB
 
 
-@dataclass(frozen=True)
+@frozen
 class Component:
     """One group of weights: parameters in the whole model and bytes on the reported rank.
 
@@ -42,7 +42,7 @@ class Component:
     off_stage: int | None = None  # the reported PP stage, when this component is not on it
 
 
-@dataclass(frozen=True)
+@frozen
 class Unknown:
     """A figure the estimate leaves unknown (None), and what would fill it.
 
@@ -58,7 +58,7 @@ class Unknown:
     unmodelled: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Estimate:
     """What the config says one rank should hold. None means the config does not say;
     ``unknown`` lists those figures and what would fill each."""
@@ -257,7 +257,7 @@ _CANONICAL = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class _Weights:
     components: tuple[Component, ...]
     params_total: int | None

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.sizing import printed_kv_dtype
 from logmem.errors import LogmemError
 from logmem.estimate.limits import LimitError, check_config, check_parallel
+from logmem.frozen import frozen
 from logmem.sglang.dtypes import kv_element_bytes
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class EstimateError(LogmemError, ValueError):
         self.setting = setting
 
 
-@dataclass(frozen=True)
+@frozen
 class Parallel:
     """Parallel layout of one deployment, as in SGLang's tp/dp/ep/pp sizes."""
 
@@ -247,7 +247,7 @@ _NON_GATED = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Dims:
     """The text model's sizes, read once from the config under whichever names it uses.
 

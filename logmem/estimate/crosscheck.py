@@ -6,13 +6,13 @@ names and words them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.estimate import Estimate, EstimateError, estimate
 from logmem.estimate.config import settings_for_launch
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 
@@ -25,7 +25,7 @@ class Checked(Enum):
     STATIC_VS_LOGITS = "static_vs_logits"  # a decode graph's static buffers
 
 
-@dataclass(frozen=True)
+@frozen
 class Check:
     what: Checked
     measured_bytes: int | None  # for per-token figures: bytes per token
@@ -46,7 +46,7 @@ class Check:
         return gap > self.tolerance_bytes and gap > 0.05 * max(abs(self.expected_bytes), 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightsDiffer:
     """Weights after load differ from the config's prediction (gap = measured - expected)."""
 
@@ -63,7 +63,7 @@ class KVWidth(Enum):
     MORE = "more"  # anything else: layers or scales the config does not show
 
 
-@dataclass(frozen=True)
+@frozen
 class KVDiffers:
     measured_bytes: int
     expected_bytes: int
@@ -74,7 +74,7 @@ class KVDiffers:
 Mismatch = WeightsDiffer | KVDiffers
 
 
-@dataclass(frozen=True)
+@frozen
 class Crosscheck:
     estimate: Estimate
     checks: tuple[Check, ...]

@@ -9,11 +9,11 @@ in a note (logmem/estimate/notes.py) and leaves the bytes unknown (None), never 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import logmem.estimate.notes as n
 from logmem.estimate.config import EstimateError, int_key
+from logmem.frozen import frozen
 from logmem.sglang.dtypes import DTYPES, KV_DTYPES, norm_dtype
 
 
@@ -54,7 +54,7 @@ def resolve_kv_dtype(kv: str | None, dtype: tuple[str, float]) -> tuple[str, flo
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Quant:
     """How the quantised linear layers are stored; None bytes means we cannot tell."""
 

@@ -10,15 +10,15 @@ SGLang's cell rules (logmem/sglang/sharding.py: MHA/GQA, MLA, DSA index keys).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import logmem.estimate.notes as n
 from logmem.estimate.config import Dims, int_key, num_experts
+from logmem.frozen import frozen
 from logmem.sglang import sharding
 
 
-@dataclass(frozen=True)
+@frozen
 class Layer:
     """One decoder layer: the kind of its attention (or mixer) and of its MLP."""
 
@@ -109,7 +109,7 @@ def layer_plan(
 # --------------------------------------------------------------------------- KV cells
 
 
-@dataclass(frozen=True)
+@frozen
 class KVWidth:
     """Bytes of one KV element in the cache dtype, plus per-element scale bytes (FP4 blocks)."""
 

@@ -7,18 +7,19 @@ each one, so a reporter can restyle the notes without touching the arithmetic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from logmem.frozen import frozen
 
 # --------------------------------------------------------------------------- dtypes
 
 
-@dataclass(frozen=True)
+@frozen
 class NoTorchDtype:
     """The config names no weight dtype; bfloat16 assumed."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Float32ServedAsBf16:
     """SGLang's dtype=auto serves a float32 checkpoint in bfloat16."""
 
@@ -28,7 +29,7 @@ class KVFormat(Enum):
     FP4 = "fp4"
 
 
-@dataclass(frozen=True)
+@frozen
 class KVElement:
     """Bytes per KV element of a narrow KV cache dtype."""
 
@@ -42,7 +43,7 @@ class WeightFormat(Enum):
     MXFP4 = "mxfp4"
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightBytes:
     """A fixed-width quantised weight format; ``block`` the FP8 scale block when given."""
 
@@ -50,7 +51,7 @@ class WeightBytes:
     block: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class IntWeights:
     """AWQ / GPTQ style integer weights; ``group`` None when the scales are per channel."""
 
@@ -59,7 +60,7 @@ class IntWeights:
     group: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class CompressedTensors:
     """compressed-tensors weights: ``bits`` None when the config gives none (bytes unknown);
     ``strategy`` the scale strategy ("group" with ``group``, or "block"); ``ignored`` when
@@ -71,14 +72,14 @@ class CompressedTensors:
     ignored: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantNotModelled:
     """A quantisation method the stage has no byte rule for."""
 
     method: str
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantOverride:
     """--quantization differs from the checkpoint's method."""
 
@@ -91,7 +92,7 @@ class Unquantised(Enum):
     SHARED_EXPERTS = "shared_experts"
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantLeaves:
     """The quantisation config leaves this part in the weight dtype."""
 
@@ -101,53 +102,53 @@ class QuantLeaves:
 # --------------------------------------------------------------------------- layer plan
 
 
-@dataclass(frozen=True)
+@frozen
 class UnknownBlocks:
     """hybrid_override_pattern characters without a known block (counted full attention)."""
 
     blocks: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class LayerTypesRepeated:
     entries: int
     layers: int
 
 
-@dataclass(frozen=True)
+@frozen
 class LayerTypesUnknown:
     """layer_types entries not recognised (counted full attention)."""
 
     kinds: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class FullInterval:
     """full_attention_interval: every ``interval``-th layer full, the rest linear."""
 
     interval: int
 
 
-@dataclass(frozen=True)
+@frozen
 class SlidingPattern:
     """sliding_window_pattern: every ``pattern``-th layer full, the rest sliding."""
 
     pattern: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Gemma2Alternating:
     """gemma2: even layers sliding window, odd layers full."""
 
 
-@dataclass(frozen=True)
+@frozen
 class SlidingWithoutPattern:
     """sliding_window set with no per-layer pattern; ``window`` as the config writes it."""
 
     window: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ChunkedAsFull:
     """attention_chunk_size set; chunked layers counted as full attention."""
 
@@ -155,7 +156,7 @@ class ChunkedAsFull:
 # --------------------------------------------------------------------------- KV cells
 
 
-@dataclass(frozen=True)
+@frozen
 class FullLayersOnly:
     """KV per token counts ``full`` layers; ``others`` (kind, count) live in other pools."""
 
@@ -163,7 +164,7 @@ class FullLayersOnly:
     others: tuple[tuple[str, int], ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class SWAPool:
     """Bytes per token of the SWA pool, and of one pool holding every layer as full."""
 
@@ -171,17 +172,17 @@ class SWAPool:
     all_full_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class StatePerRequest:
     """Linear-attention / Mamba state is per request; not estimated."""
 
 
-@dataclass(frozen=True)
+@frozen
 class MLACell:
     """MLA's KV cell: kv_lora_rank + qk_rope_head_dim per layer, no TP divisor."""
 
 
-@dataclass(frozen=True)
+@frozen
 class DSAIndexKeys:
     """DSA index keys, ``dim`` FP8 bytes plus scales per layer, in the KV per token."""
 
@@ -191,14 +192,14 @@ class DSAIndexKeys:
 # --------------------------------------------------------------------------- buffers, build
 
 
-@dataclass(frozen=True)
+@frozen
 class TieAssumed:
     """tie_word_embeddings absent; ``tied`` what the model type suggests."""
 
     tied: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class LogitsRows:
     rows: int
     max_bs: int
@@ -206,7 +207,7 @@ class LogitsRows:
     vocab: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DeepEPBuffer:
     """The low-latency buffer's inputs; ``scaled_bytes`` what versions with combine scales need."""
 
@@ -216,24 +217,24 @@ class DeepEPBuffer:
     scaled_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DispatchDefault:
     tokens: int
 
 
-@dataclass(frozen=True)
+@frozen
 class MaskedGemm:
     experts: int
     tokens: int
     intermediate: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ContextFromMaxPositions:
     context: int
 
 
-@dataclass(frozen=True)
+@frozen
 class HeaviestStage:
     """PP: per-rank figures are for stage ``stage`` (layers ``first`` to ``last``)."""
 
@@ -243,12 +244,12 @@ class HeaviestStage:
     last: int
 
 
-@dataclass(frozen=True)
+@frozen
 class NextNExcluded:
     layers: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DPAttentionSplit:
     """DP attention: the attention TP group; dense MLP and shared experts over full TP."""
 

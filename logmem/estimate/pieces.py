@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from logmem.estimate.config import Parallel
 from logmem.estimate.reasons import AttnSpread, Reason
+from logmem.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Piece:
     """Weights of one component in one layer (or once per model).
 

@@ -6,8 +6,9 @@ that decided its share. logmem/report/estimate_words.py words them for the "why"
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from logmem.frozen import frozen
 
 
 class Part(Enum):
@@ -23,17 +24,17 @@ class Part(Enum):
     LAYERS = "layers"
 
 
-@dataclass(frozen=True)
+@frozen
 class SizesMissing:
     part: Part
 
 
-@dataclass(frozen=True)
+@frozen
 class MambaNotModelled:
     """Mamba mixer weights have no size rule here."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Spread:
     """A piece divided over a group of ``group`` ranks (TP, or attention TP)."""
 
@@ -41,7 +42,7 @@ class Spread:
     attention: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class AttnSpread:
     """Attention weights over the attention TP group; under DP attention with attention TP 1
     every rank holds a whole copy, one per DP group."""
@@ -51,7 +52,7 @@ class AttnSpread:
     dp: int
 
 
-@dataclass(frozen=True)
+@frozen
 class QueryHeads:
     heads: int
     per_rank: int
@@ -59,7 +60,7 @@ class QueryHeads:
     gated: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class KVHeads:
     """``copies`` is how many ranks hold each KV head when there are fewer heads than ranks."""
 
@@ -69,48 +70,48 @@ class KVHeads:
     copies: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Heads:
     heads: int
     spread: AttnSpread
 
 
-@dataclass(frozen=True)
+@frozen
 class RowParallel:
     spread: AttnSpread
 
 
-@dataclass(frozen=True)
+@frozen
 class QDown:
     q_lora: int
 
 
-@dataclass(frozen=True)
+@frozen
 class KVDown:
     kv_lora: int
     rope: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Indexer:
     heads: int
     dim: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DeltaNet:
     key_heads: int
     value_heads: int
     spread: AttnSpread
 
 
-@dataclass(frozen=True)
+@frozen
 class DenseMLP:
     intermediate: int
     spread: Spread
 
 
-@dataclass(frozen=True)
+@frozen
 class Experts:
     """Routed experts over EP (``per_rank`` each), their intermediate over MoE TP; with
     EP 1 over TP. ``latent_hidden`` the routed hidden size of a latent MoE."""
@@ -123,29 +124,29 @@ class Experts:
     latent_hidden: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class SharedExperts:
     intermediate: int
     spread: Spread
 
 
-@dataclass(frozen=True)
+@frozen
 class Router:
     """The gate over the full hidden size, replicated and unquantised."""
 
 
-@dataclass(frozen=True)
+@frozen
 class LatentProjections:
     hidden: int
     latent: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Norms:
     """RMSNorm weights, replicated."""
 
 
-@dataclass(frozen=True)
+@frozen
 class Vocab:
     """The embedding or lm_head: ``padded`` rows split over TP; ``whole`` under DP attention
     (every rank holds the whole vocabulary); ``tied`` with the lm_head."""
@@ -157,12 +158,12 @@ class Vocab:
     whole: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class TiedCopy:
     """A tied lm_head the last PP stage holds as its own copy."""
 
 
-@dataclass(frozen=True)
+@frozen
 class VisionTower:
     layers: int
     width: int

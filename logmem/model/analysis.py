@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
+from logmem.frozen import frozen
 from logmem.model.inputs import Apart, InputGroup
 from logmem.model.records import Launch, LaunchBrief, Rank
 from logmem.parse.read import ReadStats
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger
 
 
-@dataclass(frozen=True)
+@frozen
 class Analysis:
     """Everything logmem read from one or more inputs."""
 

@@ -20,10 +20,10 @@ files are apart when:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from logmem.frozen import frozen
 from logmem.model.clock import dated_prefix, printed_at
 from logmem.parse import events as ev
 
@@ -50,7 +50,7 @@ _RANK_STEPS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Apart:
     """Why the file ``path`` is not part of the launch of ``other``, given with it."""
 
@@ -61,7 +61,7 @@ class Apart:
     differences: tuple[tuple[str, str, str], ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class InputGroup:
     """Input files read as one launch (or one series of launches, by launch index)."""
 
@@ -79,7 +79,7 @@ def args_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[s
     return [(k, repr(a[k]), repr(b[k])) for k in keys if a[k] != b[k]]
 
 
-@dataclass(frozen=True)
+@frozen
 class _File:
     path: str
     args: Mapping[str, Any] | None

@@ -8,16 +8,17 @@ A figure the log does not print is None here, never 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any
 
+from logmem.frozen import frozen
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.units import Mem
 
 
-@dataclass(frozen=True)
+@frozen
 class Sample:
     """Free memory at the start of one bucket (one per bucket, in capture order)."""
 
@@ -34,7 +35,7 @@ OPENED_BY_BARS = "bars"  # a fragment that starts mid-capture: renders, then the
 OPENED_BY_END = "end line"  # an end line alone (a trimmed or filtered log)
 
 
-@dataclass(frozen=True)
+@frozen
 class Graph:
     """One capture block of one graph family on one rank."""
 
@@ -172,7 +173,7 @@ class Graph:
         return self.complete and not self.memory_printed
 
 
-@dataclass(frozen=True)
+@frozen
 class Model:
     role: str  # "target" | "draft"
     weights_begin: ev.WeightsBegin | None
@@ -202,7 +203,7 @@ class Model:
         return tuple(p for p in self.pools if isinstance(p, ev.MambaPool))
 
 
-@dataclass(frozen=True)
+@frozen
 class Traceback:
     """A crash report of one rank (or of an unprefixed process): its opening and its errors."""
 
@@ -220,7 +221,7 @@ class Traceback:
 MAX_FRAMES = 48
 
 
-@dataclass(frozen=True)
+@frozen
 class Rank:
     label: str
     tags: tuple[tuple[str, int], ...]
@@ -251,7 +252,7 @@ class Rank:
         return self.events[-1] if self.events else None
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchBrief:
     """A launch kept only as these facts (logmem.model.cap: an input with very many launches)."""
 
@@ -262,7 +263,7 @@ class LaunchBrief:
     tokens: int | None  # max_total_num_tokens of its scheduler summary; None: none printed
 
 
-@dataclass(frozen=True)
+@frozen
 class Launch:
     index: int
     server_args: ev.ServerArgs | None

@@ -11,43 +11,44 @@ logmem.parse.unmatched summarises the memory lines no pattern claims.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from logmem.frozen import frozen
 from logmem.parse.lines import Source
 from logmem.units import Mem
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Event:
     rank: str | None  # None: no SGLang prefix (tqdm, traceback text); "": untagged prefix
     source: Source = field(compare=False, repr=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ServerArgs(Event):
     args: dict[str, Any] = field(hash=False)
     form: str  # "repr" | "dict"
     error: str | None = None  # why parsing failed (e.g. a line split by a log shipper)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class InitBegin(Event):
     wording: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class InitEnd(Event):
     usage: Mem
     elapsed_s: float | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class WeightsBegin(Event):
     avail: Mem
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class WeightsEnd(Event):
     avail: Mem
     usage: Mem | None
@@ -56,12 +57,12 @@ class WeightsEnd(Event):
     details: tuple[tuple[str, str], ...]  # dtype=..., quant=..., fmt=... as printed
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class KVDtype(Event):
     dtype: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class KVPool(Event):
     tokens: int | None
     k: Mem | None
@@ -76,12 +77,12 @@ class KVPool(Event):
         return (self.k.bytes if self.k else 0) + (self.v.bytes if self.v else 0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class KVAvailable(Event):
     avail: Mem
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MambaPool(Event):
     max_size: int
     conv: Mem
@@ -95,32 +96,32 @@ class MambaPool(Event):
         return sum(p.bytes for p in parts if p is not None)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SWAPlan(Event):
     full_tokens: int | None
     swa_tokens: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SWASummary(Event):
     usage: Mem
     swa_size: int
     full_size: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class DSv4Plan(Event):
     bytes_per_token: float
     avail: Mem
     tokens: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class PoolEnd(Event):
     avail: Mem
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CaptureBegin(Event):
     name: str  # decode, piecewise, draft, draft extend, target verify, ...
     backend: str  # "cuda graph", "npu graph", "CUDA graph" as printed
@@ -131,7 +132,7 @@ class CaptureBegin(Event):
     step: int | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CaptureEnd(Event):
     name: str
     backend: str
@@ -141,13 +142,13 @@ class CaptureEnd(Event):
     step: int | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CaptureSizes(Event):
     kind: str  # "bs" | "num tokens"
     sizes: tuple[int, ...] | None  # None when elided with "..."
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BarRender(Event):
     kind: str  # "batches" | "num tokens" | "compile" | "plain" (no description)
     size: int | None
@@ -164,19 +165,19 @@ class BarRender(Event):
         return min(self.count, self.total - 1) if self.total > 0 else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class RegisterGraphs(Event):
     count: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class AllReduceConfig(Event):
     symmetric: Mem
     local: Mem
     multicast: bool
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CustomAllReduce(Event):
     """What SGLang said about custom all-reduce on one group (docs/reference.md 8.2).
 
@@ -188,7 +189,7 @@ class CustomAllReduce(Event):
     text: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LaunchEnv(Event):
     """One environment variable a launcher printed before start-up (``ENV_VAR_CASE K:V`` /
     ``ENV_VAR_SYS K:V`` / ``Setting ENV_VAR K=V``, SGLang's test harnesses)."""
@@ -197,7 +198,7 @@ class LaunchEnv(Event):
     value: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LaunchCommand(Event):
     """The command line that started SGLang, as a shell or harness echoed it."""
 
@@ -206,7 +207,7 @@ class LaunchCommand(Event):
     env: tuple[tuple[str, str], ...]  # KEY=VALUE words before the program
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MiscMemory(Event):
     """A memory figure we recognise but that is not part of the start-up chain."""
 
@@ -215,7 +216,7 @@ class MiscMemory(Event):
     text: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Summary(Event):
     max_total_num_tokens: int
     fields: tuple[tuple[str, str], ...]
@@ -231,20 +232,20 @@ class Summary(Event):
         return None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Imbalance(Event):
     pre_model_load_gib: float | None
     local_gib: float | None
     exc_type: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class NotEnoughMemory(Event):
     mem_fraction_static: float | None
     exc_type: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TorchOOM(Event):
     exc_type: str
     device: str
@@ -259,7 +260,7 @@ class TorchOOM(Event):
     message: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class CaptureFailed(Event):
     message: str
     # The PyTorch OOM the message quotes ("Capture cuda graph failed: CUDA out of memory.
@@ -267,23 +268,23 @@ class CaptureFailed(Event):
     oom: TorchOOM | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SchedulerException(Event):
     text: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TracebackStart(Event):
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ExceptionLine(Event):
     exc_type: str
     message: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MessageMore(Event):
     """A line after an exception line that continues its message (the reader yields up to
     read.MAX_CONTINUATION_LINES of them): NCCL's "Last error:" block, dynamo's inner error."""
@@ -291,7 +292,7 @@ class MessageMore(Event):
     text: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Frame(Event):
     """A traceback frame, ``File "PATH", line N, in FUNC``: where an exception was raised."""
 
@@ -300,7 +301,7 @@ class Frame(Event):
     func: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ExceptionIgnored(Event):
     """Python's "Exception ignored in ...": an unraisable error (a destructor, an atexit
     callback) printed with its traceback; it never ends the program."""
@@ -308,7 +309,7 @@ class ExceptionIgnored(Event):
     what: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class BenchResult(Event):
     """A benchmark printed its results: "offline" (bench_one_batch's latencies,
     bench_offline_throughput's table) or "serving" (a bench_serving client's table)."""
@@ -316,7 +317,7 @@ class BenchResult(Event):
     kind: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Serving(Event):
     """A "Decode batch" / "Prefill batch" line: the scheduler served. The reader yields the
     first one of each file and of each start-up after a summary (not every one)."""
@@ -324,7 +325,7 @@ class Serving(Event):
     kind: str  # "decode" | "prefill"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ModelBackend(Event):
     """ "Using Transformers backend.": the model runs on the Transformers fallback, not on
     SGLang's own implementation of its architecture."""
@@ -332,33 +333,33 @@ class ModelBackend(Event):
     backend: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class OtherRanksFailed(Event):
     tp_rank: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class SigQuit(Event):
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Ready(Event):
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class HttpUp(Event):
     pass
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class GraphDisabled(Event):
     which: str
     why: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Summarised(Event):
     """Printed by no one: where logmem.model.cap left launches of an input out, as briefs
     (logmem.model.records.LaunchBrief); the builder opens the next launch after it."""

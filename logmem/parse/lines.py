@@ -8,10 +8,11 @@ after a tqdm render both work. One segment can hold several records.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import regex
 
+from logmem.frozen import frozen
 from logmem.parse.lazy import lazy
 from logmem.parse.read import Segment
 
@@ -31,7 +32,7 @@ _TAG = lazy(r"([A-Z][A-Z_]*?)(\d+)", regex.ASCII)
 MAX_SOURCE_CHARS = 4096
 
 
-@dataclass(frozen=True)
+@frozen
 class Source:
     """Where a record came from: file, 1-based line number, and the record's text (an
     excerpt of at most MAX_SOURCE_CHARS, ending with a note of what was cut; see excerpt())."""
@@ -52,7 +53,7 @@ def excerpt(path: str, line_no: int, text: str) -> Source:
     return Source(path, line_no, text)
 
 
-@dataclass(frozen=True)
+@frozen
 class Record:
     """One log record. ``rank`` is None when the text had no SGLang prefix at all,
     "" for a prefix without rank tags (single GPU or the main process)."""

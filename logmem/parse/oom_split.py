@@ -20,8 +20,7 @@ printed. Derived figures (reserved, outside PyTorch) are properties naming their
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from logmem.frozen import frozen
 from logmem.parse.lazy import lazy
 from logmem.units import GIB, KIB, MIB
 
@@ -43,7 +42,7 @@ _NEXT_HEAD = lazy(r"\b(?:CUDA|HIP) out of memory\.")
 MAX_PROCESSES = 256
 
 
-@dataclass(frozen=True)
+@frozen
 class Figure:
     """One printed size: its bytes and the half-unit it is known to (print rounding)."""
 
@@ -52,13 +51,13 @@ class Figure:
     text: str  # as printed, e.g. "77.62 GiB"
 
 
-@dataclass(frozen=True)
+@frozen
 class ProcessUse:
     pid: int
     used: Figure
 
 
-@dataclass(frozen=True)
+@frozen
 class MemorySplit:
     """What one OOM message states about the device's memory, each figure as printed."""
 

@@ -8,17 +8,17 @@ pattern runs in linear time on hostile input. Sources: docs/reference.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 import regex
 
+from logmem.frozen import frozen
 from logmem.parse.lazy import lazy
 
 NUM = r"-?\d{1,9}(?:\.\d{1,9})?"
 
 
-@dataclass(frozen=True)
+@frozen
 class LinePattern:
     name: str
     source: str  # the regex, compiled on first use: a command runs only the patterns it meets

@@ -15,10 +15,10 @@ whatever its separators.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 import regex
 
+from logmem.frozen import frozen
 from logmem.parse.continuation import (
     MAX_CONTINUATION_LINES as MAX_CONTINUATION_LINES,  # re-exported: tests use it
 )
@@ -43,7 +43,7 @@ from logmem.parse.source import open_stream as open_stream
 MAX_SEGMENT_BYTES = 4 << 20
 
 
-@dataclass(frozen=True)
+@frozen
 class Segment:
     """One candidate record span: where it came from and its raw bytes."""
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from logmem.frozen import frozen
 from logmem.parse.lines import Record, Source
 from logmem.parse.patterns import MEMORY_FIGURE
 
@@ -28,7 +29,7 @@ EXAMPLE_CHARS = 1000
 SHAPE_BYTES = 300
 
 
-@dataclass(frozen=True)
+@frozen
 class Unmatched:
     """A record that carries a memory figure but matched no pattern."""
 
@@ -36,14 +37,14 @@ class Unmatched:
     source: Source
 
 
-@dataclass(frozen=True)
+@frozen
 class UnmatchedShape:
     shape: str  # the message with each number shown as N
     count: int
     examples: tuple[Unmatched, ...]  # the first EXAMPLES_PER_SHAPE, in input order
 
 
-@dataclass(frozen=True)
+@frozen
 class UnmatchedSummary:
     """Every unmatched memory line, counted; shapes in order of first appearance."""
 

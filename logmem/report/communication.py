@@ -8,11 +8,11 @@ report.comm_sentences words them, this module lays them out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from logmem.analysis import comm_join as cj
 from logmem.analysis.communication import Cell, Plan
+from logmem.frozen import frozen
 from logmem.report.comm_sentences import bucket_name, cell_note, comm_finding_text, size_text
 from logmem.sglang import comm
 from logmem.units import MIB, format_gib, gib
@@ -20,7 +20,7 @@ from logmem.units import MIB, format_gib, gib
 # --- the view -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Grid:
     """A table of the view: report.model draws it as its Table (same fields), in every format."""
 
@@ -31,7 +31,7 @@ class Grid:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class CommView:
     cells: Grid | None  # None: one rank per group, no cells
     measured: Grid | None

@@ -10,7 +10,6 @@ formats cannot disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from logmem.compare.args import ArgChange, ArgsComparison
@@ -18,6 +17,7 @@ from logmem.compare.diff import Diff, GraphChange
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope
+from logmem.frozen import frozen
 from logmem.report.causes import phase_name
 from logmem.report.compare_notes import note_text, texts
 from logmem.report.compare_words import growth_text, heuristic_terms_text, rows_text, term_text
@@ -50,7 +50,7 @@ def jsonable(v: Any) -> Any:
 # --- shared parts -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchView:
     label: str
     paths: tuple[str, ...]
@@ -66,13 +66,13 @@ def launch_view(ref: LaunchRef, era: str | None = None, model: str | None = None
     return LaunchView(ref.label, ref.paths, ref.index, ref.name, era, model, stopped)
 
 
-@dataclass(frozen=True)
+@frozen
 class ArgRow:
     key: str
     values: tuple[Any, ...]  # JSON-able, one per launch; None where a launch lacks the key
 
 
-@dataclass(frozen=True)
+@frozen
 class ArgsView:
     """The server_args comparison, the same in diff and fit."""
 
@@ -101,7 +101,7 @@ def args_view(a: ArgsComparison) -> ArgsView:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class LineView:
     mib_per_row: float | None
     mib_per_row_error: float | None
@@ -122,7 +122,7 @@ def line_view(ln: Line, residuals: bool) -> LineView:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class HeuristicView:
     sglang_mib_per_bs: float | None
     sglang_terms: str
@@ -131,7 +131,7 @@ class HeuristicView:
     ratio: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeView:
     graph: str
     rank: str
@@ -187,7 +187,7 @@ def slope_view(s: Slope, residuals: bool) -> SlopeView:
 # --- diff -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class WordingRow:
     marker: str
     a: str
@@ -195,7 +195,7 @@ class WordingRow:
     differs: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseRow:
     rank: str
     rank_b: str | None
@@ -206,14 +206,14 @@ class PhaseRow:
     change_gib: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class KVTermRow:
     term: str
     gib: float | None
     tokens: int
 
 
-@dataclass(frozen=True)
+@frozen
 class KVView:
     tokens: tuple[int | None, int | None]
     tokens_source: str
@@ -227,7 +227,7 @@ class KVView:
     terms_note: str | None
 
 
-@dataclass(frozen=True)
+@frozen
 class PointView:
     """One capture's parts (GiB), or their changes from A to B."""
 
@@ -239,7 +239,7 @@ class PointView:
     total_gib: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class BucketRow:
     size: int
     a_gib: float | None
@@ -247,7 +247,7 @@ class BucketRow:
     change_gib: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class GraphRow:
     rank: str
     rank_b: str | None
@@ -258,7 +258,7 @@ class GraphRow:
     buckets: tuple[BucketRow, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class DiffView:
     a: LaunchView
     b: LaunchView
@@ -366,7 +366,7 @@ def diff_view(d: Diff) -> DiffView:
 # --- fit --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class FitView:
     launches: tuple[LaunchView, ...]
     args: ArgsView

@@ -9,11 +9,11 @@ integer bytes (schema logmem.estimate/1).
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 from typing import Any
 
 from logmem.analysis.communication import Plan
 from logmem.estimate import Estimate, Unknown
+from logmem.frozen import frozen
 from logmem.report.communication import plan_json, plan_view
 from logmem.report.estimate_words import component_why, notes_text, unknown_reason
 from logmem.report.markdown import md_escape, table_md
@@ -35,7 +35,7 @@ FLAGS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class EstimateView:
     """What the estimate report shows, in the order it shows it."""
 

@@ -13,10 +13,11 @@ tables, the plots, then the raw log lines behind each figure (collapsed).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse.lines import Source
 from logmem.report.model import (
@@ -43,7 +44,7 @@ MANY_RANKS = 16
 MAX_OUTLIERS = 12
 
 
-@dataclass(frozen=True)
+@frozen
 class _Fold:
     """Which ranks of a many-rank launch the page shows in full."""
 

@@ -6,13 +6,14 @@ The numbers are decided here once, so the formats cannot disagree about them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
+from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.report.causes import cause_name, cause_note, ledger_note, phase_name
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
 
 
-@dataclass(frozen=True)
+@frozen
 class Table:
     title: str
     columns: tuple[str, ...]
@@ -44,7 +45,7 @@ class Table:
         return "l" if i == 0 else "r"
 
 
-@dataclass(frozen=True)
+@frozen
 class Section:
     title: str
     tables: tuple[Table, ...] = ()
@@ -52,7 +53,7 @@ class Section:
     details: bool = False  # collapsed in Markdown/HTML
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchReport:
     title: str
     verdict: tuple[str, ...]
@@ -62,7 +63,7 @@ class LaunchReport:
     communication: Communication | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class Report:
     title: str
     launches: tuple[LaunchReport, ...]

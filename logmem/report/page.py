@@ -12,9 +12,9 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from logmem import __version__
+from logmem.frozen import frozen
 from logmem.report.model import Table
 
 
@@ -162,7 +162,7 @@ def inline_svg(svg: str, prefix: str) -> str:
     return svg
 
 
-@dataclass(frozen=True)
+@frozen
 class Figure:
     """One plot in the page: its kind, the SVG text, a caption and the source lines behind it."""
 

@@ -3,10 +3,9 @@ start-up ended, and the mem_fraction_static window (see report.compare_view)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
+from logmem.frozen import frozen
 from logmem.report.compare_notes import texts
 from logmem.report.compare_view import LaunchView, launch_view, rounded
 from logmem.report.compare_words import (
@@ -22,7 +21,7 @@ from logmem.units import gib
 WHATIF_SCHEMA = "logmem.whatif/1"
 
 
-@dataclass(frozen=True)
+@frozen
 class PredictionView:
     mem_fraction_static: float
     largest_bs: int | None
@@ -69,7 +68,7 @@ def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> Prediction
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class SlopeInputView:
     mib_per_row: float | None
     mib_per_bs: float | None  # SGLang's heuristic is per unit of bs, not per row
@@ -78,7 +77,7 @@ class SlopeInputView:
     measured: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class WhatIfInputs:
     mem_fraction_static: float | None
     cuda_graph_max_bs: int | None
@@ -87,7 +86,7 @@ class WhatIfInputs:
     slope: SlopeInputView | None
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleView:
     pre_load_gib: float | None
     pre_load_rank: str
@@ -98,7 +97,7 @@ class RuleView:
     logged_tokens: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class UnfinishedView:
     status: str
     headline: str
@@ -135,7 +134,7 @@ def _unfinished(u: Unfinished | None) -> UnfinishedView | None:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class WhatIfView:
     launch: LaunchView
     inputs: WhatIfInputs

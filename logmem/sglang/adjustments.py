@@ -6,8 +6,9 @@ Like rules.py, it imports nothing of the package: every stage may call it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
+
+from logmem.frozen import frozen
 
 MULTIMODAL_ARCHITECTURES = frozenset(
     {
@@ -38,7 +39,7 @@ the list of 0.4.6.post5, 2025-05, a superset of the 0.3.6 and 0.4.3 lists). ``Lo
 type=`` prints the model class, which is the architecture name."""
 
 
-@dataclass(frozen=True)
+@frozen
 class MfsAdjustment:
     """A factor SGLang's ModelRunner applied to mem_fraction_static after the server_args dump
     was printed, so the KV rule ran with ``dump value x factor`` (read in the released wheels,

@@ -16,8 +16,9 @@ Sources (reference 12.4): ``get_batch_sizes_to_capture`` in ``cuda_graph_runner.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from logmem.frozen import frozen
 
 Month = tuple[int, int]
 _BIG_BS = 8192
@@ -77,7 +78,7 @@ def _tokens_later() -> list[int]:
     ]
 
 
-@dataclass(frozen=True)
+@frozen
 class ListRule:
     name: str
     family: str  # "bs" | "tokens"
@@ -121,7 +122,7 @@ RULES: tuple[ListRule, ...] = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class ListContext:
     """What the log says about the launch that picks SGLang's list."""
 

@@ -11,10 +11,10 @@ only ``logmem.units`` and ``logmem.sglang.rules``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from logmem.frozen import frozen
 from logmem.sglang import rules
 from logmem.units import GIB, MIB
 
@@ -57,7 +57,7 @@ class Mechanism(Enum):
 # --- groups ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """The parallel sizes that decide SGLang's groups (server_args names, resolved)."""
 
@@ -110,7 +110,7 @@ def layout_from_args(args: Mapping[str, Any]) -> Layout:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Group:
     """One communication group on a rank: its size and whether it is another group reused."""
 

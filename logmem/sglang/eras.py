@@ -8,13 +8,13 @@ match a graph family across them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
 
 
-@dataclass(frozen=True)
+@frozen
 class Marker:
     name: str
     values: tuple[str, ...]  # one per launch

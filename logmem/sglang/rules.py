@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from logmem.frozen import frozen
 from logmem.sglang.adjustments import AITER_LONG_CONTEXT as AITER_LONG_CONTEXT
 from logmem.sglang.adjustments import MFS_ADJUSTMENTS as MFS_ADJUSTMENTS
 from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARCHITECTURES
@@ -195,7 +195,7 @@ def _first_pool_line(rank: Rank, m: Model) -> tuple[str, int] | None:
     return min(marks) if marks else None
 
 
-@dataclass(frozen=True)
+@frozen
 class BudgetReadings:
     """P and A of ``kv_budget_bytes`` as a launch printed them: minimums over its ranks."""
 
@@ -326,7 +326,7 @@ class ReserveTerm(Enum):
     DEEPEP = "deepep"  # 2048 MiB
 
 
-@dataclass(frozen=True)
+@frozen
 class Reserve:
     """One term of the graph reserve: what it counts and its size."""
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from logmem.frozen import frozen
 
 VOCAB_PADDING = 64
 """``VocabParallelEmbedding`` / ``ParallelLMHead`` (``layers/vocab_parallel_embedding.py``,
@@ -35,7 +36,7 @@ def padded_vocab(vocab: int) -> int:
 # --- what must divide ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Indivisible:
     """A parallel size that does not divide a dimension SGLang splits by it.
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from logmem.frozen import frozen
 from logmem.model.analysis import Analysis
 from logmem.torch_snapshot.join import LogJoin, join
 from logmem.torch_snapshot.load import DEFAULT_MAX_BYTES, SnapshotError, load
@@ -13,14 +13,14 @@ from logmem.torch_snapshot.summary import DeviceSummary, summarize
 from logmem.torch_snapshot.trace import DeviceTrace, replay
 
 
-@dataclass(frozen=True)
+@frozen
 class SnapshotFile:
     snapshot: Snapshot
     devices: tuple[DeviceSummary, ...]
     traces: tuple[DeviceTrace, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class SnapshotAnalysis:
     files: tuple[SnapshotFile, ...]
     join: LogJoin | None

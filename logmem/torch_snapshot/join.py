@@ -22,9 +22,9 @@ Readings are printed to 0.01 GiB, so the log's drop is known to +-0.01 GiB.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from logmem.errors import SelectionError
+from logmem.frozen import frozen
 from logmem.model.analysis import Analysis
 from logmem.model.records import Graph, Rank
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
@@ -35,7 +35,7 @@ from logmem.torch_snapshot.trace import DeviceTrace
 LOG_ROUNDING_BYTES = DIFFERENCE_RESOLUTION_BYTES
 
 
-@dataclass(frozen=True)
+@frozen
 class LogJoin:
     log_paths: tuple[str, ...]
     rank: str

@@ -17,16 +17,16 @@ per object, which also keeps a file that shares one list a million times linear.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from logmem.frozen import frozen
 from logmem.torch_snapshot.load import SnapshotError
 
 MAX_BYTES_FIGURE = 1 << 62  # larger than any device; beyond it a size is not a size
 MAX_ITEMS = 20_000_000  # blocks + trace entries + frame references visited
 
 
-@dataclass(frozen=True)
+@frozen
 class Frame:
     filename: str
     line: int
@@ -53,7 +53,7 @@ def is_internal(f: Frame) -> bool:
     return path.startswith("/torch/") or "/site-packages/torch/" in f.filename
 
 
-@dataclass(frozen=True)
+@frozen
 class Block:
     address: int | None
     size: int
@@ -74,7 +74,7 @@ class Block:
 PoolId = tuple[int, int]
 
 
-@dataclass(frozen=True)
+@frozen
 class Segment:
     device: int
     address: int | None
@@ -87,7 +87,7 @@ class Segment:
     blocks: tuple[Block, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class TraceEntry:
     action: str
     addr: int | None
@@ -98,7 +98,7 @@ class TraceEntry:
     frames: tuple[Frame, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Snapshot:
     path: str
     form: str  # "segments list (before 2.1)" | "dict"

@@ -17,8 +17,8 @@ asked for the memory. Paths are shown from after ``site-packages/`` (or ``dist-p
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from logmem.frozen import frozen
 from logmem.torch_snapshot.model import (
     Block,
     Frame,
@@ -63,14 +63,14 @@ def pool_kind(pool: PoolId | None, captured_from: str | None = None) -> tuple[st
     return "private", f"pool id {pool}: graph_pool_handle() or a MemPool (not told apart)"
 
 
-@dataclass(frozen=True)
+@frozen
 class SiteTotal:
     site: str
     bytes: int
     blocks: int
 
 
-@dataclass(frozen=True)
+@frozen
 class PoolSummary:
     pool_id: PoolId | None
     kind: str
@@ -82,7 +82,7 @@ class PoolSummary:
     top_sites: tuple[SiteTotal, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class BigBlock:
     size: int
     requested_size: int | None
@@ -91,7 +91,7 @@ class BigBlock:
     site: str
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceSummary:
     device: int
     reserved_bytes: int

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from logmem.frozen import frozen
 from logmem.torch_snapshot.model import PoolId, Segment, Snapshot, TraceEntry
 from logmem.torch_snapshot.summary import DeviceSummary, SiteTotal, site
 
@@ -28,7 +28,7 @@ _USE = {"alloc": 1, "free_completed": -1}
 MAX_POINTS = 400  # a plotted series is thinned to about this many points
 
 
-@dataclass(frozen=True)
+@frozen
 class PoolTrace:
     pool_id: PoolId | None  # None: entries whose pool could not be told
     kind: str
@@ -43,7 +43,7 @@ class PoolTrace:
         return self.reserved_end - self.reserved_start
 
 
-@dataclass(frozen=True)
+@frozen
 class DeviceTrace:
     device: int
     entries: int

@@ -9,14 +9,14 @@ quote, and a proposed --mem-fraction-static is the flag that gives the rule the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from logmem.analysis.sizing import MfsScaling, mfs_scaling, sizing
+from logmem.frozen import frozen
 from logmem.model.records import Launch, Model, Rank
 from logmem.sglang import rules
 
 
-@dataclass(frozen=True)
+@frozen
 class Budget:
     """SGLang's KV-sizing inputs as this launch printed them (logmem.sglang.rules)."""
 

@@ -6,8 +6,9 @@ graph families, frames); logmem.report.fixes words them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from logmem.frozen import frozen
 
 # --- what a fix buys and costs -----------------------------------------------------------------
 
@@ -21,7 +22,7 @@ class Purpose(Enum):
     ONE_STEP = "one_step"  # the error printed no figures: one step of mem_fraction_static
 
 
-@dataclass(frozen=True)
+@frozen
 class LowerMfs:
     mfs: float
     to: float
@@ -48,7 +49,7 @@ class Pools(Enum):
     UNDECIDED = "undecided"  # one measured bucket: the smaller cap of the two models
 
 
-@dataclass(frozen=True)
+@frozen
 class CapDropBuckets:
     """Separate pools: dropping the buckets above the cap returns their measured cost."""
 
@@ -61,7 +62,7 @@ class CapDropBuckets:
     shortfall_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class CapPerRow:
     """One pool: the peak grows with the largest bucket's rows, priced per row."""
 
@@ -81,13 +82,13 @@ class CapPerRow:
     tried_bytes: int | None = None  # needed basis: what the OOM asked for
 
 
-@dataclass(frozen=True)
+@frozen
 class ExpandableSegments:
     reserved_unallocated_bytes: int
     shortfall_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class HalveChunk:
     chunk: int
     half: int
@@ -95,7 +96,7 @@ class HalveChunk:
     need_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DispatchTokensRatio:
     tried_bytes: int
     free_bytes: int
@@ -103,12 +104,12 @@ class DispatchTokensRatio:
     at_default: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DispatchTokensHalf:
     half: int
 
 
-@dataclass(frozen=True)
+@frozen
 class DoubleTP:
     """OOM while loading: twice the GPUs halve the weights per rank."""
 
@@ -118,24 +119,24 @@ class DoubleTP:
     weights_bytes: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantizeFP8:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuOffload:
     gib: int
     need_bytes: int
     budget_lack_bytes: int | None  # set when the KV budget lacks more than the shortfall
 
 
-@dataclass(frozen=True)
+@frozen
 class RaiseMfsNoFigures:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class SmallestMfs:
     after_weights_bytes: int
     pre_load_bytes: int
@@ -146,7 +147,7 @@ class SmallestMfs:
     factor: float = 1.0  # SGLang scales the flag by this before the rule: mfs > exact / factor
 
 
-@dataclass(frozen=True)
+@frozen
 class FewerWeights:
     """ "Not enough memory": halve the weights per rank."""
 
@@ -156,13 +157,13 @@ class FewerWeights:
     rest_bytes: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class FindProcess:
     gap_gib: float
     ranks: tuple[str, ...]  # the occupied GPUs' ranks (empty: not known)
 
 
-@dataclass(frozen=True)
+@frozen
 class SkipImbalanceCheck:
     pre_model_load_gib: float
     mfs: float | None
@@ -171,7 +172,7 @@ class SkipImbalanceCheck:
     factor: float = 1.0  # SGLang scales the flag by this before the rule (MfsScaling)
 
 
-@dataclass(frozen=True)
+@frozen
 class DisableGraph:
     """Skip the failing family's capture: a diagnostic that tells whether capture itself fails."""
 
@@ -179,7 +180,7 @@ class DisableGraph:
     machinery: bool  # the frames show the capture machinery raised (not just "in capture")
 
 
-@dataclass(frozen=True)
+@frozen
 class ChangeComponent:
     """The component that raised, named from the traceback's frames: it would fail the same
     way without graphs (eager decode runs the same code)."""
@@ -193,7 +194,7 @@ class ChangeComponent:
     in_use: str | None  # server_args' value for the flag (attention_backend='triton')
 
 
-@dataclass(frozen=True)
+@frozen
 class LowerMfsRelative:
     """Lower mem_fraction_static by at least need / P when the value in use is not printed."""
 
@@ -204,7 +205,7 @@ class LowerMfsRelative:
     factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.scaling)
 
 
-@dataclass(frozen=True)
+@frozen
 class RaiseMfsUnexplained:
     """ "Not enough memory" although the KV rule gives a positive budget: raise it (SGLang's
     advice), by an amount the rule cannot give."""
@@ -212,7 +213,7 @@ class RaiseMfsUnexplained:
     mfs: float
 
 
-@dataclass(frozen=True)
+@frozen
 class FindOutside:
     """Find what holds the memory outside PyTorch (another process, or non-PyTorch allocations)."""
 
@@ -220,7 +221,7 @@ class FindOutside:
     gpu: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class NativeImpl:
     """The model runs on the Transformers fallback: SGLang's own implementation shards it."""
 
@@ -252,14 +253,14 @@ Effect = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class LowerByAtLeast:
     """The value in use is unknown: lower the flag by at least ``delta`` from it."""
 
     delta: float
 
 
-@dataclass(frozen=True)
+@frozen
 class AtMostTimes:
     """Set the value to at most ``ratio`` times the one in use."""
 
@@ -269,7 +270,7 @@ class AtMostTimes:
 Change = LowerByAtLeast | AtMostTimes
 
 
-@dataclass(frozen=True)
+@frozen
 class Fix:
     """One change that would fix the failure, with its price in numbers a person can check."""
 

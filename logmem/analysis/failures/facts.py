@@ -7,7 +7,6 @@ a person types; its effect is the arithmetic that prices it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
 from logmem.analysis.failures.effects import (  # re-exported: fx.LowerMfs, fx.Fix ...
@@ -96,6 +95,7 @@ from logmem.analysis.failures.effects import (
 )
 from logmem.analysis.failures.records import ErrorRecord, RankError
 from logmem.analysis.failures.traces import NoiseKind, RaisedIn, Up
+from logmem.frozen import frozen
 from logmem.model.records import Traceback
 from logmem.parse.events import Frame
 from logmem.parse.lines import Source
@@ -103,25 +103,25 @@ from logmem.parse.lines import Source
 # --- why: the notes a verdict explains itself with --------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Shortfall:
     tried_bytes: int | None
     free_bytes: int | None
     shortfall_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class PyTorchHeld:
     allocated_bytes: int
     capacity_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuBusyEarly:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightsBeforePool:
     pass
 
@@ -134,7 +134,7 @@ class FloorCase(Enum):
     WHOLE_GPU = "whole_gpu"
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightsFloor:
     rank: str
     begin_bytes: int
@@ -153,7 +153,7 @@ class WeightsFloor:
         return None if cap is None else self.at_least_bytes > cap
 
 
-@dataclass(frozen=True)
+@frozen
 class LoadedBudget:
     """OOM while loading: the KV budget the ranks that finished leave."""
 
@@ -165,17 +165,17 @@ class LoadedBudget:
     factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.factor)
 
 
-@dataclass(frozen=True)
+@frozen
 class DeepEPLazy:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class NoKVTokensLeft:
     to: float
 
 
-@dataclass(frozen=True)
+@frozen
 class BelowPoolFloor:
     to: float
     smallest: float | None
@@ -184,17 +184,17 @@ class BelowPoolFloor:
 Blocker = NoKVTokensLeft | BelowPoolFloor
 
 
-@dataclass(frozen=True)
+@frozen
 class MfsCannotFix:
     blocker: Blocker
 
 
-@dataclass(frozen=True)
+@frozen
 class NoServerArgs:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class BudgetCameOut:
     after_weights_bytes: int
     pre_load_bytes: int
@@ -203,12 +203,12 @@ class BudgetCameOut:
     factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.factor)
 
 
-@dataclass(frozen=True)
+@frozen
 class NoMfsGivesPool:
     after_weights_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ImbalanceGap:
     ranks: tuple[str, ...]
     gap_gib: float
@@ -216,18 +216,18 @@ class ImbalanceGap:
     local_gib: float
 
 
-@dataclass(frozen=True)
+@frozen
 class OwnReading:
     rank: str
     bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ImbalanceNoFigures:
     ranks: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class OutsidePyTorch:
     """PyTorch's OOM text: the GPU's used memory (capacity - free) against what PyTorch holds
     (allocated + reserved but unallocated); the difference is outside PyTorch."""
@@ -240,7 +240,7 @@ class OutsidePyTorch:
     fits: bool  # what is outside PyTorch covers the shortfall: freeing it would fit the model
 
 
-@dataclass(frozen=True)
+@frozen
 class LargerThanGpu:
     """One allocation asked for more than the GPU's whole capacity."""
 
@@ -248,7 +248,7 @@ class LargerThanGpu:
     capacity_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class RuleDoesNotExplain:
     """ "Not enough memory" although SGLang's KV rule leaves a positive budget."""
 
@@ -261,7 +261,7 @@ class RuleDoesNotExplain:
     factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.factor)
 
 
-@dataclass(frozen=True)
+@frozen
 class TransformersFallback:
     """ "Using Transformers backend." on the failing rank's log."""
 
@@ -272,43 +272,43 @@ class TransformersFallback:
 # The notes below are whole explanations of their own (a phrase, not a list of sentences).
 
 
-@dataclass(frozen=True)
+@frozen
 class RanksLagging:
     ranks: tuple[str, ...]  # printed no Load weight end
 
 
-@dataclass(frozen=True)
+@frozen
 class NoTraceback:
     pass
 
 
-@dataclass(frozen=True)
+@frozen
 class NotMemory:
     exc_type: str | None
     bucket_free_bytes: int | None
     raised: RaisedIn | None = None  # where the frames say it was raised
 
 
-@dataclass(frozen=True)
+@frozen
 class TracebackCut:
     """The log ends inside a traceback, before its exception line."""
 
     frame: Frame | None  # the last frame printed that names a component
 
 
-@dataclass(frozen=True)
+@frozen
 class MemoryHint:
     """The exception's text names memory only among possible causes (a launcher's hint)."""
 
     exc_type: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CommUnknown:
     library: str
 
 
-@dataclass(frozen=True)
+@frozen
 class LogStops:
     pass
 
@@ -346,7 +346,7 @@ PHRASES = (RanksLagging, NoTraceback, NotMemory, TracebackCut, MemoryHint, CommU
 # --- the failure ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Failure:
     kind: str  # oom | not_enough_memory | imbalance | capture_failed | error | stopped
     memory_related: bool | None  # None: cannot tell (a log that just stops, a lone sigquit)
@@ -382,7 +382,7 @@ class Failure:
         return headline_text(self)
 
 
-@dataclass(frozen=True)
+@frozen
 class Noise:
     """A traceback that is not the server's error: printed at interpreter exit, or by a test
     harness (traces.noise_kind), with its decisive error when it has one."""
@@ -392,7 +392,7 @@ class Noise:
     error: RankError | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     status: str  # ready | crashed | incomplete
     failure: Failure | None
@@ -402,7 +402,7 @@ class Outcome:
     offline: str | None = None  # the offline tool this launch is, when the log names one
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     """What every report says first: the outcome, the failure with its fixes, later errors."""
 

@@ -7,8 +7,7 @@ the step of the rank that prints), and for a capture, the last bar sample of the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch, Rank
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
@@ -120,7 +119,7 @@ def graph_at(rank: Rank, phase: str) -> Graph | None:
     return next((g for g in reversed(rank.graphs) if g.name == name and g.begin is not None), None)
 
 
-@dataclass(frozen=True)
+@frozen
 class Place:
     rank: Rank | None
     phase: str | None

@@ -9,10 +9,11 @@ groups a launch's tracebacks per rank and keeps the one error that explains each
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import regex
 
+from logmem.frozen import frozen
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lazy import lazy
@@ -21,7 +22,7 @@ from logmem.parse.oom_split import Figure, MemorySplit, parse_oom_split
 from logmem.units import Mem
 
 
-@dataclass(frozen=True)
+@frozen
 class OutOfMemory:
     """PyTorch/HIP/NPU "out of memory" (figures when printed) or "CUDA error: out of memory"."""
 
@@ -49,14 +50,14 @@ class OutOfMemory:
         return max(self.tried_bytes - self.free_bytes, 0)
 
 
-@dataclass(frozen=True)
+@frozen
 class KVSizing:
     """SGLang's "Not enough memory. Please try to increase --mem-fraction-static." (KV pool <= 0)."""
 
     mem_fraction_static: float | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Unbalanced:
     """ "The memory capacity is unbalanced", raised (a warning is not a failure)."""
 
@@ -64,14 +65,14 @@ class Unbalanced:
     local_gib: float | None  # the raising (healthy) rank's own free memory
 
 
-@dataclass(frozen=True)
+@frozen
 class CaptureError:
     """ "Capture cuda graph failed: <e>" where e is not an out-of-memory error."""
 
     message: str
 
 
-@dataclass(frozen=True)
+@frozen
 class CommBufferError:
     """A DeepEP / NVSHMEM error that does not say "out of memory" in PyTorch's words."""
 
@@ -81,14 +82,14 @@ class CommBufferError:
     memory: bool | None  # allocation wording -> True; unknown -> None
 
 
-@dataclass(frozen=True)
+@frozen
 class OtherRanksUnfinished:
     """ "TP rank N could finish the model loading, but there are other ranks that didn't finish"."""
 
     tp_rank: int
 
 
-@dataclass(frozen=True)
+@frozen
 class PythonError:
     """Any other exception that ended a traceback (TypeError, ImportError, RuntimeError ...)."""
 
@@ -100,12 +101,12 @@ class PythonError:
     memory_hint: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class CutTraceback:
     """A traceback the log cuts before its exception line: the cause is not in the log."""
 
 
-@dataclass(frozen=True)
+@frozen
 class ChildDied:
     """ "Received sigquit from a child process" with no readable traceback."""
 
@@ -123,7 +124,7 @@ ErrorRecord = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class RankError:
     """The decisive error of one traceback, with the rank that printed it."""
 

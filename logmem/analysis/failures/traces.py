@@ -14,9 +14,9 @@ tracebacks are not the server's errors, and where an exception was raised.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
+from logmem.frozen import frozen
 from logmem.model.records import Launch, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lazy import lazy
@@ -32,7 +32,7 @@ class UpBy(Enum):
     RESULTS = "results"  # an offline benchmark's first results
 
 
-@dataclass(frozen=True)
+@frozen
 class Up:
     """The line after which an error is a runtime error, and what it is."""
 
@@ -135,7 +135,7 @@ class Where(Enum):
     UNKNOWN = "unknown"  # no frame names a component (no frames in the paste, or elsewhere)
 
 
-@dataclass(frozen=True)
+@frozen
 class RaisedIn:
     where: Where
     frame: ev.Frame | None  # the innermost frame that names it
