@@ -16,7 +16,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
@@ -214,6 +213,8 @@ def _atomic_replace(path: Path, chunks: Iterable[bytes], output: str) -> None:
         mode = 0o666 & ~umask
     tmp: str | None = None
     try:
+        import tempfile  # only -o needs it; with shutil, lzma and bz2 it costs ~5 ms to import
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             _write_all(f, chunks, output)
