@@ -1,7 +1,23 @@
-"""`python -m logmem` runs the command-line interface."""
+"""`python -m logmem` and the `logmem` command: run the command-line interface."""
+
+from __future__ import annotations
 
 import sys
 
-from logmem.cli.main import main
 
-sys.exit(main())
+def run() -> int:
+    """The console entry point: main()'s exit codes, and 130 for a Ctrl-C while importing.
+
+    The import is here, not at module level, because importing the package is the first
+    tenth of a second of every run: a Ctrl-C then must end like one during the run
+    ("Interrupted.", exit 130), not with a traceback from the import machinery."""
+    try:
+        from logmem.cli.main import main
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        return 130
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -360,6 +360,19 @@ def test_max_bytes_bounds_a_compressed_bomb(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 10
 
 
+def _wait_until_reading_stdin(pid: int) -> None:
+    """Until the process sleeps in a pipe read (Linux's wchan), so the signal lands in the
+    run, not in interpreter start-up; 2 s where /proc does not say (a fixed sleep alone was
+    too short on a loaded machine)."""
+    wchan = Path(f"/proc/{pid}/wchan")
+    if not wchan.exists():
+        time.sleep(2)
+        return
+    deadline = time.monotonic() + 60
+    while "pipe_read" not in wchan.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_ctrl_c_exits_130() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "logmem", "analyze", "-"],
@@ -367,8 +380,27 @@ def test_ctrl_c_exits_130() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    time.sleep(2)  # importing, then blocked reading stdin
+    _wait_until_reading_stdin(proc.pid)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert b"Interrupted." in err and b"Traceback" not in err
+
+
+def test_ctrl_c_while_importing_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C can land while the package is still importing (its first ~0.1 s)."""
+    import importlib.abc
+
+    class Interrupting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, *_args: object) -> None:
+            if name == "logmem.cli.main":
+                raise KeyboardInterrupt
+
+    monkeypatch.delitem(sys.modules, "logmem.cli.main", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    from logmem.__main__ import run
+
+    assert run() == 130
+    assert capsys.readouterr().err == "Interrupted.\n"
