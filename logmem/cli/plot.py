@@ -51,6 +51,7 @@ def plot(
 
     from logmem.api import PlotNote, plot_svg
     from logmem.api import plot as draw
+    from logmem.report.plots import figure_bytes
 
     fmt = guess_format(output, fmt, default="png")
     if fmt not in ("png", "svg"):
@@ -65,8 +66,6 @@ def plot(
         if fmt == "svg":
             out: str | bytes = plot_svg(list(logs), kind, rank=list(ranks), launch=launch)
         else:
-            from logmem.report.scene_mpl import figure_bytes
-
             out = figure_bytes(draw(list(logs), kind, rank=list(ranks), launch=launch), "png")
     for w in caught:
         if issubclass(w.category, PlotNote):

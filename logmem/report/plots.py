@@ -39,6 +39,7 @@ from logmem.report.plot_data import (
 )
 from logmem.report.plot_waterfall import waterfall_scene
 from logmem.report.scene import Area, Line, Mark, Rect, Scene
+from logmem.report.scene_mpl import figure_bytes  # matplotlib loads when it is called
 from logmem.report.svg import scene_svg
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
@@ -52,6 +53,7 @@ __all__ = [
     "KINDS",
     "buckets_data",
     "draw",
+    "figure_bytes",
     "fit_band",
     "fit_data",
     "milestone",
