@@ -190,15 +190,19 @@ def test_fit_text_cuts_to_the_room() -> None:
 
 
 def _box(t: Text) -> tuple[float, float, float, float]:
+    """Where a level or upright (rotate 90) text's glyphs are."""
     w = text_width(t.text, t.size, t.bold)
-    x0 = t.x - {"start": 0.0, "middle": w / 2, "end": w}[t.anchor]
+    before = {"start": 0.0, "middle": w / 2, "end": w}[t.anchor]
+    if t.rotate == 90:  # reads upwards: the anchor is below or at its middle
+        return t.x - 0.76 * t.size, t.y - w + before, t.x + 0.24 * t.size, t.y + before
+    x0 = t.x - before
     return x0, t.y - 0.76 * t.size, x0 + w, t.y + 0.24 * t.size
 
 
 @pytest.mark.parametrize("log", [LOG_001, LOG_003, LOG_021], ids=["001", "003", "021"])
 def test_no_two_labels_overlap_and_all_stay_in_the_figure(log: Path) -> None:
     for scene in _scenes(log):
-        texts = [t for t in scene.items if isinstance(t, Text) and not t.rotate]
+        texts = [t for t in scene.items if isinstance(t, Text) and t.rotate in (0, 90)]
         boxes = [_box(t) for t in texts]
         for t, (x0, y0, x1, y1) in zip(texts, boxes):
             assert x0 >= 0 and x1 <= scene.width + 0.5 and y0 >= 0 and y1 <= scene.height, t

@@ -35,6 +35,14 @@ def nice_ticks(lo: float, hi: float, most: int = 7) -> list[float]:
     return ticks
 
 
+def row_span(n: int, least: float = 1.6) -> tuple[float, tuple[float, float]]:
+    """Rows to give n horizontal bars (one bar still gets a readable height) and the y range
+    that centres them (row i at y = i)."""
+    rows = max(float(n), least)
+    pad = (rows - n) / 2
+    return rows, (-0.5 - pad, n - 0.5 + pad)
+
+
 def tick_labels(values: Sequence[float]) -> list[str]:
     """Tick values with as many decimals as the finest of them needs (2.0, 2.5, 3.0)."""
     places = 0
@@ -167,7 +175,7 @@ class Panel:
         mid = (self.y0 + self.y1) / 2
         lines = text.split("\n")
         for k, line in enumerate(lines):
-            x = self.x0 - left + (k - len(lines) + 1) * -TICK * 1.2
+            x = self.x0 - left - (len(lines) - 1 - k) * TICK * 1.2  # the first line leftmost
             self.scene.text(x, mid, line, TICK, anchor="middle", rotate=90)
 
 

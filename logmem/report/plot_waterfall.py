@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logmem.report.canvas import HIGHLIGHT, KIND_COLOURS, ROSE_COLOUR
-from logmem.report.chart import TICK, Panel, label_width, legend, nice_ticks
+from logmem.report.chart import TICK, Panel, label_width, legend, nice_ticks, row_span
 from logmem.report.plot_data import short
 from logmem.report.scene import Line, Rect, Scene, fit_text, text_width
 
@@ -19,27 +19,29 @@ LABEL = 8.0  # point size of the step labels
 PAD = 4.0
 
 
-def _place(s: Scene, p: Panel, i: int, label: str, lo: float, hi: float, kind_colour: bool) -> None:
+def _place(s: Scene, p: Panel, i: int, label: str, lo: float, hi: float, bar: bool) -> None:
     """Put a step label where it fits: inside its bar (white), else left of the bar, else
-    right of it, else on the roomier side, cut to the room there."""
+    right of it; if it fits nowhere, where there is most room, cut to that room."""
     y = p.y(i)
     x_lo, x_hi = p.x(lo), p.x(hi)
+    rooms = {
+        "inside": x_hi - x_lo - 2 * PAD if bar else 0.0,
+        "left": x_lo - p.x0 - PAD,
+        "right": p.x1 - x_hi - PAD,
+    }
     width = text_width(label, LABEL)
+    where = next((k for k, room in rooms.items() if room >= width), None)
+    if where is None:
+        where = max(rooms, key=lambda k: rooms[k])
+        label = fit_text(label, LABEL, rooms[where])
     gid = f"label-{i}"
-    if x_hi - x_lo >= width + 2 * PAD and kind_colour:
-        s.text(
-            (x_lo + x_hi) / 2, y, label, LABEL, "middle", anchor="middle", colour="#ffffff", gid=gid
-        )
-    elif x_lo - p.x0 >= width + PAD:
+    if where == "inside":
+        mid = (x_lo + x_hi) / 2
+        s.text(mid, y, label, LABEL, "middle", anchor="middle", colour="#ffffff", gid=gid)
+    elif where == "left":
         s.text(x_lo - PAD, y, label, LABEL, "middle", anchor="end", gid=gid)
-    elif p.x1 - x_hi >= width + PAD:
-        s.text(x_hi + PAD, y, label, LABEL, "middle", gid=gid)
     else:
-        right = p.x1 - x_hi >= x_lo - p.x0
-        room = (p.x1 - x_hi if right else x_lo - p.x0) - PAD
-        text = fit_text(label, LABEL, room)
-        x, anchor = (x_hi + PAD, "start") if right else (x_lo - PAD, "end")
-        s.text(x, y, text, LABEL, "middle", anchor=anchor, gid=gid)
+        s.text(x_hi + PAD, y, label, LABEL, "middle", gid=gid)
 
 
 def _panel(s: Scene, top: float, data: Mapping[str, Any], left: float) -> float:
@@ -57,7 +59,7 @@ def _panel(s: Scene, top: float, data: Mapping[str, Any], left: float) -> float:
             anchor="middle",
         )
         return TOP + 48
-    rows = max(n, 1.6)  # one step still gets a readable bar
+    rows, ylim = row_span(n)
     height = TOP + ROW * rows + BOTTOM
     top_gib = max(max(st["before_gib"], st["after_gib"]) for st in steps)
     xmax = top_gib * 1.02 if top_gib > 0 else 1.0
@@ -66,10 +68,10 @@ def _panel(s: Scene, top: float, data: Mapping[str, Any], left: float) -> float:
         s,
         left,
         top + TOP,
-        WIDTH - 14,
+        WIDTH - 8,
         top + TOP + ROW * rows,
         (0.0, xmax),
-        (-0.5 - (rows - n) / 2, n - 0.5 + (rows - n) / 2),
+        ylim,
         yflip=True,
     )
     p.grid(xs=xt)

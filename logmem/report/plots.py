@@ -229,7 +229,7 @@ def ranks_scene(data: Mapping[str, Any]) -> Scene:
         p.spines()
         p.yticks(yt)
         p.title(title, 10.0 if field == "gib" else 9.0)
-        p.ylabel(ylab, left - 16)
+        p.ylabel(ylab, left - 22)
         drawn.append(p)
         y += h + 8
     bottom = drawn[-1]

@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from logmem.report.chart import CYCLE, Panel, label_width, legend, nice_ticks, ytick_width
+from logmem.report.chart import (
+    CYCLE,
+    Panel,
+    label_width,
+    legend,
+    nice_ticks,
+    row_span,
+    ytick_width,
+)
 from logmem.report.plot_data import short
 from logmem.report.scene import Line, Rect, Scene
 from logmem.report.svg import scene_svg
@@ -81,10 +89,9 @@ def sites_scene(data: Mapping[str, Any]) -> Scene:
     for p in pools:
         n = len(p["sites"])
         hi = max(p["mib"], default=0.0) * 1.05 or 1.0
-        xt = [v for v in nice_ticks(0, hi, most=7) if v <= hi]
-        box = Panel(
-            s, left, y + 24, width - 14, y + 24 + 23 * n, (0.0, hi), (-0.5, n - 0.5), yflip=True
-        )
+        xt = [v for v in nice_ticks(0, hi, most=9) if v <= hi]
+        rows, ylim = row_span(n)
+        box = Panel(s, left, y + 24, width - 14, y + 24 + 23 * rows, (0.0, hi), ylim, yflip=True)
         box.grid(xs=xt)
         for i, mib in enumerate(p["mib"]):
             s.add(
@@ -116,12 +123,13 @@ def timeline_scene(data: Mapping[str, Any]) -> Scene:
         0.0,
         1.0,
     ]
-    xlim = (min(xs), max(xs)) if max(xs) > min(xs) else (min(xs), min(xs) + 1)
+    span = max(xs) - min(xs) or 1.0
+    xlim = (min(xs) - span * 0.03, max(xs) + span * 0.03)
     lo, hi = min(ys), max(ys)
     d = (hi - lo) * 0.05 or 1.0
     ylim = (lo - d, hi + d)
     xt = [v for v in nice_ticks(*xlim) if xlim[0] <= v <= xlim[1]]
-    yt = [v for v in nice_ticks(*ylim, most=6) if ylim[0] <= v <= ylim[1]]
+    yt = [v for v in nice_ticks(*ylim, most=8) if ylim[0] <= v <= ylim[1]]
     left = 22 + ytick_width(yt) + 8
     box = Panel(s, left, 24, 634, 290, xlim, ylim)
     box.grid(xt, yt)
