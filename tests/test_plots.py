@@ -35,6 +35,13 @@ def svg_of(kind: str, data: Any) -> str:
     return plots.svg(kind, data)
 
 
+def figure_of(kind: str, data: Any) -> Any:
+    """The plot replayed on matplotlib, as logmem.plot returns it."""
+    from logmem.report.scene_mpl import scene_figure
+
+    return scene_figure(plots.scene(kind, data))
+
+
 def count_ids(svg: str, gid: str) -> int:
     """Items tagged `gid`: the writer numbers repeats (gid, gid-2, ...) to keep ids unique."""
     return len(re.findall(rf'id="{re.escape(gid)}(?:-\d+)?"', svg))
@@ -96,7 +103,7 @@ def test_waterfall_panels_per_rank() -> None:
 
 
 def test_waterfall_labels_stay_inside_the_figure() -> None:
-    fig = plots.draw("waterfall", [plots.waterfall_data(ledger(LOG_021).ranks[0])])
+    fig = figure_of("waterfall", [plots.waterfall_data(ledger(LOG_021).ranks[0])])
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     renderer = (
@@ -258,7 +265,7 @@ def test_svg_is_deterministic_and_undated() -> None:
 def test_png_has_no_software_stamp() -> None:
     from logmem.report.scene_mpl import figure_bytes
 
-    png = figure_bytes(plots.draw("ranks", plots.ranks_data(ledger(LOG_001))), "png")
+    png = figure_bytes(figure_of("ranks", plots.ranks_data(ledger(LOG_001))), "png")
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     assert b"matplotlib version" not in png
 

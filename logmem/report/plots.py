@@ -3,7 +3,7 @@
 Each plot is two functions: ``*_data`` (report.plot_data, re-exported here) turns the ledger
 into a plain dict, and ``*_scene`` lays that dict out once, as a report.scene Scene (panels
 from report.chart). ``svg`` writes a scene with report.svg (no plotting library: the HTML
-reports import neither matplotlib nor numpy); ``draw`` replays it on matplotlib
+reports import neither matplotlib nor numpy); logmem.plot replays a scene on matplotlib
 (report.scene_mpl) for PNG output and notebooks."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from logmem.report.canvas import HIGHLIGHT, KIND_COLOURS
 from logmem.report.chart import (
@@ -39,12 +39,11 @@ from logmem.report.plot_data import (
 )
 from logmem.report.plot_waterfall import waterfall_scene
 from logmem.report.scene import Area, Line, Mark, Rect, Scene
-from logmem.report.scene_mpl import figure_bytes  # matplotlib loads when it is called
+
+# A scene replayed on matplotlib (logmem.plot) saved as PNG; matplotlib loads when it is called.
+from logmem.report.scene_mpl import figure_bytes
 from logmem.report.svg import scene_svg
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 KINDS = ("waterfall", "buckets", "ranks", "fit")
 
@@ -52,7 +51,6 @@ KINDS = ("waterfall", "buckets", "ranks", "fit")
 __all__ = [
     "KINDS",
     "buckets_data",
-    "draw",
     "figure_bytes",
     "fit_band",
     "fit_data",
@@ -343,10 +341,3 @@ def scene(kind: str, data: Any) -> Scene:
 def svg(kind: str, data: Any) -> str:
     """The plot as SVG text (no plotting library imported)."""
     return scene_svg(scene(kind, data))
-
-
-def draw(kind: str, data: Any) -> Figure:
-    """The plot as a matplotlib Figure (the same layout as ``svg``)."""
-    from logmem.report.scene_mpl import scene_figure
-
-    return scene_figure(scene(kind, data))
