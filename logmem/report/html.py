@@ -4,7 +4,7 @@ Numbers come from report.model (the same tables text and Markdown print) and the
 figures from report.plots. The page loads nothing: a Content-Security-Policy forbids
 scripts and every fetch, so even a string that escaped html.escape could not run or
 call out. Every string that came from a log (model paths, rank labels, messages, raw
-lines) goes through ``esc``; matplotlib escapes the text it writes into SVG.
+lines) goes through ``esc``; report.svg escapes the text it writes into a figure.
 
 Order, for a person opening the file from a ticket: verdict and findings, the ledger
 tables, the plots, then the raw log lines behind each figure (collapsed).
