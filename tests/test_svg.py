@@ -121,6 +121,14 @@ def test_hostile_strings_are_text_in_the_svg() -> None:
     assert not [a for e in root.iter() for a in e.attrib if a.startswith("on")]
 
 
+def test_control_characters_never_reach_the_xml() -> None:
+    s = Scene(100, 20)
+    s.text(2, 10, "a\x1b]0;title\x07b\x00c\nd\u202ee")
+    svg = scene_svg(s)
+    text = ET.fromstring(svg).find(f"{NS}text")
+    assert text is not None and text.text == "a]0;titlebc\\nde"
+
+
 SVG_TAGS = ("svg", "defs", "pattern", "path", "rect", "polyline", "polygon", "circle", "text")
 
 

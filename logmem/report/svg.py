@@ -1,7 +1,8 @@
 """A report.scene Scene written as SVG text, with no plotting library.
 
-Every string is XML-escaped (text and attributes), text stays <text> (searchable,
-selectable), numbers are printed with two decimals, and nothing depends on the time, a
+Every string is XML-escaped (text and attributes) and kept to one line without control
+characters (report.safe_text.one_line: XML 1.0 allows none of them, and bidirectional
+overrides would reorder what is shown), text stays <text> (searchable, selectable), numbers are printed with two decimals, and nothing depends on the time, a
 random id or a hash: the same scene gives the same bytes. The only id the writer makes
 itself is the hatch pattern's; an item's gid becomes its id, repeated ones numbered
 ("largest-bucket", "largest-bucket-2"), so ids stay unique within the figure.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
+from logmem.report.safe_text import one_line
 from logmem.report.scene import FONT, Area, Item, Line, Mark, Rect, Scene, Text, text_width
 
 _DASH = {"dashed": "3.7,1.6", "dotted": "1,1.65"}
@@ -76,7 +78,7 @@ def _text(t: Text, gid: str) -> str:
         )
     return (
         f'{back}<text{gid} x="{_n(t.x)}" y="{_n(t.y)}" font-size="{_n(t.size)}" '
-        f'text-anchor="{t.anchor}" fill="{t.colour}"{weight}{turn}>{escape(t.text)}</text>'
+        f'text-anchor="{t.anchor}" fill="{t.colour}"{weight}{turn}>{escape(one_line(t.text))}</text>'
     )
 
 
