@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from logmem.compare.whatif import WhatIf
     from logmem.estimate import Estimate
     from logmem.model.records import Launch
+    from logmem.report.scene import Scene
 
 # An Analysis, or a path spec of one input ("a.log", "-", "tp0.log,tp1.log").
 Source = Union[Analysis, str, "os.PathLike[str]"]
@@ -371,25 +372,52 @@ def plot(
     path spec (several paths in a list or tuple are read together, as one launch's files);
     "fit" for a diff or fit Comparison, or a list of two or more sources fitted as
     ``logmem fit``. With several launches and no ``launch``, launch 0 is drawn and a
-    :class:`PlotNote` warning says so.
+    :class:`PlotNote` warning says so. :func:`plot_svg` gives the same figure as SVG text
+    without importing matplotlib.
     """
+    from logmem.report.scene_mpl import scene_figure
+
+    return scene_figure(_plot_scene(source, kind, rank, launch))
+
+
+def plot_svg(
+    source: Source | Comparison | Sequence[Source],
+    kind: str = "waterfall",
+    *,
+    rank: str | Sequence[str] | None = None,
+    launch: int | None = None,
+) -> str:
+    """The figure of :func:`plot` as a standalone SVG document (text stays text; no
+    plotting library is imported)."""
+    from logmem.report.svg import scene_svg
+
+    return scene_svg(_plot_scene(source, kind, rank, launch))
+
+
+def _plot_scene(
+    source: Source | Comparison | Sequence[Source],
+    kind: str,
+    rank: str | Sequence[str] | None,
+    launch: int | None,
+) -> Scene:
+    """The layout of one figure (report.scene), with the notes on inputs read in part."""
     from logmem.report import plots
-    from logmem.report.input_notes import launch_refs, note_figure, ref_notes, stop_sentences
+    from logmem.report.input_notes import launch_refs, note_scene, ref_notes, stop_sentences
 
     if kind not in plots.KINDS:
         raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(plots.KINDS)}")
     if isinstance(source, Comparison):
         if kind != "fit":
             raise ValueError(f"a {source.kind} plots as kind='fit', not {kind!r}")
-        fig = plots.draw("fit", plots.fit_data(source.to_json()))
-        return note_figure(fig, ref_notes(launch_refs(source.model)))
+        scene = plots.scene("fit", plots.fit_data(source.to_json()))
+        return note_scene(scene, ref_notes(launch_refs(source.model)))
     if kind == "fit":
         if isinstance(source, (Analysis, str, os.PathLike)) or len(source) < 2:
             raise ValueError(
                 "kind='fit' plots logmem.diff(...) or logmem.fit(...), or a list of two or more "
                 "sources (one launch each), not one input"
             )
-        return plot(fit(*source, launch=launch), "fit")
+        return _plot_scene(fit(*source, launch=launch), "fit", None, None)
     if isinstance(source, (Analysis, str, os.PathLike)):
         analysis = source if isinstance(source, Analysis) else read_log(os.fspath(source))
     elif all(isinstance(s, (str, os.PathLike)) for s in source):
@@ -398,8 +426,8 @@ def plot(
         raise ValueError(
             f"kind={kind!r} plots one launch: an Analysis, a path, or paths of one launch"
         )
-    fig = plots.draw(kind, _plot_data(analysis, kind, rank, launch))
-    return note_figure(fig, stop_sentences(analysis.stats))
+    scene = plots.scene(kind, _plot_data(analysis, kind, rank, launch))
+    return note_scene(scene, stop_sentences(analysis.stats))
 
 
 def _plot_data(
@@ -416,7 +444,7 @@ def _plot_data(
                 f"The input holds {len(analysis.launches)} launches; plotting launch 0 "
                 "(--launch N picks another)."
             ),
-            stacklevel=3,
+            stacklevel=4,
         )
     return plot_data(analysis, kind, wanted)
 

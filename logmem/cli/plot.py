@@ -49,9 +49,9 @@ def plot(
     """
     import warnings
 
-    from logmem.api import PlotNote
+    from logmem.api import PlotNote, plot_svg
     from logmem.api import plot as draw
-    from logmem.report import plots
+    from logmem.report.plots import figure_bytes
 
     fmt = guess_format(output, fmt, default="png")
     if fmt not in ("png", "svg"):
@@ -62,9 +62,12 @@ def plot(
         raise click.UsageError("--kind fit needs two or more LOGS (one launch each)")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PlotNote)
-        fig = draw(list(logs), kind, rank=list(ranks), launch=launch)
+        # SVG is written by logmem itself; only a PNG needs matplotlib's rasteriser.
+        if fmt == "svg":
+            out: str | bytes = plot_svg(list(logs), kind, rank=list(ranks), launch=launch)
+        else:
+            out = figure_bytes(draw(list(logs), kind, rank=list(ranks), launch=launch), "png")
     for w in caught:
         if issubclass(w.category, PlotNote):
             click.echo(str(w.message), err=True)
-    out = plots.figure_bytes(fig, fmt)
-    write_output(out.decode("utf-8") if fmt == "svg" else out, output, force)
+    write_output(out, output, force)

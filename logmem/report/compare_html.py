@@ -67,7 +67,7 @@ def render(v: View) -> str:
     slopes = getattr(v, "slopes", ())
     data = plots.fit_data(view_json(v)) if slopes else None
     if data is not None and data["slopes"]:
-        svg = plots.figure_svg(plots.draw("fit", data), salt="logmem-fit")
+        svg = plots.svg("fit", data)
         caption = (
             "Largest bucket against rows: the measured points, the fitted line and its uncertainty."
         )

@@ -4,7 +4,7 @@ Numbers come from report.model (the same tables text and Markdown print) and the
 figures from report.plots. The page loads nothing: a Content-Security-Policy forbids
 scripts and every fetch, so even a string that escaped html.escape could not run or
 call out. Every string that came from a log (model paths, rank labels, messages, raw
-lines) goes through ``esc``; matplotlib escapes the text it writes into SVG.
+lines) goes through ``esc``; report.svg escapes the text it writes into a figure.
 
 Order, for a person opening the file from a ticket: verdict and findings, the ledger
 tables, the plots, then the raw log lines behind each figure (collapsed).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.frozen import frozen
@@ -175,13 +175,6 @@ def launch_figures(
     L = led.launch
     figs: list[Figure] = []
     notes: list[str] = []
-    n_fig = 0
-
-    def svg(kind: str, data: Any) -> str:
-        nonlocal n_fig
-        n_fig += 1
-        # A salt per figure: matplotlib's clip-path ids are hashes, unique within one page this way.
-        return plots.figure_svg(plots.draw(kind, data), salt=f"logmem-{L.index}-{n_fig}")
 
     drawn = [rl for rl in leading if rl.phases]
     if drawn:
@@ -191,7 +184,7 @@ def launch_figures(
         figs.append(
             Figure(
                 "waterfall",
-                svg("waterfall", data),
+                plots.svg("waterfall", data),
                 f"Free memory phase by phase on {who}; each step split into its causes.",
                 _sources(L, drawn[0].rank, lines),
             )
@@ -208,7 +201,7 @@ def launch_figures(
         figs.append(
             Figure(
                 "buckets",
-                svg("buckets", families),
+                plots.svg("buckets", families),
                 f"Free memory at the start of each graph bucket on {rank_name(rl_main.rank)}; "
                 "the largest bucket is highlighted.",
                 _sources(L, rl_main.rank, lines),
@@ -231,7 +224,7 @@ def launch_figures(
         figs.append(
             Figure(
                 "ranks",
-                svg("ranks", plots.ranks_data(drawn_led)),
+                plots.svg("ranks", plots.ranks_data(drawn_led)),
                 f"Free memory after each phase, {which}{binding}.",
                 _sources(L, None, lines),
             )
@@ -239,11 +232,11 @@ def launch_figures(
     return figs, notes
 
 
-def communication_figure(lr: LaunchReport, n: int) -> Figure:
+def communication_figure(lr: LaunchReport) -> Figure:
     """The groups x mechanisms heat map, with the lines the join read (init, All Reduce, DeepEP)."""
-    from logmem.report import plots
-    from logmem.report.comm_plot import comm_figure
+    from logmem.report.comm_plot import comm_scene
     from logmem.report.communication import comm_plot_data
+    from logmem.report.svg import scene_svg
 
     c = lr.communication
     assert c is not None
@@ -252,7 +245,7 @@ def communication_figure(lr: LaunchReport, n: int) -> Figure:
     lines += [n for cell in c.plan.cells for n in cell.lines]
     if c.deepep is not None:
         lines += list(c.deepep.lines)
-    svg = plots.figure_svg(comm_figure(comm_plot_data(c.plan)), salt=f"logmem-{L.index}-{n}")
+    svg = scene_svg(comm_scene(comm_plot_data(c.plan)))
     return Figure(
         "communication",
         svg,
@@ -303,7 +296,7 @@ def launch_html(lr: LaunchReport, first_figure: int, multi_path: bool) -> tuple[
     ]
     figs, notes = launch_figures(led, leading, fold)
     if lr.communication is not None and lr.communication.plan.cells:
-        figs.append(communication_figure(lr, first_figure + len(figs)))
+        figs.append(communication_figure(lr))
     if figs or notes:
         out.append("<h3>Plots</h3>")
         out.extend(f'<p class="note">{esc(n)}</p>' for n in notes)

@@ -8,15 +8,13 @@ facts the reader left (:class:`logmem.parse.read.ReadStats`): one sentence per i
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from logmem.compare.load import LaunchRef
 from logmem.model.cap import KEEP_FIRST, KEEP_LAST
 from logmem.model.records import LaunchBrief
 from logmem.parse.read import ReadStats
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+from logmem.report.scene import Scene, text_width
 
 
 def input_stop_note(why: str, compression: str | None, at: int, detail: str | None) -> str:
@@ -122,8 +120,21 @@ def stopped_json(stats: Iterable[ReadStats]) -> list[dict[str, Any]]:
     ]
 
 
-def note_figure(fig: Figure, notes: Sequence[str]) -> Figure:
-    """A figure with its input notes written along its foot (an image has no notes section)."""
+def note_scene(scene: Scene, notes: Sequence[str]) -> Scene:
+    """A figure with its input notes written along its foot (an image has no notes section),
+    each wrapped at the figure's width."""
+    size = 6.5
+    for note in notes:
+        line = ""
+        for word in note.split(" "):
+            wider = f"{line} {word}" if line else word
+            if line and text_width(wider, size) > scene.width - 12:
+                scene.text(6, scene.height + size, line, size)
+                scene.height += size * 1.3
+                wider = word
+            line = wider
+        scene.text(6, scene.height + size, line, size)
+        scene.height += size * 1.3
     if notes:
-        fig.text(0.01, 0.01, "\n".join(notes), fontsize=6.5, ha="left", va="bottom", wrap=True)
-    return fig
+        scene.height += 4
+    return scene

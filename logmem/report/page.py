@@ -4,7 +4,7 @@ it, so neither imports the other.
 
 The page loads nothing: a Content-Security-Policy forbids scripts and every fetch, so even a
 string that escaped html.escape could not run or call out. Every string that came from a log
-goes through ``esc``; matplotlib escapes the text it writes into SVG.
+goes through ``esc``; report.svg escapes the text it writes into a figure.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def _prefixed_ids(tag: str, prefix: str) -> str:
 
 
 def inline_svg(svg: str, prefix: str) -> str:
-    """matplotlib's SVG made fit to sit in a page: no XML prolog, ids unique to this figure,
+    """A figure's SVG (report.svg) made fit to sit in a page: no XML prolog, ids unique to this figure,
     and sized by CSS (the natural width kept as a maximum)."""
     start = svg.find("<svg")
     svg = svg[start:] if start >= 0 else svg

@@ -1,26 +1,29 @@
-"""Plots: the dicts of report.plot_data -> matplotlib figures -> SVG text or PNG bytes.
+"""Plots: the dicts of report.plot_data -> figure scenes -> SVG text, or a matplotlib Figure.
 
 Each plot is two functions: ``*_data`` (report.plot_data, re-exported here) turns the ledger
-into a plain dict, and ``*_figure`` only draws that dict, on report.canvas (style, colours,
-output; figure_bytes and figure_svg are re-exported here). matplotlib is imported lazily, in
-nothing the CLI loads for text or JSON."""
+into a plain dict, and ``*_scene`` lays that dict out once, as a report.scene Scene (panels
+from report.chart). ``svg`` writes a scene with report.svg (no plotting library: the HTML
+reports import neither matplotlib nor numpy); logmem.plot replays a scene on matplotlib
+(report.scene_mpl) for PNG output and notebooks."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from logmem.report.canvas import (
-    HIGHLIGHT,
-    KIND_COLOURS,
-    ROSE_COLOUR,
-    figure_bytes,
-    figure_svg,
-    lit,
-    new_figure,
-    plot_style,
+from logmem.report.canvas import HIGHLIGHT, KIND_COLOURS
+from logmem.report.chart import (
+    TICK,
+    VIRIDIS,
+    Panel,
+    label_width,
+    legend,
+    nice_ticks,
+    ramp,
+    swatch,
+    ytick_width,
 )
 from logmem.report.model import rank_name
 from logmem.report.plot_data import (
@@ -34,12 +37,13 @@ from logmem.report.plot_data import (
     step_label,
     waterfall_data,
 )
-from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
+from logmem.report.plot_waterfall import waterfall_scene
+from logmem.report.scene import Area, Line, Mark, Rect, Scene
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-    from matplotlib.text import Text
+# A scene replayed on matplotlib (logmem.plot) saved as PNG; matplotlib loads when it is called.
+from logmem.report.scene_mpl import figure_bytes
+from logmem.report.svg import scene_svg
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
 KINDS = ("waterfall", "buckets", "ranks", "fit")
 
@@ -47,172 +51,78 @@ KINDS = ("waterfall", "buckets", "ranks", "fit")
 __all__ = [
     "KINDS",
     "buckets_data",
-    "draw",
     "figure_bytes",
-    "figure_svg",
     "fit_band",
     "fit_data",
     "milestone",
     "ranks_data",
+    "scene",
     "step_label",
+    "svg",
     "waterfall_data",
 ]
 
 
-_Label = tuple["Text", float, float]
+def _empty(width: float, height: float, note: str) -> Scene:
+    s = Scene(width, height)
+    s.text(width / 2, height / 2, note, TICK, "middle", anchor="middle")
+    return s
 
 
-def _waterfall_axes(ax: Axes, data: Mapping[str, Any]) -> list[_Label]:
-    labels: list[_Label] = []
-    steps = [s for s in data["steps"] if s.get("shown", True)]
-    n = len(steps)
-    ax.set_title(lit(data["title"]), loc="left")
-    if not steps:
-        ax.text(
-            0.5,
-            0.5,
-            lit(data.get("note") or "no free-memory readings"),
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-        )
-        ax.set_axis_off()
-        return labels
-    top = max(max(s["before_gib"], s["after_gib"]) for s in steps)
-    xmax = top * 1.02 if top > 0 else 1.0
-    for i, s in enumerate(steps):
-        pos = s["before_gib"]
-        rose = s["delta_gib"] < 0
-        for j, c in enumerate(s["causes"]):
-            width = -c["gib"]
-            colour = (
-                ROSE_COLOUR if rose and c["gib"] < 0 else KIND_COLOURS.get(c["kind"], "#666666")
-            )
-            bar = ax.barh(
-                i, width, left=pos, height=0.62, color=colour, edgecolor="white", linewidth=0.5
-            )
-            bar.patches[0].set_gid(f"step-{i}-cause-{j}")
-            pos += width
-        if i + 1 < n:  # the connector: this phase's end is the next one's start
-            ax.plot(
-                [s["after_gib"]] * 2,
-                [i + 0.31, i + 0.69],
-                color="#444444",
-                linewidth=0.8,
-                linestyle=":",
-            )
-        lo, hi = sorted((s["before_gib"], s["after_gib"]))
-        t = ax.text(hi, i, lit(s["label"]), ha="left", va="center", fontsize=8, gid=f"label-{i}")
-        t.set_in_layout(False)  # placed after the layout, by _place_labels
-        labels.append((t, lo, hi))
-    ax.set_yticks(range(n), [lit(short(s["phase"], 38)) for s in steps])
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.set_xlim(0, xmax)
-    last = steps[-1]["after_gib"]
-    ax.axvline(last, color=HIGHLIGHT, linewidth=0.8, linestyle="--")
-    ax.set_xlabel(f"free GPU memory (GiB); dashed: {last:.2f} GiB left at the last reading")
-    ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
-    ax.set_axisbelow(True)
-    return labels
+def _pad(lo: float, hi: float, frac: float = 0.05) -> tuple[float, float]:
+    d = (hi - lo) * frac or max(abs(hi) * frac, 0.05)
+    return lo - d, hi + d
 
 
-def _place_labels(fig: Figure, ax: Axes, labels: Sequence[_Label]) -> None:
-    """Put each step label where it fits, measured after the layout: inside its bar (white),
-    else left of the bar, else right of it, else on the roomier side."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    if not labels:
-        return
-    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    fig.draw_without_rendering()
-    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
-    box = ax.get_window_extent(renderer)
-    to_px = ax.transData
-    pad = 4.0
-    for t, lo, hi in labels:
-        width = t.get_window_extent(renderer).width
-        x_lo = to_px.transform((lo, 0))[0]
-        x_hi = to_px.transform((hi, 0))[0]
-        y = t.get_position()[1]
-        inv = to_px.inverted()
-        if x_hi - x_lo >= width + 2 * pad:
-            t.set_position((inv.transform(((x_lo + x_hi) / 2, 0))[0], y))
-            t.set_horizontalalignment("center")
-            t.set_color("white")
-        elif x_lo - box.x0 >= width + pad:
-            t.set_position((inv.transform((x_lo - pad, 0))[0], y))
-            t.set_horizontalalignment("right")
-        elif box.x1 - x_hi >= width + pad:
-            t.set_position((inv.transform((x_hi + pad, 0))[0], y))
-            t.set_horizontalalignment("left")
-        else:  # fits nowhere: the roomier side, the text cut to the room there
-            right = box.x1 - x_hi >= x_lo - box.x0
-            room = (box.x1 - x_hi if right else x_lo - box.x0) - pad
-            t.set_position((inv.transform((x_hi + pad if right else x_lo - pad, 0))[0], y))
-            t.set_horizontalalignment("left" if right else "right")
-            text = t.get_text()
-            while len(text) > 12 and t.get_window_extent(renderer).width > room:
-                text = text[:-4]
-                t.set_text(text.rstrip() + "…")
-
-
-def _kind_legend(fig: Figure, kinds: Sequence[str], rose: bool) -> None:
-    from matplotlib.patches import Patch
-
-    handles = [Patch(color=KIND_COLOURS[k], label=k) for k in KIND_COLOURS if k in kinds]
-    if rose:
-        handles.append(Patch(color=ROSE_COLOUR, label="freed"))
-    if handles:
-        fig.legend(
-            handles=handles,
-            loc="outside lower center",
-            ncols=len(handles),
-            frameon=False,
-            fontsize=8,
-        )
-
-
-def waterfall_figure(data: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> Figure:
-    """Free-memory waterfall, one panel per rank; each step split into its causes, coloured by kind."""
-    panels = [data] if isinstance(data, Mapping) else list(data)
-    rows = [max(sum(1 for s in p["steps"] if s.get("shown", True)), 1) for p in panels]
-    fig = new_figure(8.5, sum(0.34 * r + 1.0 for r in rows) + 0.4)
-    axes = fig.subplots(len(panels), 1, squeeze=False, height_ratios=[0.34 * r + 1.0 for r in rows])
-    placed = [(ax, _waterfall_axes(ax, panel)) for ax, panel in zip(axes[:, 0], panels)]
-    kinds = {c["kind"] for p in panels for s in p["steps"] for c in s["causes"]}
-    rose = any(s["delta_gib"] < 0 for p in panels for s in p["steps"])
-    _kind_legend(fig, sorted(kinds), rose)
-    for ax, labels in placed:
-        _place_labels(fig, ax, labels)
-    # The layout is settled now; keep the labels where they were measured to fit.
-    fig.set_layout_engine("none")
-    return fig
-
-
-def _buckets_axes(ax: Axes, d: Mapping[str, Any]) -> None:
+def _bucket_panel(s: Scene, top: float, height: float, d: Mapping[str, Any]) -> None:
     sizes = d["sizes"]
-    by_size = all(s is not None for s in sizes)
-    xs = list(sizes) if by_size else list(range(1, len(sizes) + 1))
+    by_size = all(v is not None for v in sizes)
+    xs = [float(v) for v in sizes] if by_size else [float(i) for i in range(1, len(sizes) + 1)]
     ys = d["avail_gib"]
-    ax.plot(
-        xs,
-        ys,
-        color=KIND_COLOURS["logged"],
-        marker="o",
-        markersize=3.5,
-        linewidth=1.0,
-        gid="bucket-line",
-    )
+    refs = [(d.get("begin_gib"), "capture begin", "dashed")]
+    if not d.get("stopped"):
+        refs.append((d.get("end_gib"), "capture end", "dotted"))
+    span = [*ys, *(v for v, _, _ in refs if v is not None)]
+    lo, hi = min(span), max(span)
+    pad = max((hi - lo) * 0.15, 0.05)
+    ylim = (lo - pad, hi + pad)
+    yt = [v for v in nice_ticks(*ylim, most=6) if ylim[0] <= v <= ylim[1]]
+    xlog = by_size and len(set(xs)) > 1 and max(xs) / max(min(xs), 1) >= 16
+    if xlog:
+        a, b = math.log2(max(min(xs), 1)), math.log2(max(xs))
+        m = (b - a) * 0.05
+        xlim = (2 ** (a - m), 2 ** (b + m))
+        powers = range(math.ceil(a - m), math.floor(b + m) + 1)
+        stride = math.ceil(len(powers) / 12)  # at most a dozen labels
+        xt = [2.0**k for k in powers if k % stride == 0]
+    else:
+        xlim = _pad(min(xs), max(xs)) if len(set(xs)) > 1 else (xs[0] - 1, xs[0] + 1)
+        few = sorted(set(xs))
+        xt = few if len(few) <= 12 else [v for v in nice_ticks(*xlim) if xlim[0] <= v <= xlim[1]]
+    left = 22 + ytick_width(yt) + 8
+    p = Panel(s, left, top + 22, s.width - 14, top + height - 40, xlim, ylim, xlog=xlog)
+    p.grid(xt, yt)
+    p.spines()
+    p.xticks(xt)
+    p.yticks(yt)
+    title = d["title"] + (" — log stops during capture" if d.get("stopped") else "")
+    p.title(title)
+    p.xlabel("bucket size (batch size or tokens)" if by_size else "bucket (capture order)")
+    p.ylabel("free at bucket start (GiB)", left - 12)
+    for value, name, style in refs:
+        if value is not None:
+            y = p.y(value)
+            s.add(Line(((p.x0, y), (p.x1, y)), "#666666", 0.8, style, gid=name.replace(" ", "-")))
+            s.text(
+                p.x1, y - 2, f"{name} {value:.2f}", 7.0, "bottom", anchor="end", colour="#555555"
+            )
+    pts = tuple((p.x(x), p.y(y)) for x, y in zip(xs, ys))
+    s.add(Line(pts, KIND_COLOURS["logged"], 1.0, gid="bucket-line"))
+    for x, y in pts:
+        s.add(Mark(x, y, 1.75, KIND_COLOURS["logged"]))
     li = d["largest"]
-    ax.plot(
-        [xs[li]],
-        [ys[li]],
-        marker="o",
-        markersize=9,
-        color=HIGHLIGHT,
-        linestyle="none",
-        gid="largest-bucket",
-    )
+    lx, ly = pts[li]
+    s.add(Mark(lx, ly, 4.5, HIGHLIGHT, gid="largest-bucket"))
     cost = d["cost_gib"][li]
     what = f"bs {sizes[li]}" if sizes[li] is not None else "first bucket"
     note = (
@@ -220,230 +130,214 @@ def _buckets_axes(ax: Axes, d: Mapping[str, Any]) -> None:
         if cost is not None
         else f"largest bucket ({what})"
     )
-    ax.annotate(
+    # Left of the point when there is room there, else right of it.
+    right = lx - p.x0 < label_width([note], 8.0) + 10
+    s.text(
+        lx + (8 if right else -8),
+        ly + 4,
         note,
-        (xs[li], ys[li]),
-        xytext=(-8, -4),
-        textcoords="offset points",
-        ha="right",
-        va="top",
-        color=HIGHLIGHT,
-        fontsize=8,
+        8.0,
+        "top",
+        anchor="start" if right else "end",
+        colour=HIGHLIGHT,
     )
-    # The readings either side of the buckets: what the static buffers and the end line say.
-    refs = [(d.get("begin_gib"), "capture begin", "--")]
-    if not d.get("stopped"):
-        refs.append((d.get("end_gib"), "capture end", ":"))
-    for value, name, style in refs:
-        if value is not None:
-            ax.axhline(
-                value, color="#666666", linewidth=0.8, linestyle=style, gid=name.replace(" ", "-")
-            )
-            ax.annotate(
-                f"{name} {value:.2f}",
-                (1.0, value),
-                xycoords=("axes fraction", "data"),
-                xytext=(0, 2),
-                textcoords="offset points",
-                ha="right",
-                va="bottom",
-                fontsize=7,
-                color="#555555",
-            )
-    if by_size and len(set(xs)) > 1 and max(xs) / max(min(xs), 1) >= 16:
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter("{x:g}")
-    elif len(set(xs)) <= 12:
-        ax.set_xticks(sorted(set(xs)))
-    ax.set_xlabel("bucket size (batch size or tokens)" if by_size else "bucket (capture order)")
-    ax.set_ylabel("free at bucket start (GiB)")
-    title = d["title"] + (" — log stops during capture" if d.get("stopped") else "")
-    ax.set_title(lit(title), loc="left")
-    ax.grid(color="#e4e4e4", linewidth=0.6)
-    ax.set_axisbelow(True)
-    span = [*ys, *(v for v, _, _ in refs if v is not None)]
-    lo, hi = min(span), max(span)
-    pad = max((hi - lo) * 0.15, 0.05)
-    ax.set_ylim(lo - pad, hi + pad)
 
 
-def buckets_figure(families: Sequence[Mapping[str, Any]]) -> Figure:
+def buckets_scene(families: Sequence[Mapping[str, Any]]) -> Scene:
     """One panel per graph family: free memory at each bucket's start against its size."""
-    n = max(len(families), 1)
-    fig = new_figure(8.0, 2.7 * n + 0.2)
-    axes = fig.subplots(n, 1, squeeze=False)
     if not families:
-        axes[0, 0].text(0.5, 0.5, "no bucket readings in this log", ha="center", va="center")
-        axes[0, 0].set_axis_off()
-    for ax, d in zip(axes[:, 0], families):
-        _buckets_axes(ax, d)
-    return fig
+        return _empty(576, 194, "no bucket readings in this log")
+    s = Scene(576, 194 * len(families) + 14)
+    for k, d in enumerate(families):
+        _bucket_panel(s, 194 * k, 194, d)
+    return s
 
 
 def _grouped_bars(
-    ax: Axes, n: int, series: Sequence[Mapping[str, Any]], field: str, gid: str
+    p: Panel, n: int, series: Sequence[Mapping[str, Any]], field: str, gid: str
 ) -> None:
-    from matplotlib import colormaps
-
-    cmap = colormaps["viridis"]
     m = max(len(series), 1)
     group = 0.84
     width = group / m
-    for j, s in enumerate(series):
-        xs = [i - group / 2 + width * (j + 0.5) for i in range(n)]
-        values = s[field]
-        colour = cmap(0.1 + 0.8 * j / max(m - 1, 1))
-        label = lit(short(s["phase"], 40)) if field == "gib" else None
-        bars = ax.bar(
-            xs,
-            [v if v is not None else 0.0 for v in values],
-            width=width * 0.92,
-            color=colour,
-            label=label,
-        )
-        for i, (bar, v) in enumerate(zip(bars.patches, values)):
-            bar.set_gid(f"{gid}-{i}-phase-{j}")
+    for j, se in enumerate(series):
+        colour = ramp(VIRIDIS, 0.1 + 0.8 * j / max(m - 1, 1))
+        for i, v in enumerate(se[field]):
             if v is None:
-                bar.set_visible(False)
-    ax.set_xlim(-0.6, n - 0.4)
-    ax.grid(axis="y", color="#e4e4e4", linewidth=0.6)
-    ax.set_axisbelow(True)
+                continue
+            x = i - group / 2 + width * j + width * 0.04
+            x0, x1 = p.x(x), p.x(x + width * 0.92)
+            y0, y1 = p.y(max(v, 0.0)), p.y(min(v, 0.0))
+            p.add(Rect(x0, y0, x1 - x0, y1 - y0, colour, gid=f"{gid}-{i}-phase-{j}"))
 
 
-def ranks_figure(data: Mapping[str, Any]) -> Figure:
+def ranks_scene(data: Mapping[str, Any]) -> Scene:
     """Grouped bars: per rank, free memory after each phase; below, how far each rank is above
     the least-free rank at that moment (imbalance is a few hundred MiB on a scale of 80 GiB,
     invisible on the first panel). The binding rank is shaded and named."""
-    ranks = data["ranks"]
-    series = data["series"]
+    ranks, series = data["ranks"], data["series"]
     n, m = len(ranks), max(len(series), 1)
-    spread = max((v for s in series for v in s["above_min_gib"] if v is not None), default=0.0)
+    spread = max((v for se in series for v in se["above_min_gib"] if v is not None), default=0.0)
     two = n >= 2 and spread >= DIFFERENCE_RESOLUTION_GIB
-    height = (6.4 if two else 4.2) + 0.17 * math.ceil(m / 3)
-    fig = new_figure(min(max(6.0, 0.1 * n * m + 1.5), 11.0), height)
-    axes = fig.subplots(
-        2 if two else 1, 1, squeeze=False, sharex=True, height_ratios=[3, 2] if two else [1]
-    )
-    ax = axes[0, 0]
-    ax.set_title(lit(data["title"]), loc="left")
-    _grouped_bars(ax, n, series, "gib", "rank")
-    ax.set_ylabel("free GPU memory (GiB)")
-    if two:
-        low = axes[1, 0]
-        _grouped_bars(low, n, series, "above_min_gib", "spread")
-        low.set_ylabel("above the least-free\nrank (GiB)")
-        low.set_title(
-            "Imbalance: free memory minus the least-free rank's, after each phase",
-            loc="left",
-            fontsize=9,
-        )
-    bottom = axes[-1, 0]
-    labels = [lit(rank_name(r) if r else "(untagged)") for r in ranks]
-    bottom.set_xticks(
-        range(n), labels, rotation=45 if n > 6 else 0, ha="right" if n > 6 else "center"
-    )
+    labels = [rank_name(r) if r else "(untagged)" for r in ranks]
+    turn = 45.0 if n > 6 else 0.0
+    tick_room = label_width(labels) * 0.72 + 14 if turn else 18.0
+    width = min(max(6.0, 0.1 * n * m + 1.5), 11.0) * 72
+    s = Scene(width, 0)
+    entries = [
+        (short(se["phase"], 40), ramp(VIRIDIS, 0.1 + 0.8 * j / max(m - 1, 1)), "box")
+        for j, se in enumerate(series)
+    ]
+    top = max((v for se in series for v in se["gib"] if v is not None), default=1.0) or 1.0
     binding = data.get("binding")
-    if binding is not None and binding in ranks:
-        b = ranks.index(binding)
-        for a in axes[:, 0]:
-            a.axvspan(
-                b - 0.5, b + 0.5, color=HIGHLIGHT, alpha=0.08, linewidth=0, gid="binding-rank"
+    b = ranks.index(binding) if binding is not None and binding in ranks else None
+    h_top, h_low = (216.0, 130.0) if two else (230.0, 0.0)
+    ylim_top = (0.0, top * (1.14 if b is not None else 1.05))
+    panels = [("gib", "rank", ylim_top, h_top, "free GPU memory (GiB)", data["title"])]
+    if two:
+        panels.append(
+            (
+                "above_min_gib",
+                "spread",
+                (0.0, spread * 1.08),
+                h_low,
+                "above the least-free\nrank (GiB)",
+                "Imbalance: free memory minus the least-free rank's, after each phase",
             )
-        bottom.get_xticklabels()[b].set_color(HIGHLIGHT)
-        bottom.get_xticklabels()[b].set_fontweight("bold")
-        top = max((v for s in series for v in s["gib"] if v is not None), default=1.0)
-        ax.text(
-            b, top * 1.04, "binding rank", ha="center", va="bottom", color=HIGHLIGHT, fontsize=8
         )
-        ax.set_ylim(0, top * 1.14)
-    if series:
-        fig.legend(loc="outside lower center", ncols=min(m, 3), frameon=False, fontsize=8)
-    return fig
+    ticks = [[v for v in nice_ticks(*lim, most=6) if v <= lim[1]] for _, _, lim, _, _, _ in panels]
+    left = 34 + max(ytick_width(t) for t in ticks) + 8
+    y = 0.0
+    drawn: list[Panel] = []
+    for (field, gid, lim, h, ylab, title), yt in zip(panels, ticks):
+        p = Panel(s, left, y + 24, width - 14, y + h, (-0.6, n - 0.4), lim)
+        if b is not None:
+            s.add(
+                Rect(
+                    p.x(b - 0.5),
+                    p.y0,
+                    p.x(b + 0.5) - p.x(b - 0.5),
+                    p.y1 - p.y0,
+                    HIGHLIGHT,
+                    opacity=0.08,
+                    gid="binding-rank",
+                )
+            )
+        p.grid(ys=yt)
+        _grouped_bars(p, n, series, field, gid)
+        p.spines()
+        p.yticks(yt)
+        p.title(title, 10.0 if field == "gib" else 9.0)
+        p.ylabel(ylab, left - 22)
+        drawn.append(p)
+        y += h + 8
+    bottom = drawn[-1]
+    colours = ["#000000"] * n
+    if b is not None:
+        colours[b] = HIGHLIGHT
+        s.text(
+            drawn[0].x(b),
+            drawn[0].y(top * 1.04),
+            "binding rank",
+            8.0,
+            "bottom",
+            anchor="middle",
+            colour=HIGHLIGHT,
+        )
+    bottom.xticks(list(range(n)), labels, rotate=turn, colours=colours)
+    y = bottom.y1 + tick_room + 6
+    y += legend(s, entries, y, min(m, 3))
+    s.height = y + 6
+    return s
 
 
-def fit_figure(data: Mapping[str, Any]) -> Figure:
+def _fit_panel(s: Scene, top: float, height: float, sl: Mapping[str, Any]) -> None:
+    rows, ys = sl["rows"], sl["largest_bucket_gib"]
+    hi_x = max(rows) * 1.1 if rows else 1.0
+    xs = [hi_x * i / 50 for i in range(51)]
+    mid, lo_band, hi_band = fit_band(sl, xs)
+    span = [
+        *lo_band,
+        *hi_band,
+        *(y - POINT_ERROR_GIB for y in ys),
+        *(y + POINT_ERROR_GIB for y in ys),
+    ]
+    ylim = _pad(min(span), max(span))
+    yt = [v for v in nice_ticks(*ylim, most=6) if ylim[0] <= v <= ylim[1]]
+    xt = [v for v in nice_ticks(0, hi_x) if v <= hi_x]
+    left = 22 + ytick_width(yt) + 8
+    p = Panel(s, left, top + 22, s.width - 14, top + height - 40, (0.0, hi_x), ylim)
+    p.grid(xt, yt)
+    p.spines()
+    p.xticks(xt)
+    p.yticks(yt)
+    basis = sl.get("basis", "largest bucket")
+    where = f" on {sl['rank']}" if sl["rank"] else ""
+    p.title(f"{sl['graph']}{where}: {basis} against rows")
+    p.xlabel("rows (largest batch size × tokens per request)")
+    p.ylabel(f"{basis} (GiB)", left - 12)
+    blue = KIND_COLOURS["logged"]
+    band = [(p.x(x), p.y(v)) for x, v in zip(xs, hi_band)] + [
+        (p.x(x), p.y(v)) for x, v in zip(xs[::-1], lo_band[::-1])
+    ]
+    s.add(Area(tuple(band), blue, 0.25, gid="fit-band"))
+    s.add(Line(tuple((p.x(x), p.y(v)) for x, v in zip(xs, mid)), blue, 1.2, gid="fit-line"))
+    for k, (x, y) in enumerate(zip(rows, ys)):
+        px, lo, up = p.x(x), p.y(y - POINT_ERROR_GIB), p.y(y + POINT_ERROR_GIB)
+        s.add(Line(((px, lo), (px, up)), HIGHLIGHT, 1.0, gid="fit-points" if k == 0 else None))
+        for cap in (lo, up):
+            s.add(Line(((px - 3, cap), (px + 3, cap)), HIGHLIGHT, 1.0))
+        s.add(Mark(px, p.y(y), 3.0, HIGHLIGHT))
+    for x, y, lab in zip(rows, ys, sl["labels"]):
+        # Names of the launches, shortened; the right-most sit left of their point.
+        right = x > hi_x * 0.6
+        name = short(re.sub(r"(\.log)? \(launch 0\)$|\.log$", "", lab), 28)
+        s.text(
+            p.x(x) + (-6 if right else 6),
+            p.y(y) + 12,
+            name,
+            7.0,
+            anchor="end" if right else "start",
+        )
+    err = f" ± {sl['mib_per_row_error']:.2f}" if sl["mib_per_row_error"] else ""
+    keys = [
+        ("uncertainty of the fit", "#cedbed", "box"),  # the band's colour on white
+        (
+            f"{sl['mib_per_row']:.2f}{err} MiB/row, intercept {sl['intercept_gib']:.2f} GiB",
+            blue,
+            "line",
+        ),
+        (f"measured (±{POINT_ERROR_GIB:g} GiB: two printed readings)", HIGHLIGHT, "dot"),
+    ]
+    for k, (label, colour, shape) in enumerate(keys):
+        yy = p.y0 + 9 + 12 * k
+        swatch(s, p.x0 + 8, yy, colour, shape)
+        s.text(p.x0 + 24, yy, label, 8.0, "middle", backing=True)
+
+
+def fit_scene(data: Mapping[str, Any]) -> Scene:
     """Largest bucket against rows, per graph family: the points, the fitted line, its band."""
     slopes = data["slopes"]
-    n = max(len(slopes), 1)
-    fig = new_figure(7.0, 3.2 * n + 0.2)
-    axes = fig.subplots(n, 1, squeeze=False)
     if not slopes:
-        axes[0, 0].text(
-            0.5,
-            0.5,
-            "no slope: the launches share no graph family with bucket readings",
-            ha="center",
-            va="center",
-        )
-        axes[0, 0].set_axis_off()
-    for ax, s in zip(axes[:, 0], slopes):
-        rows, ys = s["rows"], s["largest_bucket_gib"]
-        hi = max(rows) * 1.1 if rows else 1.0
-        xs = [hi * i / 50 for i in range(51)]
-        mid, lo_band, hi_band = fit_band(s, xs)
-        ax.fill_between(
-            xs,
-            lo_band,
-            hi_band,
-            color=KIND_COLOURS["logged"],
-            alpha=0.25,
-            linewidth=0,
-            label="uncertainty of the fit",
-            gid="fit-band",
-        )
-        err = f" ± {s['mib_per_row_error']:.2f}" if s["mib_per_row_error"] else ""
-        ax.plot(
-            xs,
-            mid,
-            color=KIND_COLOURS["logged"],
-            linewidth=1.2,
-            gid="fit-line",
-            label=f"{s['mib_per_row']:.2f}{err} MiB/row, intercept {s['intercept_gib']:.2f} GiB",
-        )
-        points = ax.errorbar(
-            rows,
-            ys,
-            yerr=POINT_ERROR_GIB,
-            fmt="o",
-            color=HIGHLIGHT,
-            markersize=6,
-            capsize=3,
-            label=f"measured (±{POINT_ERROR_GIB:g} GiB: two printed readings)",
-        )
-        points.lines[0].set_gid("fit-points")
-        for x, y, lab in zip(rows, ys, s["labels"]):
-            # Names of the launches, shortened; the right-most sit left of their point.
-            right = x > hi * 0.6
-            name = short(re.sub(r"(\.log)? \(launch 0\)$|\.log$", "", lab), 28)
-            t = ax.annotate(
-                lit(name),
-                (x, y),
-                xytext=(-6 if right else 6, -12),
-                textcoords="offset points",
-                fontsize=7,
-                ha="right" if right else "left",
-            )
-            t.set_in_layout(False)
-        ax.set_xlim(0, hi)
-        ax.set_xlabel("rows (largest batch size × tokens per request)")
-        basis = s.get("basis", "largest bucket")
-        ax.set_ylabel(f"{basis} (GiB)")
-        where = f" on {s['rank']}" if s["rank"] else ""
-        ax.set_title(lit(f"{s['graph']}{where}: {basis} against rows"), loc="left")
-        ax.grid(color="#e4e4e4", linewidth=0.6)
-        ax.legend(loc="upper left", frameon=False, fontsize=8)
-    return fig
+        return _empty(504, 230, "no slope: the launches share no graph family with bucket readings")
+    s = Scene(504, 230 * len(slopes) + 14)
+    for k, sl in enumerate(slopes):
+        _fit_panel(s, 230 * k, 230, sl)
+    return s
 
 
-def draw(kind: str, data: Any) -> Figure:
-    """Draw a view model made by the matching ``*_data`` function."""
-    with plot_style():
-        if kind == "waterfall":
-            return waterfall_figure(data)
-        if kind == "buckets":
-            return buckets_figure(data)
-        if kind == "ranks":
-            return ranks_figure(data)
-        if kind == "fit":
-            return fit_figure(data)
+def scene(kind: str, data: Any) -> Scene:
+    """Lay out a view model made by the matching ``*_data`` function."""
+    if kind == "waterfall":
+        return waterfall_scene(data)
+    if kind == "buckets":
+        return buckets_scene(data)
+    if kind == "ranks":
+        return ranks_scene(data)
+    if kind == "fit":
+        return fit_scene(data)
     raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(KINDS)}")
+
+
+def svg(kind: str, data: Any) -> str:
+    """The plot as SVG text (no plotting library imported)."""
+    return scene_svg(scene(kind, data))

@@ -2,15 +2,15 @@
 
 The page reuses the analysis report's frame (report.html.page, its CSP and CSS): tables from
 the same sections text and Markdown print, then the figures. Every string from a snapshot
-(file names, function names, settings) goes through ``esc``; matplotlib escapes SVG text.
+(file names, function names, settings) goes through ``esc`` in the page and XML escaping in
+the SVG (report.svg).
 """
 
 from __future__ import annotations
 
 from logmem.report.page import Figure, esc, figure_html, page, table_html
-from logmem.report.plots import figure_svg
 from logmem.report.snapshot import sections
-from logmem.report.snapshot_plots import draw, sites_data, timeline_data
+from logmem.report.snapshot_plots import sites_data, svg, timeline_data
 from logmem.torch_snapshot.analysis import SnapshotAnalysis
 
 
@@ -23,7 +23,7 @@ def _figures(a: SnapshotAnalysis) -> list[Figure]:
                 out.append(
                     Figure(
                         "sites",
-                        figure_svg(draw("sites", data)),
+                        svg("sites", data),
                         f"{f.snapshot.path}, device {d.device}: top allocation sites per pool.",
                         (),
                     )
@@ -34,7 +34,7 @@ def _figures(a: SnapshotAnalysis) -> list[Figure]:
                 out.append(
                     Figure(
                         "timeline",
-                        figure_svg(draw("timeline", data)),
+                        svg("timeline", data),
                         f"{f.snapshot.path}, device {t.device}: reserved bytes per pool over "
                         "the trace (solid) and bytes allocated since its first entry (dashed).",
                         (),

@@ -1,21 +1,28 @@
 """Snapshot figures: top allocation sites per pool, and reserved/allocated bytes over time.
 
 As in report.plots: a ``*_data`` function makes a plain dict (what tests check) and a
-``*_figure`` function only draws it, with the object API (no pyplot state).
+``*_scene`` function lays it out as a report.scene Scene, written as SVG by report.svg.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from logmem.report.canvas import lit, new_figure, plot_style
+from logmem.report.chart import (
+    CYCLE,
+    Panel,
+    label_width,
+    legend,
+    nice_ticks,
+    row_span,
+    ytick_width,
+)
 from logmem.report.plot_data import short
+from logmem.report.scene import Line, Rect, Scene
+from logmem.report.svg import scene_svg
 from logmem.torch_snapshot.summary import DeviceSummary
 from logmem.torch_snapshot.trace import DeviceTrace
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 MIB = 1 << 20
 SITES_PER_POOL = 8
@@ -71,41 +78,86 @@ def timeline_data(t: DeviceTrace) -> dict[str, Any]:
     }
 
 
-def sites_figure(data: Mapping[str, Any]) -> Figure:
+def sites_scene(data: Mapping[str, Any]) -> Scene:
+    """Per pool, a horizontal bar per top site (largest on top)."""
     pools: Sequence[Mapping[str, Any]] = data["pools"]
-    rows = sum(len(p["sites"]) for p in pools) or 1
-    fig = new_figure(9.0, 1.2 + 0.32 * rows + 0.5 * len(pools))
-    axes = fig.subplots(len(pools) or 1, 1, squeeze=False)[:, 0]
-    for ax, p in zip(axes, pools):
-        labels = [lit(short(s, 70)) for s in p["sites"]][::-1]
-        ax.barh(range(len(labels)), p["mib"][::-1], color="#3b6fb6")
-        ax.set_yticks(range(len(labels)), labels, fontsize=8)
-        ax.set_title(lit(f"device {data['device']}, pool {p['pool']}"), loc="left", fontsize=10)
-        ax.set_xlabel("MiB allocated")
-        ax.grid(axis="x", color="#e4e4e4", linewidth=0.6)
-    return fig
+    names = [short(site, 70) for p in pools for site in p["sites"]]
+    left = 10 + label_width(names, 8.0) + 8
+    width = max(648.0, left + 300)
+    s = Scene(width, 0)
+    y = 0.0
+    for p in pools:
+        n = len(p["sites"])
+        hi = max(p["mib"], default=0.0) * 1.05 or 1.0
+        xt = [v for v in nice_ticks(0, hi, most=9) if v <= hi]
+        rows, ylim = row_span(n)
+        box = Panel(s, left, y + 24, width - 14, y + 24 + 23 * rows, (0.0, hi), ylim, yflip=True)
+        box.grid(xs=xt)
+        for i, mib in enumerate(p["mib"]):
+            s.add(
+                Rect(
+                    box.x(0),
+                    box.y(i - 0.4),
+                    box.x(mib) - box.x(0),
+                    box.y(i + 0.4) - box.y(i - 0.4),
+                    "#3b6fb6",
+                )
+            )
+        box.spines()
+        box.xticks(xt)
+        for i, site in enumerate(p["sites"]):
+            s.text(box.x0 - 5.5, box.y(i), short(site, 70), 8.0, "middle", anchor="end")
+        box.title(f"device {data['device']}, pool {p['pool']}")
+        box.xlabel("MiB allocated")
+        y = box.y1 + 44
+    s.height = max(y, 60.0)
+    return s
 
 
-def timeline_figure(data: Mapping[str, Any]) -> Figure:
-    fig = new_figure(9.0, 4.6)
-    ax = fig.subplots()
-    for p in data["pools"]:
-        ax.step(p["x"], p["reserved_mib"], where="post", label=lit(f"{p['pool']} reserved"))
-        ax.step(
-            p["x"],
-            p["allocated_change_mib"],
-            where="post",
-            linestyle="--",
-            label=lit(f"{p['pool']} allocated since the first entry"),
-        )
-    ax.set_xlabel(data["x_label"])
-    ax.set_ylabel("MiB")
-    ax.set_title(f"device {data['device']}: bytes over the trace, per pool", loc="left")
-    ax.grid(color="#e4e4e4", linewidth=0.6)
-    fig.legend(loc="outside lower center", frameon=False, fontsize=8, ncols=2)
-    return fig
+def timeline_scene(data: Mapping[str, Any]) -> Scene:
+    """Per pool, reserved MiB (solid) and MiB allocated since the first entry (dashed), as steps."""
+    s = Scene(648, 0)
+    pools = data["pools"]
+    xs = [x for p in pools for x in p["x"]] or [0.0, 1.0]
+    ys = [y for p in pools for k in ("reserved_mib", "allocated_change_mib") for y in p[k]] or [
+        0.0,
+        1.0,
+    ]
+    span = max(xs) - min(xs) or 1.0
+    xlim = (min(xs) - span * 0.03, max(xs) + span * 0.03)
+    lo, hi = min(ys), max(ys)
+    d = (hi - lo) * 0.05 or 1.0
+    ylim = (lo - d, hi + d)
+    xt = [v for v in nice_ticks(*xlim) if xlim[0] <= v <= xlim[1]]
+    yt = [v for v in nice_ticks(*ylim, most=8) if ylim[0] <= v <= ylim[1]]
+    left = 22 + ytick_width(yt) + 8
+    box = Panel(s, left, 24, 634, 290, xlim, ylim)
+    box.grid(xt, yt)
+    entries = []
+    for k, p in enumerate(pools):
+        colour = CYCLE[k % len(CYCLE)]
+        for key, dash, what in (
+            ("reserved_mib", None, "reserved"),
+            ("allocated_change_mib", "dashed", "allocated since the first entry"),
+        ):
+            pts: list[tuple[float, float]] = []
+            for i, (x, v) in enumerate(zip(p["x"], p[key])):
+                if i:  # a step: the level holds until the next entry
+                    pts.append((box.x(x), pts[-1][1]))
+                pts.append((box.x(x), box.y(v)))
+            s.add(Line(tuple(pts), colour, 1.5, dash))
+            entries.append((f"{p['pool']} {what}", colour, "dashed" if dash else "line"))
+    box.spines()
+    box.xticks(xt)
+    box.yticks(yt)
+    box.title(f"device {data['device']}: bytes over the trace, per pool")
+    box.xlabel(data["x_label"])
+    box.ylabel("MiB", left - 12)
+    y = 290.0 + 40
+    y += legend(s, entries, y, 2)
+    s.height = y + 6
+    return s
 
 
-def draw(kind: str, data: Mapping[str, Any]) -> Figure:
-    with plot_style():
-        return sites_figure(data) if kind == "sites" else timeline_figure(data)
+def svg(kind: str, data: Mapping[str, Any]) -> str:
+    return scene_svg(sites_scene(data) if kind == "sites" else timeline_scene(data))
