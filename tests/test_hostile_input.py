@@ -364,7 +364,7 @@ def _wait_until_reading_stdin(pid: int) -> None:
     """Until the process sleeps in a pipe read (Linux's wchan), so the signal lands in the
     run, not in interpreter start-up; 2 s where /proc does not say (a fixed sleep alone was
     too short on a loaded machine)."""
-    wchan = Path(f"/proc/{pid}/wchan")
+    wchan = Path("/proc") / str(pid) / "wchan"  # the kernel's, not a machine's path
     if not wchan.exists():
         time.sleep(2)
         return
