@@ -364,12 +364,12 @@ def _wait_until_reading_stdin(pid: int) -> None:
     """Until the process sleeps in a pipe read (Linux's wchan), so the signal lands in the
     run, not in interpreter start-up; 2 s where /proc does not say (a fixed sleep alone was
     too short on a loaded machine)."""
-    wchan = Path("/proc") / str(pid) / "wchan"  # the kernel's, not a machine's path
-    if not wchan.exists():
+    wchan = os.path.join("/proc", str(pid), "wchan")  # the kernel's, not a machine's path
+    if not os.path.exists(wchan):
         time.sleep(2)
         return
     deadline = time.monotonic() + 60
-    while "pipe_read" not in wchan.read_text() and time.monotonic() < deadline:
+    while "pipe_read" not in Path(wchan).read_text() and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
