@@ -383,7 +383,7 @@ def test_ctrl_c_exits_130() -> None:
     _wait_until_reading_stdin(proc.pid)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err.decode(errors="replace")
     assert b"Interrupted." in err and b"Traceback" not in err
 
 
