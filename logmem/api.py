@@ -12,7 +12,6 @@ in a notebook.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Union
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
     from logmem.compare.whatif import WhatIf
     from logmem.estimate import Estimate
     from logmem.model.records import Launch
-    from logmem.report.scene import Scene
 
 # An Analysis, or a path spec of one input ("a.log", "-", "tp0.log,tp1.log").
 Source = Union[Analysis, str, "os.PathLike[str]"]
@@ -375,9 +373,10 @@ def plot(
     :class:`PlotNote` warning says so. :func:`plot_svg` gives the same figure as SVG text
     without importing matplotlib.
     """
+    from logmem.api_plot import plot_scene
     from logmem.report.scene_mpl import scene_figure
 
-    return scene_figure(_plot_scene(source, kind, rank, launch))
+    return scene_figure(plot_scene(source, kind, rank, launch))
 
 
 def plot_svg(
@@ -389,64 +388,10 @@ def plot_svg(
 ) -> str:
     """The figure of :func:`plot` as a standalone SVG document (text stays text; no
     plotting library is imported)."""
+    from logmem.api_plot import plot_scene
     from logmem.report.svg import scene_svg
 
-    return scene_svg(_plot_scene(source, kind, rank, launch))
-
-
-def _plot_scene(
-    source: Source | Comparison | Sequence[Source],
-    kind: str,
-    rank: str | Sequence[str] | None,
-    launch: int | None,
-) -> Scene:
-    """The layout of one figure (report.scene), with the notes on inputs read in part."""
-    from logmem.report import plots
-    from logmem.report.input_notes import launch_refs, note_scene, ref_notes, stop_sentences
-
-    if kind not in plots.KINDS:
-        raise ValueError(f"unknown plot kind {kind!r}; one of {', '.join(plots.KINDS)}")
-    if isinstance(source, Comparison):
-        if kind != "fit":
-            raise ValueError(f"a {source.kind} plots as kind='fit', not {kind!r}")
-        scene = plots.scene("fit", plots.fit_data(source.to_json()))
-        return note_scene(scene, ref_notes(launch_refs(source.model)))
-    if kind == "fit":
-        if isinstance(source, (Analysis, str, os.PathLike)) or len(source) < 2:
-            raise ValueError(
-                "kind='fit' plots logmem.diff(...) or logmem.fit(...), or a list of two or more "
-                "sources (one launch each), not one input"
-            )
-        return _plot_scene(fit(*source, launch=launch), "fit", None, None)
-    if isinstance(source, (Analysis, str, os.PathLike)):
-        analysis = source if isinstance(source, Analysis) else read_log(os.fspath(source))
-    elif all(isinstance(s, (str, os.PathLike)) for s in source):
-        analysis = read_log(*(os.fspath(s) for s in source))  # type: ignore[arg-type]
-    else:
-        raise ValueError(
-            f"kind={kind!r} plots one launch: an Analysis, a path, or paths of one launch"
-        )
-    scene = plots.scene(kind, _plot_data(analysis, kind, rank, launch))
-    return note_scene(scene, stop_sentences(analysis.stats))
-
-
-def _plot_data(
-    analysis: Analysis, kind: str, rank: str | Sequence[str] | None, launch: int | None
-) -> Any:
-    """The data of a waterfall, buckets or ranks plot: the one plot selection."""
-    from logmem.report.plot_select import plot_data
-
-    wanted = [rank] if isinstance(rank, str) else list(rank or ())
-    analysis = select(analysis, launch, wanted)
-    if len(analysis.launches) > 1:
-        warnings.warn(
-            PlotNote(
-                f"The input holds {len(analysis.launches)} launches; plotting launch 0 "
-                "(--launch N picks another)."
-            ),
-            stacklevel=4,
-        )
-    return plot_data(analysis, kind, wanted)
+    return scene_svg(plot_scene(source, kind, rank, launch))
 
 
 # PyTorch memory snapshots: logmem.torch_snapshot.api (re-exported here, the one public API).
