@@ -125,3 +125,12 @@ def test_what_is_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     finally:
         stop.set()
         t.join()
+
+
+def test_one_core_reads_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "x.log"
+    path.write_bytes(b"x GB\n")
+    monkeypatch.setenv("LOGMEM_READ_AHEAD", "1")
+    assert ahead.wanted(str(path))
+    monkeypatch.setattr(ahead, "_cores", lambda: 1)
+    assert not ahead.wanted(str(path))

@@ -9,9 +9,9 @@ Nothing about the result changes: the same code finds the same segments, in the 
 warning the child raises is raised again here at the same place in the stream of segments, an
 error too, and the input's ReadStats come back at its end. Memory stays bounded: a batch holds
 at most BATCH_BYTES of segment data (plus one segment) and the child waits while the pipe is
-full. Standard input, small files, platforms without fork and a process that runs other threads
-(forking one is unsafe) are read in this process. ``LOGMEM_READ_AHEAD=0`` reads every input in
-this process, ``=1`` reads every regular file ahead (tests).
+full. Standard input, small files, platforms without fork, a single core and a process that
+runs other threads (forking one is unsafe) are read in this process. ``LOGMEM_READ_AHEAD=0``
+reads every input in this process, ``=1`` every regular file ahead (tests).
 """
 
 from __future__ import annotations
@@ -43,13 +43,21 @@ def wanted(path: str) -> bool:
     setting = os.environ.get("LOGMEM_READ_AHEAD", "")
     if setting == "0" or path == "-" or not hasattr(os, "fork"):
         return False
-    if threading.active_count() > 1:
+    if threading.active_count() > 1 or _cores() < 2:
         return False
     try:
         st = os.stat(path)
     except OSError:
         return False  # the reader says why it cannot be opened
     return stat.S_ISREG(st.st_mode) and (setting == "1" or st.st_size >= AHEAD_BYTES)
+
+
+def _cores() -> int:
+    """The cores this process may run on: with one, a child only adds its overhead."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def segments(
