@@ -9,7 +9,7 @@ Nothing about the result changes: the same code finds the same segments, in the 
 warning the child raises is raised again here at the same place in the stream of segments, an
 error too, and the input's ReadStats come back at its end. Memory stays bounded: a batch holds
 at most BATCH_BYTES of segment data (plus one segment) and the child waits while the pipe is
-full. Standard input, small files, platforms without fork, a single core and a process that
+full. Standard input, small files, systems other than Linux, a single core and a process that
 runs other threads (forking one is unsafe) are read in this process. ``LOGMEM_READ_AHEAD=0``
 reads every input in this process, ``=1`` every regular file ahead (tests).
 """
@@ -22,6 +22,7 @@ import os
 import pickle
 import signal
 import stat
+import sys
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
@@ -41,7 +42,8 @@ BATCH_SEGMENTS = 2048
 def wanted(path: str) -> bool:
     """Whether `path` is read ahead in a child process."""
     setting = os.environ.get("LOGMEM_READ_AHEAD", "")
-    if setting == "0" or path == "-" or not hasattr(os, "fork"):
+    # Linux only: elsewhere fork is either missing or unsafe under system frameworks (macOS).
+    if setting == "0" or path == "-" or not sys.platform.startswith("linux"):
         return False
     if threading.active_count() > 1 or _cores() < 2:
         return False
