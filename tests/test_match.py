@@ -341,3 +341,13 @@ def test_hyperscan_cursor_refills_give_the_python_cursors_hits(
     for _ in range(40):
         buf = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 300)))
         assert _cursor_segments(hs, buf) == _cursor_segments(py, buf)
+
+
+def test_python_cursor_probes_and_class_bytes_are_apart() -> None:
+    """A byte that is both a literal's probe and a class byte would be mapped to one code
+    only, and the literals found through the other would be missed."""
+    from logmem.parse import matchers
+
+    m = matchers._FindMatcher(matchers._literals_of(KEYWORD_BYTES) or [])
+    assert not set(m.by_rare) & (matchers._CLASS_FIRST | matchers._CLASS_NEXT)
+    assert not set(matchers._RARE) & (matchers._CLASS_FIRST | matchers._CLASS_NEXT)

@@ -205,9 +205,15 @@ def read_segments(
     continuations: bool = False,
     chunk_bytes: int | None = None,
 ) -> Iterator[Segment]:
-    """All candidate segments of several inputs, input after input (see iter_segments)."""
+    """All candidate segments of several inputs, input after input (see iter_segments); a big
+    file is read by a second process meanwhile (logmem.parse.ahead), with the same result."""
+    from logmem.parse import ahead
+
     for path in paths:
         st = ReadStats(path)
         if stats is not None:
             stats.append(st)
-        yield from iter_segments(path, keywords, st, once, continuations, chunk_bytes)
+        if ahead.wanted(path):
+            yield from ahead.segments(path, keywords, st, once, continuations, chunk_bytes)
+        else:
+            yield from iter_segments(path, keywords, st, once, continuations, chunk_bytes)
