@@ -134,3 +134,19 @@ def test_one_core_reads_in_one_process(tmp_path: Path, monkeypatch: pytest.Monke
     assert ahead.wanted(str(path))
     monkeypatch.setattr(ahead, "_cores", lambda: 1)
     assert not ahead.wanted(str(path))
+
+
+def test_the_parent_unpickles_no_global_but_exceptions() -> None:
+    """The pipe's messages may name exception classes only: not os.system, not a record."""
+    import io
+    import os
+    import pickle
+
+    from logmem.parse import ahead
+
+    ok = pickle.dumps(("error", OSError(2, "gone")))
+    assert isinstance(ahead._Unpickler(io.BytesIO(ok)).load()[1], OSError)
+    for bad in (pickle.dumps(("error", os.system)), pickle.dumps(("x", io.BytesIO))):
+        with pytest.raises(pickle.UnpicklingError):
+            ahead._Unpickler(io.BytesIO(bad)).load()
+    assert isinstance(ahead._picklable(ValueError(io.BytesIO())), RuntimeError)

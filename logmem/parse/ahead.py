@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import pickle
 import signal
@@ -83,7 +84,7 @@ def segments(
     try:
         while True:
             try:
-                kind, payload = pickle.load(pipe)
+                kind, payload = _Unpickler(pipe).load()
             except EOFError:
                 raise RuntimeError(f"the process reading {path} ended unexpectedly") from None
             if kind == "segments":
@@ -103,6 +104,20 @@ def segments(
         # child has nothing left to do. Killing an exited child is harmless until it is reaped.
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+class _Unpickler(pickle.Unpickler):
+    """The child's messages hold bytes, numbers, strings and dicts, plus the warnings and
+    errors it met; nothing else may name a Python global. The child is this process's own
+    fork, but its messages carry the log's bytes, and logmem never unpickles a global it did
+    not expect (a crafted stream could otherwise call any importable function)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "builtins" or module.startswith("logmem."):
+            found = super().find_class(module, name)
+            if isinstance(found, type) and issubclass(found, BaseException):
+                return found
+        raise pickle.UnpicklingError(f"the read-ahead child sent {module}.{name}")
 
 
 def _widen(fd: int) -> None:
@@ -168,8 +183,9 @@ def _warn(out: IO[bytes], caught: list[warnings.WarningMessage], sent: int) -> i
 
 
 def _picklable(e: BaseException) -> BaseException:
+    """`e` if the parent's _Unpickler takes it back, else its type and text as a RuntimeError."""
     try:
-        pickle.loads(pickle.dumps(e))
+        _Unpickler(io.BytesIO(pickle.dumps(e))).load()
     except Exception:
         return RuntimeError(f"{type(e).__name__}: {e}")
     return e
