@@ -12,6 +12,9 @@ Pipeline, one module per stage:
     report/    text, Markdown, HTML, JSON, plots, pandas frames
     cli/       one module per command, over ``logmem.api``
 
+Shared by all stages: ``frozen`` (the records' ``@frozen``: dataclasses made on first use),
+``units`` and ``errors``.
+
 Library use::
 
     import logmem
