@@ -373,12 +373,20 @@ def _wait_until_reading_stdin(pid: int) -> None:
         time.sleep(0.02)
 
 
+def _sigint_as_a_shell_leaves_it() -> None:
+    # A child inherits an ignored SIGINT, and Python then installs no handler for it: a test
+    # earlier in the run can leave pytest's process ignoring it (the run then read stdin to
+    # its end and reported "no SGLang start-up lines"). A terminal's process has the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "logmem", "analyze", "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_sigint_as_a_shell_leaves_it,
     )
     _wait_until_reading_stdin(proc.pid)
     proc.send_signal(signal.SIGINT)
