@@ -18,7 +18,7 @@ Sections (logs from bench/gen.py, written to the temp folder and deleted after u
 
 Every figure is the median of --repeat runs (grep and logmem interleaved, so a busy moment
 hits both); RSS is the largest of the runs: /usr/bin/time's (the largest process) or, on Linux,
-the summed RSS of logmem and its read-ahead child sampled every 50 ms, whichever is larger.
+the summed PSS of logmem and its read-ahead child sampled every 50 ms, whichever is larger.
 --quick scales the sizes down (256 MiB instead of 1 GiB, up to 2048 ranks, 400 files, 250
 restarts, 1024 HTML ranks) and says so in the table. This prints figures; it asserts nothing about the machine it runs on.
 """
@@ -70,8 +70,9 @@ def _time_v(stderr: str) -> tuple[float | None, float | None]:
 
 
 def _tree_rss_mib(root: int) -> float | None:
-    """The summed RSS of `root`'s descendants (Linux /proc; None elsewhere): logmem reads a
-    big file with a child process, and /usr/bin/time's figure is the largest one process."""
+    """The memory of `root`'s descendants together (Linux /proc; None elsewhere): logmem reads
+    a big file with a child process, and /usr/bin/time's figure is the largest one process.
+    Each process's PSS, so that the pages a forked child shares with its parent count once."""
     parents: dict[int, int] = {}
     try:
         names = os.listdir("/proc")
@@ -93,8 +94,8 @@ def _tree_rss_mib(root: int) -> float | None:
     total = 0
     for pid in tree - {root}:
         try:
-            with open(f"/proc/{pid}/status", "rb") as f:
-                m = re.search(rb"VmRSS:\s+(\d+) kB", f.read())
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+                m = re.search(rb"\nPss:\s+(\d+) kB", f.read())
         except OSError:
             continue
         total += int(m.group(1)) if m else 0
@@ -112,7 +113,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] =
         try:
             out, err_bytes = p.communicate(timeout=0.05)
             break
-        except subprocess.TimeoutExpired:  # sampled every 50 ms; nothing of the output is lost
+        except subprocess.TimeoutExpired:  # sampled every 50 ms; no output is lost
             tree = _tree_rss_mib(p.pid) if timed else None
             if tree is not None:
                 summed = max(summed or 0.0, tree)

@@ -35,21 +35,40 @@ def _read(path: Path, mode: str, chunk: int | None = None) -> tuple[list[Segment
     return segs, stats[0]
 
 
-def _no_children() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children the reader forks (other tests' children are not ours)."""
+    pids: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids
+
+
+def _reaped(pids: list[int]) -> bool:
+    """Every child forked has ended and been waited for: none is left running or a zombie."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False
+    return bool(pids)
 
 
 @pytest.mark.parametrize("log", (corpus_logs() + fixture_logs())[:12], ids=lambda p: p.name[:12])
-def test_ahead_reads_what_one_process_reads(log: Path) -> None:
+def test_ahead_reads_what_one_process_reads(log: Path, forked: list[int]) -> None:
     one, st_one = _read(log, "0")
     two, st_two = _read(log, "1")
     assert two == one
     assert dataclasses.asdict(st_two) == dataclasses.asdict(st_one)
-    assert _no_children()
+    assert _reaped(forked)
 
 
 def test_batches_and_small_chunks_change_nothing(
@@ -83,7 +102,7 @@ def test_a_warning_is_raised_in_the_parent_before_the_segments_after_it(tmp_path
     assert dataclasses.asdict(st_two) == dataclasses.asdict(st_one)
 
 
-def test_an_error_is_raised_in_the_parent(tmp_path: Path) -> None:
+def test_an_error_is_raised_in_the_parent(tmp_path: Path, forked: list[int]) -> None:
     path = tmp_path / "empty.gz"
     path.write_bytes(gzip.compress(b"x" * 1000)[:10])  # the header only: no data
     with pytest.raises(InputError) as one:
@@ -91,17 +110,19 @@ def test_an_error_is_raised_in_the_parent(tmp_path: Path) -> None:
     with pytest.raises(InputError) as two:
         _read(path, "1")
     assert str(two.value) == str(one.value)
-    assert _no_children()
+    assert _reaped(forked)
 
 
-def test_stopping_early_ends_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stopping_early_ends_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[int]
+) -> None:
     path = tmp_path / "big.log"
     path.write_text("".join(f"{P}x {i} GB\n" for i in range(200_000)))
     monkeypatch.setenv("LOGMEM_READ_AHEAD", "1")
     segs = read_segments([str(path)], KEYWORD_BYTES)
     assert next(segs).line_no == 1
     segs.close()  # the child is blocked on a full pipe: it must not be left behind
-    assert _no_children()
+    assert _reaped(forked)
 
 
 def test_what_is_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -119,12 +119,13 @@ def test_matcher_on_real_logs(matcher: str, log: Path) -> None:
     assert read_all(log) == oracle(log.read_bytes())
 
 
-def test_python_matcher_needs_no_plain_find() -> None:
-    """Every keyword is found by memchr or the class string: none falls back to a slow
-    bytes.find pass (that would make the pure-Python reader several times slower)."""
+def test_python_matcher_needs_at_most_one_plain_find() -> None:
+    """Every keyword but one is found by memchr or the class string: each one left to a
+    bytes.find costs a pass over the input of its own (~0.08 s per 256 MiB); one of them
+    ("sglang.bench_", whose only rare byte is the common '_') is cheaper so than probed."""
     m = rd.matcher_for(KEYWORD_BYTES, "python")
     assert isinstance(m, rd._FindMatcher)
-    assert m.plain == [], f"add a rare byte or a class window for {m.plain}"
+    assert len(m.plain) <= 1, f"add a rare byte or a class window for {m.plain}"
 
 
 def test_keyword_regex_is_read_back_as_literals() -> None:
