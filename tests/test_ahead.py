@@ -130,8 +130,15 @@ def test_what_is_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     small.write_bytes(b"x GB\n")
     with open(big, "wb") as f:
         f.truncate(ahead.AHEAD_BYTES)  # sparse: the size counts, not the disk
+    quarter = gzip.compress(b"x GB\n").ljust(ahead.AHEAD_BYTES // ahead.COMPRESSION_RATIO, b"\0")
+    packed, plain = tmp_path / "quarter.gz", tmp_path / "quarter.log"
+    packed.write_bytes(quarter)
+    plain.write_bytes(b"x" * len(quarter))
     monkeypatch.delenv("LOGMEM_READ_AHEAD", raising=False)
     assert ahead.wanted(str(big)) and not ahead.wanted(str(small))
+    assert ahead.wanted(str(packed)) and not ahead.wanted(
+        str(plain)
+    )  # a compressed one counts more
     assert not ahead.wanted("-") and not ahead.wanted(str(tmp_path))
     assert not ahead.wanted(str(tmp_path / "missing.log"))
     monkeypatch.setenv("LOGMEM_READ_AHEAD", "0")
