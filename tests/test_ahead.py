@@ -23,6 +23,7 @@ P = "[2026-04-14 16:08:49 TP0] "
 
 
 def _read(path: Path, mode: str, chunk: int | None = None) -> tuple[list[Segment], ReadStats]:
+    before = os.environ.get("LOGMEM_READ_AHEAD")
     os.environ["LOGMEM_READ_AHEAD"] = mode
     try:
         assert ahead.wanted(str(path)) == (mode == "1")  # the child really reads, or really not
@@ -31,7 +32,10 @@ def _read(path: Path, mode: str, chunk: int | None = None) -> tuple[list[Segment
             read_segments([str(path)], KEYWORD_BYTES, stats, ONCE_BYTES, True, chunk_bytes=chunk)
         )
     finally:
-        del os.environ["LOGMEM_READ_AHEAD"]
+        if before is None:
+            del os.environ["LOGMEM_READ_AHEAD"]
+        else:
+            os.environ["LOGMEM_READ_AHEAD"] = before
     return segs, stats[0]
 
 
