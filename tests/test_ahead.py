@@ -23,6 +23,7 @@ P = "[2026-04-14 16:08:49 TP0] "
 
 
 def _read(path: Path, mode: str, chunk: int | None = None) -> tuple[list[Segment], ReadStats]:
+    before = os.environ.get("LOGMEM_READ_AHEAD")
     os.environ["LOGMEM_READ_AHEAD"] = mode
     try:
         assert ahead.wanted(str(path)) == (mode == "1")  # the child really reads, or really not
@@ -31,7 +32,10 @@ def _read(path: Path, mode: str, chunk: int | None = None) -> tuple[list[Segment
             read_segments([str(path)], KEYWORD_BYTES, stats, ONCE_BYTES, True, chunk_bytes=chunk)
         )
     finally:
-        del os.environ["LOGMEM_READ_AHEAD"]
+        if before is None:
+            del os.environ["LOGMEM_READ_AHEAD"]
+        else:
+            os.environ["LOGMEM_READ_AHEAD"] = before
     return segs, stats[0]
 
 
@@ -130,8 +134,15 @@ def test_what_is_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     small.write_bytes(b"x GB\n")
     with open(big, "wb") as f:
         f.truncate(ahead.AHEAD_BYTES)  # sparse: the size counts, not the disk
+    quarter = gzip.compress(b"x GB\n").ljust(ahead.AHEAD_BYTES // ahead.COMPRESSION_RATIO, b"\0")
+    packed, plain = tmp_path / "quarter.gz", tmp_path / "quarter.log"
+    packed.write_bytes(quarter)
+    plain.write_bytes(b"x" * len(quarter))
     monkeypatch.delenv("LOGMEM_READ_AHEAD", raising=False)
     assert ahead.wanted(str(big)) and not ahead.wanted(str(small))
+    assert ahead.wanted(str(packed)) and not ahead.wanted(
+        str(plain)
+    )  # a compressed one counts more
     assert not ahead.wanted("-") and not ahead.wanted(str(tmp_path))
     assert not ahead.wanted(str(tmp_path / "missing.log"))
     monkeypatch.setenv("LOGMEM_READ_AHEAD", "0")

@@ -1,8 +1,8 @@
 """Read ahead in a second process: a big input's segments are found while records are built.
 
-A regular file of at least AHEAD_BYTES (plain or compressed) is read by a forked child that runs
-logmem.parse.read.iter_segments on it and sends the segments back through a pipe, in batches;
-meanwhile this process matches them and builds the model. The byte work (reading, decompressing,
+A regular file of at least AHEAD_BYTES (a compressed one: a quarter of that) is read by a
+forked child that runs logmem.parse.read.iter_segments on it and sends the segments back through
+a pipe, in batches; meanwhile this process matches them and builds the model. The byte work (reading, decompressing,
 the keyword scan, the newline count) and the per-record Python then run on two cores.
 
 Nothing about the result changes: the same code finds the same segments, in the same order; a
@@ -33,9 +33,13 @@ import regex
 
 from logmem.parse.matchers import matcher_for
 from logmem.parse.read import ReadStats, Segment, iter_segments
+from logmem.parse.source import _SNIFF_BYTES as SNIFF_BYTES
+from logmem.parse.source import _sniff
 
 # Under this size the fork and the pipe cost more than the second core gives back.
 AHEAD_BYTES = 16 << 20
+# A compressed file counts this many times its size (text logs shrink 5-15 times).
+COMPRESSION_RATIO = 4
 BATCH_BYTES = 1 << 20
 BATCH_SEGMENTS = 2048
 
@@ -50,9 +54,19 @@ def wanted(path: str) -> bool:
         return False
     try:
         st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        if setting == "1" or st.st_size >= AHEAD_BYTES:
+            return True
+        if st.st_size < AHEAD_BYTES // COMPRESSION_RATIO:
+            return False
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
     except OSError:
         return False  # the reader says why it cannot be opened
-    return stat.S_ISREG(st.st_mode) and (setting == "1" or st.st_size >= AHEAD_BYTES)
+    # A compressed log holds several times its size in text (and decompressing is work the
+    # child takes over as well).
+    return _sniff(head.ljust(SNIFF_BYTES, b"\0")) is not None
 
 
 def _cores() -> int:
