@@ -95,3 +95,27 @@ def bench_module(name: str) -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def cli_in_fresh_process(argv: list[str], watch: tuple[str, ...]) -> tuple[str, list[str], str]:
+    """Run `logmem argv` in a new interpreter: (exit code, which of `watch` it imported, the
+    output). What a command imports is only visible in a process that imported nothing else."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, io, contextlib, json\n"
+        "from logmem.cli.main import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    rc = main({argv!r})\n"
+        f"heavy = sorted(m for m in {watch!r} if m in sys.modules)\n"
+        "print(json.dumps([rc, heavy, out.getvalue()]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    rc, heavy, out = json.loads(done.stdout.strip().splitlines()[-1])
+    return str(rc), heavy, out

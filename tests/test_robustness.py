@@ -13,7 +13,6 @@ import importlib.util
 import io
 import json
 import os
-import subprocess
 import sys
 import time
 import tracemalloc
@@ -24,7 +23,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import MATCHERS, REPO, corpus_log, corpus_logs, fixture_logs
+from conftest import MATCHERS, REPO, cli_in_fresh_process, corpus_log, corpus_logs, fixture_logs
 from logmem.cli.main import main
 from logmem.parse import progress as progress
 from logmem.parse import read as rd
@@ -333,21 +332,10 @@ def test_reading_draws_and_clears_the_bar_unless_quiet(
 def test_small_commands_import_no_pandas_matplotlib_or_numpy(args: list[str]) -> None:
     log = str(corpus_log("001-"))
     argv = [log if a == "LOG" else a for a in args]
-    code = (
-        "import sys, io, contextlib\n"
-        "from logmem.cli.main import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    rc = main({argv!r})\n"
-        # The estimate stage loads only with --model-config (or `logmem estimate`).
-        "heavy = sorted(m for m in ('pandas', 'matplotlib', 'numpy', 'logmem.estimate.build')"
-        " if m in sys.modules)\n"
-        "print(rc, heavy)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0 []", done.stdout + done.stderr
+    # The estimate stage loads only with --model-config (or `logmem estimate`).
+    watch = ("pandas", "matplotlib", "numpy", "logmem.estimate.build")
+    rc, heavy, out = cli_in_fresh_process(argv, watch)
+    assert f"{rc} {heavy}" == "0 []", out
 
 
 # --- the benchmark's generator ----------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, cli_in_fresh_process
 from logmem.analysis.attribution import build_ledger
 from logmem.api import read_log
 from logmem.report import plots
@@ -53,20 +53,8 @@ def _scenes(path: Path) -> list[Scene]:
     ids=["analyze-001", "analyze-021", "diff", "fit", "plot-svg"],
 )
 def test_html_and_svg_output_import_no_matplotlib_numpy_or_pandas(args: list[str]) -> None:
-    code = (
-        "import sys, io, contextlib\n"
-        "from logmem.cli.main import main\n"
-        "out = io.StringIO()\n"
-        "with contextlib.redirect_stdout(out):\n"
-        f"    rc = main({args!r})\n"
-        "heavy = sorted(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules)\n"
-        "print(rc, heavy, '<svg' in out.getvalue())\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0 [] True", done.stdout + done.stderr
+    rc, heavy, out = cli_in_fresh_process(args, ("pandas", "matplotlib", "numpy"))
+    assert f"{rc} {heavy} {'<svg' in out}" == "0 [] True", out
 
 
 def test_html_bytes_are_the_same_in_two_runs(tmp_path: Path) -> None:
