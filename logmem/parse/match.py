@@ -72,6 +72,11 @@ class _Gate:
         self.hits = matcher.hits
         self._cache: dict[frozenset[int], tuple[LinePattern, ...]] = {}
         self._kinds: dict[bytes, int] = {}
+        # A whole segment with its digits masked (no collapsing) -> what _classify found for
+        # it: every test _quick makes reads digits only as "a digit", so the answer holds
+        # for every segment with that mask (see _classify), and a busy server repeats a
+        # handful of masks (one per shape and per width of its numbers) all day.
+        self.lines: dict[bytes, tuple[int, bytes]] = {}
 
     def shape_kind(self, key: bytes) -> int:
         """_SKIP, _COUNT or _RECORDS for a short plain record whose message has this shape."""
@@ -175,6 +180,14 @@ def _continuation(gate: _Gate, seg: Segment) -> Iterator[Event]:
         return  # the line's first record only: a prefix later in it starts another record
 
 
+# A segment longer than this is not cached by its mask (its message is past SHAPE_BYTES
+# anyway, or nearly): the cache's keys stay small, whatever the input.
+_MASK_BYTES = SHAPE_BYTES + 200
+# _classify's answer for a segment whose message is too long to be judged by its shape.
+_LONG = 3
+_DIGITS_TO_NUL = bytes.maketrans(b"0123456789", b"\0" * 10)
+
+
 def _quick(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
     """Handle a segment without building its records, when that is certain to change
     nothing; False: the caller must take the records path.
@@ -184,8 +197,51 @@ def _quick(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
     second prefix; an SGLang prefix at the start, so a rank and no text before it); its
     message holds no pattern's literal, so no pattern matches; and it carries no memory
     figure, or its shape already has all its examples (then it is only counted). A message
-    of at most SHAPE_BYTES is judged by its shape (once per shape, see _Gate.shape_kind)."""
-    if _ALWAYS or not data.isascii() or b"\x1b" in data or b"\0" in data:
+    of at most SHAPE_BYTES is judged by its shape (once per shape, see _Gate.shape_kind),
+    and a short segment by its digit mask (once per mask, see _classify)."""
+    if _ALWAYS or b"\0" in data:
+        return False
+    if unmatched is not None and len(data) <= _MASK_BYTES:
+        mask = data.translate(_DIGITS_TO_NUL)
+        found = gate.lines.get(mask)
+        if found is None:
+            found = _classify(gate, data)
+            if len(gate.lines) >= _CACHE_LIMIT:
+                gate.lines.clear()
+            gate.lines[mask] = found
+        kind, key = found
+        if kind == _SKIP:
+            return True
+        if kind == _COUNT:
+            return unmatched.count_known(key)
+        if kind == _RECORDS:
+            return False
+    return _quick_long(gate, data, unmatched)
+
+
+def _classify(gate: _Gate, data: bytes) -> tuple[int, bytes]:
+    """What _quick does with a segment of at most _MASK_BYTES without NUL: _SKIP, _COUNT
+    (with the shape key to count it under), _RECORDS, or _LONG (_quick_long decides).
+
+    The answer depends on the digits only through where they are, so it is the answer for
+    every segment with the same digit mask: isascii, ESC and '[' ignore digits; the prefix
+    regex reads them as ``\\d`` (ASCII); the shape key masks them itself; and no NUL was in
+    the segment to be confused with a masked digit."""
+    if not data.isascii() or b"\x1b" in data:
+        return _RECORDS, b""
+    m = _PREFIX_BYTES.match(data)
+    if m is None or data.find(b"[", m.end()) >= 0:
+        return _RECORDS, b""
+    message = data[m.end() :]
+    if len(message) > SHAPE_BYTES:
+        return _LONG, b""
+    key = shape_key(message)
+    return gate.shape_kind(key), key
+
+
+def _quick_long(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
+    """_quick for a segment that is not judged by its mask (no NUL in it: checked)."""
+    if not data.isascii() or b"\x1b" in data:
         return False
     m = _PREFIX_BYTES.match(data)
     if m is None or data.find(b"[", m.end()) >= 0:
