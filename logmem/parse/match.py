@@ -30,7 +30,7 @@ from logmem.parse.events import (
     TorchOOM,
 )
 from logmem.parse.lazy import lazy
-from logmem.parse.lines import PREFIX, Record, split_records
+from logmem.parse.lines import PREFIX, Record, Source, rank_tags, split_records
 from logmem.parse.matchers import Matcher, matcher_for
 from logmem.parse.patterns import PATTERNS, LinePattern
 from logmem.parse.read import Segment
@@ -76,7 +76,7 @@ class _Gate:
         # it: every test _quick makes reads digits only as "a digit", so the answer holds
         # for every segment with that mask (see _classify), and a busy server repeats a
         # handful of masks (one per shape and per width of its numbers) all day.
-        self.lines: dict[bytes, tuple[int, bytes]] = {}
+        self.lines: dict[bytes, _Class] = {}
 
     def shape_kind(self, key: bytes) -> int:
         """_SKIP, _COUNT or _RECORDS for a short plain record whose message has this shape."""
@@ -157,11 +157,59 @@ def iter_segment_events(
 ) -> Iterator[Event]:
     """The events of the reader's segments: iter_events(iter_records(segments)), faster."""
     gate = _gate()
+    lines = gate.lines
     for seg in segments:
         if seg.continuation:
             yield from _continuation(gate, seg)
-        elif not _quick(gate, seg.data, unmatched):
-            yield from _events(gate, split_records(seg), unmatched)
+            continue
+        data = seg.data
+        if unmatched is not None and not _ALWAYS and len(data) <= _MASK_BYTES and b"\0" not in data:
+            # One translate and one lookup for the shapes a server repeats all day.
+            mask = data.translate(_DIGITS_TO_NUL)
+            found = lines.get(mask)
+            if found is None:
+                found = _classify(gate, data)
+                if len(lines) >= _CACHE_LIMIT:
+                    lines.clear()
+                lines[mask] = found
+            kind = found[0]
+            if kind == _SIMPLE:
+                event = _simple(seg, found, unmatched)
+                if event is not None:
+                    yield event
+                continue
+            if (
+                kind == _SKIP
+                or (kind == _COUNT and unmatched.count_known(found[1]))
+                or (kind == _LONG and _quick_long(gate, data, unmatched))
+            ):
+                continue
+        elif _quick(gate, data, unmatched):
+            continue
+        yield from _events(gate, split_records(seg), unmatched)
+
+
+def _simple(seg: Segment, found: _Class, unmatched: UnmatchedSink) -> Event | None:
+    """_events() of a segment that _classify found to be one plain record (split_records
+    would make exactly this Record: ASCII without ESC or a second '[', so decoding is the
+    identity and the prefix is at 0) whose message holds a literal: the candidate patterns
+    and the prefix's group positions come from the mask's cache entry."""
+    text = seg.data.decode("ascii")
+    _, _, patterns, (ts0, ts1, tags0, tags1, body0) = found
+    tags = text[tags0:tags1].strip()
+    body = text[body0:]
+    # At most _MASK_BYTES, far below MAX_SOURCE_CHARS: excerpt() would keep all of it.
+    record = Record(tags, rank_tags(tags), text[ts0:ts1], body, Source(seg.path, seg.line_no, text))
+    for pat in patterns:
+        m = pat.regex.search(body)
+        if m is None:
+            continue
+        event = BUILDERS[pat.name](m, record)
+        if event is not None:
+            return event
+    if _is_unmatched_memory(record):
+        unmatched.add(record)
+    return None
 
 
 # What a continuation line may say and still be part of the message before it (an inner
@@ -185,7 +233,17 @@ def _continuation(gate: _Gate, seg: Segment) -> Iterator[Event]:
 _MASK_BYTES = SHAPE_BYTES + 200
 # _classify's answer for a segment whose message is too long to be judged by its shape.
 _LONG = 3
+# _classify's answer for one plain record that holds a literal (see _simple).
+_SIMPLE = 4
 _DIGITS_TO_NUL = bytes.maketrans(b"0123456789", b"\0" * 10)
+# The literals that hold a digit, masked: a mask that holds one may stand for segments that
+# hold that literal and for segments that do not, so its candidate patterns are not kept.
+_DIGIT_LITERALS: tuple[bytes, ...] = tuple(
+    lit.encode().translate(_DIGITS_TO_NUL) for lit in LITERALS if any(c.isdigit() for c in lit)
+)
+_NO_SPANS = (0, 0, 0, 0, 0)
+# (kind, shape key, candidate patterns, (ts start, ts end, tags start, tags end, body start))
+_Class = tuple[int, bytes, tuple[LinePattern, ...], tuple[int, int, int, int, int]]
 
 
 def _quick(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
@@ -197,46 +255,41 @@ def _quick(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
     second prefix; an SGLang prefix at the start, so a rank and no text before it); its
     message holds no pattern's literal, so no pattern matches; and it carries no memory
     figure, or its shape already has all its examples (then it is only counted). A message
-    of at most SHAPE_BYTES is judged by its shape (once per shape, see _Gate.shape_kind),
-    and a short segment by its digit mask (once per mask, see _classify)."""
+    of at most SHAPE_BYTES is judged by its shape (once per shape, see _Gate.shape_kind).
+    iter_segment_events judges a short segment by its digit mask instead (_classify)."""
     if _ALWAYS or b"\0" in data:
         return False
-    if unmatched is not None and len(data) <= _MASK_BYTES:
-        mask = data.translate(_DIGITS_TO_NUL)
-        found = gate.lines.get(mask)
-        if found is None:
-            found = _classify(gate, data)
-            if len(gate.lines) >= _CACHE_LIMIT:
-                gate.lines.clear()
-            gate.lines[mask] = found
-        kind, key = found
-        if kind == _SKIP:
-            return True
-        if kind == _COUNT:
-            return unmatched.count_known(key)
-        if kind == _RECORDS:
-            return False
     return _quick_long(gate, data, unmatched)
 
 
-def _classify(gate: _Gate, data: bytes) -> tuple[int, bytes]:
-    """What _quick does with a segment of at most _MASK_BYTES without NUL: _SKIP, _COUNT
-    (with the shape key to count it under), _RECORDS, or _LONG (_quick_long decides).
+def _classify(gate: _Gate, data: bytes) -> _Class:
+    """What to do with a segment of at most _MASK_BYTES without NUL: _SKIP, _COUNT (under
+    its shape key), _SIMPLE (one plain record with a literal: _simple, with the candidate
+    patterns and the prefix's group spans), _RECORDS (split_records), or _LONG (its message
+    is past SHAPE_BYTES: _quick_long decides).
 
     The answer depends on the digits only through where they are, so it is the answer for
     every segment with the same digit mask: isascii, ESC and '[' ignore digits; the prefix
-    regex reads them as ``\\d`` (ASCII); the shape key masks them itself; and no NUL was in
-    the segment to be confused with a masked digit."""
+    regex reads them as ``\\d`` (ASCII), so its spans move with the mask only; the shape key
+    masks them itself; no NUL was in the segment to be confused with a masked digit; and the
+    literals the candidate patterns come from hold no digit (a mask that may hold one of
+    those that do takes the records path)."""
     if not data.isascii() or b"\x1b" in data:
-        return _RECORDS, b""
+        return _RECORDS, b"", (), _NO_SPANS
     m = _PREFIX_BYTES.match(data)
     if m is None or data.find(b"[", m.end()) >= 0:
-        return _RECORDS, b""
+        return _RECORDS, b"", (), _NO_SPANS
     message = data[m.end() :]
     if len(message) > SHAPE_BYTES:
-        return _LONG, b""
+        return _LONG, b"", (), _NO_SPANS
     key = shape_key(message)
-    return gate.shape_kind(key), key
+    kind = gate.shape_kind(key)
+    if kind != _RECORDS:
+        return kind, key, (), _NO_SPANS
+    if any(lit in data.translate(_DIGITS_TO_NUL) for lit in _DIGIT_LITERALS):
+        return _RECORDS, b"", (), _NO_SPANS
+    spans = (*m.span("ts"), *m.span("tags"), m.end())
+    return _SIMPLE, key, gate.patterns(message), spans
 
 
 def _quick_long(gate: _Gate, data: bytes, unmatched: UnmatchedSink | None) -> bool:
