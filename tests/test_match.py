@@ -177,6 +177,51 @@ def test_quick_path_equals_records_path_on_any_bytes(
     _both(segs)
 
 
+# The quick path judges a short segment once per digit mask (digits as NUL): segments that
+# differ in their digits only must still come out as the records path makes them, whatever
+# the digits say (DSv4 is a literal with a digit; a rank, a figure and a timestamp move).
+_TEMPLATES = [
+    b"[2026-01-01 00:00:0# TP#] DSv# memory calculation: bytes_per_full_token=#.#, "
+    b"available_bytes=#.# GB, full_token=#",
+    b"[2026-01-01 00:00:0# TP#] Decode batch. #running-req: #, mem usage=#.# GB, #queue-req: #",
+    b"[2026-01-01 00:00:0# TP#] Load weight begin. avail mem=#.# GB",
+    b"[2026-01-01 00:00:0# TP#] HiCache host pool: #.# GB used of #.# GB, # pages",
+    b"[2026-01-01 00:00:0# TP#] Prefill batch, #new-seq: #, #new-token: #",
+    b"[0#:00:00 TP#] Capture cuda graph end. Time elapsed: #.# s. avail mem=#.# GB.",
+    b"[2026-01-01 00:00:0# DP# TP#] KV cache pool is full. #retracted_reqs: #",
+    b"[2026-01-01 00:00:0#] Exception in callback loop#._read()",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_TEMPLATES), st.lists(st.sampled_from("0123456789"), min_size=12)
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_segments_of_one_digit_mask_are_judged_by_their_own_digits(
+    parts: list[tuple[bytes, list[str]]],
+) -> None:
+    segs = []
+    for i, (template, digits) in enumerate(parts):
+        pieces = template.split(b"#")
+        data = pieces[0] + b"".join(d.encode() + p for d, p in zip(digits, pieces[1:]))
+        segs.append(Segment("m.log", i + 1, data))
+    _both(segs)
+
+
+def test_a_literal_with_a_digit_is_found_under_a_shared_mask() -> None:
+    line = b"[2026-01-01 00:00:00 TP0] DSv%d memory calculation: bytes_per_full_token=1.5, "
+    line += b"available_bytes=87.26 GB, full_token=5"
+    segs = [Segment("m.log", i + 1, line % d) for i, d in enumerate((5, 4, 5, 4))]
+    events, _ = _both(segs)
+    assert [type(e).__name__ for e, _ in events] == ["DSv4Plan", "DSv4Plan"]
+
+
 # --- the summary ---------------------------------------------------------------------------
 
 
