@@ -9,7 +9,10 @@ of the patterns it could match, whatever the size of the table.
 
 Segments that hold one plain prefixed record and none of the literals skip records
 altogether (``_quick``): they can only be memory lines that nothing claims, and those are
-counted by shape straight from their bytes once their shape has its examples.
+counted by shape straight from their bytes once their shape has its examples. What a
+short segment is (skip, count under which shape, or one plain record and the patterns it
+may match) is worked out once per *digit mask* (the segment with every digit as NUL, see
+_classify) and then looked up: a server repeats a handful of masks all day.
 """
 
 from __future__ import annotations
