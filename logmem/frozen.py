@@ -26,9 +26,10 @@ What this changes, and why it is safe:
 Realising is itself made cheaper (:func:`_make`): on CPython before 3.13 ``dataclass``
 compiles each of the six methods with its own ``exec``, and compiling was 60% of the time a
 small ``logmem analyze`` spent realising its ~70 classes. ``_make`` lets ``dataclass`` write
-``__init__``, ``__setattr__`` and ``__delattr__`` (the frozen ``__init__`` must bypass
-``__setattr__``, which only generated code does at full speed) and builds ``__repr__``,
-``__eq__`` and ``__hash__`` as closures over ``operator.attrgetter``, with the same
+``__init__`` (the frozen ``__init__`` must bypass ``__setattr__``, which only generated
+code does at full speed), lends it closures for ``__setattr__`` and ``__delattr__`` (its
+private ``_frozen_get_del_attr``, swapped for the call), and builds ``__repr__``, ``__eq__``
+and ``__hash__`` as closures over ``operator.attrgetter``, with the same
 semantics as the generated ones: the compared fields as a tuple, equal only for the same
 class, ``NotImplemented`` otherwise; the ``repr`` fields as ``Name(a=1, b='b')`` with "..."
 for a recursive repr; the same rule for when ``__hash__`` is added; and
@@ -125,6 +126,25 @@ def _hash_method(values: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], in
     return __hash__
 
 
+def _frozen_get_del_attr(cls: Any, fields: list[Any], globals: Any) -> tuple[Any, Any]:
+    """dataclasses' own ``_frozen_get_del_attr`` (3.10-3.12), as closures instead of two
+    compiled functions: the same test (the class itself, or a field's name) and messages."""
+    names = tuple(f.name for f in fields)
+    error = dataclasses.FrozenInstanceError
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise error(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
+
+
 def _set_method(cls: Any, name: str, fn: Any) -> None:
     fn.__qualname__ = f"{cls.__qualname__}.{name}"
     setattr(cls, name, fn)
@@ -140,7 +160,17 @@ def _make(cls: T, opts: dict[str, Any]) -> T:
     # there for a body that defines __eq__ alone is not one.
     explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
     has_repr, has_eq = "__repr__" in own, "__eq__" in own
-    dataclasses.dataclass(cls, frozen=True, repr=False, eq=False, **opts)
+    # The private helper is swapped only while this class is made (under _LOCK, so two
+    # threads cannot interleave swaps), and put back whatever happens. Another thread's own
+    # frozen dataclass made meanwhile would get the same closures: the same behaviour.
+    with _LOCK:
+        made: Any = dataclasses
+        original = made._frozen_get_del_attr
+        made._frozen_get_del_attr = _frozen_get_del_attr
+        try:
+            dataclasses.dataclass(cls, frozen=True, repr=False, eq=False, **opts)
+        finally:
+            made._frozen_get_del_attr = original
     klass: Any = cls
     params = klass.__dataclass_params__
     params.repr = params.eq = True

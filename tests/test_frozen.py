@@ -222,3 +222,32 @@ def test_realised_eq_hash_repr_details() -> None:
     )
     with pytest.raises(TypeError, match="unhashable"):
         hash(Cell([]))
+
+
+def test_frozen_setattr_rules_match_dataclass() -> None:
+    @frozen
+    class Ours:
+        a: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Ref:
+        a: int
+
+    class OursPlain(Ours):  # not a dataclass: its own attributes may be set
+        pass
+
+    class RefPlain(Ref):
+        pass
+
+    for cls, plain in ((Ours, OursPlain), (Ref, RefPlain)):
+        x, y = cls(1), plain(1)
+        for obj, name in ((x, "a"), (x, "other"), (y, "a")):
+            with pytest.raises(dataclasses.FrozenInstanceError, match=f"field '{name}'"):
+                setattr(obj, name, 2)
+            with pytest.raises(dataclasses.FrozenInstanceError, match=f"delete field '{name}'"):
+                delattr(obj, name)
+        y.other = 3  # type: ignore[attr-defined]
+        del y.other  # type: ignore[attr-defined]
+    assert vars(Ours)["__setattr__"].__qualname__ == vars(Ref)["__setattr__"].__qualname__.replace(
+        "Ref", "Ours"
+    )
