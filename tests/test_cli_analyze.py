@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES
+from logmem.cli.commands import COMMANDS
 from logmem.cli.main import cli, main
 
 LOG = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
@@ -113,3 +114,17 @@ def test_output_extension_for_another_command_is_a_usage_error(tmp_path: Path) -
     res = CliRunner().invoke(cli, ["analyze", str(LOG), "-o", str(tmp_path / "r.png")])
     assert res.exit_code == 2
     assert "this command writes text, markdown, json, html, not png" in res.output
+
+
+def test_analyze_imports_no_other_command() -> None:
+    """Subcommands are imported on use: `logmem analyze` loads none of the others' modules."""
+    from conftest import cli_in_fresh_process
+
+    others = tuple(f"logmem.cli.{m}" for m in COMMANDS if m != "analyze")
+    rc, imported, out = cli_in_fresh_process(["analyze", str(LOG), "-f", "json"], others)
+    assert rc == "0" and imported == [] and out.startswith("{")
+
+
+def test_help_lists_every_command() -> None:
+    listed = CliRunner().invoke(cli, ["--help"]).output.split("Commands:")[1].split()
+    assert set(COMMANDS) <= set(listed)

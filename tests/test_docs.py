@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -70,7 +71,10 @@ def test_readme_transcripts_reproduce(
 
 
 def test_every_command_has_help_and_is_in_the_readme() -> None:
-    for name, command in cli.commands.items():
+    ctx = click.Context(cli)
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        assert command is not None, name
         assert command.help, f"`logmem {name}` has no help text"
         assert f"logmem {name}" in README, f"`logmem {name}` is not in README.md"
         res = CliRunner().invoke(cli, [name, "--help"])

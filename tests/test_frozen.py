@@ -7,6 +7,7 @@ import dataclasses
 import subprocess
 import sys
 import threading
+from typing import Any, ClassVar
 
 import pytest
 
@@ -117,3 +118,136 @@ def test_threads_making_first_instances_at_once() -> None:
         for t in threads:
             t.join()
         assert len({repr(m) for m in made[-4:]}) == 1
+
+
+# --- realisation builds the same class as dataclass(frozen=True) -------------------------
+
+
+def _layouts() -> list[dict[str, Any]]:
+    """Class bodies covering what the package's records use: defaults, default_factory,
+    compare=False, repr=False, hash=, ClassVar, __post_init__, own __eq__/__hash__/__repr__,
+    a field named self, no fields, one field."""
+
+    def post(self: Any) -> None:
+        object.__setattr__(self, "seen", True)
+
+    return [
+        {"__annotations__": {}},
+        {"__annotations__": {"a": int}},
+        {"__annotations__": {"a": int, "b": str}, "b": "b"},
+        {
+            "__annotations__": {"a": int, "b": "list[int]", "c": float, "k": ClassVar[int]},
+            "b": dataclasses.field(default_factory=list),
+            "c": dataclasses.field(default=1.5, compare=False, repr=False),
+            "k": 3,
+            "__post_init__": post,
+        },
+        {
+            "__annotations__": {"a": int, "b": int, "c": int},
+            "b": dataclasses.field(default=0, hash=False),
+            "c": dataclasses.field(default=0, compare=False, hash=True),
+        },
+        {"__annotations__": {"self": int, "x": int}, "x": 1},
+        {"__annotations__": {"a": int}, "__eq__": lambda s, o: True},
+        {"__annotations__": {"a": int}, "__eq__": lambda s, o: True, "__hash__": lambda s: 7},
+        {"__annotations__": {"a": int}, "__repr__": lambda s: "mine", "__doc__": "Doc."},
+    ]
+
+
+def _twins(body: dict[str, Any], kw_only: bool) -> tuple[type, type]:
+    ours = frozen(kw_only=kw_only)(type("Rec", (), dict(body)))
+    ref = dataclasses.dataclass(frozen=True, kw_only=kw_only)(type("Rec", (), dict(body)))
+    return realise(ours), ref
+
+
+def _sample(cls: type) -> tuple[Any, Any]:
+    names = [f.name for f in dataclasses.fields(cls) if f.init and f.default is dataclasses.MISSING]
+    one = cls(**{n: 1 for n in names})
+    two = cls(**{n: 2 for n in names})
+    return one, two
+
+
+@pytest.mark.parametrize("kw_only", [False, True])
+@pytest.mark.parametrize("index", range(len(_layouts())))
+def test_realised_class_is_the_dataclass_one(index: int, kw_only: bool) -> None:
+    ours, ref = _twins(_layouts()[index], kw_only)
+    assert repr(ours.__dataclass_params__) == repr(ref.__dataclass_params__)
+    assert [repr(f) for f in dataclasses.fields(ours)] == [repr(f) for f in dataclasses.fields(ref)]
+    assert ours.__doc__ == ref.__doc__ and ours.__match_args__ == ref.__match_args__
+    assert (ours.__hash__ is None) == (ref.__hash__ is None)
+    for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+        assert (name in vars(ours)) == (name in vars(ref)), name
+        if name in vars(ours) and callable(vars(ours)[name]):
+            assert vars(ours)[name].__qualname__ == vars(ref)[name].__qualname__
+    (a1, a2), (b1, b2) = _sample(ours), _sample(ref)
+    assert repr(a1) == repr(b1) and repr(a2) == repr(b2)
+    assert (a1 == a2) == (b1 == b2) and (a1 == a1) == (b1 == b1)
+    if "__eq__" not in _layouts()[index]:
+        assert (a1 == b1) is False  # another class, even with the same fields and values
+        assert a1.__eq__(b1) is NotImplemented and b1.__eq__(a1) is NotImplemented
+    assert hash(a1) == hash(b1) and hash(a2) == hash(b2)
+    assert dataclasses.asdict(a1) == dataclasses.asdict(b1)
+    assert repr(dataclasses.replace(a1)) == repr(dataclasses.replace(b1))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a1.x = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del a1.x
+    # copy goes through __reduce_ex__ as pickle does (a local class cannot be pickled).
+    assert copy.deepcopy(a1) == a1 and repr(copy.copy(a1)) == repr(a1)
+
+
+def test_realised_eq_hash_repr_details() -> None:
+    @frozen
+    class Cell:
+        v: Any
+        note: str = dataclasses.field(default="", compare=False)
+
+    nan = float("nan")
+    # Tuples compare items by identity first: the same NaN is equal, as with dataclass.
+    assert Cell(nan) == Cell(nan) and Cell(float("nan")) != Cell(float("nan"))
+    assert Cell(1, "x") == Cell(1, "y") and hash(Cell(1, "x")) == hash(Cell(1, "y"))
+    assert hash(Cell(1)) == hash((1,))
+    loop = Cell([])
+    loop.v.append(loop)
+    assert repr(loop) == "test_realised_eq_hash_repr_details.<locals>.Cell(v=[...], note='')"
+
+    @frozen
+    class Sub(Cell):
+        w: int = 0
+
+    assert (
+        Sub(1) != Cell(1)
+        and Sub(1) == Sub(1)
+        and repr(Sub(1, w=2)).endswith("Sub(v=1, note='', w=2)")
+    )
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(Cell([]))
+
+
+def test_frozen_setattr_rules_match_dataclass() -> None:
+    @frozen
+    class Ours:
+        a: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Ref:
+        a: int
+
+    class OursPlain(Ours):  # not a dataclass: its own attributes may be set
+        pass
+
+    class RefPlain(Ref):
+        pass
+
+    for cls, plain in ((Ours, OursPlain), (Ref, RefPlain)):
+        x, y = cls(1), plain(1)
+        for obj, name in ((x, "a"), (x, "other"), (y, "a")):
+            with pytest.raises(dataclasses.FrozenInstanceError, match=f"field '{name}'"):
+                setattr(obj, name, 2)
+            with pytest.raises(dataclasses.FrozenInstanceError, match=f"delete field '{name}'"):
+                delattr(obj, name)
+        y.other = 3  # type: ignore[attr-defined]
+        del y.other  # type: ignore[attr-defined]
+    assert vars(Ours)["__setattr__"].__qualname__ == vars(Ref)["__setattr__"].__qualname__.replace(
+        "Ref", "Ours"
+    )

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from logmem import __version__
-from logmem.cli.commands import COMMANDS
+from logmem.cli.commands import COMMANDS, load_command
 from logmem.cli.options import UserError
 
 
@@ -29,7 +29,21 @@ def _print_version(ctx: click.Context) -> None:
 
 
 class _Group(click.Group):
-    """Library errors become "Error: ..." with exit 1, however the CLI is invoked."""
+    """Library errors become "Error: ..." with exit 1, however the CLI is invoked.
+
+    Subcommands are imported on first use (logmem.cli.commands): a run of one command does
+    not import the others' modules."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self.commands.get(cmd_name)
+        if command is None:
+            command = load_command(cmd_name)
+            if command is not None:
+                self.commands[cmd_name] = command  # later look-ups need no import
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         from logmem.errors import LogmemError
@@ -68,10 +82,6 @@ def cli(ctx: click.Context, quiet: bool) -> None:
     from logmem.parse import progress as progress  # the reader draws its bar unless --quiet
 
     progress.enabled = not quiet
-
-
-for _command in COMMANDS:
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> int:
