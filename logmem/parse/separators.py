@@ -82,10 +82,11 @@ def _numpy() -> Any:
     if _np is None:
         try:
             import numpy
+
+            # bitwise_count came with numpy 2.0; an older one counts the bytes way.
+            _np = numpy if hasattr(numpy, "bitwise_count") else False
         except ImportError:  # pandas brings it; without it the bytes searches do
-            numpy = None
-        # bitwise_count came with numpy 2.0; an older one counts the bytes way.
-        _np = numpy if numpy is not None and hasattr(numpy, "bitwise_count") else False
+            _np = False
     return _np
 
 
