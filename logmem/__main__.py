@@ -12,6 +12,9 @@ def run() -> int:
     tenth of a second of every run: a Ctrl-C then must end like one during the run
     ("Interrupted.", exit 130), not with a traceback from the import machinery."""
     try:
+        from logmem.cli import early
+
+        early.start(sys.argv[1:])  # a big input's reader starts before the CLI is imported
         from logmem.cli.main import main
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")

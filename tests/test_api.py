@@ -173,6 +173,9 @@ CLI_MAY_IMPORT = (
     "logmem.report.plots",
     "logmem.parse.progress",
     "logmem.parse.events",  # type annotations only (TYPE_CHECKING)
+    # cli/early.py starts a big input's read-ahead before logmem.api (and all it imports) is
+    # loaded: the one call that must not go through the API, or it would come too late.
+    "logmem.parse.ahead",
 )
 
 

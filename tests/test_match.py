@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO, bench_module, corpus_logs, fixture_logs
@@ -269,6 +269,7 @@ _FIGURE_TEXT = st.lists(
 
 @settings(max_examples=500, deadline=None)
 @given(_FIGURE_TEXT)
+@example("0M\u0130B")  # the regex takes the dotted capital I for the i of MiB
 def test_memory_figure_prefilter_agrees_with_the_regex(text: str) -> None:
     assert has_memory_figure(text) == (MEMORY_FIGURE.search(text) is not None)
 

@@ -83,8 +83,9 @@ _FIGURE_NEEDLES = ("gb", "mb", "gib", "mib", "avail", "mem usage")
 
 def has_memory_figure(text: str) -> bool:
     """Whether MEMORY_FIGURE finds a figure in `text` (tests check the two agree)."""
-    folded = text.casefold()
-    if not any(n in folded for n in _FIGURE_NEEDLES):
+    # Only ASCII text is rejected by the needles: the regex's case-insensitive match takes some
+    # other letters for the units' ('İ' for 'i', 'ſ' for 's') where folding the text does not.
+    if text.isascii() and not any(n in text.lower() for n in _FIGURE_NEEDLES):
         return False
     return MEMORY_FIGURE.search(text) is not None
 
