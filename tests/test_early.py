@@ -96,7 +96,8 @@ def _session_processes(sid: int) -> list[int]:
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                stat = Path(f"/proc/{name}/stat").read_text()
+                with open(os.path.join("/proc", name, "stat"), encoding="ascii") as f:
+                    stat = f.read()
             except OSError:
                 continue
             fields = stat[stat.rindex(")") + 2 :].split()
