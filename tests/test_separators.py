@@ -38,6 +38,7 @@ def _read(path: Path, numpy_ok: bool, chunk: int | None) -> tuple[list[Segment],
     mp = pytest.MonkeyPatch()
     # numpy from the first byte and for ranges of any size, or never
     mp.setattr(separators, "NUMPY_AFTER_BYTES", 0 if numpy_ok else 1 << 62)
+    mp.setattr(separators, "SPARSE_GAP", 0)  # however dense
     mp.setattr(separators, "ARRAY_MIN_BYTES", 0)
     try:
         stats = ReadStats(str(path))
@@ -94,3 +95,11 @@ def test_a_small_input_never_imports_numpy_for_counting(tmp_path: Path) -> None:
     finally:
         mp.undo()
     assert seen and all(b is None for b in seen)
+
+
+def test_numpy_counts_only_sparse_inputs() -> None:
+    # numpy's import costs memory, and a dense input is where memory binds.
+    mb = separators.NUMPY_AFTER_BYTES
+    assert not separators.numpy_ok(mb - 1, 0)  # too little read yet
+    assert separators.numpy_ok(mb, mb // separators.SPARSE_GAP - 1)
+    assert not separators.numpy_ok(mb, mb // separators.SPARSE_GAP)  # 8 KiB apart: dense

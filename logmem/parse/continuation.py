@@ -43,6 +43,9 @@ class Once:
     continuations: bool = False  # also yield the lines that continue an exception's message
     # Continuation lines taken when the last range scanned ran out: the next range goes on.
     pending: int | None = None
+    # Segments yielded so far: the reader counts newlines with numpy only while they are
+    # sparse (separators.numpy_ok).
+    segments: int = 0
 
     def find(self, buf: bytes, lo: int, hi: int) -> int:
         if not self.armed or not self.literals:

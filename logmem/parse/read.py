@@ -149,7 +149,7 @@ def _scan(
         return line_no
     once = once or Once(())
     cursor = matcher.cursor(buf, lo, hi)
-    seps = separators.for_range(buf, lo, hi, stats.bytes_read >= separators.NUMPY_AFTER_BYTES)
+    seps = separators.for_range(buf, lo, hi, separators.numpy_ok(stats.bytes_read, once.segments))
     base = line_no  # the line number at `lo`
     pos = lo
     if once.pending is not None:  # an exception's message ran on to the end of the last range
@@ -175,6 +175,7 @@ def _scan(
             data = data[:MAX_SEGMENT_BYTES]
             stats.truncated_segments += 1
         yield Segment(path, line_no, data, truncated)
+        once.segments += 1
         if once.armed and first >= 0 and first < end:
             once.armed, first = False, -1
         if REARM in data and once.literals:

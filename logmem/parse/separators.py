@@ -11,9 +11,13 @@ counted once with numpy instead: a vectorised compare, packed into one bit per b
 running popcount per 64-byte block (about 0.12 s per GiB); a line number is then one array
 lookup plus a count of at most 63 bytes. numpy comes with pandas, a dependency, but importing
 it costs about a tenth of a second, so the reader asks for it only once an input has given
-NUMPY_AFTER_BYTES (a small log never imports it), for ranges of at least ARRAY_MIN_BYTES, and
-only where numpy has ``bitwise_count`` (2.0 and newer). Both ways give the same counts
-(tests/test_separators.py).
+NUMPY_AFTER_BYTES (a small log never imports it), while its segments are more than SPARSE_GAP
+bytes apart on average, for ranges of at least ARRAY_MIN_BYTES, and only where numpy has
+``bitwise_count`` (2.0 and newer). Both ways give the same counts (tests/test_separators.py).
+
+Why only sparse inputs: numpy's import adds about 14 MiB to the process that reads, and a
+dense input is where memory binds (issue 15's 100 MiB at 370,000 keyword lines per GiB: 99 MiB
+with numpy, 85 without), while its time goes to the segments, not the count (0.5 s of 8).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 # Reading this much of one input first: a file that ends before never pays numpy's import.
 NUMPY_AFTER_BYTES = 64 << 20
 ARRAY_MIN_BYTES = 1 << 20
+SPARSE_GAP = 8 << 10  # the realistic mix: 11 KiB between segments; 370k lines per GiB: 2.7 KiB
 _BLOCK = 64  # bytes per running count: one uint64 of packed bits
 
 
@@ -68,6 +73,12 @@ class Separators:
 
 
 _np: Any = None
+
+
+def numpy_ok(bytes_read: int, segments: int) -> bool:
+    """Whether an input that has given `bytes_read` bytes and `segments` segments so far is
+    counted with numpy from here on (see the module's docstring)."""
+    return bytes_read >= NUMPY_AFTER_BYTES and segments * SPARSE_GAP < bytes_read
 
 
 def for_range(buf: bytes, lo: int, hi: int, numpy_ok: bool) -> Separators:
