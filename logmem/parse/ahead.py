@@ -12,6 +12,9 @@ at most BATCH_BYTES of segment data (plus one segment) and the child waits while
 full. Standard input, small files, systems other than Linux, a single core and a process that
 runs other threads (forking one is unsafe) are read in this process. ``LOGMEM_READ_AHEAD=0``
 reads every input in this process, ``=1`` every regular file ahead (tests).
+
+``logmem analyze BIG.log`` starts its child before the CLI is imported (start_early, called by
+logmem.cli.early); the first read of the same file with the same parameters takes it over.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import IO, Any
 import regex
 
 from logmem.frozen import frozen
+from logmem.parse import source
 from logmem.parse.matchers import matcher_for
 from logmem.parse.read import ReadStats, Segment, iter_segments
 from logmem.parse.source import _SNIFF_BYTES as SNIFF_BYTES
@@ -103,8 +107,6 @@ def _identity(path: str) -> tuple[int, ...]:
 def _params(
     keywords: regex.Pattern[bytes], once: Sequence[bytes], continuations: bool, chunk: int | None
 ) -> tuple[Any, ...]:
-    from logmem.parse import source
-
     return (keywords.pattern, tuple(once), continuations, chunk, source._max_bytes)
 
 
@@ -145,10 +147,9 @@ def start_early(path: str) -> None:
 
 def _end_early() -> None:
     global _early
-    if _early is not None:
-        os.close(_early.fd)
-        _end(_early.pid)
-        _early = None
+    started, _early = _early, None
+    if started is not None:
+        _discard(started)
 
 
 def _take_early(path: str, params: tuple[Any, ...]) -> _Started | None:
@@ -162,9 +163,13 @@ def _take_early(path: str, params: tuple[Any, ...]) -> _Started | None:
         same = False
     if same:
         return started
+    _discard(started)
+    return None
+
+
+def _discard(started: _Started) -> None:
     os.close(started.fd)
     _end(started.pid)
-    return None
 
 
 def _end(pid: int) -> None:

@@ -149,7 +149,7 @@ def _scan(
         return line_no
     once = once or Once(())
     cursor = matcher.cursor(buf, lo, hi)
-    seps = separators.for_range(buf, lo, hi, separators.numpy_ok(stats.bytes_read, once.segments))
+    seps = separators.for_range(buf, lo, hi, stats.bytes_read, once.segments)
     base = line_no  # the line number at `lo`
     pos = lo
     if once.pending is not None:  # an exception's message ran on to the end of the last range

@@ -81,10 +81,12 @@ def numpy_ok(bytes_read: int, segments: int) -> bool:
     return bytes_read >= NUMPY_AFTER_BYTES and segments * SPARSE_GAP < bytes_read
 
 
-def for_range(buf: bytes, lo: int, hi: int, numpy_ok: bool) -> Separators:
-    """The separators of ``buf[lo:hi]``, counted at once with numpy when `numpy_ok` and the
-    range is big enough, else as the reader goes."""
-    blocks = _blocks(buf, lo, hi) if numpy_ok and hi - lo >= ARRAY_MIN_BYTES else None
+def for_range(buf: bytes, lo: int, hi: int, bytes_read: int, segments: int) -> Separators:
+    """The separators of ``buf[lo:hi]`` of an input that has given `bytes_read` bytes and
+    `segments` segments so far: counted at once with numpy when numpy_ok() and the range is
+    big enough, else as the reader goes."""
+    big = hi - lo >= ARRAY_MIN_BYTES
+    blocks = _blocks(buf, lo, hi) if big and numpy_ok(bytes_read, segments) else None
     return Separators(buf, lo, hi, blocks)
 
 
