@@ -189,3 +189,24 @@ def test_only_an_uncompressed_file_gets_a_scanner(
     assert ahead.scan_ahead(str(plain)) and not ahead.scan_ahead(str(packed))
     monkeypatch.setenv("LOGMEM_SCAN_AHEAD", "0")
     assert not ahead.scan_ahead(str(plain))
+
+
+def test_a_dense_input_ends_its_scanner_and_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[int]
+) -> None:
+    assert prescan.worth_keeping(prescan.JUDGE_AFTER_BYTES - 1, 10**9)  # too early to judge
+    assert not prescan.worth_keeping(prescan.JUDGE_AFTER_BYTES, prescan.JUDGE_AFTER_BYTES)
+    assert prescan.worth_keeping(prescan.JUDGE_AFTER_BYTES, 10)
+    path = _log(tmp_path)
+    monkeypatch.setattr(prescan, "JUDGE_AFTER_BYTES", 4000)
+    asked: list[int] = []
+    real = prescan.Scanner.hits
+
+    def hits(self: prescan.Scanner, chunk: bytes) -> object:
+        asked.append(len(chunk))
+        return real(self, chunk)
+
+    monkeypatch.setattr(prescan.Scanner, "hits", hits)
+    assert _read(path, True, 1000) == _read(path, False, 1000)
+    assert 3 <= len(asked) <= 6  # asked until 4,000 bytes were read, then ended
+    assert _reaped(forked)

@@ -121,8 +121,12 @@ def _segments(
     last = b"\n"
     for chunk in chunks:
         last = chunk[-1:]
-        # The scanner's keyword positions in this chunk, or None: the cursor scans it.
-        hits = scanner.hits(chunk) if scanner is not None else None
+        hits = None  # the scanner's keyword positions in this chunk, or None: a cursor scans
+        if scanner is not None:
+            if prescan.worth_keeping(stats.bytes_read, state.segments):
+                hits = scanner.hits(chunk)
+            else:
+                scanner.close()  # a dense input: the scan is not what it waits for
         start = 0
         if carry_truncated:
             # Inside a giant segment whose head we kept: drop bytes up to its end.
