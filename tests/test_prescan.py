@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import corpus_logs
+from conftest import corpus_logs, reaped
 from logmem.parse import prescan
 from logmem.parse.matchers import matcher_for
 from logmem.parse.patterns import KEYWORD_BYTES, ONCE_BYTES
@@ -31,32 +31,6 @@ def _kinds() -> list[str]:
     except ImportError:
         return ["python"]
     return list(MATCHERS)
-
-
-@pytest.fixture
-def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids of the scanners forked by this process."""
-    pids: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return pids
-
-
-def _reaped(pids: list[int]) -> bool:
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            continue
-        return False
-    return bool(pids)
 
 
 def _read(path: Path, scan_ahead: bool, chunk: int | None = None) -> tuple[list[Segment], dict]:
@@ -115,7 +89,7 @@ def test_scanning_ahead_changes_nothing(
 ) -> None:
     path = _log(tmp_path)
     assert _read(path, True, chunk) == _read(path, False, chunk)
-    assert _reaped(forked)
+    assert reaped(forked)
 
 
 @pytest.mark.parametrize("log", corpus_logs()[:8], ids=lambda p: p.name[:12])
@@ -154,7 +128,7 @@ def test_a_scanner_that_dies_leaves_the_reader_to_scan(
 
     monkeypatch.setattr(prescan, "start", start)
     assert _read(path, True, 500) == _read(path, False, 500)
-    assert _reaped(forked)
+    assert reaped(forked)
 
 
 def test_chunks_that_differ_from_the_scanner_s_are_not_trusted(forked: list[int]) -> None:
@@ -164,7 +138,7 @@ def test_chunks_that_differ_from_the_scanner_s_are_not_trusted(forked: list[int]
     assert scanner.hits(b"b MB\n") is None  # the same length, other bytes
     assert scanner.hits(b"c GB\n") is None  # and from then on, nothing is trusted
     scanner.close()
-    assert _reaped(forked)
+    assert reaped(forked)
 
 
 def test_stopping_early_ends_the_scanner(tmp_path: Path, forked: list[int]) -> None:
@@ -172,7 +146,7 @@ def test_stopping_early_ends_the_scanner(tmp_path: Path, forked: list[int]) -> N
     segs = iter_segments(str(path), KEYWORD_BYTES, None, ONCE_BYTES, True, None, True)
     assert next(segs)
     segs.close()
-    assert _reaped(forked)
+    assert reaped(forked)
 
 
 def test_only_an_uncompressed_file_gets_a_scanner(
@@ -209,4 +183,4 @@ def test_a_dense_input_ends_its_scanner_and_reads_the_same(
     monkeypatch.setattr(prescan.Scanner, "hits", hits)
     assert _read(path, True, 1000) == _read(path, False, 1000)
     assert 3 <= len(asked) <= 6  # asked until 4,000 bytes were read, then ended
-    assert _reaped(forked)
+    assert reaped(forked)
