@@ -8,8 +8,9 @@ Sections (logs from bench/gen.py, written to the temp folder and deleted after u
 
 * mix: the realistic 1 GiB log (1.26% keyword lines: HiCache / cache / runtime lines with GB and
   MB figures, access lines with '_', warnings, tracebacks, a restart), with the default
-  matcher, the pure-Python one (LOGMEM_MATCHER=python) and the default one in one process
-  (LOGMEM_READ_AHEAD=0: no read-ahead child); their JSON must be identical.
+  matcher, the pure-Python one (LOGMEM_MATCHER=python), the default one without its scanner
+  process (LOGMEM_SCAN_AHEAD=0) and in one process (LOGMEM_READ_AHEAD=0: no read-ahead
+  child); their JSON must be identical.
 * sparse: bench_big.py's log (82 keyword lines in 7.65 million), the easy case.
 * density: 76 to 370 thousand keyword lines per GiB: wall time, peak RSS, JSON size.
 * ranks / files / restarts: 8 to 8192 ranks in one file, 100 to 800 per-rank files,
@@ -143,6 +144,12 @@ def py_env() -> dict[str, str]:
     return {**os.environ, "LOGMEM_MATCHER": "python"}
 
 
+def no_scanner_env() -> dict[str, str]:
+    """The read-ahead child scans for keywords itself (LOGMEM_SCAN_AHEAD=0): what the scanner
+    process (logmem.parse.prescan) is worth."""
+    return {**os.environ, "LOGMEM_SCAN_AHEAD": "0"}
+
+
 def one_process_env() -> dict[str, str]:
     """The default reader without its read-ahead child: what the second core is worth."""
     return {**os.environ, "LOGMEM_READ_AHEAD": "0"}
@@ -249,12 +256,15 @@ def _readers(c: Ctx, path: Path) -> dict[str, Fig]:
             "grep": (grep([path]), None),
             "logmem": (logmem("analyze", "-f", "json", str(path)), None),
             "python": (logmem("analyze", "-f", "json", str(path)), py_env()),
+            "noscan": (logmem("analyze", "-f", "json", str(path)), no_scanner_env()),
             "one": (logmem("analyze", "-f", "json", str(path)), one_process_env()),
         },
         c.repeat,
     )
     if r["logmem"].out != r["python"].out:
         sys.exit(f"bench: the two readers gave different JSON on {path.name}")
+    if r["logmem"].out != r["noscan"].out:
+        sys.exit(f"bench: the scanner process changed the JSON of {path.name}")
     if r["logmem"].out != r["one"].out:
         sys.exit(f"bench: reading ahead changed the JSON of {path.name}")
     c.verdicts.append((f"the readers give identical JSON ({path.name})", True, "yes"))
@@ -270,6 +280,7 @@ def _reader_rows(t: Table, r: dict[str, Fig]) -> None:
     for name, label in (
         ("logmem", f"logmem ({_default_matcher()})"),
         ("python", "logmem (python)"),
+        ("noscan", f"logmem ({_default_matcher()}, no scanner process)"),
         ("one", f"logmem ({_default_matcher()}, one process)"),
     ):
         f = r[name]

@@ -1,8 +1,10 @@
-"""Shared test set-up: --update-golden, a pinned terminal width, and where the logs are."""
+"""Shared test set-up: --update-golden, a pinned terminal width, where the logs are, and the
+processes a test forks."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -119,3 +121,31 @@ def cli_in_fresh_process(argv: list[str], watch: tuple[str, ...]) -> tuple[str, 
     assert done.returncode == 0, done.stderr
     rc, heavy, out = json.loads(done.stdout.strip().splitlines()[-1])
     return str(rc), heavy, out
+
+
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the processes this process forks from here on (not other tests': a
+    forked process's own forks are its own)."""
+    pids: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids
+
+
+def reaped(pids: list[int]) -> bool:
+    """Every child forked has ended and been waited for: none is left running or a zombie."""
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False
+    return bool(pids)

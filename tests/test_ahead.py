@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import corpus_logs, fixture_logs
+from conftest import corpus_logs, fixture_logs, reaped
 from logmem.errors import InputError
 from logmem.parse import ahead
 from logmem.parse.patterns import KEYWORD_BYTES, ONCE_BYTES
@@ -39,40 +39,13 @@ def _read(path: Path, mode: str, chunk: int | None = None) -> tuple[list[Segment
     return segs, stats[0]
 
 
-@pytest.fixture
-def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The pids of the children the reader forks (other tests' children are not ours)."""
-    pids: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            pids.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", fork)
-    return pids
-
-
-def _reaped(pids: list[int]) -> bool:
-    """Every child forked has ended and been waited for: none is left running or a zombie."""
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            continue
-        return False
-    return bool(pids)
-
-
 @pytest.mark.parametrize("log", (corpus_logs() + fixture_logs())[:12], ids=lambda p: p.name[:12])
 def test_ahead_reads_what_one_process_reads(log: Path, forked: list[int]) -> None:
     one, st_one = _read(log, "0")
     two, st_two = _read(log, "1")
     assert two == one
     assert dataclasses.asdict(st_two) == dataclasses.asdict(st_one)
-    assert _reaped(forked)
+    assert reaped(forked)
 
 
 def test_batches_and_small_chunks_change_nothing(
@@ -114,7 +87,7 @@ def test_an_error_is_raised_in_the_parent(tmp_path: Path, forked: list[int]) -> 
     with pytest.raises(InputError) as two:
         _read(path, "1")
     assert str(two.value) == str(one.value)
-    assert _reaped(forked)
+    assert reaped(forked)
 
 
 def test_stopping_early_ends_the_child(
@@ -126,7 +99,7 @@ def test_stopping_early_ends_the_child(
     segs = read_segments([str(path)], KEYWORD_BYTES)
     assert next(segs).line_no == 1
     segs.close()  # the child is blocked on a full pipe: it must not be left behind
-    assert _reaped(forked)
+    assert reaped(forked)
 
 
 def test_what_is_read_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,9 @@ full. Standard input, small files, systems other than Linux, a single core and a
 runs other threads (forking one is unsafe) are read in this process. ``LOGMEM_READ_AHEAD=0``
 reads every input in this process, ``=1`` every regular file ahead (tests).
 
+The child of an uncompressed file forks one more process that does the keyword scan
+(logmem.parse.prescan, unless ``LOGMEM_SCAN_AHEAD=0``): the scan is half the child's work.
+
 ``logmem analyze BIG.log`` starts its child before the CLI is imported (start_early, called by
 logmem.cli.early); the first read of the same file with the same parameters takes it over.
 """
@@ -75,6 +78,20 @@ def wanted(path: str) -> bool:
     return _sniff(head.ljust(SNIFF_BYTES, b"\0")) is not None
 
 
+def scan_ahead(path: str) -> bool:
+    """Whether the child reading `path` has one more process do the keyword scan
+    (logmem.parse.prescan): for a file not compressed (both would decompress it), unless
+    ``LOGMEM_SCAN_AHEAD=0``."""
+    if os.environ.get("LOGMEM_SCAN_AHEAD", "") == "0":
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return False  # the reader says why it cannot be opened
+    return _sniff(head.ljust(SNIFF_BYTES, b"\0")) is None
+
+
 def _cores() -> int:
     """The cores this process may run on: with one, a child only adds its overhead."""
     try:
@@ -126,7 +143,8 @@ def _start(
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(r)
-        found = iter_segments(path, keywords, stats, once, continuations, chunk_bytes)
+        scan = scan_ahead(path)
+        found = iter_segments(path, keywords, stats, once, continuations, chunk_bytes, scan)
         _child(w, stats, found, parent)
     os.close(w)
     return _Started(path, identity, _params(keywords, once, continuations, chunk_bytes), pid, r)
@@ -269,6 +287,11 @@ def _child(w: int, stats: ReadStats, found: Iterator[Segment], parent: int) -> N
         with contextlib.suppress(BaseException):  # the pipe may be gone as well
             _send(out, "error", _picklable(e))
     finally:
+        # A reader stopped early (the parent gone) ends what it started: its scanner.
+        close = getattr(found, "close", None)
+        if close is not None:
+            with contextlib.suppress(BaseException):
+                close()
         os._exit(0)  # no atexit handlers, no flush of the parent's buffers
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+from array import array
 from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
@@ -38,6 +39,12 @@ class Matcher(Protocol):
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor: ...
 
+    def positions(self, buf: bytes, limit: int) -> array[int] | None:
+        """Keyword positions in `buf`, in increasing order, at least one in each segment that
+        holds a keyword (a cursor's answers, all at once: logmem.parse.prescan), or None when
+        there are over `limit` of them."""
+        ...
+
     def hits(self, data: bytes) -> list[int]:
         """Which literals occur in `data` (short: one record): their indexes in the keyword
         pattern's order, each once (logmem.parse.match runs the patterns that need them)."""
@@ -46,6 +53,31 @@ class Matcher(Protocol):
 
 def _hits_by_find(literals: Sequence[bytes], data: bytes) -> list[int]:
     return [i for i, lit in enumerate(literals) if lit in data]
+
+
+def _positions_by_cursor(m: Matcher, buf: bytes, limit: int) -> array[int] | None:
+    """One keyword position in each segment of `buf` that holds one, from m's cursor."""
+    cursor = m.cursor(buf, 0, len(buf))
+    find = buf.find
+    n = len(buf)
+    out = array("q")
+    pos = 0
+    # The next \n and \r, found once each and reused until passed: searching both for every
+    # segment would be quadratic in a buffer that lacks one of them (logmem.parse.separators).
+    nl = cr = -2
+    while pos < n:
+        p = cursor.next_hit(pos)
+        if p < 0:
+            break
+        out.append(p)
+        if len(out) > limit:
+            return None
+        if nl != -1 and nl < p:
+            nl = find(b"\n", p)
+        if cr != -1 and cr < p:
+            cr = find(b"\r", p)
+        pos = min(nl if nl >= 0 else n, cr if cr >= 0 else n) + 1
+    return out
 
 
 class _RegexMatcher:
@@ -59,6 +91,9 @@ class _RegexMatcher:
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _RegexCursor(self._keywords, buf, hi)
+
+    def positions(self, buf: bytes, limit: int) -> array[int] | None:
+        return _positions_by_cursor(self, buf, limit)
 
     def hits(self, data: bytes) -> list[int]:
         if self._literals is None:
@@ -106,6 +141,24 @@ class _HyperscanMatcher:
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _HyperscanCursor(self, buf, hi)
+
+    def positions(self, buf: bytes, limit: int) -> array[int] | None:
+        # Every occurrence's last byte, as a cursor collects them: one scan, no Python per
+        # segment (several in one segment are fine: a position list may hold more than one).
+        out = array("q")
+        append = out.append
+
+        def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> bool:
+            append(to - 1)
+            return len(out) > limit  # True stops the scan
+
+        try:
+            self._db_all.scan(
+                buf, match_event_handler=on_match, scratch=self._hs.Scratch(self._db_all)
+            )
+        except self._hs.ScanTerminated:
+            return None
+        return out
 
     def hits(self, data: bytes) -> list[int]:
         scratch = getattr(self._local, "scratch", None)
@@ -230,6 +283,9 @@ class _FindMatcher:
 
     def cursor(self, buf: bytes, lo: int, hi: int) -> Cursor:
         return _FindCursor(self, buf, lo, hi)
+
+    def positions(self, buf: bytes, limit: int) -> array[int] | None:
+        return _positions_by_cursor(self, buf, limit)
 
     def hits(self, data: bytes) -> list[int]:
         return _hits_by_find(self.literals, data)

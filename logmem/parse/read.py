@@ -14,12 +14,13 @@ whatever its separators.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import regex
 
-from logmem.parse import separators
+from logmem.parse import prescan, separators
 from logmem.parse.continuation import (
     MAX_CONTINUATION_LINES as MAX_CONTINUATION_LINES,  # re-exported: tests use it
 )
@@ -75,23 +76,57 @@ def iter_segments(
     once: Sequence[bytes] = (),
     continuations: bool = False,
     chunk_bytes: int | None = None,
+    scan_ahead: bool = False,
 ) -> Iterator[Segment]:
     """Yield the segments of one input that contain a keyword, with their line numbers;
     of the segments that hold one of `once`, the first of the file and the first after each
     scheduler summary; with `continuations`, the lines that continue an exception's message.
-    `chunk_bytes` cuts the input into smaller chunks (tests: the result must not change)."""
+    `chunk_bytes` cuts the input into smaller chunks (tests: the result must not change).
+    With `scan_ahead`, a forked process does the keyword scan (logmem.parse.prescan)."""
     stats = stats or ReadStats(path)
+    chunks = chunks_of(path, stats, chunk_bytes)
+    scanner = None
+    if scan_ahead:
+        scanner = prescan.start(keywords, chunks)
+    try:
+        yield from _segments(path, chunks, keywords, stats, once, continuations, scanner)
+    finally:
+        if scanner is not None:
+            scanner.close()
+
+
+def chunks_of(path: str, stats: ReadStats, chunk_bytes: int | None = None) -> Iterator[bytes]:
+    """The chunks the reader cuts into segments (a generator: nothing is opened before the
+    first); `chunk_bytes` cuts them smaller."""
+    chunks = iter_chunks(path, stats)
+    if chunk_bytes:
+        chunks = (c[i : i + chunk_bytes] for c in chunks for i in range(0, len(c), chunk_bytes))
+    return chunks
+
+
+def _segments(
+    path: str,
+    chunks: Iterator[bytes],
+    keywords: regex.Pattern[bytes],
+    stats: ReadStats,
+    once: Sequence[bytes],
+    continuations: bool,
+    scanner: prescan.Scanner | None,
+) -> Iterator[Segment]:
     matcher = matcher_for(keywords)
     state = Once(tuple(once), continuations=continuations)
     carry = b""
     carry_truncated = False
     line_no = 1  # line number at the start of `carry` (or of the next chunk)
     last = b"\n"
-    chunks = iter_chunks(path, stats)
-    if chunk_bytes:
-        chunks = (c[i : i + chunk_bytes] for c in chunks for i in range(0, len(c), chunk_bytes))
     for chunk in chunks:
         last = chunk[-1:]
+        hits = None  # the scanner's keyword positions in this chunk, or None: a cursor scans
+        if scanner is not None:
+            if prescan.worth_keeping(stats.bytes_read, state.segments):
+                hits = scanner.hits(chunk)
+            else:
+                scanner.close()  # a dense input: the scan is not what it waits for
         start = 0
         if carry_truncated:
             # Inside a giant segment whose head we kept: drop bytes up to its end.
@@ -113,7 +148,9 @@ def iter_segments(
                 head = carry + chunk[start:first]
                 line_no = yield from _scan(path, head, 0, len(head), line_no, matcher, stats, state)
                 start = first
-            line_no = yield from _scan(path, chunk, start, cut, line_no, matcher, stats, state)
+            line_no = yield from _scan(
+                path, chunk, start, cut, line_no, matcher, stats, state, hits
+            )
             carry = chunk[cut:]
         if len(carry) > MAX_SEGMENT_BYTES:
             carry = carry[:MAX_SEGMENT_BYTES]
@@ -138,6 +175,7 @@ def _scan(
     matcher: Matcher,
     stats: ReadStats,
     once: Once | None = None,
+    hits: array[int] | None = None,
 ) -> Generator[Segment, None, int]:
     """Yield each segment of ``buf[lo:hi]`` that holds a keyword (and the continuation
     lines of an exception line, and the `once` segments); return the line number at `hi`.
@@ -148,7 +186,8 @@ def _scan(
     if lo >= hi:
         return line_no
     once = once or Once(())
-    cursor = matcher.cursor(buf, lo, hi)
+    # `hits`: the scanner's keyword positions in `buf` (logmem.parse.prescan), else a scan.
+    cursor = prescan.ListCursor(hits, hi) if hits is not None else matcher.cursor(buf, lo, hi)
     seps = separators.for_range(buf, lo, hi, stats.bytes_read, once.segments)
     base = line_no  # the line number at `lo`
     pos = lo
