@@ -34,8 +34,8 @@ import regex
 from logmem.parse import progress
 from logmem.parse.matchers import Matcher, matcher_for
 
-# Past this many keyword segments in one chunk (~4 MiB: a keyword on every line of 16 bytes),
-# the list would cost more memory than the scan it saves: the reader scans that chunk itself.
+# Past this many keyword positions in one chunk (~4 MiB: one every 16 bytes), the list would
+# cost more memory than the scan it saves: the reader scans that chunk itself.
 MAX_HITS = 1 << 18
 _PROBE = 16  # bytes from each end of a chunk, to check it is the chunk the reader has
 # length of the chunk, number of hits (DENSE: none sent), its first and last _PROBE bytes
@@ -145,7 +145,7 @@ def _scan(w: int, matcher: Matcher, chunks: Iterator[bytes], parent: int) -> Non
                 if found is not None:
                     out.write(found.tobytes())
                 out.flush()  # whole messages: the reader waits for this chunk's
-                # Let go of this chunk before the next is read: two at once are 4 MiB more.
+                # Let go of this chunk before the next is read: one 4 MiB buffer held, not two.
                 del chunk, found
                 if os.getppid() != parent:  # the reader is gone
                     break
