@@ -97,11 +97,13 @@ def test_corpus_logs_read_the_same(log: Path) -> None:
     assert _read(log, True, 997) == _read(log, False, 997)
 
 
-def test_a_dense_chunk_is_scanned_by_the_reader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_dense_chunk_ends_the_scanner_and_the_reader_scans_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[int]
 ) -> None:
-    path = _log(tmp_path)
-    monkeypatch.setattr(prescan, "MAX_HITS", 2)  # the scanner (a fork) sees it too
+    sparse = [f"{P}Decode batch {i}" if i % 20 else f"{P}avail mem={i}.5 GB" for i in range(600)]
+    dense = [f"{P}" + "GB " * 40 for _ in range(200)]  # one position every 3 bytes
+    path = tmp_path / "x.log"
+    path.write_text("\n".join(sparse + dense + sparse) + "\n")
     sent: list[bool] = []
     real = prescan.Scanner.hits
 
@@ -111,8 +113,11 @@ def test_a_dense_chunk_is_scanned_by_the_reader(
         return out
 
     monkeypatch.setattr(prescan.Scanner, "hits", hits)
-    assert _read(path, True, 200) == _read(path, False, 200)
-    assert True in sent and False in sent  # sparse chunks came as lists, dense ones did not
+    assert _read(path, True, 4096) == _read(path, False, 4096)
+    # Lists for the sparse chunks, then none from the first dense one on (the scanner ended).
+    first_none = sent.index(False)
+    assert first_none > 3 and not any(sent[first_none:])
+    assert reaped(forked)
 
 
 def test_a_scanner_that_dies_leaves_the_reader_to_scan(
@@ -183,4 +188,25 @@ def test_a_dense_input_ends_its_scanner_and_reads_the_same(
     monkeypatch.setattr(prescan.Scanner, "hits", hits)
     assert _read(path, True, 1000) == _read(path, False, 1000)
     assert 3 <= len(asked) <= 6  # asked until 4,000 bytes were read, then ended
+    assert reaped(forked)
+
+
+def test_a_giant_line_of_keywords_costs_the_scanner_one_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: list[int]
+) -> None:
+    # The reader skips a line without separators (it keeps its first 4 MiB); a scanner that
+    # went on listing its keyword positions would make the reader wait for them.
+    path = tmp_path / "gb.log"
+    path.write_bytes(f"{P}avail mem=1.0 GB\n".encode() + b"GB" * 50_000 + b"\n")
+    sent: list[tuple[bool, bool]] = []  # (a list came, the scanner is still there)
+    real = prescan.Scanner.hits
+
+    def hits(self: prescan.Scanner, chunk: bytes) -> object:
+        out = real(self, chunk)
+        sent.append((out is not None, self._in is not None))
+        return out
+
+    monkeypatch.setattr(prescan.Scanner, "hits", hits)
+    assert _read(path, True, 4096) == _read(path, False, 4096)
+    assert sent[0] == (False, False)  # the first chunk is dense: the scanner ended there
     assert reaped(forked)
