@@ -19,9 +19,10 @@ Sections (logs from bench/gen.py, written to the temp folder and deleted after u
 
 Every figure is the median of --repeat runs (grep and logmem interleaved, so a busy moment
 hits both); RSS is the largest of the runs: /usr/bin/time's (the largest process) or, on Linux,
-the summed PSS of logmem and its child processes (read-ahead, scanner) sampled every 50 ms, whichever is larger.
---quick scales the sizes down (256 MiB instead of 1 GiB, up to 2048 ranks, 400 files, 250
-restarts, 1024 HTML ranks) and says so in the table. This prints figures; it asserts nothing about the machine it runs on.
+the summed PSS of logmem and its child processes (read-ahead, scanner) sampled every 50 ms,
+whichever is larger. --quick scales the sizes down (256 MiB instead of 1 GiB, up to 2048
+ranks, 400 files, 250 restarts, 1024 HTML ranks) and says so in the table. This prints
+figures; it asserts nothing about the machine it runs on.
 """
 
 from __future__ import annotations
