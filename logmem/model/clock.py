@@ -35,7 +35,12 @@ def _dated(ts: str) -> datetime | None:
     # small log's analyze.
     try:
         return datetime(
-            int(ts[0:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]), int(ts[14:16]), int(ts[17:19])
+            int(ts[0:4]),
+            int(ts[5:7]),
+            int(ts[8:10]),
+            int(ts[11:13]),
+            int(ts[14:16]),
+            int(ts[17:19]),
         )
     except ValueError:
         return None
