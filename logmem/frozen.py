@@ -191,13 +191,7 @@ def _make(cls: T, opts: dict[str, Any]) -> T:
     if plain:
         _set_method(klass, "__init__", _plain_init(klass, fields))
         if not doc:
-            klass.__doc__ = None
-            # dataclass's own words for a class without a docstring.
-            try:
-                text_sig = str(inspect.signature(klass)).replace(" -> None", "")
-            except (TypeError, ValueError):
-                text_sig = ""
-            klass.__doc__ = klass.__name__ + text_sig
+            klass.__doc__ = _doc(klass, fields)
     if not has_repr:
         _set_method(klass, "__repr__", _repr_method(tuple(f.name for f in fields if f.repr)))
     values = _tuple_of(tuple(f.name for f in fields if f.compare))
@@ -247,6 +241,7 @@ def _plain_field(f: dataclasses.Field[Any]) -> bool:
 # of that name; the rest would shadow its helper): such a class is left to dataclass.
 _RESERVED = frozenset({"self", "__dataclass_builtins_object__"})
 _KW_ONLY: Any = getattr(dataclasses, "KW_ONLY", None)  # Python 3.10+
+_OBJECT_NEW: Any = object.__new__
 # _plain_init's compiled templates, by (positional, keyword-only) parameter count.
 _TEMPLATES: dict[tuple[int, int], types.CodeType] = {}
 
@@ -303,6 +298,38 @@ def _plain_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> Callabl
     init.__kwdefaults__ = kw_defaults or None
     init.__annotations__ = {f.name: f.type for f in positional + keyword} | {"return": None}
     return cast(Callable[..., None], init)
+
+
+def _doc(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> str:
+    """dataclass's __doc__ for a class without a docstring, ``Name(a: 'int', b: 'str' = 'x')``,
+    for a class _plain_init made the __init__ of. inspect.signature took 1.8 ms of a small
+    analyze for the 28 classes without a docstring; for a plain class whose annotations are
+    strings (``from __future__ import annotations``, as throughout logmem) its text is the
+    fields' own, as Signature.__str__ writes them: ``name: 'type'``, `` = repr(default)``, a
+    ``*`` before the keyword-only ones and `` -> None``, which dataclass then removes."""
+    simple = (
+        type(cls) is type
+        and cls.__new__ is _OBJECT_NEW
+        and not hasattr(cls, "__signature__")
+        and not hasattr(cls, "__wrapped__")
+        and all(isinstance(f.type, str) for f in fields)
+    )
+    if not simple:  # dataclass's own code
+        cls.__doc__ = None
+        try:
+            text_sig = str(inspect.signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            text_sig = ""
+        return str(cls.__name__ + text_sig)
+    params = []
+    star = False
+    for f in fields:
+        if f.kw_only and not star:
+            params.append("*")
+            star = True
+        text = f"{f.name}: {f.type!r}"
+        params.append(text if f.default is dataclasses.MISSING else f"{text} = {f.default!r}")
+    return str(cls.__name__ + f"({', '.join(params)}) -> None".replace(" -> None", ""))
 
 
 def _placeholder_init(owner: Any) -> Callable[..., None]:
