@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from conftest import REPO
-from logmem.frozen import frozen, realise
+from logmem.frozen import frozen, mutable, realise
 
 
 def _pair() -> tuple[type, type]:
@@ -315,4 +315,37 @@ def test_frozen_setattr_rules_match_dataclass() -> None:
         del y.other  # type: ignore[attr-defined]
     assert vars(Ours)["__setattr__"].__qualname__ == vars(Ref)["__setattr__"].__qualname__.replace(
         "Ref", "Ours"
+    )
+
+
+def test_mutable_is_the_dataclass_one() -> None:
+    """@mutable: dataclass's mutable class, its __repr__ and __eq__ made as @frozen's."""
+
+    def body() -> dict[str, Any]:
+        return {
+            "__annotations__": {"a": int, "b": "list[int]", "c": str},
+            "b": dataclasses.field(default_factory=list),
+            "c": dataclasses.field(default="c", compare=False),
+        }
+
+    ours = mutable(type("Rec", (), body()))
+    ref = dataclasses.dataclass(type("Rec", (), body()))
+    assert repr(ours.__dataclass_params__) == repr(ref.__dataclass_params__)
+    assert [repr(f) for f in dataclasses.fields(ours)] == [repr(f) for f in dataclasses.fields(ref)]
+    assert ours.__doc__ == ref.__doc__ and ours.__match_args__ == ref.__match_args__
+    assert ours.__hash__ is None and ref.__hash__ is None
+    for name in ("__repr__", "__eq__"):
+        assert vars(ours)[name].__qualname__ == vars(ref)[name].__qualname__
+    a, b = ours(1), ref(1)
+    a.b.append(2)
+    b.b.append(2)
+    assert repr(a) == repr(b) == "Rec(a=1, b=[2], c='c')"
+    assert a == ours(1, [2], "other") and a != ours(2, [2]) and a.__eq__(b) is NotImplemented
+    a.a = 5  # mutable
+    assert a.a == 5
+    assert (
+        mutable(type("H", (), {"__annotations__": {"a": int}, "__hash__": lambda s: 7}))(
+            1
+        ).__hash__()
+        == 7
     )

@@ -18,10 +18,10 @@ import stat
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
 from logmem.errors import InputError, InputWarning
+from logmem.frozen import mutable
 from logmem.parse import progress as progress
 
 CHUNK_BYTES = 4 << 20
@@ -47,7 +47,7 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 
 
-@dataclass
+@mutable
 class ReadStats:
     """What the reader saw, for reports about the input itself.
 
