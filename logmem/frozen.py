@@ -43,6 +43,9 @@ tests/test_frozen.py compares them). Python 3.13 compiles a class's
 methods in one ``exec`` already (and compares field by field), so there ``dataclass`` does
 it all.
 
+The few mutable classes (the model's builders, ReadStats) use :func:`mutable`: a plain
+``dataclass`` made at once, with the same closures for ``__repr__`` and ``__eq__``.
+
 For type checkers ``frozen`` is ``dataclass_transform``-ed (frozen by default), so mypy sees
 the same classes as with ``@dataclass(frozen=True)``.
 """
