@@ -33,9 +33,18 @@ and ``__hash__`` as closures over ``operator.attrgetter``, with the same
 semantics as the generated ones: the compared fields as a tuple, equal only for the same
 class, ``NotImplemented`` otherwise; the ``repr`` fields as ``Name(a=1, b='b')`` with "..."
 for a recursive repr; the same rule for when ``__hash__`` is added; and
-``__dataclass_params__`` saying ``repr=True, eq=True``. Python 3.13 compiles a class's
+``__dataclass_params__`` saying ``repr=True, eq=True``. Compiling ``__init__`` was then
+half of what was left (0.18 of 0.33 ms a class): for a class whose fields are all plain (no
+``default_factory``, ``init=False``, InitVar or ``__post_init__``: 382 of 383) ``dataclass``
+is asked for no ``__init__`` and ``_plain_init`` makes the one it would have written from a
+template compiled once per number of parameters, its names replaced by the fields' (the
+same code, defaults, annotations, globals, qualified name and ``__doc__`` signature;
+tests/test_frozen.py compares them). Python 3.13 compiles a class's
 methods in one ``exec`` already (and compares field by field), so there ``dataclass`` does
 it all.
+
+The few mutable classes (the model's builders, ReadStats) use :func:`mutable`: a plain
+``dataclass`` made at once, with the same closures for ``__repr__`` and ``__eq__``.
 
 For type checkers ``frozen`` is ``dataclass_transform``-ed (frozen by default), so mypy sees
 the same classes as with ``@dataclass(frozen=True)``.
@@ -44,8 +53,10 @@ the same classes as with ``@dataclass(frozen=True)``.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 import threading
+import types
 from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
@@ -155,35 +166,204 @@ def _make(cls: T, opts: dict[str, Any]) -> T:
     methods made as closures instead (see the module docstring)."""
     if sys.version_info >= (3, 13):
         return cast(T, dataclasses.dataclass(cls, frozen=True, **opts))
-    own = cls.__dict__
-    # dataclass's own rule: a __hash__ the body wrote is kept; the None that Python puts
-    # there for a body that defines __eq__ alone is not one.
-    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
-    has_repr, has_eq = "__repr__" in own, "__eq__" in own
+    has_repr, has_eq, explicit_hash = _own_methods(cls)
     # The private helper is swapped only while this class is made (under _LOCK, so two
     # threads cannot interleave swaps), and put back whatever happens. Another thread's own
     # frozen dataclass made meanwhile would get the same closures: the same behaviour.
+    plain = _plain(cls)
+    doc = cls.__doc__
     with _LOCK:
         made: Any = dataclasses
         original = made._frozen_get_del_attr
         made._frozen_get_del_attr = _frozen_get_del_attr
         try:
-            dataclasses.dataclass(cls, frozen=True, repr=False, eq=False, **opts)
+            if plain and not doc:
+                # Its __doc__ is the signature of the __init__ made below, not the inherited one.
+                cls.__doc__ = "-"
+            dataclasses.dataclass(cls, frozen=True, init=not plain, repr=False, eq=False, **opts)
         finally:
             made._frozen_get_del_attr = original
     klass: Any = cls
-    params = klass.__dataclass_params__
-    params.repr = params.eq = True
+    klass.__dataclass_params__.init = True
     fields = dataclasses.fields(klass)
-    if not has_repr:
-        _set_method(klass, "__repr__", _repr_method(tuple(f.name for f in fields if f.repr)))
-    values = _tuple_of(tuple(f.name for f in fields if f.compare))
-    if not has_eq:
-        _set_method(klass, "__eq__", _eq_method(values))
+    if plain:
+        _set_method(klass, "__init__", _plain_init(klass, fields))
+        if not doc:
+            klass.__doc__ = _doc(klass, fields)
+    _add_repr_eq(klass, fields, has_repr, has_eq)
     if not explicit_hash:
         hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
         _set_method(klass, "__hash__", _hash_method(_tuple_of(hashed)))
     return cls
+
+
+def _own_methods(cls: type) -> tuple[bool, bool, bool]:
+    """Whether the class body wrote __repr__, __eq__ and __hash__ (dataclass's own rule for
+    the last: the None that Python puts there for a body that defines __eq__ alone is not one)."""
+    own = cls.__dict__
+    explicit_hash = "__hash__" in own and not (own["__hash__"] is None and "__eq__" in own)
+    return "__repr__" in own, "__eq__" in own, explicit_hash
+
+
+def _add_repr_eq(
+    klass: Any, fields: tuple[dataclasses.Field[Any], ...], has_repr: bool, has_eq: bool
+) -> None:
+    """The __repr__ and __eq__ dataclass would have compiled, as closures (module docstring)."""
+    params = klass.__dataclass_params__
+    params.repr = params.eq = True
+    if not has_repr:
+        _set_method(klass, "__repr__", _repr_method(tuple(f.name for f in fields if f.repr)))
+    if not has_eq:
+        _set_method(
+            klass, "__eq__", _eq_method(_tuple_of(tuple(f.name for f in fields if f.compare)))
+        )
+
+
+@dataclass_transform()
+def mutable(cls: T) -> T:
+    """``@dataclass`` for logmem's few mutable classes (the model's builders, ReadStats, a
+    Scene), made at once as dataclass makes them but with __repr__ and __eq__ as the
+    closures @frozen uses instead of two more compiles each: the ten a small analyze imports
+    took 8.6 ms in dataclass. Same semantics, and unhashable as dataclass leaves a mutable
+    class with __eq__ (unless its body wrote a __hash__)."""
+    if sys.version_info >= (3, 13):  # one compile for all methods there already
+        return cast(T, dataclasses.dataclass(cls))
+    has_repr, has_eq, explicit_hash = _own_methods(cls)
+    dataclasses.dataclass(cls, repr=False, eq=False)
+    klass: Any = cls
+    _add_repr_eq(klass, dataclasses.fields(klass), has_repr, has_eq)
+    if not explicit_hash:
+        klass.__hash__ = None
+    return cls
+
+
+def _plain(cls: type) -> bool:
+    """Whether ``cls``'s __init__ can be _plain_init's: none of its own, no __post_init__,
+    and in every class of its MRO each field an annotation with at most a plain default (no
+    default_factory, ``init=False``, InitVar or KW_ONLY, which change what the generated
+    __init__ does)."""
+    if hasattr(cls, "__post_init__") or "__init__" in cls.__dict__:  # dataclass keeps its own
+        return False
+    for klass in cls.__mro__:
+        own = klass.__dict__
+        for name, kind in own.get("__annotations__", {}).items():
+            declared = own.get(name)
+            if name in _RESERVED or (
+                isinstance(declared, dataclasses.Field) and not _plain_field(declared)
+            ):
+                return False
+            if isinstance(kind, str):
+                if "InitVar" in kind or "KW_ONLY" in kind:
+                    return False
+            elif (
+                kind is _KW_ONLY
+                or kind is dataclasses.InitVar
+                or isinstance(kind, dataclasses.InitVar)
+            ):
+                return False
+        made: dict[str, dataclasses.Field[Any]] = own.get("__dataclass_fields__", {})
+        if not all(_plain_field(f) for f in made.values()):
+            return False
+    return True
+
+
+def _plain_field(f: dataclasses.Field[Any]) -> bool:
+    return f.init and f.default_factory is dataclasses.MISSING
+
+
+# Parameter names the generated __init__ uses itself (dataclass renames self for a field
+# of that name; the rest would shadow its helper): such a class is left to dataclass.
+_RESERVED = frozenset({"self", "__dataclass_builtins_object__"})
+_KW_ONLY: Any = getattr(dataclasses, "KW_ONLY", None)  # Python 3.10+
+_OBJECT_NEW: Any = object.__new__
+# _plain_init's compiled templates, by (positional, keyword-only) parameter count.
+_TEMPLATES: dict[tuple[int, int], types.CodeType] = {}
+
+
+def _template(positional: int, keyword: int) -> types.CodeType:
+    """The code dataclass generates for a frozen __init__ of that many plain fields, with
+    fields named _f0, _f1, ...: compiled once per shape, renamed per class."""
+    code = _TEMPLATES.get((positional, keyword))
+    if code is None:
+        names = [f"_f{i}" for i in range(positional + keyword)]
+        params = ["self", *names[:positional], *(["*"] if keyword else []), *names[positional:]]
+        body = [f"__dataclass_builtins_object__.__setattr__(self,{n!r},{n})" for n in names]
+        text = "\n".join(f"  {line}" for line in body or ["pass"])
+        source = (
+            f"def __create_fn__(__dataclass_builtins_object__):\n"
+            f" def __init__({','.join(params)}):\n{text}\n return __init__"
+        )
+        made: dict[str, Any] = {}
+        exec(source, {}, made)  # noqa: S102 - a fixed template, as dataclasses' own exec
+        code = made["__create_fn__"](object).__code__
+        _TEMPLATES[positional, keyword] = code
+    return code
+
+
+def _plain_init(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
+    """The __init__ ``dataclass(frozen=True)`` writes for fields that are all plain (see
+    _plain), without compiling it: compiling was half the cost of realising a class (0.18 ms
+    of 0.33 ms). The template's code object gets the fields' names, as parameters and as
+    the attribute names it sets; the function gets the defaults, annotations, globals
+    (the class's module) and name that dataclass gives its own."""
+    positional = [f for f in fields if not f.kw_only]
+    keyword = [f for f in fields if f.kw_only]
+    seen_default = False
+    for f in positional:  # dataclass's own check, with its words
+        if f.default is not dataclasses.MISSING:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    template = _template(len(positional), len(keyword))
+    renamed = {f"_f{i}": f.name for i, f in enumerate(positional + keyword)}
+    code = template.replace(
+        co_varnames=tuple(renamed.get(n, n) for n in template.co_varnames),
+        co_consts=tuple(renamed.get(c, c) if isinstance(c, str) else c for c in template.co_consts),
+    )
+    defaults = tuple(f.default for f in positional if f.default is not dataclasses.MISSING)
+    init: Any = types.FunctionType(
+        code,
+        sys.modules[cls.__module__].__dict__,
+        "__init__",
+        defaults or None,
+        tuple(types.CellType(object) for _ in template.co_freevars),  # none without fields
+    )
+    kw_defaults = {f.name: f.default for f in keyword if f.default is not dataclasses.MISSING}
+    init.__kwdefaults__ = kw_defaults or None
+    init.__annotations__ = {f.name: f.type for f in positional + keyword} | {"return": None}
+    return cast(Callable[..., None], init)
+
+
+def _doc(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> str:
+    """dataclass's __doc__ for a class without a docstring, ``Name(a: 'int', b: 'str' = 'x')``,
+    for a class _plain_init made the __init__ of. inspect.signature took 1.8 ms of a small
+    analyze for the 28 classes without a docstring; for a plain class whose annotations are
+    strings (``from __future__ import annotations``, as throughout logmem) its text is the
+    fields' own, as Signature.__str__ writes them: ``name: 'type'``, `` = repr(default)``, a
+    ``*`` before the keyword-only ones and `` -> None``, which dataclass then removes."""
+    simple = (
+        type(cls) is type
+        and cls.__new__ is _OBJECT_NEW
+        and not hasattr(cls, "__signature__")
+        and not hasattr(cls, "__wrapped__")
+        and all(isinstance(f.type, str) for f in fields)
+    )
+    if not simple:  # dataclass's own code
+        cls.__doc__ = None
+        try:
+            text_sig = str(inspect.signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            text_sig = ""
+        return str(cls.__name__ + text_sig)
+    params = []
+    star = False
+    for f in fields:
+        if f.kw_only and not star:
+            params.append("*")
+            star = True
+        text = f"{f.name}: {f.type!r}"
+        params.append(text if f.default is dataclasses.MISSING else f"{text} = {f.default!r}")
+    return str(cls.__name__ + f"({', '.join(params)}) -> None".replace(" -> None", ""))
 
 
 def _placeholder_init(owner: Any) -> Callable[..., None]:

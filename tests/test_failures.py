@@ -26,7 +26,8 @@ from logmem.api import read_log
 from logmem.model.records import Launch
 from logmem.report.fixes import effect_text
 from logmem.report.jsonout import failure_json
-from logmem.report.verdict import explanation_text, verdict_lines
+from logmem.report.notes import explanation_text
+from logmem.report.verdict import verdict_lines
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -955,7 +956,7 @@ def test_every_fix_effect_and_note_has_words() -> None:
     import typing
 
     import logmem.analysis.failures.facts as fx
-    from logmem.report.verdict import note_text
+    from logmem.report.notes import note_text
 
     for t in typing.get_args(fx.Effect):
         assert t in effect_text.registry, t  # type: ignore[attr-defined]

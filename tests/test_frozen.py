@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
 
 from conftest import REPO
-from logmem.frozen import frozen, realise
+from logmem.frozen import frozen, mutable, realise
 
 
 def _pair() -> tuple[type, type]:
@@ -154,6 +156,68 @@ def _layouts() -> list[dict[str, Any]]:
     ]
 
 
+def _same_init(ours: type, ref: type) -> None:
+    """The __init__ frozen made (compiled or from its template) is dataclass's own."""
+    mine, theirs = vars(ours)["__init__"], vars(ref)["__init__"]
+    assert str(inspect.signature(mine)) == str(inspect.signature(theirs))
+    assert mine.__defaults__ == theirs.__defaults__
+    assert mine.__kwdefaults__ == theirs.__kwdefaults__
+    assert mine.__annotations__ == theirs.__annotations__
+    assert mine.__globals__ is theirs.__globals__
+    for name in ("co_name", "co_varnames", "co_argcount", "co_kwonlyargcount", "co_freevars"):
+        assert getattr(mine.__code__, name) == getattr(theirs.__code__, name), name
+    if sys.version_info >= (3, 11):
+        assert mine.__code__.co_qualname == theirs.__code__.co_qualname
+    # The words of a wrong call (they name the function by its code).
+    for args, kwargs in (((), {}), ((1,) * 9, {}), ((), {"nope": 1})):
+        assert _refusal(ours, args, kwargs) == _refusal(ref, args, kwargs)
+
+
+def _refusal(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    try:
+        cls(*args, **kwargs)
+    except TypeError as e:
+        return str(e)
+    return None
+
+
+def test_a_default_before_a_field_without_one_is_refused_as_dataclass_does() -> None:
+    body = {"__annotations__": {"a": int, "b": int}, "a": 1}
+    ours = frozen(type("Rec", (), dict(body)))
+    with pytest.raises(TypeError) as got:
+        realise(ours)
+    with pytest.raises(TypeError) as want:
+        dataclasses.dataclass(frozen=True)(type("Rec", (), dict(body)))
+    assert str(got.value) == str(want.value)
+
+
+def _family(base: Callable[[type], type], sub: Callable[[type], type]) -> tuple[type, type]:
+    # Made twice, so that both families have the same qualified names.
+    @base
+    class Base:
+        a: int
+        b: str = "b"
+
+    @sub
+    class Sub(Base):  # type: ignore[valid-type, misc]
+        c: float
+        d: int = 4
+
+    return Base, Sub
+
+
+def test_plain_subclass_fields_and_defaults_are_dataclass_ones() -> None:
+    ours = _family(frozen, frozen(kw_only=True))
+    ref = _family(
+        dataclasses.dataclass(frozen=True), dataclasses.dataclass(frozen=True, kw_only=True)
+    )
+    realise(ours[1])
+    for mine, theirs in zip(ours, ref):
+        _same_init(mine, theirs)
+        assert mine.__doc__ == theirs.__doc__ and mine.__match_args__ == theirs.__match_args__
+    assert repr(ours[1](1, c=2.0)) == repr(ref[1](1, c=2.0))
+
+
 def _twins(body: dict[str, Any], kw_only: bool) -> tuple[type, type]:
     ours = frozen(kw_only=kw_only)(type("Rec", (), dict(body)))
     ref = dataclasses.dataclass(frozen=True, kw_only=kw_only)(type("Rec", (), dict(body)))
@@ -179,6 +243,7 @@ def test_realised_class_is_the_dataclass_one(index: int, kw_only: bool) -> None:
         assert (name in vars(ours)) == (name in vars(ref)), name
         if name in vars(ours) and callable(vars(ours)[name]):
             assert vars(ours)[name].__qualname__ == vars(ref)[name].__qualname__
+    _same_init(ours, ref)
     (a1, a2), (b1, b2) = _sample(ours), _sample(ref)
     assert repr(a1) == repr(b1) and repr(a2) == repr(b2)
     assert (a1 == a2) == (b1 == b2) and (a1 == a1) == (b1 == b1)
@@ -250,4 +315,37 @@ def test_frozen_setattr_rules_match_dataclass() -> None:
         del y.other  # type: ignore[attr-defined]
     assert vars(Ours)["__setattr__"].__qualname__ == vars(Ref)["__setattr__"].__qualname__.replace(
         "Ref", "Ours"
+    )
+
+
+def test_mutable_is_the_dataclass_one() -> None:
+    """@mutable: dataclass's mutable class, its __repr__ and __eq__ made as @frozen's."""
+
+    def body() -> dict[str, Any]:
+        return {
+            "__annotations__": {"a": int, "b": "list[int]", "c": str},
+            "b": dataclasses.field(default_factory=list),
+            "c": dataclasses.field(default="c", compare=False),
+        }
+
+    ours = mutable(type("Rec", (), body()))
+    ref = dataclasses.dataclass(type("Rec", (), body()))
+    assert repr(ours.__dataclass_params__) == repr(ref.__dataclass_params__)
+    assert [repr(f) for f in dataclasses.fields(ours)] == [repr(f) for f in dataclasses.fields(ref)]
+    assert ours.__doc__ == ref.__doc__ and ours.__match_args__ == ref.__match_args__
+    assert ours.__hash__ is None and ref.__hash__ is None
+    for name in ("__repr__", "__eq__"):
+        assert vars(ours)[name].__qualname__ == vars(ref)[name].__qualname__
+    a, b = ours(1), ref(1)
+    a.b.append(2)
+    b.b.append(2)
+    assert repr(a) == repr(b) == "Rec(a=1, b=[2], c='c')"
+    assert a == ours(1, [2], "other") and a != ours(2, [2]) and a.__eq__(b) is NotImplemented
+    a.a = 5  # mutable
+    assert a.a == 5
+    assert (
+        mutable(type("H", (), {"__annotations__": {"a": int}, "__hash__": lambda s: 7}))(
+            1
+        ).__hash__()
+        == 7
     )

@@ -204,3 +204,25 @@ def test_one_file_has_no_grouping_sentences() -> None:
 def _squash(s: str) -> str:
     """Text wraps long lines: compare with whitespace runs as one space."""
     return re.sub(r"\s+", " ", s)
+
+
+def test_a_dated_prefix_reads_as_strptime_reads_it() -> None:
+    """logmem.model.clock reads "YYYY-MM-DD HH:MM:SS" by its fixed fields (no strptime on
+    the path, see _dated): the same datetime, or None where strptime raises."""
+    from logmem.model.clock import _dated
+
+    def strptime(ts: str) -> datetime | None:
+        try:
+            return datetime.strptime(ts, "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            return None
+
+    stamps = [
+        f"{y}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}:{s:02d}"
+        for y in ("0000", "0001", "1900", "2024", "2026", "9999")
+        for mo in (0, 1, 2, 12, 13)
+        for d in (0, 1, 28, 29, 30, 31, 32)
+        for h, mi, s in ((0, 0, 0), (23, 59, 59), (24, 0, 0), (0, 60, 0), (0, 0, 60), (0, 0, 61))
+    ] + ["2026-99-99 99:99:99"]
+    for ts in stamps:
+        assert _dated(ts) == strptime(ts), ts

@@ -8,16 +8,16 @@ conservation laws. Built by logmem.analysis.attribution.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 
-from logmem.frozen import frozen
+from logmem.frozen import frozen, mutable
 from logmem.model.records import Graph, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
 
 
-@dataclass
+@mutable
 class Reading:
     """One free-memory reading of a rank's chain, in print order (what phases run between)."""
 

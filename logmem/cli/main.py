@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from logmem import __version__
+from logmem.cli import GC_THRESHOLDS
 from logmem.cli.commands import COMMANDS, load_command
 from logmem.cli.options import UserError
 
@@ -86,12 +87,10 @@ def cli(ctx: click.Context, quiet: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error, 2 usage)."""
-    # A report holds hundreds of thousands of small objects (events, ledgers, the JSON tree)
-    # and next to no reference cycles: with the default thresholds the cycle collector's
-    # full passes took a third of the time of a 8192-rank analyze. Rarer passes, restored
-    # afterwards (tests and library callers run main() in their own process).
+    # Rarer cycle collections (see GC_THRESHOLDS), restored afterwards: tests and library
+    # callers run main() in their own process.
     thresholds = gc.get_threshold()
-    gc.set_threshold(50_000, 50, 50)
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         return _run(argv)
     finally:

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
+from logmem.frozen import mutable
 from logmem.model.captures import (
     begin_capture,
     capture_sizes,
@@ -61,7 +62,7 @@ _ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFa
 _LATER_STEPS = (ev.CaptureBegin, ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.Summary)
 
 
-@dataclass
+@mutable
 class _LaunchB:
     index: int
     server_args: ev.ServerArgs | None = None

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from logmem.frozen import mutable
 from logmem.model.clock import printed_at
 from logmem.model.records import (
     OPENED_BY_BEGIN,
@@ -27,7 +28,7 @@ from logmem.sglang.capture_lists import ListContext, largest_from_count
 _SLACK = rules.DIFFERENCE_RESOLUTION_BYTES  # two printed readings differ by +-0.01 GiB
 
 
-@dataclass
+@mutable
 class GraphB:
     """A capture being read; frozen into a Graph when the launch is complete."""
 

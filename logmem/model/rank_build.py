@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from logmem.frozen import mutable
 from logmem.model.captures import GraphB, open_graph
 from logmem.model.records import Model, Rank
 from logmem.parse import events as ev
 from logmem.sglang.capture_lists import ListContext
 
 
-@dataclass
+@mutable
 class ModelB:
     role: str
     weights_begin: ev.WeightsBegin | None = None
@@ -33,7 +34,7 @@ class ModelB:
         )
 
 
-@dataclass
+@mutable
 class RankB:
     label: str
     tags: tuple[tuple[str, int], ...]

@@ -8,13 +8,14 @@ last error's message.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from logmem.frozen import mutable
 from logmem.model.records import MAX_FRAMES
 from logmem.parse import events as ev
 
 
-@dataclass
+@mutable
 class TracebackB:
     rank: str | None
     opening: ev.Event | None

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from logmem.frozen import mutable
 
 if TYPE_CHECKING:
     from logmem.parse.read import Segment
@@ -33,7 +34,7 @@ CONTINUATION_STOP = re.compile(
 )
 
 
-@dataclass
+@mutable
 class Once:
     """Literals yielded once per file and once per start-up (see patterns.ONCE_LITERALS):
     armed at the start of a file and again at each scheduler summary."""

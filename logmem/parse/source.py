@@ -10,21 +10,18 @@ N bytes. logmem.parse.read cuts these chunks into segments.
 
 from __future__ import annotations
 
-import bz2
 import codecs
 import contextlib
 import itertools
-import lzma
 import os
 import stat
 import sys
 import warnings
-import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO, cast
 
 from logmem.errors import InputError, InputWarning
+from logmem.frozen import mutable
 from logmem.parse import progress as progress
 
 CHUNK_BYTES = 4 << 20
@@ -50,7 +47,7 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 
 
-@dataclass
+@mutable
 class ReadStats:
     """What the reader saw, for reports about the input itself.
 
@@ -126,11 +123,19 @@ class _Stream:
         self.kind = kind
         self._unfed = b""  # zstd: input after the frame's end that was never fed
         self._d: Any
+        # The decompressors are imported by the first compressed input: a plain log's read
+        # does not load them (bz2, lzma and zlib: ~2 ms of a small log's analyze).
         if kind == "gzip":
+            import zlib
+
             self._d = zlib.decompressobj(wbits=31)
         elif kind == "bz2":
+            import bz2
+
             self._d = bz2.BZ2Decompressor()
         elif kind == "xz":
+            import lzma
+
             self._d = lzma.LZMADecompressor()
         else:
             self._d = _zstd_decompressor()

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
-from logmem.frozen import frozen
+from logmem.frozen import frozen, mutable
 from logmem.parse.lines import Record, Source
 from logmem.parse.patterns import MEMORY_FIGURE
 
@@ -122,7 +122,7 @@ class UnmatchedSink(Protocol):
         ...
 
 
-@dataclass
+@mutable
 class _Shape:
     shape: str
     count: int = 0

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from logmem.frozen import mutable
 from logmem.report.scene import Line, Mark, Rect, Scene, text_width
 
 GRID = "#e4e4e4"
@@ -77,7 +77,7 @@ BLUES = (
 CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-@dataclass
+@mutable
 class Panel:
     """A plotting box (x0, y0) to (x1, y1) in figure points, over data ranges xlim and ylim;
     xlog: base-2 logarithmic x; y grows upwards unless yflip (rows listed top down)."""

@@ -18,13 +18,11 @@ from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
-from logmem.report.fixes import effect_text, fix_value
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json
-from logmem.report.memory_split import failure_split
 from logmem.report.sentences import finding_text, reserve_term_text
-from logmem.report.verdict import explanation_text, headline_text
+from logmem.report.verdict import headline_text
 from logmem.units import Mem, gib
 
 if TYPE_CHECKING:
@@ -213,6 +211,12 @@ def rank_json(r: Rank, led: RankLedger | None = None) -> dict[str, Any]:
 def failure_json(f: Failure | None) -> dict[str, Any] | None:
     if f is None:
         return None
+    # Imported for a failure only: a clean launch's report does not load them (see
+    # logmem.report.verdict).
+    from logmem.report.fixes import effect_text, fix_value
+    from logmem.report.memory_split import failure_split
+    from logmem.report.notes import explanation_text
+
     return {
         "kind": f.kind,
         "memory_related": f.memory_related,

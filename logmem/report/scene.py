@@ -11,9 +11,9 @@ common ones), so a label found to fit here fits in any of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
-from logmem.frozen import frozen
+from logmem.frozen import frozen, mutable
 
 # Advance widths of DejaVu Sans, in em, for ASCII 32..126 (read from the font's metrics).
 _ADVANCE = (
@@ -126,7 +126,7 @@ Item = Rect | Line | Area | Mark | Text
 _BASELINE = {"baseline": 0.0, "middle": 0.35, "top": 0.76, "bottom": -0.24}
 
 
-@dataclass
+@mutable
 class Scene:
     """A figure: its size in points and what is drawn on it, in drawing order."""
 

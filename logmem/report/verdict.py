@@ -26,10 +26,6 @@ from logmem.analysis.failures.records import (
 )
 from logmem.analysis.failures.traces import NoiseKind, UpBy
 from logmem.parse.events import SchedulerException
-from logmem.report.fixes import fix_text, sentence
-from logmem.report.fixes import gib_text as _g
-from logmem.report.notes import explanation_text as explanation_text
-from logmem.report.notes import note_text as note_text
 from logmem.sglang import rules
 
 # --- the headline --------------------------------------------------------------------------------
@@ -150,8 +146,14 @@ def _unit(graph: str | None) -> str:
     return "num_tokens" if graph is not None and rules.graph_sized_in_tokens(graph) else "bs"
 
 
+# A failure's words (logmem.report.fixes, .notes) are imported by the functions that word
+# one: a clean launch's report does not load them (2 ms of a small log's analyze).
+
+
 def headline_text(f: fx.Failure) -> str:
     """The verdict's first line: what happened, where, on which ranks, with the figures."""
+    from logmem.report.fixes import gib_text as _g
+
     where = phase_text(f.phase, f.size, _unit(f.graph), f.offline)
     if f.kind == "stopped":
         rank = f.ranks[0] if f.ranks else "?"
@@ -178,6 +180,8 @@ def headline_text(f: fx.Failure) -> str:
 
 
 def _capture_state(f: fx.Failure) -> str:
+    from logmem.report.fixes import gib_text as _g
+
     if f.bucket_free_bytes is not None:
         return f" ({_g(f.bucket_free_bytes)} GiB free)"
     if f.compiling_size is not None:
@@ -205,6 +209,9 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
         )
         lines.append(f"Ready: start-up finished on {count}{_up_text(oc)}.")
     elif oc.failure is not None:
+        from logmem.report.fixes import fix_text, sentence
+        from logmem.report.notes import explanation_text
+
         f = oc.failure
         lines.append(headline_text(f))
         explanation = explanation_text(f)
