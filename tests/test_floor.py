@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 import logmem.analysis.findings as fd
-from conftest import corpus_log
+from conftest import FIXTURES, corpus_log
 from logmem.analysis.attribution import build_ledger
 from logmem.analysis.captures import graph_cost
 from logmem.analysis.ledger import Bound, What, floor_bound
@@ -136,3 +136,22 @@ def test_whatif_does_not_build_on_floored_or_masked_graphs() -> None:
     doc = json.loads(_run("whatif", "--format", "json", str(corpus_log("041-"))))
     for side in ("measured", "predicted"):
         assert doc[side]["graph_gib"] is None and doc[side]["graph_bound"] == "unknown"
+
+
+def test_report_says_where_the_capture_total_comes_from_when_it_differs() -> None:
+    text = _run("analyze", str(corpus_log("014-")))
+    assert (
+        "take 0.26 GiB on TP0 (the end line's mem usage, line 95; the printed readings\n  give 0.25)"
+        in text
+    )
+    # Where the logged figure prints the same as the readings, the sentence is as before.
+    text = _run("analyze", str(FIXTURES / "pair-e2-maxbs80-constructed.log"))
+    assert "take 0.92 GiB on TP0: static" in text
+
+
+def test_frames_leave_unknown_figures_empty() -> None:
+    from logmem.report.frames import ledger_records
+
+    rows = ledger_records(read_log(str(corpus_log("007-"))))
+    static = next(r for r in rows if r["cause"].startswith("static buffers"))
+    assert static["gib"] is None and static["bytes"] is None

@@ -90,6 +90,8 @@ class GraphSplit:
     # else the begin - end difference; bound: that figure's (a capture ending at the floor).
     logged: bool = False
     bound: Bound = Bound.EXACT
+    # The phase's readings (begin - end) when they print otherwise than the logged figure.
+    readings_bytes: int | None = None
 
 
 @frozen
@@ -112,6 +114,7 @@ class GraphSparse:
     backend: str = "cuda graph"
     logged: bool = False  # as GraphSplit
     bound: Bound = Bound.EXACT
+    readings_bytes: int | None = None
 
 
 @frozen
@@ -362,6 +365,9 @@ def _captures(rl: RankLedger) -> list[Finding]:
             drop, logged, bound = p.delta_bytes, False, p.bound
         else:
             drop, logged, bound = cost.bytes, cost.logged, cost.bound
+        readings = None
+        if logged and round(drop / GIB, 2) != round(p.delta_bytes / GIB, 2):
+            readings = p.delta_bytes  # e.g. 0.26 logged, 0.25 from the rounded readings
         unmeasured = (cost is not None and not cost.bound.known) or not p.bound.known
         if unmeasured and g.complete:
             # Free memory at the floor, or a negative usage: not "nothing", not a cost.
@@ -389,6 +395,7 @@ def _captures(rl: RankLedger) -> list[Finding]:
                     g.backend,
                     logged,
                     bound,
+                    readings,
                 )
             )
             if largest.facts.lazy:
@@ -396,7 +403,9 @@ def _captures(rl: RankLedger) -> list[Finding]:
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
             out.append(
-                GraphSparse(rl.rank, g.label, drop, parts, p.lines, g.backend, logged, bound)
+                GraphSparse(
+                    rl.rank, g.label, drop, parts, p.lines, g.backend, logged, bound, readings
+                )
             )
         if p.delta_bytes < -_TINY:
             out.append(CaptureRose(rl.rank, g.label, -p.delta_bytes, p.lines))

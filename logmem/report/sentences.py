@@ -236,15 +236,18 @@ def _(f: fd.GraphSplit) -> str:
     b = bounded_words
     return (
         f"{graphs_name(f.backend)} ({f.graph}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
-        f"{_logged(f.logged, f.lines[1])}: static {b(f.static.bytes, f.static.bound)}, "
+        f"{_logged(f.readings_bytes, f.lines[1])}: static {b(f.static.bytes, f.static.bound)}, "
         f"{cause_name(f.largest)} {b(f.largest.bytes, f.largest.bound)}, the {cause_name(f.other)} "
         f"{b(f.other.bytes, f.other.bound)} in all{tail}."
     )
 
 
-def _logged(logged: bool, line: int) -> str:
-    """Where a capture's total comes from, when it is the end line's own figure."""
-    return f" (logged, line {line})" if logged else ""
+def _logged(readings: int | None, line: int) -> str:
+    """Where a capture's total comes from when the end line's logged figure (SGLang's, from
+    unrounded readings) prints otherwise than the difference of the printed readings."""
+    if readings is None:
+        return ""
+    return f" (the end line's mem usage, line {line}; the printed readings give {_g(readings)})"
 
 
 @finding_text.register
@@ -257,7 +260,7 @@ def _(f: fd.GraphSparse) -> str:
     parts = "; ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.parts)
     return (
         f"{graphs_name(f.backend)} ({f.graph}) take {bounded_words(f.drop_bytes, f.bound)} GiB on "
-        f"{_on(f.rank)}{_logged(f.logged, f.lines[1])}, "
+        f"{_on(f.rank)}{_logged(f.readings_bytes, f.lines[1])}, "
         "but the log kept "
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
         f"{parts}."
