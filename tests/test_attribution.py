@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import logmem.analysis.findings as fd
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
 from logmem.analysis.attribution import build_ledger, rank_ledger
-from logmem.analysis.ledger import Lazy, What
+from logmem.analysis.ledger import Bound, Lazy, What
 from logmem.api import read_log
 from logmem.model.records import Rank
 from logmem.parse import events as ev
@@ -168,14 +168,20 @@ def test_kimi_k3_target_verify_split() -> None:
     assert "the largest bucket does" in text
 
 
-def test_negative_capture_is_kept_negative() -> None:
+def test_negative_capture_is_a_release_not_a_graph_cost() -> None:
+    # 041's end line logs mem usage=-5.29 GB: the net of the graphs and a larger release. The
+    # drop stays negative; the graphs' own cost is unknown, the -5.29 is shown as the release.
     led = _ledger(corpus_log("041-"))
     cap = led.rank("TP0").phase("capture:decode")  # type: ignore[union-attr]
     assert cap is not None and gib(cap.delta_bytes) == -5.30
-    assert gib(_cause(cap, "graph capture").bytes) == -5.29
-    rose = next(f for f in led.findings if isinstance(f, fd.CaptureRose))
-    assert gib(rose.bytes) == 5.30
-    assert any("Free memory rose by 5.30 GiB" in f for f in _texts(led))
+    total = _cause(cap, "graph capture")
+    assert total.bound is Bound.MASKED and not total.bound.known
+    released = next(c for c in cap.causes if c.what is What.RELEASED)
+    assert gib(released.bytes) == -5.29 and released.kind == "logged"
+    unmeasured = next(f for f in led.findings if isinstance(f, fd.CaptureUnmeasured))
+    assert unmeasured.bound is Bound.MASKED and gib(unmeasured.released_bytes) == 5.29
+    assert gib(unmeasured.rose_bytes) == 5.30
+    assert any("free memory rose by 5.30 GiB" in f for f in _texts(led))
 
 
 def test_mamba_and_kv_pools() -> None:

@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
-from logmem.analysis.captures import captured_between, graph_kind, graph_phase
+from logmem.analysis.captures import captured_between, graph_cost, graph_kind, graph_phase
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import (
+    Bound,
     Cause,
     Facts,
     NoLedger,
@@ -27,6 +28,7 @@ from logmem.analysis.ledger import (
     RankLedger,
     Reading,
     What,
+    bound_remainders,
     remainder,
 )
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
@@ -267,6 +269,7 @@ def rank_ledger(
             key, what = f"gap:{b.kind}", PhaseWhat.GAP
             facts = PhaseFacts(from_kind=a.kind, to_kind=b.kind)
             cl = remainder(delta, [], What.UNLOGGED, lines)
+        cl = bound_remainders(list(cl), a.bytes, b.bytes)
         n = seen.get(key, 0)
         seen[key] = n + 1
         if n:
@@ -306,11 +309,18 @@ def build_ledger(
         # The KV rule takes P and the after-weights reading as minimums over ranks, so a rank
         # with g GiB less of both lowers everyone's budget by mfs x g.
         imb_tokens = int(rules.imbalance_budget_loss_bytes(imbalance, sz.rule_mfs) // cell)
-    measured = None
+    measured, measured_bound = None, Bound.EXACT
     bar_rank = launch.main_rank
     if bar_rank is not None:
-        us = [g.end.usage.bytes for g in bar_rank.graphs if g.end and g.end.usage]
-        measured = sum(us) if us else None
-    reserve = graph_reserve(launch, measured)
+        # The logged usages; one the log does not support (floored, masked) makes the sum unknown.
+        costs = [c for g in bar_rank.graphs if g.end and g.end.usage and (c := graph_cost(g))]
+        unknown = next((c.bound for c in costs if not c.bound.known), None)
+        if unknown is not None:
+            measured_bound = unknown
+        elif costs:
+            measured = sum(c.bytes or 0 for c in costs)
+            if any(c.bound is Bound.AT_LEAST for c in costs):
+                measured_bound = Bound.AT_LEAST
+    reserve = graph_reserve(launch, measured, measured_bound)
     led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, (), hint)
     return replace(led, findings=tuple(findings(led)))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from logmem.analysis.ledger import (
+    Bound,
     Bucket,
     CaptureEnd,
     CaptureStart,
@@ -15,10 +18,53 @@ from logmem.analysis.ledger import (
     Reading,
     Span,
     What,
+    bound_remainders,
+    floor_bound,
     remainder,
 )
+from logmem.frozen import frozen
 from logmem.model.records import OPENED_BY_BARS, Graph, Launch, Rank
 from logmem.sglang import comm, rules
+
+
+@frozen
+class GraphCost:
+    """What one capture cost, as far as the log supports it: SGLang's logged mem usage when the
+    end line prints one (computed from unrounded readings, so more precise than the difference
+    of the printed begin and end), else that difference. ``bytes`` is None when unknown: both
+    readings at the 0.00 floor, or a negative usage (the net of the graphs and a larger release,
+    ``released_bytes`` being the least that was released)."""
+
+    bytes: int | None
+    logged: bool
+    bound: Bound
+    line: int | None = None
+    released_bytes: int | None = None
+
+
+def graph_cost(g: Graph) -> GraphCost | None:
+    """The capture's cost (see GraphCost), or None when the log prints neither figure."""
+    usage = g.end.usage.bytes if g.end is not None and g.end.usage is not None else None
+    line = g.end.source.line_no if g.end is not None else None
+    begin, end = g.begin_bytes, g.end_bytes
+    logged = usage is not None
+    if usage is None:
+        if begin is None or end is None:
+            return None
+        usage = begin - end
+    if usage < -rules.DIFFERENCE_RESOLUTION_BYTES:
+        return GraphCost(None, logged, Bound.MASKED, line, -usage)
+    bound = Bound.EXACT
+    if end is not None:
+        bound = floor_bound(begin if begin is not None else end + usage, end)
+    return GraphCost(usage if bound.known else None, logged, bound, line)
+
+
+def _derived(
+    what: What, before: int, after: int, lines: tuple[int, ...], facts: Facts, part: str
+) -> Cause:
+    """A cause derived from two readings, bounded when the later one sits at the 0.00 floor."""
+    return Cause(what, before - after, "derived", lines, facts, part, floor_bound(before, after))
 
 
 def lazy_allocs(launch: Launch, deepep: bool = True) -> tuple[tuple[Lazy, ...], int | None]:
@@ -99,7 +145,10 @@ def graph_phase(
             cost = smp.avail.bytes - nxt if nxt is not None else None
             hi = ends[i]
             covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
-            buckets.append(Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers))
+            bound = floor_bound(smp.avail.bytes, nxt) if nxt is not None else Bound.EXACT
+            buckets.append(
+                Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers, bound)
+            )
         consecutive = idx == list(range(len(s)))
         allocs, ep_size = lazy_allocs(launch, deepep=first_capture) if first_of_kind else ((), None)
         lazy = Facts(lazy=allocs, ep_size=ep_size)
@@ -108,10 +157,10 @@ def graph_phase(
             pass  # the phase opens at the first bar reading: nothing lies before it
         elif idx[0] == 0:
             causes.append(
-                Cause(
+                _derived(
                     What.STATIC,
-                    before.bytes - s[0].avail.bytes,
-                    "derived",
+                    before.bytes,
+                    s[0].avail.bytes,
                     head,
                     Facts(assumed=not known),
                     part="static",
@@ -119,10 +168,10 @@ def graph_phase(
             )
         else:
             causes.append(
-                Cause(
+                _derived(
                     What.STATIC_AND_FIRST,
-                    before.bytes - s[0].avail.bytes,
-                    "derived",
+                    before.bytes,
+                    s[0].avail.bytes,
                     head,
                     Facts(count=idx[0], lazy=lazy.lazy, ep_size=lazy.ep_size),
                     part="mixed",
@@ -132,10 +181,10 @@ def graph_phase(
         if open_capture:
             if len(s) > 1:
                 causes.append(
-                    Cause(
+                    _derived(
                         What.BEFORE_STOP,
-                        s[0].avail.bytes - s[-1].avail.bytes,
-                        "derived",
+                        s[0].avail.bytes,
+                        s[-1].avail.bytes,
                         (s[0].source.line_no, s[-1].source.line_no),
                         Facts(span=_span(g, idx[0], idx[-1]), lazy=lazy.lazy, ep_size=lazy.ep_size),
                         part="buckets",
@@ -143,10 +192,10 @@ def graph_phase(
                 )
         elif len(s) >= 2 and consecutive and idx[0] == 0:
             causes.append(
-                Cause(
+                _derived(
                     What.LARGEST,
-                    s[0].avail.bytes - s[1].avail.bytes,
-                    "derived",
+                    s[0].avail.bytes,
+                    s[1].avail.bytes,
                     (s[0].source.line_no, s[1].source.line_no),
                     Facts(
                         span=Span(1, s[0].size, s[0].size, graph_kind(g.name) == "prefill"),
@@ -158,10 +207,10 @@ def graph_phase(
             )
             n_other = (n - 1) if n is not None else (len(s) - 1)
             causes.append(
-                Cause(
+                _derived(
                     What.OTHER_BUCKETS,
-                    s[1].avail.bytes - after.bytes,
-                    "derived",
+                    s[1].avail.bytes,
+                    after.bytes,
                     (s[1].source.line_no, after.line),
                     Facts(count=n_other),
                     part="other",
@@ -176,10 +225,10 @@ def graph_phase(
                 hi = end_i if end_i is not None else idx[i] + 1
                 span = _span(g, idx[i], hi, smp.size) if n is not None else None
                 causes.append(
-                    Cause(
+                    _derived(
                         What.SPAN if span is not None else What.REMAINING,
-                        smp.avail.bytes - nxt_b,
-                        "derived",
+                        smp.avail.bytes,
+                        nxt_b,
                         (smp.source.line_no, nxt_line),
                         Facts(
                             span=span,
@@ -190,18 +239,25 @@ def graph_phase(
                     )
                 )
     elif g.end is not None and g.end.usage is not None:
-        causes.append(
-            Cause(
-                What.GRAPH_TOTAL,
-                g.end.usage.bytes,
-                "logged",
-                (after.line,),
-                Facts(not_bar_rank=not (rank.prints_bars or before.graph is not g)),
-                part="total",
-            )
+        total = Cause(
+            What.GRAPH_TOTAL,
+            g.end.usage.bytes,
+            "logged",
+            (after.line,),
+            Facts(not_bar_rank=not (rank.prints_bars or before.graph is not g)),
+            part="total",
         )
+        logged = graph_cost(g)
+        if logged is not None and logged.bound is Bound.MASKED:
+            # mem usage < 0: the net of the graphs' cost and a larger release. The graphs' own
+            # cost is unknown (kept at 0 for conservation); the net shows as the release it is.
+            causes.append(replace(total, bytes=0, bound=Bound.MASKED))
+            causes.append(Cause(What.RELEASED, g.end.usage.bytes, "logged", (after.line,)))
+        else:
+            bound = floor_bound(before.bytes, after.bytes)
+            causes.append(replace(total, bound=bound) if bound is not Bound.EXACT else total)
     rest = What.UNATTRIBUTED if before.graph is g else What.WORKSPACES_BEFORE
-    causes = remainder(delta, causes, rest, lines)
+    causes = bound_remainders(remainder(delta, causes, rest, lines), before.bytes, after.bytes)
     start, end = _phase_bounds(g, before, after)
     return Phase(
         f"capture:{g.name}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
-from logmem.analysis.captures import graph_kind, lazy_allocs
+from logmem.analysis.captures import graph_cost, graph_kind, lazy_allocs
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_kinds import FindingKind as FindingKind
 
@@ -28,7 +28,7 @@ from logmem.analysis.findings_sizing import RuleFit as RuleFit
 from logmem.analysis.findings_sizing import TableBounds as TableBounds
 from logmem.analysis.findings_sizing import Unexplained as Unexplained
 from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings, unexplained
-from logmem.analysis.ledger import Cause, Phase, RankLedger, What
+from logmem.analysis.ledger import Bound, Cause, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
@@ -61,6 +61,7 @@ class PoolStep:
     drop_bytes: int
     causes: tuple[Cause, ...]  # the ones above print rounding
     lines: tuple[int, int]
+    bound: Bound = Bound.EXACT  # the drop's: it ends at the 0.00 floor
 
 
 @frozen
@@ -85,6 +86,12 @@ class GraphSplit:
     largest_dominates: bool  # the other buckets cost < 20% of the largest
     lines: tuple[int, int]
     backend: str = "cuda graph"  # as printed ("npu graph", "hip graph"): the sentence names it
+    # drop_bytes is the end line's logged mem usage when it prints one (from unrounded readings),
+    # else the begin - end difference; bound: that figure's (a capture ending at the floor).
+    logged: bool = False
+    bound: Bound = Bound.EXACT
+    # The phase's readings (begin - end) when they print otherwise than the logged figure.
+    readings_bytes: int | None = None
 
 
 @frozen
@@ -105,6 +112,9 @@ class GraphSparse:
     parts: tuple[Cause, ...]
     lines: tuple[int, int]
     backend: str = "cuda graph"
+    logged: bool = False  # as GraphSplit
+    bound: Bound = Bound.EXACT
+    readings_bytes: int | None = None
 
 
 @frozen
@@ -129,6 +139,21 @@ class NegligibleReason(Enum):
     BOTTOMED = "bottomed"  # free memory was already at 0.00
     REUSED = "reused"  # an earlier capture allocated what they share
     NOTHING = "nothing"
+
+
+@frozen
+class CaptureUnmeasured:
+    """A capture whose memory the log does not show: free memory was already at the 0.00 floor
+    (Bound.FLOOR), or the end line's usage is negative (Bound.MASKED: the net of the graphs'
+    cost and a release of at least ``released_bytes``)."""
+
+    kind: ClassVar[FindingKind] = FindingKind.CAPTURE_UNMEASURED
+    rank: str
+    graph: str
+    bound: Bound
+    line: int
+    released_bytes: int | None = None
+    rose_bytes: int | None = None  # free memory rose over the capture by this much
 
 
 @frozen
@@ -239,6 +264,7 @@ Finding = (
     | LargestBucketNote
     | GraphSparse
     | CaptureRose
+    | CaptureUnmeasured
     | BucketsRose
     | NegligibleCaptures
     | LeftFree
@@ -307,7 +333,7 @@ def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
     pools = rl.phase("target_pools")
     if pools is not None:
         parts = tuple(c for c in pools.causes if abs(c.bytes) >= _TINY)
-        out.append(PoolStep(rl.rank, pools.delta_bytes, parts, pools.lines))
+        out.append(PoolStep(rl.rank, pools.delta_bytes, parts, pools.lines, pools.bound))
     pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
     if (
         pre is not None
@@ -334,6 +360,24 @@ def _captures(rl: RankLedger) -> list[Finding]:
             continue
         static, largest, other = p.part("static"), p.part("largest"), p.part("other")
         zero = abs(p.delta_bytes) <= _TINY and all(abs(c.bytes) <= _TINY for c in p.causes)
+        cost = graph_cost(g) if g.complete else None
+        if cost is None or cost.bytes is None:
+            drop, logged, bound = p.delta_bytes, False, p.bound
+        else:
+            drop, logged, bound = cost.bytes, cost.logged, cost.bound
+        readings = None
+        if logged and round(drop / GIB, 2) != round(p.delta_bytes / GIB, 2):
+            readings = p.delta_bytes  # e.g. 0.26 logged, 0.25 from the rounded readings
+        unmeasured = (cost is not None and not cost.bound.known) or not p.bound.known
+        if unmeasured and g.complete:
+            # Free memory at the floor, or a negative usage: not "nothing", not a cost.
+            why = cost.bound if cost is not None and not cost.bound.known else p.bound
+            released = cost.released_bytes if cost is not None else None
+            line = cost.line if cost is not None and cost.line is not None else p.lines[1]
+            rose = -p.delta_bytes if p.delta_bytes < -_TINY else None
+            out.append(CaptureUnmeasured(rl.rank, g.label, why, line, released, rose))
+            earlier = earlier or p.delta_bytes > _TINY
+            continue
         if zero and g.complete:
             negligible.append(g.label)
         elif static and largest and other:
@@ -342,20 +386,27 @@ def _captures(rl: RankLedger) -> list[Finding]:
                 GraphSplit(
                     rl.rank,
                     g.label,
-                    p.delta_bytes,
+                    drop,
                     static,
                     largest,
                     other,
                     dominates,
                     p.lines,
                     g.backend,
+                    logged,
+                    bound,
+                    readings,
                 )
             )
             if largest.facts.lazy:
                 out.append(LargestBucketNote(g.label, largest))
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
-            out.append(GraphSparse(rl.rank, g.label, p.delta_bytes, parts, p.lines, g.backend))
+            out.append(
+                GraphSparse(
+                    rl.rank, g.label, drop, parts, p.lines, g.backend, logged, bound, readings
+                )
+            )
         if p.delta_bytes < -_TINY:
             out.append(CaptureRose(rl.rank, g.label, -p.delta_bytes, p.lines))
         rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]

@@ -23,6 +23,7 @@ class FindingKind(Enum):
     CAPTURE_ROSE = "capture_rose"
     BUCKETS_ROSE = "buckets_rose"
     NEGLIGIBLE_CAPTURES = "negligible_captures"
+    CAPTURE_UNMEASURED = "capture_unmeasured"
     LEFT_FREE = "left_free"
     BOTTOMED_OUT = "bottomed_out"
     IMBALANCE = "imbalance"

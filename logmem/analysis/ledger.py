@@ -8,7 +8,7 @@ conservation laws. Built by logmem.analysis.attribution.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from enum import Enum
 
 from logmem.frozen import frozen, mutable
@@ -55,6 +55,7 @@ class What(Enum):
     SPAN = "span"  # a stretch of buckets between two sparse readings
     REMAINING = "remaining"  # the buckets after a reading, when their count is unknown
     GRAPH_TOTAL = "graph_total"
+    RELEASED = "released"  # a negative logged graph usage: released during capture, net of graphs
     # remainders (kind "unattributed")
     ROUNDING = "rounding"
     GIVEN_BACK = "given_back"  # free memory rose beyond the causes: released, not a consumer
@@ -69,6 +70,29 @@ class What(Enum):
     ATTENTION_WORKSPACES = "attention_workspaces"  # before the first capture
     BETWEEN_CAPTURES = "between_captures"
     WORKSPACES_BEFORE = "workspaces_before"  # before a capture that printed no begin line
+
+
+class Bound(Enum):
+    """How far a figure is a measured cost. SGLang's free-memory readings cannot go below the
+    0.00 floor (rules.at_floor), so a drop to the floor is a lower bound and a drop between two
+    floored readings is unknown; a capture end line's negative mem usage is the net of the
+    graphs' cost and a larger release, so the graphs' own cost is unknown (masked)."""
+
+    EXACT = "exact"
+    AT_LEAST = "at_least"  # the after reading is at the floor: the drop may be larger
+    FLOOR = "floor"  # both readings at the floor: unknown
+    MASKED = "masked"  # a negative logged graph usage: the graphs' cost is unknown
+
+    @property
+    def known(self) -> bool:
+        return self in (Bound.EXACT, Bound.AT_LEAST)
+
+
+def floor_bound(before_bytes: int, after_bytes: int) -> Bound:
+    """The bound of a difference of two free-memory readings (before - after)."""
+    if not rules.at_floor(after_bytes):
+        return Bound.EXACT
+    return Bound.FLOOR if rules.at_floor(before_bytes) else Bound.AT_LEAST
 
 
 class KVLabel(Enum):
@@ -164,6 +188,9 @@ class Cause:
     facts: Facts = Facts()
     # For graph captures, which part this is: static | largest | other | buckets | mixed | total.
     part: str = ""
+    # Whether `bytes` is a cost the log supports: with a floored or masked reading it is a lower
+    # bound or unknown (bytes is then the readings' difference, kept for conservation only).
+    bound: Bound = Bound.EXACT
 
 
 @frozen
@@ -175,6 +202,7 @@ class Bucket:
     cost_bytes: int | None  # this reading minus the next one (or the end line)
     line: int
     covers: int = 1  # how many buckets lie between this reading and the next
+    bound: Bound = Bound.EXACT  # the cost's: readings at the 0.00 floor (floor_bound)
 
 
 class PhaseWhat(Enum):
@@ -237,6 +265,11 @@ class Phase:
     def delta_bytes(self) -> int:
         """Drop in free memory over the phase (negative when free memory rose)."""
         return self.before_bytes - self.after_bytes
+
+    @property
+    def bound(self) -> Bound:
+        """How far the phase's drop is measured (its readings at the 0.00 floor)."""
+        return floor_bound(self.before_bytes, self.after_bytes)
 
     def part(self, name: str) -> Cause | None:
         """A graph capture's cause by part: static, largest, other, buckets, mixed, total."""
@@ -316,3 +349,17 @@ def remainder(
             what = What.GIVEN_BACK
         causes.append(Cause(what, rest, "unattributed", lines, facts))
     return causes
+
+
+def bound_remainders(causes: list[Cause], before_bytes: int, after_bytes: int) -> list[Cause]:
+    """Mark a phase's remainders (not its rounding) with the bound of its readings: a remainder
+    that only reaches the 0.00 floor is a lower bound, one between floored readings unknown."""
+    bound = floor_bound(before_bytes, after_bytes)
+    if bound is Bound.EXACT:
+        return causes
+    return [
+        replace(c, bound=bound)
+        if c.kind == "unattributed" and c.what is not What.ROUNDING and c.bound is Bound.EXACT
+        else c
+        for c in causes
+    ]

@@ -6,6 +6,7 @@ import math
 from datetime import date
 from typing import Any
 
+from logmem.analysis.ledger import Bound
 from logmem.frozen import frozen
 from logmem.model.clock import printed_at
 from logmem.model.records import Launch, Model
@@ -149,6 +150,8 @@ class GraphReserve:
     reserve_bytes: int
     terms: tuple[rules.Reserve, ...]
     measured_bytes: int | None  # what the captures used on the rank that prints bars
+    # Bound.FLOOR / MASKED: the captures' logged usage is not a cost (measured_bytes None).
+    measured_bound: Bound = Bound.EXACT
 
 
 def arg_number(args: dict[str, Any], key: str, lo: float, hi: float) -> float | None:
@@ -334,12 +337,14 @@ def _roundest(rng: tuple[int, int]) -> int | None:
     return None
 
 
-def graph_reserve(launch: Launch, measured: int | None) -> GraphReserve | None:
+def graph_reserve(
+    launch: Launch, measured: int | None, measured_bound: Bound = Bound.EXACT
+) -> GraphReserve | None:
     """SGLang's reserve_for_graph_mb() and friends, from the resolved server_args."""
     terms = rules.graph_reserve(launch.args)
     if terms is None:
         return None
-    return GraphReserve(sum(t.bytes for t in terms), terms, measured)
+    return GraphReserve(sum(t.bytes for t in terms), terms, measured, measured_bound)
 
 
 def req_to_token(launch: Launch) -> tuple[int, int, int] | None:

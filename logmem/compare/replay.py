@@ -8,15 +8,27 @@ request-to-token table; everything else stays as the launch measured it.
 from __future__ import annotations
 
 from logmem.analysis.attribution import LaunchLedger, Sizing
+from logmem.analysis.captures import graph_cost
+from logmem.analysis.ledger import Phase
 from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.rules import (
+    at_floor,
     default_max_running_requests,
     graph_sized_in_tokens,
     kv_budget_bytes,
     req_to_token_bytes,
 )
+
+
+def _cost(p: Phase) -> int | None:
+    """A capture phase's graph memory: the end line's logged usage when it prints one (SGLang
+    computes it from unrounded readings), else the phase's drop; None when unknown."""
+    cost = graph_cost(p.graph) if p.graph is not None and p.graph.complete else None
+    if cost is None:
+        return p.delta_bytes if p.bound.known else None
+    return cost.bytes
 
 
 def bytes_per_token(sz: Sizing) -> int | None:
@@ -67,13 +79,20 @@ class Replay:
         self.m0 = sz.mem_fraction_static
         # Free memory after the last capture per rank: what the new KV pool or graphs eat into.
         self.after: dict[str, tuple[int, int]] = {}  # rank -> (free after capture, graph bytes)
+        # The graphs' memory is unknown when a capture's readings sit at the 0.00 floor or its
+        # logged usage is negative (a release masks it); a final reading at the floor makes the
+        # headroom an upper bound (the real one may be below zero).
+        self.graphs_known = True
         for r in led.ranks:
             caps = [p for p in r.phases if p.key.startswith("capture:")]
             if caps:
-                self.after[r.rank] = (caps[-1].after_bytes, sum(p.delta_bytes for p in caps))
+                costs = [_cost(p) for p in caps]
+                self.graphs_known = self.graphs_known and all(c is not None for c in costs)
+                self.after[r.rank] = (caps[-1].after_bytes, sum(c or 0 for c in costs))
             elif r.phases:
                 self.after[r.rank] = (r.phases[-1].after_bytes, 0)
         self.has_capture = any(p.key.startswith("capture:") for r in led.ranks for p in r.phases)
+        self.floored = any(at_floor(free) for free, _ in self.after.values())
 
     def rest(self, m: float) -> int:
         # SGLang's own scaling of the flag's value (multimodal, aiter) applies at any value.

@@ -42,6 +42,7 @@ class Prediction:
     max_running_requests: int | None
     headroom_exact: bool = True  # False: an upper bound (a capture did not finish)
     graph_exact: bool = True  # False: a lower bound (what the capture took before it stopped)
+    graph_known: bool = True  # False: the log does not show it (floored or masked readings)
     # This setting runs out of memory again (the launch did, and this one asks no less), and
     # whether it is the setting the launch ran with (its feasible cell is how start-up ended).
     crashed: bool = False
@@ -87,6 +88,7 @@ class WhatIf:
     requested_max_bs: int | None = None
     unfinished: Unfinished | None = None  # start-up did not finish
     hi_exact: bool = True  # False: `hi` is only an upper bound on the window's top
+    floored: bool = False  # free memory after capture reads 0.00: headroom is an upper bound
 
     @property
     def feasible(self) -> bool:
@@ -293,7 +295,7 @@ def whatif_launch(
             if worst is None or h < worst[0]:
                 worst = (h, rank)
         graph_bytes = None
-        if worst is not None and md.has_capture:
+        if worst is not None and md.has_capture and md.graphs_known:
             graph_bytes = after[worst[1]][1] + g_change
         crashed = same = False
         if ended is not None:
@@ -318,8 +320,9 @@ def whatif_launch(
             worst[0] if worst else None,
             worst[1] if worst else None,
             n_requests(t, ctx),
-            headroom_exact=not bounded,
+            headroom_exact=not (bounded or md.floored),
             graph_exact=not bounded,
+            graph_known=md.graphs_known or not md.has_capture,
             crashed=crashed,
             as_launched=same,
         )
@@ -340,7 +343,10 @@ def whatif_launch(
     ]
     hi = ok[-1] if ok else None
     lo_ctx = next((m for m in grid if tokens(m) >= md.ctx), None) if md.ctx else None
-    context = _context_check(md.ctx, lo_ctx, hi, bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt)
+    top_bounded = bounded or md.floored
+    context = _context_check(
+        md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
+    )
     assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
     if use is not None and cuda_graph_max_bs is not None:
         assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))
@@ -368,7 +374,8 @@ def whatif_launch(
         mem_fraction_static,
         cuda_graph_max_bs,
         ended,
-        not bounded,
+        not top_bounded,
+        md.floored,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from logmem.analysis.ledger import (
+    Bound,
     CaptureEnd,
     CaptureStart,
     Cause,
@@ -38,6 +39,7 @@ _FIXED: dict[What, str] = {
     What.STATIC: "static buffers (before the first bucket)",
     What.REMAINING: "the remaining buckets",
     What.GRAPH_TOTAL: "graph capture (total)",
+    What.RELEASED: "released in capture (net)",
     What.ROUNDING: "rounding of printed values",
     What.GIVEN_BACK: "given back: free memory rose (unlogged)",
     What.UNATTRIBUTED: "unattributed",
@@ -158,8 +160,44 @@ def lazy_text(lazy: tuple[Lazy, ...], ep_size: int | None) -> str:
     )
 
 
+_BOUND_NOTE = {
+    Bound.AT_LEAST: "at least: free memory reached the 0.00 GiB floor, so the drop may be larger",
+    Bound.FLOOR: "unknown: free memory was already at the 0.00 GiB floor, so a further drop "
+    "cannot be seen",
+    Bound.MASKED: "unknown: the end line's mem usage is negative, the net of the graphs' cost and "
+    "a larger release",
+}
+
+
+def bound_note(bound: Bound) -> str:
+    """Why a figure is a lower bound or unknown, or "" for a measured one."""
+    return _BOUND_NOTE.get(bound, "")
+
+
+def bounded(n: int | None, bound: Bound, signed: bool = False) -> str:
+    """A table cell for a figure and its bound: "0.08", ">=0.08" or "unknown"."""
+    if not bound.known:
+        return "unknown"
+    text = format_gib(n, signed=signed, unknown="-")
+    return f">={text}" if bound is Bound.AT_LEAST and n is not None else text
+
+
+def bounded_words(n: int | None, bound: Bound) -> str:
+    """The same in prose: "0.08", "at least 0.08" or "unknown"."""
+    if not bound.known:
+        return "unknown"
+    text = format_gib(n, unknown="-")
+    return f"at least {text}" if bound is Bound.AT_LEAST and n is not None else text
+
+
 def cause_note(c: Cause) -> str:
     """How the cause's figure was found (a footnote), or ""."""
+    why = bound_note(c.bound)
+    rest = _cause_note(c)
+    return "; ".join(x for x in (why, rest) if x)
+
+
+def _cause_note(c: Cause) -> str:
     f, w = c.facts, c.what
     g = format_gib
     if w is What.REQ_TABLE:
@@ -168,6 +206,12 @@ def cause_note(c: Cause) -> str:
         return f"within +-{f.bound_bytes / GIB:.2f} GiB"
     if w is What.STATIC:
         return "bar renders carry no bucket count: assumed consecutive" if f.assumed else ""
+    if w is What.RELEASED:
+        net = format_gib(-c.bytes)
+        return (
+            f"mem usage=-{net} GB: at least {net} GiB was released during the capture (temporaries "
+            "freed, or another process); the graphs' own cost is inside this net figure"
+        )
     if w is What.GRAPH_TOTAL:
         if f.not_bar_rank:
             return "no bucket readings on this rank (only the bar-printing rank has them)"
@@ -250,13 +294,16 @@ def ledger_rows(led: RankLedger) -> list[dict[str, Any]]:
                     "phase": p.key,
                     "phase_name": phase_name(p),
                     "cause": cause_name(c),
-                    "gib": gib(c.bytes),
-                    "bytes": c.bytes,
+                    "gib": gib(c.bytes) if c.bound.known else None,
+                    "bytes": c.bytes if c.bound.known else None,
                     "kind": c.kind,
                     "lines": list(c.lines),
                     "note": cause_note(c),
                 }
             )
+            if c.bound is not Bound.EXACT:
+                # Only on bounded rows, so that every other row stays as it was.
+                rows[-1]["bound"] = c.bound.value
     return rows
 
 

@@ -277,6 +277,11 @@ def whatif_json(w: WhatIfView) -> dict[str, Any]:
         "unfinished": _unfinished(w.unfinished),
         "mem_fraction_static_window": [lo, hi],
         "window_top_bound": "exact" if w.window_top_exact else "at most",
+        **(
+            {"window_top_reason": "free memory at the 0.00 GiB floor"}
+            if w.window_top_floored
+            else {}
+        ),
         "window_empty": w.window_empty,
         "lo_positive_kv": lo,
         "lo_full_context": w.lo_full_context,

@@ -344,6 +344,8 @@ def _feasible(x: PredictionView) -> str:
 
 
 def _bound(value: float | None, bound: str) -> str:
+    if bound == "unknown":
+        return "unknown"
     shown = _f(value)
     if bound == "exact" or value is None:
         return shown
@@ -402,6 +404,17 @@ def _window(w: WhatIfView) -> str:
             f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged for graphs: "
             f"{what} {u.at}, before the {u.graph or 'graph'} capture finished, so its memory is "
             f"unknown.{top}"
+        )
+    if w.window_top_floored and lo is not None and (u is None or not u.memory_related):
+        top = (
+            f" Up to {hi:.3f} the reading stays >= {reserve:.2f} GiB, so the top is at most {hi:.3f}."
+            if hi is not None
+            else ""
+        )
+        return (
+            f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged: free "
+            "memory after capture reads 0.00 GiB, the floor of SGLang's readings, so the real "
+            f"headroom may be below zero and the graphs' memory is unknown.{top}"
         )
     if not w.window_empty and lo is not None and hi is not None:
         text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "

@@ -44,8 +44,9 @@ def ledger_records(a: Analysis) -> list[dict[str, Any]]:
                             "rank": rl.rank,
                             "phase": p.key,
                             "cause": cause_name(c),
-                            "gib": gib(c.bytes),
-                            "bytes": c.bytes,
+                            # A figure the log does not support (floored, masked) is unknown.
+                            "gib": gib(c.bytes) if c.bound.known else None,
+                            "bytes": c.bytes if c.bound.known else None,
                             "kind": c.kind,
                             "first_line": c.lines[0] if c.lines else None,
                             "phase_name": phase_name(p),

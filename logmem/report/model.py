@@ -10,13 +10,22 @@ from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
+from logmem.analysis.captures import graph_cost
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
+from logmem.analysis.ledger import Bound
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
-from logmem.report.causes import cause_name, cause_note, ledger_note, phase_name
+from logmem.report.causes import (
+    bound_note,
+    bounded,
+    cause_name,
+    cause_note,
+    ledger_note,
+    phase_name,
+)
 from logmem.report.communication import comm_view
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import input_stop_note, summarised_sentences
@@ -93,7 +102,7 @@ def ledger_table(led: RankLedger, extra: str = "") -> Table:
                 phase_name(p),
                 _g(p.before_bytes),
                 _g(p.after_bytes),
-                _g(p.delta_bytes),
+                bounded(p.delta_bytes, p.bound),
                 "",
                 f"{p.lines[0]}-{p.lines[1]}",
             )
@@ -105,13 +114,16 @@ def ledger_table(led: RankLedger, extra: str = "") -> Table:
             if note:
                 footnotes.append(f"[{len(footnotes) + 1}] {name}: {note}")
                 name = f"{name} [{len(footnotes)}]"
-            rows.append((name, "", "", _g(c.bytes), c.kind, ",".join(str(x) for x in c.lines)))
+            amount = bounded(c.bytes, c.bound)
+            rows.append((name, "", "", amount, c.kind, ",".join(str(x) for x in c.lines)))
             indent.append(1)
     notes = list(footnotes)
     if led.phases:
         total = sum(p.delta_bytes for p in led.phases)
+        floored = led.last_bytes is not None and led.phases[-1].bound is not Bound.EXACT
+        in_all = f"at least {_g(total)}" if floored else _g(total)
         notes.append(
-            f"From {_g(led.first_bytes)} GiB free to {_g(led.last_bytes)} GiB: {_g(total)} GiB in all; "
+            f"From {_g(led.first_bytes)} GiB free to {_g(led.last_bytes)} GiB: {in_all} GiB in all; "
             "each drop is split into causes, and what the log does not explain is shown as unattributed."
         )
     if led.empty is not None:
@@ -161,17 +173,27 @@ def ranks_table(led: LaunchLedger) -> Table | None:
     if len(L.ranks) < 2 or len(shown) < 2:
         return None
     rows = []
+    unknown: set[Bound] = set()
     for r in (r for r in L.ranks if r.label in shown):
-        graphs = [g.end.usage.bytes for g in r.graphs if g.end and g.end.usage]
+        # The logged usages; one the log does not support (floored, masked) makes the sum unknown.
+        costs = [c for g in r.graphs if g.end and g.end.usage and (c := graph_cost(g))]
+        bad = [c.bound for c in costs if not c.bound.known]
+        unknown.update(bad)
         mark = " *" if r.label == led.binding_rank and led.imbalance_bytes is not None else ""
+        total = sum(c.bytes or 0 for c in costs)
+        at_least = any(c.bound is Bound.AT_LEAST for c in costs)
         rows.append(
             (
                 rank_name(r.label) + mark,
                 *(_g(f(r)) for _, f in _RANK_COLUMNS),
-                _g(sum(graphs)) if graphs else "-",
+                "unknown"
+                if bad
+                else bounded(total, Bound.AT_LEAST if at_least else Bound.EXACT)
+                if costs
+                else "-",
             )
         )
-    notes = []
+    notes = [f"graphs {bound_note(b)}." for b in sorted(unknown, key=lambda b: b.value)]
     if any(r.label == led.binding_rank for r in L.ranks) and led.imbalance_bytes is not None:
         notes.append(
             "* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it."
@@ -197,7 +219,7 @@ def bucket_tables(led: RankLedger) -> list[Table]:
             (
                 str(b.size) if b.size is not None else "?",
                 _g(b.avail_bytes),
-                _g(b.cost_bytes),
+                bounded(b.cost_bytes, b.bound),
                 str(b.line),
             )
             for b in p.buckets
@@ -206,6 +228,9 @@ def bucket_tables(led: RankLedger) -> list[Table]:
         notes = (
             f"sizes from the {src}" if src else "sizes from the progress bar",
             "cost = free at this bucket's start minus free at the next one's (or the end line)",
+            *sorted(
+                {f"cost {bound_note(b.bound)}." for b in p.buckets if b.bound is not Bound.EXACT}
+            ),
         )
         out.append(
             Table(
@@ -270,7 +295,7 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             (
                 "graph reserve, total",
                 _g(led.reserve.reserve_bytes),
-                f"measured {_g(led.reserve.measured_bytes)}",
+                _measured(led),
             )
         )
     return Table(
@@ -279,6 +304,21 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         tuple(rows),
         ("l", "r", "l"),
     )
+
+
+def _measured(led: LaunchLedger) -> str:
+    """What the captures measured, beside the reserve: unknown (and why) when the log's usage
+    is not a cost."""
+    assert led.reserve is not None
+    b = led.reserve.measured_bound
+    if not b.known:
+        why = (
+            "free memory at the 0.00 GiB floor"
+            if b is Bound.FLOOR
+            else "masked by a release during capture"
+        )
+        return f"measured: unknown ({why})"
+    return f"measured {bounded(led.reserve.measured_bytes, b)}"
 
 
 def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:

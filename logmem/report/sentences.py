@@ -9,8 +9,16 @@ from __future__ import annotations
 from functools import singledispatch
 
 import logmem.analysis.findings as fd
+from logmem.analysis.ledger import Bound
 from logmem.analysis.sizing import Sizing
-from logmem.report.causes import cause_name, cause_note, cell_source_text, phase_end, phase_name
+from logmem.report.causes import (
+    bounded_words,
+    cause_name,
+    cause_note,
+    cell_source_text,
+    phase_end,
+    phase_name,
+)
 from logmem.report.causes import on_gpu as _on
 from logmem.report.formula import kv_rule_text
 from logmem.sglang import rules
@@ -187,8 +195,15 @@ def _(f: fd.PoolsVsBudget) -> str:
 
 @finding_text.register
 def _(f: fd.PoolStep) -> str:
-    parts = ", ".join(f"{cause_name(c)} {_g(c.bytes)}" for c in f.causes)
-    return f"The pool step drops {_g(f.drop_bytes)} GiB on {_on(f.rank)}: {parts}."
+    parts = ", ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.causes)
+    return (
+        f"The pool step drops {bounded_words(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}: {parts}"
+        + (
+            " (free memory reached the 0.00 GiB floor, so the drop may be larger)."
+            if f.bound is Bound.AT_LEAST
+            else "."
+        )
+    )
 
 
 @finding_text.register
@@ -218,11 +233,21 @@ def _(f: fd.GraphSplit) -> str:
         if f.largest_dominates
         else ""
     )
+    b = bounded_words
     return (
-        f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
-        f"{_g(f.static.bytes)}, {cause_name(f.largest)} {_g(f.largest.bytes)}, the {cause_name(f.other)} "
-        f"{_g(f.other.bytes)} in all{tail}."
+        f"{graphs_name(f.backend)} ({f.graph}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
+        f"{_logged(f.readings_bytes, f.lines[1])}: static {b(f.static.bytes, f.static.bound)}, "
+        f"{cause_name(f.largest)} {b(f.largest.bytes, f.largest.bound)}, the {cause_name(f.other)} "
+        f"{b(f.other.bytes, f.other.bound)} in all{tail}."
     )
+
+
+def _logged(readings: int | None, line: int) -> str:
+    """Where a capture's total comes from when the end line's logged figure (SGLang's, from
+    unrounded readings) prints otherwise than the difference of the printed readings."""
+    if readings is None:
+        return ""
+    return f" (the end line's mem usage, line {line}; the printed readings give {_g(readings)})"
 
 
 @finding_text.register
@@ -232,9 +257,10 @@ def _(f: fd.LargestBucketNote) -> str:
 
 @finding_text.register
 def _(f: fd.GraphSparse) -> str:
-    parts = "; ".join(f"{cause_name(c)} {_g(c.bytes)}" for c in f.parts)
+    parts = "; ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.parts)
     return (
-        f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}, "
+        f"{graphs_name(f.backend)} ({f.graph}) take {bounded_words(f.drop_bytes, f.bound)} GiB on "
+        f"{_on(f.rank)}{_logged(f.readings_bytes, f.lines[1])}, "
         "but the log kept "
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
         f"{parts}."
@@ -257,6 +283,28 @@ def _(f: fd.BucketsRose) -> str:
         f"reading(s) (by up to {_g(f.worst_bytes)} GiB): readings are not monotonic here (freed "
         "temporaries, another process, or a unified-memory device such as GB10, where "
         "avail mem is system RAM)."
+    )
+
+
+@finding_text.register
+def _(f: fd.CaptureUnmeasured) -> str:
+    if f.bound is Bound.MASKED and f.released_bytes is not None:
+        x = _g(f.released_bytes)
+        rose = (
+            f"free memory rose by {_g(f.rose_bytes)} GiB over the capture, and "
+            if f.rose_bytes
+            else ""
+        )
+        return (
+            f"The memory of the {f.graph} graphs on {_on(f.rank)} is unknown: {rose}its end line "
+            f"(line {f.line}) logs mem usage=-{x} GB: the net of the graphs' cost and at least {x} "
+            "GiB released (temporaries freed, or another process on the GPU), so later readings "
+            "are higher than the pools left."
+        )
+    return (
+        f"The memory of capture {f.graph} on {_on(f.rank)} is unknown: free memory was already at "
+        "the 0.00 GiB floor when it began, so a further drop cannot be measured (its readings to "
+        f"line {f.line} all print 0.00)."
     )
 
 

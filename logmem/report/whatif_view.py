@@ -35,7 +35,7 @@ class PredictionView:
     graph_change_gib: float | None
     headroom_gib: float | None
     headroom_rank: str | None
-    graph_bound: str  # "exact" | "at least"
+    graph_bound: str  # "exact" | "at least" | "unknown" (floored or masked readings)
     headroom_bound: str  # "exact" | "at most"
     crashed: str | None
     feasible: bool | None
@@ -60,7 +60,7 @@ def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> Prediction
         gib(p.graph_change_bytes),
         gib(p.headroom_bytes),
         p.headroom_rank,
-        "exact" if p.graph_exact else "at least",
+        "unknown" if not p.graph_known else "exact" if p.graph_exact else "at least",
         "exact" if p.headroom_exact else "at most",
         crashed,
         p.verdict(reserve),
@@ -151,6 +151,8 @@ class WhatIfView:
     notes: tuple[str, ...]
     assumptions: tuple[str, ...]
     schema: str = WHATIF_SCHEMA
+    # Free memory after capture reads 0.00 GiB, SGLang's floor: the top is an upper bound.
+    window_top_floored: bool = False
 
 
 def whatif_view(w: WhatIf) -> WhatIfView:
@@ -191,4 +193,5 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         context_text(w.context),
         ref_notes((w.launch,)) + texts(w.notes),
         texts(w.assumptions),
+        window_top_floored=w.floored,
     )

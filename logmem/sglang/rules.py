@@ -51,6 +51,14 @@ DIFFERENCE_RESOLUTION_BYTES = round(DIFFERENCE_RESOLUTION_GIB * GIB)
 """``DIFFERENCE_RESOLUTION_GIB`` in bytes."""
 
 
+def at_floor(avail_bytes: int) -> bool:
+    """A free-memory reading printed as 0.00 GB (or below). Free memory comes from
+    ``get_available_gpu_memory`` (``python/sglang/srt/utils.py``: the driver's free bytes), which
+    stops at 0: a driver that spills to system memory (WSL) keeps reporting 0.00, so a further
+    drop from there cannot be seen (all eras, E0-E7; seen in a May-2025 WSL log)."""
+    return avail_bytes < PRINT_RESOLUTION_BYTES
+
+
 def printed_sum_error_bytes(parts: int) -> float:
     """How far off a sum of ``parts`` printed sizes can be: +-0.005 GiB each.
 
