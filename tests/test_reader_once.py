@@ -137,3 +137,26 @@ def test_reader_equals_the_naive_reading(matcher: str, parts: list[bytes], tmp_p
     p = tmp_path / "x.log"
     p.write_bytes(data)
     assert segments(p) == oracle(data)
+
+
+def test_summaries_without_a_once_line_are_searched_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every rank's summary re-arms the once-literals; with no "Decode batch" anywhere, each
+    # re-arm used to search to the chunk's end again: quadratic in the number of ranks.
+    lines = [
+        f"[2026-04-14 16:08:49 TP{i}] max_total_num_tokens=1000, context_len=4096"
+        for i in range(2000)
+    ]
+    path = tmp_path / "ranks.log"
+    path.write_text("\n".join(lines) + "\n")
+    searched = [0]
+    real = rd.Once.find
+
+    def find(self: rd.Once, buf: bytes, lo: int, hi: int) -> int:
+        searched[0] += hi - lo
+        return real(self, buf, lo, hi)
+
+    monkeypatch.setattr(rd.Once, "find", find)
+    assert len(segments(path)) == 2000
+    assert searched[0] <= 2 * path.stat().st_size  # was about 1,000 times the file

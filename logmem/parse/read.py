@@ -24,7 +24,7 @@ from logmem.parse import prescan, separators
 from logmem.parse.continuation import (
     MAX_CONTINUATION_LINES as MAX_CONTINUATION_LINES,  # re-exported: tests use it
 )
-from logmem.parse.continuation import REARM, Once, continuation, is_exception_head
+from logmem.parse.continuation import REARM, Once, OnceSearch, continuation, is_exception_head
 from logmem.parse.matchers import (  # noqa: F401 - re-exported: tests and benchmarks use them
     _MATCHERS,
     Cursor,
@@ -196,12 +196,13 @@ def _scan(
             path, buf, lo, hi, line_no, MAX_SEGMENT_BYTES, once.pending
         )
         pos = end + 1
-    # Where the armed once-literal is next (searched again only after a summary re-arms it).
-    first = once.find(buf, lo, hi)
+    # Where the armed once-literal is next (looked up again only after a summary re-arms it).
+    search = OnceSearch(once, buf, hi)
+    first = search.find(lo)
     while pos < hi:
         p = cursor.next_hit(pos)
         if 0 <= first < pos:  # inside a segment taken as a continuation: look further on
-            first = once.find(buf, pos, hi)
+            first = search.find(pos)
         if first >= pos and (p < 0 or first < p):
             p = first
         if p < 0:
@@ -219,7 +220,7 @@ def _scan(
             once.armed, first = False, -1
         if REARM in data and once.literals:
             once.armed = True
-            first = once.find(buf, end, hi)
+            first = search.find(end)
         if once.continuations and is_exception_head(data) and buf[end : end + 1] == b"\n":
             end, once.pending = yield from continuation(
                 path, buf, end + 1, hi, line_no + 1, MAX_SEGMENT_BYTES
