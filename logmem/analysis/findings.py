@@ -28,11 +28,12 @@ from logmem.analysis.findings_sizing import RuleFit as RuleFit
 from logmem.analysis.findings_sizing import TableBounds as TableBounds
 from logmem.analysis.findings_sizing import Unexplained as Unexplained
 from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings, unexplained
-from logmem.analysis.ledger import Cause, Phase, RankLedger, What
+from logmem.analysis.ledger import Cause, Lazy, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.sglang import rules
+from logmem.sglang.comm import Library
 from logmem.units import GIB
 
 if TYPE_CHECKING:
@@ -211,7 +212,10 @@ class Reused:
 class Reuse:
     kind: ClassVar[FindingKind] = FindingKind.REUSE
     graphs: tuple[Reused, ...]
-    lazy_buffers: bool  # the launch allocates DeepEP / EP / DP-attention buffers lazily
+    # What the launch allocates lazily on its first capture (DeepEP, peer buffers, EP and
+    # DP-attention buffers) and the collective library of the peer buffers.
+    lazy: tuple[Lazy, ...] = ()
+    library: Library | None = None
 
 
 @frozen
@@ -297,7 +301,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
         and rules.reserve_heuristic_applies(L.args)
     ):
         out.append(Reserve(main.label, led.reserve.reserve_bytes, led.reserve.measured_bytes))
-    out.extend(_reuse(rl, L))
+    out.extend(_reuse(rl, L, led.platform.library))
     out.extend(_rank_graph_spread(L, main))
     return out
 
@@ -390,7 +394,7 @@ def _left_free(rl: RankLedger, last: int, end: StartupEnd) -> LeftFree:
     return LeftFree(rl.rank, last, when, final, last < _TIGHT_BYTES, final.lines[1], end)
 
 
-def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:
+def _reuse(rl: RankLedger | None, launch: Launch, library: Library) -> list[Finding]:
     """A later family whose largest bucket is small reuses the lazily allocated buffers."""
     if rl is None:
         return []
@@ -409,7 +413,7 @@ def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:
             small.append(Reused(p.graph.label, c.bytes, ref_name, ref))
     if not small:
         return []
-    return [Reuse(tuple(small), bool(lazy_allocs(launch)[0]))]
+    return [Reuse(tuple(small), lazy_allocs(launch, True, library)[0], library)]
 
 
 def _rank_graph_spread(L: Launch, main: Rank) -> list[Finding]:

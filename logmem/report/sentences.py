@@ -9,8 +9,15 @@ from __future__ import annotations
 from functools import singledispatch
 
 import logmem.analysis.findings as fd
+from logmem.analysis.ledger import Cause, Lazy
 from logmem.analysis.sizing import Sizing
-from logmem.report.causes import cause_name, cause_note, cell_source_text, phase_end, phase_name
+from logmem.report.causes import (
+    cause_name,
+    cell_source_text,
+    lazy_list,
+    phase_end,
+    phase_name,
+)
 from logmem.report.causes import on_gpu as _on
 from logmem.report.formula import kv_rule_text
 from logmem.sglang import rules
@@ -211,6 +218,14 @@ def _(f: fd.Workspaces) -> str:
     )
 
 
+def _fixed_size_lazy(c: Cause) -> str:
+    """The lazy allocations in a bucket whose size does not follow the bucket's, or ""."""
+    lib = c.facts.library.value if c.facts.library else "NCCL"
+    names = {Lazy.DEEPEP: "the DeepEP buffer", Lazy.PEER_BUFFERS: f"the {lib} peer buffers"}
+    fixed = [names[x] for x in c.facts.lazy if x in names]
+    return " and ".join(fixed)
+
+
 @finding_text.register
 def _(f: fd.GraphSplit) -> str:
     tail = (
@@ -218,6 +233,21 @@ def _(f: fd.GraphSplit) -> str:
         if f.largest_dominates
         else ""
     )
+    fixed = _fixed_size_lazy(f.largest)
+    span = f.largest.facts.span
+    lever = (
+        "a smaller largest num_tokens"
+        if span is not None and span.tokens
+        else "a smaller --cuda-graph-max-bs"
+    )
+    if fixed:
+        # DeepEP's buffer (sized by its dispatch tokens) and the peer buffers do not scale with
+        # the bucket size: a smaller --cuda-graph-max-bs shrinks only the graph's part.
+        tail = (
+            f"{tail}{', but it' if tail else '; the largest bucket'} also holds {fixed} (below), "
+            f"which do not shrink with the bucket size: {lever} reduces only its graph's share, "
+            "which the log cannot split off"
+        )
     return (
         f"{graphs_name(f.backend)} ({f.graph}) take {_g(f.drop_bytes)} GiB on {_on(f.rank)}: static "
         f"{_g(f.static.bytes)}, {cause_name(f.largest)} {_g(f.largest.bytes)}, the {cause_name(f.other)} "
@@ -227,7 +257,11 @@ def _(f: fd.GraphSplit) -> str:
 
 @finding_text.register
 def _(f: fd.LargestBucketNote) -> str:
-    return f"The largest {f.graph} bucket {cause_note(f.cause)}."
+    # Several lazy allocations and the bucket's graph in one drop: none gets the whole of it.
+    return (
+        f"The largest {f.graph} bucket's {_g(f.cause.bytes)} GiB holds its own graph and the lazy "
+        f"allocations made on the first capture: {lazy_list(f.cause)}; the log cannot split them."
+    )
 
 
 @finding_text.register
@@ -392,7 +426,14 @@ def _(f: fd.Reserve) -> str:
 
 @finding_text.register
 def _(f: fd.Reuse) -> str:
-    lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if f.lazy_buffers else ""
+    names = {
+        Lazy.PEER_BUFFERS: f"{f.library.value if f.library else 'NCCL'} peer buffers",
+        Lazy.DEEPEP: "DeepEP",
+        Lazy.EP_ALL_TO_ALL: "EP all-to-all",
+        Lazy.DP_ATTENTION: "DP-attention gather buffers",
+    }
+    listed = [names[x] for x in f.lazy]
+    lazy = f" ({', '.join([*listed, 'cuBLAS workspaces'])})" if f.lazy else ""
     parts = ", ".join(
         f"{r.graph} {_g(r.largest_bytes)} GiB against {_g(r.first_largest_bytes)} for {r.first_graph}"
         for r in f.graphs

@@ -1,0 +1,130 @@
+"""Review 21's wording classes: a drop that holds several lazily allocated cells is given to none
+of them alone; the platform's collective library named where the log shows the platform;
+sentences that assert only what the log supports (cpu_offload_gb, the kernel log, unified memory).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import corpus_log, corpus_logs, fixture_logs
+from logmem.analysis import comm_join as cj
+from logmem.analysis import findings as fd
+from logmem.analysis.attribution import build_ledger
+from logmem.analysis.ledger import Lazy, What
+from logmem.api import read_log
+from logmem.report.causes import cause_name, cause_note
+from logmem.report.comm_sentences import comm_finding_text, lands_label, shared_names
+from logmem.report.communication import comm_json, comm_view
+from logmem.report.sentences import finding_text
+from logmem.sglang.comm import Library, Mechanism
+
+
+def _led(path: Path):  # type: ignore[no-untyped-def]
+    return build_ledger(read_log(str(path)).launches[0])
+
+
+def _com(path: Path) -> cj.Communication:
+    c = cj.communication(_led(path))
+    assert c is not None
+    return c
+
+
+# --- 1. lazy cells in one drop --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prefix", "groups", "buffsize"),
+    [
+        ("019-", ["TP", "attention TP"], "HCCL_BUFFSIZE=1600 MB"),
+        ("036-", ["TP"], "HCCL_BUFFSIZE=720"),
+    ],
+)
+def test_ascend_first_bucket_names_hccl_and_deepep_together(
+    prefix: str, groups: list[str], buffsize: str
+) -> None:
+    c = _com(corpus_log(prefix))
+    j = c.deepep
+    assert j is not None
+    assert [x.group for x in j.shared] == groups
+    assert all(x.mechanism is Mechanism.PEER_BUFFERS for x in j.shared)
+    text = " ".join(comm_finding_text(f) for f in c.findings if isinstance(f, cj.DeepEPAttributed))
+    assert "HCCL peer buffers" in text and buffsize in text and "DeepEP buffer" in text
+    assert "cannot split" in text and "it lands in" not in text
+    label = lands_label(j)
+    assert label.startswith("lazy + graph:") and not label.startswith("DeepEP")
+    grids = comm_view(c).grids
+    assert any("cannot split" in n for g in grids for n in g.notes)
+    doc = comm_json(c)["measured"]["deepep"]
+    assert [s["group"] for s in doc["shared"]] == groups
+
+
+@pytest.mark.parametrize("prefix", ["019-", "036-"])
+def test_ascend_largest_bucket_is_not_the_max_bs_lever(prefix: str) -> None:
+    led = _led(corpus_log(prefix))
+    split = next(f for f in led.findings if isinstance(f, fd.GraphSplit) and f.graph == "decode")
+    assert Lazy.PEER_BUFFERS in split.largest.facts.lazy and Lazy.DEEPEP in split.largest.facts.lazy
+    text = finding_text(split)
+    assert "do not shrink with the bucket size" in text
+    assert "HCCL peer buffers and the DeepEP buffer" in text
+    assert not text.endswith("the largest bucket does.")
+    note = next(f for f in led.findings if isinstance(f, fd.LargestBucketNote))
+    words = finding_text(note)
+    assert "HCCL peer buffers" in words and "cannot split" in words and "its own graph" in words
+    assert "HCCL peer buffers" in cause_note(split.largest)
+
+
+def test_a_lazy_list_without_fixed_size_buffers_keeps_the_max_bs_advice() -> None:
+    """EP all-to-all and DP-attention buffers follow the captured sizes: no caveat for them."""
+    led = _led(
+        Path(__file__).parent.parent
+        / "fixtures"
+        / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"
+    )
+    split = next(
+        f for f in led.findings if isinstance(f, fd.GraphSplit) and f.graph == "target verify"
+    )
+    assert split.largest.facts.lazy and Lazy.DEEPEP not in split.largest.facts.lazy
+    assert finding_text(split).endswith("the largest bucket does.")
+
+
+ALL = sorted({p.name: p for p in [*corpus_logs(), *fixture_logs()]}.values())
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.name[:40] for p in ALL])
+def test_no_lazy_drop_goes_to_one_cell_alone(path: Path) -> None:
+    """Wherever DeepEP's bucket also holds other lazy cells, every sentence about it names them."""
+    led = _led(path)
+    c = cj.communication(led)
+    if c is None or c.deepep is None:
+        return
+    j = c.deepep
+    text = " ".join(comm_finding_text(f) for f in c.findings if isinstance(f, cj.DeepEPAttributed))
+    for name in shared_names(j):
+        assert name in text
+    if j.shared:
+        assert lands_label(j).startswith("lazy + graph:")
+    assert "graph" in text  # the bucket's own graph is always in the drop
+
+
+# --- 3. the platform's library --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prefix", "lib", "label"),
+    [
+        ("019-", Library.HCCL, "HCCL / gloo"),
+        ("003-", Library.RCCL, "RCCL / gloo / custom all-reduce"),
+        ("011-", Library.NCCL, "NCCL / gloo / custom all-reduce"),
+    ],
+)
+def test_ledger_names_the_platform_library(prefix: str, lib: Library, label: str) -> None:
+    led = _led(corpus_log(prefix))
+    assert led.platform.library is lib
+    c = cj.communication(led)
+    assert c is not None and c.plan.library == lib.value  # the table and the ledger agree
+    rl = led.ranks[0]
+    init = next(c for p in rl.phases for c in p.causes if c.what is What.COMMS)
+    assert cause_name(init) == label
