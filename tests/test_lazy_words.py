@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import corpus_log, corpus_logs, fixture_logs
 from logmem.analysis import comm_join as cj
@@ -15,6 +16,7 @@ from logmem.analysis import findings as fd
 from logmem.analysis.attribution import build_ledger
 from logmem.analysis.ledger import Lazy, What
 from logmem.api import read_log
+from logmem.cli.main import cli
 from logmem.report.causes import cause_name, cause_note
 from logmem.report.comm_sentences import comm_finding_text, lands_label, shared_names
 from logmem.report.communication import comm_json, comm_view
@@ -24,6 +26,12 @@ from logmem.sglang.comm import Library, Mechanism
 
 def _led(path: Path):  # type: ignore[no-untyped-def]
     return build_ledger(read_log(str(path)).launches[0])
+
+
+def _analyze(path: Path, *extra: str) -> str:
+    r = CliRunner().invoke(cli, ["analyze", str(path), *extra])
+    assert r.exit_code == 0, r.output
+    return r.output
 
 
 def _com(path: Path) -> cj.Communication:
@@ -128,3 +136,27 @@ def test_ledger_names_the_platform_library(prefix: str, lib: Library, label: str
     rl = led.ranks[0]
     init = next(c for p in rl.phases for c in p.causes if c.what is What.COMMS)
     assert cause_name(init) == label
+
+
+# --- 2. cpu_offload_gb is a cap ---------------------------------------------------------------
+
+
+def test_cpu_offload_is_an_upper_bound_not_what_is_kept() -> None:
+    led = _led(corpus_log("023-"))
+    w = next(f for f in led.findings if isinstance(f, fd.Weights))
+    assert w.cpu_offload_gb == 48
+    text = finding_text(w)
+    assert "keeps that much" not in text
+    assert "up to 48 GiB" in text and "may live in CPU memory" in text
+    assert "1.50 GiB is what stayed on the GPU" in text
+
+
+# --- 3. canned wording ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prefix", ["023-", "026-", "031-"])
+def test_a_cut_log_does_not_claim_the_kernel_log_shows_an_oom_kill(prefix: str) -> None:
+    text = " ".join(_analyze(corpus_log(prefix)).split())
+    assert text.splitlines()[0].startswith("Launch") or "Incomplete" in text
+    assert "the kernel log shows" not in text
+    assert "if the OOM killer ended it, the kernel log would say so" in text

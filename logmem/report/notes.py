@@ -297,7 +297,8 @@ def _(n: fx.CommUnknown) -> str:
 def _(n: fx.LogStops) -> str:
     return (
         "no error is in the log: it was cut, or the process hung or was killed (a kill leaves no "
-        "traceback; the kernel log shows the OOM killer); memory cannot be judged from it"
+        "traceback; if the OOM killer ended it, the kernel log would say so); memory "
+        "cannot be judged from it"
     )
 
 

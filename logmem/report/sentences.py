@@ -43,12 +43,16 @@ def finding_text(f: object) -> str:
 
 @finding_text.register
 def _(f: fd.Weights) -> str:
-    held = (
-        f"; cpu_offload_gb={f.cpu_offload_gb:g} keeps that much of them in CPU memory"
-        if f.cpu_offload_gb
-        else ""
-    )
-    return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}{held})."
+    if f.cpu_offload_gb:
+        # cpu_offload_gb caps what each rank offloads (GiB: SGLang multiplies by 1024**3); the
+        # log does not say how much was offloaded, only what stayed on the GPU.
+        return (
+            f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}); up to "
+            f"{f.cpu_offload_gb:g} GiB of each rank's weights may live in CPU memory "
+            f"(cpu_offload_gb={f.cpu_offload_gb:g}), so {_g(f.bytes)} GiB is what stayed on the "
+            "GPU, not the model's share per rank."
+        )
+    return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})."
 
 
 def _per_token(sz: Sizing) -> str:
