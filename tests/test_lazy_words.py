@@ -160,3 +160,21 @@ def test_a_cut_log_does_not_claim_the_kernel_log_shows_an_oom_kill(prefix: str) 
     assert text.splitlines()[0].startswith("Launch") or "Incomplete" in text
     assert "the kernel log shows" not in text
     assert "if the OOM killer ended it, the kernel log would say so" in text
+
+
+@pytest.mark.parametrize("prefix", ["019-", "036-"])
+def test_ascend_reports_name_no_unified_memory_device(prefix: str) -> None:
+    led = _led(corpus_log(prefix))
+    assert led.platform.device == "npu" and not led.platform.unified_possible
+    text = _analyze(corpus_log(prefix))
+    assert "GB10" not in text and "unified-memory" not in text
+    rose = [f for f in led.findings if isinstance(f, fd.Unexplained) and f.bytes < 0]
+    assert rose and all("npu-smi" in finding_text(f) for f in rose)
+
+
+def test_cuda_reports_keep_the_unified_memory_reason() -> None:
+    """021 runs on a GB10 (DGX Spark): unified memory is a real reason there."""
+    led = _led(corpus_log("021-"))
+    assert led.platform.unified_possible
+    rose = [f for f in led.findings if isinstance(f, fd.BucketsRose)]
+    assert rose and "such as GB10" in finding_text(rose[0])

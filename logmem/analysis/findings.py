@@ -124,6 +124,7 @@ class BucketsRose:
     graph: str
     count: int
     worst_bytes: int
+    device: str = "unknown"  # the platform kind (analysis.platform): may it be unified memory?
 
 
 class NegligibleReason(Enum):
@@ -280,9 +281,10 @@ def findings(led: LaunchLedger) -> list[Finding]:
     disagree = kv_sources_disagree(led.kv_hint, main, L, rl)
     if disagree is not None:
         out.append(disagree)
+    device = led.platform.device
     if rl is not None:
-        out.extend(_rank(rl, StartupEnd(outcome(L).status)))
-        out.extend(unexplained(rl, L))
+        out.extend(_rank(rl, StartupEnd(outcome(L).status), device))
+        out.extend(unexplained(rl, L, device))
     if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
         sz = led.sizing
         price = sz.budget_bytes_per_token if sz is not None else None
@@ -306,7 +308,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
     return out
 
 
-def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
+def _rank(rl: RankLedger, end: StartupEnd, device: str = "unknown") -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
@@ -319,7 +321,7 @@ def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
         and pre.causes[0].what is What.ATTENTION_WORKSPACES
     ):
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
-    out.extend(_captures(rl))
+    out.extend(_captures(rl, device))
     if rl.last_bytes is not None:
         out.append(_left_free(rl, rl.last_bytes, end))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
@@ -328,7 +330,7 @@ def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
     return out
 
 
-def _captures(rl: RankLedger) -> list[Finding]:
+def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
     out: list[Finding] = []
     negligible: list[str] = []
     earlier = False  # a capture already took memory before this one
@@ -365,7 +367,7 @@ def _captures(rl: RankLedger) -> list[Finding]:
         rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]
         rising = [c for c in rising if c < -_NOTABLE]
         if rising:
-            out.append(BucketsRose(rl.rank, g.label, len(rising), -min(rising)))
+            out.append(BucketsRose(rl.rank, g.label, len(rising), -min(rising), device))
         earlier = earlier or p.delta_bytes > _TINY
     if negligible:
         bottomed = rl.last_bytes is not None and rl.last_bytes <= _TINY

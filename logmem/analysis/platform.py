@@ -28,7 +28,12 @@ class Platform:
     @property
     def unified_possible(self) -> bool:
         """Whether the device could read system RAM as free memory (a GB10-like device)."""
-        return self.device not in _DISCRETE
+        return unified_possible(self.device)
+
+
+def unified_possible(device: str) -> bool:
+    """Whether a platform kind (``Platform.device``) has unified-memory parts."""
+    return device not in _DISCRETE
 
 
 def is_hip(events: Iterable[ev.Event], args: Mapping[str, Any]) -> bool:

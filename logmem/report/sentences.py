@@ -10,6 +10,7 @@ from functools import singledispatch
 
 import logmem.analysis.findings as fd
 from logmem.analysis.ledger import Cause, Lazy
+from logmem.analysis.platform import unified_possible
 from logmem.analysis.sizing import Sizing
 from logmem.report.causes import (
     cause_name,
@@ -279,6 +280,17 @@ def _(f: fd.GraphSparse) -> str:
     )
 
 
+def _unified(device: str, where: str, conj: str, other: str = "another process") -> str:
+    """The rest of a list of reasons free memory rose: another process, and unified memory only
+    on a device that could have it (a GB10 on CUDA, an APU on ROCm; never an Ascend NPU)."""
+    if not unified_possible(device):
+        return f", {conj} {other}"
+    example = "a unified-memory APU" if device == "rocm" else "a unified-memory device such as GB10"
+    if not where:
+        return f", {other}, {conj} system RAM on {example}"
+    return f", {other}, {conj} {example}{where}"
+
+
 @finding_text.register
 def _(f: fd.CaptureRose) -> str:
     return (
@@ -293,8 +305,7 @@ def _(f: fd.BucketsRose) -> str:
     return (
         f"During capture {f.graph} on {_on(f.rank)} free memory rose between {f.count} bucket "
         f"reading(s) (by up to {_g(f.worst_bytes)} GiB): readings are not monotonic here (freed "
-        "temporaries, another process, or a unified-memory device such as GB10, where "
-        "avail mem is system RAM)."
+        f"temporaries{_unified(f.device, ', where avail mem is system RAM', 'or')})."
     )
 
 
@@ -381,15 +392,21 @@ def _about(n: int) -> str:
 _SNAPSHOT = "a torch memory snapshot taken during start-up (logmem snapshot)"
 
 
+def _smi(device: str) -> str:
+    """The device's own process/memory monitor."""
+    return {"npu": "npu-smi", "rocm": "rocm-smi", "musa": "mthreads-gmi"}.get(device, "nvidia-smi")
+
+
 @finding_text.register
 def _(f: fd.Unexplained) -> str:
     where = f"the step '{phase_name(f.phase)}' on {_on(f.rank)}"
     if f.likely is fd.LikelyCause.GIVEN_BACK:
         return (
             f"In {where}, free memory rose by {_g(-f.bytes)} GiB beyond what its causes explain: "
-            "memory was given back (temporaries freed, another process on the GPU releasing "
-            "memory, or system RAM on a unified-memory device such as GB10), not taken; "
-            f"nvidia-smi or {_SNAPSHOT} would show what was released."
+            "memory was given back (temporaries freed"
+            f"{_unified(f.device, '', 'or', 'another process on the GPU releasing memory')}), "
+            "not taken; "
+            f"{_smi(f.device)} or {_SNAPSHOT} would show what was released."
         )
     if f.likely is fd.LikelyCause.REQUEST_TABLE and f.table is not None:
         (r_lo, r_hi), (c_lo, c_hi) = f.table.rows, f.table.context
@@ -410,7 +427,7 @@ def _(f: fd.Unexplained) -> str:
         return (
             f"{_g(f.bytes)} GiB of {where} is neither a printed pool nor the request-to-token "
             "table: possibly another process on the GPU (free memory is device-wide), or a "
-            "buffer this SGLang version allocates with the pools without a line; nvidia-smi "
+            f"buffer this SGLang version allocates with the pools without a line; {_smi(f.device)} "
             f"during start-up or {_SNAPSHOT} would pin it down."
         )
     return (
