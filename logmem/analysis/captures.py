@@ -41,6 +41,11 @@ def lazy_allocs(
     if deepep and comm.deepep_on(a):
         why.append(Lazy.DEEPEP)
     ep = a.get("ep_size")
+    if not a:
+        # No server_args (a fragment): the ranks' EP tags still say expert parallelism is on.
+        tags = {t for r in launch.ranks if (t := r.tag("EP")) is not None}
+        # Only every EP rank 0..n-1 in the log gives n: a part of them gives no size.
+        ep = len(tags) if len(tags) > 1 and tags == set(range(len(tags))) else None
     if isinstance(ep, int) and ep > 1:
         why.append(Lazy.EP_ALL_TO_ALL)
     if a.get("enable_dp_attention"):
