@@ -178,3 +178,51 @@ def test_cuda_reports_keep_the_unified_memory_reason() -> None:
     assert led.platform.unified_possible
     rose = [f for f in led.findings if isinstance(f, fd.BucketsRose)]
     assert rose and "such as GB10" in finding_text(rose[0])
+
+
+def test_rocm_without_aiter_lines_is_told_by_the_amd_device_name() -> None:
+    """006 (RDNA4, triton backend, custom AR off) prints no aiter line; its MoE kernel-config
+    lookup names the GPU (device_name=AMD_Radeon_AI_PRO_R9700): RCCL in the ledger and table."""
+    led = _led(corpus_log("006-"))
+    assert led.platform.device == "rocm" and led.platform.library is Library.RCCL
+    c = cj.communication(led)
+    assert c is not None and c.plan.library == "RCCL"
+    text = _analyze(corpus_log("006-"))
+    assert "RCCL / gloo" in text and "2 RCCL communicators" in text
+    assert "NCCL /" not in text and "NCCL communicator" not in text
+
+
+def test_an_nvidia_device_name_stays_nccl() -> None:
+    led = _led(corpus_log("011-"))
+    names = {e.name for e in led.launch.all_events() if type(e).__name__ == "DeviceName"}
+    assert names == {"NVIDIA_H100_80GB_HBM3"}
+    assert led.platform.library is Library.NCCL
+
+
+def test_a_fragment_with_ep_tags_names_the_lazy_all_to_all_buffers() -> None:
+    """026 has no server_args, but every rank is tagged EP0..EP3: its first bucket's 5.69 GiB
+    is not the graph's alone."""
+    led = _led(corpus_log("026-"))
+    rl = led.rank("DP0 TP0 EP0")
+    assert rl is not None
+    cap = rl.phase("capture:decode")
+    assert cap is not None
+    lazy = [c for c in cap.causes if c.facts.lazy]
+    assert len(lazy) == 1 and lazy[0].facts.lazy == (Lazy.EP_ALL_TO_ALL,)
+    assert lazy[0].facts.ep_size == 4 and "ep_size=4" in cause_note(lazy[0])
+
+
+@pytest.mark.parametrize(
+    ("device", "words"),
+    [("HIP", "RCCL, the HIP context"), ("NPU", "HCCL, the NPU context"), ("CUDA", "NCCL, CUDA")],
+)
+def test_outside_pytorch_names_the_devices_library(device: str, words: str) -> None:
+    from logmem.analysis.failures import facts as fx
+    from logmem.report.notes import note_text
+
+    gib = 1 << 30
+    n = fx.OutsidePyTorch(80 * gib, 79 * gib, 70 * gib, 9 * gib, None, False, device)
+    text = note_text(n)
+    assert words in text
+    if device != "CUDA":
+        assert "NCCL" not in text and "CUDA context" not in text
