@@ -226,3 +226,12 @@ def test_outside_pytorch_names_the_devices_library(device: str, words: str) -> N
     assert words in text
     if device != "CUDA":
         assert "NCCL" not in text and "CUDA context" not in text
+
+
+def test_custom_ar_off_names_the_table_library() -> None:
+    f = cj.CustomAROff(7, "failed", "with CUDART error: peer access is not supported", "RCCL")
+    assert "all-reduces through RCCL" in comm_finding_text(f)
+    c = _com(
+        Path(__file__).parent.parent / "fixtures" / "deepep-ll-decode-explicit-mfs-constructed.log"
+    )
+    assert c.plan.library == "NCCL"

@@ -76,6 +76,7 @@ class CustomAROff:
     line: int
     state: str  # "disabled" | "failed"
     text: str
+    library: str = "NCCL"  # what the TP group all-reduces through instead (Plan.library)
 
 
 @frozen
@@ -268,7 +269,7 @@ def communication(
     found: list[CommFinding] = []
     off = next((v for k, v in plan.notes if k == "custom_ar_off"), None)
     if isinstance(off, ev.CustomAllReduce):
-        found.append(CustomAROff(off.source.line_no, off.state, off.text))
+        found.append(CustomAROff(off.source.line_no, off.state, off.text, plan.library))
     found.extend(_init_findings(plan, inits))
     found.extend(_all_reduce_findings(plan, evd.all_reduce))
     join = None

@@ -165,7 +165,7 @@ def _(f: cj.CustomAROff) -> str:
     why = f.text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
     what = "is disabled because" if f.state == "disabled" else "setup failed"
     return (
-        f"Custom all-reduce {what} {why} (line {f.line}): the TP group all-reduces through NCCL, "
+        f"Custom all-reduce {what} {why} (line {f.line}): the TP group all-reduces through {f.library}, "
         "so there are no custom all-reduce buffers in the table."
     )
 
