@@ -46,7 +46,8 @@ def lazy_allocs(
         tags = {t for r in launch.ranks if (t := r.tag("EP")) is not None}
         # Only every EP rank 0..n-1 in the log gives n: a part of them gives no size.
         ep = len(tags) if len(tags) > 1 and tags == set(range(len(tags))) else None
-    if isinstance(ep, int) and ep > 1:
+    if isinstance(ep, int) and ep > 1 and Lazy.DEEPEP not in why:
+        # With DeepEP here, the expert-parallel all-to-all buffer is DeepEP's: one item.
         why.append(Lazy.EP_ALL_TO_ALL)
     if a.get("enable_dp_attention"):
         why.append(Lazy.DP_ATTENTION)

@@ -160,7 +160,7 @@ def lazy_text(lazy: tuple[Lazy, ...], ep_size: int | None, library: Library | No
     words = {
         Lazy.PEER_BUFFERS: f"{library.value if library else 'NCCL'} peer buffers (at the first "
         "collective)",
-        Lazy.DEEPEP: "DeepEP buffers (moe_a2a_backend='deepep')",
+        Lazy.DEEPEP: "DeepEP's all-to-all buffer (moe_a2a_backend='deepep')",
         Lazy.EP_ALL_TO_ALL: f"expert-parallel (ep_size={ep_size}) all-to-all buffers",
         Lazy.DP_ATTENTION: "DP-attention gather buffers",
     }
