@@ -235,3 +235,18 @@ def test_custom_ar_off_names_the_table_library() -> None:
         Path(__file__).parent.parent / "fixtures" / "deepep-ll-decode-explicit-mfs-constructed.log"
     )
     assert c.plan.library == "NCCL"
+
+
+def test_whatif_max_bs_says_the_lazy_part_of_the_bucket_stays() -> None:
+    text = _cli("whatif", str(corpus_log("019-")), "--cuda-graph-max-bs", "16")
+    flat = " ".join(text.split())
+    assert "8.63 GiB also holds the HCCL peer buffers and DeepEP's buffer" in flat
+    assert "that part of the bucket stays" in flat
+    plain = " ".join(_cli("whatif", str(corpus_log("011-")), "--cuda-graph-max-bs", "16").split())
+    assert "also holds" not in plain
+
+
+def _cli(*args: str) -> str:
+    r = CliRunner().invoke(cli, list(args))
+    assert r.exit_code == 0, r.output
+    return r.output
