@@ -31,11 +31,13 @@ from logmem.analysis.ledger import (
     bound_remainders,
     remainder,
 )
+from logmem.analysis.platform import Platform, platform
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
 from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
+from logmem.sglang.comm import Library
 from logmem.units import Mem
 
 __all__ = [
@@ -62,6 +64,8 @@ class LaunchLedger:
     findings: tuple[Finding, ...]  # typed facts; logmem.report.sentences words them
     # What a pool step with no KV line takes its bytes per token from (attribution_pools).
     kv_hint: KVHint = KVHint()
+    # The device kind and collective library the ledger's labels and sentences name.
+    platform: Platform = Platform("unknown", Library.NCCL)
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -149,18 +153,24 @@ def _owner(rank: Rank, event: ev.Event) -> Model | None:
 
 
 def rank_ledger(
-    launch: Launch, rank: Rank, sz: Sizing | None = None, hint: KVHint | None = None
+    launch: Launch,
+    rank: Rank,
+    sz: Sizing | None = None,
+    hint: KVHint | None = None,
+    plat: Platform | None = None,
 ) -> RankLedger:
     """The phases of one rank, in log order; conservation is checked before returning."""
     sz = sz if sz is not None else sizing(launch)
     hint = hint if hint is not None else kv_hint(launch, sz)
+    plat = plat if plat is not None else platform(launch)
+    lib = Facts(library=plat.library)
     readings, pending = _readings(rank)
     phases: list[Phase] = []
     # Distributed init: only its usage is printed; the reading before it is derived.
     first_wb = next((r for r in readings if r.kind == "weights_begin"), None)
     if rank.init_end is not None and first_wb is not None and readings and readings[0] is first_wb:
         usage = rank.init_end.usage.bytes
-        causes = [Cause(What.COMMS, usage, "logged", (rank.init_end.source.line_no,))]
+        causes = [Cause(What.COMMS, usage, "logged", (rank.init_end.source.line_no,), lib)]
         ar = next((e for e in rank.events if isinstance(e, ev.AllReduceConfig)), None)
         if ar is not None:
             causes = [
@@ -176,6 +186,7 @@ def rank_ledger(
                     usage - ar.symmetric.bytes - ar.local.bytes,
                     "derived",
                     (rank.init_end.source.line_no,),
+                    lib,
                 ),
             ]
         phases.append(
@@ -196,14 +207,16 @@ def rank_ledger(
         pools = pending.get(i, [])
         captured = captured_between(a, b)
         if captured is not None:
-            # Lazy buffers (NCCL, cuBLAS) come with the first capture of each kind; DeepEP's
+            # Lazy buffers (the library's peer buffers, cuBLAS) come with the first capture of each kind; DeepEP's
             # one buffer per process with the very first capture.
             kind = graph_kind(captured.name)
             first_of_kind = not any(
                 p.graph is not None and graph_kind(p.graph.name) == kind for p in phases
             )
             first = not any(p.graph is not None for p in phases)
-            phases.append(graph_phase(captured, a, b, launch, rank, first_of_kind, first))
+            phases.append(
+                graph_phase(captured, a, b, launch, rank, first_of_kind, first, plat.library)
+            )
             continue
         logged_pools = [p for p in pools if isinstance(p, (ev.KVPool, ev.MambaPool))]
         pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model
@@ -297,7 +310,8 @@ def build_ledger(
     that printed no KV line when no rank of the launch printed one."""
     sz = sizing(launch)
     hint = kv_hint(launch, sz, peers, model_config)
-    ranks = tuple(rank_ledger(launch, r, sz, hint) for r in launch.ranks)
+    plat = platform(launch)
+    ranks = tuple(rank_ledger(launch, r, sz, hint, plat) for r in launch.ranks)
     pre = [(e.avail.bytes, r.label) for r in launch.ranks if (e := rules.pre_load_reading(r))]
     binding = min(pre)[1] if pre else None
     imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None
@@ -322,5 +336,5 @@ def build_ledger(
             if any(c.bound is Bound.AT_LEAST for c in costs):
                 measured_bound = Bound.AT_LEAST
     reserve = graph_reserve(launch, measured, measured_bound)
-    led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, (), hint)
+    led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, (), hint, plat)
     return replace(led, findings=tuple(findings(led)))

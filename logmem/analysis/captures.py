@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from logmem.analysis.ledger import (
     Bound,
@@ -25,6 +27,7 @@ from logmem.analysis.ledger import (
 from logmem.frozen import frozen
 from logmem.model.records import OPENED_BY_BARS, Graph, Launch, Rank
 from logmem.sglang import comm, rules
+from logmem.sglang.comm import Library
 
 
 @frozen
@@ -67,22 +70,56 @@ def _derived(
     return Cause(what, before - after, "derived", lines, facts, part, floor_bound(before, after))
 
 
-def lazy_allocs(launch: Launch, deepep: bool = True) -> tuple[tuple[Lazy, ...], int | None]:
+def lazy_allocs(
+    launch: Launch, deepep: bool = True, library: Library | None = None
+) -> tuple[tuple[Lazy, ...], int | None]:
     """What the first capture of a kind also allocates lazily (DeepEP, EP all-to-all, DP
-    attention), and the ep_size the all-to-all buffers are for.
+    attention, the collective library's peer buffers), and the ep_size the all-to-all buffers
+    are for.
 
     DeepEP's buffer is one per process, created at the first dispatch and reused
-    (``sglang.comm.deepep_on``): only the launch's first capture holds it (``deepep``)."""
+    (``sglang.comm.deepep_on``), and the peer buffers of the groups come with the first
+    collective (``sglang.comm.peer_buffers_when``): only the launch's first capture holds them
+    (``deepep``). ``library`` names the peer buffers' library; None leaves them out."""
     a = launch.args
     why: list[Lazy] = []
     if deepep and comm.deepep_on(a):
         why.append(Lazy.DEEPEP)
     ep = a.get("ep_size")
-    if isinstance(ep, int) and ep > 1:
+    if not a:
+        # No server_args (a fragment): the ranks' EP tags still say expert parallelism is on.
+        tags = {t for r in launch.ranks if (t := r.tag("EP")) is not None}
+        # Only every EP rank 0..n-1 in the log gives n: a part of them gives no size.
+        ep = len(tags) if len(tags) > 1 and tags == set(range(len(tags))) else None
+    if isinstance(ep, int) and ep > 1 and Lazy.DEEPEP not in why:
+        # With DeepEP here, the expert-parallel all-to-all buffer is DeepEP's: one item.
         why.append(Lazy.EP_ALL_TO_ALL)
     if a.get("enable_dp_attention"):
         why.append(Lazy.DP_ATTENTION)
+    # The peer buffers are named where the drop would otherwise go to another lazy allocation
+    # alone, or where the init step shows the library set nothing up (0.00 GiB on every rank).
+    if (
+        deepep
+        and library is not None
+        and peer_buffers_lazy(a)
+        and (why or _init_took_nothing(launch))
+    ):
+        why.insert(0, Lazy.PEER_BUFFERS)
     return tuple(why), ep if isinstance(ep, int) and ep > 1 else None
+
+
+def _init_took_nothing(launch: Launch) -> bool:
+    """Every rank that printed its distributed init took 0.00 GiB (comm_join.InitNothing)."""
+    inits = [r.init_end.usage.bytes for r in launch.ranks if r.init_end is not None]
+    return len(inits) > 1 and all(u <= rules.DIFFERENCE_RESOLUTION_BYTES for u in inits)
+
+
+def peer_buffers_lazy(args: Mapping[str, Any]) -> bool:
+    """A group with peers whose buffers come at the first collective (not pre-warmed): the
+    communication table's peer-buffer cells (``analysis.communication.derive``) say the same."""
+    if not args or comm.peer_buffers_when(args) is not comm.When.FIRST_USE:
+        return False
+    return any(g.own for g in comm.groups(comm.layout_from_args(args)))
 
 
 def graph_kind(name: str) -> str:
@@ -126,6 +163,7 @@ def graph_phase(
     rank: Rank,
     first_of_kind: bool,
     first_capture: bool = True,
+    library: Library | None = None,
 ) -> Phase:
     """The capture between two readings: static buffers, the largest bucket and the others when
     the bar readings allow, else one cause per stretch of buckets, else the logged total."""
@@ -150,8 +188,12 @@ def graph_phase(
                 Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers, bound)
             )
         consecutive = idx == list(range(len(s)))
-        allocs, ep_size = lazy_allocs(launch, deepep=first_capture) if first_of_kind else ((), None)
-        lazy = Facts(lazy=allocs, ep_size=ep_size)
+        allocs, ep_size = (
+            lazy_allocs(launch, first_capture, library) if first_of_kind else ((), None)
+        )
+        lazy = Facts(
+            lazy=allocs, ep_size=ep_size, library=library if Lazy.PEER_BUFFERS in allocs else None
+        )
         head = (before.line, s[0].source.line_no)
         if before.kind == "first_sample":
             pass  # the phase opens at the first bar reading: nothing lies before it
@@ -173,7 +215,7 @@ def graph_phase(
                     before.bytes,
                     s[0].avail.bytes,
                     head,
-                    Facts(count=idx[0], lazy=lazy.lazy, ep_size=lazy.ep_size),
+                    Facts(count=idx[0], lazy=lazy.lazy, ep_size=lazy.ep_size, library=lazy.library),
                     part="mixed",
                 )
             )
@@ -186,7 +228,12 @@ def graph_phase(
                         s[0].avail.bytes,
                         s[-1].avail.bytes,
                         (s[0].source.line_no, s[-1].source.line_no),
-                        Facts(span=_span(g, idx[0], idx[-1]), lazy=lazy.lazy, ep_size=lazy.ep_size),
+                        Facts(
+                            span=_span(g, idx[0], idx[-1]),
+                            lazy=lazy.lazy,
+                            ep_size=lazy.ep_size,
+                            library=lazy.library,
+                        ),
                         part="buckets",
                     )
                 )
@@ -201,6 +248,7 @@ def graph_phase(
                         span=Span(1, s[0].size, s[0].size, graph_kind(g.name) == "prefill"),
                         lazy=lazy.lazy,
                         ep_size=lazy.ep_size,
+                        library=lazy.library,
                     ),
                     part="largest",
                 )
@@ -234,6 +282,7 @@ def graph_phase(
                             span=span,
                             lazy=lazy.lazy if i == 0 else (),
                             ep_size=lazy.ep_size if i == 0 else None,
+                            library=lazy.library if i == 0 else None,
                         ),
                         part="buckets",
                     )

@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from logmem.analysis.platform import is_hip
 from logmem.errors import EnvError, InputError
 from logmem.frozen import frozen
 from logmem.parse import events as ev
@@ -127,11 +128,7 @@ def log_evidence(launch: Any, kv_bytes_per_token: int | None) -> Evidence:
     ar_lines = [e for e in events if isinstance(e, ev.CustomAllReduce)]
     off = next((e for e in ar_lines if e.state in ("disabled", "failed")), None)
     impl = next((e for e in ar_lines if e.state == "using"), None)
-    hip = (
-        (impl is not None and "aiter" in impl.text.lower())
-        or any(isinstance(e, ev.TorchOOM) and e.device == "HIP" for e in events)
-        or launch.args.get("attention_backend") in ("aiter", "wave")
-    )
+    hip = is_hip(events, launch.args)
     tp0 = any(
         r.init_end is not None and dict(r.tags).get("TP", 0) == 0 and dict(r.tags).get("PP", 0) == 0
         for r in launch.ranks

@@ -15,7 +15,8 @@ from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.comm_inputs import Env, EnvValue, log_env, log_evidence
-from logmem.analysis.communication import Plan, derive
+from logmem.analysis.communication import Cell, Plan, derive
+from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.parse import events as ev
 from logmem.sglang import comm, rules
@@ -50,6 +51,12 @@ class DeepEPJoin:
     lines: tuple[int, ...]
     deepep_bytes: int | None  # the formula, when it applies (low_latency with a config)
     finished: bool = True  # the capture printed its end line (else start-up stopped in it)
+    # The other lazily allocated cells that land in the same bucket (the peer buffers of every
+    # group at the first collective, a symmetric pool grown on use): the bucket's drop holds
+    # them, the DeepEP buffer and the bucket's own graph together, which the log cannot split.
+    shared: tuple[Cell, ...] = ()
+    # The ledger's other lazy allocations there that are no cell (EP all-to-all, DP attention).
+    also: tuple[Lazy, ...] = ()
 
     @property
     def exceeds(self) -> bool:
@@ -69,6 +76,7 @@ class CustomAROff:
     line: int
     state: str  # "disabled" | "failed"
     text: str
+    library: str = "NCCL"  # what the TP group all-reduces through instead (Plan.library)
 
 
 @frozen
@@ -173,8 +181,21 @@ def _first_capture(led: LaunchLedger, rank: str) -> DeepEPJoin | None:
     done = p.graph.end is not None
     if largest is not None:
         size = max(p.graph.sizes) if p.graph.sizes else next((b.size for b in p.buckets), None)
-        return DeepEPJoin(rank, p.graph.name, size, largest.bytes, False, largest.lines, None, done)
+        also = tuple(x for x in largest.facts.lazy if x in (Lazy.EP_ALL_TO_ALL, Lazy.DP_ATTENTION))
+        return DeepEPJoin(
+            rank, p.graph.name, size, largest.bytes, False, largest.lines, None, done, also=also
+        )
     return DeepEPJoin(rank, p.graph.name, None, p.delta_bytes, True, p.lines, None, done)
+
+
+def lazy_neighbours(plan: Plan) -> tuple[Cell, ...]:
+    """The cells besides DeepEP's buffer that are allocated at first use on the device: they come
+    with the launch's first capture too (its first collective)."""
+    return tuple(
+        c
+        for c in plan.cells
+        if c.when is When.FIRST_USE and c.memory == "device" and c.mechanism is not Mechanism.DEEPEP
+    )
 
 
 def launch_plan(
@@ -248,7 +269,7 @@ def communication(
     found: list[CommFinding] = []
     off = next((v for k, v in plan.notes if k == "custom_ar_off"), None)
     if isinstance(off, ev.CustomAllReduce):
-        found.append(CustomAROff(off.source.line_no, off.state, off.text))
+        found.append(CustomAROff(off.source.line_no, off.state, off.text, plan.library))
     found.extend(_init_findings(plan, inits))
     found.extend(_all_reduce_findings(plan, evd.all_reduce))
     join = None
@@ -261,6 +282,7 @@ def communication(
                 deepep_bytes=dcell.bytes
                 if dcell.bytes is not None
                 else dcell.fact("low_latency_bytes"),
+                shared=lazy_neighbours(plan),
             )
             found.append(DeepEPAttributed(join))
     found.extend(_reserve_findings(L.args, plan, headroom, join))

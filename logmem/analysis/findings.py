@@ -28,11 +28,12 @@ from logmem.analysis.findings_sizing import RuleFit as RuleFit
 from logmem.analysis.findings_sizing import TableBounds as TableBounds
 from logmem.analysis.findings_sizing import Unexplained as Unexplained
 from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings, unexplained
-from logmem.analysis.ledger import Bound, Cause, Phase, RankLedger, What
+from logmem.analysis.ledger import Bound, Cause, Lazy, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.sglang import rules
+from logmem.sglang.comm import Library
 from logmem.units import GIB
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ class BucketsRose:
     graph: str
     count: int
     worst_bytes: int
+    device: str = "unknown"  # the platform kind (analysis.platform): may it be unified memory?
 
 
 class NegligibleReason(Enum):
@@ -236,7 +238,10 @@ class Reused:
 class Reuse:
     kind: ClassVar[FindingKind] = FindingKind.REUSE
     graphs: tuple[Reused, ...]
-    lazy_buffers: bool  # the launch allocates DeepEP / EP / DP-attention buffers lazily
+    # What the launch allocates lazily on its first capture (DeepEP, peer buffers, EP and
+    # DP-attention buffers) and the collective library of the peer buffers.
+    lazy: tuple[Lazy, ...] = ()
+    library: Library | None = None
 
 
 @frozen
@@ -302,9 +307,10 @@ def findings(led: LaunchLedger) -> list[Finding]:
     disagree = kv_sources_disagree(led.kv_hint, main, L, rl)
     if disagree is not None:
         out.append(disagree)
+    device = led.platform.device
     if rl is not None:
-        out.extend(_rank(rl, StartupEnd(outcome(L).status)))
-        out.extend(unexplained(rl, L))
+        out.extend(_rank(rl, StartupEnd(outcome(L).status), device))
+        out.extend(unexplained(rl, L, device))
     if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
         sz = led.sizing
         price = sz.budget_bytes_per_token if sz is not None else None
@@ -323,12 +329,12 @@ def findings(led: LaunchLedger) -> list[Finding]:
         and rules.reserve_heuristic_applies(L.args)
     ):
         out.append(Reserve(main.label, led.reserve.reserve_bytes, led.reserve.measured_bytes))
-    out.extend(_reuse(rl, L))
+    out.extend(_reuse(rl, L, led.platform.library))
     out.extend(_rank_graph_spread(L, main))
     return out
 
 
-def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
+def _rank(rl: RankLedger, end: StartupEnd, device: str = "unknown") -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
@@ -341,7 +347,7 @@ def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
         and pre.causes[0].what is What.ATTENTION_WORKSPACES
     ):
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
-    out.extend(_captures(rl))
+    out.extend(_captures(rl, device))
     if rl.last_bytes is not None:
         out.append(_left_free(rl, rl.last_bytes, end))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
@@ -350,7 +356,7 @@ def _rank(rl: RankLedger, end: StartupEnd) -> list[Finding]:
     return out
 
 
-def _captures(rl: RankLedger) -> list[Finding]:
+def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
     out: list[Finding] = []
     negligible: list[str] = []
     earlier = False  # a capture already took memory before this one
@@ -412,7 +418,7 @@ def _captures(rl: RankLedger) -> list[Finding]:
         rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]
         rising = [c for c in rising if c < -_NOTABLE]
         if rising:
-            out.append(BucketsRose(rl.rank, g.label, len(rising), -min(rising)))
+            out.append(BucketsRose(rl.rank, g.label, len(rising), -min(rising), device))
         earlier = earlier or p.delta_bytes > _TINY
     if negligible:
         bottomed = rl.last_bytes is not None and rl.last_bytes <= _TINY
@@ -441,7 +447,7 @@ def _left_free(rl: RankLedger, last: int, end: StartupEnd) -> LeftFree:
     return LeftFree(rl.rank, last, when, final, last < _TIGHT_BYTES, final.lines[1], end)
 
 
-def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:
+def _reuse(rl: RankLedger | None, launch: Launch, library: Library) -> list[Finding]:
     """A later family whose largest bucket is small reuses the lazily allocated buffers."""
     if rl is None:
         return []
@@ -460,7 +466,7 @@ def _reuse(rl: RankLedger | None, launch: Launch) -> list[Finding]:
             small.append(Reused(p.graph.label, c.bytes, ref_name, ref))
     if not small:
         return []
-    return [Reuse(tuple(small), bool(lazy_allocs(launch)[0]))]
+    return [Reuse(tuple(small), lazy_allocs(launch, True, library)[0], library)]
 
 
 def _rank_graph_spread(L: Launch, main: Rank) -> list[Finding]:

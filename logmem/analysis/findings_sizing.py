@@ -116,6 +116,7 @@ class Unexplained:
     likely: LikelyCause
     lines: tuple[int, int]
     table: TableBounds | None = None
+    device: str = "unknown"  # the platform kind (analysis.platform): may it be unified memory?
 
 
 @frozen
@@ -247,7 +248,7 @@ def _fit(sz: Sizing, pool: int, tol: float) -> RuleFit | None:
     return None
 
 
-def unexplained(rl: RankLedger, launch: Launch) -> list[Unexplained]:
+def unexplained(rl: RankLedger, launch: Launch, device: str = "unknown") -> list[Unexplained]:
     """Every phase whose unattributed remainder is above max(0.5 GiB, 5% of the phase), with
     its likely cause (captures have their own findings; the Workspaces finding names the
     attention workspaces before the first capture)."""
@@ -272,7 +273,7 @@ def unexplained(rl: RankLedger, launch: Launch) -> list[Unexplained]:
             likely, table = LikelyCause.REQUEST_TABLE, _table_bounds(rest, launch)
         else:
             likely = LikelyCause.UNLOGGED
-        out.append(Unexplained(rl.rank, p, rest, likely, p.lines, table))
+        out.append(Unexplained(rl.rank, p, rest, likely, p.lines, table, device))
     return out
 
 

@@ -15,6 +15,7 @@ from logmem.frozen import frozen, mutable
 from logmem.model.records import Graph, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
+from logmem.sglang.comm import Library
 
 
 @mutable
@@ -33,7 +34,7 @@ class What(Enum):
     """What a cause is: logmem.report.causes words each one (no label is composed here)."""
 
     # distributed init
-    COMMS = "comms"  # NCCL / gloo / custom all-reduce, as one logged usage
+    COMMS = "comms"  # the collective library / gloo / custom all-reduce, as one logged usage
     AR_SYMMETRIC = "ar_symmetric"
     AR_LOCAL = "ar_local"
     OTHER_COMMS = "other_comms"  # the init usage minus the all-reduce buffers
@@ -109,6 +110,9 @@ class Lazy(Enum):
     DEEPEP = "deepep"
     EP_ALL_TO_ALL = "ep_all_to_all"
     DP_ATTENTION = "dp_attention"
+    # The collective library's peer buffers, connected at the first collective (not pre-warmed):
+    # the launch's first capture runs it (logmem.sglang.comm.peer_buffers_when).
+    PEER_BUFFERS = "peer_buffers"
 
 
 @frozen
@@ -174,6 +178,7 @@ class Facts:
     count: int | None = None  # buckets: the other ones, or the first ones in one reading
     lazy: tuple[Lazy, ...] = ()
     ep_size: int | None = None
+    library: Library | None = None  # the collective library: comms, peer buffers
     assumed: bool = False  # bar renders carried no bucket count: consecutive assumed
     not_bar_rank: bool = False  # a capture total on a rank that prints no bar
     bound_bytes: int | None = None  # rounding: what the printed figures can be off by

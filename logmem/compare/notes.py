@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from enum import Enum
 
+from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
+from logmem.sglang.comm import Library
 
 # --- where a figure comes from ------------------------------------------------------------
 
@@ -186,6 +188,18 @@ class NoMeasuredSlope:
     pass
 
 
+@frozen
+class LazyInLargest:
+    """The graph being resized: its largest bucket also holds lazy allocations whose size does
+    not follow the bucket's (DeepEP's buffer, the collective library's peer buffers): a new max
+    bs moves only the graph's part, which is what the prediction scales."""
+
+    graph: str
+    bucket_bytes: int
+    lazy: tuple[Lazy, ...]
+    library: Library | None
+
+
 # --- assumptions -----------------------------------------------------------------------------
 
 
@@ -361,6 +375,7 @@ Note = (
     | StartupUnfinished
     | CappedAtRequestPool
     | NoMeasuredSlope
+    | LazyInLargest
     | GBIsGiB
     | PhasesMatchedByKey
     | PhaseValueIsDrop

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from logmem.analysis.attribution import build_ledger
+from logmem.analysis.attribution import LaunchLedger, build_ledger
+from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
@@ -243,6 +244,9 @@ def whatif_launch(
         assumptions.append(
             cn.LargestBecomes(new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None)
         )
+        lazy = _fixed_lazy(led, main.rank if main else None, main.graph if main else None)
+        if lazy is not None:
+            notes.append(lazy)
         if main is not None and any(
             p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
         ):
@@ -377,6 +381,23 @@ def whatif_launch(
         not top_bounded,
         md.floored,
     )
+
+
+def _fixed_lazy(led: LaunchLedger, rank: str | None, graph: str | None) -> cn.LazyInLargest | None:
+    """The resized graph's largest bucket, when it holds DeepEP's buffer or peer buffers."""
+    rl = led.rank(rank) if rank is not None else None
+    p = (
+        next((p for p in rl.phases if p.graph is not None and p.graph.name == graph), None)
+        if rl is not None
+        else None
+    )
+    c = p.part("largest") if p is not None else None
+    if c is None or p is None or p.graph is None:
+        return None
+    fixed = tuple(x for x in c.facts.lazy if x in (Lazy.DEEPEP, Lazy.PEER_BUFFERS))
+    if not fixed:
+        return None
+    return cn.LazyInLargest(p.graph.label, c.bytes, fixed, c.facts.library)
 
 
 def _captured_unmeasured(launch: Launch) -> bool:

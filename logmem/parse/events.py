@@ -190,6 +190,15 @@ class CustomAllReduce(Event):
 
 
 @frozen(kw_only=True)
+class DeviceName(Event):
+    """The device name SGLang put in a kernel-config file name it looked for (``Config file
+    not found at .../E=128,N=352,device_name=AMD_Radeon_AI_PRO_R9700.json``): torch's device
+    name with spaces as underscores, the one line that says which GPU a log ran on."""
+
+    name: str
+
+
+@frozen(kw_only=True)
 class LaunchEnv(Event):
     """One environment variable a launcher printed before start-up (``ENV_VAR_CASE K:V`` /
     ``ENV_VAR_SYS K:V`` / ``Setting ENV_VAR K=V``, SGLang's test harnesses)."""

@@ -206,6 +206,16 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("[AR] ", "Custom allreduce is disabled because", "Setup Custom allreduce failed"),
     ),
     _p(
+        "device_name",
+        r"Config file not found at [^\n]{0,4000}?device_name=(?P<name>[A-Za-z0-9_\-]{1,200}?)"
+        r"(?:_down)?(?:,dtype=[^,.]{1,40})?(?:,block_shape=\[[^\]]{0,40}\])?\.json",
+        "Using default MoE kernel config. Performance might be sub-optimal! Config file not found "
+        "at /sglang/configs/triton_3_6_0/E=128,N=352,device_name=AMD_Radeon_AI_PRO_R9700.json, "
+        "you can create them with https://github.com/sgl-project/sglang/tree/main/benchmark",
+        "fused-MoE kernel config lookup: the GPU's name (corpus 003, 006, 011)",
+        needs=("device_name=",),
+    ),
+    _p(
         "launch_env",
         r"^(?:ENV_VAR_(?:CASE|SYS) (?P<k1>[A-Za-z_][A-Za-z0-9_]{0,100}):(?P<v1>.{0,2000})"
         r"|Setting ENV_VAR (?P<k2>[A-Za-z_][A-Za-z0-9_]{0,100})=(?P<v2>.{0,2000}))$",
@@ -424,7 +434,7 @@ KEYWORDS: tuple[str, ...] = (
     "Compiling num tokens", "%|", "Registering", "memory capacity is unbalanced",
     "Not enough memory", "out of memory", "Error", "Exception", "exception", "Traceback",
     "didn't finish", "Received sigquit", "ready to roll", "Uvicorn running",
-    "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR",
+    "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
 )  # fmt: skip

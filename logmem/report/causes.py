@@ -27,13 +27,12 @@ from logmem.analysis.ledger import (
     Span,
     What,
 )
+from logmem.sglang.comm import Library
 from logmem.units import GIB, format_gib, gib
 
 _FIXED: dict[What, str] = {
-    What.COMMS: "NCCL / gloo / custom all-reduce",
     What.AR_SYMMETRIC: "all-reduce symmetric memory",
     What.AR_LOCAL: "all-reduce local buffer",
-    What.OTHER_COMMS: "NCCL / gloo / other communicators",
     What.DRAFT_INIT: "the draft worker's distributed init",
     What.REQ_TABLE: "request-to-token table",
     What.STATIC: "static buffers (before the first bucket)",
@@ -106,8 +105,20 @@ def _ws(f: Facts) -> str:
     return " + workspaces" if f.workspaces else ""
 
 
+def _lib(f: Facts) -> str:
+    return f.library.value if f.library is not None else "NCCL"
+
+
+def _car(f: Facts) -> bool:
+    """Custom all-reduce exists on CUDA and ROCm only (sglang.comm.custom_ar_possible)."""
+    return _lib(f) in ("NCCL", "RCCL")
+
+
 # Causes whose words depend on their facts.
 _WORDED: dict[What, Callable[[Facts], str]] = {
+    # The platform's collective library (NCCL, RCCL on ROCm, HCCL on Ascend): analysis.platform.
+    What.COMMS: lambda f: f"{_lib(f)} / gloo" + (" / custom all-reduce" if _car(f) else ""),
+    What.OTHER_COMMS: lambda f: f"{_lib(f)} / gloo / other communicators",
     What.DRAFT_POOLS: lambda f: f"unlogged: draft pools not printed{_ws(f)}",
     What.BEYOND_TABLE: lambda f: f"unlogged: pools{_ws(f)} beyond the request-to-token table",
     What.LIKELY_TABLE: lambda f: (
@@ -146,10 +157,12 @@ def cause_name(c: Cause) -> str:
     return f"{head} (unlogged)" if w in _BEFORE_CAPTURE else head
 
 
-def lazy_text(lazy: tuple[Lazy, ...], ep_size: int | None) -> str:
+def lazy_text(lazy: tuple[Lazy, ...], ep_size: int | None, library: Library | None = None) -> str:
     """What the first capture of a kind also allocates lazily, or ""."""
     words = {
-        Lazy.DEEPEP: "DeepEP buffers (moe_a2a_backend='deepep')",
+        Lazy.PEER_BUFFERS: f"{library.value if library else 'NCCL'} peer buffers (at the first "
+        "collective)",
+        Lazy.DEEPEP: "DeepEP's all-to-all buffer (moe_a2a_backend='deepep')",
         Lazy.EP_ALL_TO_ALL: f"expert-parallel (ep_size={ep_size}) all-to-all buffers",
         Lazy.DP_ATTENTION: "DP-attention gather buffers",
     }
@@ -190,6 +203,11 @@ def bounded_words(n: int | None, bound: Bound) -> str:
     return f"at least {text}" if bound is Bound.AT_LEAST and n is not None else text
 
 
+def lazy_list(c: Cause) -> str:
+    """The lazy allocations a cause's facts name, as a list ("" when none)."""
+    return lazy_text(c.facts.lazy, c.facts.ep_size, c.facts.library).partition(": ")[2]
+
+
 def cause_note(c: Cause) -> str:
     """How the cause's figure was found (a footnote), or ""."""
     why = bound_note(c.bound)
@@ -227,7 +245,7 @@ def _cause_note(c: Cause) -> str:
         x = c.bytes
         unknown = "" if f.table_known else "; includes the request-to-token table, not printed"
         return f"about {g(x)} GiB / {f.tokens:,} = {x / f.tokens:,.0f} bytes per token (derived{unknown})"
-    return lazy_text(f.lazy, f.ep_size)
+    return lazy_text(f.lazy, f.ep_size, f.library)
 
 
 def phase_name(p: Phase) -> str:

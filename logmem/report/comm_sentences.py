@@ -10,6 +10,7 @@ from typing import Any
 
 from logmem.analysis import comm_join as cj
 from logmem.analysis.communication import Cell
+from logmem.analysis.ledger import Lazy
 from logmem.sglang import comm, rules
 from logmem.sglang.comm import Mechanism, When
 from logmem.units import GIB, MIB, format_gib
@@ -164,7 +165,7 @@ def _(f: cj.CustomAROff) -> str:
     why = f.text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
     what = "is disabled because" if f.state == "disabled" else "setup failed"
     return (
-        f"Custom all-reduce {what} {why} (line {f.line}): the TP group all-reduces through NCCL, "
+        f"Custom all-reduce {what} {why} (line {f.line}): the TP group all-reduces through {f.library}, "
         "so there are no custom all-reduce buffers in the table."
     )
 
@@ -202,33 +203,92 @@ def _(f: cj.AllReduceDiffers) -> str:
     )
 
 
+def _groups(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def shared_names(j: cj.DeepEPJoin) -> list[str]:
+    """The lazy cells (and other lazy buffers) that share DeepEP's bucket, in table order:
+    "the HCCL peer buffers of the TP and attention TP groups (HCCL_BUFFSIZE=1600 MB, log line
+    233)", "the symmetric memory pool"."""
+    out: list[str] = []
+    peers = [c for c in j.shared if c.mechanism is Mechanism.PEER_BUFFERS]
+    if peers:
+        f = dict(peers[0].facts)
+        lib = f.get("library", "NCCL")
+        key = "HCCL_BUFFSIZE" if lib == "HCCL" else "NCCL_BUFFSIZE"
+        unit = " MB" if lib == "HCCL" else ""
+        fact = f.get(key)
+        env = ""
+        if fact:
+            value, origin, line = fact
+            where = f"log line {line}" if origin == "log" and line else origin
+            env = f" ({key}={value}{unit}, {where})"
+        groups = _groups([c.group for c in peers])
+        out.append(f"the {lib} peer buffers of the {groups} group{_s(len(peers))}{env}")
+    if any(c.mechanism is Mechanism.SYMM_POOL for c in j.shared):
+        out.append("the symmetric memory pool (grown on use)")
+    # The expert-parallel all-to-all of a DeepEP launch is the DeepEP buffer itself.
+    out.extend("DP-attention gather buffers" for x in j.also if x is Lazy.DP_ATTENTION)
+    return out
+
+
+def lands_label(j: cj.DeepEPJoin) -> str:
+    """The measured table's reading: what the bucket holds, then where it is."""
+    what = (
+        f"{j.graph} capture ({'did not finish' if not j.finished else 'no bucket readings'})"
+        if j.whole_capture or not j.finished
+        else f"{j.graph}, largest bucket ({bucket_name(j.graph, j.bucket)})"
+    )
+    return f"{'lazy' if shared_names(j) else 'DeepEP'} + graph: {what}"
+
+
 @comm_finding_text.register
 def _(f: cj.DeepEPAttributed) -> str:
     j = f.join
     on = j.rank or "the GPU"
+    others = shared_names(j)
+    peers = [c for c in j.shared if c.mechanism is Mechanism.PEER_BUFFERS]
+    lib = dict(peers[0].facts).get("library", "NCCL") if peers else None
+    created = "DeepEP's buffer is created once per process, at the first dispatch"
+    if lib is not None:
+        created += f", and the {lib} peer buffers at the first collective"
     if not j.finished:
+        held = f"the DeepEP buffer, {', '.join(others)}" if others else "the buffer"
         return (
-            f"DeepEP's buffer is created once per process, at the first dispatch: in the {j.graph} "
-            f"capture on {on}, the launch's first, which did not finish (the verdict says why)."
+            f"{created}: in the {j.graph} capture on {on}, the launch's first, which did not "
+            f"finish (the verdict says why); what it took holds {held} and the capture's graphs "
+            "together."
         )
     where = (
         f"the {j.graph} capture ({format_gib(j.bucket_bytes)} GiB in all; no per-bucket readings)"
         if j.whole_capture
-        else f"the largest bucket ({bucket_name(j.graph, j.bucket)}) of the {j.graph} "
-        f"capture ({format_gib(j.bucket_bytes)} GiB)"
+        else f"the largest bucket ({bucket_name(j.graph, j.bucket)}) of the {j.graph} capture"
     )
-    head = (
-        f"DeepEP's buffer is created once per process, at the first dispatch: it lands in {where} "
-        f"on {on}, the launch's first capture, and later captures reuse it"
-    )
+    held = "" if j.whole_capture else f" ({format_gib(j.bucket_bytes)} GiB)"
+    if others:
+        # Several lazy cells in one drop: name them all; none of them gets the whole drop.
+        head = (
+            f"{created}: both land in {where} on {on}, the launch's first capture, and later "
+            f"captures reuse them. Its drop{held} holds the DeepEP buffer, "
+            f"{', '.join(others)} and the bucket's own graph together; the log cannot split them"
+        )
+    else:
+        head = (
+            f"{created}: it lands in {where} on {on}, the launch's first capture, and later "
+            f"captures reuse it. Its drop{held} holds the buffer and the bucket's own graph "
+            "together"
+        )
     if j.deepep_bytes is None:
         return head + "."
     if j.exceeds:
         return (
-            f"{head}; the formula's {format_gib(j.deepep_bytes)} GiB is more than that, so the "
-            "buffer was allocated earlier (warm-up or model init) or this DeepEP sizes it differently."
+            f"{head}; the formula's {format_gib(j.deepep_bytes)} GiB for the buffer is more than "
+            "the drop, so the buffer was allocated earlier (warm-up or model init) or this DeepEP "
+            "sizes it differently."
         )
-    return f"{head}: {format_gib(j.deepep_bytes)} GiB of it by the formula, the rest is the graph's own memory."
+    rest = "the graph's own memory" + (" and the other lazy cells" if others else "")
+    return f"{head}; {format_gib(j.deepep_bytes)} GiB of it is the buffer by the formula, the rest {rest}."
 
 
 @comm_finding_text.register
@@ -250,7 +310,8 @@ def _(f: cj.DeepEPNoReserve) -> str:
         else "the 1 - mem_fraction_static headroom"
     )
     bucket = (
-        f", beside the graphs (the first capture's largest bucket took {format_gib(f.bucket_bytes)} GiB)"
+        f", beside the graphs (the first capture's largest bucket, which holds it, took "
+        f"{format_gib(f.bucket_bytes)} GiB)"
         if f.bucket_bytes is not None
         else ""
     )

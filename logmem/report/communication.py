@@ -13,7 +13,13 @@ from typing import Any
 from logmem.analysis import comm_join as cj
 from logmem.analysis.communication import Cell, Plan
 from logmem.frozen import frozen
-from logmem.report.comm_sentences import bucket_name, cell_note, comm_finding_text, size_text
+from logmem.report.comm_sentences import (
+    cell_note,
+    comm_finding_text,
+    lands_label,
+    shared_names,
+    size_text,
+)
 from logmem.sglang import comm
 from logmem.units import MIB, format_gib, gib
 
@@ -147,15 +153,23 @@ def measured_table(c: cj.Communication) -> Grid | None:
             )
         )
     j = c.deepep
+    notes: list[str] = []
     if j is not None:
-        what = (
-            f"{j.graph} capture ({'did not finish' if not j.finished else 'no bucket readings'})"
-            if j.whole_capture or not j.finished
-            else f"{j.graph}, largest bucket ({bucket_name(j.graph, j.bucket)})"
-        )
+        others = shared_names(j)
+        if others:
+            notes.append(
+                "lazy + graph: the DeepEP buffer, "
+                + ", ".join(others)
+                + (
+                    " and the capture's graphs"
+                    if j.whole_capture or not j.finished
+                    else " and the bucket's own graph"
+                )
+                + ", allocated together; the log cannot split them."
+            )
         rows.append(
             (
-                f"DeepEP lands in: {what}",
+                lands_label(j),
                 f"{format_gib(j.bucket_bytes)} GiB",
                 f"{j.rank or 'GPU'} {_lines(j.lines)}",
             )
@@ -175,6 +189,7 @@ def measured_table(c: cj.Communication) -> Grid | None:
         ("reading", "value", "where"),
         tuple(rows),
         ("l", "r", "l"),
+        tuple(notes),
     )
 
 
@@ -256,6 +271,9 @@ def comm_json(c: cj.Communication) -> dict[str, Any]:
                 "whole_capture": j.whole_capture,
                 "formula_bytes": j.deepep_bytes,
                 "lines": list(j.lines),
+                # The bucket's drop holds these too (and its graph): bucket_gib is not DeepEP's.
+                "shared": [{"group": x.group, "mechanism": x.mechanism.value} for x in j.shared],
+                "also": [x.value for x in j.also],
             },
             "headroom_gib": gib(c.headroom_bytes),
         },

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import singledispatch
 
+from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
@@ -184,6 +185,18 @@ def _(n: cn.NoMeasuredSlope) -> str:
         "No measured slope: graph memory for the new max bs uses SGLang's own "
         f"{DECODE_GRAPH_MIB_PER_BS:g} MB-per-bs heuristic. Measure it with --slope-from A B (two "
         "launches that differ only in --cuda-graph-max-bs) or give --mib-per-row."
+    )
+
+
+@note_text.register
+def _(n: cn.LazyInLargest) -> str:
+    lib = n.library.value if n.library is not None else "NCCL"
+    names = {Lazy.DEEPEP: "DeepEP's buffer", Lazy.PEER_BUFFERS: f"the {lib} peer buffers"}
+    what = " and ".join(names[x] for x in n.lazy)
+    return (
+        f"The largest {n.graph} bucket's {_gs(n.bucket_bytes)} GiB also holds {what}, "
+        "allocated on the first capture whatever the max bs: the prediction moves only the "
+        "graph's share, and that part of the bucket stays."
     )
 
 

@@ -229,8 +229,18 @@ def _(n: fx.OutsidePyTorch) -> str:
         f"PyTorch held {_g(n.pytorch_bytes)} GiB (allocated + reserved) of the "
         f"{_g(n.used_bytes)} GiB in use on the {_g(n.capacity_bytes)} GiB GPU: "
         f"{_g(n.outside_bytes)} GiB is outside PyTorch, held by another process on the GPU or "
-        f"by this process's non-PyTorch allocations (NCCL, CUDA context){this}{fits}"
+        f"by this process's non-PyTorch allocations ({_outside_words(n.device)}){this}{fits}"
     )
+
+
+def _outside_words(device: str | None) -> str:
+    """What a process holds outside PyTorch on the OOM's device: its collective library and
+    runtime context (RCCL and HIP on ROCm, HCCL on Ascend)."""
+    return {
+        "HIP": "RCCL, the HIP context",
+        "NPU": "HCCL, the NPU context",
+        "MUSA": "MCCL, the MUSA context",
+    }.get(device or "", "NCCL, CUDA context")
 
 
 @note_text.register
@@ -297,7 +307,8 @@ def _(n: fx.CommUnknown) -> str:
 def _(n: fx.LogStops) -> str:
     return (
         "no error is in the log: it was cut, or the process hung or was killed (a kill leaves no "
-        "traceback; the kernel log shows the OOM killer); memory cannot be judged from it"
+        "traceback; if the OOM killer ended it, the kernel log would say so); memory "
+        "cannot be judged from it"
     )
 
 

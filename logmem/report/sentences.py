@@ -9,13 +9,14 @@ from __future__ import annotations
 from functools import singledispatch
 
 import logmem.analysis.findings as fd
-from logmem.analysis.ledger import Bound
+from logmem.analysis.ledger import Bound, Cause, Lazy
+from logmem.analysis.platform import unified_possible
 from logmem.analysis.sizing import Sizing
 from logmem.report.causes import (
     bounded_words,
     cause_name,
-    cause_note,
     cell_source_text,
+    lazy_list,
     phase_end,
     phase_name,
 )
@@ -44,12 +45,16 @@ def finding_text(f: object) -> str:
 
 @finding_text.register
 def _(f: fd.Weights) -> str:
-    held = (
-        f"; cpu_offload_gb={f.cpu_offload_gb:g} keeps that much of them in CPU memory"
-        if f.cpu_offload_gb
-        else ""
-    )
-    return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}{held})."
+    if f.cpu_offload_gb:
+        # cpu_offload_gb caps what each rank offloads (GiB: SGLang multiplies by 1024**3); the
+        # log does not say how much was offloaded, only what stayed on the GPU.
+        return (
+            f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}); up to "
+            f"{f.cpu_offload_gb:g} GiB of each rank's weights may live in CPU memory "
+            f"(cpu_offload_gb={f.cpu_offload_gb:g}), so {_g(f.bytes)} GiB is what stayed on the "
+            "GPU, not the model's share per rank."
+        )
+    return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})."
 
 
 def _per_token(sz: Sizing) -> str:
@@ -226,6 +231,14 @@ def _(f: fd.Workspaces) -> str:
     )
 
 
+def _fixed_size_lazy(c: Cause) -> str:
+    """The lazy allocations in a bucket whose size does not follow the bucket's, or ""."""
+    lib = c.facts.library.value if c.facts.library else "NCCL"
+    names = {Lazy.DEEPEP: "the DeepEP buffer", Lazy.PEER_BUFFERS: f"the {lib} peer buffers"}
+    fixed = [names[x] for x in c.facts.lazy if x in names]
+    return " and ".join(fixed)
+
+
 @finding_text.register
 def _(f: fd.GraphSplit) -> str:
     tail = (
@@ -234,6 +247,21 @@ def _(f: fd.GraphSplit) -> str:
         else ""
     )
     b = bounded_words
+    fixed = _fixed_size_lazy(f.largest)
+    span = f.largest.facts.span
+    lever = (
+        "a smaller largest num_tokens"
+        if span is not None and span.tokens
+        else "a smaller --cuda-graph-max-bs"
+    )
+    if fixed:
+        # DeepEP's buffer (sized by its dispatch tokens) and the peer buffers do not scale with
+        # the bucket size: a smaller --cuda-graph-max-bs shrinks only the graph's part.
+        tail = (
+            f"{tail}{', but it' if tail else '; the largest bucket'} also holds {fixed} (below), "
+            f"which do not shrink with the bucket size: {lever} reduces only its graph's share, "
+            "which the log cannot split off"
+        )
     return (
         f"{graphs_name(f.backend)} ({f.graph}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
         f"{_logged(f.readings_bytes, f.lines[1])}: static {b(f.static.bytes, f.static.bound)}, "
@@ -252,7 +280,12 @@ def _logged(readings: int | None, line: int) -> str:
 
 @finding_text.register
 def _(f: fd.LargestBucketNote) -> str:
-    return f"The largest {f.graph} bucket {cause_note(f.cause)}."
+    # Several lazy allocations and the bucket's graph in one drop: none gets the whole of it.
+    return (
+        f"The largest {f.graph} bucket's {bounded_words(f.cause.bytes, f.cause.bound)} GiB holds "
+        "its own graph and the lazy "
+        f"allocations made on the first capture: {lazy_list(f.cause)}; the log cannot split them."
+    )
 
 
 @finding_text.register
@@ -265,6 +298,17 @@ def _(f: fd.GraphSparse) -> str:
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
         f"{parts}."
     )
+
+
+def _unified(device: str, where: str, conj: str, other: str = "another process") -> str:
+    """The rest of a list of reasons free memory rose: another process, and unified memory only
+    on a device that could have it (a GB10 on CUDA, an APU on ROCm; never an Ascend NPU)."""
+    if not unified_possible(device):
+        return f", {conj} {other}"
+    example = "a unified-memory APU" if device == "rocm" else "a unified-memory device such as GB10"
+    if not where:
+        return f", {other}, {conj} system RAM on {example}"
+    return f", {other}, {conj} {example}{where}"
 
 
 @finding_text.register
@@ -281,8 +325,7 @@ def _(f: fd.BucketsRose) -> str:
     return (
         f"During capture {f.graph} on {_on(f.rank)} free memory rose between {f.count} bucket "
         f"reading(s) (by up to {_g(f.worst_bytes)} GiB): readings are not monotonic here (freed "
-        "temporaries, another process, or a unified-memory device such as GB10, where "
-        "avail mem is system RAM)."
+        f"temporaries{_unified(f.device, ', where avail mem is system RAM', 'or')})."
     )
 
 
@@ -391,15 +434,21 @@ def _about(n: int) -> str:
 _SNAPSHOT = "a torch memory snapshot taken during start-up (logmem snapshot)"
 
 
+def _smi(device: str) -> str:
+    """The device's own process/memory monitor."""
+    return {"npu": "npu-smi", "rocm": "rocm-smi", "musa": "mthreads-gmi"}.get(device, "nvidia-smi")
+
+
 @finding_text.register
 def _(f: fd.Unexplained) -> str:
     where = f"the step '{phase_name(f.phase)}' on {_on(f.rank)}"
     if f.likely is fd.LikelyCause.GIVEN_BACK:
         return (
             f"In {where}, free memory rose by {_g(-f.bytes)} GiB beyond what its causes explain: "
-            "memory was given back (temporaries freed, another process on the GPU releasing "
-            "memory, or system RAM on a unified-memory device such as GB10), not taken; "
-            f"nvidia-smi or {_SNAPSHOT} would show what was released."
+            "memory was given back (temporaries freed"
+            f"{_unified(f.device, '', 'or', 'another process on the GPU releasing memory')}), "
+            "not taken; "
+            f"{_smi(f.device)} or {_SNAPSHOT} would show what was released."
         )
     if f.likely is fd.LikelyCause.REQUEST_TABLE and f.table is not None:
         (r_lo, r_hi), (c_lo, c_hi) = f.table.rows, f.table.context
@@ -420,7 +469,7 @@ def _(f: fd.Unexplained) -> str:
         return (
             f"{_g(f.bytes)} GiB of {where} is neither a printed pool nor the request-to-token "
             "table: possibly another process on the GPU (free memory is device-wide), or a "
-            "buffer this SGLang version allocates with the pools without a line; nvidia-smi "
+            f"buffer this SGLang version allocates with the pools without a line; {_smi(f.device)} "
             f"during start-up or {_SNAPSHOT} would pin it down."
         )
     return (
@@ -440,7 +489,14 @@ def _(f: fd.Reserve) -> str:
 
 @finding_text.register
 def _(f: fd.Reuse) -> str:
-    lazy = " (DeepEP, NCCL, cuBLAS workspaces)" if f.lazy_buffers else ""
+    names = {
+        Lazy.PEER_BUFFERS: f"{f.library.value if f.library else 'NCCL'} peer buffers",
+        Lazy.DEEPEP: "DeepEP",
+        Lazy.EP_ALL_TO_ALL: "EP all-to-all",
+        Lazy.DP_ATTENTION: "DP-attention gather buffers",
+    }
+    listed = [names[x] for x in f.lazy]
+    lazy = f" ({', '.join([*listed, 'cuBLAS workspaces'])})" if f.lazy else ""
     parts = ", ".join(
         f"{r.graph} {_g(r.largest_bytes)} GiB against {_g(r.first_largest_bytes)} for {r.first_graph}"
         for r in f.graphs

@@ -156,6 +156,16 @@ def communicators_per_group(name: str, symm_mem: bool, device: str | None = "cud
     return 1
 
 
+class Library(Enum):
+    """The collective libraries ``collective_library`` names (the values are their names)."""
+
+    NCCL = "NCCL"
+    RCCL = "RCCL"
+    HCCL = "HCCL"
+    MCCL = "MCCL"
+    OTHER = "collective library"
+
+
 def collective_library(device: str | None, hip: bool) -> str:
     """The collective library behind torch.distributed on a device: NCCL (RCCL on ROCm), HCCL
     on Ascend NPU, MCCL on Moore Threads MUSA (``distributed/parallel_state.py`` backends)."""

@@ -238,6 +238,7 @@ class OutsidePyTorch:
     outside_bytes: int
     this_process_bytes: int | None  # "Including non-PyTorch memory, this process has M"
     fits: bool  # what is outside PyTorch covers the shortfall: freeing it would fit the model
+    device: str | None = None  # the OOM's device as printed (CUDA, HIP, NPU): whose library
 
 
 @frozen

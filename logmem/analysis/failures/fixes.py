@@ -311,7 +311,7 @@ def _outside_pytorch(r: OutOfMemory, shortfall: int | None) -> fx.OutsidePyTorch
     split = r.memory_split
     this = split.this_process.bytes if split is not None and split.this_process else None
     fits = shortfall is not None and outside >= shortfall
-    return fx.OutsidePyTorch(cap, used, held, outside, this, fits)
+    return fx.OutsidePyTorch(cap, used, held, outside, this, fits, r.device)
 
 
 def _transformers_fallback(launch: Launch) -> bool:
