@@ -16,6 +16,7 @@ from logmem.sglang.rules import (
     graph_sized_in_tokens,
     kv_budget_bytes,
     req_to_token_bytes,
+    smallest_mfs_holding,
 )
 
 
@@ -74,6 +75,18 @@ class Replay:
             elif r.phases:
                 self.after[r.rank] = (r.phases[-1].after_bytes, 0)
         self.has_capture = any(p.key.startswith("capture:") for r in led.ranks for p in r.phases)
+        # The pool does not depend on max bs: a projection is the logged pool plus the change of
+        # the rule's budget, in tokens of one cell size, so an unchanged mfs gives exactly the
+        # logged pool. When --max-total-tokens held the logged pool, the rule's own count is the
+        # base instead.
+        logged = sz.kv_tokens
+        capped = (
+            self.max_total_tokens is not None
+            and logged is not None
+            and logged >= self.max_total_tokens
+        )
+        self.base: int | None = logged if logged and not capped else None
+        self._kv0 = int(self.rest(self.m0) * self.share)
 
     def rest(self, m: float) -> int:
         # SGLang's own scaling of the flag's value (multimodal, aiter) applies at any value.
@@ -88,6 +101,23 @@ class Replay:
         if self.max_total_tokens is not None:
             t = min(t, self.max_total_tokens)
         return t // self.page * self.page
+
+    def pool_tokens(self, m: float) -> int:
+        """The KV tokens at mem_fraction_static ``m``: the logged pool moved by the change of the
+        budget (``tokens`` when there is no logged base)."""
+        kv = int(self.rest(m) * self.share)
+        if kv <= 0:
+            return 0
+        if self.base is None:
+            return self.tokens(m)
+        t = self.base + (kv - self._kv0) // self.bpt // self.page * self.page
+        if self.max_total_tokens is not None:
+            t = min(t, self.max_total_tokens)
+        return max(t, 0)
+
+    def smallest_mfs_for_context(self, context_len: int) -> float | None:
+        """From which mem_fraction_static the pool holds one full context (None: not even 1.0)."""
+        return smallest_mfs_holding(self.pool_tokens, context_len)
 
     def requests(self, tokens: int, ctx: int | None) -> int | None:
         """SGLang's default request-pool size unless --max-running-requests."""
