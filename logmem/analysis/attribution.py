@@ -16,6 +16,7 @@ from typing import Any
 
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
 from logmem.analysis.captures import captured_between, graph_kind, graph_phase
+from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import (
     Cause,
@@ -60,6 +61,8 @@ class LaunchLedger:
     findings: tuple[Finding, ...]  # typed facts; logmem.report.sentences words them
     # What a pool step with no KV line takes its bytes per token from (attribution_pools).
     kv_hint: KVHint = KVHint()
+    # The context length against the KV pool (logmem.analysis.context); None: no token count.
+    context: ContextVsPool | None = None
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -312,5 +315,16 @@ def build_ledger(
         us = [g.end.usage.bytes for g in bar_rank.graphs if g.end and g.end.usage]
         measured = sum(us) if us else None
     reserve = graph_reserve(launch, measured)
-    led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, (), hint)
+    led = LaunchLedger(
+        launch,
+        ranks,
+        sz,
+        reserve,
+        binding,
+        imbalance,
+        imb_tokens,
+        (),
+        hint,
+        context_vs_pool(launch, sz),
+    )
     return replace(led, findings=tuple(findings(led)))

@@ -12,6 +12,7 @@ import logmem.analysis.findings as fd
 from logmem.analysis.sizing import Sizing
 from logmem.report.causes import cause_name, cause_note, cell_source_text, phase_end, phase_name
 from logmem.report.causes import on_gpu as _on
+from logmem.report.context_words import context_text
 from logmem.report.formula import kv_rule_text
 from logmem.sglang import rules
 from logmem.units import format_gib
@@ -409,6 +410,11 @@ def _(f: fd.RankGraphSpread) -> str:
         f"{f.rank} used {_g(f.bytes)} GiB for capture {f.graph}, {f.share:.0%} "
         f"{'more' if f.more else 'less'} than {f.main_rank or 'the main rank'}."
     )
+
+
+@finding_text.register
+def _(f: fd.ContextVsPool) -> str:
+    return context_text(f)
 
 
 def reserve_term_text(t: rules.Reserve) -> str:
