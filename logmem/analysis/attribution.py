@@ -16,6 +16,7 @@ from typing import Any
 
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
 from logmem.analysis.captures import captured_between, graph_cost, graph_kind, graph_phase
+from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import (
     Bound,
@@ -66,6 +67,8 @@ class LaunchLedger:
     kv_hint: KVHint = KVHint()
     # The device kind and collective library the ledger's labels and sentences name.
     platform: Platform = Platform("unknown", Library.NCCL)
+    # The context length against the KV pool (logmem.analysis.context); None: no token count.
+    context: ContextVsPool | None = None
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -336,5 +339,17 @@ def build_ledger(
             if any(c.bound is Bound.AT_LEAST for c in costs):
                 measured_bound = Bound.AT_LEAST
     reserve = graph_reserve(launch, measured, measured_bound)
-    led = LaunchLedger(launch, ranks, sz, reserve, binding, imbalance, imb_tokens, (), hint, plat)
+    led = LaunchLedger(
+        launch,
+        ranks,
+        sz,
+        reserve,
+        binding,
+        imbalance,
+        imb_tokens,
+        (),
+        hint,
+        platform=plat,
+        context=context_vs_pool(launch, sz),
+    )
     return replace(led, findings=tuple(findings(led)))

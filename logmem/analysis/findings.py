@@ -12,6 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.captures import graph_cost, graph_kind, lazy_allocs
+from logmem.analysis.context import ContextVsPool as ContextVsPool
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_kinds import FindingKind as FindingKind
 
@@ -279,6 +280,7 @@ Finding = (
     | Reserve
     | Reuse
     | RankGraphSpread
+    | ContextVsPool
 )
 
 
@@ -304,6 +306,9 @@ def findings(led: LaunchLedger) -> list[Finding]:
     rl = led.rank(main.label)
     if led.sizing is not None:
         out.extend(sizing_findings(led.sizing, main, L, rl))
+    # Right after the KV budget: whether that pool holds the context the server advertises.
+    if led.context is not None and led.context.applies:
+        out.append(led.context)
     disagree = kv_sources_disagree(led.kv_hint, main, L, rl)
     if disagree is not None:
         out.append(disagree)

@@ -31,3 +31,4 @@ class FindingKind(Enum):
     RESERVE = "reserve"
     REUSE = "reuse"
     RANK_GRAPH_SPREAD = "rank_graph_spread"
+    CONTEXT_VS_POOL = "context_vs_pool"

@@ -1,15 +1,17 @@
 """SGLang's KV sizing rule replayed on one launch's readings, and how its start-up ended.
 
 ``Replay`` holds what logmem.compare.whatif moves: the KV budget of ``rules.kv_budget_bytes``
-at any mem_fraction_static, the tokens it buys, the default request pool and its
+at any mem_fraction_static and the tokens it buys (logmem.analysis.projection), the default request pool and its
 request-to-token table; everything else stays as the launch measured it.
 """
 
 from __future__ import annotations
 
-from logmem.analysis.attribution import LaunchLedger, Sizing
+from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import graph_cost
 from logmem.analysis.ledger import Phase
+from logmem.analysis.projection import PoolProjection
+from logmem.analysis.projection import bytes_per_token as bytes_per_token
 from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -17,7 +19,6 @@ from logmem.sglang.rules import (
     at_floor,
     default_max_running_requests,
     graph_sized_in_tokens,
-    kv_budget_bytes,
     req_to_token_bytes,
 )
 
@@ -31,14 +32,7 @@ def _cost(p: Phase) -> int | None:
     return cost.bytes
 
 
-def bytes_per_token(sz: Sizing) -> int | None:
-    """The cell size from the KV line: the round value the printed sizes allow, else the ratio."""
-    if sz.likely_bytes_per_token:
-        return sz.likely_bytes_per_token
-    return round(sz.bytes_per_token) if sz.bytes_per_token else None
-
-
-class Replay:
+class Replay(PoolProjection):
     """SGLang's sizing rule with this launch's readings; everything else held as measured."""
 
     def __init__(self, launch: Launch, led: LaunchLedger, context_len: int | None) -> None:
@@ -59,16 +53,8 @@ class Replay:
             raise FitError(
                 "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per token"
             )
-        self.sz = sz
-        self.bpt = bpt
-        self.share = 1.0
-        if sz.logged_pool_bytes and sz.kv_bytes and sz.logged_pool_bytes > sz.kv_bytes:
-            self.share = sz.kv_bytes / sz.logged_pool_bytes
+        super().__init__(sz, bpt, launch.args)
         a = launch.args
-        page = a.get("page_size")
-        self.page = page if isinstance(page, int) and page > 0 else 1
-        mtt = a.get("max_total_tokens")
-        self.max_total_tokens = mtt if isinstance(mtt, int) and mtt > 0 else None
         mrr = a.get("max_running_requests")
         self.fixed_requests = mrr if isinstance(mrr, int) and mrr > 0 else None
         s = launch.summary
@@ -76,7 +62,6 @@ class Replay:
             a.get("context_length") if isinstance(a.get("context_length"), int) else None
         )
         self.ctx = context_len or self.logged_ctx
-        self.m0 = sz.mem_fraction_static
         # Free memory after the last capture per rank: what the new KV pool or graphs eat into.
         self.after: dict[str, tuple[int, int]] = {}  # rank -> (free after capture, graph bytes)
         # The graphs' memory is unknown when a capture's readings sit at the 0.00 floor or its
@@ -93,20 +78,6 @@ class Replay:
                 self.after[r.rank] = (r.phases[-1].after_bytes, 0)
         self.has_capture = any(p.key.startswith("capture:") for r in led.ranks for p in r.phases)
         self.floored = any(at_floor(free) for free, _ in self.after.values())
-
-    def rest(self, m: float) -> int:
-        # SGLang's own scaling of the flag's value (multimodal, aiter) applies at any value.
-        m = self.sz.rule_mfs_for(m)
-        return kv_budget_bytes(self.sz.after_weights_bytes, self.sz.pre_load_bytes, m)
-
-    def tokens(self, m: float) -> int:
-        kv = int(self.rest(m) * self.share)
-        if kv <= 0:
-            return 0
-        t = kv // self.bpt
-        if self.max_total_tokens is not None:
-            t = min(t, self.max_total_tokens)
-        return t // self.page * self.page
 
     def requests(self, tokens: int, ctx: int | None) -> int | None:
         """SGLang's default request-pool size unless --max-running-requests."""

@@ -23,7 +23,7 @@ from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
-from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, MFS_GRID
 from logmem.units import MIB
 
 
@@ -175,28 +175,10 @@ def whatif_launch(
     logged = sz.kv_tokens
     if logged and abs(rule0 - logged) > max(logged / 100, DIFFERENCE_RESOLUTION_BYTES / md.bpt):
         notes.append(cn.RuleDisagrees(rule0, logged))
-    # The pool does not depend on max bs: a prediction is the logged pool plus the change of the
-    # rule's budget, in tokens of one cell size, so an unchanged mfs gives exactly the logged pool.
-    # When --max-total-tokens held the logged pool, the rule's own count is the base instead.
-    capped = (
-        md.max_total_tokens is not None and logged is not None and logged >= md.max_total_tokens
-    )
-    base = logged if logged and not capped else None
-    kv0 = int(md.rest(md.m0) * md.share)
-
-    def tokens(m: float) -> int:
-        kv = int(md.rest(m) * md.share)
-        if kv <= 0:
-            return 0
-        if base is None:
-            return md.tokens(m)
-        t = base + (kv - kv0) // md.bpt // md.page * md.page
-        if md.max_total_tokens is not None:
-            t = min(t, md.max_total_tokens)
-        return max(t, 0)
-
+    # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
+    tokens = md.pool_tokens
     assumptions.append(
-        cn.TokensFromLogged(md.bpt, md.page) if base is not None else cn.TokensByRule()
+        cn.TokensFromLogged(md.bpt, md.page) if md.base is not None else cn.TokensByRule()
     )
 
     ended = unfinished(launch)
@@ -336,7 +318,7 @@ def whatif_launch(
     predicted = predict(mfs, new_bs, md.ctx)
 
     # The window on a 0.001 grid (users pass three decimals); both edges are monotone.
-    grid = [i / 1000 for i in range(1, 1001)]
+    grid = MFS_GRID
     lo_pos = next((m for m in grid if tokens(m) > 0), None)
     # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
     ok = [
@@ -346,7 +328,7 @@ def whatif_launch(
         and p.verdict(activation_reserve_bytes) is not False
     ]
     hi = ok[-1] if ok else None
-    lo_ctx = next((m for m in grid if tokens(m) >= md.ctx), None) if md.ctx else None
+    lo_ctx = md.smallest_mfs_for_context(md.ctx) if md.ctx else None
     top_bounded = bounded or md.floored
     context = _context_check(
         md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt

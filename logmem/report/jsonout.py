@@ -11,6 +11,7 @@ from logmem import __version__
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.comm_inputs import env_values
 from logmem.analysis.comm_join import communication
+from logmem.analysis.context import ContextVsPool
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
 from logmem.analysis.failures.records import exc_type_of, message_of
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
@@ -294,6 +295,32 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
     }
 
 
+def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
+    """The context length against the KV pool (logmem.analysis.context); None: no token count."""
+    if c is None:
+        return None
+    full = c.full_contexts
+    return {
+        "kv_tokens": c.kv_tokens,
+        "kv_tokens_source": c.kv_tokens_source,
+        "context_len": c.context_len,
+        "context_len_source": c.context_source,
+        "max_running_requests": c.max_running_requests,
+        "max_running_requests_source": c.requests_source,
+        "full_contexts": round(full, 3) if full is not None else None,
+        "one_context_fits": c.one_context_fits,
+        "slots_tokens": c.slots_tokens,
+        "slots_exceed_pool": c.slots_exceed_pool,
+        "unused_by_slots_tokens": c.unused_by_slots_tokens,
+        "fits_from_mem_fraction_static": c.fits_from_mfs,
+        "tokens_at_mem_fraction_static_1": c.tokens_at_full_mfs,
+        "max_total_tokens": c.max_total_tokens,
+        "radix_cache": c.radix_cache,
+        "finding": c.applies,
+        "line": c.line,
+    }
+
+
 def _round(x: float | None) -> int | None:
     return round(x) if x is not None else None
 
@@ -343,6 +370,7 @@ def launch_json(
         if led.reserve
         else None,
         "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
+        "context_capacity": context_json(led.context),
         "ranks": [
             rank_json(r, rl) for r, rl in zip(L.ranks, led.ranks) if shown is None or shown(r.label)
         ],

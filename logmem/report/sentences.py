@@ -19,6 +19,7 @@ from logmem.report.causes import (
     phase_name,
 )
 from logmem.report.causes import on_gpu as _on
+from logmem.report.context_words import context_text
 from logmem.report.finding_base import finding_text as finding_text
 from logmem.report.finding_base import g as _g
 from logmem.report.finding_base import graphs_name as graphs_name
@@ -354,6 +355,11 @@ def _(f: fd.RankGraphSpread) -> str:
         f"{f.rank} used {_g(f.bytes)} GiB for capture {f.graph}, {f.share:.0%} "
         f"{'more' if f.more else 'less'} than {f.main_rank or 'the main rank'}."
     )
+
+
+@finding_text.register
+def _(f: fd.ContextVsPool) -> str:
+    return context_text(f)
 
 
 def reserve_term_text(t: rules.Reserve) -> str:

@@ -12,7 +12,7 @@ model, analysis, compare, estimate and report can all import it without a cycle.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -280,6 +280,43 @@ def req_to_token_context(table_bytes: int, max_running_requests: int) -> int:
     """The context length at which ``req_to_token_bytes`` gives ``table_bytes``: its inverse in
     ``context_len`` (same source and eras)."""
     return round(table_bytes / req_to_token_bytes(max_running_requests, 1))
+
+
+# --- the context against the KV pool ---------------------------------------------------------
+
+
+def context_fits(kv_tokens: int, context_len: int) -> bool:
+    """Whether the KV pool holds one request of the full context: ``kv_tokens >= context_len``.
+
+    A running request keeps one KV slot per token of its prompt and output in the token pool
+    (``TokenToKVPoolAllocator``, ``mem_cache/memory_pool.py``, later ``mem_cache/allocator.py``;
+    ``max_total_num_tokens`` is that pool's size, all eras E0-E7), so a request of ``context_len`` tokens needs that many slots at once."""
+    return kv_tokens >= context_len
+
+
+def full_contexts(kv_tokens: int, context_len: int) -> float:
+    """How many requests of the full context the KV pool holds at once (same source as
+    ``context_fits``): ``kv_tokens / context_len``."""
+    return kv_tokens / context_len
+
+
+def slots_tokens(max_running_requests: int, context_len: int) -> int:
+    """The most KV tokens the running requests can ever hold: ``max_running_requests`` slots of
+    ``context_len`` tokens each (the scheduler admits no more requests than
+    ``max_running_requests``, ``managers/scheduler.py``, E1-E7)."""
+    return max_running_requests * context_len
+
+
+MFS_GRID = tuple(i / 1000 for i in range(1, 1001))
+"""The mem_fraction_static values logmem tries: (0, 1] in steps of 0.001, as users pass it
+(``--mem-fraction-static`` takes a float in (0, 1], ``server_args.py``, all eras)."""
+
+
+def smallest_mfs_holding(tokens_at: Callable[[float], int], context_len: int) -> float | None:
+    """The smallest ``MFS_GRID`` value whose KV pool (``tokens_at(mfs)``, a non-decreasing
+    function of mfs) holds one full context by ``context_fits`` (same source and eras); None
+    when even 1.0 does not."""
+    return next((m for m in MFS_GRID if context_fits(tokens_at(m), context_len)), None)
 
 
 # --- default mem_fraction_static: the reserve ------------------------------------------------

@@ -1,0 +1,159 @@
+"""The context length against the KV pool: how many full contexts the pool holds, whether
+the request slots can ever fill it, and from which mem_fraction_static one full context fits.
+
+The rule (a request of the full context needs that many KV slots at once) is SGLang's and
+lives in logmem.sglang.rules; the mem_fraction_static figure comes from the projection
+``logmem whatif`` uses (logmem.analysis.projection), so analyze and whatif say the same.
+Every figure is one the log printed (scheduler summary, KV line, server_args) or that rule
+applied to them; a figure the log lacks stays None.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from logmem.analysis.findings_kinds import FindingKind
+from logmem.analysis.projection import PoolProjection
+from logmem.frozen import frozen
+from logmem.model.records import Launch
+from logmem.sglang import rules
+
+if TYPE_CHECKING:
+    from logmem.analysis.sizing import Sizing
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+@frozen
+class ContextVsPool:
+    """One launch's context length, KV token capacity and request slots, as logged."""
+
+    kind: ClassVar[FindingKind] = FindingKind.CONTEXT_VS_POOL
+    kv_tokens: int
+    kv_tokens_source: str  # "summary" (max_total_num_tokens) | "kv_line" (#tokens)
+    context_len: int | None
+    context_source: str | None  # "summary" (context_len) | "server_args" (context_length)
+    max_running_requests: int | None
+    requests_source: str | None  # "summary" | "server_args"
+    requests_passed: bool  # --max-running-requests was given (server_args is not None)
+    # The projection of the pool (logmem.analysis.projection); None without the readings.
+    projected: bool
+    fits_from_mfs: float | None  # smallest mem_fraction_static holding one full context
+    tokens_at_full_mfs: int | None  # the pool at mem_fraction_static 1.0
+    mem_fraction_static: float | None  # the launch's own, when sized
+    max_total_tokens: int | None  # --max-total-tokens, when given
+    radix_cache: bool | None  # False: disable_radix_cache=True; None: no server_args
+    line: int | None  # the line the KV token count is read from
+
+    @property
+    def one_context_fits(self) -> bool | None:
+        if self.context_len is None:
+            return None
+        return rules.context_fits(self.kv_tokens, self.context_len)
+
+    @property
+    def full_contexts(self) -> float | None:
+        if self.context_len is None:
+            return None
+        return rules.full_contexts(self.kv_tokens, self.context_len)
+
+    @property
+    def slots_tokens(self) -> int | None:
+        """What the request slots can hold at most: max_running_requests full contexts."""
+        if self.context_len is None or self.max_running_requests is None:
+            return None
+        return rules.slots_tokens(self.max_running_requests, self.context_len)
+
+    @property
+    def slots_exceed_pool(self) -> bool | None:
+        s = self.slots_tokens
+        return None if s is None else s > self.kv_tokens
+
+    @property
+    def unused_by_slots_tokens(self) -> int | None:
+        """KV tokens no set of running requests can ever hold (0 when the slots can fill it)."""
+        s = self.slots_tokens
+        return None if s is None else max(self.kv_tokens - s, 0)
+
+    @property
+    def too_long(self) -> bool:
+        """One request of the full context cannot be held."""
+        return self.one_context_fits is False
+
+    @property
+    def slots_short(self) -> bool:
+        """The pool is larger than the request slots can ever fill with full contexts."""
+        return bool(self.unused_by_slots_tokens) and not self.too_long
+
+    @property
+    def slots_unknown(self) -> bool:
+        """--max-running-requests 1 given, context length not logged: one request must be as
+        long as the whole pool to fill it, and whether the context allows that is unknown.
+        (With more slots the pool is filled by shorter requests: 2048 slots of a 400k pool need
+        196 tokens each, nothing worth a sentence; no threshold is invented in between.)"""
+        return self.context_len is None and self.requests_passed and self.max_running_requests == 1
+
+    @property
+    def applies(self) -> bool:
+        """Worth a sentence: a full context does not fit, the slots cannot fill the pool, or the
+        single slot the user set cannot be judged against the unlogged context."""
+        return self.too_long or self.slots_short or self.slots_unknown
+
+
+def context_vs_pool(launch: Launch, sz: Sizing | None) -> ContextVsPool | None:
+    """The launch's fact, or None when the log prints no KV token count."""
+    s = launch.summary
+    args = launch.args
+    kv, kv_src, line = (s.max_total_num_tokens, "summary", s.source.line_no) if s else (0, "", 0)
+    if not kv:
+        pool = _single_pool(launch)
+        if pool is None:
+            return None
+        kv, kv_src, line = pool
+    ctx, ctx_src = (s.get_int("context_len"), "summary") if s else (None, None)
+    if ctx is None and _int(args.get("context_length")) is not None:
+        ctx, ctx_src = _int(args.get("context_length")), "server_args"
+    if ctx is None:
+        ctx_src = None
+    passed = _int(args.get("max_running_requests"))
+    mrr, mrr_src = (s.get_int("max_running_requests"), "summary") if s else (None, None)
+    if mrr is None and passed is not None:
+        mrr, mrr_src = passed, "server_args"
+    if mrr is None:
+        mrr_src = None
+    proj = PoolProjection.of(sz, args)
+    lo = proj.smallest_mfs_for_context(ctx) if proj is not None and ctx else None
+    radix = args.get("disable_radix_cache")
+    return ContextVsPool(
+        kv,
+        kv_src,
+        ctx,
+        ctx_src,
+        mrr,
+        mrr_src,
+        passed is not None,
+        proj is not None,
+        lo,
+        proj.pool_tokens(1.0) if proj is not None else None,
+        sz.mem_fraction_static if sz is not None else None,
+        _int(args.get("max_total_tokens")),
+        (not radix) if isinstance(radix, bool) else None,
+        line,
+    )
+
+
+def _single_pool(launch: Launch) -> tuple[int, str, int] | None:
+    """The main rank's KV token count from its one KV line (no summary line): a launch with
+    several KV pools (SWA, hybrids) has no single capacity to compare with."""
+    main = launch.main_rank
+    t = main.target if main is not None else None
+    if t is None:
+        return None
+    pools = [p for p in t.kv_pools if p.tokens]
+    if len(pools) != 1 or len(t.pools) != 1:
+        return None
+    p = pools[0]
+    assert p.tokens is not None
+    return p.tokens, "kv_line", p.source.line_no

@@ -1,0 +1,93 @@
+"""The KV pool a launch would get at another mem_fraction_static: SGLang's budget rule
+(logmem.sglang.rules.kv_budget_bytes) on the launch's own readings, in tokens of its cell.
+
+One home for the projection both ``logmem whatif`` (logmem.compare.replay.Replay) and the
+context-vs-pool finding of ``analyze`` (logmem.analysis.context) price mem_fraction_static with,
+so that the two never disagree on from which value a full context fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from logmem.analysis.sizing import Sizing
+from logmem.sglang.rules import kv_budget_bytes, smallest_mfs_holding
+
+
+def bytes_per_token(sz: Sizing) -> int | None:
+    """The cell size from the KV line: the round value the printed sizes allow, else the ratio."""
+    if sz.likely_bytes_per_token:
+        return sz.likely_bytes_per_token
+    return round(sz.bytes_per_token) if sz.bytes_per_token else None
+
+
+def _positive_int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+class PoolProjection:
+    """The launch's KV pool as a function of mem_fraction_static (readings held as measured)."""
+
+    def __init__(self, sz: Sizing, bpt: int, args: Mapping[str, Any]) -> None:
+        self.sz = sz
+        self.bpt = bpt
+        # The KV cache's share of what the budget buys (a Mamba / SWA split takes the rest).
+        self.share = 1.0
+        if sz.logged_pool_bytes and sz.kv_bytes and sz.logged_pool_bytes > sz.kv_bytes:
+            self.share = sz.kv_bytes / sz.logged_pool_bytes
+        self.page = _positive_int(args.get("page_size")) or 1
+        self.max_total_tokens = _positive_int(args.get("max_total_tokens"))
+        self.m0 = sz.mem_fraction_static
+        # A projection is the logged pool plus the change of the rule's budget, in tokens of one
+        # cell size, so an unchanged mfs gives exactly the logged pool. When --max-total-tokens
+        # held the logged pool, the rule's own count is the base instead.
+        logged = sz.kv_tokens
+        capped = (
+            self.max_total_tokens is not None
+            and logged is not None
+            and logged >= self.max_total_tokens
+        )
+        self.base: int | None = logged if logged and not capped else None
+        self._kv0 = int(self.rest(self.m0) * self.share)
+
+    @classmethod
+    def of(cls, sz: Sizing | None, args: Mapping[str, Any]) -> PoolProjection | None:
+        """The projection, or None without the sizing readings or a cell size."""
+        if sz is None:
+            return None
+        bpt = bytes_per_token(sz)
+        return cls(sz, bpt, args) if bpt else None
+
+    def rest(self, m: float) -> int:
+        # SGLang's own scaling of the flag's value (multimodal, aiter) applies at any value.
+        return kv_budget_bytes(
+            self.sz.after_weights_bytes, self.sz.pre_load_bytes, self.sz.rule_mfs_for(m)
+        )
+
+    def tokens(self, m: float) -> int:
+        """The rule's own token count at ``m`` (no logged base)."""
+        kv = int(self.rest(m) * self.share)
+        if kv <= 0:
+            return 0
+        t = kv // self.bpt
+        if self.max_total_tokens is not None:
+            t = min(t, self.max_total_tokens)
+        return t // self.page * self.page
+
+    def pool_tokens(self, m: float) -> int:
+        """The KV tokens at mem_fraction_static ``m``: the logged pool moved by the change of the
+        budget (``tokens`` when there is no logged base)."""
+        kv = int(self.rest(m) * self.share)
+        if kv <= 0:
+            return 0
+        if self.base is None:
+            return self.tokens(m)
+        t = self.base + (kv - self._kv0) // self.bpt // self.page * self.page
+        if self.max_total_tokens is not None:
+            t = min(t, self.max_total_tokens)
+        return max(t, 0)
+
+    def smallest_mfs_for_context(self, context_len: int) -> float | None:
+        """From which mem_fraction_static the pool holds one full context (None: not even 1.0)."""
+        return smallest_mfs_holding(self.pool_tokens, context_len)

@@ -1,0 +1,90 @@
+"""The words for the context-vs-pool finding (logmem.analysis.context.ContextVsPool).
+
+Only figures the fact holds (what the log printed, SGLang's rule on them, the projection
+``logmem whatif`` uses); a lever is named with SGLang's flag and the direction that helps.
+"""
+
+from __future__ import annotations
+
+from logmem.analysis.context import ContextVsPool
+
+
+def _times(x: float) -> str:
+    """2.8 times; 1.04 times (one decimal would read 1.0)."""
+    one = f"{x:.1f}"
+    return f"{x:.2f}" if one == "1.0" else one
+
+
+def _too_long(f: ContextVsPool) -> str:
+    ctx, kv = f.context_len or 0, f.kv_tokens
+    text = (
+        f"context_len {ctx:,} is {_times(ctx / kv)} times the KV pool ({kv:,} tokens): "
+        "a request that long cannot be held"
+    )
+    if f.max_running_requests == 1:
+        text += ", and the one request slot (max_running_requests=1) never reaches its context"
+    lower = f"Lower --context-length to {kv:,} or less"
+    mtt = f.max_total_tokens
+    if mtt is not None and kv >= mtt:
+        return f"{text}. {lower}, or raise --max-total-tokens ({mtt:,} caps the pool)."
+    if not f.projected:
+        return (
+            f"{text}. {lower}, or enlarge the pool (raise --mem-fraction-static); from which value "
+            "is unknown: the log lacks the readings logmem whatif needs."
+        )
+    lo, now = f.fits_from_mfs, f.mem_fraction_static
+    if lo is None:
+        full = (
+            f" gives {f.tokens_at_full_mfs:,} tokens" if f.tokens_at_full_mfs else " is not enough"
+        )
+        return (
+            f"{text}. {lower}; raising --mem-fraction-static cannot help: even 1.0{full} "
+            "(logmem whatif)."
+        )
+    if now is not None and lo <= now:
+        return f"{text}. {lower}."  # print rounding: the projection holds it already
+    return (
+        f"{text}. {lower}, or enlarge the pool: from --mem-fraction-static {lo:.3f} it holds one "
+        "full context (the KV pool alone; whether the graphs then fit: logmem whatif)."
+    )
+
+
+def _slots_short(f: ContextVsPool) -> str:
+    n, ctx, kv = f.max_running_requests or 0, f.context_len or 0, f.kv_tokens
+    slots, unused = f.slots_tokens or 0, f.unused_by_slots_tokens or 0
+    if f.radix_cache is True:
+        who = "; only the prefix cache (radix cache) can use them"
+    elif f.radix_cache is False:
+        who = "; with disable_radix_cache=True nothing uses them"
+    else:
+        who = ""
+    return (
+        f"max_running_requests={n} x context_len {ctx:,} = {slots:,} tokens, "
+        f"{slots / kv:.0%} of the KV pool ({kv:,} tokens): running requests can never hold the "
+        f"other {unused:,} tokens{who}. To use them, raise --max-running-requests (the pool "
+        f"holds {f.full_contexts or 0:.1f} full contexts); to free the memory, lower "
+        f"--mem-fraction-static or pass --max-total-tokens {slots:,}."
+    )
+
+
+def _slots_unknown(f: ContextVsPool) -> str:
+    kv = f.kv_tokens
+    why = (
+        "the scheduler summary line prints no context_len"
+        if f.kv_tokens_source == "summary"
+        else "the log has no scheduler summary line"
+    )
+    return (
+        f"max_running_requests=1 (server_args): the one request slot fills the KV pool ({kv:,} "
+        f"tokens) only with a request that long; the context length is not logged ({why}), so "
+        "how much of the pool it can reach is unknown."
+    )
+
+
+def context_text(f: ContextVsPool) -> str:
+    """The finding as one paragraph (only called when ``f.applies``)."""
+    if f.too_long:
+        return _too_long(f)
+    if f.slots_short:
+        return _slots_short(f)
+    return _slots_unknown(f)
