@@ -69,12 +69,20 @@ def wanted(path: str) -> bool:
             return True
         if st.st_size < AHEAD_BYTES // COMPRESSION_RATIO:
             return False
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
     except OSError:
         return False  # the reader says why it cannot be opened
     # A compressed log holds several times its size in text (and decompressing is work the
     # child takes over as well).
+    return _compressed(path) is True
+
+
+def _compressed(path: str) -> bool | None:
+    """Whether `path` starts like a compressed file; None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return None  # the reader says why it cannot be opened
     return _sniff(head.ljust(SNIFF_BYTES, b"\0")) is not None
 
 
@@ -84,12 +92,7 @@ def scan_ahead(path: str) -> bool:
     ``LOGMEM_SCAN_AHEAD=0``."""
     if os.environ.get("LOGMEM_SCAN_AHEAD", "") == "0":
         return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except OSError:
-        return False  # the reader says why it cannot be opened
-    return _sniff(head.ljust(SNIFF_BYTES, b"\0")) is None
+    return _compressed(path) is False
 
 
 def _cores() -> int:

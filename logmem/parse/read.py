@@ -127,6 +127,7 @@ def _segments(
                 hits = scanner.hits(chunk)
             else:
                 scanner.close()  # a dense input: the scan is not what it waits for
+                scanner = None
         start = 0
         if carry_truncated:
             # Inside a giant segment whose head we kept: drop bytes up to its end.

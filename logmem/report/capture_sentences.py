@@ -93,12 +93,18 @@ def unified_clause(device: str, where: str, conj: str, other: str = "another pro
     return f", {other}, {conj} {example}{where}"
 
 
+# What a rise of free memory during a capture means, for a plain rise and a negative usage.
+_RELEASED = (
+    "(temporaries freed, or another process on the GPU), so later readings are higher than the "
+    "pools left."
+)
+
+
 @finding_text.register
 def _(f: fd.CaptureRose) -> str:
     return (
         f"Free memory rose by {_g(f.bytes)} GiB during capture {f.graph} on {_on(f.rank)}: "
-        "memory was released (temporaries freed, or another process on the GPU), "
-        "so later readings are higher than the pools left."
+        f"memory was released {_RELEASED}"
     )
 
 
@@ -123,8 +129,7 @@ def _(f: fd.CaptureUnmeasured) -> str:
         return (
             f"The memory of the {f.graph} graphs on {_on(f.rank)} is unknown: {rose}its end line "
             f"(line {f.line}) logs mem usage=-{x} GB: the net of the graphs' cost and at least {x} "
-            "GiB released (temporaries freed, or another process on the GPU), so later readings "
-            "are higher than the pools left."
+            f"GiB released {_RELEASED}"
         )
     return (
         f"The memory of capture {f.graph} on {_on(f.rank)} is unknown: free memory was already at "
