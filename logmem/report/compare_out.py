@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from logmem.report.cells import fold_cell
 from logmem.report.safe_text import one_line, strip_controls
 
 WIDTH = 100
@@ -45,7 +46,7 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1)
     cells = [list(columns)] + [list(r) for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     # Too wide: the widest text (left-aligned) column gives way, one column at a time, down to 8
-    # characters each, then any column; a cut cell ends with a marker.
+    # characters each, then any column.
     while (over := sum(widths) + 2 * (len(widths) - 1) - WIDTH) > 0:
         pool = [j for j in range(left) if widths[j] > 8] or [
             j for j in range(len(widths)) if widths[j] > 8
@@ -57,11 +58,14 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1)
         widths[i] -= max(1, min(over, widths[i] - max(8, second)))
     out = []
     for n, r in enumerate(cells):
-        parts = []
-        for i, c in enumerate(r):
-            c = c if len(c) <= widths[i] else c[: widths[i] - 1] + "~"
-            parts.append(c.ljust(widths[i]) if i < left else c.rjust(widths[i]))
-        out.append("  ".join(parts).rstrip())
+        # A cell wider than its column wraps onto continuation lines: nothing is cut.
+        pieces = [fold_cell(c, w) for c, w in zip(r, widths)]
+        for k in range(max(len(p) for p in pieces)):
+            parts = []
+            for i, piece in enumerate(pieces):
+                c = piece[k] if k < len(piece) else ""
+                parts.append(c.ljust(widths[i]) if i < left else c.rjust(widths[i]))
+            out.append("  ".join(parts).rstrip())
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return out

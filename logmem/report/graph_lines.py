@@ -48,6 +48,6 @@ def _size(g: Graph) -> str:
 
 def _how(g: Graph) -> str:
     return (
-        f"the sizes list is not printed; {g.bucket_count} buckets by the progress bar's total, "
+        f"the log gives no complete sizes list; {g.bucket_count} buckets by the progress bar's total, "
         f"by SGLang's rule: {g.largest_size_source}"
     )

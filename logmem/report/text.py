@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
+from logmem.report.cells import fold_cell
 from logmem.report.model import Report, Table, analysis_report
 from logmem.report.safe_text import one_line, strip_controls
 
@@ -38,8 +39,9 @@ def table_lines(t: Table) -> list[str]:
         if ind:
             row[0] = "  " * ind + row[0]
     widths = [max(len(row[i]) for row in cells) for i in range(len(t.columns))]
-    # Keep within WIDTH: a trailing text column wraps onto continuation lines; then a
-    # text column before the last, then the first, give way (cut with "~").
+    # Keep within WIDTH: a trailing text column gives way first, then a text column before
+    # the last, then the first. A cell wider than its column wraps onto continuation lines
+    # rather than being cut: a ledger label's end ("(size not printed)") is part of its sense.
     over = sum(widths) + 2 * (len(widths) - 1) - WIDTH
     last = len(widths) - 1
     wrap_last = t.alignment(last) == "l" and last > 0
@@ -54,22 +56,19 @@ def table_lines(t: Table) -> list[str]:
             over -= cut
     out = []
     for n, row in enumerate(cells):
-        tail = (
-            textwrap.wrap(row[last], widths[last])
-            if wrap_last and len(row[last]) > widths[last]
-            else []
-        )
-        if tail:
-            row = [*row[:last], tail[0]]
-        parts = []
-        for i, cell in enumerate(row):
-            w = widths[i]
-            if len(cell) > w:
-                cell = cell[: w - 1] + "~"
-            parts.append(cell.ljust(w) if t.alignment(i) == "l" else cell.rjust(w))
-        out.append("  ".join(parts).rstrip())
-        pad = sum(widths[:last]) + 2 * last
-        out.extend(" " * pad + more for more in tail[1:])
+        pieces = [
+            textwrap.wrap(cell, w)
+            if i == last and wrap_last and len(cell) > w
+            else fold_cell(cell, w)
+            for i, (cell, w) in enumerate(zip(row, widths))
+        ]
+        for k in range(max(len(p) for p in pieces)):
+            parts = []
+            for i, piece in enumerate(pieces):
+                cell = piece[k] if k < len(piece) else ""
+                w = widths[i]
+                parts.append(cell.ljust(w) if t.alignment(i) == "l" else cell.rjust(w))
+            out.append("  ".join(parts).rstrip())
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return out
