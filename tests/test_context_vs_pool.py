@@ -190,6 +190,37 @@ def test_sentence_single_slot_too_long_with_an_mfs_that_holds_it() -> None:
     assert "1.3 times the KV pool (202,093 tokens)" in t
     assert "the one request slot (max_running_requests=1) never reaches its context" in t
     assert "from --mem-fraction-static 1.000 it holds one full context" in t
+    assert "(the KV pool alone)" in t  # no readings of P in this fact: no reserve figure
+
+
+def test_sentence_names_what_the_fitting_mfs_leaves_outside_the_pool() -> None:
+    # 041: the fitting value is 1.000, which leaves nothing for graphs and activations; the
+    # sentence gives both figures so the lever's cost is plain.
+    t = finding_text(
+        fact(
+            kv_tokens=202_093,
+            context_len=262_144,
+            fits_from_mfs=1.0,
+            mem_fraction_static=0.9,
+            outside_at_fit_bytes=0,
+            outside_now_bytes=2_459_000_000,
+        )
+    )
+    assert "leaving 0.00 GiB outside the pool (this launch left 2.29)" in t
+
+
+@given(st.floats(0.3, 1.0), st.floats(0.3, 1.0))
+def test_outside_and_budget_add_up_to_the_free_memory_after_weights(m1: float, m2: float) -> None:
+    # The rule's two terms: rest(m) + outside(m) = A, at any m; outside falls as m rises.
+    from logmem.analysis.projection import PoolProjection
+
+    led = ledger("001-qwq32b-tp4-l4-docs.log")
+    proj = PoolProjection.of(led.sizing, {})
+    assert proj is not None
+    for m in (m1, m2):
+        assert proj.rest(m) + proj.outside(m) == proj.sz.after_weights_bytes
+    lo, hi = sorted((m1, m2))
+    assert proj.outside(hi) <= proj.outside(lo)
 
 
 def test_sentence_without_readings_or_capped_says_so() -> None:
@@ -246,6 +277,8 @@ def test_json_context_capacity() -> None:
     assert j["one_context_fits"] is False and j["full_contexts"] == 0.356
     assert j["fits_from_mem_fraction_static"] is None
     assert j["tokens_at_mem_fraction_static_1"] == 99_768
+    assert j["outside_budget_at_fit_bytes"] is None  # no mfs holds one full context
+    assert j["outside_budget_bytes"] is not None and j["outside_budget_bytes"] > 0
     assert j["finding"] is True and j["line"] == 71
     assert context_json(None) is None
     json.dumps(j)

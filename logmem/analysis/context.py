@@ -46,6 +46,10 @@ class ContextVsPool:
     max_total_tokens: int | None  # --max-total-tokens, when given
     radix_cache: bool | None  # False: disable_radix_cache=True; None: no server_args
     line: int | None  # the line the KV token count is read from
+    # P x (1 - mfs) at fits_from_mfs and at the launch's own mfs: what a pool holding one full
+    # context would leave for the request table, workspaces, graphs and activations.
+    outside_at_fit_bytes: int | None = None
+    outside_now_bytes: int | None = None
 
     @property
     def one_context_fits(self) -> bool | None:
@@ -141,6 +145,8 @@ def context_vs_pool(launch: Launch, sz: Sizing | None) -> ContextVsPool | None:
         _int(args.get("max_total_tokens")),
         (not radix) if isinstance(radix, bool) else None,
         line,
+        proj.outside(lo) if proj is not None and lo is not None else None,
+        proj.outside(proj.m0) if proj is not None and proj.m0 is not None else None,
     )
 
 

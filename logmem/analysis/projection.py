@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from logmem.analysis.sizing import Sizing
-from logmem.sglang.rules import kv_budget_bytes, smallest_mfs_holding
+from logmem.sglang.rules import kv_budget_bytes, outside_budget_bytes, smallest_mfs_holding
 
 
 def bytes_per_token(sz: Sizing) -> int | None:
@@ -64,6 +64,11 @@ class PoolProjection:
         return kv_budget_bytes(
             self.sz.after_weights_bytes, self.sz.pre_load_bytes, self.sz.rule_mfs_for(m)
         )
+
+    def outside(self, m: float) -> int:
+        """What SGLang leaves outside the KV budget at ``m``: P x (1 - mfs), for the request
+        table, workspaces, graphs and activations (the KV rule's other term)."""
+        return outside_budget_bytes(self.sz.pre_load_bytes, self.sz.rule_mfs_for(m))
 
     def tokens(self, m: float) -> int:
         """The rule's own token count at ``m`` (no logged base)."""

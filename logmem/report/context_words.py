@@ -7,6 +7,7 @@ Only figures the fact holds (what the log printed, SGLang's rule on them, the pr
 from __future__ import annotations
 
 from logmem.analysis.context import ContextVsPool
+from logmem.units import format_gib
 
 
 def _times(x: float) -> str:
@@ -45,8 +46,20 @@ def _too_long(f: ContextVsPool) -> str:
         return f"{text}. {lower}."  # print rounding: the projection holds it already
     return (
         f"{text}. {lower}, or enlarge the pool: from --mem-fraction-static {lo:.3f} it holds one "
-        "full context (the KV pool alone; whether the graphs then fit: logmem whatif)."
+        f"full context{_outside(f)} (whether the graphs then fit: logmem whatif)."
     )
+
+
+def _outside(f: ContextVsPool) -> str:
+    """What that setting leaves outside the pool, beside what this launch had: 0.00 GiB at 1.000
+    says plainly that the pool cannot grow that far."""
+    at, now = f.outside_at_fit_bytes, f.outside_now_bytes
+    if at is None:
+        return " (the KV pool alone)"
+    text = f", leaving {format_gib(max(at, 0))} GiB outside the pool"
+    if now is not None:
+        text += f" (this launch left {format_gib(now)})"
+    return text + " for the request table, workspaces, graphs and activations"
 
 
 def _slots_short(f: ContextVsPool) -> str:

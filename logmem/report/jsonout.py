@@ -314,6 +314,8 @@ def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
         "unused_by_slots_tokens": c.unused_by_slots_tokens,
         "fits_from_mem_fraction_static": c.fits_from_mfs,
         "tokens_at_mem_fraction_static_1": c.tokens_at_full_mfs,
+        "outside_budget_at_fit_bytes": c.outside_at_fit_bytes,
+        "outside_budget_bytes": c.outside_now_bytes,
         "max_total_tokens": c.max_total_tokens,
         "radix_cache": c.radix_cache,
         "finding": c.applies,
