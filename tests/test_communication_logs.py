@@ -349,3 +349,21 @@ def test_read_environment_orders_file_then_flags(tmp_path: Path) -> None:
         ("B", "2", "--env-file"),
         ("A", "3", "--env"),
     )
+
+
+def test_rocm_told_by_the_amdsmi_import_alone(tmp_path: Path) -> None:
+    # 005 (RDNA4, dense model, device='cuda' in server_args, no MoE config line naming the GPU):
+    # the amdsmi import warning is its only ROCm line, and it makes the library RCCL.
+    from logmem.analysis.platform import platform
+    from logmem.parse import events as ev
+
+    a = read_log(str(corpus_log("005-")))
+    L = a.launches[0]
+    assert any(isinstance(e, ev.RocmHint) for e in L.all_events())
+    assert platform(L).library.value == "RCCL"
+    # The same launch without those lines is read as CUDA (NCCL): the hint is what tells.
+    text = corpus_log("005-").read_text(errors="replace")
+    kept = "\n".join(x for x in text.splitlines() if "import amdsmi" not in x)
+    (tmp_path / "005-without-amdsmi.log").write_text(kept)
+    b = read_log(str(tmp_path / "005-without-amdsmi.log"))
+    assert platform(b.launches[0]).library.value == "NCCL"

@@ -37,12 +37,15 @@ def unified_possible(device: str) -> bool:
 
 
 def is_hip(events: Iterable[ev.Event], args: Mapping[str, Any]) -> bool:
-    """ROCm evidence in a log: the aiter custom all-reduce, a HIP OOM, an aiter backend or an
-    AMD device name (torch.cuda.get_device_name in a kernel-config file name)."""
+    """ROCm evidence in a log: the aiter custom all-reduce, a HIP OOM, an aiter backend, an
+    AMD device name (torch.cuda.get_device_name in a kernel-config file name) or the amdsmi
+    import that only ROCm builds attempt."""
     if args.get("attention_backend") in ("aiter", "wave"):
         return True
     for e in events:
         if isinstance(e, ev.DeviceName) and e.name.startswith("AMD_"):
+            return True
+        if isinstance(e, ev.RocmHint):
             return True
         if isinstance(e, ev.CustomAllReduce) and e.state == "using" and "aiter" in e.text.lower():
             return True

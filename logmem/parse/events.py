@@ -190,6 +190,15 @@ class CustomAllReduce(Event):
 
 
 @frozen(kw_only=True)
+class RocmHint(Event):
+    """A line only a ROCm build prints (``Failed to import amdsmi with ...``: SGLang's custom
+    all-reduce imports amdsmi under is_hip, pynvml otherwise), so the collective library is
+    RCCL even when server_args says device='cuda' and no MoE config names the GPU."""
+
+    text: str
+
+
+@frozen(kw_only=True)
 class DeviceName(Event):
     """The device name SGLang put in a kernel-config file name it looked for (``Config file
     not found at .../E=128,N=352,device_name=AMD_Radeon_AI_PRO_R9700.json``): torch's device

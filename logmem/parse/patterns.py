@@ -216,6 +216,14 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("device_name=",),
     ),
     _p(
+        "rocm_hint",
+        r"^Failed to import amdsmi with ",
+        "Failed to import amdsmi with ModuleNotFoundError(\"No module named 'amdsmi'\")",
+        "custom_all_reduce.py tries amdsmi only on ROCm builds (pynvml on CUDA; corpus 005, 006); "
+        "the keyword is the exception's 'Error'",
+        needs=("Failed to import amdsmi with ",),
+    ),
+    _p(
         "launch_env",
         r"^(?:ENV_VAR_(?:CASE|SYS) (?P<k1>[A-Za-z_][A-Za-z0-9_]{0,100}):(?P<v1>.{0,2000})"
         r"|Setting ENV_VAR (?P<k2>[A-Za-z_][A-Za-z0-9_]{0,100})=(?P<v2>.{0,2000}))$",
