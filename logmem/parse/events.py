@@ -267,15 +267,17 @@ class NotEnoughMemory(Event):
 class TorchOOM(Event):
     exc_type: str
     device: str
-    tried: Mem | None
-    gpu: int | None
-    capacity: Mem | None
-    free: Mem | None
-    in_use: Mem | None
-    allocated: Mem | None
-    reserved_unallocated: Mem | None
-    private_pools: Mem | None
     message: str
+    # PyTorch's split of the OOM (torch-snapshot.md); None where the message does not print
+    # it (a HIP or NPU line without the split): unknown, never 0.
+    tried: Mem | None = None
+    gpu: int | None = None
+    capacity: Mem | None = None
+    free: Mem | None = None
+    in_use: Mem | None = None
+    allocated: Mem | None = None
+    reserved_unallocated: Mem | None = None
+    private_pools: Mem | None = None
 
 
 @frozen(kw_only=True)
