@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from logmem.parse.device_total import build_device_total
 from logmem.parse.events import (
     AllReduceConfig,
     BarRender,
@@ -387,6 +388,17 @@ def _i(name: str) -> Callable[[regex.Match[str]], int | None]:
     return lambda m: int(m.group(name)) if m.group(name) is not None else None
 
 
+_OOM_FIGURES = [
+    "tried",
+    "gpu",
+    "capacity",
+    "free",
+    "in_use",
+    "allocated",
+    "reserved_unallocated",
+    "private_pools",
+]
+
 BUILDERS: dict[str, Builder] = {
     "server_args": _b_server_args,
     "init_begin": _mk(InitBegin, wording=lambda m: m.group(0)),
@@ -452,6 +464,7 @@ BUILDERS: dict[str, Builder] = {
     ),
     "launch_command": _b_command,
     "device_name": _mk(DeviceName, name=lambda m: m.group("name")),
+    "device_total": build_device_total,
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
     "hicache_host": _b_misc("hicache_host", "gb", "decimal"),
@@ -465,15 +478,9 @@ BUILDERS: dict[str, Builder] = {
         TorchOOM,
         exc_type=lambda m: m.group("type"),
         device=lambda m: m.group("device"),
-        tried=lambda m: None,
-        gpu=lambda m: None,
-        capacity=lambda m: None,
-        free=lambda m: None,
-        in_use=lambda m: None,
-        allocated=lambda m: None,
-        reserved_unallocated=lambda m: None,
-        private_pools=lambda m: None,
         message=lambda m: m.group(0),
+        # The driver's OOM prints none of PyTorch's figures.
+        **dict.fromkeys(_OOM_FIGURES, lambda m: None),
     ),
     "capture_failed": _b_capture_failed,
     "scheduler_exception": _mk(SchedulerException, text=lambda m: m.group("rest")),
