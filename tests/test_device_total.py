@@ -154,3 +154,29 @@ def test_local_gpu_id_follows_sglang_rule() -> None:
     assert local_gpu_id({"tp_size": 2, "dp_size": 2}, 1, None) is None  # each replica its base
     assert local_gpu_id({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, 1, None) == 1
     assert local_gpu_id({}, 0, None) is None and local_gpu_id({"tp_size": 2}, None, None) is None
+
+
+def _021_without(drop: range) -> str:
+    lines = corpus_log("021-").read_text().splitlines(keepends=True)
+    return "".join(x for i, x in enumerate(lines, 1) if i not in drop)
+
+
+def test_a_ledger_that_starts_at_weights_names_distributed_init_in_the_gap() -> None:
+    lines = corpus_log("024-").read_text().splitlines(keepends=True)  # no init figure (E0)
+    device = "[2024-10-29 21:14:12] Reported total GPU memory per device (MiB): [49140]\n"
+    a = read_log(_write("e0.log", "".join(lines[:2] + [device] + lines[2:])))
+    (p,) = a.ledger(a.launches[0]).pre_start
+    assert not p.before_init and p.first_bytes == round(47.27 * GIB)
+    assert p.total_line == 3 and p.lines[0] == 3
+    text = " ".join(render_text(a).split())
+    assert "and distributed init (the log prints no figure before it)" in text
+    assert "nvidia-smi" not in text  # the fallback's words only with its prefix
+
+
+def test_a_ledger_that_starts_after_the_weights_gets_no_pre_start_row() -> None:
+    # Line 10 kept, the start-up up to the draft's pools cut: the first figure is mid start-up.
+    a = read_log(_write("late.log", _021_without(range(11, 155))))
+    led = a.ledger(a.launches[0])
+    assert led.device_totals is not None and led.ranks[0].phases
+    assert led.pre_start == ()
+    assert "device total, before start-up" not in render_text(a)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 
-from logmem.analysis.ledger import RankLedger
+from logmem.analysis.ledger import PhaseWhat, RankLedger
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
@@ -58,9 +58,10 @@ class PreStart:
     join: Join
     device: int | None  # the device index, when the join names one
     nvidia_smi_failed: bool = False
-    oom_device: str | None = (
-        None  # the OOM message's device ("CUDA", "HIP"), when it gave the total
-    )
+    # The OOM message's device ("CUDA", "HIP"), when it gave the total.
+    oom_device: str | None = None
+    # The first figure is before distributed init (else its memory is in in_use_bytes too).
+    before_init: bool = True
 
     @property
     def in_use_bytes(self) -> int:
@@ -69,6 +70,9 @@ class PreStart:
     @property
     def lines(self) -> tuple[int, ...]:
         return tuple(sorted({self.total_line, *self.first_lines}))
+
+
+_START = (PhaseWhat.INIT, PhaseWhat.WEIGHTS, PhaseWhat.WEIGHTS_AND_POOLS)
 
 
 def device_totals(launch: Launch) -> DeviceTotals | None:
@@ -123,7 +127,9 @@ def pre_starts(
     ooms = _oom_totals(launch)
     out: dict[str, PreStart] = {}
     for led in ledgers:
-        if not led.phases:
+        # Only a ledger that starts before the weights load starts at start-up: a fragment's
+        # first figure (pools, a capture) is not "before SGLang's first reading".
+        if not led.phases or led.phases[0].what not in _START:
             continue
         first = led.phases[0]
         found: tuple[int, Join, int | None] | None = None
@@ -139,6 +145,15 @@ def pre_starts(
         total, join, gpu = found
         smi = totals.nvidia_smi_failed if totals is not None and join is not Join.OOM else False
         out[led.rank] = PreStart(
-            led.rank, total, first.before_bytes, line, first.lines, join, gpu, smi, oom_device
+            led.rank,
+            total,
+            first.before_bytes,
+            line,
+            first.lines,
+            join,
+            gpu,
+            nvidia_smi_failed=smi,
+            oom_device=oom_device,
+            before_init=first.what is PhaseWhat.INIT,
         )
     return out

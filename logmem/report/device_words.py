@@ -44,10 +44,12 @@ def in_use_note(p: PreStart, device: str) -> str:
     a, b = p.first_lines
     first = f"line {a}" if a == b else f"lines {a}-{b}"
     context = _CONTEXT.get((p.oom_device or "").lower()) or _CONTEXT.get(device)
+    what = ["other processes", context or "the device context"]
+    if not p.before_init:
+        what.append("distributed init (the log prints no figure before it)")
     text = (
         f"device total {_g(p.total_bytes)} GiB ({_where(p)}) minus the first free figure "
-        f"{_g(p.first_bytes)} GiB ({first}): other processes and "
-        f"{context or 'the device context'}"
+        f"{_g(p.first_bytes)} GiB ({first}): {', '.join(what[:-1])} and {what[-1]}"
     )
     if p.nvidia_smi_failed and unified_possible(device):
         # SGLang falls back to torch when nvidia-smi prints no memory total: a GB10 (unified
