@@ -388,16 +388,8 @@ def _i(name: str) -> Callable[[regex.Match[str]], int | None]:
     return lambda m: int(m.group(name)) if m.group(name) is not None else None
 
 
-_OOM_FIGURES = [
-    "tried",
-    "gpu",
-    "capacity",
-    "free",
-    "in_use",
-    "allocated",
-    "reserved_unallocated",
-    "private_pools",
-]
+_OOM_FIGURES = ("tried", "gpu", "capacity", "free", "in_use", "allocated",
+                "reserved_unallocated", "private_pools")  # fmt: skip
 
 BUILDERS: dict[str, Builder] = {
     "server_args": _b_server_args,
