@@ -180,3 +180,12 @@ def test_a_ledger_that_starts_after_the_weights_gets_no_pre_start_row() -> None:
     assert led.device_totals is not None and led.ranks[0].phases
     assert led.pre_start == ()
     assert "device total, before start-up" not in render_text(a)
+
+
+def test_several_nodes_join_no_rank_to_the_list() -> None:
+    text = _tp4("Reported total GPU memory per device (MiB): [23034, 23034, 23034, 23034]")
+    text = text.replace("nnodes=1,", "nnodes=2,", 1)
+    a = read_log(_write("nodes.log", text))
+    led = a.ledger(a.launches[0])
+    assert led.launch.args.get("nnodes") == 2
+    assert led.device_totals is not None and led.pre_start == ()

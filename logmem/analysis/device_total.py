@@ -10,7 +10,8 @@ user-needs rec.2 wants the ledger to start at the device total: "device total ->
 
 A rank is joined to a device total when the log says which device it used: its own OOM
 message, a list of one device or of equal totals, or SGLang's local-rank rule
-(logmem.sglang.devices). Otherwise only the list is known (no per-rank row). Nothing is
+(logmem.sglang.devices). Otherwise (and always with several nodes: the list is one node's)
+only the list is known (no per-rank row). Nothing is
 invented: without such a line there is no device total and no pre-start figure.
 """
 
@@ -107,6 +108,9 @@ def _from_list(
     totals: DeviceTotals, launch: Launch, led: RankLedger
 ) -> tuple[int, Join, int | None] | None:
     per = totals.per_device_bytes
+    nodes = launch.args.get("nnodes")
+    if isinstance(nodes, int) and nodes > 1:
+        return None  # the list is one node's: which node printed it, the line does not say
     if len(per) == 1:
         return per[0], Join.ONE_DEVICE, 0
     if per and len(set(per)) == 1:
