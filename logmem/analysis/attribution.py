@@ -17,6 +17,7 @@ from typing import Any
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
 from logmem.analysis.captures import captured_between, graph_cost, graph_kind, graph_phase
 from logmem.analysis.context import ContextVsPool, context_vs_pool
+from logmem.analysis.device_total import DeviceTotals, PreStart, device_totals, pre_starts
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import (
     Bound,
@@ -69,9 +70,16 @@ class LaunchLedger:
     platform: Platform = Platform("unknown", Library.NCCL)
     # The context length against the KV pool (logmem.analysis.context); None: no token count.
     context: ContextVsPool | None = None
+    # SGLang's list of device totals, and per rank what was in use before its first figure
+    # (logmem.analysis.device_total); None / (): the log printed no device total.
+    device_totals: DeviceTotals | None = None
+    pre_start: tuple[PreStart, ...] = ()
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
+
+    def pre_start_of(self, label: str) -> PreStart | None:
+        return next((p for p in self.pre_start if p.rank == label), None)
 
 
 # --- readings -> phases -------------------------------------------------------------------
@@ -339,6 +347,7 @@ def build_ledger(
             if any(c.bound is Bound.AT_LEAST for c in costs):
                 measured_bound = Bound.AT_LEAST
     reserve = graph_reserve(launch, measured, measured_bound)
+    totals = device_totals(launch)
     led = LaunchLedger(
         launch,
         ranks,
@@ -351,5 +360,7 @@ def build_ledger(
         hint,
         platform=plat,
         context=context_vs_pool(launch, sz),
+        device_totals=totals,
+        pre_start=tuple(pre_starts(launch, ranks, totals).values()),
     )
     return replace(led, findings=tuple(findings(led)))

@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from logmem.parse.device_total import build_device_total
 from logmem.parse.events import (
     AllReduceConfig,
     BarRender,
@@ -454,6 +455,7 @@ BUILDERS: dict[str, Builder] = {
     "launch_command": _b_command,
     "device_name": _mk(DeviceName, name=lambda m: m.group("name")),
     "rocm_hint": _mk(RocmHint, text=lambda m: m.string[m.start() :]),
+    "device_total": build_device_total,
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
     "hicache_host": _b_misc("hicache_host", "gb", "decimal"),
@@ -467,7 +469,7 @@ BUILDERS: dict[str, Builder] = {
         TorchOOM,
         exc_type=lambda m: m.group("type"),
         device=lambda m: m.group("device"),
-        message=lambda m: m.group(0),
+        message=lambda m: m.group(0),  # the driver's OOM prints none of PyTorch's figures
     ),
     "capture_failed": _b_capture_failed,
     "scheduler_exception": _mk(SchedulerException, text=lambda m: m.group("rest")),

@@ -208,6 +208,18 @@ class DeviceName(Event):
 
 
 @frozen(kw_only=True)
+class DeviceTotal(Event):
+    """The device capacity SGLang's memory heuristics read (server_args.py, 12.3), printed by the
+    launcher before server_args when nvidia-smi gave no figure: ``Reported total GPU memory per
+    device (MiB): [124546], using min: 124546 MiB.`` (torch.cuda.mem_get_info totals, in MiB;
+    one figure per visible device, in device order)."""
+
+    per_device: tuple[Mem, ...]  # as listed; () when the list cannot be read
+    used: Mem | None  # the "using min" figure: what the heuristics take as gpu_mem
+    nvidia_smi_failed: bool  # "Failed to get GPU memory capacity from nvidia-smi" led the line
+
+
+@frozen(kw_only=True)
 class LaunchEnv(Event):
     """One environment variable a launcher printed before start-up (``ENV_VAR_CASE K:V`` /
     ``ENV_VAR_SYS K:V`` / ``Setting ENV_VAR K=V``, SGLang's test harnesses)."""

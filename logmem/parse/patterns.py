@@ -224,6 +224,18 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Failed to import amdsmi with ",),
     ),
     _p(
+        "device_total",
+        r"(?P<smi>Failed to get GPU memory capacity from nvidia-smi\. Falling back to "
+        r"torch\.cuda\.mem_get_info\(\)\. )?Reported total GPU memory per device \(MiB\): "
+        rf"\[(?P<list>[\d., ]{{0,4000}})\](?:, using min: (?P<min>{NUM}) MiB)?",
+        "Failed to get GPU memory capacity from nvidia-smi. Falling back to "
+        "torch.cuda.mem_get_info(). Reported total GPU memory per device (MiB): [124546], "
+        "using min: 124546 MiB.",
+        "launcher, before server_args: the device capacity of the 12.3 heuristics, MiB per "
+        "visible device (corpus 021, DGX Spark GB10)",
+        needs=("Reported total GPU memory per device (MiB): [",),
+    ),
+    _p(
         "launch_env",
         r"^(?:ENV_VAR_(?:CASE|SYS) (?P<k1>[A-Za-z_][A-Za-z0-9_]{0,100}):(?P<v1>.{0,2000})"
         r"|Setting ENV_VAR (?P<k2>[A-Za-z_][A-Za-z0-9_]{0,100})=(?P<v2>.{0,2000}))$",

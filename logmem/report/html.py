@@ -20,6 +20,7 @@ from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse.lines import Source
+from logmem.report.device_words import device_top
 from logmem.report.model import (
     LaunchReport,
     Report,
@@ -322,7 +323,7 @@ def _folded_sections(lr: LaunchReport, fold: _Fold) -> list[Section]:
         elif sec.title == "Other ranks":
             main = main_rank(led.launch)
             tables = tuple(
-                ledger_table(rl)
+                ledger_table(rl, top=device_top(led, rl.rank))
                 for rl in led.ranks
                 if rl.rank in fold.shown and (main is None or rl.rank != main.label)
             )

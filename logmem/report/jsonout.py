@@ -19,6 +19,7 @@ from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
+from logmem.report.device_json import device_totals_json, pre_start_json
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json
@@ -373,6 +374,8 @@ def launch_json(
         else None,
         "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
         "context_capacity": context_json(led.context),
+        "device_totals": device_totals_json(led.device_totals),
+        "pre_start": pre_start_json(led.pre_start),
         "ranks": [
             rank_json(r, rl) for r, rl in zip(L.ranks, led.ranks) if shown is None or shown(r.label)
         ],

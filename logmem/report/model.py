@@ -27,6 +27,7 @@ from logmem.report.causes import (
     phase_name,
 )
 from logmem.report.communication import comm_view
+from logmem.report.device_words import DeviceTop, device_top, in_use_note, pre_start_rows
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
@@ -92,10 +93,15 @@ def rank_name(label: str) -> str:
     return label or "the GPU (no rank tag)"
 
 
-def ledger_table(led: RankLedger, extra: str = "") -> Table:
+def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None) -> Table:
     rows: list[tuple[str, ...]] = []
     indent: list[int] = []
     footnotes: list[str] = []
+    if top is not None and top.pre is not None and led.phases:  # the device total, rec.2
+        phase, cause = pre_start_rows(top.pre)
+        footnotes.append(f"[1] {cause[0]}: {in_use_note(top.pre, top.device)}")
+        rows += [phase, (f"{cause[0]} [1]", *cause[1:])]
+        indent += [0, 1]
     for p in led.phases:
         rows.append(
             (
@@ -128,6 +134,8 @@ def ledger_table(led: RankLedger, extra: str = "") -> Table:
         )
     if led.empty is not None:
         notes.append(ledger_note(led))
+    if top is not None and top.note:
+        notes.append(top.note)
     if extra:
         notes.append(extra)
     return Table(
@@ -396,7 +404,12 @@ def launch_report(
             # The failing rank's ledger is folded away in text: say it under the one shown.
             shown[leading[0].rank] = f"On {rank_name(folded[0])}: {split[folded[0]]}"
         sections.append(
-            Section("Ledger", tuple(ledger_table(r, shown.get(r.rank, "")) for r in leading))
+            Section(
+                "Ledger",
+                tuple(
+                    ledger_table(r, shown.get(r.rank, ""), device_top(led, r.rank)) for r in leading
+                ),
+            )
         )
     rt = ranks_table(led)
     if rt is not None:
@@ -415,7 +428,11 @@ def launch_report(
         bts = bucket_tables(rl)
         if bts:
             sections.append(Section("Graph buckets", tuple(bts), details=True))
-    others = [ledger_table(r, split.get(r.rank, "")) for r in led.ranks if r not in leading]
+    others = [
+        ledger_table(r, split.get(r.rank, ""), device_top(led, r.rank))
+        for r in led.ranks
+        if r not in leading
+    ]
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     model = L.args.get("model_path")

@@ -1,0 +1,47 @@
+"""Which local device a scheduler rank runs on (SGLang's engine, ``_launch_scheduler_processes``).
+
+``gpu_id = base_gpu_id + (pp_rank % pp_per_node) * tp_per_node + (tp_rank % tp_per_node) *
+gpu_id_step`` with ``tp_per_node = tp_size // nnodes_per_tp_group``. Data parallelism without
+DP attention moves every replica's base (the DP controller), so no id is given then: a caller
+that cannot place a rank says so rather than guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _int(args: Mapping[str, Any], key: str, default: int) -> int | None:
+    v = args.get(key, default)
+    if v is None:
+        return default
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def local_gpu_id(args: Mapping[str, Any], tp_rank: int | None, pp_rank: int | None) -> int | None:
+    """The local device index of a rank by SGLang's rule, or None when it cannot be known
+    (no server_args, no TP tag, replicated data parallelism, odd settings)."""
+    if not args or tp_rank is None:
+        return None
+    tp, pp, nnodes = _int(args, "tp_size", 1), _int(args, "pp_size", 1), _int(args, "nnodes", 1)
+    base, step, dp = (
+        _int(args, "base_gpu_id", 0),
+        _int(args, "gpu_id_step", 1),
+        _int(args, "dp_size", 1),
+    )
+    if None in (tp, pp, nnodes, base, step, dp):
+        return None
+    assert tp is not None and pp is not None and nnodes is not None
+    assert base is not None and step is not None and dp is not None
+    if tp < 1 or pp < 1 or nnodes < 1 or step < 1 or base < 0:
+        return None
+    if dp > 1 and not args.get("enable_dp_attention"):
+        return None  # each DP replica starts at its own base id
+    if pp > 1 and pp_rank is None:
+        return None
+    pp_per_node = max(pp // nnodes, 1)
+    tp_per_node = tp // max(nnodes // pp, 1)
+    if tp_per_node < 1:
+        return None
+    return base + ((pp_rank or 0) % pp_per_node) * tp_per_node + (tp_rank % tp_per_node) * step
