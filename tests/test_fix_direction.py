@@ -232,3 +232,32 @@ def test_not_enough_memory_uses_sglangs_own_mfs_scaling(tmp_path: Path) -> None:
     assert mfs_values(f) == [math.ceil((1 - 11.00 / 78.50) / 0.95 * 1000) / 1000]
     text = " ".join(verdict_lines(verdict(read_log(str(p)).launches[0])))
     assert "(1 - 0.88 x 0.95)" in text and "does not explain" not in text
+
+
+# --- DeepEP dispatch tokens: relative to the T the launch ran with (review23 #1) -------------
+
+
+def _dispatch_fix_text(path: Path) -> str:
+    lines = verdict_lines(verdict(read_log(str(path)).launches[0]))
+    (line,) = [x for x in " ".join(lines).split("Fix: ") if x.startswith("SGLANG_DEEPEP")]
+    return line
+
+
+def test_dispatch_tokens_fix_scales_the_t_the_launch_set(tmp_path: Path) -> None:
+    """The fixture's command sets T=256 on line 1; the buffer got 1.20 of 3.55 GiB, so T must
+    drop to floor(256 x 1.20 / 3.55) = 86, not to a fraction of SGLang's default 128."""
+    src = FIXTURES / "deepep-buffer-failure-constructed.log"
+    text = _dispatch_fix_text(src)
+    assert f"{math.floor(256 * 1.20 / 3.55)} of the 256 this launch set on line 1" in text, text
+    assert "default 128" not in text
+    # deepep_mode='auto': the normal-mode buffers do not scale with T, and the text says so.
+    assert "do not shrink with T" in text
+
+    # Without the env word on the command line T is SGLang's default.
+    data = src.read_text()
+    first, rest = data.split("\n", 1)
+    assert first.startswith("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=256 ")
+    no_env = tmp_path / "default-t.log"
+    no_env.write_text(first.split(" ", 1)[1] + "\n" + rest)
+    text = _dispatch_fix_text(no_env)
+    assert f"{math.floor(128 * 1.20 / 3.55)} of the default 128" in text, text

@@ -162,23 +162,41 @@ def _(e: fx.HalveChunk) -> str:
     )
 
 
+def _dispatch_tokens(tokens: int, line: int | None) -> str:
+    """Which T the change is relative to: the one the launch set, or SGLang's default."""
+    if line is not None:
+        return f"the {tokens} this launch set on line {line}"
+    return f"the default {tokens}"
+
+
 @effect_text.register
 def _(e: fx.DispatchTokensRatio) -> str:
+    part = (
+        "it is the low-latency buffer (deepep_mode='low_latency'), proportional to"
+        if e.low_latency_only
+        else "its low-latency part is proportional to"
+    )
+    rest = (
+        ""
+        if e.low_latency_only
+        else " (the normal-mode buffers that deepep_mode 'auto' or 'normal' adds do not shrink "
+        "with T, so T may have to drop further)"
+    )
     return (
-        f"the buffer asked for {_g(e.tried_bytes)} GiB with {_g(e.free_bytes)} GiB free and is "
-        "proportional to the dispatch tokens per rank T, so T must drop to at most "
-        f"{_g(e.free_bytes)} / {_g(e.tried_bytes)} = {e.ratio:.2f} of its value ({e.at_default} "
-        f"at the default {rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}); costs: decode batches per rank "
-        "are capped at T"
+        f"the buffer asked for {_g(e.tried_bytes)} GiB with {_g(e.free_bytes)} GiB free; {part} "
+        f"the dispatch tokens per rank T, so T must drop to at most {_g(e.free_bytes)} / "
+        f"{_g(e.tried_bytes)} = {e.ratio:.2f} of its value, {e.at_current} of "
+        f"{_dispatch_tokens(e.tokens, e.set_on_line)}{rest}; costs: decode batches (and decode "
+        "CUDA graphs) per rank are capped at T"
     )
 
 
 @effect_text.register
 def _(e: fx.DispatchTokensHalf) -> str:
     return (
-        "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank (default "
-        f"{rules.DEEPEP_DEFAULT_DISPATCH_TOKENS}, reference 12.5), so {e.half} halves it; costs: "
-        f"decode batches per rank are capped at {e.half}"
+        "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank T "
+        f"(reference 12.5), so {e.half}, half of {_dispatch_tokens(e.tokens, e.set_on_line)}, "
+        f"halves it; costs: decode batches per rank are capped at {e.half}"
     )
 
 

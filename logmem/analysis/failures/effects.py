@@ -101,12 +101,17 @@ class DispatchTokensRatio:
     tried_bytes: int
     free_bytes: int
     ratio: float
-    at_default: int
+    at_current: int  # floor(ratio x T), T the launch's own (set in its environment or the default)
+    tokens: int  # T this launch ran with
+    set_on_line: int | None  # the log line that set T; None: SGLang's default
+    low_latency_only: bool  # deepep_mode='low_latency': the whole buffer scales with T
 
 
 @frozen
 class DispatchTokensHalf:
     half: int
+    tokens: int  # T this launch ran with
+    set_on_line: int | None  # the log line that set T; None: SGLang's default
 
 
 @frozen

@@ -15,6 +15,7 @@ from dataclasses import replace
 import regex
 
 import logmem.analysis.failures.facts as fx
+from logmem.analysis.comm_inputs import Env, log_env
 from logmem.analysis.failures.budget import (
     MFS_STEP,
     Budget,
@@ -31,7 +32,7 @@ from logmem.analysis.failures.records import (
 from logmem.analysis.failures.traces import RaisedIn, Where
 from logmem.model.records import Graph, Launch, Rank
 from logmem.parse import events as ev
-from logmem.sglang import rules
+from logmem.sglang import comm, rules
 from logmem.units import GIB
 
 Fixes = tuple[list[fx.Fix], list[fx.Note]]
@@ -277,7 +278,7 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
         # inside the first capture bucket: the OOM may be that buffer, not the graph.
         if r.comm_library is None:
             notes.append(fx.DeepEPLazy())
-        fixes.append(_dispatch_tokens_fix(r))
+        fixes.append(_dispatch_tokens_fix(launch, r))
     if mfs_fix is not None and blocker is not None:
         notes.append(fx.MfsCannotFix(blocker))
     if b.mfs is None:
@@ -329,9 +330,18 @@ def _architecture(launch: Launch) -> str | None:
     return path if isinstance(path, str) else None
 
 
-def _dispatch_tokens_fix(r: OutOfMemory) -> fx.Fix:
-    """Fewer DeepEP dispatch tokens: its low-latency buffer is proportional to them (reference 12.5)."""
-    env = "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
+def _dispatch_tokens_fix(launch: Launch, r: OutOfMemory) -> fx.Fix:
+    """Fewer DeepEP dispatch tokens: its low-latency buffer is proportional to them (reference
+    12.5). The change is relative to the T this launch ran with: the one its environment set
+    (the launch command's ``K=V`` words, a harness's env lines), else SGLang's default."""
+    env = comm.ENV_DEEPEP_TOKENS
+    before = launch.server_args.source.line_no if launch.server_args is not None else None
+    echoed = Env(tuple(log_env(launch.events, before)))
+    tokens = comm.deepep_dispatch_tokens(echoed.mapping)
+    set_by = echoed.get(env)
+    # A value SGLang would reject leaves T at its default: then no line set it.
+    valid = comm.env_int(echoed.mapping, env, 1, comm.DEEPEP_MAX_DISPATCH_TOKENS) is not None
+    line = set_by.line if set_by is not None and valid else None
     if (
         r.comm_library is not None
         and r.tried_bytes
@@ -339,15 +349,18 @@ def _dispatch_tokens_fix(r: OutOfMemory) -> fx.Fix:
         and r.free_bytes < r.tried_bytes
     ):
         ratio = r.free_bytes / r.tried_bytes
-        at_default = math.floor(rules.DEEPEP_DEFAULT_DISPATCH_TOKENS * ratio)
-        return fx.Fix(
-            env,
-            None,
-            fx.DispatchTokensRatio(r.tried_bytes, r.free_bytes, ratio, at_default),
-            fx.AtMostTimes(ratio),
+        effect = fx.DispatchTokensRatio(
+            r.tried_bytes,
+            r.free_bytes,
+            ratio,
+            math.floor(tokens * ratio),
+            tokens,
+            line,
+            str(launch.args.get("deepep_mode", "")).lower() == "low_latency",
         )
-    half = rules.DEEPEP_DEFAULT_DISPATCH_TOKENS // 2
-    return fx.Fix(env, str(half), fx.DispatchTokensHalf(half))
+        return fx.Fix(env, None, effect, fx.AtMostTimes(ratio))
+    half = tokens // 2
+    return fx.Fix(env, str(half), fx.DispatchTokensHalf(half, tokens, line))
 
 
 def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> fx.WeightsFloor | None:
