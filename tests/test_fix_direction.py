@@ -261,3 +261,32 @@ def test_dispatch_tokens_fix_scales_the_t_the_launch_set(tmp_path: Path) -> None
     no_env.write_text(first.split(" ", 1)[1] + "\n" + rest)
     text = _dispatch_fix_text(no_env)
     assert f"{math.floor(128 * 1.20 / 3.55)} of the default 128" in text, text
+
+
+# --- a budget that is not positive: where it turns positive, the same in verdict and findings -
+
+
+def _report_text(path: Path) -> str:
+    from click.testing import CliRunner
+
+    from logmem.cli.main import cli
+
+    return CliRunner().invoke(cli, ["analyze", str(path)], catch_exceptions=False).output
+
+
+@pytest.mark.parametrize(
+    "name", ["oom-load-weights-constructed.log", "not-enough-memory-kv-constructed.log"]
+)
+def test_a_budget_that_is_not_positive_names_the_mfs_where_it_turns_positive(name: str) -> None:
+    """rest = A - P x (1 - mfs) is zero at mfs = 1 - A / P (review23 #3): the finding names the
+    next three-decimal value above it, never a bare "raise --mem-fraction-static", and the
+    verdict does not claim that only smaller weights can give a pool when a value below 1 does."""
+    text = (FIXTURES / name).read_text()
+    p = min(float(x) for x in re.findall(r"Load weight begin\. avail mem=([\d.]+) GB", text))
+    a = min(float(x) for x in re.findall(r"Load weight end\..*?avail mem=([\d.]+) GB", text))
+    zero = 1 - a / p
+    at = math.floor(zero * 1000) / 1000 + 0.001
+    report = " ".join(_report_text(FIXTURES / name).split())
+    assert f"it turns positive from --mem-fraction-static {at:.3f}" in report, report
+    assert "raise --mem-fraction-static or put fewer weights" not in report
+    assert "so the weights per rank must shrink" not in report

@@ -7,6 +7,7 @@ finding says a figure disagrees only when the printed figures cannot explain the
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import ClassVar
 
@@ -55,6 +56,11 @@ class DraftKVNegative:
 class BudgetNotPositive:
     kind: ClassVar[FindingKind] = FindingKind.BUDGET_NOT_POSITIVE
     rest_bytes: int
+    mfs: float  # the --mem-fraction-static the launch ran with
+    # The smallest flag value (3 decimals) with a positive budget, by rules.smallest_mfs_with_pool;
+    # None when none below 1 gives one: then only fewer weights per GPU help.
+    pool_from_mfs: float | None
+    step_bytes: int  # what each 0.01 of the flag adds to the budget (rules.mfs_step_bytes)
 
 
 class GapReason(Enum):
@@ -181,7 +187,7 @@ def sizing_findings(
             elif kva.avail.bytes < 0:
                 out.append(DraftKVNegative(kva.avail.bytes, kva.source.line_no))
     if sz.rest_bytes <= 0:
-        out.append(BudgetNotPositive(sz.rest_bytes))
+        out.append(_not_positive(sz))
         return out
     pool, derived = sz.logged_pool_bytes, False
     if pool is None and rl is not None:
@@ -284,3 +290,18 @@ def _table_bounds(amount: int, launch: Launch) -> TableBounds:
     rows = (n, n) if isinstance(n, int) and n > 0 else rules.DEFAULT_REQUEST_ROWS
     ctx = (rules.req_to_token_context(amount, rows[1]), rules.req_to_token_context(amount, rows[0]))
     return TableBounds(rows, ctx)
+
+
+def _not_positive(sz: Sizing) -> BudgetNotPositive:
+    """Where the budget turns positive: rest = A - P x (1 - mfs) is zero at 1 - A / P (in the
+    rule's units; the flag is that over SGLang's own factor), strictly above it rounded to the
+    three decimals a flag is given with."""
+    zero = rules.smallest_mfs_with_pool(sz.after_weights_bytes, sz.pre_load_bytes)
+    at: float | None = None
+    if zero is not None:
+        flag = sz.flag_mfs_for(zero)
+        at = round(math.floor(flag * 1000 + 1e-9) / 1000 + 0.001, 3)
+        if at >= 1:
+            at = None
+    step = rules.mfs_step_bytes(sz.pre_load_bytes, sz.rule_mfs_for(0.01))
+    return BudgetNotPositive(sz.rest_bytes, sz.mem_fraction_static, at, step)

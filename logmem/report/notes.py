@@ -14,6 +14,7 @@ from logmem.parse.events import Frame
 from logmem.report.fixes import gib_text as _g
 from logmem.report.fixes import ranks_who, sentence
 from logmem.report.formula import kv_rule_text
+from logmem.sglang import rules
 
 # --- notes ---------------------------------------------------------------------------------------
 
@@ -78,11 +79,18 @@ def _(n: fx.WeightsFloor) -> str:
 
 @note_text.register
 def _(n: fx.LoadedBudget) -> str:
-    empty = (
-        ". Even without this OOM there would be no KV pool, so the weights per rank must shrink"
-        if n.rest_bytes <= 0
-        else ""
-    )
+    empty = ""
+    if n.rest_bytes <= 0:
+        zero = rules.smallest_mfs_with_pool(n.after_weights_bytes, n.pre_load_bytes)
+        flag = zero / n.factor if zero is not None else None
+        empty = (
+            f". Even without this OOM, mem_fraction_static {fmt_mfs(n.mfs)} would leave no KV "
+            + (
+                f"pool (it takes more than {flag:.3f}, or fewer weights per rank)"
+                if flag is not None and flag < 1
+                else "pool, and no value below 1 would: the weights per rank must shrink"
+            )
+        )
     return (
         f"after loading {_g(n.weights_bytes)} GiB of weights, the ranks that finished leave rest = "
         f"{_rule(n)} for the KV pool{empty}"

@@ -7,6 +7,7 @@ the numbers are rendered the way SGLang prints them (GiB, two decimals).
 from __future__ import annotations
 
 import logmem.analysis.findings as fd
+from logmem.analysis.failures.budget import fmt_mfs
 from logmem.analysis.ledger import Bound, Lazy
 from logmem.analysis.sizing import Sizing
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
@@ -124,7 +125,16 @@ def _(f: fd.DraftKVNegative) -> str:
 
 @finding_text.register
 def _(f: fd.BudgetNotPositive) -> str:
-    return "The KV budget is not positive: raise --mem-fraction-static or put fewer weights on each GPU."
+    head = f"The KV budget is not positive at mem_fraction_static {fmt_mfs(f.mfs)}"
+    if f.pool_from_mfs is None:
+        return (
+            f"{head}, and no value below 1 makes it positive: put fewer weights on each GPU "
+            "(more GPUs or a larger TP, a smaller quantization, --cpu-offload-gb)."
+        )
+    return (
+        f"{head}: it turns positive from --mem-fraction-static {fmt_mfs(f.pool_from_mfs)} "
+        f"(each 0.01 above adds {_g(f.step_bytes)} GiB), or with fewer weights on each GPU."
+    )
 
 
 _GAP_WHY = {
