@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
+from conftest import FIXTURES, corpus_log
 from logmem.analysis.attribution import LaunchLedger, build_ledger
 from logmem.analysis.context import ContextVsPool
 from logmem.analysis.findings import findings
@@ -285,3 +285,23 @@ def test_json_context_capacity() -> None:
     # Unknown figures stay null, never 0.
     j = context_json(replace(c, context_len=None, context_source=None))
     assert j is not None and j["slots_tokens"] is None and j["full_contexts"] is None
+
+
+def test_a_fit_that_leaves_less_outside_the_pool_than_the_launch_used_is_not_offered() -> None:
+    """041: one full context needs mfs 1.000, which leaves nothing for the request table,
+    workspaces and graphs this launch needed after sizing (review23 #4): not an option."""
+    from click.testing import CliRunner
+
+    from logmem.cli.main import cli
+
+    log = corpus_log("041-")
+    text = " ".join(
+        CliRunner().invoke(cli, ["analyze", str(log)], catch_exceptions=False).output.split()
+    )
+    assert "or enlarge the pool: from --mem-fraction-static 1.000" not in text
+    assert "the pool cannot be enlarged enough on this GPU" in text
+    out = CliRunner().invoke(cli, ["analyze", str(log), "-f", "json"], catch_exceptions=False)
+    c = json.loads(out.output)["launches"][0]["context_capacity"]
+    assert c["fit_leaves_too_little"] is True
+    assert c["outside_budget_at_fit_bytes"] < c["used_outside_budget_bytes"]
+    assert 0 < c["used_outside_budget_bytes"] <= c["outside_budget_bytes"]

@@ -50,6 +50,16 @@ class ContextVsPool:
     # context would leave for the request table, workspaces, graphs and activations.
     outside_at_fit_bytes: int | None = None
     outside_now_bytes: int | None = None
+    # What this launch used outside the pool once it was sized: P x (1 - mfs) minus the least
+    # free memory the binding rank read after its pool step (request table, workspaces, graphs).
+    used_outside_bytes: int | None = None
+
+    @property
+    def fit_leaves_too_little(self) -> bool:
+        """The setting that holds one full context leaves less outside the pool than this launch
+        used there: not a setting to offer (the server would fail in capture or at run time)."""
+        at, used = self.outside_at_fit_bytes, self.used_outside_bytes
+        return at is not None and used is not None and at < used
 
     @property
     def one_context_fits(self) -> bool | None:
@@ -106,8 +116,11 @@ class ContextVsPool:
         return self.too_long or self.slots_short or self.slots_unknown
 
 
-def context_vs_pool(launch: Launch, sz: Sizing | None) -> ContextVsPool | None:
-    """The launch's fact, or None when the log prints no KV token count."""
+def context_vs_pool(
+    launch: Launch, sz: Sizing | None, least_free_after_pools: int | None = None
+) -> ContextVsPool | None:
+    """The launch's fact, or None when the log prints no KV token count.
+    ``least_free_after_pools``: the binding rank's least free reading after its pool step."""
     s = launch.summary
     args = launch.args
     kv, kv_src, line = (s.max_total_num_tokens, "summary", s.source.line_no) if s else (0, "", 0)
@@ -130,6 +143,7 @@ def context_vs_pool(launch: Launch, sz: Sizing | None) -> ContextVsPool | None:
     proj = PoolProjection.of(sz, args)
     lo = proj.smallest_mfs_for_context(ctx) if proj is not None and ctx else None
     radix = args.get("disable_radix_cache")
+    now = proj.outside(proj.m0) if proj is not None and proj.m0 is not None else None
     return ContextVsPool(
         kv,
         kv_src,
@@ -146,7 +160,10 @@ def context_vs_pool(launch: Launch, sz: Sizing | None) -> ContextVsPool | None:
         (not radix) if isinstance(radix, bool) else None,
         line,
         proj.outside(lo) if proj is not None and lo is not None else None,
-        proj.outside(proj.m0) if proj is not None and proj.m0 is not None else None,
+        now,
+        now - least_free_after_pools
+        if now is not None and least_free_after_pools is not None
+        else None,
     )
 
 

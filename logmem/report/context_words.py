@@ -44,6 +44,14 @@ def _too_long(f: ContextVsPool) -> str:
         )
     if now is not None and lo <= now:
         return f"{text}. {lower}."  # print rounding: the projection holds it already
+    if f.fit_leaves_too_little:
+        return (
+            f"{text}. {lower}; the pool cannot be enlarged enough on this GPU: one full context "
+            f"needs --mem-fraction-static {lo:.3f}, which leaves "
+            f"{format_gib(max(f.outside_at_fit_bytes or 0, 0))} GiB outside the pool, less than "
+            f"this launch used there after sizing (at least {format_gib(f.used_outside_bytes or 0)}"
+            " GiB: request table, workspaces, graphs; activations need more at run time)."
+        )
     return (
         f"{text}. {lower}, or enlarge the pool: from --mem-fraction-static {lo:.3f} it holds one "
         f"full context{_outside(f)} (whether the graphs then fit: logmem whatif)."

@@ -317,6 +317,8 @@ def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
         "tokens_at_mem_fraction_static_1": c.tokens_at_full_mfs,
         "outside_budget_at_fit_bytes": c.outside_at_fit_bytes,
         "outside_budget_bytes": c.outside_now_bytes,
+        "used_outside_budget_bytes": c.used_outside_bytes,
+        "fit_leaves_too_little": c.fit_leaves_too_little,
         "max_total_tokens": c.max_total_tokens,
         "radix_cache": c.radix_cache,
         "finding": c.applies,
