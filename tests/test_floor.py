@@ -155,3 +155,27 @@ def test_frames_leave_unknown_figures_empty() -> None:
     rows = ledger_records(read_log(str(corpus_log("007-"))))
     static = next(r for r in rows if r["cause"].startswith("static buffers"))
     assert static["gib"] is None and static["bytes"] is None
+
+
+def test_a_last_reading_at_the_floor_is_unknown_headroom_and_a_served_batch_is_named(
+    tmp_path: Path,
+) -> None:
+    """007 (WSL) ends at avail mem=0.00 GB, then serves a prefill batch (review23 #5): the
+    finding says the headroom is unknown and cites that line; it does not warn that the first
+    requests may run out of memory, which the log itself shows they did not."""
+    path = corpus_log("007-")
+    led = _ledger(path)
+    (left,) = [f for f in led.findings if isinstance(f, fd.LeftFree)]
+    served = next(
+        n for n, line in enumerate(path.read_text().splitlines(), 1) if "Prefill batch" in line
+    )
+    assert left.at_floor and left.served_line == served
+    text = finding_text(left)
+    assert "headroom is unknown" in text and f"(line {served})" in text
+    assert "may run out of memory" not in text
+    # Cut the log before the batch: nothing shows a request served, so the warning stays.
+    cut = path.read_text().splitlines()[: served - 1]
+    cut_log = tmp_path / "cut.log"
+    cut_log.write_text("\n".join(cut) + "\n")
+    (left,) = [f for f in _ledger(cut_log).findings if isinstance(f, fd.LeftFree)]
+    assert left.served_line is None and "may run out of memory" in finding_text(left)

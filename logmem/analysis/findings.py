@@ -15,6 +15,10 @@ from logmem.analysis.captures import graph_cost, graph_kind, lazy_allocs
 from logmem.analysis.context import ContextVsPool as ContextVsPool
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_kinds import FindingKind as FindingKind
+from logmem.analysis.findings_left import LeftFree as LeftFree
+from logmem.analysis.findings_left import LeftWhen as LeftWhen
+from logmem.analysis.findings_left import StartupEnd as StartupEnd
+from logmem.analysis.findings_left import left_free, served_line
 
 # The sizing records are part of this module's Finding union (and its public names).
 from logmem.analysis.findings_sizing import BudgetNotPositive as BudgetNotPositive
@@ -43,7 +47,6 @@ if TYPE_CHECKING:
 # Thresholds, in multiples of what two printed readings can differ by alone (+-0.01 GiB).
 _TINY = rules.DIFFERENCE_RESOLUTION_BYTES
 _NOTABLE = 5 * _TINY  # a gap worth a sentence
-_TIGHT_BYTES = GIB // 2  # less than this left free: the first requests may run out
 
 
 @frozen
@@ -167,38 +170,6 @@ class NegligibleCaptures:
     reason: NegligibleReason
 
 
-class LeftWhen(Enum):
-    AFTER_CAPTURE = "after_capture"
-    PHASE_END = "phase_end"
-    SUMMARY = "summary"
-    LOG_STOPS = "log_stops"  # inside a capture that did not finish
-
-
-class StartupEnd(Enum):
-    """How the start-up ended (Outcome.status), which decides what the last free reading is."""
-
-    UP = "ready"  # it finished (the ready line, or what stands for it): what is left for serving
-    CRASHED = "crashed"  # it died: the last reading before the crash, not headroom
-    STOPPED = "incomplete"  # the log stops first: the last reading the log shows
-
-
-@frozen
-class LeftFree:
-    kind: ClassVar[FindingKind] = FindingKind.LEFT_FREE
-    rank: str
-    bytes: int
-    when: LeftWhen
-    phase: Phase  # the last phase (PHASE_END; the open capture's for LOG_STOPS)
-    tight: bool
-    line: int
-    end: StartupEnd = StartupEnd.UP
-
-    @property
-    def serving(self) -> bool:
-        """The launch came up: only then can the first requests meet the little that is left."""
-        return self.end is StartupEnd.UP
-
-
 @frozen
 class BottomedOut:
     kind: ClassVar[FindingKind] = FindingKind.BOTTOMED_OUT
@@ -314,7 +285,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
         out.append(disagree)
     device = led.platform.device
     if rl is not None:
-        out.extend(_rank(rl, StartupEnd(outcome(L).status), device))
+        out.extend(_rank(rl, StartupEnd(outcome(L).status), device, served_line(L)))
         out.extend(unexplained(rl, L, device))
     if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
         sz = led.sizing
@@ -339,7 +310,9 @@ def findings(led: LaunchLedger) -> list[Finding]:
     return out
 
 
-def _rank(rl: RankLedger, end: StartupEnd, device: str = "unknown") -> list[Finding]:
+def _rank(
+    rl: RankLedger, end: StartupEnd, device: str = "unknown", served: int | None = None
+) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
@@ -354,7 +327,7 @@ def _rank(rl: RankLedger, end: StartupEnd, device: str = "unknown") -> list[Find
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(_captures(rl, device))
     if rl.last_bytes is not None:
-        out.append(_left_free(rl, rl.last_bytes, end))
+        out.append(left_free(rl, rl.last_bytes, end, served))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))
@@ -436,20 +409,6 @@ def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
         )
         out.append(NegligibleCaptures(rl.rank, tuple(negligible), reason))
     return out
-
-
-def _left_free(rl: RankLedger, last: int, end: StartupEnd) -> LeftFree:
-    final = rl.phases[-1]
-    captured = any(p.graph is not None for p in rl.phases)
-    when = LeftWhen.AFTER_CAPTURE if captured else LeftWhen.PHASE_END
-    if captured and end is not StartupEnd.UP and final.graph is None:
-        # Start-up went on after the captures (another one began): say where it stood.
-        when = LeftWhen.PHASE_END
-    if final.key == "post_capture" and not captured:
-        when = LeftWhen.SUMMARY
-    if final.key.startswith("capture:") and final.graph is not None and not final.graph.complete:
-        when = LeftWhen.LOG_STOPS
-    return LeftFree(rl.rank, last, when, final, last < _TIGHT_BYTES, final.lines[1], end)
 
 
 def _reuse(rl: RankLedger | None, launch: Launch, library: Library) -> list[Finding]:

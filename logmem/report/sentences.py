@@ -247,8 +247,26 @@ def _(f: fd.LeftFree) -> str:
             f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, the last reading before the "
             "log stops (start-up had not finished)."
         )
-    tight = " — very little: the first requests may run out of memory" if f.tight else ""
-    return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
+    served = (
+        f"the log shows the scheduler serving a batch after start-up (line {f.served_line})"
+        if f.served_line is not None
+        else ""
+    )
+    if f.at_floor:
+        # SGLang prints no figure below 0.00: the headroom is unknown, not zero.
+        tail = f"; {served}" if served else ": the first requests may run out of memory"
+        return (
+            f"Free memory on {_on(f.rank)} reads 0.00 GiB {when}, SGLang's floor for the reading, "
+            f"so the headroom is unknown{tail}."
+        )
+    if f.tight:
+        tight = (
+            f" — very little, although {served}"
+            if served
+            else " — very little: the first requests may run out of memory"
+        )
+        return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
+    return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}."
 
 
 @finding_text.register

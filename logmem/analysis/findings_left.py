@@ -1,0 +1,74 @@
+"""What is left free at the end of a rank's ledger, and how the start-up ended (a finding)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import ClassVar
+
+from logmem.analysis.findings_kinds import FindingKind
+from logmem.analysis.ledger import Phase, RankLedger
+from logmem.frozen import frozen
+from logmem.model.records import Launch
+from logmem.parse import events as ev
+from logmem.sglang import rules
+from logmem.units import GIB
+
+_TIGHT_BYTES = GIB // 2  # less than this left free: the first requests may run out
+
+
+class LeftWhen(Enum):
+    AFTER_CAPTURE = "after_capture"
+    PHASE_END = "phase_end"
+    SUMMARY = "summary"
+    LOG_STOPS = "log_stops"  # inside a capture that did not finish
+
+
+class StartupEnd(Enum):
+    """How the start-up ended (Outcome.status), which decides what the last free reading is."""
+
+    UP = "ready"  # it finished (the ready line, or what stands for it): what is left for serving
+    CRASHED = "crashed"  # it died: the last reading before the crash, not headroom
+    STOPPED = "incomplete"  # the log stops first: the last reading the log shows
+
+
+@frozen
+class LeftFree:
+    kind: ClassVar[FindingKind] = FindingKind.LEFT_FREE
+    rank: str
+    bytes: int
+    when: LeftWhen
+    phase: Phase  # the last phase (PHASE_END; the open capture's for LOG_STOPS)
+    tight: bool
+    line: int
+    end: StartupEnd = StartupEnd.UP
+    at_floor: bool = False  # the reading is SGLang's 0.00 floor: the real figure is unknown
+    served_line: int | None = None  # a batch the scheduler served after start-up, if logged
+
+    @property
+    def serving(self) -> bool:
+        """The launch came up: only then can the first requests meet the little that is left."""
+        return self.end is StartupEnd.UP
+
+
+def left_free(rl: RankLedger, last: int, end: StartupEnd, served: int | None = None) -> LeftFree:
+    """The last free reading of the rank, and when it was taken; ``served``: the first line
+    showing the server served a batch after start-up (model.build keeps the first one)."""
+    final = rl.phases[-1]
+    captured = any(p.graph is not None for p in rl.phases)
+    when = LeftWhen.AFTER_CAPTURE if captured else LeftWhen.PHASE_END
+    if captured and end is not StartupEnd.UP and final.graph is None:
+        # Start-up went on after the captures (another one began): say where it stood.
+        when = LeftWhen.PHASE_END
+    if final.key == "post_capture" and not captured:
+        when = LeftWhen.SUMMARY
+    if final.key.startswith("capture:") and final.graph is not None and not final.graph.complete:
+        when = LeftWhen.LOG_STOPS
+    floor = rules.at_floor(last)
+    tight = last < _TIGHT_BYTES
+    return LeftFree(rl.rank, last, when, final, tight, final.lines[1], end, floor, served)
+
+
+def served_line(launch: Launch) -> int | None:
+    """The line of the first batch the scheduler served ("Prefill batch" / "Decode batch")."""
+    e = next((x for x in launch.events if isinstance(x, ev.Serving)), None)
+    return e.source.line_no if e is not None else None
