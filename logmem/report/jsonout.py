@@ -293,6 +293,35 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
         "rule_tokens": sz.rule_tokens,
         "budget_bytes_per_token": _round(sz.budget_bytes_per_token),
         "all_pools_bytes_per_token": _round(sz.all_pools_bytes_per_token),
+        "pre_load_ranks": _cov(sz.pre_load_coverage),
+        "after_weights_ranks": _cov(sz.after_weights_coverage),
+    }
+
+
+def _cov(c: Any) -> dict[str, Any] | None:
+    return {"ranks_with_reading": c.printed, "ranks_expected": c.expected} if c else None
+
+
+def default_mfs_json(d: Any) -> dict[str, Any] | None:
+    """Which SGLang rule gave mem_fraction_static (logmem.sglang.default_mfs)."""
+    if d is None:
+        return None
+    return {
+        "rule": d.rule.value,
+        "era": d.era.value,
+        "era_from": d.era_from,
+        "printed_on": d.printed_on.isoformat() if d.printed_on else None,
+        "passed": d.passed,
+        "inputs": {
+            "tp_size": d.tp_size,
+            "pp_size": d.pp_size,
+            "capacity_mib": d.capacity_mib,
+            "reserved_mib": d.reserved_mib,
+        },
+        "predicted": d.predicted,
+        "no_prediction": d.no_prediction.value if d.no_prediction else None,
+        "dumped": d.dumped,
+        "matches": d.matches,
     }
 
 
@@ -372,6 +401,7 @@ def launch_json(
         }
         if led.reserve
         else None,
+        "default_mfs": default_mfs_json(led.default_mfs),
         "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
         "context_capacity": context_json(led.context),
         "device_totals": device_totals_json(led.device_totals),
