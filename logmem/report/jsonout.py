@@ -24,6 +24,7 @@ from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json
 from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.sizing_json import _cov, default_mfs_json
 from logmem.report.verdict import headline_text
 from logmem.units import Mem, gib
 
@@ -295,33 +296,6 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
         "all_pools_bytes_per_token": _round(sz.all_pools_bytes_per_token),
         "pre_load_ranks": _cov(sz.pre_load_coverage),
         "after_weights_ranks": _cov(sz.after_weights_coverage),
-    }
-
-
-def _cov(c: Any) -> dict[str, Any] | None:
-    return {"ranks_with_reading": c.printed, "ranks_expected": c.expected} if c else None
-
-
-def default_mfs_json(d: Any) -> dict[str, Any] | None:
-    """Which SGLang rule gave mem_fraction_static (logmem.sglang.default_mfs)."""
-    if d is None:
-        return None
-    return {
-        "rule": d.rule.value,
-        "era": d.era.value,
-        "era_from": d.era_from,
-        "printed_on": d.printed_on.isoformat() if d.printed_on else None,
-        "passed": d.passed,
-        "inputs": {
-            "tp_size": d.tp_size,
-            "pp_size": d.pp_size,
-            "capacity_mib": d.capacity_mib,
-            "reserved_mib": d.reserved_mib,
-        },
-        "predicted": d.predicted,
-        "no_prediction": d.no_prediction.value if d.no_prediction else None,
-        "dumped": d.dumped,
-        "matches": d.matches,
     }
 
 

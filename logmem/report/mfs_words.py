@@ -3,7 +3,10 @@ mem_fraction_static (logmem.sglang.default_mfs, reference 12.3)."""
 
 from __future__ import annotations
 
+from logmem.analysis.attribution import LaunchLedger
+from logmem.analysis.ledger import Bound
 from logmem.analysis.sizing import RankCoverage
+from logmem.report.causes import bounded
 from logmem.sglang.default_mfs import DefaultMfs, Era, NoPrediction, Rule
 
 
@@ -61,3 +64,18 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         else ""
     )
     return "unknown", f"era a or b ({when}): neither rule shown to apply{table}"
+
+
+def measured_text(led: LaunchLedger) -> str:
+    """What the captures measured, beside the reserve: unknown (and why) when the log's usage
+    is not a cost."""
+    assert led.reserve is not None
+    b = led.reserve.measured_bound
+    if not b.known:
+        why = (
+            "free memory at the 0.00 GiB floor"
+            if b is Bound.FLOOR
+            else "masked by a release during capture"
+        )
+        return f"measured: unknown ({why})"
+    return f"measured {bounded(led.reserve.measured_bytes, b)}"

@@ -32,7 +32,7 @@ from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
-from logmem.report.mfs_words import coverage_text, default_mfs_text
+from logmem.report.mfs_words import coverage_text, default_mfs_text, measured_text
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
 from logmem.units import format_gib
@@ -310,7 +310,7 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             (
                 "graph reserve, total",
                 _g(led.reserve.reserve_bytes),
-                _measured(led),
+                measured_text(led),
             )
         )
     return Table(
@@ -319,21 +319,6 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         tuple(rows),
         ("l", "r", "l"),
     )
-
-
-def _measured(led: LaunchLedger) -> str:
-    """What the captures measured, beside the reserve: unknown (and why) when the log's usage
-    is not a cost."""
-    assert led.reserve is not None
-    b = led.reserve.measured_bound
-    if not b.known:
-        why = (
-            "free memory at the 0.00 GiB floor"
-            if b is Bound.FLOOR
-            else "masked by a release during capture"
-        )
-        return f"measured: unknown ({why})"
-    return f"measured {bounded(led.reserve.measured_bytes, b)}"
 
 
 def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:
