@@ -17,6 +17,7 @@ from typing import Any
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
 from logmem.analysis.captures import captured_between, graph_cost, graph_kind, graph_phase
 from logmem.analysis.context import ContextVsPool, context_vs_pool
+from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.analysis.device_total import DeviceTotals, PreStart, device_totals, pre_starts
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.ledger import (
@@ -40,6 +41,7 @@ from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.sglang.comm import Library
+from logmem.sglang.default_mfs import DefaultMfs
 from logmem.units import Mem
 
 __all__ = [
@@ -74,6 +76,8 @@ class LaunchLedger:
     # (logmem.analysis.device_total); None / (): the log printed no device total.
     device_totals: DeviceTotals | None = None
     pre_start: tuple[PreStart, ...] = ()
+    # Which SGLang rule gave mem_fraction_static (logmem.analysis.default_mfs, reference 12.3).
+    default_mfs: DefaultMfs | None = None
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -346,7 +350,11 @@ def build_ledger(
             measured = sum(c.bytes or 0 for c in costs)
             if any(c.bound is Bound.AT_LEAST for c in costs):
                 measured_bound = Bound.AT_LEAST
-    reserve = graph_reserve(launch, measured, measured_bound)
+    dmfs = launch_default_mfs(launch)
+    # SGLang set a graph reserve aside only where its reserve formula derived the default.
+    reserve = (
+        graph_reserve(launch, measured, measured_bound) if dmfs and dmfs.reserve_applies else None
+    )
     totals = device_totals(launch)
     led = LaunchLedger(
         launch,
@@ -362,6 +370,7 @@ def build_ledger(
         context=context_vs_pool(launch, sz, _least_free_after_pools(ranks, binding)),
         device_totals=totals,
         pre_start=tuple(pre_starts(launch, ranks, totals).values()),
+        default_mfs=dmfs,
     )
     return replace(led, findings=tuple(findings(led)))
 

@@ -133,13 +133,7 @@ def log_evidence(launch: Any, kv_bytes_per_token: int | None) -> Evidence:
         r.init_end is not None and dict(r.tags).get("TP", 0) == 0 and dict(r.tags).get("PP", 0) == 0
         for r in launch.ranks
     )
-    sa = launch.server_args
-    before = sa.source.line_no if sa is not None else None
-    cmds = [
-        e
-        for e in events
-        if isinstance(e, ev.LaunchCommand) and (before is None or e.source.line_no < before)
-    ]
+    cmd = launch_command(launch, events)
     return Evidence(
         custom_ar_off=off,
         custom_ar_impl=impl,
@@ -150,8 +144,20 @@ def log_evidence(launch: Any, kv_bytes_per_token: int | None) -> Evidence:
         hip=hip,
         tp0_init_seen=tp0,
         kv_bytes_per_token=kv_bytes_per_token,
-        command=cmds[-1] if cmds else None,
+        command=cmd,
     )
+
+
+def launch_command(launch: Any, events: list[ev.Event] | None = None) -> ev.LaunchCommand | None:
+    """The command line the launcher echoed last before the server_args dump (None: none)."""
+    sa = launch.server_args
+    before = sa.source.line_no if sa is not None else None
+    cmds = [
+        e
+        for e in (events if events is not None else launch.all_events())
+        if isinstance(e, ev.LaunchCommand) and (before is None or e.source.line_no < before)
+    ]
+    return cmds[-1] if cmds else None
 
 
 def mfs_explicit(args: Mapping[str, Any], evidence: Evidence) -> bool | None:
@@ -166,3 +172,9 @@ def mfs_explicit(args: Mapping[str, Any], evidence: Evidence) -> bool | None:
     if "--config" in words:
         return None
     return False
+
+
+def mfs_passed(launch: Any) -> bool | None:
+    """``mfs_explicit`` for a launch (its echoed command line): the one answer to whether the
+    user passed --mem-fraction-static, for the comm plan and the default-mfs rule alike."""
+    return mfs_explicit(launch.args, Evidence(command=launch_command(launch)))

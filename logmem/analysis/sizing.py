@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
-from datetime import date
 from typing import Any
 
 from logmem.analysis.ledger import Bound
 from logmem.frozen import frozen
-from logmem.model.clock import printed_at
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
 from logmem.sglang import rules
+from logmem.sglang.devices import ranks_in_log
 from logmem.sglang.dtypes import kv_element_bytes
+from logmem.sglang.eras import printed_on
 from logmem.units import GIB
 
 
@@ -38,6 +38,28 @@ class MfsScaling:
         rule to run with ``rule_mfs`` (unrounded: the caller rounds toward its own safe side).
         Also turns a change of the rule's value into the change of the flag (it is linear)."""
         return rule_mfs / self.factor
+
+
+@frozen
+class RankCoverage:
+    """How many ranks printed the reading a minimum over ranks is taken of: SGLang's all-reduce
+    MIN spans every rank, but the log may hold only some (E3's rank-0 filter, a truncated or
+    filtered paste)."""
+
+    printed: int  # ranks whose reading the minimum is taken over
+    expected: int | None  # ranks this log should hold by server_args (devices.ranks_in_log)
+    rank: str | None = None  # the one rank's label when only one printed it ("" untagged)
+
+    @property
+    def partial(self) -> bool:
+        """Fewer ranks printed it than the log should hold: the true minimum may be lower."""
+        return self.expected is not None and self.printed < self.expected
+
+
+def coverage(launch: Launch, printed: int, rank: str | None) -> RankCoverage:
+    """The coverage of a minimum over ``printed`` ranks of ``launch`` (``rank``: the binding
+    one, named when it is the only one)."""
+    return RankCoverage(printed, ranks_in_log(launch.args), rank if printed == 1 else None)
 
 
 @frozen
@@ -88,6 +110,9 @@ class Sizing:
     # The target's KV dtype: its KV line's own (E7), else "Using KV cache dtype" (kv_dtype_line).
     kv_dtype: str | None = None
     kv_dtype_line: ev.Event | None = None
+    # How many ranks printed P's and A's readings, of how many the log should hold.
+    pre_load_coverage: RankCoverage | None = None
+    after_weights_coverage: RankCoverage | None = None
 
     @property
     def scaling(self) -> MfsScaling:
@@ -227,6 +252,8 @@ def sizing(launch: Launch) -> Sizing | None:
         None if kv else _rule_tokens(launch, rest),
         dtype,
         dtype_line,
+        coverage(launch, readings.ranks_seen, pre_rank),
+        coverage(launch, readings.after_weights_ranks_seen, readings.after_weights_rank),
     )
 
 
@@ -288,17 +315,7 @@ def mfs_scaling(launch: Launch) -> MfsScaling:
     """SGLang's scaling of this launch's --mem-fraction-static (by its date, architecture,
     attention backend and context): known without the server_args dump."""
     arch, backend, ctx = _adjustment_inputs(launch)
-    return MfsScaling(rules.mfs_adjustments(_printed_on(launch), arch, backend, ctx))
-
-
-def _printed_on(launch: Launch) -> date | None:
-    """The date the launch's first dated line was printed (what bounds its SGLang version)."""
-    for r in launch.ranks:
-        for e in r.events:
-            when = printed_at(e)
-            if when is not None:
-                return when.date()
-    return None
+    return MfsScaling(rules.mfs_adjustments(printed_on(launch), arch, backend, ctx))
 
 
 def _adjustment_inputs(launch: Launch) -> tuple[str | None, str | None, int | None]:

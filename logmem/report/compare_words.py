@@ -69,7 +69,7 @@ def slope_source_text(s: cn.SlopeSource) -> str:
 
 def term_text(t: cn.TermKind) -> str:
     return {
-        cn.TermKind.PRE_LOAD: "free memory before weights (P, min over ranks) x mfs",
+        cn.TermKind.PRE_LOAD: "free memory before weights (P, min over the ranks that printed it) x mfs",
         cn.TermKind.MFS: "mem_fraction_static x P",
         cn.TermKind.WEIGHTS: "weights (P - free after weights)",
         cn.TermKind.OTHER: "other (printing, page rounding, --max-total-tokens, pool split)",

@@ -24,6 +24,7 @@ from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json
 from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.sizing_json import _cov, default_mfs_json
 from logmem.report.verdict import headline_text
 from logmem.units import Mem, gib
 
@@ -293,6 +294,8 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
         "rule_tokens": sz.rule_tokens,
         "budget_bytes_per_token": _round(sz.budget_bytes_per_token),
         "all_pools_bytes_per_token": _round(sz.all_pools_bytes_per_token),
+        "pre_load_ranks": _cov(sz.pre_load_coverage),
+        "after_weights_ranks": _cov(sz.after_weights_coverage),
     }
 
 
@@ -374,6 +377,7 @@ def launch_json(
         }
         if led.reserve
         else None,
+        "default_mfs": default_mfs_json(led.default_mfs),
         "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
         "context_capacity": context_json(led.context),
         "device_totals": device_totals_json(led.device_totals),

@@ -32,6 +32,7 @@ from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.memory_split import split_notes
+from logmem.report.mfs_words import coverage_text, default_mfs_text, measured_text
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.verdict import verdict_lines as verdict_text
 from logmem.units import format_gib
@@ -257,11 +258,15 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         return None
     rows = [
         (
-            "P: free before weights (min over ranks)",
+            f"P: free before weights ({coverage_text(sz.pre_load_coverage)})",
             _g(sz.pre_load_bytes),
             sz.pre_load_rank or "(untagged)",
         ),
-        ("free after weights (min over ranks)", _g(sz.after_weights_bytes), ""),
+        (
+            f"free after weights ({coverage_text(sz.after_weights_coverage)})",
+            _g(sz.after_weights_bytes),
+            "",
+        ),
         ("mem_fraction_static", f"{sz.mem_fraction_static:g}", "server_args"),
         *(
             (
@@ -290,20 +295,22 @@ def sizing_table(led: LaunchLedger) -> Table | None:
                 f"{by}, line {sz.kv_dtype_line.source.line_no}",
             )
         )
+    if led.default_mfs is not None:
+        rows.append(("default mfs rule", *default_mfs_text(led.default_mfs)))
     if led.reserve is not None:
         for term in led.reserve.terms:
             rows.append(
                 (
                     f"graph reserve: {reserve_term_text(term)}",
                     _g(term.bytes),
-                    "default-mfs heuristic (12.3)",
+                    "default-mfs reserve formula (12.3 b/c)",
                 )
             )
         rows.append(
             (
                 "graph reserve, total",
                 _g(led.reserve.reserve_bytes),
-                _measured(led),
+                measured_text(led),
             )
         )
     return Table(
@@ -312,21 +319,6 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         tuple(rows),
         ("l", "r", "l"),
     )
-
-
-def _measured(led: LaunchLedger) -> str:
-    """What the captures measured, beside the reserve: unknown (and why) when the log's usage
-    is not a cost."""
-    assert led.reserve is not None
-    b = led.reserve.measured_bound
-    if not b.known:
-        why = (
-            "free memory at the 0.00 GiB floor"
-            if b is Bound.FLOOR
-            else "masked by a release during capture"
-        )
-        return f"measured: unknown ({why})"
-    return f"measured {bounded(led.reserve.measured_bytes, b)}"
 
 
 def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:

@@ -45,3 +45,21 @@ def local_gpu_id(args: Mapping[str, Any], tp_rank: int | None, pp_rank: int | No
     if tp_per_node < 1:
         return None
     return base + ((pp_rank or 0) % pp_per_node) * tp_per_node + (tp_rank % tp_per_node) * step
+
+
+def ranks_in_log(args: Mapping[str, Any]) -> int | None:
+    """How many scheduler ranks one node's log holds by server_args: ``tp_size x pp_size``
+    (x ``dp_size`` for data parallelism without DP attention, whose replicas each have tp x pp
+    ranks), over ``nnodes`` (each node's log has its own ranks; SGLang's engine,
+    ``_launch_scheduler_processes``). None without tp_size or with settings that do not divide."""
+    if not args:
+        return None
+    tp, pp, nnodes = _int(args, "tp_size", 1), _int(args, "pp_size", 1), _int(args, "nnodes", 1)
+    dp = _int(args, "dp_size", 1)
+    if "tp_size" not in args or None in (tp, pp, nnodes, dp):
+        return None
+    assert tp is not None and pp is not None and nnodes is not None and dp is not None
+    if min(tp, pp, nnodes, dp) < 1:
+        return None
+    world = tp * pp * (dp if not args.get("enable_dp_attention") else 1)
+    return world // nnodes if world % nnodes == 0 else None

@@ -8,10 +8,23 @@ match a graph family across them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 
 from logmem.frozen import frozen
+from logmem.model.clock import printed_at
 from logmem.model.records import Launch
 from logmem.parse import events as ev
+
+
+def printed_on(launch: Launch) -> date | None:
+    """The date the launch's first dated line was printed: what bounds its SGLang version from
+    above (an old image can run later), and so its era by date."""
+    for r in launch.ranks:
+        for e in r.events:
+            when = printed_at(e)
+            if when is not None:
+                return when.date()
+    return None
 
 
 @frozen

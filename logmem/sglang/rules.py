@@ -212,6 +212,7 @@ class BudgetReadings:
     after_weights_bytes: int | None
     after_weights_rank: str | None
     ranks_seen: int  # ranks that printed P's reading
+    after_weights_ranks_seen: int = 0  # ranks that printed A's reading
 
 
 def budget_readings(launch: Launch, draft: bool = False) -> BudgetReadings:
@@ -226,6 +227,7 @@ def budget_readings(launch: Launch, draft: bool = False) -> BudgetReadings:
         post[0] if post else None,
         post[1] if post else None,
         sum(1 for r in launch.ranks if pre_load_reading(r, draft) is not None),
+        sum(1 for r in launch.ranks if after_weights_reading(r, draft) is not None),
     )
 
 
