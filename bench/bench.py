@@ -473,17 +473,22 @@ def sec_html(c: Ctx) -> None:
 def sec_small(c: Ctx) -> None:
     small = gen.fixture_path()
     reps = max(5, c.repeat)
-    t = Table(f"small log ({small.name}, median of {reps})", ["command", "wall ms"])
+    t = Table(f"small log ({small.name}, median of {reps})", ["command", "wall ms", "cpu ms"])
+    png = c.work / "small-plot.png"
     rows = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "logmem --help": logmem("--help"),
         "logmem analyze -f json": logmem("analyze", "-f", "json", str(small)),
         "logmem analyze -f html": logmem("analyze", "-f", "html", str(small)),
+        "logmem plot -o PNG": logmem("plot", str(small), "-o", str(png)),
     }
     got = {}
     for name, cmd in rows.items():
-        got[name] = statistics.median(run(cmd).wall for _ in range(reps))
-        t.row(name, f"{got[name] * 1000:.0f}")
+        runs = [run(cmd) for _ in range(reps)]
+        got[name] = statistics.median(r.wall for r in runs)
+        cpus = [r.cpu for r in runs if r.cpu is not None]
+        cpu = f"{statistics.median(cpus) * 1000:.0f}" if cpus else "-"
+        t.row(name, f"{got[name] * 1000:.0f}", cpu)
     j, h = got["logmem analyze -f json"], got["logmem analyze -f html"]
     c.verdicts.append(
         (

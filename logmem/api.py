@@ -29,6 +29,7 @@ from logmem.parse.read import ReadStats, read_segments
 
 # `with byte_limit(n): read_log(...)` reads at most n bytes of each input (--max-bytes).
 from logmem.parse.read import byte_limit as byte_limit
+from logmem.parse.sizes import small_inputs
 from logmem.parse.unmatched import UnmatchedCounter, UnmatchedSink
 from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logmem lines`
 
@@ -67,8 +68,11 @@ def iter_events(
 ) -> Iterator[ev.Event]:
     """collect_events one event at a time, as the reader reaches it (``logmem lines``
     writes each as it comes, so a 1 GiB log never has all its events in memory)."""
-    segments = read_segments(paths, KEYWORD_BYTES, stats, ONCE_BYTES, continuations=True)
-    return iter_segment_events(segments, unmatched)
+    small = small_inputs(paths)  # read with the pure-Python matcher (logmem.parse.sizes)
+    segments = read_segments(
+        paths, KEYWORD_BYTES, stats, ONCE_BYTES, continuations=True, small=small
+    )
+    return iter_segment_events(segments, unmatched, small=small)
 
 
 def reader_summary() -> str:

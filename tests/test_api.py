@@ -176,6 +176,8 @@ CLI_MAY_IMPORT = (
     # cli/early.py starts a big input's read-ahead before logmem.api (and all it imports) is
     # loaded: the one call that must not go through the API, or it would come too late.
     "logmem.parse.ahead",
+    # ... and asks logmem.parse.sizes first, so that a small input never imports ahead.
+    "logmem.parse.sizes",
 )
 
 

@@ -35,6 +35,10 @@ def start(argv: list[str]) -> None:
     guess = first_input(argv)
     if guess is None:
         return
+    from logmem.parse.sizes import may_read_ahead
+
+    if not may_read_ahead(guess[0]):
+        return  # a small file: the read-ahead machinery is not even imported
     from logmem.parse import ahead, progress
 
     path, quiet = guess

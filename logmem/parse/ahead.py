@@ -42,13 +42,11 @@ from logmem.frozen import frozen
 from logmem.parse import source
 from logmem.parse.matchers import matcher_for
 from logmem.parse.read import ReadStats, Segment, iter_segments
+from logmem.parse.sizes import AHEAD_BYTES as AHEAD_BYTES  # re-exported: tests use them
+from logmem.parse.sizes import COMPRESSION_RATIO as COMPRESSION_RATIO
 from logmem.parse.source import _SNIFF_BYTES as SNIFF_BYTES
 from logmem.parse.source import _sniff
 
-# Under this size the fork and the pipe cost more than the second core gives back.
-AHEAD_BYTES = 16 << 20
-# A compressed file counts this many times its size (text logs shrink 5-15 times).
-COMPRESSION_RATIO = 4
 BATCH_BYTES = 1 << 20
 BATCH_SEGMENTS = 2048
 

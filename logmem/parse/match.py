@@ -108,8 +108,8 @@ class _Gate:
         return found
 
 
-def _gate() -> _Gate:
-    return _Gate(matcher_for(LITERAL_BYTES))
+def _gate(small: bool = False) -> _Gate:
+    return _Gate(matcher_for(LITERAL_BYTES, small=small))
 
 
 def _match(gate: _Gate, record: Record) -> tuple[str, Event] | None:
@@ -156,10 +156,11 @@ def iter_events(
 
 
 def iter_segment_events(
-    segments: Iterable[Segment], unmatched: UnmatchedSink | None = None
+    segments: Iterable[Segment], unmatched: UnmatchedSink | None = None, small: bool = False
 ) -> Iterator[Event]:
-    """The events of the reader's segments: iter_events(iter_records(segments)), faster."""
-    gate = _gate()
+    """The events of the reader's segments: iter_events(iter_records(segments)), faster;
+    `small` as for the reader (logmem.parse.read.iter_segments): the pure-Python literal finds."""
+    gate = _gate(small)
     lines = gate.lines
     for seg in segments:
         if seg.continuation:

@@ -15,14 +15,16 @@ keyword):
 from __future__ import annotations
 
 import os
+import re
 import threading
 from array import array
 from collections.abc import Sequence
-from typing import Any, Protocol, cast
-
-import regex
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from logmem.errors import InputError
+
+if TYPE_CHECKING:
+    import regex
 
 
 class Cursor(Protocol):
@@ -335,7 +337,8 @@ class _FindCursor:
 
 def _literals_of(keywords: regex.Pattern[bytes]) -> list[bytes] | None:
     """The literals of a pattern built as '|'.join(regex.escape(k) ...), else None."""
-    if keywords.flags & (regex.IGNORECASE | regex.VERBOSE):
+    # The stdlib's flag values are the regex module's: a keyword pattern may be either's.
+    if keywords.flags & (re.IGNORECASE | re.VERBOSE):
         return None
     out: list[bytes] = []
     cur = bytearray()
@@ -367,9 +370,13 @@ def _literals_of(keywords: regex.Pattern[bytes]) -> list[bytes] | None:
 _MATCHERS: dict[tuple[Any, str], Matcher] = {}
 
 
-def matcher_for(keywords: regex.Pattern[bytes], kind: str | None = None) -> Matcher:
-    """The fastest matcher available for `keywords` (cached); `kind` forces one."""
-    kind = kind or os.environ.get("LOGMEM_MATCHER") or "auto"
+def matcher_for(
+    keywords: regex.Pattern[bytes], kind: str | None = None, small: bool = False
+) -> Matcher:
+    """The fastest matcher available for `keywords` (cached); `kind` forces one, and so does
+    ``LOGMEM_MATCHER``. Else `small` (small inputs only, logmem.parse.sizes) is the pure-Python
+    one: it scans a small file in less time than hyperscan takes to load."""
+    kind = kind or os.environ.get("LOGMEM_MATCHER") or ("python" if small else "auto")
     key = (keywords.pattern, kind)
     found = _MATCHERS.get(key)
     if found is not None:

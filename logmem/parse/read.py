@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Generator, Iterable, Iterator, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import regex
-
-from logmem.parse import prescan, separators
+from logmem.parse import separators
 from logmem.parse.continuation import (
     MAX_CONTINUATION_LINES as MAX_CONTINUATION_LINES,  # re-exported: tests use it
 )
@@ -34,12 +32,18 @@ from logmem.parse.matchers import (  # noqa: F401 - re-exported: tests and bench
     _RegexMatcher,
     matcher_for,
 )
+from logmem.parse.sizes import may_read_ahead
 
 # Re-exported: callers open inputs and read their stats through this module.
 from logmem.parse.source import ReadStats as ReadStats
 from logmem.parse.source import byte_limit as byte_limit
 from logmem.parse.source import iter_chunks as iter_chunks
 from logmem.parse.source import open_stream as open_stream
+
+if TYPE_CHECKING:
+    import regex
+
+    from logmem.parse import prescan
 
 # A longer segment is cut: server_args lines are 10-40 KB, nothing real is near this.
 MAX_SEGMENT_BYTES = 4 << 20
@@ -77,19 +81,23 @@ def iter_segments(
     continuations: bool = False,
     chunk_bytes: int | None = None,
     scan_ahead: bool = False,
+    small: bool = False,
 ) -> Iterator[Segment]:
     """Yield the segments of one input that contain a keyword, with their line numbers;
     of the segments that hold one of `once`, the first of the file and the first after each
     scheduler summary; with `continuations`, the lines that continue an exception's message.
     `chunk_bytes` cuts the input into smaller chunks (tests: the result must not change).
-    With `scan_ahead`, a forked process does the keyword scan (logmem.parse.prescan)."""
+    With `scan_ahead`, a forked process does the keyword scan (logmem.parse.prescan); `small`
+    (a small input, logmem.parse.sizes) picks the pure-Python matcher unless one is forced."""
     stats = stats or ReadStats(path)
     chunks = chunks_of(path, stats, chunk_bytes)
     scanner = None
     if scan_ahead:
+        from logmem.parse import prescan  # a big file's: a small one never imports it
+
         scanner = prescan.start(keywords, chunks)
     try:
-        yield from _segments(path, chunks, keywords, stats, once, continuations, scanner)
+        yield from _segments(path, chunks, keywords, stats, once, continuations, scanner, small)
     finally:
         if scanner is not None:
             scanner.close()
@@ -112,8 +120,9 @@ def _segments(
     once: Sequence[bytes],
     continuations: bool,
     scanner: prescan.Scanner | None,
+    small: bool = False,
 ) -> Iterator[Segment]:
-    matcher = matcher_for(keywords)
+    matcher = matcher_for(keywords, small=small)
     state = Once(tuple(once), continuations=continuations)
     carry = b""
     carry_truncated = False
@@ -123,6 +132,8 @@ def _segments(
         last = chunk[-1:]
         hits = None  # the scanner's keyword positions in this chunk, or None: a cursor scans
         if scanner is not None:
+            from logmem.parse import prescan
+
             if prescan.worth_keeping(stats.bytes_read, state.segments):
                 hits = scanner.hits(chunk)
             else:
@@ -188,7 +199,12 @@ def _scan(
         return line_no
     once = once or Once(())
     # `hits`: the scanner's keyword positions in `buf` (logmem.parse.prescan), else a scan.
-    cursor = prescan.ListCursor(hits, hi) if hits is not None else matcher.cursor(buf, lo, hi)
+    if hits is not None:
+        from logmem.parse.prescan import ListCursor
+
+        cursor: Cursor = ListCursor(hits, hi)
+    else:
+        cursor = matcher.cursor(buf, lo, hi)
     seps = separators.for_range(buf, lo, hi, stats.bytes_read, once.segments)
     base = line_no  # the line number at `lo`
     pos = lo
@@ -237,16 +253,19 @@ def read_segments(
     once: Sequence[bytes] = (),
     continuations: bool = False,
     chunk_bytes: int | None = None,
+    small: bool = False,
 ) -> Iterator[Segment]:
     """All candidate segments of several inputs, input after input (see iter_segments); a big
-    file is read by a second process meanwhile (logmem.parse.ahead), with the same result."""
-    from logmem.parse import ahead
-
+    file is read by a second process meanwhile (logmem.parse.ahead), with the same result.
+    `small`: every input is small (logmem.parse.sizes.small_inputs), see iter_segments."""
     for path in paths:
         st = ReadStats(path)
         if stats is not None:
             stats.append(st)
-        if ahead.wanted(path):
-            yield from ahead.segments(path, keywords, st, once, continuations, chunk_bytes)
-        else:
-            yield from iter_segments(path, keywords, st, once, continuations, chunk_bytes)
+        if may_read_ahead(path):
+            from logmem.parse import ahead  # not imported for a small file
+
+            if ahead.wanted(path):
+                yield from ahead.segments(path, keywords, st, once, continuations, chunk_bytes)
+                continue
+        yield from iter_segments(path, keywords, st, once, continuations, chunk_bytes, small=small)
