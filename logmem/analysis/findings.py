@@ -33,6 +33,8 @@ from logmem.analysis.findings_sizing import RuleFit as RuleFit
 from logmem.analysis.findings_sizing import TableBounds as TableBounds
 from logmem.analysis.findings_sizing import Unexplained as Unexplained
 from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings, unexplained
+from logmem.analysis.imbalance import Imbalance as Imbalance
+from logmem.analysis.imbalance import imbalance_finding
 from logmem.analysis.ledger import Bound, Cause, Lazy, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
 from logmem.frozen import frozen
@@ -180,17 +182,6 @@ class BottomedOut:
 
 
 @frozen
-class Imbalance:
-    kind: ClassVar[FindingKind] = FindingKind.IMBALANCE
-    gap_bytes: int
-    binding_rank: str | None
-    kv_tokens: int | None  # what the gap costs each rank (rules.imbalance_budget_loss_bytes)
-    # The budget's bytes per token when other pools share it (SWA, Mamba): what kv_tokens is
-    # priced at; None when the full pool's cell alone is the price.
-    shared_price: float | None = None
-
-
-@frozen
 class Reserve:
     kind: ClassVar[FindingKind] = FindingKind.RESERVE
     rank: str
@@ -287,17 +278,9 @@ def findings(led: LaunchLedger) -> list[Finding]:
     if rl is not None:
         out.extend(_rank(rl, StartupEnd(outcome(L).status), device, served_line(L)))
         out.extend(unexplained(rl, L, device))
-    if led.imbalance_bytes is not None and led.imbalance_bytes > _NOTABLE:
-        sz = led.sizing
-        price = sz.budget_bytes_per_token if sz is not None else None
-        shared = (
-            price
-            if sz and price and sz.full_cell_bytes and price > sz.full_cell_bytes + 0.5
-            else None
-        )
-        out.append(
-            Imbalance(led.imbalance_bytes, led.binding_rank, led.imbalance_tokens or None, shared)
-        )
+    imbalance = imbalance_finding(led, _NOTABLE)
+    if imbalance is not None:
+        out.append(imbalance)
     if (
         led.reserve is not None
         and led.reserve.measured_bytes is not None

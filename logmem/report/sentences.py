@@ -280,21 +280,45 @@ def _(f: fd.BottomedOut) -> str:
 
 @finding_text.register
 def _(f: fd.Imbalance) -> str:
-    at = (
-        f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
-        if f.shared_price
-        else ""
+    names = [f.binding_rank or "one rank", *f.tied_ranks]
+    others = (
+        ", ".join(f.tied_ranks) if len(f.tied_ranks) <= 2 else f"{len(f.tied_ranks)} other ranks"
     )
-    cost = (
-        f", which costs about {f.kv_tokens:,} KV tokens per rank (mem_fraction_static x the "
-        f"gap{at})"
-        if f.kv_tokens
-        else ""
+    least = names[0] if len(names) == 1 else f"{names[0]} and {others}"
+    text = (
+        f"Ranks differ by {_g(f.gap_bytes)} GiB of free memory before loading"
+        + (f" ({f.richest_rank} the most, {least} the least)" if f.richest_rank else "")
+        + "; SGLang sizes every rank's KV pool from the least"
     )
-    return (
-        f"Ranks differ by {_g(f.gap_bytes)} GiB of free memory before loading; SGLang sizes "
-        f"every rank from the smallest ({f.binding_rank}){cost}."
-    )
+    if f.kv_tokens:
+        at = (
+            f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
+            if f.shared_price
+            else ""
+        )
+        text += (
+            f": each pool is about {f.kv_tokens:,} tokens smaller than if every rank had "
+            f"{f.richest_rank or 'the most'}'s (mem_fraction_static x the gap{at})"
+        )
+        if f.tied_ranks:
+            has = "has" if len(f.tied_ranks) == 1 else "have"
+            text += (
+                f"; freeing memory on {f.binding_rank} alone gains nothing: "
+                f"{others} {has} as little"
+            )
+    if f.init_usage_range is not None and f.before_init_gap_bytes is not None:
+        lo, hi = f.init_usage_range
+        if f.before_init_gap_bytes * 2 < f.gap_bytes and hi - lo >= f.gap_bytes // 2:
+            text += (
+                f". The gap opens in distributed init (its mem usage is {_g(lo)} to {_g(hi)} GiB "
+                "across ranks: NCCL / custom all-reduce buffers), not before SGLang started"
+            )
+        elif f.before_init_gap_bytes * 2 >= f.gap_bytes:
+            text += (
+                f". It is there at the first reading ({_g(f.before_init_gap_bytes)} GiB apart "
+                "before distributed init): other processes on some GPUs, or GPUs of different sizes"
+            )
+    return text + "."
 
 
 def _about(n: int) -> str:

@@ -1,0 +1,64 @@
+"""Ranks that start with different free memory: how far apart, where the gap opens, and
+what it costs the KV pool (a finding; SGLang sizes every rank from the least, reference 12.2)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from logmem.analysis.findings_kinds import FindingKind
+from logmem.frozen import frozen
+from logmem.sglang import rules
+
+if TYPE_CHECKING:
+    from logmem.analysis.attribution import LaunchLedger
+
+
+@frozen
+class Imbalance:
+    kind: ClassVar[FindingKind] = FindingKind.IMBALANCE
+    gap_bytes: int
+    binding_rank: str | None
+    # What the gap costs: every rank's pool is this many tokens smaller than if all ranks had
+    # the most free memory (rules.imbalance_budget_loss_bytes over the budget's price).
+    kv_tokens: int | None
+    # The budget's bytes per token when other pools share it (SWA, Mamba): what kv_tokens is
+    # priced at; None when the full pool's cell alone is the price.
+    shared_price: float | None = None
+    richest_rank: str | None = None  # the rank with the most free memory before loading
+    # Ranks within print rounding of the least: raising one of them alone gains nothing.
+    tied_ranks: tuple[str, ...] = ()
+    # Distributed init's own spread (Init torch distributed mem usage, min and max over ranks)
+    # and the spread of the readings before it: where the gap opens.
+    init_usage_range: tuple[int, int] | None = None
+    before_init_gap_bytes: int | None = None
+
+
+def imbalance_finding(led: LaunchLedger, notable: int) -> Imbalance | None:
+    """The finding when the ranks' pre-load readings differ by more than ``notable``."""
+    if led.imbalance_bytes is None or led.imbalance_bytes <= notable:
+        return None
+    sz = led.sizing
+    price = sz.budget_bytes_per_token if sz is not None else None
+    shared = (
+        price if sz and price and sz.full_cell_bytes and price > sz.full_cell_bytes + 0.5 else None
+    )
+    pre = [(e.avail.bytes, r.label) for r in led.launch.ranks if (e := rules.pre_load_reading(r))]
+    least = min(pre)[0]
+    tied = tuple(
+        label
+        for b, label in sorted(pre, key=lambda x: x[1])
+        if b - least < rules.PRINT_RESOLUTION_BYTES and label != led.binding_rank
+    )
+    inits = [p for rl in led.ranks if (p := rl.phase("init")) is not None]
+    usage = [p.delta_bytes for p in inits]
+    before = [p.before_bytes for p in inits]
+    return Imbalance(
+        led.imbalance_bytes,
+        led.binding_rank,
+        led.imbalance_tokens or None,
+        shared,
+        max(pre)[1],
+        tied,
+        (min(usage), max(usage)) if len(inits) == len(pre) and len(inits) > 1 else None,
+        max(before) - min(before) if len(inits) == len(pre) and len(inits) > 1 else None,
+    )
