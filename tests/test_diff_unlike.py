@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+from conftest import corpus_log
 from logmem.api import read_log
 from logmem.compare.diff import diff_launches
 from logmem.compare.load import LaunchRef
@@ -15,7 +16,6 @@ from logmem.report.compare_words import era_text
 from logmem.sglang.eras import ERAS, EraGuess
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
-CORPUS = Path("/work/shared/corpus")
 
 
 def _diff(a: Path, b: Path):  # type: ignore[no-untyped-def]
@@ -37,8 +37,8 @@ def test_first_captured_bucket_has_no_change() -> None:
 
 
 def test_kv_cells_within_print_rounding_are_the_same() -> None:
-    a = next(CORPUS.glob("019-*.log"))
-    b = next(CORPUS.glob("036-*.log"))
+    a = corpus_log("019-")
+    b = corpus_log("036-")
     d = _diff(a, b)
     assert d.kv is not None and d.kv.same_cell is True
     assert d.kv.common_range is not None and d.kv.terms  # the rule's terms apply
@@ -47,8 +47,8 @@ def test_kv_cells_within_print_rounding_are_the_same() -> None:
 
 
 def test_kv_cells_that_differ_say_by_how_much() -> None:
-    a = next(CORPUS.glob("001-*.log"))
-    b = next(CORPUS.glob("024-*.log"))
+    a = corpus_log("001-")
+    b = corpus_log("024-")
     d = _diff(a, b)
     assert d.kv is not None and d.kv.same_cell is False
     assert d.kv.apart_at_least is not None and d.kv.apart_at_least > 60000
@@ -62,12 +62,12 @@ def test_era_label_after_its_window_is_approximate_once() -> None:
     assert "approximate" in undated
     ok = era_text(EraGuess(ERAS["E2"], date(2025, 3, 8)))
     assert "approximate" not in ok
-    d = _diff(next(CORPUS.glob("019-*.log")), next(CORPUS.glob("036-*.log")))
+    d = _diff(corpus_log("019-"), corpus_log("036-"))
     text = render_text(d)
     assert ") (approximate)" not in text and "approximate" in text
     assert to_json(d)["a"]["era_guess"].count("approximate") == 1
 
 
 def test_missing_lines_are_not_another_wording() -> None:
-    d = _diff(next(CORPUS.glob("014-*.log")), next(CORPUS.glob("017-*.log")))
+    d = _diff(corpus_log("014-"), corpus_log("017-"))
     assert not any("Different SGLang wording" in h for h in to_json(d)["headlines"])
