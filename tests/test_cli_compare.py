@@ -164,7 +164,10 @@ def test_fit_still_refuses_briefly() -> None:
 def test_diff_of_different_eras_names_the_wording(logs: dict[str, Path]) -> None:
     res = run(["diff", str(logs["a80"]), str(logs["e7_256"]), "--no-slope"])
     assert res.exit_code == 0, res.output
-    assert "A: E2 (about Feb-Apr 2025); B: E7 (about Aug 2026 on)" in res.output
+    assert (
+        "A E2 (about Feb-Apr 2025; dated" in res.output
+        and "B E7 (about Aug 2026 on; dated" in res.output
+    )
     assert "elapsed=, usage, avail (E7)" in res.output
     assert "Ranks with different labels are matched in order: TP0 ~ (GPU)" in res.output
 

@@ -122,6 +122,10 @@ def _sample(t: object) -> object:
         return 0.5
     if "bool" in text:
         return True
+    if "EraGuess" in text:
+        from logmem.sglang.eras import EraGuess
+
+        return EraGuess(None, None)
     if "SlopeSource" in text:
         from logmem.compare.notes import GivenSlope
 

@@ -91,7 +91,7 @@ class Sizing:
         """The cell size in that range divisible by the largest power of two (cells are
         head_dim x heads x layers x dtype bytes, so a round number), when it is unique."""
         rng = self.bytes_per_token_range
-        return _roundest(rng) if rng else None
+        return roundest_cell(rng) if rng else None
 
     kv_parts: int = 1  # how many printed sizes make up kv_bytes (2 for K+V)
     pools: tuple[
@@ -337,11 +337,13 @@ def line_cell(kv: ev.KVPool, tokens: int | None) -> tuple[float, tuple[int, int]
     if not tokens:
         return None
     rng = rules.bytes_per_token_range(kv.total_bytes, tokens, 1 if kv.kv is not None else 2)
-    roundest = _roundest(rng) if rng else None
+    roundest = roundest_cell(rng) if rng else None
     return (roundest or kv.total_bytes / tokens), rng
 
 
-def _roundest(rng: tuple[int, int]) -> int | None:
+def roundest_cell(rng: tuple[int, int]) -> int | None:
+    """The whole number of bytes in ``rng`` divisible by the largest power of two (>= 64),
+    when it is unique: a KV cell is head_dim x heads x layers x dtype bytes, a round number."""
     lo, hi = rng
     if hi < lo or hi <= 0:
         return None
@@ -352,6 +354,20 @@ def _roundest(rng: tuple[int, int]) -> int | None:
             return first if first + step > hi else None
         step //= 2
     return None
+
+
+def common_range(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The bytes per token two launches' printed sizes both allow (``Sizing.bytes_per_token_range``
+    of each), or None when either is unknown or they do not overlap."""
+    if a is None or b is None:
+        return None
+    lo, hi = max(a[0], b[0]), min(a[1], b[1])
+    return (lo, hi) if lo <= hi else None
+
+
+def range_gap(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """How many bytes per token at least separate two ranges (0: they overlap)."""
+    return max(0, b[0] - a[1], a[0] - b[1])
 
 
 def graph_reserve(

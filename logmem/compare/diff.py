@@ -9,9 +9,11 @@ batch sizes, the slope of graph memory per row (logmem.compare.slope).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
 from logmem.analysis.ledger import Phase
+from logmem.analysis.sizing import common_range, range_gap, roundest_cell
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
 from logmem.compare.load import LaunchRef
@@ -20,7 +22,16 @@ from logmem.compare.replay import bytes_per_token
 from logmem.compare.slope import Slope, slope_assumptions, slopes
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.sglang.eras import MARKER_NAMES, Marker, era_guess, era_markers, family_key
+from logmem.sglang.eras import (
+    MARKER_NAMES,
+    EraGuess,
+    Marker,
+    era_markers,
+    era_of,
+    family_key,
+    printed_on,
+    wording_differs,
+)
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, mfs_step_bytes
 
 
@@ -56,6 +67,26 @@ class KVChange:
     rest_bytes: tuple[int, int]
     terms: tuple[KVTerm, ...]
     terms_note: cn.NoTermSplit | None = None  # why there are no terms
+    # Bytes per token each launch's printed sizes allow (Sizing.bytes_per_token_range).
+    bytes_per_token_range: tuple[tuple[int, int] | None, tuple[int, int] | None] = (None, None)
+    common_range: tuple[int, int] | None = None  # what both allow (None: unknown or disjoint)
+    cell_bytes: int | None = None  # the one cell size the terms use (within both ranges)
+
+    @property
+    def same_cell(self) -> bool | None:
+        """True: the printed sizes allow one cell size for both; False: they cannot be the
+        same; None: a range is unknown (the point values are then compared)."""
+        ra, rb = self.bytes_per_token_range
+        if ra is not None and rb is not None:
+            return self.common_range is not None
+        a, b = self.bytes_per_token
+        return None if a is None or b is None else a == b
+
+    @property
+    def apart_at_least(self) -> int | None:
+        """Bytes per token by which the two cells differ at least (ranges known, disjoint)."""
+        ra, rb = self.bytes_per_token_range
+        return range_gap(ra, rb) if ra is not None and rb is not None else None
 
     @property
     def change_tokens(self) -> int | None:
@@ -64,13 +95,42 @@ class KVChange:
 
 
 @frozen
+class BucketChange:
+    """One size both launches captured in a graph, with what each bucket kept.
+
+    The first bucket a capture takes (the largest size, SGLang capturing in descending order)
+    also holds the graph memory pool's first allocation, and in the first capture of a launch
+    the lazy allocations (NCCL / DeepEP buffers, workspaces); a bucket captured later costs
+    only its increment. Unless both launches began the graph with it, at the same place in
+    their capture order, the two costs are not like with like, and there is no change."""
+
+    size: int
+    a_bytes: int
+    b_bytes: int
+    first_in: str | None = None  # "A", "B" or "both": whose capture of the graph began with it
+    comparable: bool = True
+
+    @property
+    def change_bytes(self) -> int | None:
+        return self.b_bytes - self.a_bytes if self.comparable else None
+
+
+@frozen
 class GraphChange:
     rank: str
     graph: str
     a: GraphPoint | None
     b: GraphPoint | None
-    buckets: tuple[tuple[int, int, int], ...]  # (size, cost A, cost B) where both have it
+    buckets: tuple[BucketChange, ...]  # the sizes both captured, in A's capture order
     rank_b: str | None = None
+    # Where this graph came in its launch's captures on the rank (0: first; None: absent).
+    place: tuple[int | None, int | None] = (None, None)
+    not_compared: cn.BucketsNotCompared | None = None  # why some sizes have no change
+
+    @property
+    def first_of_launch(self) -> tuple[bool | None, bool | None]:
+        pa, pb = self.place
+        return (None if pa is None else pa == 0, None if pb is None else pb == 0)
 
 
 @frozen
@@ -79,7 +139,7 @@ class Diff:
     b: LaunchRef
     args: ArgsComparison
     markers: tuple[Marker, ...]
-    eras: tuple[str, str]
+    eras: tuple[EraGuess, EraGuess]
     phases: tuple[PhaseChange, ...]
     kv: KVChange | None
     graphs: tuple[GraphChange, ...]
@@ -113,18 +173,29 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
     ta, src_a = _tokens(a, sa)
     tb, src_b = _tokens(b, sb)
     ba, bb = bytes_per_token(sa), bytes_per_token(sb)
+    ra, rb = sa.bytes_per_token_range, sb.bytes_per_token_range
+    common = common_range(ra, rb)
+    cell = ba
+    if common is not None:  # one cell size both printed pools allow: the one the terms use
+        lo, hi = common
+        inside = [x for x in (ba, bb) if x is not None and lo <= x <= hi]
+        cell = inside[0] if inside else (roundest_cell(common) or (lo + hi) // 2)
     terms: list[KVTerm] = []
     # Terms in tokens only add up when both pools count the same cells under the same rule.
     caps = [
         x if isinstance(x := L.args.get("max_total_tokens"), int) and x > 0 else None
         for L in (a, b)
     ]
-    bpt_differ = (ba, bb) if ba and bb and ba != bb else None
+    if ra is not None and rb is not None:
+        bpt_differ = (ba or 0, bb or 0) if common is None else None
+    else:
+        bpt_differ = (ba, bb) if ba and bb and ba != bb else None
     caps_differ = (caps[0], caps[1]) if caps[0] != caps[1] else None
     terms_note = None
     if bpt_differ or caps_differ:
-        terms_note = cn.NoTermSplit(bpt_differ, caps_differ)
-    elif ba and bb:
+        ranges = (ra, rb) if bpt_differ and ra is not None and rb is not None else None
+        terms_note = cn.NoTermSplit(bpt_differ, caps_differ, ranges)
+    elif cell and bb:
         d_p = sb.pre_load_bytes - sa.pre_load_bytes
         w_a = sa.pre_load_bytes - sa.after_weights_bytes
         w_b = sb.pre_load_bytes - sb.after_weights_bytes
@@ -136,7 +207,7 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
             (cn.TermKind.MFS, t_m),
             (cn.TermKind.WEIGHTS, t_w),
         ):
-            terms.append(KVTerm(name, n, int(n / ba)))
+            terms.append(KVTerm(name, n, int(n / cell)))
         if ta is not None and tb is not None:
             rest = (tb - ta) - sum(t.tokens for t in terms)
             terms.append(KVTerm(cn.TermKind.OTHER, None, rest))
@@ -150,6 +221,9 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
         (sa.rest_bytes, sb.rest_bytes),
         tuple(terms),
         terms_note,
+        (ra, rb),
+        common,
+        cell if common is not None or (ba is not None and ba == bb) else None,
     )
 
 
@@ -188,25 +262,96 @@ def _keyed(r: RankLedger | None) -> dict[str, tuple[Phase, int]]:
     return out
 
 
+def _places(points: list[GraphPoint]) -> dict[tuple[str, str], int]:
+    """(rank, family) -> its place among the rank's captures (0: the launch's first)."""
+    out: dict[tuple[str, str], int] = {}
+    for p in points:
+        out[(p.rank, family_key(p.graph))] = sum(k[0] == p.rank for k in out)
+    return out
+
+
+def _bucket_changes(
+    ga: GraphPoint, gb: GraphPoint, place: tuple[int | None, int | None]
+) -> tuple[BucketChange, ...]:
+    cb = {s: c for s, c in gb.buckets if s is not None and c is not None}
+    head_a = next((s for s, _ in ga.buckets), None)
+    head_b = next((s for s, _ in gb.buckets), None)
+    out = []
+    for s, c in ga.buckets:
+        if s is None or c is None or s not in cb:
+            continue
+        first = {(True, True): "both", (True, False): "A", (False, True): "B"}.get(
+            (s == head_a, s == head_b)
+        )
+        # Both began the graph with it: like with like unless only one was the launch's first.
+        ok = first is None or (first == "both" and (place[0] == 0) == (place[1] == 0))
+        out.append(BucketChange(s, c, cb[s], first, ok))
+    return tuple(out)
+
+
 def _graph_changes(a: Launch, b: Launch) -> list[GraphChange]:
     m = rank_map([r.label for r in a.ranks], [r.label for r in b.ranks])
     back = {v: k for k, v in m.items()}
-    pa = {(p.rank, family_key(p.graph)): p for p in graph_points(a)}
-    pb = {(back.get(p.rank, p.rank), family_key(p.graph)): p for p in graph_points(b)}
+    pts_a, pts_b = graph_points(a), graph_points(b)
+    pa = {(p.rank, family_key(p.graph)): p for p in pts_a}
+    pb = {(back.get(p.rank, p.rank), family_key(p.graph)): p for p in pts_b}
+    fa = _places(pts_a)
+    fb = {(back.get(k[0], k[0]), k[1]): v for k, v in _places(pts_b).items()}
     keys = list(pa) + [k for k in pb if k not in pa]
     out = []
     for k in keys:
         ga, gb = pa.get(k), pb.get(k)
-        buckets: list[tuple[int, int, int]] = []
-        if ga and gb:
-            cb = {s: c for s, c in gb.buckets if s is not None and c is not None}
-            for s, c in ga.buckets:
-                if s is not None and c is not None and s in cb:
-                    buckets.append((s, c, cb[s]))
+        place = (fa.get(k), fb.get(k))
+        buckets = _bucket_changes(ga, gb, place) if ga and gb else ()
         other = gb.rank if gb is not None and gb.rank != k[0] else None
         name = ga.graph if ga else gb.graph if gb else k[1]
-        out.append(GraphChange(k[0], name, ga, gb, tuple(buckets), other))
+        g = GraphChange(k[0], name, ga, gb, buckets, other, place)
+        out.append(replace(g, not_compared=_not_compared(g)))
     return out
+
+
+def _bucket_order(p: GraphPoint) -> str | None:
+    sizes = [s for s, _ in p.buckets if s is not None]
+    if len(sizes) < 2:
+        return None
+    if all(x > y for x, y in zip(sizes, sizes[1:])):
+        return "descending"
+    if all(x < y for x, y in zip(sizes, sizes[1:])):
+        return "ascending"
+    return "mixed"
+
+
+def _like_with_like(graphs: list[GraphChange]) -> list[cn.Note]:
+    """Notes for bucket rows without a change, and for captures taken in another order."""
+    out: list[cn.Note] = []
+    by_rank: dict[str, list[GraphChange]] = {}
+    for g in graphs:
+        by_rank.setdefault(g.rank, []).append(g)
+    for rank, gs in by_rank.items():
+        orders = []
+        for g in gs:
+            oa = _bucket_order(g.a) if g.a else None
+            ob = _bucket_order(g.b) if g.b else None
+            if oa and ob and oa != ob:
+                orders.append((g.graph, oa, ob))
+        both = [g for g in gs if g.a and g.b]
+        seq_a = tuple(g.graph for g in sorted(both, key=lambda g: g.place[0] or 0))
+        seq_b = tuple(g.graph for g in sorted(both, key=lambda g: g.place[1] or 0))
+        first_a = next((g.graph for g in gs if g.first_of_launch[0]), None)
+        first_b = next((g.graph for g in gs if g.first_of_launch[1]), None)
+        order = (seq_a, seq_b) if len(both) > 1 and (seq_a != seq_b or first_a != first_b) else None
+        if orders or order:
+            out.append(cn.CaptureOrderDiffers(rank, tuple(orders), order))
+    return out
+
+
+def _not_compared(g: GraphChange) -> cn.BucketsNotCompared | None:
+    odd = tuple((x.size, x.first_in or "") for x in g.buckets if not x.comparable)
+    if not odd:
+        return None
+    fa, fb = g.first_of_launch
+    launch_first = "A" if fa and not fb else "B" if fb and not fa else None
+    return cn.BucketsNotCompared(g.rank, g.graph, odd, launch_first)
 
 
 def diff_launches(
@@ -259,11 +404,13 @@ def diff_launches(
     if _models_differ(a, b):
         ta, tb = _model_type(a), _model_type(b)
         headlines.append(cn.DifferentModels(models[0], models[1], ta if ta and ta == tb else None))
-    if any(m.differs for m in markers):
-        headlines.append(cn.DifferentWording(era_guess(ma), era_guess(mb)))
+    eras = (EraGuess(era_of(ma), printed_on(a)), EraGuess(era_of(mb), printed_on(b)))
+    if wording_differs(markers):
+        headlines.append(cn.DifferentWording(*eras))
     wa = [p for p in _phase_changes(la, lb) if p.key == "target_weights" and p.change_bytes]
     if found and any(abs(p.change_bytes or 0) > DIFFERENCE_RESOLUTION_BYTES for p in wa):
         notes.append(cn.WeightsDiffer())
+    graphs = _graph_changes(a, b)
     assumptions: tuple[cn.Note, ...] = (
         cn.GBIsGiB(),
         cn.PhasesMatchedByKey(),
@@ -274,13 +421,13 @@ def diff_launches(
         ref_b,
         cmp,
         markers,
-        (era_guess(ma), era_guess(mb)),
+        eras,
         tuple(_phase_changes(la, lb)),
         kv_change(a, la, b, lb),
-        tuple(_graph_changes(a, b)),
+        tuple(graphs),
         tuple(found),
         note,
-        tuple(notes),
+        tuple(notes) + tuple(_like_with_like(graphs)),
         assumptions + (slope_assumptions() if found else ()),
         tuple(headlines),
         models,

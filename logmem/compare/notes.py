@@ -9,6 +9,7 @@ from enum import Enum
 from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
+from logmem.sglang.eras import EraGuess
 
 # --- where a figure comes from ------------------------------------------------------------
 
@@ -86,6 +87,8 @@ class TermKind(Enum):
 class NoTermSplit:
     bytes_per_token: tuple[int, int] | None  # they differ
     caps: tuple[int | None, int | None] | None  # --max-total-tokens differs
+    # The bytes per token each printed pool allows, when known: they do not overlap.
+    ranges: tuple[tuple[int, int], tuple[int, int]] | None = None
 
 
 @frozen
@@ -156,8 +159,29 @@ class DifferentModels:
 
 @frozen
 class DifferentWording:
-    era_a: str
-    era_b: str
+    era_a: EraGuess
+    era_b: EraGuess
+
+
+@frozen
+class BucketsNotCompared:
+    """Sizes of a graph whose bucket in one launch was that capture's first (pool + lazy
+    allocations) and in the other a later one (its increment only): no change is given."""
+
+    rank: str
+    graph: str
+    sizes: tuple[tuple[int, str], ...]  # (size, the launch whose capture began with it)
+    launch_first: str | None = None  # "A" / "B": only there the graph was the launch's first
+
+
+@frozen
+class CaptureOrderDiffers:
+    """The launches captured in a different order: buckets (descending / ascending) of a
+    graph, or the graphs themselves (e.g. prefill before decode)."""
+
+    rank: str
+    buckets: tuple[tuple[str, str, str], ...]  # (graph, order in A, order in B)
+    graphs: tuple[tuple[str, ...], tuple[str, ...]] | None  # each launch's graph order
 
 
 @frozen
@@ -370,6 +394,8 @@ Note = (
     | WeightsDiffer
     | DifferentModels
     | DifferentWording
+    | BucketsNotCompared
+    | CaptureOrderDiffers
     | NoCaptureMeasured
     | RuleDisagrees
     | StartupUnfinished

@@ -128,6 +128,10 @@ def diff_json(d: DiffView) -> dict[str, Any]:
             "rest_gib": list(k.rest_gib),
             "terms": [{"term": t.term, "gib": t.gib, "tokens": t.tokens} for t in k.terms],
             "terms_note": k.terms_note,
+            "bytes_per_token_range": [_list(r) for r in k.bytes_per_token_range],
+            "common_bytes_per_token_range": _list(k.common_range),
+            "same_bytes_per_token": k.same_cell,
+            "bytes_per_token_apart_at_least": k.apart_at_least,
         }
     graphs = [
         {
@@ -143,9 +147,16 @@ def diff_json(d: DiffView) -> dict[str, Any]:
                 "total_gib": g.change.total_gib,
             },
             "buckets": [
-                {"size": x.size, "a_gib": x.a_gib, "b_gib": x.b_gib, "change_gib": x.change_gib}
+                {
+                    "size": x.size,
+                    "a_gib": x.a_gib,
+                    "b_gib": x.b_gib,
+                    "change_gib": x.change_gib,
+                    "first_in": x.first_in,
+                }
                 for x in g.buckets
             ],
+            "buckets_note": g.bucket_note,
         }
         for g in d.graphs
     ]

@@ -180,8 +180,11 @@ def _diff_settings(d: DiffView, o: Out) -> None:
 
     o.heading("SGLang wording")
     differ = [m for m in d.wording if m.differs]
-    era = f"A: {d.a.era_guess}; B: {d.b.era_guess} (approximate era from the wording)."
-    o.para(era if differ else f"The same wording in both logs: {d.a.era_guess} (approximate).")
+    same = (
+        d.a.era_guess if d.a.era_guess == d.b.era_guess else f"A {d.a.era_guess}; B {d.b.era_guess}"
+    )
+    era = f"Era from the wording: A {d.a.era_guess}; B {d.b.era_guess}."
+    o.para(era if differ else f"The same wording in both logs: {same}.")
     if differ:
         o.table(["line", "A", "B"], [[m.marker, m.a, m.b] for m in differ], left=3)
 
@@ -210,6 +213,11 @@ def _diff_phases(d: DiffView, o: Out) -> None:
     ta, tb = kv.tokens
     ba, bb = kv.bytes_per_token
     bpt = f"{_n(ba)} B per token" if ba == bb else f"{_n(ba)} -> {_n(bb)} B per token"
+    if kv.common_range is not None:
+        lo, hi = kv.common_range
+        bpt = f"same bytes per token (within print rounding: {lo:,}-{hi:,})"
+    elif kv.apart_at_least:
+        bpt += f" (at least {kv.apart_at_least:,} B apart beyond print rounding)"
     o.heading(f"KV cache: {_n(ta)} -> {_n(tb)} tokens ({_n(kv.change_tokens, True)}), {bpt}")
     ma, mb = kv.mem_fraction_static
     o.para(
@@ -269,26 +277,38 @@ def _diff_buckets(g: GraphRow, o: Out) -> None:
     big_a = g.a.largest_size if g.a else None
     big_b = g.b.largest_size if g.b else None
 
-    def size_label(size: int) -> str:
+    def size_label(size: int, first: str | None) -> str:
+        if first in ("A", "B"):
+            return f"{size} (first in {first})"
         marks = [w for w, big in (("A", big_a), ("B", big_b)) if size == big]
         return f"{size} (largest in {' and '.join(marks)})" if marks else str(size)
 
     rows = [
-        [size_label(x.size), _f(x.a_gib), _f(x.b_gib), _f(x.change_gib, signed=True)]
+        [size_label(x.size, x.first_in), _f(x.a_gib), _f(x.b_gib), _f(x.change_gib, signed=True)]
         for x in g.buckets
     ]
     if o.md:
         o.details(title, lambda: o.table(["size", "A", "B", "change"], rows))
+        if g.bucket_note:
+            o.para(g.bucket_note)
         return
     limit = BUCKET_CHANGE_RESOLUTION_GIB
-    moved = [r for x, r in zip(g.buckets, rows) if abs(x.change_gib or 0.0) > limit + 1e-9]
+    odd = [r for x, r in zip(g.buckets, rows) if x.change_gib is None]
+    moved = [
+        r
+        for x, r in zip(g.buckets, rows)
+        if x.change_gib is None or abs(x.change_gib) > limit + 1e-9
+    ]
     o.heading(title)
     if moved:
         o.table(["size", "A", "B", "change"], moved)
+    n = len(rows) - len(odd)
     o.para(
         (f"Listed: changes beyond the +-{limit:g} GiB that printing allows; " if moved else "")
-        + f"{len(rows) - len(moved)} of {len(rows)} sizes are within it (every size: -f markdown/json)."
+        + f"{len(rows) - len(moved)} of {n} comparable sizes are within it (every size: -f markdown/json)."
     )
+    if g.bucket_note:
+        o.para(g.bucket_note)
 
 
 def _diff(d: DiffView, o: Out) -> str:

@@ -11,7 +11,7 @@ from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
-from logmem.report.compare_words import slope_source_text
+from logmem.report.compare_words import era_text, slope_source_text
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,
@@ -39,7 +39,15 @@ def texts(ns: tuple[object, ...]) -> tuple[str, ...]:
 @note_text.register
 def _(n: cn.NoTermSplit) -> str:
     why = []
-    if n.bytes_per_token is not None:
+    if n.ranges is not None:
+        (a0, a1), (b0, b1) = n.ranges
+        gap = max(0, b0 - a1, a0 - b1)
+        why.append(
+            f"the bytes per token differ (A {a0:,}-{a1:,}, B {b0:,}-{b1:,} within print rounding: "
+            f"at least {gap:,} B apart; another model, KV dtype or TP split), so a token of A is "
+            "not a token of B"
+        )
+    elif n.bytes_per_token is not None:
         ba, bb = n.bytes_per_token
         why.append(
             f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
@@ -133,8 +141,35 @@ def _(n: cn.DifferentModels) -> str:
 @note_text.register
 def _(n: cn.DifferentWording) -> str:
     return (
-        f"Different SGLang wording: A reads as {n.era_a}, B as {n.era_b} (see 'SGLang "
+        f"Different SGLang wording: A reads as {era_text(n.era_a)}, B as {era_text(n.era_b)} (see 'SGLang "
         "wording'), so they come from different versions: part of any change may be the version."
+    )
+
+
+@note_text.register
+def _(n: cn.BucketsNotCompared) -> str:
+    sizes = ", ".join(f"{s} (first in {w})" for s, w in n.sizes)
+    launch = (
+        f" Only {n.launch_first} captured this graph first in its launch, where lazy allocations land."
+        if n.launch_first
+        else ""
+    )
+    return (
+        f"No change for size {sizes}: the first bucket a capture takes holds the graph memory "
+        "pool's first allocation and, in a launch's first capture, lazy allocations (NCCL / "
+        "DeepEP buffers, workspaces); a bucket captured later costs only its increment, so the "
+        f"two are not like with like.{launch}"
+    )
+
+
+@note_text.register
+def _(n: cn.CaptureOrderDiffers) -> str:
+    parts = [f"{g} buckets {a} in A, {b} in B" for g, a, b in n.buckets]
+    if n.graphs is not None:
+        parts.append(f"graphs {' then '.join(n.graphs[0])} in A, {' then '.join(n.graphs[1])} in B")
+    return (
+        f"The launches captured in another order on {_on(n.rank)}: {'; '.join(parts)}. What a "
+        "bucket or graph keeps depends on what was captured before it in the same launch."
     )
 
 

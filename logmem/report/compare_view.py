@@ -20,7 +20,13 @@ from logmem.compare.slope import Fit, Line, Slope
 from logmem.frozen import frozen
 from logmem.report.causes import phase_name
 from logmem.report.compare_notes import note_text, texts
-from logmem.report.compare_words import growth_text, heuristic_terms_text, rows_text, term_text
+from logmem.report.compare_words import (
+    era_text,
+    growth_text,
+    heuristic_terms_text,
+    rows_text,
+    term_text,
+)
 from logmem.report.input_notes import ref_notes, stopped_json
 from logmem.units import gib
 
@@ -225,6 +231,10 @@ class KVView:
     rest_gib: tuple[float | None, float | None]
     terms: tuple[KVTermRow, ...]
     terms_note: str | None
+    bytes_per_token_range: tuple[tuple[int, int] | None, tuple[int, int] | None] = (None, None)
+    common_range: tuple[int, int] | None = None
+    same_cell: bool | None = None
+    apart_at_least: int | None = None
 
 
 @frozen
@@ -244,7 +254,8 @@ class BucketRow:
     size: int
     a_gib: float | None
     b_gib: float | None
-    change_gib: float | None
+    change_gib: float | None  # None: not like with like (first_in)
+    first_in: str | None = None  # "A" / "B" / "both": whose capture of the graph began with it
 
 
 @frozen
@@ -256,6 +267,7 @@ class GraphRow:
     b: PointView | None
     change: PointView  # largest_size and rows stay None
     buckets: tuple[BucketRow, ...]
+    bucket_note: str | None = None  # why some sizes show no change
 
 
 @frozen
@@ -312,7 +324,11 @@ def _graph_row(g: GraphChange) -> GraphRow:
             change("other_bytes"),
             change("total_bytes"),
         ),
-        tuple(BucketRow(s, gib(x), gib(y), gib(y - x)) for s, x, y in g.buckets),
+        tuple(
+            BucketRow(x.size, gib(x.a_bytes), gib(x.b_bytes), gib(x.change_bytes), x.first_in)
+            for x in g.buckets
+        ),
+        note_text(g.not_compared) if g.not_compared is not None else None,
     )
 
 
@@ -335,10 +351,14 @@ def diff_view(d: Diff) -> DiffView:
             _gib2(k.rest_bytes),
             tuple(KVTermRow(term_text(t.name), gib(t.bytes), t.tokens) for t in k.terms),
             note_text(k.terms_note) if k.terms_note is not None else None,
+            k.bytes_per_token_range,
+            k.common_range,
+            k.same_cell,
+            k.apart_at_least,
         )
     return DiffView(
-        launch_view(d.a, d.eras[0], d.models[0]),
-        launch_view(d.b, d.eras[1], d.models[1]),
+        launch_view(d.a, era_text(d.eras[0]), d.models[0]),
+        launch_view(d.b, era_text(d.eras[1]), d.models[1]),
         texts(d.headlines),
         args_view(d.args),
         tuple(WordingRow(m.name, m.values[0], m.values[1], m.differs) for m in d.markers),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from logmem.compare import notes as cn
 from logmem.compare.replay import Unfinished
 from logmem.report.causes import on_gpu as _on
+from logmem.sglang.eras import EraGuess
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DP_ATTENTION_LARGE_BS,
@@ -135,3 +136,17 @@ def unfinished_label(u: Unfinished) -> str:
     if u.status == "incomplete":
         return "unknown (log stops)"
     return f"unknown ({unfinished_cause(u)})"
+
+
+def era_text(g: EraGuess) -> str:
+    """The era a launch's wording suggests; 'approximate' said once when its date does not
+    confirm it (undated, or dated outside the wording's window)."""
+    e, d = g.era, g.printed_on
+    if e is None:
+        return "unknown" + (f" (dated {d.isoformat()})" if d else "")
+    if g.fits_date:
+        return f"{e.name} ({e.window}; dated {d.isoformat() if d else ''})"
+    if d is None:
+        return f"{e.name}, approximate ({e.window} wording; its lines carry no date)"
+    why = "after it: an older SGLang run later, or a fork" if g.after_window else "before it"
+    return f"{e.name} wording, approximate ({e.window}, but dated {d.isoformat()}, {why})"

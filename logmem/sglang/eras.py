@@ -120,25 +120,84 @@ def era_markers(launch: Launch) -> dict[str, str]:
     return out
 
 
-def era_guess(markers: Mapping[str, str]) -> str:
-    """An approximate era from the markers (docs/reference.md, eras); said as a guess."""
+@frozen
+class Era:
+    """An era of SGLang's wording (reference, eras table) and the months it was current."""
+
+    name: str  # "E2", "E3-E4"
+    window: str  # "about Feb-Apr 2025"
+    first: tuple[int, int] | None  # (year, month) the wording appears; None: open
+    last: tuple[int, int] | None  # (year, month) it was last current; None: still current
+
+
+ERAS = {
+    "E0-E1": Era("E0-E1", "2024-Jan 2025", None, (2025, 1)),
+    "E2": Era("E2", "about Feb-Apr 2025", (2025, 2), (2025, 4)),
+    "E3-E4": Era("E3-E4", "about May-Dec 2025", (2025, 5), (2025, 12)),
+    "E5": Era("E5", "about Dec 2025-Mar 2026", (2025, 12), (2026, 3)),
+    "E6": Era("E6", "about Apr-Jul 2026", (2026, 4), (2026, 7)),
+    "E7": Era("E7", "about Aug 2026 on", (2026, 8), None),
+}
+
+
+def era_of(markers: Mapping[str, str]) -> Era | None:
+    """An approximate era from the markers (docs/reference.md, eras); None: no telling line."""
     cap = markers.get("capture lines", "")
     end = markers.get("capture end fields", "")
     if "E7" in cap:
-        return "E7 (about Aug 2026 on)"
+        return ERAS["E7"]
     if markers.get("elapsed= in init/load lines", "").startswith("yes"):
-        return (
-            "E6 (about Apr-Jul 2026)"
-            if "dtype=" not in markers.get("Load weight end details", "")
-            else ("E5 (about Dec 2025-Mar 2026)")
-        )
+        return ERAS["E6" if "dtype=" not in markers.get("Load weight end details", "") else "E5"]
     if "E3-E6" in end:
-        return "E3-E4 (about May-Dec 2025)"
+        return ERAS["E3-E4"]
     if "E2" in end:
-        return "E2 (about Feb-Apr 2025)"
+        return ERAS["E2"]
     if "E0-E1" in end:
-        return "E0-E1 (2024-Jan 2025)"
-    return "unknown"
+        return ERAS["E0-E1"]
+    return None
+
+
+def era_guess(markers: Mapping[str, str]) -> str:
+    """``era_of`` as a short label, "E2 (about Feb-Apr 2025)" or "unknown"."""
+    e = era_of(markers)
+    return f"{e.name} ({e.window})" if e is not None else "unknown"
+
+
+@frozen
+class EraGuess:
+    """The era a launch's wording suggests, set against the date its lines were printed."""
+
+    era: Era | None
+    printed_on: date | None  # the first dated line (None: time-only or no prefixes)
+
+    @property
+    def fits_date(self) -> bool | None:
+        """True: dated inside the wording's window; False: outside it (a fork, an old version
+        run later, a backport); None: undated, or no era."""
+        if self.era is None or self.printed_on is None:
+            return None
+        ym = (self.printed_on.year, self.printed_on.month)
+        lo, hi = self.era.first, self.era.last
+        return (lo is None or ym >= lo) and (hi is None or ym <= hi)
+
+    @property
+    def after_window(self) -> bool:
+        e, d = self.era, self.printed_on
+        return bool(e and d and e.last and (d.year, d.month) > e.last)
+
+
+# Markers whose value says the line is absent (a trimmed paste, one GPU) rather than worded.
+_ABSENT = {"not printed", "none", "no end line", "no lines", "no line", "single rank"}
+
+
+def wording_differs(markers: tuple[Marker, ...]) -> bool:
+    """Some line both launches printed is worded differently: a line one of them lacks (a
+    trimmed paste), or one GPU against several, says nothing of the version."""
+    return any(
+        m.differs and not any(v in _ABSENT for v in m.values)
+        for m in markers
+        if m.name != "bs list line"  # absent from E0-E2 and E7, and from trimmed pastes
+    )
 
 
 # --- graph families by era -----------------------------------------------------------------
