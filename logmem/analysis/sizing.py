@@ -88,6 +88,8 @@ class Sizing:
     # The target's KV dtype: its KV line's own (E7), else "Using KV cache dtype" (kv_dtype_line).
     kv_dtype: str | None = None
     kv_dtype_line: ev.Event | None = None
+    # The Mamba / linear-attention state pools of the target, as logged (inside logged_pool_bytes).
+    mamba_bytes: int | None = None
 
     @property
     def scaling(self) -> MfsScaling:
@@ -227,6 +229,7 @@ def sizing(launch: Launch) -> Sizing | None:
         None if kv else _rule_tokens(launch, rest),
         dtype,
         dtype_line,
+        sum(p.total_bytes for p in mamba) if mamba else None,
     )
 
 
