@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from logmem.cli.main import cli
 
-CORPUS = Path("/work/shared/corpus")
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="no shared corpus")
 
 
