@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
-from logmem.analysis.captures import captured_between, graph_cost, graph_kind, graph_phase
+from logmem.analysis.captures import captured_between, graph_kind, graph_phase, total_cost
 from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.analysis.device_total import DeviceTotals, PreStart, device_totals, pre_starts
@@ -341,15 +341,8 @@ def build_ledger(
     measured, measured_bound = None, Bound.EXACT
     bar_rank = launch.main_rank
     if bar_rank is not None:
-        # The logged usages; one the log does not support (floored, masked) makes the sum unknown.
-        costs = [c for g in bar_rank.graphs if g.end and g.end.usage and (c := graph_cost(g))]
-        unknown = next((c.bound for c in costs if not c.bound.known), None)
-        if unknown is not None:
-            measured_bound = unknown
-        elif costs:
-            measured = sum(c.bytes or 0 for c in costs)
-            if any(c.bound is Bound.AT_LEAST for c in costs):
-                measured_bound = Bound.AT_LEAST
+        total = total_cost(bar_rank.graphs)
+        measured, measured_bound = total.bytes, total.bound
     dmfs = launch_default_mfs(launch)
     # SGLang set a graph reserve aside only where its reserve formula derived the default.
     reserve = (

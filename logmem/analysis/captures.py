@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -61,6 +61,53 @@ def graph_cost(g: Graph) -> GraphCost | None:
     if end is not None:
         bound = floor_bound(begin if begin is not None else end + usage, end)
     return GraphCost(usage if bound.known else None, logged, bound, line)
+
+
+@frozen
+class PhaseCost:
+    """What a capture phase cost (``phase_cost``): ``bytes`` None when the log supports no
+    figure; ``logged`` when it is the end line's mem usage; ``bound`` how far it is exact."""
+
+    bytes: int | None
+    logged: bool
+    bound: Bound
+    graph: GraphCost | None = None  # the end line's figure, when the capture finished
+
+
+def phase_cost(p: Phase) -> PhaseCost:
+    """The one rule for what a capture phase cost: the end line's logged usage when the
+    capture finished and printed one (``graph_cost``: SGLang computes it from unrounded
+    readings), else the phase's drop between its readings; unknown (``bytes`` None) when the
+    logged usage is masked or floored, or the drop's readings sit at the floor."""
+    cost = graph_cost(p.graph) if p.graph is not None and p.graph.complete else None
+    if cost is not None:
+        return PhaseCost(cost.bytes, cost.logged and cost.bytes is not None, cost.bound, cost)
+    bound = p.bound
+    return PhaseCost(p.delta_bytes if bound.known else None, False, bound)
+
+
+@frozen
+class GraphsTotal:
+    """What a rank's captures cost together by their end lines' logged usage (``total_cost``)."""
+
+    bytes: int | None  # None: no logged usage, or one the log does not support
+    bound: Bound  # EXACT, AT_LEAST (a reading at the floor), or the unknown one's bound
+    count: int  # how many captures printed a usage
+
+
+def total_cost(graphs: Sequence[Graph]) -> GraphsTotal:
+    """The sum of the captures' logged usages; one the log does not support (floored,
+    masked) makes the sum unknown, a bounded one makes it a lower bound."""
+    costs = [c for g in graphs if g.end and g.end.usage and (c := graph_cost(g))]
+    unknown = next((c.bound for c in costs if not c.bound.known), None)
+    if unknown is not None:
+        return GraphsTotal(None, unknown, len(costs))
+    if not costs:
+        return GraphsTotal(None, Bound.EXACT, 0)
+    at_least = any(c.bound is Bound.AT_LEAST for c in costs)
+    return GraphsTotal(
+        sum(c.bytes or 0 for c in costs), Bound.AT_LEAST if at_least else Bound.EXACT, len(costs)
+    )
 
 
 def _derived(

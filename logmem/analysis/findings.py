@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
-from logmem.analysis.captures import graph_cost, graph_kind, lazy_allocs
+from logmem.analysis.captures import graph_kind, lazy_allocs, phase_cost
 from logmem.analysis.context import ContextVsPool as ContextVsPool
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_kinds import FindingKind as FindingKind
@@ -327,11 +327,13 @@ def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
             continue
         static, largest, other = p.part("static"), p.part("largest"), p.part("other")
         zero = abs(p.delta_bytes) <= _TINY and all(abs(c.bytes) <= _TINY for c in p.causes)
-        cost = graph_cost(g) if g.complete else None
-        if cost is None or cost.bytes is None:
-            drop, logged, bound = p.delta_bytes, False, p.bound
-        else:
-            drop, logged, bound = cost.bytes, cost.logged, cost.bound
+        pc = phase_cost(p)
+        cost = pc.graph
+        drop, logged, bound = (
+            (pc.bytes, pc.logged, pc.bound)
+            if pc.bytes is not None
+            else (p.delta_bytes, False, p.bound)
+        )
         readings = None
         if logged and round(drop / GIB, 2) != round(p.delta_bytes / GIB, 2):
             readings = p.delta_bytes  # e.g. 0.26 logged, 0.25 from the rounded readings

@@ -113,6 +113,8 @@ class Sizing:
     # How many ranks printed P's and A's readings, of how many the log should hold.
     pre_load_coverage: RankCoverage | None = None
     after_weights_coverage: RankCoverage | None = None
+    # The Mamba / linear-attention state pools of the target, as logged (inside logged_pool_bytes).
+    mamba_bytes: int | None = None
 
     @property
     def scaling(self) -> MfsScaling:
@@ -254,6 +256,7 @@ def sizing(launch: Launch) -> Sizing | None:
         dtype_line,
         coverage(launch, readings.ranks_seen, pre_rank),
         coverage(launch, readings.after_weights_ranks_seen, readings.after_weights_rank),
+        sum(p.total_bytes for p in mamba) if mamba else None,
     )
 
 

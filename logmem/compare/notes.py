@@ -382,6 +382,7 @@ class ContextCheck:
     hi: float | None = None  # the window's top
     full_bytes: int = 0  # KV at mfs 1.0
     full_tokens: int = 0
+    masked: bool = False  # BOUNDED because a capture's low point is unknown (not unfinished)
 
 
 Note = (

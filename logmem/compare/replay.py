@@ -8,8 +8,8 @@ request-to-token table; everything else stays as the launch measured it.
 from __future__ import annotations
 
 from logmem.analysis.attribution import LaunchLedger
-from logmem.analysis.captures import graph_cost
-from logmem.analysis.ledger import Phase
+from logmem.analysis.captures import phase_cost
+from logmem.analysis.ledger import Bound, Phase
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.projection import bytes_per_token as bytes_per_token
 from logmem.errors import FitError
@@ -21,15 +21,6 @@ from logmem.sglang.rules import (
     graph_sized_in_tokens,
     req_to_token_bytes,
 )
-
-
-def _cost(p: Phase) -> int | None:
-    """A capture phase's graph memory: the end line's logged usage when it prints one (SGLang
-    computes it from unrounded readings), else the phase's drop; None when unknown."""
-    cost = graph_cost(p.graph) if p.graph is not None and p.graph.complete else None
-    if cost is None:
-        return p.delta_bytes if p.bound.known else None
-    return cost.bytes
 
 
 class Replay(PoolProjection):
@@ -68,14 +59,23 @@ class Replay(PoolProjection):
         # logged usage is negative (a release masks it); a final reading at the floor makes the
         # headroom an upper bound (the real one may be below zero).
         self.graphs_known = True
+        # The first capture whose logged usage is negative (a release masks its cost): its low
+        # point of free memory is unknown, so is any setting that asks more memory.
+        self.masked: Phase | None = None
         for r in led.ranks:
             caps = [p for p in r.phases if p.key.startswith("capture:")]
             if caps:
-                costs = [_cost(p) for p in caps]
+                pcs = [phase_cost(p) for p in caps]
+                if self.masked is None:
+                    self.masked = next(
+                        (p for p, c in zip(caps, pcs) if c.bound is Bound.MASKED), None
+                    )
+                costs = [c.bytes for c in pcs]
                 self.graphs_known = self.graphs_known and all(c is not None for c in costs)
                 self.after[r.rank] = (caps[-1].after_bytes, sum(c or 0 for c in costs))
             elif r.phases:
                 self.after[r.rank] = (r.phases[-1].after_bytes, 0)
+        self.graphs_disabled = launch.args.get("disable_cuda_graph") is True
         self.has_capture = any(p.key.startswith("capture:") for r in led.ranks for p in r.phases)
         self.floored = any(at_floor(free) for free, _ in self.after.values())
 

@@ -11,14 +11,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from logmem.analysis.attribution import LaunchLedger, build_ledger
-from logmem.analysis.ledger import Lazy
+from logmem.analysis.attribution import build_ledger
 from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import graph_points, main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
+from logmem.compare.whatif_facts import (
+    BucketSum,
+    GraphsDisabled,
+    NoBucketReadings,
+    PoolSize,
+    SlopeAbove,
+    TopUnknown,
+    WhatIfNote,
+    bucket_change,
+    budget_pools,
+    draft_pool,
+    fixed_lazy,
+    main_buckets,
+    top_unknown,
+)
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -48,6 +62,12 @@ class Prediction:
     # whether it is the setting the launch ran with (its feasible cell is how start-up ended).
     crashed: bool = False
     as_launched: bool = False
+    # Every pool inside the KV budget (the full KV pool first), then the draft's, outside it.
+    pools: tuple[PoolSize, ...] = ()
+    draft_change_bytes: int = 0  # the draft's KV pool vs the measured launch (it follows tokens)
+    # A capture's low point of free memory is unknown (a release masks its cost) and this
+    # setting asks more than the launch did: headroom after capture does not settle it.
+    low_point_unknown: bool = False
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
@@ -57,7 +77,7 @@ class Prediction:
             return None
         if self.headroom_bytes < reserve_bytes:
             return False  # an upper bound below the reserve rules it out too
-        return True if self.headroom_exact else None
+        return True if self.headroom_exact and not self.low_point_unknown else None
 
     def feasible(self, reserve_bytes: int) -> bool:
         return self.verdict(reserve_bytes) is True
@@ -83,13 +103,17 @@ class WhatIf:
     hi: float | None  # largest that leaves the activation reserve after capture
     lo_context: float | None  # smallest that fits one full context
     context: cn.ContextCheck
-    assumptions: tuple[cn.Note, ...]
-    notes: tuple[cn.Note, ...]
+    assumptions: tuple[cn.Note | WhatIfNote, ...]
+    notes: tuple[cn.Note | WhatIfNote, ...]
     requested_mfs: float | None = None  # as passed; None: the launch's own
     requested_max_bs: int | None = None
     unfinished: Unfinished | None = None  # start-up did not finish
     hi_exact: bool = True  # False: `hi` is only an upper bound on the window's top
     floored: bool = False  # free memory after capture reads 0.00: headroom is an upper bound
+    graphs_disabled: GraphsDisabled | None = None  # CUDA graphs off: no graph figure at all
+    top_unknown: TopUnknown | None = None  # the window's top cannot be computed (hi is None)
+    # How the graph for --cuda-graph-max-bs was priced: the measured buckets, or a slope.
+    graph_method: BucketSum | SlopeAbove | NoBucketReadings | None = None
 
     @property
     def feasible(self) -> bool:
@@ -98,6 +122,11 @@ class WhatIf:
     @property
     def verdict(self) -> bool | None:
         return self.predicted.verdict(self.reserve_bytes)
+
+    @property
+    def window_empty(self) -> bool:
+        """No mem_fraction_static works (an unknown top is not an empty window)."""
+        return self.window is None and not (self.top_unknown and self.lo_positive is not None)
 
     @property
     def window(self) -> tuple[float, float] | None:
@@ -152,8 +181,8 @@ def whatif_launch(
     led = build_ledger(launch)
     md = Replay(launch, led, context_len)
     sz = md.sz
-    notes: list[cn.Note] = []
-    assumptions: list[cn.Note] = [
+    notes: list[cn.Note | WhatIfNote] = []
+    assumptions: list[cn.Note | WhatIfNote] = [
         cn.KVRuleReplayed(sz.after_weights_bytes, sz.pre_load_bytes, md.bpt, sz.pre_load_rank),
         cn.MfsMovesKVOnly(),
         cn.HeadroomDefinition(),
@@ -166,9 +195,19 @@ def whatif_launch(
         assumptions.append(cn.PageRounding(md.page))
     if md.max_total_tokens is not None:
         assumptions.append(cn.TokensCapped(md.max_total_tokens))
-    if any(r.draft for r in launch.ranks):
+    _, draft_fact = draft_pool(sz, 1, 1)
+    if draft_fact is not None:
+        assumptions.append(draft_fact)
+    elif any(r.draft for r in launch.ranks):
         assumptions.append(cn.DraftAsMeasured())
-    if not md.has_capture:
+    disabled = (
+        GraphsDisabled("disable_cuda_graph", cuda_graph_max_bs)
+        if md.graphs_disabled and not md.has_capture
+        else None
+    )
+    if disabled is not None:
+        notes.append(disabled)
+    elif not md.has_capture:
         notes.append(cn.NoCaptureMeasured(_captured_unmeasured(launch)))
 
     rule0 = md.tokens(md.m0)
@@ -199,12 +238,16 @@ def whatif_launch(
     cur_bs = (
         main.largest_size if main and main.largest_size is not None else graph_max_bs(launch.args)
     )
+    if disabled is not None:
+        cur_bs = None  # no graph was captured, whatever cuda_graph_max_bs says
     rows_per_bs = main.rows_per_bs if main and main.rows_per_bs else 1
     new_bs = cur_bs
     use = slope
-    if cuda_graph_max_bs is not None:
-        if cuda_graph_max_bs < 1:
-            raise FitError("--cuda-graph-max-bs must be at least 1")
+    method: BucketSum | SlopeAbove | NoBucketReadings | None = None
+    bsum: BucketSum | None = None
+    if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
+        raise FitError("--cuda-graph-max-bs must be at least 1")
+    if cuda_graph_max_bs is not None and disabled is None:
         if not md.has_capture or cur_bs is None:
             raise FitError(
                 "this launch captured its graphs, memory not printed, so there is no measured "
@@ -219,16 +262,28 @@ def whatif_launch(
         if pool is not None and new_bs > pool:
             notes.append(cn.CappedAtRequestPool(pool))
             new_bs = pool
-        if use is None:
-            h, terms = heuristic_mib_per_bs(launch.args, new_bs)
-            use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
-            notes.append(cn.NoMeasuredSlope())
-        assumptions.append(
-            cn.LargestBecomes(new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None)
-        )
-        lazy = _fixed_lazy(led, main.rank if main else None, main.graph if main else None)
+        if new_bs < cur_bs and main is not None:
+            found = main_buckets(led, main.rank, main.graph)
+            bsum = bucket_change(found[0], found[1], new_bs) if found else None
+            method = bsum or NoBucketReadings(found[0] if found else main.graph, new_bs)
+        elif new_bs > cur_bs:
+            method = SlopeAbove(cur_bs, new_bs)
+        if bsum is None:
+            if use is None:
+                h, terms = heuristic_mib_per_bs(launch.args, new_bs)
+                use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
+                notes.append(cn.NoMeasuredSlope())
+            assumptions.append(
+                cn.LargestBecomes(
+                    new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None
+                )
+            )
+        # Either way the first capture's lazy allocations stay: name what they hold.
+        lazy = fixed_lazy(led, main.rank if main else None, main.graph if main else None)
         if lazy is not None:
             notes.append(lazy)
+        if method is not None:
+            assumptions.append(method)
         if main is not None and any(
             p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
         ):
@@ -237,6 +292,8 @@ def whatif_launch(
             assumptions.append(cn.MfsHeld(md.m0))
 
     def graph_delta(bs: int | None) -> int:
+        if bsum is not None and bs == bsum.new_bs:
+            return bsum.change_bytes
         if bs is None or cur_bs is None or use is None or bs == cur_bs:
             return 0
         if use.per_bs:
@@ -269,15 +326,19 @@ def whatif_launch(
         if free_c > cap:
             after[crash_rank] = (cap, graph_c + free_c - cap)
     t0 = tokens(md.m0)
+    draft0, _ = draft_pool(sz, t0, t0)
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
         pool_change = round((t - t0) * md.bpt / md.share)
         req_change = md.req_table(t, ctx) - req0 if req0 else 0
         g_change = graph_delta(bs)
+        draft, _ = draft_pool(sz, t, t0)
+        d_change = draft.bytes - draft0.bytes if draft is not None and draft0 is not None else 0
+        extra = pool_change + req_change + g_change + d_change
         worst: tuple[int, str] | None = None
         for rank, (free, _g) in after.items():
-            h = free - pool_change - req_change - g_change
+            h = free - extra
             if worst is None or h < worst[0]:
                 worst = (h, rank)
         graph_bytes = None
@@ -311,6 +372,9 @@ def whatif_launch(
             graph_known=md.graphs_known or not md.has_capture,
             crashed=crashed,
             as_launched=same,
+            pools=budget_pools(sz, t, t0, md.bpt) + ((draft,) if draft is not None else ()),
+            draft_change_bytes=d_change,
+            low_point_unknown=md.masked is not None and extra > 0,
         )
 
     mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
@@ -330,11 +394,17 @@ def whatif_launch(
     hi = ok[-1] if ok else None
     lo_ctx = md.smallest_mfs_for_context(md.ctx) if md.ctx else None
     top_bounded = bounded or md.floored
+    unknown_top = None
+    if md.masked is not None and md.masked.graph is not None and hi is not None:
+        unknown_top = top_unknown(md.masked, md.m0, hi if hi < grid[-1] else None)
+        hi = None
     context = _context_check(
         md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
     )
+    if unknown_top is not None and lo_ctx is not None and lo_ctx > md.m0:
+        context = replace(context, fit=cn.ContextFit.BOUNDED, masked=True)
     assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
-    if use is not None and cuda_graph_max_bs is not None:
+    if use is not None and cuda_graph_max_bs is not None and bsum is None and disabled is None:
         assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))
     return WhatIf(
         ref,
@@ -360,26 +430,12 @@ def whatif_launch(
         mem_fraction_static,
         cuda_graph_max_bs,
         ended,
-        not top_bounded,
+        not top_bounded and unknown_top is None,
         md.floored,
+        disabled,
+        unknown_top,
+        method,
     )
-
-
-def _fixed_lazy(led: LaunchLedger, rank: str | None, graph: str | None) -> cn.LazyInLargest | None:
-    """The resized graph's largest bucket, when it holds DeepEP's buffer or peer buffers."""
-    rl = led.rank(rank) if rank is not None else None
-    p = (
-        next((p for p in rl.phases if p.graph is not None and p.graph.name == graph), None)
-        if rl is not None
-        else None
-    )
-    c = p.part("largest") if p is not None else None
-    if c is None or p is None or p.graph is None:
-        return None
-    fixed = tuple(x for x in c.facts.lazy if x in (Lazy.DEEPEP, Lazy.PEER_BUFFERS))
-    if not fixed:
-        return None
-    return cn.LazyInLargest(p.graph.label, c.bytes, fixed, c.facts.library)
 
 
 def _captured_unmeasured(launch: Launch) -> bool:

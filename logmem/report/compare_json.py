@@ -223,6 +223,11 @@ def _prediction(p: PredictionView) -> dict[str, Any]:
         "crashed": p.crashed,
         "feasible": p.feasible,
         "feasible_label": p.feasible_label,
+        "pools": [
+            {"name": x.name, "gib": x.gib, "tokens": x.tokens, "in_budget": x.in_budget}
+            for x in p.pools
+        ],
+        "draft_pool_change_gib": p.draft_pool_change_gib,
     }
 
 
@@ -287,12 +292,21 @@ def whatif_json(w: WhatIfView) -> dict[str, Any]:
         "feasible": w.feasible,
         "unfinished": _unfinished(w.unfinished),
         "mem_fraction_static_window": [lo, hi],
-        "window_top_bound": "exact" if w.window_top_exact else "at most",
+        "window_top_bound": "unknown"
+        if w.window_top_unknown
+        else "exact"
+        if w.window_top_exact
+        else "at most",
         **(
             {"window_top_reason": "free memory at the 0.00 GiB floor"}
             if w.window_top_floored
+            else {"window_top_reason": w.window_top_unknown}
+            if w.window_top_unknown
             else {}
         ),
+        "window_top_at_least": w.window_top_at_least,
+        "graphs_disabled_by": w.graphs_disabled_by,
+        "max_bs_method": w.max_bs_method,
         "window_empty": w.window_empty,
         "lo_positive_kv": lo,
         "lo_full_context": w.lo_full_context,

@@ -96,7 +96,13 @@ def context_text(c: cn.ContextCheck) -> str:
     if c.fit is f.BOUNDED:
         return (
             f"the KV pool holds it from mem_fraction_static {c.lo:.3f}; whether the graphs then "
-            "fit is unknown (the capture did not finish)"
+            "fit is unknown ("
+            + (
+                "the capture's low point of free memory is unknown"
+                if c.masked
+                else "the capture did not finish"
+            )
+            + ")"
         )
     return f"fits from mem_fraction_static {c.lo:.3f}"
 

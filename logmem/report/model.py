@@ -10,7 +10,7 @@ from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
-from logmem.analysis.captures import graph_cost
+from logmem.analysis.captures import total_cost
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
@@ -184,21 +184,19 @@ def ranks_table(led: LaunchLedger) -> Table | None:
     rows = []
     unknown: set[Bound] = set()
     for r in (r for r in L.ranks if r.label in shown):
-        # The logged usages; one the log does not support (floored, masked) makes the sum unknown.
-        costs = [c for g in r.graphs if g.end and g.end.usage and (c := graph_cost(g))]
-        bad = [c.bound for c in costs if not c.bound.known]
-        unknown.update(bad)
+        total = total_cost(r.graphs)
+        bad = not total.bound.known
+        if bad:
+            unknown.add(total.bound)
         mark = " *" if r.label == led.binding_rank and led.imbalance_bytes is not None else ""
-        total = sum(c.bytes or 0 for c in costs)
-        at_least = any(c.bound is Bound.AT_LEAST for c in costs)
         rows.append(
             (
                 rank_name(r.label) + mark,
                 *(_g(f(r)) for _, f in _RANK_COLUMNS),
                 "unknown"
                 if bad
-                else bounded(total, Bound.AT_LEAST if at_least else Bound.EXACT)
-                if costs
+                else bounded(total.bytes, total.bound)
+                if total.bytes is not None
                 else "-",
             )
         )

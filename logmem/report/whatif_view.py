@@ -3,6 +3,7 @@ start-up ended, and the mem_fraction_static window (see report.compare_view)."""
 
 from __future__ import annotations
 
+from logmem.compare import whatif_facts as wf
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
 from logmem.frozen import frozen
@@ -16,9 +17,19 @@ from logmem.report.compare_words import (
     unfinished_label,
 )
 from logmem.report.input_notes import ref_notes
+from logmem.report.whatif_words import flag, pool_label, top_unknown_text
 from logmem.units import gib
 
 WHATIF_SCHEMA = "logmem.whatif/1"
+
+
+@frozen
+class PoolView:
+    label: str  # the table row
+    name: str  # "KV", "full KV", "SWA KV", "Mamba state", "draft KV"
+    gib: float | None
+    tokens: int | None
+    in_budget: bool
 
 
 @frozen
@@ -40,6 +51,8 @@ class PredictionView:
     crashed: str | None
     feasible: bool | None
     feasible_label: str | None
+    pools: tuple[PoolView, ...] = ()
+    draft_pool_change_gib: float | None = None
 
 
 def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> PredictionView:
@@ -65,6 +78,10 @@ def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> Prediction
         crashed,
         p.verdict(reserve),
         label,
+        tuple(
+            PoolView(pool_label(x), x.label, gib(x.bytes), x.tokens, x.in_budget) for x in p.pools
+        ),
+        gib(p.draft_change_bytes) if any(not x.in_budget for x in p.pools) else None,
     )
 
 
@@ -153,6 +170,10 @@ class WhatIfView:
     schema: str = WHATIF_SCHEMA
     # Free memory after capture reads 0.00 GiB, SGLang's floor: the top is an upper bound.
     window_top_floored: bool = False
+    graphs_disabled_by: str | None = None  # the flag that turned CUDA graphs off
+    max_bs_method: str | None = None  # "buckets" | "slope above" | "slope, no bucket readings"
+    window_top_unknown: str | None = None  # why the top is '?' (what reading is missing)
+    window_top_at_least: float | None = None
 
 
 def whatif_view(w: WhatIf) -> WhatIfView:
@@ -188,10 +209,21 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         _unfinished(w.unfinished),
         (w.lo_positive, w.hi),
         w.hi_exact,
-        w.window is None,
+        w.window_empty,
         w.lo_context,
         context_text(w.context),
         ref_notes((w.launch,)) + texts(w.notes),
         texts(w.assumptions),
         window_top_floored=w.floored,
+        graphs_disabled_by=flag(w.graphs_disabled.flag) if w.graphs_disabled else None,
+        max_bs_method=_METHODS.get(type(w.graph_method)) if w.graph_method else None,
+        window_top_unknown=top_unknown_text(w.top_unknown) if w.top_unknown else None,
+        window_top_at_least=w.top_unknown.at_least if w.top_unknown else None,
     )
+
+
+_METHODS: dict[type, str] = {
+    wf.BucketSum: "buckets",
+    wf.SlopeAbove: "slope above",
+    wf.NoBucketReadings: "slope, no bucket readings",
+}

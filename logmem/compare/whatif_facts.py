@@ -1,0 +1,222 @@
+"""What ``logmem whatif`` says about pools, disabled graphs, max-bs methods and the window's
+top, as typed facts (the English is logmem.report.whatif_words), and the per-bucket rule for a
+smaller max bs (``bucket_change``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from logmem.analysis.attribution import LaunchLedger
+from logmem.analysis.captures import phase_cost
+from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
+from logmem.analysis.sizing import Sizing
+from logmem.compare import notes as cn
+from logmem.frozen import frozen
+
+
+@frozen
+class PoolSize:
+    """One pool of a prediction: its label, bytes and tokens (None: a state pool in requests)."""
+
+    label: str  # "KV", "full KV", "SWA KV", "Mamba state", "draft KV"
+    bytes: int
+    tokens: int | None
+    in_budget: bool  # sized from the KV budget (rest); False: the draft's, from what was left
+
+
+@frozen
+class GraphsDisabled:
+    """The launch ran with CUDA graphs off: no graph figure exists at any max bs."""
+
+    flag: str  # the server_args key that disabled them
+    requested_max_bs: int | None = None  # --cuda-graph-max-bs asked for, which does not apply
+
+
+@frozen
+class DraftFollows:
+    """The draft's KV pool: sized outside the target's budget, for as many tokens as the target's
+    pool, so it moves with the predicted tokens (``follows``) or, its tokens differing, is held."""
+
+    bytes: int
+    tokens: int
+    follows: bool
+
+
+@frozen
+class BucketSum:
+    """A smaller max bs priced from the bar's per-bucket readings."""
+
+    graph: str
+    new_bs: int
+    kept: tuple[int, ...]  # sizes of the measured buckets that remain (capture order)
+    dropped: tuple[int, ...]  # sizes that would no longer be captured
+    first_size: int  # the bucket captured first
+    first_bytes: int  # its measured cost
+    next_bytes: int  # the next bucket's, which the first is taken to cost for its own graph
+    stand_in: int | None  # new_bs is not a measured size: the measured bucket standing in for it
+    change_bytes: int
+    lines: tuple[int, int]
+
+
+@frozen
+class SlopeAbove:
+    """A max bs above the largest measured one: extrapolated with a slope."""
+
+    largest_bs: int
+    new_bs: int
+
+
+@frozen
+class NoBucketReadings:
+    """A smaller max bs without per-bucket readings of the graph: the slope is used instead."""
+
+    graph: str
+    new_bs: int
+
+
+@frozen
+class TopUnknown:
+    """The window's top cannot be computed above the launch's own setting: a capture's logged
+    usage is negative (a release masks its cost), so its low point of free memory is unknown."""
+
+    graph: str
+    line: int | None
+    released_bytes: int | None  # the least that was released (minus the logged usage)
+    has_begin: bool  # the capture-begin reading is in the log
+    has_bars: bool  # per-bucket readings are
+    at_least: float  # the mem_fraction_static the launch ran with: the top is no lower
+    at_most: float | None = None  # where headroom after capture would fall below the reserve
+
+
+# What whatif adds to the compare notes (logmem.compare.notes.Note).
+WhatIfNote = GraphsDisabled | DraftFollows | BucketSum | SlopeAbove | NoBucketReadings | TopUnknown
+
+
+def usable_buckets(p: Phase) -> tuple[Bucket, ...] | None:
+    """The phase's per-bucket readings when every bucket has one with a known, exact cost and
+    a size (at least two buckets, largest first, as SGLang captures them); else None."""
+    b = p.buckets
+    if p.graph is None or not p.graph.complete or len(b) < 2:
+        return None
+    sizes = [x.size for x in b]
+    if any(s is None for s in sizes) or sizes != sorted(sizes, reverse=True):  # type: ignore[type-var]
+        return None
+    if len(set(sizes)) != len(sizes):
+        return None
+    if any(x.cost_bytes is None or x.covers != 1 or x.bound is not Bound.EXACT for x in b):
+        return None
+    if p.graph.sizes and len(p.graph.sizes) != len(b):
+        return None
+    return b
+
+
+def bucket_change(graph: str, buckets: Sequence[Bucket], new_bs: int) -> BucketSum | None:
+    """The graph's change at a smaller max bs ``new_bs`` from measured per-bucket costs: the
+    buckets above it go, the first-captured bucket's extra allocation (its cost above the next
+    bucket's: what the first capture allocates lazily lands there whatever its size) stays, and
+    a ``new_bs`` that is not a measured size costs what the next larger measured bucket did.
+    None when ``new_bs`` is not below the largest measured bucket."""
+    sizes = [int(b.size or 0) for b in buckets]
+    costs = [int(b.cost_bytes or 0) for b in buckets]
+    if new_bs >= sizes[0]:
+        return None
+    dropped = [i for i in range(1, len(sizes)) if sizes[i] > new_bs]
+    kept = [i for i in range(1, len(sizes)) if sizes[i] <= new_bs]
+    change = -costs[1] - sum(costs[i] for i in dropped)
+    stand_in = None
+    if new_bs not in sizes:
+        j = dropped[-1] if dropped else 1
+        stand_in = sizes[j]
+        change += costs[j]
+    return BucketSum(
+        graph,
+        new_bs,
+        tuple(sizes[i] for i in kept),
+        (sizes[0], *(sizes[i] for i in dropped)),
+        sizes[0],
+        costs[0],
+        costs[1],
+        stand_in,
+        change,
+        (buckets[0].line, buckets[-1].line),
+    )
+
+
+def _scaled(n: int, t: int, t0: int | None) -> int:
+    return round(n * t / t0) if t0 else n
+
+
+def budget_pools(sz: Sizing, t: int, t0: int | None, bpt: int) -> tuple[PoolSize, ...]:
+    """Every pool inside the KV budget at ``t`` full-pool tokens: the full KV pool (``t`` cells),
+    then the SWA pool and the Mamba / linear-attention state, which the same budget splits off
+    and which follow the full pool's tokens (logged x t / t0)."""
+    several = len(sz.pools) > 1
+    out = [PoolSize("full KV" if several else "KV", t * bpt, t, True)]
+    for label, b, tok in sz.pools:
+        if label != "full" and (tok != sz.kv_tokens or b != sz.kv_bytes):
+            name = f"{label} KV" if label == "SWA" else label
+            out.append(
+                PoolSize(name, _scaled(b, t, t0), _scaled(tok, t, t0) if tok else None, True)
+            )
+    if sz.mamba_bytes:
+        out.append(PoolSize("Mamba state", _scaled(sz.mamba_bytes, t, t0), None, True))
+    return tuple(out)
+
+
+def draft_pool(sz: Sizing, t: int, t0: int | None) -> tuple[PoolSize | None, DraftFollows | None]:
+    """The draft model's KV pool at ``t`` target tokens, and the fact of how it was moved: it
+    is sized after the target's, outside the budget, for the target's token count (reference
+    4.8), so it follows ``t`` when its logged tokens are the target's, else is held."""
+    if not sz.draft_pools:
+        return None, None
+    b = sum(x for x, _ in sz.draft_pools)
+    tok = sz.draft_pools[0][1]
+    follows = bool(t0) and all(n == sz.kv_tokens for _, n in sz.draft_pools)
+    now = _scaled(b, t, t0) if follows else b
+    return PoolSize("draft KV", now, t if follows else tok, False), DraftFollows(b, tok, follows)
+
+
+def fixed_lazy(led: LaunchLedger, rank: str | None, graph: str | None) -> cn.LazyInLargest | None:
+    """The resized graph's largest bucket, when it holds DeepEP's buffer or peer buffers."""
+    rl = led.rank(rank) if rank is not None else None
+    p = (
+        next((p for p in rl.phases if p.graph is not None and p.graph.name == graph), None)
+        if rl is not None
+        else None
+    )
+    c = p.part("largest") if p is not None else None
+    if c is None or p is None or p.graph is None:
+        return None
+    fixed = tuple(x for x in c.facts.lazy if x in (Lazy.DEEPEP, Lazy.PEER_BUFFERS))
+    if not fixed:
+        return None
+    return cn.LazyInLargest(p.graph.label, c.bytes, fixed, c.facts.library)
+
+
+def main_buckets(led: LaunchLedger, rank: str, graph: str) -> tuple[str, tuple[Bucket, ...]] | None:
+    """The resized graph's label and per-bucket readings on its rank, when every bucket has one."""
+    rl = led.rank(rank)
+    p = (
+        next((p for p in rl.phases if p.graph is not None and p.graph.name == graph), None)
+        if rl
+        else None
+    )
+    b = usable_buckets(p) if p is not None else None
+    return (p.graph.label, b) if b and p is not None and p.graph is not None else None
+
+
+def top_unknown(p: Phase, m0: float, at_most: float | None) -> TopUnknown:
+    pc = phase_cost(p)
+    g = p.graph
+    assert g is not None
+    cost = pc.graph
+    return TopUnknown(
+        g.label,
+        cost.line if cost is not None else p.lines[1],
+        cost.released_bytes if cost is not None else None,
+        g.begin_bytes is not None,
+        bool(g.samples),
+        m0,
+        at_most,
+    )

@@ -1,0 +1,116 @@
+"""The sentences of ``logmem whatif``'s own facts (logmem.compare.whatif_facts): pools, graphs
+that were off, how a new max bs was priced, and why the window's top is unknown."""
+
+from __future__ import annotations
+
+from logmem.compare import whatif_facts as wf
+from logmem.report.compare_notes import note_text
+from logmem.units import format_gib as _gs
+
+
+def flag(key: str) -> str:
+    """The command-line flag of a server_args key."""
+    return "--" + key.replace("_", "-")
+
+
+def _sizes(sizes: tuple[int, ...]) -> str:
+    return ", ".join(str(s) for s in sizes)
+
+
+def pool_label(p: wf.PoolSize) -> str:
+    """The table row of one pool."""
+    if not p.in_budget:
+        return f"{p.label} pool (outside the budget), GiB"
+    return f"{p.label} pool, GiB"
+
+
+@note_text.register
+def _(n: wf.GraphsDisabled) -> str:
+    text = (
+        f"CUDA graphs are off: the launch ran with {flag(n.flag)} ({n.flag}=True in "
+        "server_args), so it captured none and the graph rows show '-'; headroom is free "
+        "memory at its last reading."
+    )
+    if n.requested_max_bs is not None:
+        text += (
+            f" --cuda-graph-max-bs {n.requested_max_bs} does not apply: no graph is captured at "
+            f"any max bs while {flag(n.flag)} is set."
+        )
+    return text
+
+
+@note_text.register
+def _(n: wf.DraftFollows) -> str:
+    if n.follows:
+        return (
+            f"The draft model's KV pool ({_gs(n.bytes)} GiB, {n.tokens:,} tokens) is sized after "
+            "the target's, outside the KV budget, for as many tokens as the target's pool: it "
+            "moves with the predicted tokens by its own cell size (not by the target's budget "
+            "rule) and comes out of the headroom. The draft's graphs are held as measured."
+        )
+    return (
+        f"The draft model's KV pool ({_gs(n.bytes)} GiB, {n.tokens:,} tokens, not the target's "
+        "count) is sized outside the KV budget and held as measured, as are its graphs."
+    )
+
+
+@note_text.register
+def _(n: wf.BucketSum) -> str:
+    gone = f"bs {n.first_size}'s own graph (taken to cost what the next bucket did)"
+    if len(n.dropped) > 1:
+        gone += f" and the buckets bs {_sizes(n.dropped[1:])}"
+    kept = f"the buckets bs {_sizes(n.kept)} keep" if n.kept else "no other bucket keeps"
+    stand = (
+        f" bs {n.new_bs} was not captured: it is taken to cost what bs {n.stand_in} did."
+        if n.stand_in is not None
+        else ""
+    )
+    return (
+        f"Graph memory at max bs {n.new_bs} is from the {n.graph} graph's measured per-bucket "
+        f"readings (progress bar avail_mem, lines {n.lines[0]}-{n.lines[1]}), not a slope: "
+        f"{gone} go; the first-captured bucket's extra allocation stays (bs {n.first_size}'s "
+        f"{_gs(n.first_bytes)} GiB less the next bucket's {_gs(n.next_bytes)} GiB: what the "
+        "first capture allocates lazily, and the graph pool the largest batch sized, land on "
+        f"whichever bucket is captured first), and {kept} their measured cost.{stand} Change: "
+        f"{_gs(n.change_bytes, signed=True)} GiB (each bucket is a difference of two readings "
+        "printed to 0.01 GB)."
+    )
+
+
+@note_text.register
+def _(n: wf.SlopeAbove) -> str:
+    return (
+        f"Max bs {n.new_bs} is above the largest measured bucket (bs {n.largest_bs}): graph "
+        "memory is extrapolated with a slope, not read from the buckets."
+    )
+
+
+@note_text.register
+def _(n: wf.NoBucketReadings) -> str:
+    return (
+        f"The log has no usable per-bucket readings for the {n.graph} graph (progress bar avail_mem at "
+        f"every bucket), so graph memory at max bs {n.new_bs} uses a slope, not the measured "
+        "buckets."
+    )
+
+
+def top_unknown_text(t: wf.TopUnknown) -> str:
+    """Why the window's top is '?': what the log lacks to compute it."""
+    released = (
+        f" ({_gs(-t.released_bytes)} GiB, line {t.line}: memory was released during it)"
+        if t.released_bytes is not None and t.line is not None
+        else ""
+    )
+    missing = "the per-bucket readings (progress bar avail_mem) that would show it"
+    if not t.has_begin:
+        missing = "the capture-begin reading and " + missing
+    elif t.has_bars:
+        missing = "a reading at the point where the release happened"
+    text = (
+        f"the top is at least {t.at_least:.3f} (the launch ran there) but cannot be computed "
+        f"above it: the {t.graph} graph capture's mem usage is negative{released}, so its own cost "
+        f"and the lowest free memory during it are unknown, and the log lacks {missing}."
+    )
+    if t.at_most is not None:
+        text += f" Above {t.at_most:.3f} the headroom after capture would not stay."
+    return text

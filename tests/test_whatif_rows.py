@@ -1,0 +1,48 @@
+"""logmem whatif rows on the corpus logs: pools, disabled graphs, bucket-priced max bs, an
+unknown window top (see docs/compare.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import corpus_log
+from logmem.cli.main import cli
+
+
+def _json(prefix: str, *args: str) -> dict:
+    log = corpus_log(f"{prefix}-")
+    r = CliRunner().invoke(cli, ["whatif", str(log), *args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_draft_pool_outside_budget_follows_tokens() -> None:
+    d = _json("021", "--mem-fraction-static", "0.88")
+    pools = {p["name"]: p for p in d["predicted"]["pools"]}
+    assert pools["draft KV"]["in_budget"] is False
+    assert pools["SWA KV"]["in_budget"] is True
+    assert d["predicted"]["draft_pool_change_gib"] == pytest.approx(0.51, abs=0.01)
+    assert d["predicted"]["headroom_gib"] == pytest.approx(2.25, abs=0.01)
+
+
+def test_graphs_disabled_are_dash_and_named() -> None:
+    d = _json("006", "--cuda-graph-max-bs", "16")
+    assert d["graphs_disabled_by"] == "--disable-cuda-graph"
+    assert d["predicted"]["largest_bs"] is None and d["predicted"]["graph_gib"] is None
+    assert any("does not apply" in n for n in d["notes"])
+
+
+def test_smaller_max_bs_from_buckets() -> None:
+    d = _json("019", "--cuda-graph-max-bs", "16")
+    assert d["max_bs_method"] == "buckets"
+    assert d["predicted"]["graph_gib"] == pytest.approx(9.50, abs=0.005)
+
+
+def test_masked_capture_top_unknown() -> None:
+    d = _json("041")
+    assert d["mem_fraction_static_window"][1] is None
+    assert d["window_top_bound"] == "unknown" and not d["window_empty"]
+    assert d["window_top_at_least"] == 0.9
