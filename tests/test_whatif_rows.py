@@ -46,3 +46,14 @@ def test_masked_capture_top_unknown() -> None:
     assert d["mem_fraction_static_window"][1] is None
     assert d["window_top_bound"] == "unknown" and not d["window_empty"]
     assert d["window_top_at_least"] == 0.9
+
+
+def test_a_context_fit_that_leaves_too_little_outside_the_pool_is_not_offered() -> None:
+    """041: one full context needs mfs 1.000, leaving nothing for what the launch used outside
+    the pool; whatif says so, in step with analyze's context finding (review23 #4)."""
+    d = _json("041")
+    assert d["lo_full_context"] == 1.0
+    assert "leaves 0.00 GiB outside the pool" in d["full_context"], d["full_context"]
+    log = corpus_log("041-")
+    r = CliRunner().invoke(cli, ["whatif", str(log)])
+    assert "not a usable setting; lower --context-length" in " ".join(r.output.split())

@@ -370,6 +370,9 @@ class ContextFit(Enum):
     IMPOSSIBLE = "impossible"  # even mfs 1.0 holds less than one context
     ABOVE_TOP = "above top"  # needs more than the window's top
     BOUNDED = "bounded"  # the pool holds it; the capture did not finish
+    # The pool holds it only at a setting that leaves less outside the pool than the launch
+    # used there after sizing (analysis.context.ContextVsPool.fit_leaves_too_little).
+    TOO_LITTLE_OUTSIDE = "too little outside"
     FITS = "fits"
 
 
@@ -383,6 +386,8 @@ class ContextCheck:
     full_bytes: int = 0  # KV at mfs 1.0
     full_tokens: int = 0
     masked: bool = False  # BOUNDED because a capture's low point is unknown (not unfinished)
+    outside_at_fit_bytes: int | None = None  # TOO_LITTLE_OUTSIDE: P x (1 - lo)
+    used_outside_bytes: int | None = None  # TOO_LITTLE_OUTSIDE: what the launch used there
 
 
 Note = (

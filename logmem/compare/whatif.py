@@ -403,6 +403,20 @@ def whatif_launch(
     )
     if unknown_top is not None and lo_ctx is not None and lo_ctx > md.m0:
         context = replace(context, fit=cn.ContextFit.BOUNDED, masked=True)
+    c = led.context
+    if (
+        context.fit in (cn.ContextFit.BOUNDED, cn.ContextFit.FITS)
+        and c is not None
+        and c.fit_leaves_too_little
+        and c.context_len == md.ctx
+    ):
+        # analyze's own fact: that setting leaves less outside the pool than the launch used.
+        context = replace(
+            context,
+            fit=cn.ContextFit.TOO_LITTLE_OUTSIDE,
+            outside_at_fit_bytes=c.outside_at_fit_bytes,
+            used_outside_bytes=c.used_outside_bytes,
+        )
     assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
     if use is not None and cuda_graph_max_bs is not None and bsum is None and disabled is None:
         assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))

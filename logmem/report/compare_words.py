@@ -93,6 +93,13 @@ def context_text(c: cn.ContextCheck) -> str:
             f"needs mem_fraction_static >= {c.lo:.3f}, above the window's top {c.hi:.3f}: it would not "
             "leave the headroom after capture"
         )
+    if c.fit is f.TOO_LITTLE_OUTSIDE:
+        return (
+            f"the KV pool holds it only from mem_fraction_static {c.lo:.3f}, which leaves "
+            f"{_gs(max(c.outside_at_fit_bytes or 0, 0))} GiB outside the pool, less than this "
+            f"launch used there after sizing (at least {_gs(c.used_outside_bytes or 0)} GiB): not "
+            "a usable setting; lower --context-length"
+        )
     if c.fit is f.BOUNDED:
         return (
             f"the KV pool holds it from mem_fraction_static {c.lo:.3f}; whether the graphs then "
