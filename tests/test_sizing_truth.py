@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from datetime import date
 from pathlib import Path
 from types import ModuleType
@@ -18,7 +19,7 @@ import logmem.analysis.findings as fd
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
 from logmem.analysis.attribution import LaunchLedger, build_ledger
 from logmem.analysis.ledger import Phase, What
-from logmem.analysis.sizing import Sizing
+from logmem.analysis.sizing import Sizing, sizing
 from logmem.api import read_log
 from logmem.estimate.crosscheck import Checked, crosscheck
 from logmem.report.causes import cause_name, cause_note
@@ -342,3 +343,24 @@ def test_whatif_applies_the_same_adjustment() -> None:
     w = logmem.whatif(a, mem_fraction_static=0.85).to_json()
     assert w["measured"]["rest_gib"] == pytest.approx(49.86, abs=0.01)
     assert w["predicted"]["rest_gib"] == pytest.approx(62.73 - 78.50 * (1 - 0.85 * 0.95), abs=0.01)
+
+
+@pytest.mark.parametrize("prefix", ["019-", "036-"])
+def test_the_cell_counts_the_page_of_slots_the_pool_holds_beyond_its_tokens(prefix: str) -> None:
+    """page_size=128 (Ascend): the pool holds #tokens + 128 slots (reference 4.1), so the cell is
+    the printed size over that, 70,272 B = (512 + 64) x 61 layers x 2 B for DeepSeek-R1's MLA
+    (review23 #2); over #tokens alone it read as 70,336 / 70,400, which is no model's cell."""
+    path = corpus_log(prefix)
+    text = path.read_text()
+    page = int(re.search(r"\bpage_size=(\d+)", text)[1])  # type: ignore[index]
+    m = re.search(r"KV Cache is allocated\. #tokens: (\d+), KV size: ([\d.]+) GB", text)
+    assert m is not None and page == 128
+    tokens, size = int(m[1]), float(m[2]) * 2**30
+    cell = (512 + 64) * 61 * 2
+    assert abs((tokens + page) * cell - size) <= 0.005 * 2**30  # the reference's claim holds
+    assert abs(tokens * cell - size) > 0.005 * 2**30  # and over #tokens alone it does not
+    (L,) = read_log(str(path)).launches
+    sz = sizing(L)
+    assert sz is not None and sz.page_size == page
+    lo, hi = sz.bytes_per_token_range or (0, 0)
+    assert lo <= cell <= hi and sz.likely_bytes_per_token == cell

@@ -101,7 +101,7 @@ def kv_hint(
         return _launch_hint(launch, peers, tokens) or _config_hint(launch, config, tokens)
     n = kv.tokens or tokens
     cell = sz.full_cell_bytes if sz is not None and sz.kv_tokens == n else None
-    got = line_cell(kv, n)
+    got = line_cell(kv, n, rules.page_size(launch.args))
     return KVHint(
         tokens or n,
         cell or (got[0] if got else None),
@@ -128,7 +128,7 @@ def _launch_hint(launch: Launch, peers: Sequence[Launch], tokens: int) -> KVHint
         if kv is None:
             continue
         n = kv.tokens or summary
-        got = line_cell(kv, n)
+        got = line_cell(kv, n, rules.page_size(other.args))
         if got is None or n is None:
             continue
         other_file = None if kv.source.path in launch.paths else os.path.basename(kv.source.path)

@@ -84,7 +84,9 @@ class Sizing:
             return rules.rule_bytes_per_token_range(
                 self.rest_bytes, self.rule_tokens, self.rule_mfs
             )
-        return rules.bytes_per_token_range(self.kv_bytes, self.kv_tokens, self.kv_parts)
+        return rules.bytes_per_token_range(
+            self.kv_bytes, self.kv_tokens, self.kv_parts, self.page_size
+        )
 
     @property
     def likely_bytes_per_token(self) -> int | None:
@@ -115,6 +117,7 @@ class Sizing:
     after_weights_coverage: RankCoverage | None = None
     # The Mamba / linear-attention state pools of the target, as logged (inside logged_pool_bytes).
     mamba_bytes: int | None = None
+    page_size: int = 1  # the pools hold #tokens + page_size slots (rules.bytes_per_token_range)
 
     @property
     def scaling(self) -> MfsScaling:
@@ -215,7 +218,7 @@ def sizing(launch: Launch) -> Sizing | None:
     tokens = main.tokens if main else None
     if tokens is None and launch.summary is not None and len(kv) == 1:
         tokens = launch.summary.max_total_num_tokens  # Jan 2025 KV lines print no #tokens
-    bpt = main.total_bytes / tokens if main and tokens else None
+    bpt = main.total_bytes / (tokens + rules.page_size(launch.args)) if main and tokens else None
     parts = 1 if main is not None and main.kv is not None else 2
     labels = ("SWA", "full") if swa and len(kv) >= 2 else ()
     per_pool = (
@@ -257,6 +260,7 @@ def sizing(launch: Launch) -> Sizing | None:
         coverage(launch, readings.ranks_seen, pre_rank),
         coverage(launch, readings.after_weights_ranks_seen, readings.after_weights_rank),
         sum(p.total_bytes for p in mamba) if mamba else None,
+        rules.page_size(launch.args),
     )
 
 
@@ -333,15 +337,18 @@ def _adjustment_inputs(launch: Launch) -> tuple[str | None, str | None, int | No
     return arch, backend if isinstance(backend, str) else None, ctx
 
 
-def line_cell(kv: ev.KVPool, tokens: int | None) -> tuple[float, tuple[int, int] | None] | None:
+def line_cell(
+    kv: ev.KVPool, tokens: int | None, page_size: int = 1
+) -> tuple[float, tuple[int, int] | None] | None:
     """A KV line's bytes per token for ``tokens`` (its #tokens, or the summary's when the line
     prints none): the round cell when print rounding allows a unique one, else the printed
-    sizes over the tokens; with the whole bytes per token print rounding allows."""
+    sizes over the slots; with the whole bytes per token print rounding allows."""
     if not tokens:
         return None
-    rng = rules.bytes_per_token_range(kv.total_bytes, tokens, 1 if kv.kv is not None else 2)
+    parts = 1 if kv.kv is not None else 2
+    rng = rules.bytes_per_token_range(kv.total_bytes, tokens, parts, page_size)
     roundest = roundest_cell(rng) if rng else None
-    return (roundest or kv.total_bytes / tokens), rng
+    return (roundest or kv.total_bytes / (tokens + page_size)), rng
 
 
 def roundest_cell(rng: tuple[int, int]) -> int | None:

@@ -359,7 +359,8 @@ def whatif_launch(
             bs,
             md.rest(m),
             t,
-            t * md.bpt,
+            # The pool's buffers hold #tokens + page_size slots (reference 4.1).
+            (t + md.page) * md.bpt if t else 0,
             pool_change,
             req_change,
             graph_bytes,

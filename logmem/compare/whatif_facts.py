@@ -152,7 +152,8 @@ def budget_pools(sz: Sizing, t: int, t0: int | None, bpt: int) -> tuple[PoolSize
     then the SWA pool and the Mamba / linear-attention state, which the same budget splits off
     and which follow the full pool's tokens (logged x t / t0)."""
     several = len(sz.pools) > 1
-    out = [PoolSize("full KV" if several else "KV", t * bpt, t, True)]
+    # The buffers hold #tokens + page_size slots (reference 4.1), so t cells plus one page.
+    out = [PoolSize("full KV" if several else "KV", (t + sz.page_size) * bpt if t else 0, t, True)]
     for label, b, tok in sz.pools:
         if label != "full" and (tok != sz.kv_tokens or b != sz.kv_bytes):
             name = f"{label} KV" if label == "SWA" else label

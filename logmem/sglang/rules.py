@@ -68,18 +68,26 @@ def printed_sum_error_bytes(parts: int) -> float:
 
 
 def bytes_per_token_range(
-    total_bytes: int | None, tokens: int | None, parts: int
+    total_bytes: int | None, tokens: int | None, parts: int, page_size: int = 1
 ) -> tuple[int, int] | None:
     """Whole bytes per token consistent with a pool's printed size(s) and ``#tokens``.
 
     ``KV Cache is allocated. #tokens: N, K size: ..., V size: ...`` (``MHATokenToKVPool`` /
     ``MLATokenToKVPool``, ``mem_cache/memory_pool.py``, E2 on) prints each size to +-0.005 GiB.
-    The buffers hold ``N + page_size`` slots; that sliver is below the print error and ignored."""
+    The buffers hold ``N + page_size`` slots (reference 4.1): with page_size 1 that is below the
+    print error, but a page of 128 (Ascend, some attention backends) moves the cell by ~0.1%."""
     if total_bytes is None or not tokens:
         return None
     err = printed_sum_error_bytes(parts)
-    lo, hi = (total_bytes - err) / tokens, (total_bytes + err) / tokens
+    slots = tokens + max(1, page_size)
+    lo, hi = (total_bytes - err) / slots, (total_bytes + err) / slots
     return max(0, int(lo) + 1), int(hi)
+
+
+def page_size(args: Mapping[str, Any]) -> int:
+    """server_args' ``page_size`` (1 when the dump lacks it or prints none: SGLang's default)."""
+    v = args.get("page_size")
+    return v if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1 << 16 else 1
 
 
 def rule_bytes_per_token_range(rest_bytes: int, tokens: int, mfs: float) -> tuple[int, int]:
