@@ -281,9 +281,15 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         rows.append(("KV tokens", f"{sz.kv_tokens:,}", ""))
     if sz.bytes_per_token_range:
         lo, hi = sz.bytes_per_token_range
-        likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else "?"
+        # No round cell in the range: the range itself is the figure (003's 61,462-61,464).
+        likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else f"{lo:,}-{hi:,}"
         what = "the rule and max_total_num_tokens" if sz.rule_tokens else "the printed sizes"
-        rows.append(("bytes per token", likely, f"consistent with {what}: {lo:,} to {hi:,}"))
+        note = (
+            f"consistent with {what}: {lo:,} to {hi:,}"
+            if sz.likely_bytes_per_token
+            else (f"what {what} allow; no round cell size among them")
+        )
+        rows.append(("bytes per token", likely, note))
     if sz.kv_dtype is not None and sz.kv_dtype_line is not None:
         by = "KV line" if isinstance(sz.kv_dtype_line, ev.KVPool) else "Using KV cache dtype"
         rows.append(
