@@ -372,7 +372,7 @@ class ContextFit(Enum):
     BOUNDED = "bounded"  # the pool holds it; the capture did not finish
     # The pool holds it only at a setting that leaves less outside the pool than the launch
     # used there after sizing (analysis.context.ContextVsPool.fit_leaves_too_little).
-    TOO_LITTLE_OUTSIDE = "too little outside"
+    TOO_LITTLE_OUTSIDE = "too_little_outside"
     FITS = "fits"
 
 
