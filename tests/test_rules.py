@@ -252,12 +252,16 @@ def test_smallest_mfs_makes_the_budget_zero(a: int, p: int) -> None:
     cell=st.integers(1024, 2_000_000),
     tokens=st.integers(1000, 5_000_000),
     parts=st.sampled_from([1, 2]),
+    page=st.sampled_from([1, 16, 64, 128]),
 )
-def test_bytes_per_token_range_holds_the_true_cell(cell: int, tokens: int, parts: int) -> None:
-    # What SGLang prints: each part's size to two decimals of a GiB.
-    each = cell * tokens / parts
+def test_bytes_per_token_range_holds_the_true_cell(
+    cell: int, tokens: int, parts: int, page: int
+) -> None:
+    # What SGLang prints: each part's size, over #tokens + page_size slots (reference 4.1), to
+    # two decimals of a GiB.
+    each = cell * (tokens + page) / parts
     printed = parts * round(round(each / GIB, 2) * GIB)
-    rng = rules.bytes_per_token_range(printed, tokens, parts)
+    rng = rules.bytes_per_token_range(printed, tokens, parts, page)
     assert rng is not None and rng[0] <= cell <= rng[1]
 
 

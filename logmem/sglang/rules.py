@@ -85,7 +85,8 @@ def bytes_per_token_range(
 
 
 def page_size(args: Mapping[str, Any]) -> int:
-    """server_args' ``page_size`` (1 when the dump lacks it or prints none: SGLang's default)."""
+    """server_args' ``page_size`` (``server_args.py``, all eras; 1 when the dump lacks it or
+    prints none: SGLang's default)."""
     v = args.get("page_size")
     return v if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1 << 16 else 1
 
