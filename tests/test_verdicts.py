@@ -101,7 +101,7 @@ def test_second_node_came_up_at_its_summary_and_a_later_crash_is_a_runtime_error
     assert oc.up is not None and (oc.up.by, oc.up.source.line_no) == (UpBy.SUMMARY, 18)
     assert len(oc.runtime_errors) == 1
     text = words(L)
-    assert "node_rank > 0" in text and "a scheduler crashed at runtime" in text
+    assert "node_rank > 0" in text and "a peer rank exited or the network failed" in text
     doc = json.loads(render(read_log(str(path)), "json"))["launches"][0]
     err = doc["first_runtime_error"]
     # The exception's message with its three continuation lines, as printed.
@@ -333,3 +333,23 @@ def test_a_ready_launch_with_little_left_still_warns(tmp_path: Path) -> None:
     doc = json.loads(render(read_log(str(write(tmp_path, lines))), "json"))
     assert doc["launches"][0]["outcome"] == "ready"
     assert "the first requests may run out of memory" in " ".join(doc["launches"][0]["findings"])
+
+
+def test_a_node_log_claims_only_its_own_ranks_and_points_a_peer_error_at_the_peer() -> None:
+    """nnodes=2, this log holds TP2 and TP3; its runtime NCCL error is the remote-error wording
+    (review23 #7): the verdict says this node's ranks finished, not that 4 did, and sends the
+    reader to the other node instead of calling it this scheduler's crash."""
+    from click.testing import CliRunner
+
+    from logmem.cli.main import cli
+
+    path = FIXTURES / "multinode-node1-runtime-error-constructed.log"
+    text = path.read_text()
+    assert "nnodes=2" in text and "remote process exited or there was a network error" in text
+    out = CliRunner().invoke(cli, ["analyze", str(path)], catch_exceptions=False).output
+    flat = " ".join(out.split())
+    assert "start-up finished on the 2 ranks in this log, TP2 and TP3 (the launch has 4" in flat
+    assert "finished on 4 ranks" not in flat
+    assert "a peer rank exited or the network failed" in flat
+    assert "look first at another node's log" in flat
+    assert "a scheduler crashed at runtime" not in flat

@@ -197,16 +197,17 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
     lines: list[str] = []
     if oc.status == "ready":
         n = v.ranks_printing
-        where = (
-            f"{n} in this log, of {v.nodes} nodes"
-            if v.nodes is not None and v.nodes > 1
-            else f"{n} print memory lines"
-        )
-        count = (
-            f"{v.world} ranks ({where})"
-            if v.world and v.world > n
-            else f"{n} rank{'s' if n != 1 else ''}"
-        )
+        if v.nodes is not None and v.nodes > 1 and v.world and v.world > n:
+            # Only this node's ranks are in the log: the others' start-up is not seen here.
+            names = _rank_list(v.rank_labels)
+            count = (
+                f"the {n} rank{'s' if n != 1 else ''} in this log{names} (the launch has "
+                f"{v.world} over {v.nodes} nodes; the others' own logs say how theirs went)"
+            )
+        elif v.world and v.world > n:
+            count = f"{v.world} ranks ({n} print memory lines)"
+        else:
+            count = f"{n} rank{'s' if n != 1 else ''}"
         lines.append(f"Ready: start-up finished on {count}{_up_text(oc)}.")
     elif oc.failure is not None:
         from logmem.report.fixes import fix_text, sentence
@@ -227,11 +228,19 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
         what = short(message_of(e.record, e.source)) if e is not None else "an error"
         at = f" (first at line {e.source.line_no}: {what})" if e is not None and e.source else ""
         died = isinstance(oc.runtime_errors[0].opening, SchedulerException)
-        tail = (
-            "a scheduler crashed at runtime, after the launch came up: not a start-up failure"
-            if died
-            else "they are not start-up failures"
-        )
+        if v.peer_lost:
+            where = "another node" if v.nodes is not None and v.nodes > 1 else "another rank"
+            tail = (
+                "a collective failed because a peer rank exited or the network failed (the "
+                "collective library's remote error), after the launch came up: not a start-up "
+                f"failure; look first at {where}'s log"
+            )
+        elif died:
+            tail = (
+                "a scheduler crashed at runtime, after the launch came up: not a start-up failure"
+            )
+        else:
+            tail = "they are not start-up failures"
         lines.append(f"{len(oc.runtime_errors)} error(s) after start-up{at}; {tail}.")
     lines.extend(_noise_lines(oc.noise))
     return lines
@@ -277,3 +286,11 @@ def _noise_lines(noise: Sequence[fx.Noise]) -> list[str]:
             )
         out.append(lines)
     return out
+
+
+def _rank_list(labels: tuple[str, ...]) -> str:
+    """ ", TP2 and TP3" for a few ranks; nothing for many (the ranks table lists them)."""
+    if not 0 < len(labels) <= 4:
+        return ""
+    names = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+    return f", {names}"

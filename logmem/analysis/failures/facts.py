@@ -412,3 +412,7 @@ class Verdict:
     world: int | None  # tp x pp from server_args
     first_runtime_error: RankError | None
     nodes: int | None = None  # nnodes from server_args: other nodes' ranks are in other logs
+    rank_labels: tuple[str, ...] = ()  # the ranks this log holds
+    # The first runtime error is the collective library's "a peer exited or the network
+    # failed" (NCCL's ncclRemoteError): the cause is on another rank or node, not this one.
+    peer_lost: bool = False

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.outcome import outcome
-from logmem.analysis.failures.records import read_errors
+from logmem.analysis.failures.records import message_of, read_errors
 from logmem.model.records import Launch
+from logmem.parse.lazy import lazy
 
 
 def verdict(launch: Launch) -> fx.Verdict:
@@ -16,13 +17,25 @@ def verdict(launch: Launch) -> fx.Verdict:
     oc = outcome(launch)
     first = read_errors(oc.runtime_errors[:1]) if oc.runtime_errors else ()
     nodes = launch.args.get("nnodes")
+    e = first[0] if first else None
+    text = message_of(e.record, e.source) if e is not None else ""
     return fx.Verdict(
         oc,
         len(launch.ranks),
         _world(launch),
-        first[0] if first else None,
+        e,
         nodes if isinstance(nodes, int) else None,
+        tuple(r.label for r in launch.ranks),
+        bool(_PEER_LOST.search(text)),
     )
+
+
+# NCCL's wording when a collective's peer exited or the network failed (ncclRemoteError,
+# ProcessGroupNCCL.cpp; NCCL 2.x): the failing rank only reports what happened elsewhere.
+_PEER_LOST = lazy(
+    r"remote process exited or there was a network error|ncclRemoteError|"
+    r"Connection closed by remote peer"
+)
 
 
 def _world(launch: Launch) -> int | None:
