@@ -202,7 +202,7 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
             names = _rank_list(v.rank_labels)
             count = (
                 f"the {n} rank{'s' if n != 1 else ''} in this log{names} (the launch has "
-                f"{v.world} over {v.nodes} nodes; the others' own logs say how theirs went)"
+                f"{v.world} over {v.nodes} nodes; the others print no memory lines here)"
             )
         elif v.world and v.world > n:
             count = f"{v.world} ranks ({n} print memory lines)"
