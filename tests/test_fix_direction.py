@@ -290,3 +290,21 @@ def test_a_budget_that_is_not_positive_names_the_mfs_where_it_turns_positive(nam
     assert f"it turns positive from --mem-fraction-static {at:.3f}" in report, report
     assert "raise --mem-fraction-static or put fewer weights" not in report
     assert "so the weights per rank must shrink" not in report
+
+
+def test_the_find_outside_fix_names_the_other_processes_share_when_the_message_splits_it() -> None:
+    """PyTorch's OOM says what this process has; the rest of the used memory is other processes'
+    (review23 #10): the fix asks for those 20.23 GiB, not the 20.78 that includes this process's
+    own non-PyTorch memory."""
+    path = FIXTURES / "oom-outside-pytorch-constructed.log"
+    text = path.read_text()
+    m = re.search(
+        r"capacity of ([\d.]+) GiB of which ([\d.]+) MiB is free\. .*?this process has "
+        r"([\d.]+) GiB memory in use",
+        text,
+    )
+    assert m is not None
+    others = float(m[1]) - float(m[2]) / 1024 - float(m[3])
+    says = " ".join(verdict_lines(verdict(read_log(str(path)).launches[0])))
+    fix = next(x for x in says.split("Fix: ") if x.startswith("nvidia-smi"))
+    assert f"find the other processes holding {others:.2f} GiB" in fix, fix

@@ -372,6 +372,13 @@ def _(e: fx.RaiseMfsUnexplained) -> str:
 @effect_text.register
 def _(e: fx.FindOutside) -> str:
     gpu = f"GPU {e.gpu}" if e.gpu is not None else "the GPU"
+    if e.others_bytes is not None:
+        # The OOM message split it: the rest outside PyTorch is this process's own.
+        return (
+            f"lists the processes on {gpu} and what each holds: find the other processes "
+            f"holding {_g(e.others_bytes)} GiB and stop them (or use a free GPU); costs nothing "
+            "in KV"
+        )
     return (
         f"lists the processes on {gpu} and what each holds: find what holds the "
         f"{_g(e.outside_bytes)} GiB outside PyTorch and stop it (or use a free GPU); costs "

@@ -224,6 +224,9 @@ class FindOutside:
 
     outside_bytes: int
     gpu: int | None
+    # Used memory minus what "this process has" (the OOM message): other processes' share;
+    # None when the message does not say what this process has.
+    others_bytes: int | None = None
 
 
 @frozen

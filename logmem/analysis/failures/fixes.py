@@ -190,7 +190,13 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
             fx.Fix(
                 "nvidia-smi",
                 "--query-compute-apps=pid,used_memory --format=csv",
-                fx.FindOutside(outside.outside_bytes, r.gpu),
+                fx.FindOutside(
+                    outside.outside_bytes,
+                    r.gpu,
+                    outside.used_bytes - outside.this_process_bytes
+                    if outside.this_process_bytes is not None
+                    else None,
+                ),
             )
         )
     elif r.capacity_bytes is not None and r.allocated_bytes is not None:
