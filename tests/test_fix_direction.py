@@ -130,6 +130,13 @@ def test_a_load_that_needs_more_gpus_keeps_its_fixes() -> None:
 def test_transformers_fallback_gets_the_native_implementation_not_more_gpus() -> None:
     f = failure_of(FIXTURES / "hip-oom-rocm-constructed.log")
     assert [(x.flag, x.value) for x in f.fixes] == [("--model-impl", "sglang")]
+    # model_impl='auto' fell back: this build has no native implementation, so the flag alone
+    # would fail here and the fix says to use a version that has one (review23 #9).
+    assert "model_impl='auto'" in (FIXTURES / "hip-oom-rocm-constructed.log").read_text()
+    said = " ".join(
+        verdict_lines(verdict(read_log(str(FIXTURES / "hip-oom-rocm-constructed.log")).launches[0]))
+    )
+    assert "on this build the flag fails: use an SGLang version that implements it" in said
 
 
 # --- capture OOM without server_args ---------------------------------------------------------

@@ -389,10 +389,17 @@ def _(e: fx.FindOutside) -> str:
 @effect_text.register
 def _(e: fx.NativeImpl) -> str:
     arch = f" ({e.architecture})" if e.architecture else ""
+    if e.auto:
+        return (
+            "with model_impl 'auto' SGLang falls back to Transformers only when this build has no "
+            f"implementation of the architecture{arch}, so on this build the flag fails: use an "
+            "SGLang version that implements it (its own implementation shards the model over the "
+            "TP ranks), and pass the flag there if 'auto' still falls back; costs nothing in KV"
+        )
     return (
-        f"forces SGLang's own implementation of the model{arch}, which shards it over the TP "
-        "ranks; it exists only in SGLang versions that implement the architecture (else one "
-        "that does); costs nothing in KV"
+        f"forces SGLang's own implementation of the model{arch} instead of the Transformers "
+        "backend that model_impl selected, which shards it over the TP ranks; it exists only in "
+        "SGLang versions that implement the architecture; costs nothing in KV"
     )
 
 

@@ -308,15 +308,19 @@ def _(f: fd.Imbalance) -> str:
             )
     if f.init_usage_range is not None and f.before_init_gap_bytes is not None:
         lo, hi = f.init_usage_range
-        if f.before_init_gap_bytes * 2 < f.gap_bytes and hi - lo >= f.gap_bytes // 2:
+        before, gap = f.before_init_gap_bytes, f.gap_bytes
+        init = f"distributed init (its mem usage is {_g(lo)} to {_g(hi)} GiB across ranks)"
+        if before * 5 <= gap:
+            text += f". The gap opens in {init}, not before SGLang started"
+        elif before * 5 >= gap * 4:
             text += (
-                f". The gap opens in distributed init (its mem usage is {_g(lo)} to {_g(hi)} GiB "
-                "across ranks: NCCL / custom all-reduce buffers), not before SGLang started"
+                f". It is there at the first reading ({_g(before)} GiB apart before distributed "
+                "init): other processes on some GPUs, or GPUs of different sizes"
             )
-        elif f.before_init_gap_bytes * 2 >= f.gap_bytes:
+        else:
             text += (
-                f". It is there at the first reading ({_g(f.before_init_gap_bytes)} GiB apart "
-                "before distributed init): other processes on some GPUs, or GPUs of different sizes"
+                f". {_g(before)} GiB of it is there at the first reading (other processes, or "
+                f"GPUs of different sizes); the rest opens in {init}"
             )
     return text + "."
 

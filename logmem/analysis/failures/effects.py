@@ -234,6 +234,9 @@ class NativeImpl:
     """The model runs on the Transformers fallback: SGLang's own implementation shards it."""
 
     architecture: str | None  # Load weight end's type=, or server_args' model_path
+    # model_impl was 'auto' (or not dumped): SGLang falls back to Transformers only for an
+    # architecture this build does not implement, so the fix is another SGLang version.
+    auto: bool = True
 
 
 Effect = (

@@ -216,7 +216,9 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
         if fallback:
             beyond = floor.beyond_capacity if floor is not None else None
             notes.append(fx.TransformersFallback(whole, beyond))
-            fixes.append(fx.Fix("--model-impl", "sglang", fx.NativeImpl(_architecture(launch))))
+            auto = launch.args.get("model_impl") in (None, "auto")
+            native = fx.NativeImpl(_architecture(launch), auto)
+            fixes.append(fx.Fix("--model-impl", "sglang", native))
         more, note = _fewer_weights_fixes(launch, shortfall)
         if note is not None:
             notes.append(note)
