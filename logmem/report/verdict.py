@@ -231,9 +231,9 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
         if v.peer_lost:
             where = "another node" if v.nodes is not None and v.nodes > 1 else "another rank"
             tail = (
-                "a collective failed because a peer rank exited or the network failed (the "
-                "collective library's remote error), after the launch came up: not a start-up "
-                f"failure; look first at {where}'s log"
+                "a scheduler crashed at runtime, after the launch came up (not a start-up "
+                "failure), when a collective failed because a peer rank exited or the network "
+                f"failed (the collective library's remote error): look first at {where}'s log"
             )
         elif died:
             tail = (
