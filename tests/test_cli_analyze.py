@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,17 @@ def test_analyze_imports_no_other_command() -> None:
 def test_help_lists_every_command() -> None:
     listed = CliRunner().invoke(cli, ["--help"]).output.split("Commands:")[1].split()
     assert set(COMMANDS) <= set(listed)
+
+
+def test_a_launch_without_server_args_is_titled_by_the_architecture_it_loaded() -> None:
+    """014 prints no server_args dump, so no model path: the heading names the architecture its
+    Load weight end printed, and says the path is missing, instead of a bare 'Launch'."""
+    from conftest import corpus_log
+
+    path = corpus_log("014-")
+    text = path.read_text()
+    assert "server_args" not in text
+    arch = re.search(r"Load weight end\..*?type=(\w+)", text)
+    assert arch is not None
+    out = run(["analyze", str(path)]).output
+    assert out.splitlines()[0] == f"Launch: {arch[1]} (model path not in the log)"

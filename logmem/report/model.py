@@ -31,6 +31,7 @@ from logmem.report.device_words import DeviceTop, device_top, in_use_note, pre_s
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
+from logmem.report.launch_title import launch_title
 from logmem.report.memory_split import split_notes
 from logmem.report.mfs_words import coverage_text, default_mfs_text, measured_text
 from logmem.report.sentences import finding_text, reserve_term_text
@@ -431,10 +432,7 @@ def launch_report(
     ]
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
-    model = L.args.get("model_path")
-    title = f"Launch {L.index}" if n_launches > 1 else "Launch"
-    if isinstance(model, str):
-        title += f": {model}"
+    title = launch_title(L, n_launches)
     found = tuple(finding_text(f) for f in led.findings) + tuple(graph_sentences(L))
     return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led, com)
 
