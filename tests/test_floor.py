@@ -181,3 +181,16 @@ def test_a_last_reading_at_the_floor_is_unknown_headroom_and_a_served_batch_is_n
     cut_log.write_text("\n".join(cut) + "\n")
     (left,) = [f for f in _ledger(cut_log).findings if isinstance(f, fd.LeftFree)]
     assert left.served_line is None and "may run out of memory" in finding_text(left)
+
+
+def test_free_memory_before_an_unmeasured_capture_is_not_the_servers_headroom() -> None:
+    """008 (Jan 2025) captures its graphs with no free-memory reading: the last reading is at the
+    end of the pools, and the finding says the capture came after it, unmeasured."""
+    path = corpus_log("008-")
+    assert "Capture cuda graph" in path.read_text()
+    (left,) = [f for f in _ledger(path).findings if isinstance(f, fd.LeftFree)]
+    assert left.unmeasured_after
+    assert "before graph capture" in finding_text(left)
+    # 001 prints the capture's readings: its last reading is after capture, nothing to add.
+    (left,) = [f for f in _ledger(corpus_log("001-")).findings if isinstance(f, fd.LeftFree)]
+    assert not left.unmeasured_after and "before graph capture" not in finding_text(left)

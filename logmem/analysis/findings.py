@@ -276,7 +276,8 @@ def findings(led: LaunchLedger) -> list[Finding]:
         out.append(disagree)
     device = led.platform.device
     if rl is not None:
-        out.extend(_rank(rl, StartupEnd(outcome(L).status), device, served_line(L)))
+        unmeasured = any(g.captured_without_memory for g in main.graphs)
+        out.extend(_rank(rl, StartupEnd(outcome(L).status), device, served_line(L), unmeasured))
         out.extend(unexplained(rl, L, device))
     imbalance = imbalance_finding(led, _NOTABLE)
     if imbalance is not None:
@@ -294,7 +295,11 @@ def findings(led: LaunchLedger) -> list[Finding]:
 
 
 def _rank(
-    rl: RankLedger, end: StartupEnd, device: str = "unknown", served: int | None = None
+    rl: RankLedger,
+    end: StartupEnd,
+    device: str = "unknown",
+    served: int | None = None,
+    unmeasured_after: bool = False,
 ) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
@@ -310,7 +315,7 @@ def _rank(
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(_captures(rl, device))
     if rl.last_bytes is not None:
-        out.append(left_free(rl, rl.last_bytes, end, served))
+        out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))

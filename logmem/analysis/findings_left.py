@@ -43,6 +43,9 @@ class LeftFree:
     end: StartupEnd = StartupEnd.UP
     at_floor: bool = False  # the reading is SGLang's 0.00 floor: the real figure is unknown
     served_line: int | None = None  # a batch the scheduler served after start-up, if logged
+    # Graphs were captured after this reading with no memory printed (E0/E1): the headroom the
+    # server ends with is lower by an unknown amount.
+    unmeasured_after: bool = False
 
     @property
     def serving(self) -> bool:
@@ -50,7 +53,13 @@ class LeftFree:
         return self.end is StartupEnd.UP
 
 
-def left_free(rl: RankLedger, last: int, end: StartupEnd, served: int | None = None) -> LeftFree:
+def left_free(
+    rl: RankLedger,
+    last: int,
+    end: StartupEnd,
+    served: int | None = None,
+    unmeasured_after: bool = False,
+) -> LeftFree:
     """The last free reading of the rank, and when it was taken; ``served``: the first line
     showing the server served a batch after start-up (model.build keeps the first one)."""
     final = rl.phases[-1]
@@ -65,7 +74,8 @@ def left_free(rl: RankLedger, last: int, end: StartupEnd, served: int | None = N
         when = LeftWhen.LOG_STOPS
     floor = rules.at_floor(last)
     tight = last < _TIGHT_BYTES
-    return LeftFree(rl.rank, last, when, final, tight, final.lines[1], end, floor, served)
+    later = unmeasured_after and when is LeftWhen.PHASE_END
+    return LeftFree(rl.rank, last, when, final, tight, final.lines[1], end, floor, served, later)
 
 
 def served_line(launch: Launch) -> int | None:

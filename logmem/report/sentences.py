@@ -266,6 +266,12 @@ def _(f: fd.LeftFree) -> str:
             else " — very little: the first requests may run out of memory"
         )
         return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}{tight}."
+    if f.unmeasured_after:
+        return (
+            f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}, before graph capture; the "
+            "capture printed no memory, so the headroom the server ends with is lower by an "
+            "unknown amount."
+        )
     return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}."
 
 
