@@ -189,3 +189,26 @@ def test_several_nodes_join_no_rank_to_the_list() -> None:
     led = a.ledger(a.launches[0])
     assert led.launch.args.get("nnodes") == 2
     assert led.device_totals is not None and led.pre_start == ()
+
+
+def test_the_nvidia_smi_fallback_line_puts_the_unified_memory_caveat_first() -> None:
+    """021 (DGX Spark): SGLang says nvidia-smi gave no memory total (line 10); the first finding
+    says what that means for every free figure (review23 minor), and a log without the line
+    (001) gets no such finding."""
+    import logmem.analysis.findings as fd
+    from logmem.analysis.attribution import build_ledger
+    from logmem.api import read_log
+    from logmem.report.sentences import finding_text
+
+    path = corpus_log("021-")
+    line = next(
+        n
+        for n, text in enumerate(path.read_text().splitlines(), 1)
+        if "Failed to get GPU memory capacity from nvidia-smi" in text
+    )
+    (L,) = read_log(str(path)).launches
+    first = build_ledger(L).findings[0]
+    assert isinstance(first, fd.UnifiedMemory) and first.line == line
+    assert "system's available RAM" in finding_text(first)
+    (L,) = read_log(str(corpus_log("001-"))).launches
+    assert not any(isinstance(f, fd.UnifiedMemory) for f in build_ledger(L).findings)

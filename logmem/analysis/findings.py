@@ -39,6 +39,7 @@ from logmem.analysis.ledger import Bound, Cause, Lazy, Phase, RankLedger, What
 from logmem.analysis.sizing import arg_number
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
+from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.sglang.comm import Library
 from logmem.units import GIB
@@ -218,8 +219,20 @@ class RankGraphSpread:
     main_rank: str
 
 
+@frozen
+class UnifiedMemory:
+    """SGLang fell back from nvidia-smi to torch for the device total, on a platform with
+    unified-memory parts (GB10): its free-memory readings are then the system's available RAM
+    (get_available_gpu_memory reads psutil there, reference 12.1), so every 'free' figure of
+    the report moves with the OS, its page cache and other processes."""
+
+    kind: ClassVar[FindingKind] = FindingKind.UNIFIED_MEMORY
+    line: int  # the "Failed to get GPU memory capacity from nvidia-smi" line
+
+
 Finding = (
-    Weights
+    UnifiedMemory
+    | Weights
     | KVBudget
     | KVLoggedAvailable
     | DraftKVNegative
@@ -253,6 +266,10 @@ def findings(led: LaunchLedger) -> list[Finding]:
     main = L.main_rank
     if main is None:
         return out
+    # First: it changes what every free-memory figure below means.
+    smi = next((e for e in L.events if isinstance(e, ev.DeviceTotal) and e.nvidia_smi_failed), None)
+    if smi is not None and led.platform.unified_possible:
+        out.append(UnifiedMemory(smi.source.line_no))
     t = main.target
     if t and t.weights_end and t.weights_end.usage:
         offload = arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)

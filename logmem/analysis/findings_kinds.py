@@ -32,3 +32,4 @@ class FindingKind(Enum):
     REUSE = "reuse"
     RANK_GRAPH_SPREAD = "rank_graph_spread"
     CONTEXT_VS_POOL = "context_vs_pool"
+    UNIFIED_MEMORY = "unified_memory"

@@ -285,6 +285,15 @@ def _(f: fd.BottomedOut) -> str:
 
 
 @finding_text.register
+def _(f: fd.UnifiedMemory) -> str:
+    return (
+        f"nvidia-smi gave SGLang no memory total (line {f.line}), as on a unified-memory device "
+        "such as GB10 or on a MIG slice; on a unified-memory device every 'free' figure below is "
+        "the system's available RAM, shared with the OS, its page cache and other processes."
+    )
+
+
+@finding_text.register
 def _(f: fd.Imbalance) -> str:
     names = [f.binding_rank or "one rank", *f.tied_ranks]
     others = (
