@@ -364,3 +364,13 @@ def test_the_cell_counts_the_page_of_slots_the_pool_holds_beyond_its_tokens(pref
     assert sz is not None and sz.page_size == page
     lo, hi = sz.bytes_per_token_range or (0, 0)
     assert lo <= cell <= hi and sz.likely_bytes_per_token == cell
+
+
+def test_the_pools_vs_budget_cell_counts_the_page_slots() -> None:
+    """036: the pools-vs-budget sentence gives the allocated cell per slot (#tokens + 128), the
+    same 70,272 B the sizing finding infers, not 8.69 GiB / #tokens (review24 #3)."""
+    (L,) = read_log(str(corpus_log("036-"))).launches
+    led = build_ledger(L)
+    (gap,) = [f for f in led.findings if isinstance(f, fd.PoolsVsBudget)]
+    assert gap.page_size == 128 and gap.cell_bytes == (512 + 64) * 61 * 2
+    assert "allocate 70,272 per slot" in finding_text(gap)

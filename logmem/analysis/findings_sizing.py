@@ -94,6 +94,8 @@ class PoolsVsBudget:
     # The tokens of a lone KV pool (no Mamba, SWA or derived pool): SGLang sized them as
     # rest // its cell, so rule_bytes / tokens is the cell its sizing assumed.
     tokens: int | None = None
+    page_size: int = 1  # the pool holds tokens + page_size slots (rules.bytes_per_token_range)
+    cell_bytes: int | None = None  # the round cell the printed sizes allow (Sizing.likely_...)
 
 
 class LikelyCause(Enum):
@@ -215,6 +217,8 @@ def sizing_findings(
             tol,
             None if capped else _fit(sz, pool, tol),
             sz.kv_tokens if not derived and sz.kv_bytes == sz.logged_pool_bytes else None,
+            sz.page_size,
+            sz.likely_bytes_per_token,
         )
     )
     return out

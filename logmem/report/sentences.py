@@ -148,11 +148,13 @@ _GAP_WHY = {
 def _cells_bigger(f: fd.PoolsVsBudget) -> str:
     """SGLang sized the pool as budget // its cell: a larger pool means a larger allocated cell."""
     assert f.tokens
+    slots = f.tokens + f.page_size  # what the buffers hold (reference 4.1)
     return (
         f"SGLang sized the pool as budget / its cell size, {_g(f.rule_bytes)} GiB / "
         f"{f.tokens:,} tokens = {f.rule_bytes / f.tokens:,.0f} bytes per token, but the pools "
-        f"allocate {f.pool_bytes / f.tokens:,.0f}: its cell size leaves something out (e.g. FP8 "
-        "scales, an indexer, draft layers)"
+        f"allocate {f.cell_bytes or f.pool_bytes / slots:,.0f} per slot: the cell its sizing used leaves "
+        "something out that the allocation holds (e.g. FP8 scales, an indexer, draft layers, or "
+        "a backend's own cell formula)"
     )
 
 
