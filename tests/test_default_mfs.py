@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from datetime import date
 
+from conftest import corpus_log
 from logmem import api
 from logmem.analysis.attribution import build_ledger
 from logmem.report.mfs_words import coverage_text
 from logmem.sglang.default_mfs import Era, Rule, default_mfs
 
-CORPUS = "/work/shared/corpus/"
-
 
 def _led(name: str):  # type: ignore[no-untyped-def]
-    import glob
-
-    a = api.read_log(glob.glob(CORPUS + name + "-*.log")[0], require_startup=False)
+    a = api.read_log(str(corpus_log(name + "-")), require_startup=False)
     return build_ledger(a.launches[0])
 
 
@@ -74,3 +71,31 @@ def test_era_c_and_unknown() -> None:
     assert d.rule is Rule.RESERVE and d.era is Era.C and d.predicted is None
     u = default_mfs({"mem_fraction_static": 0.85, "tp_size": 1}, None, None, None)
     assert u.rule is Rule.UNKNOWN and u.era is Era.UNKNOWN
+
+
+def test_an_unconfirmed_reserve_formula_claims_no_reserve() -> None:
+    """023 (Mar 2026, era c) dumps mfs 0.65 and prints no device capacity: the formula's value
+    cannot be computed, so a derived value and a passed one look the same; the report sets no
+    graph reserve against the captures (review24 #2)."""
+    from click.testing import CliRunner
+
+    from logmem.cli.main import cli
+
+    led = _led("023")
+    d = led.default_mfs
+    assert d is not None and d.rule is Rule.RESERVE and d.matches is None
+    assert not d.reserve_applies and led.reserve is None
+    path = corpus_log("023-")
+    out = CliRunner().invoke(cli, ["analyze", str(path)], catch_exceptions=False).output
+    flat = " ".join(out.split())
+    assert "graph reserve" not in flat and "no reserve assumed" in flat
+    # A prediction that contradicts the dump is no reserve either.
+    args = {
+        "mem_fraction_static": 0.85,
+        "tp_size": 1,
+        "pp_size": 1,
+        "chunked_prefill_size": 8192,
+        "cuda_graph_max_bs": 8,
+    }
+    wrong = default_mfs(args, date(2026, 3, 1), None, 124546.0)
+    assert wrong.matches is False and not wrong.reserve_applies

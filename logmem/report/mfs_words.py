@@ -54,8 +54,18 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         how = "the dump fits it" if d.era_from == "dump" else when
         cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
         res = f", reserve {d.reserved_mib:,.0f} MiB" if d.reserved_mib is not None else ""
-        unsure = "" if d.passed is False else "; if not passed (no command line echoed)"
-        return "reserve", f"era {d.era.value} ({how}){cap}{res}: {_match(d)}{unsure}"
+        if d.matches is True:
+            return "reserve", f"era {d.era.value} ({how}){cap}{res}: {_match(d)}"
+        # Unconfirmed or contradicted: a derived value and a passed one look the same here.
+        tail = (
+            "passed, or a case the formula does not model; no reserve assumed"
+            if d.matches is False
+            else "derived or passed cannot be told; no reserve assumed"
+        )
+        return (
+            "unknown",
+            f"era {d.era.value} ({how}) reserve formula{cap}{res}: {_match(d)}; {tail}",
+        )
     if d.era is Era.UNKNOWN:
         return "unknown", "era unknown (no date): no default rule assumed"
     table = (

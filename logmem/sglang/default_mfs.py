@@ -113,8 +113,11 @@ class DefaultMfs:
 
     @property
     def reserve_applies(self) -> bool:
-        """Whether SGLang set a graph reserve aside for this launch (rules.graph_reserve)."""
-        return self.rule is Rule.RESERVE
+        """Whether SGLang is shown to have set a graph reserve aside for this launch
+        (rules.graph_reserve): the era's rule is the reserve formula and its value is the
+        dump's. Unconfirmed (no device capacity) or contradicted, the log cannot tell a derived
+        value from a passed one, so no reserve is claimed."""
+        return self.rule is Rule.RESERVE and self.matches is True
 
 
 def era_of(printed: date | None) -> Era:
