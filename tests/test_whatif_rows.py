@@ -57,3 +57,23 @@ def test_a_context_fit_that_leaves_too_little_outside_the_pool_is_not_offered() 
     log = corpus_log("041-")
     r = CliRunner().invoke(cli, ["whatif", str(log)])
     assert "not a usable setting; lower --context-length" in " ".join(r.output.split())
+
+
+def test_the_window_top_keeps_the_low_point_after_the_pool_not_only_the_end() -> None:
+    """036: free memory bottoms out at 0.81 GiB (the draft's Memory pool end, line 1473) before
+    captures give memory back (2.74 at the end). A larger pool must fit at that low point: the
+    top is about mfs 0.80 + 0.81 / P (review24 #1), not what the final reading allows."""
+    import re
+
+    text = corpus_log("036-").read_bytes().decode("utf-8", "replace").split("\n")
+    assert "Memory pool end. avail mem=0.81 GB" in text[1472]
+    # P: the target's Load weight begin on the binding rank (the draft loads later, lower).
+    p = next(
+        float(m[1])
+        for x in text
+        if "DP0 TP0 EP0" in x and (m := re.search(r"Load weight begin\. avail mem=([\d.]+)", x))
+    )
+    d = _json("036")
+    lo, hi = d["mem_fraction_static_window"]
+    assert abs(hi - (0.80 + 0.81 / p)) <= 0.002, (hi, 0.80 + 0.81 / p)
+    assert any("fell to 0.81 GiB (line 1473)" in a for a in d["assumptions"])

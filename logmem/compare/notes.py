@@ -291,6 +291,17 @@ class HeadroomDefinition:
 
 
 @frozen
+class LowPointBinds:
+    """Free memory fell lower after the KV pool than at the end (a later phase gave memory
+    back): the headroom is checked at that low point as well, where a larger pool must fit."""
+
+    rank: str
+    low_bytes: int
+    line: int
+    final_bytes: int
+
+
+@frozen
 class LoggedMfsGiven:
     mfs: float
 
@@ -420,6 +431,7 @@ Note = (
     | KVRuleReplayed
     | MfsMovesKVOnly
     | HeadroomDefinition
+    | LowPointBinds
     | LoggedMfsGiven
     | SharedBudget
     | PageRounding

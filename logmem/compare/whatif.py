@@ -28,8 +28,10 @@ from logmem.compare.whatif_facts import (
     WhatIfNote,
     bucket_change,
     budget_pools,
+    context_check,
     draft_pool,
     fixed_lazy,
+    low_points,
     main_buckets,
     top_unknown,
 )
@@ -327,6 +329,13 @@ def whatif_launch(
             after[crash_rank] = (cap, graph_c + free_c - cap)
     t0 = tokens(md.m0)
     draft0, _ = draft_pool(sz, t0, t0)
+    # The least free reading from the pool step on, per rank: a later phase can give memory
+    # back (036: the draft's pool step at 0.81 GiB, 2.74 at the end), and a larger pool has to
+    # fit at that low point as well as at the end.
+    low = low_points(led, after)
+    binds = min((v for v in low.values() if v[0] < after[v[2]][0]), default=None)
+    if binds is not None:
+        assumptions.append(cn.LowPointBinds(binds[2], binds[0], binds[1], after[binds[2]][0]))
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
@@ -336,9 +345,13 @@ def whatif_launch(
         draft, _ = draft_pool(sz, t, t0)
         d_change = draft.bytes - draft0.bytes if draft is not None and draft0 is not None else 0
         extra = pool_change + req_change + g_change + d_change
+        # At a low point before the captures ended a smaller graph has not freed anything yet.
+        extra_low = pool_change + req_change + d_change + max(g_change, 0)
         worst: tuple[int, str] | None = None
         for rank, (free, _g) in after.items():
             h = free - extra
+            if rank in low and low[rank][0] < free:  # a low point before the end
+                h = min(h, low[rank][0] - extra_low)
             if worst is None or h < worst[0]:
                 worst = (h, rank)
         graph_bytes = None
@@ -399,7 +412,7 @@ def whatif_launch(
     if md.masked is not None and md.masked.graph is not None and hi is not None:
         unknown_top = top_unknown(md.masked, md.m0, hi if hi < grid[-1] else None)
         hi = None
-    context = _context_check(
+    context = context_check(
         md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
     )
     if unknown_top is not None and lo_ctx is not None and lo_ctx > md.m0:
@@ -471,25 +484,3 @@ def _with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
     return replace(
         launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
     )
-
-
-def _context_check(
-    ctx: int | None,
-    lo_ctx: float | None,
-    hi: float | None,
-    bounded: bool,
-    full_bytes: int,
-    full_tokens: int,
-    bpt: int,
-) -> cn.ContextCheck:
-    """Whether one full context fits, and from which mem_fraction_static."""
-    f = cn.ContextFit
-    if not ctx:
-        return cn.ContextCheck(f.UNKNOWN)
-    if lo_ctx is None:
-        fit = f.IMPOSSIBLE
-    elif hi is not None and lo_ctx > hi:
-        fit = f.ABOVE_TOP
-    else:
-        fit = f.BOUNDED if bounded else f.FITS
-    return cn.ContextCheck(fit, ctx, bpt, lo_ctx, hi, full_bytes, full_tokens)

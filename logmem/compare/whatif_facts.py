@@ -5,7 +5,7 @@ smaller max bs (``bucket_change``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
@@ -221,3 +221,44 @@ def top_unknown(p: Phase, m0: float, at_most: float | None) -> TopUnknown:
         m0,
         at_most,
     )
+
+
+def context_check(
+    ctx: int | None,
+    lo_ctx: float | None,
+    hi: float | None,
+    bounded: bool,
+    full_bytes: int,
+    full_tokens: int,
+    bpt: int,
+) -> cn.ContextCheck:
+    """Whether one full context fits, and from which mem_fraction_static."""
+    f = cn.ContextFit
+    if not ctx:
+        return cn.ContextCheck(f.UNKNOWN)
+    if lo_ctx is None:
+        fit = f.IMPOSSIBLE
+    elif hi is not None and lo_ctx > hi:
+        fit = f.ABOVE_TOP
+    else:
+        fit = f.BOUNDED if bounded else f.FITS
+    return cn.ContextCheck(fit, ctx, bpt, lo_ctx, hi, full_bytes, full_tokens)
+
+
+def low_points(
+    led: LaunchLedger, after: Mapping[str, tuple[int, int]]
+) -> dict[str, tuple[int, int, str]]:
+    """Per rank of ``after``: (the least free reading from its pool step on, its line, rank)."""
+    out: dict[str, tuple[int, int, str]] = {}
+    for rl in led.ranks:
+        if rl.rank not in after:
+            continue
+        keys = [p.key for p in rl.phases]
+        start = next(
+            (i for i, k in enumerate(keys) if k in ("target_pools", "target_weights_and_pools")),
+            None,
+        )
+        if start is None:
+            continue
+        out[rl.rank] = min((p.after_bytes, p.lines[1], rl.rank) for p in rl.phases[start:])
+    return out

@@ -323,11 +323,20 @@ def _(n: cn.MfsMovesKVOnly) -> str:
 
 
 @note_text.register
+def _(n: cn.LowPointBinds) -> str:
+    return (
+        f"Free memory on {n.rank} fell to {_gs(n.low_bytes)} GiB (line {n.line}) after the KV pool, "
+        f"below the {_gs(n.final_bytes)} GiB it ended with: a larger pool must fit at that low "
+        "point too, so headroom is the lower of the two, less the extra memory."
+    )
+
+
+@note_text.register
 def _(n: cn.HeadroomDefinition) -> str:
     return (
-        "Headroom = free memory after the last capture (as measured, on the tightest rank) minus the "
-        "extra KV pool, request table and graph memory. The KV change is the rule at both values, so "
-        "printing errors cancel."
+        "Headroom = the least free memory from the KV pool on (as measured, on the tightest rank; "
+        "usually the last reading, after capture) minus the extra KV pool, request table and graph "
+        "memory. The KV change is the rule at both values, so printing errors cancel."
     )
 
 

@@ -3,7 +3,7 @@ measured and predicted columns, the pools, the mem_fraction_static window and th
 
 from __future__ import annotations
 
-from logmem.report.compare_layout import _f, _n, _rank, _tail
+from logmem.report.compare_layout import _f, _n, _tail
 from logmem.report.compare_out import Out
 from logmem.report.whatif_view import PredictionView, WhatIfView
 
@@ -43,7 +43,8 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
             _bound(p.graph_gib, p.graph_bound),
         ],
         [
-            f"headroom after capture, GiB ({_rank(p.headroom_rank or '')})",
+            # The least free reading from the pool step on (usually the end, after capture).
+            f"headroom, GiB ({p.headroom_rank or 'the GPU'})",
             _bound(m.headroom_gib, m.headroom_bound),
             _bound(p.headroom_gib, p.headroom_bound),
         ],
@@ -106,7 +107,7 @@ def _window(w: WhatIfView) -> str:
     if not w.window_empty and lo is not None and hi is not None:
         text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "
         if w.window_top_exact:
-            text += f"up to {hi:.3f} the headroom after capture stays >= {reserve:.2f} GiB."
+            text += f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB."
         else:
             at = f" {u.at}" if u else ""
             text += (
