@@ -77,3 +77,13 @@ def test_the_window_top_keeps_the_low_point_after_the_pool_not_only_the_end() ->
     lo, hi = d["mem_fraction_static_window"]
     assert abs(hi - (0.80 + 0.81 / p)) <= 0.002, (hi, 0.80 + 0.81 / p)
     assert any("fell to 0.81 GiB (line 1473)" in a for a in d["assumptions"])
+
+
+def test_the_held_mfs_note_follows_the_default_mfs_rule() -> None:
+    """The 'its default moves with max bs' aside only where SGLang's default can depend on max
+    bs (review24 #6): 019 passed --mem-fraction-static, 001 is era a (tp table)."""
+    passed = _json("019", "--cuda-graph-max-bs", "16")["assumptions"]
+    assert any("held at 0.71, as passed on the command line" in a for a in passed)
+    table = _json("001", "--cuda-graph-max-bs", "40")["assumptions"]
+    assert any("comes from tp_size alone" in a for a in table)
+    assert not any("if SGLang chose it" in a for a in passed + table)

@@ -22,6 +22,7 @@ from logmem.compare.replay import bytes_per_token
 from logmem.compare.slope import Slope, slope_assumptions, slopes
 from logmem.frozen import frozen
 from logmem.model.records import Launch
+from logmem.sglang.default_mfs import Rule
 from logmem.sglang.eras import (
     MARKER_NAMES,
     EraGuess,
@@ -380,9 +381,16 @@ def diff_launches(
     elif not cmp.varied:
         note = cn.SlopeNotVaried()
     elif cmp.confounders:
+        # The hint holds only where SGLang's default depends on max bs: not where the user
+        # passed the value, nor in era a (a tp table; logmem.sglang.default_mfs).
+        fixed = (Rule.PASSED, Rule.TP_TABLE)
+        derived_from_bs = any(
+            d is None or d.rule not in fixed for d in (la.default_mfs, lb.default_mfs)
+        )
         hint = (
             any(c.key == "mem_fraction_static" for c in cmp.changed)
             and "mem_fraction_static" in cmp.confounders
+            and derived_from_bs
         )
         note = cn.SlopeConfounded(tuple(confounder_parts(cmp, 4)), hint)
     else:

@@ -359,6 +359,9 @@ class OnlyMainGraph:
 @frozen
 class MfsHeld:
     mfs: float
+    # Why SGLang's default would not move with max bs here: "passed" (the command line gives
+    # it), "tp_table" (era a: tp only); None: it may (the reserve formula, or unknown).
+    fixed_by: str | None = None
 
 
 @frozen

@@ -39,6 +39,7 @@ from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
+from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, MFS_GRID
 from logmem.units import MIB
 
@@ -291,7 +292,9 @@ def whatif_launch(
         ):
             assumptions.append(cn.OnlyMainGraph(main.graph))
         if mem_fraction_static is None:
-            assumptions.append(cn.MfsHeld(md.m0))
+            d = led.default_mfs
+            fixed = {Rule.PASSED: "passed", Rule.TP_TABLE: "tp_table"}.get(d.rule) if d else None
+            assumptions.append(cn.MfsHeld(md.m0, fixed))
 
     def graph_delta(bs: int | None) -> int:
         if bsum is not None and bs == bsum.new_bs:

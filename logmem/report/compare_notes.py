@@ -421,6 +421,13 @@ def _(n: cn.OnlyMainGraph) -> str:
 
 @note_text.register
 def _(n: cn.MfsHeld) -> str:
+    if n.fixed_by == "passed":
+        return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
+    if n.fixed_by == "tp_table":
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
+            "tp_size alone, so max bs does not move it."
+        )
     return (
         f"mem_fraction_static is held at {n.mfs:g}; if SGLang chose it, its default moves by "
         f"{DECODE_GRAPH_MIB_PER_BS:g} MB per unit of max bs divided by the GPU capacity."
