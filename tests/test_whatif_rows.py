@@ -87,3 +87,12 @@ def test_the_held_mfs_note_follows_the_default_mfs_rule() -> None:
     table = _json("001", "--cuda-graph-max-bs", "40")["assumptions"]
     assert any("comes from tp_size alone" in a for a in table)
     assert not any("if SGLang chose it" in a for a in passed + table)
+
+
+def test_the_kv_rule_note_says_whose_readings_and_which_share() -> None:
+    """011 prints P on TP0 only (of 8 ranks); 006's full pool gets 11.4% of the SWA-split budget:
+    the note says so instead of 'minimums over ranks' and 'rest // cell' (review24 #7)."""
+    one = _json("011")["assumptions"][0]
+    assert "TP0's readings (the other 7 ranks print none" in one
+    swa = _json("006")["assumptions"][0]
+    assert "tokens = 11.4% of rest //" in swa

@@ -278,6 +278,11 @@ class KVRuleReplayed:
     pre_load_bytes: int
     bytes_per_token: int
     pre_load_rank: str
+    # How many ranks P was read on, of how many the log should hold (Sizing.pre_load_coverage).
+    ranks_printed: int | None = None
+    ranks_expected: int | None = None
+    # The full pool's share of the budget when SWA / Mamba pools split it (1.0: the KV alone).
+    share: float = 1.0
 
 
 @frozen

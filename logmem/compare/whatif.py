@@ -186,7 +186,15 @@ def whatif_launch(
     sz = md.sz
     notes: list[cn.Note | WhatIfNote] = []
     assumptions: list[cn.Note | WhatIfNote] = [
-        cn.KVRuleReplayed(sz.after_weights_bytes, sz.pre_load_bytes, md.bpt, sz.pre_load_rank),
+        cn.KVRuleReplayed(
+            sz.after_weights_bytes,
+            sz.pre_load_bytes,
+            md.bpt,
+            sz.pre_load_rank,
+            sz.pre_load_coverage.printed if sz.pre_load_coverage else None,
+            sz.pre_load_coverage.expected if sz.pre_load_coverage else None,
+            md.share,
+        ),
         cn.MfsMovesKVOnly(),
         cn.HeadroomDefinition(),
     ]

@@ -306,11 +306,21 @@ def _(n: cn.HeuristicReserve) -> str:
 
 @note_text.register
 def _(n: cn.KVRuleReplayed) -> str:
+    share = f"{n.share:.1%} of rest" if n.share < 1 else "rest"
+    if n.ranks_printed == 1 and (n.ranks_expected or 1) > 1:
+        # One rank prints (the rank filter): SGLang's own minimum may be lower.
+        who = (
+            f"P and after-weights are {_on(n.pre_load_rank)}'s readings (the other "
+            f"{(n.ranks_expected or 1) - 1} ranks print none; SGLang's minimum may be lower)"
+        )
+    elif n.ranks_printed == 1:
+        who = f"P and after-weights are {_on(n.pre_load_rank)}'s readings"
+    else:
+        who = f"P and after-weights are minimums over ranks (P on {_on(n.pre_load_rank)})"
     return (
         f"SGLang's KV rule: rest = after-weights free {_gs(n.after_weights_bytes)} GiB - P "
-        f"{_gs(n.pre_load_bytes)} GiB x (1 - mem_fraction_static); tokens = rest // "
-        f"{n.bytes_per_token:,} B per token. P and after-weights are minimums over ranks (P on "
-        f"{_on(n.pre_load_rank)})."
+        f"{_gs(n.pre_load_bytes)} GiB x (1 - mem_fraction_static); tokens = {share} // "
+        f"{n.bytes_per_token:,} B per token. {who}."
     )
 
 
