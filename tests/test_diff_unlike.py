@@ -71,3 +71,16 @@ def test_era_label_after_its_window_is_approximate_once() -> None:
 def test_missing_lines_are_not_another_wording() -> None:
     d = _diff(corpus_log("014-"), corpus_log("017-"))
     assert not any("Different SGLang wording" in h for h in to_json(d)["headlines"])
+
+
+def test_a_log_that_kept_only_the_final_bar_has_no_first_bucket() -> None:
+    """017 kept one render of its decode bar, the last (52/52, bs 1): bs 1 is the last bucket
+    captured, not the first, so diff does not call it 'first in B' (review24 #8)."""
+    from logmem.api import read_log
+    from logmem.compare.points import graph_points
+
+    path = corpus_log("017-")
+    assert "bs=1 avail_mem=23.54 GB): 100% | 52/52" in path.read_text()
+    (L,) = read_log(str(path)).launches
+    (p,) = [x for x in graph_points(L) if x.per_bs and x.buckets]
+    assert p.buckets[0][0] == 1 and p.first_size is None

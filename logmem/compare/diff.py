@@ -275,8 +275,7 @@ def _bucket_changes(
     ga: GraphPoint, gb: GraphPoint, place: tuple[int | None, int | None]
 ) -> tuple[BucketChange, ...]:
     cb = {s: c for s, c in gb.buckets if s is not None and c is not None}
-    head_a = next((s for s, _ in ga.buckets), None)
-    head_b = next((s for s, _ in gb.buckets), None)
+    head_a, head_b = ga.first_size, gb.first_size
     out = []
     for s, c in ga.buckets:
         if s is None or c is None or s not in cb:

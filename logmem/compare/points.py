@@ -43,6 +43,9 @@ class GraphPoint:
     other_bytes: int | None
     total_bytes: int | None
     buckets: tuple[tuple[int | None, int | None], ...]  # (size, cost bytes) in capture order
+    # The size the capture began with, when a reading shows it (the first bar is bucket 0, or
+    # carries no index); None when the log kept only later renders.
+    first_size: int | None = None
 
     @property
     def has_buckets(self) -> bool:
@@ -92,8 +95,18 @@ def graph_points(launch: Launch) -> list[GraphPoint]:
                 total = g.begin_bytes - g.end_bytes
             buckets: list[tuple[int | None, int | None]] = []
             for i, s in enumerate(g.samples):
-                nxt = g.samples[i + 1].avail.bytes if i + 1 < len(g.samples) else g.end_bytes
-                buckets.append((s.size, s.avail.bytes - nxt if nxt is not None else None))
+                later = g.samples[i + 1] if i + 1 < len(g.samples) else None
+                nxt = later.avail.bytes if later is not None else g.end_bytes
+                # One bucket's cost only between readings of consecutive buckets (tqdm's n);
+                # a kept-only-some-renders log spans several buckets between two readings.
+                one = (
+                    s.index is None or later.index is None or later.index == s.index + 1
+                    if later is not None
+                    else s.index is None or g.bar_total is None or s.index == g.bar_total - 1
+                )
+                buckets.append((s.size, s.avail.bytes - nxt if nxt is not None and one else None))
+            head = g.samples[0] if g.samples else None
+            first = head.size if head is not None and head.index in (0, None) else None
             # Only readings at the first two buckets measure them (a log may keep only the 0%
             # and 100% renders: their difference is many buckets, not the largest one).
             largest = g.largest_bucket_bytes if g.largest_measured else None
@@ -111,6 +124,7 @@ def graph_points(launch: Launch) -> list[GraphPoint]:
                     g.other_buckets_bytes if largest is not None else None,
                     total,
                     tuple(buckets),
+                    first,
                 )
             )
     return out
