@@ -374,3 +374,20 @@ def test_the_pools_vs_budget_cell_counts_the_page_slots() -> None:
     (gap,) = [f for f in led.findings if isinstance(f, fd.PoolsVsBudget)]
     assert gap.page_size == 128 and gap.cell_bytes == (512 + 64) * 61 * 2
     assert "allocate 70,272 per slot" in finding_text(gap)
+
+
+@pytest.mark.parametrize("prefix", ["005-", "014-"])
+def test_the_mamba_pool_that_sets_the_request_count_is_named(prefix: str) -> None:
+    """Hybrid models: the summary's max_running_requests is the Mamba pool's slots // 3 (005:
+    40 -> 13, 014: 186 -> 62), far below what the KV pool holds (review24 #4); the finding
+    names both lines, and a launch that passes --max-running-requests gets none."""
+    text = corpus_log(prefix).read_text()
+    slots = int(re.search(r"max_mamba_cache_size: (\d+)", text)[1])  # type: ignore[index]
+    n = int(re.search(r"max_running_requests=(\d+), context_len", text)[1])  # type: ignore[index]
+    assert n == slots // 3
+    (L,) = read_log(str(corpus_log(prefix))).launches
+    (f,) = [x for x in build_ledger(L).findings if isinstance(x, fd.MambaSlotsLimit)]
+    assert (f.slots, f.max_running_requests) == (slots, n)
+    assert f"a third of the Mamba state pool's {slots} slots" in finding_text(f)
+    (L,) = read_log(str(corpus_log("001-"))).launches
+    assert not any(isinstance(x, fd.MambaSlotsLimit) for x in build_ledger(L).findings)

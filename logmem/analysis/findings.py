@@ -36,6 +36,8 @@ from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings
 from logmem.analysis.imbalance import Imbalance as Imbalance
 from logmem.analysis.imbalance import imbalance_finding
 from logmem.analysis.ledger import Bound, Cause, Lazy, Phase, RankLedger, What
+from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
+from logmem.analysis.mamba_slots import mamba_slots_limit
 from logmem.analysis.sizing import arg_number
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
@@ -256,6 +258,7 @@ Finding = (
     | Reuse
     | RankGraphSpread
     | ContextVsPool
+    | MambaSlotsLimit
 )
 
 
@@ -288,6 +291,9 @@ def findings(led: LaunchLedger) -> list[Finding]:
     # Right after the KV budget: whether that pool holds the context the server advertises.
     if led.context is not None and led.context.applies:
         out.append(led.context)
+    slots = mamba_slots_limit(L)
+    if slots is not None:
+        out.append(slots)
     disagree = kv_sources_disagree(led.kv_hint, main, L, rl)
     if disagree is not None:
         out.append(disagree)

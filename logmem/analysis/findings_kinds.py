@@ -33,3 +33,4 @@ class FindingKind(Enum):
     RANK_GRAPH_SPREAD = "rank_graph_spread"
     CONTEXT_VS_POOL = "context_vs_pool"
     UNIFIED_MEMORY = "unified_memory"
+    MAMBA_SLOTS = "mamba_slots"

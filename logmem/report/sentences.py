@@ -287,6 +287,17 @@ def _(f: fd.BottomedOut) -> str:
 
 
 @finding_text.register
+def _(f: fd.MambaSlotsLimit) -> str:
+    return (
+        f"max_running_requests={f.max_running_requests} (line {f.summary_line}) is a third of the "
+        f"Mamba state pool's {f.slots} slots (max_mamba_cache_size, line {f.slots_line}): that "
+        f"pool, not the KV pool ({f.kv_tokens:,} tokens), limits how many requests run at once. "
+        "More slots (--max-mamba-cache-size, or a larger --mamba-full-memory-ratio, which gives "
+        "the Mamba state more of the budget and the KV pool less) allow more."
+    )
+
+
+@finding_text.register
 def _(f: fd.UnifiedMemory) -> str:
     return (
         f"nvidia-smi gave SGLang no memory total (line {f.line}), as on a unified-memory device "
