@@ -84,3 +84,16 @@ def test_a_log_that_kept_only_the_final_bar_has_no_first_bucket() -> None:
     (L,) = read_log(str(path)).launches
     (p,) = [x for x in graph_points(L) if x.per_bs and x.buckets]
     assert p.buckets[0][0] == 1 and p.first_size is None
+
+
+def test_a_load_weight_end_without_mem_usage_reads_as_e0_e1() -> None:
+    """024 (Oct 2024) prints Load weight end with no mem usage, a field E2 added (reference 0.1);
+    it reads as E0-E1, in step with its date, not 'unknown' (review24 #9)."""
+    from logmem.sglang.eras import era_markers, era_of
+
+    path = corpus_log("024-")
+    loads = [x for x in path.read_text().splitlines() if "Load weight end." in x]
+    assert loads and not any("mem usage" in x for x in loads)
+    (L,) = read_log(str(path)).launches
+    e = era_of(era_markers(L))
+    assert e is not None and e.name == "E0-E1"

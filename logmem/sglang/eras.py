@@ -43,6 +43,7 @@ MARKER_NAMES = (
     "capture end fields",
     "elapsed= in init/load lines",
     "Load weight end details",
+    "Load weight end mem usage",
     "KV line",
     "bucket bar",
     "bs list line",
@@ -86,6 +87,11 @@ def era_markers(launch: Launch) -> dict[str, str]:
         "yes (E5 on)" if has_elapsed else ("no" if inits or loads else "no lines")
     )
     if loads:
+        # E2 added "mem usage=" to Load weight end (reference 0.1): a field inside the line, so
+        # a truncated or filtered paste cannot drop it the way it drops whole lines.
+        out["Load weight end mem usage"] = (
+            "yes (E2 on)" if any(e.usage is not None for e in loads) else "no (E0-E1)"
+        )
         keys = sorted({k for e in loads for k, _ in e.details})
         out["Load weight end details"] = (
             ", ".join(f"{k}=" for k in keys) if keys else "none (E6 on)"
@@ -152,7 +158,7 @@ def era_of(markers: Mapping[str, str]) -> Era | None:
         return ERAS["E3-E4"]
     if "E2" in end:
         return ERAS["E2"]
-    if "E0-E1" in end:
+    if "E0-E1" in end or "E0-E1" in markers.get("Load weight end mem usage", ""):
         return ERAS["E0-E1"]
     return None
 
