@@ -360,7 +360,7 @@ def build_ledger(
         (),
         hint,
         platform=plat,
-        context=context_vs_pool(launch, sz, _least_free_after_pools(ranks, binding)),
+        context=context_vs_pool(launch, sz, _least_free(ranks, binding)),
         device_totals=totals,
         pre_start=tuple(pre_starts(launch, ranks, totals).values()),
         default_mfs=dmfs,
@@ -368,15 +368,8 @@ def build_ledger(
     return replace(led, findings=tuple(findings(led)))
 
 
-def _least_free_after_pools(ranks: Sequence[RankLedger], binding: str | None) -> int | None:
-    """The binding rank's least free reading from its pool step on: what the pool left, less
-    whatever came after it (workspaces, graphs). None without that rank's pool step."""
+def _least_free(ranks: Sequence[RankLedger], binding: str | None) -> int | None:
+    """The binding rank's least free reading from its pool step on (RankLedger)."""
     led = next((r for r in ranks if r.rank == binding), None)
-    if led is None:
-        return None
-    keys = [p.key for p in led.phases]
-    if "target_pools" not in keys:
-        return None
-    after = [p.after_bytes for p in led.phases[keys.index("target_pools") :]]
-    known = [b for b in after if b is not None]
-    return min(known) if known else None
+    low = led.least_free_from_pools() if led is not None else None
+    return low[0] if low is not None else None

@@ -5,7 +5,7 @@ capacity (SGLang's device-total line, else a PyTorch OOM's total capacity)."""
 from __future__ import annotations
 
 from logmem.analysis.comm_inputs import mfs_passed
-from logmem.analysis.device_total import _oom_totals, device_totals
+from logmem.analysis.device_total import device_totals, oom_totals
 from logmem.model.records import Launch
 from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES
 from logmem.sglang.default_mfs import DefaultMfs, default_mfs
@@ -21,7 +21,7 @@ def capacity_mib(launch: Launch) -> float | None:
         return t.used_bytes / MIB
     if t is not None and t.per_device_bytes:
         return min(t.per_device_bytes) / MIB
-    ooms = [v[0] for v in _oom_totals(launch).values()]
+    ooms = [v[0] for v in oom_totals(launch).values()]
     return min(ooms) / MIB if ooms else None
 
 

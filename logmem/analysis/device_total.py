@@ -90,7 +90,7 @@ def device_totals(launch: Launch) -> DeviceTotals | None:
     )
 
 
-def _oom_totals(launch: Launch) -> dict[str, tuple[int, int, int | None, str]]:
+def oom_totals(launch: Launch) -> dict[str, tuple[int, int, int | None, str]]:
     """Per rank label: (total bytes, line, GPU index, device) from the rank's first OOM message."""
     out: dict[str, tuple[int, int, int | None, str]] = {}
     for t in launch.tracebacks:
@@ -128,7 +128,7 @@ def pre_starts(
     launch: Launch, ledgers: Iterable[RankLedger], totals: DeviceTotals | None
 ) -> dict[str, PreStart]:
     """Per rank label with a ledger and a known device total: its pre-start figure."""
-    ooms = _oom_totals(launch)
+    ooms = oom_totals(launch)
     out: dict[str, PreStart] = {}
     for led in ledgers:
         # Only a ledger that starts before the weights load starts at start-up: a fragment's

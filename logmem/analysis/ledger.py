@@ -310,6 +310,20 @@ class RankLedger:
     def phase(self, key: str) -> Phase | None:
         return next((p for p in self.phases if p.key == key), None)
 
+    def least_free_from_pools(self) -> tuple[int, int] | None:
+        """(bytes, line) of the least free reading from the target's pool step on: what the
+        pool left, less whatever came after it (workspaces, graphs, a draft model); a later
+        phase may give memory back, so this can sit below the last reading. None without a
+        pool step."""
+        keys = [p.key for p in self.phases]
+        start = next(
+            (i for i, k in enumerate(keys) if k in ("target_pools", "target_weights_and_pools")),
+            None,
+        )
+        if start is None:
+            return None
+        return min((p.after_bytes, p.lines[1]) for p in self.phases[start:])
+
     def check(self) -> None:
         """Conservation: phases chain and add up; causes add up to each phase's drop."""
         for a, b in zip(self.phases, self.phases[1:]):

@@ -36,7 +36,7 @@ class PoolProjection:
         self.share = 1.0
         if sz.logged_pool_bytes and sz.kv_bytes and sz.logged_pool_bytes > sz.kv_bytes:
             self.share = sz.kv_bytes / sz.logged_pool_bytes
-        self.page = _positive_int(args.get("page_size")) or 1
+        self.page = sz.page_size  # rules.page_size, parsed once by sizing()
         self.max_total_tokens = _positive_int(args.get("max_total_tokens"))
         self.m0 = sz.mem_fraction_static
         # A projection is the logged pool plus the change of the rule's budget, in tokens of one

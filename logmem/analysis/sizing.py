@@ -218,7 +218,8 @@ def sizing(launch: Launch) -> Sizing | None:
     tokens = main.tokens if main else None
     if tokens is None and launch.summary is not None and len(kv) == 1:
         tokens = launch.summary.max_total_num_tokens  # Jan 2025 KV lines print no #tokens
-    bpt = main.total_bytes / (tokens + rules.page_size(launch.args)) if main and tokens else None
+    page = rules.page_size(launch.args)
+    bpt = main.total_bytes / (tokens + page) if main and tokens else None
     parts = 1 if main is not None and main.kv is not None else 2
     labels = ("SWA", "full") if swa and len(kv) >= 2 else ()
     per_pool = (
@@ -260,7 +261,7 @@ def sizing(launch: Launch) -> Sizing | None:
         coverage(launch, readings.ranks_seen, pre_rank),
         coverage(launch, readings.after_weights_ranks_seen, readings.after_weights_rank),
         sum(p.total_bytes for p in mamba) if mamba else None,
-        rules.page_size(launch.args),
+        page,
     )
 
 

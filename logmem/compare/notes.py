@@ -9,6 +9,7 @@ from enum import Enum
 from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
+from logmem.sglang.default_mfs import Rule
 from logmem.sglang.eras import EraGuess
 
 # --- where a figure comes from ------------------------------------------------------------
@@ -364,9 +365,9 @@ class OnlyMainGraph:
 @frozen
 class MfsHeld:
     mfs: float
-    # Why SGLang's default would not move with max bs here: "passed" (the command line gives
-    # it), "tp_table" (era a: tp only); None: it may (the reserve formula, or unknown).
-    fixed_by: str | None = None
+    # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED or TP_TABLE say
+    # SGLang's default would not move with max bs; None or another rule: it may.
+    rule: Rule | None = None
 
 
 @frozen

@@ -39,7 +39,6 @@ from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
-from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, MFS_GRID
 from logmem.units import MIB
 
@@ -301,8 +300,7 @@ def whatif_launch(
             assumptions.append(cn.OnlyMainGraph(main.graph))
         if mem_fraction_static is None:
             d = led.default_mfs
-            fixed = {Rule.PASSED: "passed", Rule.TP_TABLE: "tp_table"}.get(d.rule) if d else None
-            assumptions.append(cn.MfsHeld(md.m0, fixed))
+            assumptions.append(cn.MfsHeld(md.m0, d.rule if d is not None else None))
 
     def graph_delta(bs: int | None) -> int:
         if bsum is not None and bs == bsum.new_bs:

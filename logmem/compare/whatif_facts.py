@@ -251,14 +251,7 @@ def low_points(
     """Per rank of ``after``: (the least free reading from its pool step on, its line, rank)."""
     out: dict[str, tuple[int, int, str]] = {}
     for rl in led.ranks:
-        if rl.rank not in after:
-            continue
-        keys = [p.key for p in rl.phases]
-        start = next(
-            (i for i, k in enumerate(keys) if k in ("target_pools", "target_weights_and_pools")),
-            None,
-        )
-        if start is None:
-            continue
-        out[rl.rank] = min((p.after_bytes, p.lines[1], rl.rank) for p in rl.phases[start:])
+        low = rl.least_free_from_pools() if rl.rank in after else None
+        if low is not None:
+            out[rl.rank] = (low[0], low[1], rl.rank)
     return out

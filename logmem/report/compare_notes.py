@@ -12,6 +12,7 @@ from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
 from logmem.report.compare_words import era_text, slope_source_text
+from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,
@@ -431,9 +432,9 @@ def _(n: cn.OnlyMainGraph) -> str:
 
 @note_text.register
 def _(n: cn.MfsHeld) -> str:
-    if n.fixed_by == "passed":
+    if n.rule is Rule.PASSED:
         return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
-    if n.fixed_by == "tp_table":
+    if n.rule is Rule.TP_TABLE:
         return (
             f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
             "tp_size alone, so max bs does not move it."
