@@ -19,6 +19,9 @@ from logmem.analysis.findings_left import LeftFree as LeftFree
 from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
 from logmem.analysis.findings_left import left_free, served_line
+from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
+from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
+from logmem.analysis.findings_order import launch_started, out_of_order
 
 # The sizing records are part of this module's Finding union (and its public names).
 from logmem.analysis.findings_sizing import BudgetNotPositive as BudgetNotPositive
@@ -233,7 +236,9 @@ class UnifiedMemory:
 
 
 Finding = (
-    UnifiedMemory
+    LaunchStarted
+    | OutOfOrder
+    | UnifiedMemory
     | Weights
     | KVBudget
     | KVLoggedAvailable
@@ -266,6 +271,12 @@ def findings(led: LaunchLedger) -> list[Finding]:
     """The launch's findings, most useful first."""
     out: list[Finding] = []
     L = led.launch
+    # First: where this launch begins in its file, and whether its ranks' lines are in order
+    # (both change how far the figures below can be trusted).
+    started = launch_started(L)
+    if started is not None:
+        out.append(started)
+    out.extend(out_of_order(L))
     main = L.main_rank
     if main is None:
         return out

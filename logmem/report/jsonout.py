@@ -14,6 +14,7 @@ from logmem.analysis.comm_join import communication
 from logmem.analysis.context import ContextVsPool
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
 from logmem.analysis.failures.records import exc_type_of, message_of
+from logmem.model.boundaries import LaunchStart
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
@@ -40,6 +41,22 @@ def _g(m: Mem | None) -> float | None:
 
 def _line(src: Source | None) -> dict[str, Any] | None:
     return {"path": src.path, "line": src.line_no} if src is not None else None
+
+
+def _start_json(s: LaunchStart | None) -> dict[str, Any] | None:
+    """Why a launch begins where it does in its file (logmem.model.boundaries)."""
+    if s is None:
+        return None
+    return {
+        "kind": s.kind,
+        "line": _line(s.line),
+        "rank": s.rank,
+        "step": s.step or None,
+        "evidence": _line(s.evidence),
+        "values": {"what": s.values[0], "this": s.values[1], "earlier": s.values[2]}
+        if s.values
+        else None,
+    }
 
 
 def _ln(e: ev.Event | None) -> int | None:
@@ -232,6 +249,7 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "capacity_gib": gib(f.capacity_bytes),
         "message": f.message,
         "line": _line(f.line),
+        "rank_line": _line(f.rank_line),
         "fixes": [
             {"flag": x.flag, "value": fix_value(x), "effect": effect_text(x.effect)}
             for x in f.fixes
@@ -344,6 +362,8 @@ def launch_json(
     return {
         "index": L.index,
         "paths": list(L.paths),
+        "start": _start_json(L.start),
+        "next_start": _line(L.next_start),
         "outcome": oc.status,
         "verdict": verdict_lines(L),
         "failure": failure_json(oc.failure),
