@@ -18,8 +18,9 @@ another began (reference 1.5, 17). The evidence, in the order it is checked:
   ``Load weight begin`` waiting for it (``model``).
 
 Lines out of time order on one rank (a log sorted or reordered by a shipper) are not a new
-launch: a step that runs back in time on its rank never opens one by the ready or summary
-rule (logmem.analysis.time_order reports them).
+launch: a step that runs back in time on its rank opens one by the ready or summary rule only
+when the rank printed that step already (the same log twice), and never by the model rule
+(logmem.analysis.findings_order reports them).
 """
 
 from __future__ import annotations
@@ -122,14 +123,17 @@ def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
     seen = L.steps.get(path)
     if seen is None:
         return None
-    if isinstance(e, _LOADS) and not seen.runs_back(e):
+    r = L.ranks.get(e.rank)
+    # A step the rank printed already is a second start-up's even when its clock runs back
+    # (the same log pasted twice); a first one dated back is a reordered line (time_order).
+    repeat = r is not None and any(type(x) is type(e) for x in r.events)
+    if isinstance(e, _LOADS) and (repeat or not seen.runs_back(e)):
         up = next(
             (x for x in L.events if isinstance(x, (ev.Ready, ev.HttpUp)) and x.source.path == path),
             None,
         )
         if up is not None:
             return LaunchStart("after_ready", e.source, e.rank, up.source)
-        r = L.ranks.get(e.rank)
         if r is not None and r.summary is not None and r.summary.source.path == path:
             return LaunchStart("after_summary", e.source, e.rank, r.summary.source)
     tagged = sorted((s for k, s in seen.first.items() if k), key=lambda s: s.line_no)

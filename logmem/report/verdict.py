@@ -168,8 +168,11 @@ def headline_text(f: fx.Failure) -> str:
                 f" (its last line {f.rank_line.line_no}; the last recognised line of the log "
                 f"is {f.line.line_no})"
             )
+        # Another launch follows in the file: this start-up stops there, not the log.
+        followed = any(isinstance(n, fx.LogStops) and n.next_launch_line for n in f.notes)
+        what = "this start-up stops" if followed else "the log stops"
         return (
-            f"Incomplete: the log stops {where}{extra} on {rank or 'the GPU'}{line}; "
+            f"Incomplete: {what} {where}{extra} on {rank or 'the GPU'}{line}; "
             f"this is not a complete start-up."
         )
     figures = ""
