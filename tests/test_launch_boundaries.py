@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.failures import outcome
-from logmem.analysis.findings import LaunchStarted, OutOfOrder
+from logmem.analysis.findings import LaunchStarted, LeftFree, OutOfOrder
 from logmem.api import read_log
 from logmem.model.records import Launch
 from logmem.report.model import verdict_lines
@@ -148,6 +148,12 @@ def test_a_cut_log_names_the_stopped_ranks_own_last_line() -> None:
     assert f.line is not None and f.line.line_no == 57
     assert f.rank_line is not None and f.rank_line.line_no == 54
     assert "its last line 54; the last recognised line of the log is 57" in verdict_lines(L)[0]
+    # TP0's last reading (6.09 after weights, line 53) comes before its 2.84 GiB pool (line 54).
+    a = read_log(str(FIXTURES / "cut-001-after-57-constructed.log"))
+    left = [f for f in a.ledger(L).findings if isinstance(f, LeftFree)]
+    assert len(left) == 1 and left[0].rank == "TP0" and left[0].pools_after is not None
+    assert left[0].pools_after[1] == 54
+    assert "before its KV pool (2.84 GiB, line 54)" in finding_text(left[0])
 
 
 # --- one rank out of time order --------------------------------------------------------------

@@ -311,7 +311,8 @@ def findings(led: LaunchLedger) -> list[Finding]:
     device = led.platform.device
     if rl is not None:
         unmeasured = any(g.captured_without_memory for g in main.graphs)
-        out.extend(_rank(rl, StartupEnd(outcome(L).status), device, served_line(L), unmeasured))
+        end = StartupEnd(outcome(L).status)
+        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main))
         out.extend(unexplained(rl, L, device))
     imbalance = imbalance_finding(led, _NOTABLE)
     if imbalance is not None:
@@ -334,6 +335,7 @@ def _rank(
     device: str = "unknown",
     served: int | None = None,
     unmeasured_after: bool = False,
+    rank: Rank | None = None,
 ) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
@@ -349,7 +351,7 @@ def _rank(
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(_captures(rl, device))
     if rl.last_bytes is not None:
-        out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after))
+        out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after, rank))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))

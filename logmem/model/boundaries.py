@@ -70,6 +70,7 @@ class LaunchStart:
     # (what, this line's value, the earlier line's value), as printed: times, model types.
     values: tuple[str, str, str] | None = None
     step: str = ""  # the opening line's event type (WeightsEnd, InitBegin ...); "" server_args
+    at: str | None = None  # the opening line's printed date and time, if dated
 
 
 def _spec(L: _LaunchB) -> str | None | bool:
@@ -90,10 +91,12 @@ class FileSteps:
     first: dict[str, Source] = field(default_factory=dict)
     latest: dict[str, tuple[datetime, Source]] = field(default_factory=dict)
     last: tuple[datetime, Source] | None = None
+    kinds: dict[str, set[str]] = field(default_factory=dict)  # per rank: its step types so far
 
     def add(self, e: ev.Event) -> None:
         label = e.rank or ""
         self.first.setdefault(label, e.source)
+        self.kinds.setdefault(label, set()).add(type(e).__name__)
         t = printed_at(e)
         if t is None:
             return
@@ -113,7 +116,13 @@ def new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
     """Whether the rank event ``e`` opens a new launch after ``L`` (its file's current one),
     by the rules of the module docstring after the restart rule (logmem.model.build)."""
     start = _new_launch(L, e)
-    return None if start is None else replace(start, step=type(e).__name__)
+    return None if start is None else stamped(start, e)
+
+
+def stamped(start: LaunchStart, e: ev.Event) -> LaunchStart:
+    """The LaunchStart with the opening event's type and printed time."""
+    t = printed_at(e)
+    return replace(start, step=type(e).__name__, at=f"{t:%Y-%m-%d %H:%M:%S}" if t else None)
 
 
 def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
@@ -125,8 +134,8 @@ def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
         return None
     r = L.ranks.get(e.rank)
     # A step the rank printed already is a second start-up's even when its clock runs back
-    # (the same log pasted twice); a first one dated back is a reordered line (time_order).
-    repeat = r is not None and any(type(x) is type(e) for x in r.events)
+    # (the same log pasted twice); a first one dated back is a reordered line (findings_order).
+    repeat = type(e).__name__ in seen.kinds.get(e.rank, ())
     if isinstance(e, _LOADS) and (repeat or not seen.runs_back(e)):
         up = next(
             (x for x in L.events if isinstance(x, (ev.Ready, ev.HttpUp)) and x.source.path == path),

@@ -6,8 +6,12 @@ Rules, from docs/reference.md sections 1.5, 7 and 17:
   (logmem.model.inputs): files whose server_args, model or clocks say they are different
   launches are never merged;
 * a file that prints ``server_args=`` twice, or a rank that begins distributed init
-  twice, holds two launches; per-rank files of one launch are merged by launch index;
-* per rank, the first ``Load weight`` pair is the target model, a later one the draft;
+  twice, holds two launches, and so does a file where a start-up begins without them (a
+  rank loading after the launch came up, untagged beside tagged ranks, a clock jump,
+  another model: logmem.model.boundaries); each such launch keeps why (Launch.start);
+  per-rank files of one launch are merged by launch index;
+* per rank, the first ``Load weight`` pair is the target model, a later one the draft
+  (named "second" when the launch shows no draft: rank_build.draft_evidence);
   pool lines and ``Memory pool end`` belong to the first model whose pools are not
   closed yet (older SGLang: target pools before draft load; newest: both loads first);
 * ``Using KV cache dtype`` belongs to the same model as the pools it precedes; printed by
@@ -30,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import field, replace
 
 from logmem.frozen import mutable
-from logmem.model.boundaries import STEPS, FileSteps, LaunchStart, new_launch
+from logmem.model.boundaries import STEPS, FileSteps, LaunchStart, new_launch, stamped
 from logmem.model.captures import (
     begin_capture,
     capture_sizes,
@@ -292,7 +296,8 @@ class _Builder:
         L = self.launch()
         if isinstance(e, ev.ServerArgs):
             if self.file_content:
-                L = self.next_launch(LaunchStart("server_args", e.source, None, _first_args(L)))
+                again = LaunchStart("server_args", e.source, None, _first_args(L))
+                L = self.next_launch(replace(stamped(again, e), step=""))
                 self.flush_prelude(L, front=True)
             elif L.server_args is not None and not same_launch_args(L.server_args.args, e.args):
                 # Another file's start-up with other settings: a launch of its own, not a part.
@@ -335,7 +340,7 @@ class _Builder:
             return None
         r = L.ranks.get(e.rank or "")
         first = r.init_begin.source if r is not None and r.init_begin is not None else None
-        return LaunchStart("restart", e.source, e.rank, first, step=type(e).__name__)
+        return stamped(LaunchStart("restart", e.source, e.rank, first), e)
 
     def is_restart(self, L: _LaunchB, e: ev.Event) -> bool:
         """A rank that begins distributed init again after start-up ended is a restart.

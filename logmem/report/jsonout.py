@@ -52,6 +52,7 @@ def _start_json(s: LaunchStart | None) -> dict[str, Any] | None:
         "line": _line(s.line),
         "rank": s.rank,
         "step": s.step or None,
+        "at": s.at,
         "evidence": _line(s.evidence),
         "values": {"what": s.values[0], "this": s.values[1], "earlier": s.values[2]}
         if s.values

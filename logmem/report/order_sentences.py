@@ -45,7 +45,8 @@ def _span(d: timedelta) -> str:
 @finding_text.register
 def _(f: LaunchStarted) -> str:
     s = f.start
-    at = f"This launch begins at line {s.line.line_no}"
+    when = f" ({s.at})" if s.at else ""
+    at = f"This launch begins at line {s.line.line_no}{when}"
     prev = f"launch {f.previous}"
     ev_line = s.evidence.line_no if s.evidence is not None else None
     who = _rank(s.rank)
