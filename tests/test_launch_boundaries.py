@@ -59,7 +59,7 @@ def test_a_paste_without_server_args_after_a_ready_launch_is_a_launch_of_its_own
     assert second.start.line.line_no == 90 and second.start.rank == ""
     assert first.next_start is not None and first.next_start.line_no == 90
     said = [finding_text(f) for f in a.ledger(second).findings]
-    assert said[0].startswith("This launch begins at line 90: the untagged rank (one GPU)")
+    assert said[0].startswith("This launch begins at line 90 (2025-07-14 05:48:43): the untagged rank")
     # Launch 0 reads as 001 alone: nothing of 037 mixed into it (the invented 745% spread).
     alone = _sentences(str(corpus_log("001-")))[0]
     assert _sentences(str(FIXTURES / "joined-001-037-constructed.log"))[0] == alone
@@ -106,6 +106,12 @@ def test_a_start_up_step_days_away_from_the_last_one_opens_a_launch() -> None:
         lines[:57] + [x.replace("[2025-03-08 12:", "[2025-03-08 13:") for x in lines[57:]]
     )
     assert len(_read_text(hour)) == 1
+    # Load weight end three hours after its begin (a slow download) ends that load: one launch.
+    slow = [
+        x.replace("[2025-03-08 12:29:21 ", "[2025-03-08 15:29:21 ") if "Load weight end" in x else x
+        for x in lines[:53]
+    ]
+    assert len(_read_text("\n".join(slow) + "\n")) == 1
 
 
 def test_another_model_type_with_no_draft_configured_opens_a_launch() -> None:

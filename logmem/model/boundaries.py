@@ -12,7 +12,9 @@ another began (reference 1.5, 17). The evidence, in the order it is checked:
 * an untagged single-GPU rank's start-up step beside TP-tagged ranks, or the other way
   round (``untagged``, ``tagged``): a launch is one or the other (reference 1.2);
 * a start-up step printed more than ``MAX_QUIET`` after (or before) the launch's last
-  dated step (``clock``): files concatenated from different days;
+  dated step (``clock``): files concatenated from different days; a step that ends one its
+  rank began (``Load weight end`` after a slow download, a capture's end) is never split
+  from it by a forward gap;
 * a second model load on a rank while server_args configures no draft
   (``speculative_algorithm=None``), or a ``Load weight end`` of another model type with no
   ``Load weight begin`` waiting for it (``model``).
@@ -37,6 +39,7 @@ from logmem.parse.lines import Source
 
 if TYPE_CHECKING:
     from logmem.model.build import _LaunchB
+    from logmem.model.rank_build import RankB
 
 # The start-up steps of a rank (model runner lines): what the launch rules look at.
 STEPS = (
@@ -151,10 +154,27 @@ def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
     if e.rank != "" and "" in seen.first:
         return LaunchStart("tagged", e.source, e.rank, seen.first[""])
     t = printed_at(e)
-    if t is not None and seen.last is not None and abs(t - seen.last[0]) > MAX_QUIET:
+    gap = t - seen.last[0] if t is not None and seen.last is not None else None
+    # Forward, a step that ends one its rank began (a slow download between Load weight begin
+    # and end) is the same start-up however long it took.
+    if gap is not None and (gap < -MAX_QUIET or (gap > MAX_QUIET and not _ends_open_step(r, e))):
+        assert t is not None and seen.last is not None
         values = ("printed at", f"{t:%Y-%m-%d %H:%M:%S}", f"{seen.last[0]:%Y-%m-%d %H:%M:%S}")
         return LaunchStart("clock", e.source, e.rank, seen.last[1], values)
     return None if seen.runs_back(e) else _model_change(L, e)
+
+
+def _ends_open_step(r: RankB | None, e: ev.Event) -> bool:
+    """e closes a step its rank opened: a model's load, distributed init, a capture."""
+    if r is None:
+        return False
+    if isinstance(e, ev.WeightsEnd):
+        return any(m.weights_begin is not None and m.weights_end is None for m in r.models)
+    if isinstance(e, ev.InitEnd):
+        return r.init_begin is not None and r.init_end is None
+    if isinstance(e, ev.CaptureEnd):
+        return r.open_graph() is not None
+    return False
 
 
 def _model_change(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
