@@ -59,7 +59,9 @@ def test_a_paste_without_server_args_after_a_ready_launch_is_a_launch_of_its_own
     assert second.start.line.line_no == 90 and second.start.rank == ""
     assert first.next_start is not None and first.next_start.line_no == 90
     said = [finding_text(f) for f in a.ledger(second).findings]
-    assert said[0].startswith("This launch begins at line 90 (2025-07-14 05:48:43): the untagged rank")
+    assert said[0].startswith(
+        "This launch begins at line 90 (2025-07-14 05:48:43): the untagged rank"
+    )
     # Launch 0 reads as 001 alone: nothing of 037 mixed into it (the invented 745% spread).
     alone = _sentences(str(corpus_log("001-")))[0]
     assert _sentences(str(FIXTURES / "joined-001-037-constructed.log"))[0] == alone

@@ -14,7 +14,6 @@ from logmem.analysis.comm_join import communication
 from logmem.analysis.context import ContextVsPool
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
 from logmem.analysis.failures.records import exc_type_of, message_of
-from logmem.model.boundaries import LaunchStart
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
@@ -23,7 +22,8 @@ from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
-from logmem.report.inputs_text import inputs_json
+from logmem.report.inputs_text import inputs_json, start_json
+from logmem.report.inputs_text import source_json as _line
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.sizing_json import _cov, default_mfs_json
 from logmem.report.verdict import headline_text
@@ -37,27 +37,6 @@ SCHEMA = "logmem.analysis/1"
 
 def _g(m: Mem | None) -> float | None:
     return m.gib if m is not None else None
-
-
-def _line(src: Source | None) -> dict[str, Any] | None:
-    return {"path": src.path, "line": src.line_no} if src is not None else None
-
-
-def _start_json(s: LaunchStart | None) -> dict[str, Any] | None:
-    """Why a launch begins where it does in its file (logmem.model.boundaries)."""
-    if s is None:
-        return None
-    return {
-        "kind": s.kind,
-        "line": _line(s.line),
-        "rank": s.rank,
-        "step": s.step or None,
-        "at": s.at,
-        "evidence": _line(s.evidence),
-        "values": {"what": s.values[0], "this": s.values[1], "earlier": s.values[2]}
-        if s.values
-        else None,
-    }
 
 
 def _ln(e: ev.Event | None) -> int | None:
@@ -363,7 +342,7 @@ def launch_json(
     return {
         "index": L.index,
         "paths": list(L.paths),
-        "start": _start_json(L.start),
+        "start": start_json(L.start),
         "next_start": _line(L.next_start),
         "outcome": oc.status,
         "verdict": verdict_lines(L),
