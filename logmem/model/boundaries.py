@@ -19,10 +19,10 @@ another began (reference 1.5, 17). The evidence, in the order it is checked:
   (``speculative_algorithm=None``), or a ``Load weight end`` of another model type with no
   ``Load weight begin`` waiting for it (``model``).
 
-Lines out of time order on one rank (a log sorted or reordered by a shipper) are not a new
-launch: a step that runs back in time on its rank opens one by the ready or summary rule only
-when the rank printed that step already (the same log twice), and never by the model rule
-(logmem.analysis.findings_order reports them).
+Lines out of time order (a log sorted or reordered by a shipper) are not a new launch: a
+step that runs back in time on its rank, or is dated before the ready line it follows, opens
+one by the ready or summary rule only when the rank printed that step already (the same log
+twice), and never by the model rule (logmem.analysis.findings_order reports a rank's).
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
             (x for x in L.events if isinstance(x, (ev.Ready, ev.HttpUp)) and x.source.path == path),
             None,
         )
-        if up is not None:
+        if up is not None and (repeat or not _dated_before(e, up)):
             return LaunchStart("after_ready", e.source, e.rank, up.source)
         if r is not None and r.summary is not None and r.summary.source.path == path:
             return LaunchStart("after_summary", e.source, e.rank, r.summary.source)
@@ -162,6 +162,12 @@ def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
         values = ("printed at", f"{t:%Y-%m-%d %H:%M:%S}", f"{seen.last[0]:%Y-%m-%d %H:%M:%S}")
         return LaunchStart("clock", e.source, e.rank, seen.last[1], values)
     return None if seen.runs_back(e) else _model_change(L, e)
+
+
+def _dated_before(e: ev.Event, other: ev.Event) -> bool:
+    """e is dated earlier than ``other`` (beyond the clock's slack): printed late, not after it."""
+    t, u = printed_at(e), printed_at(other)
+    return t is not None and u is not None and t < u - CLOCK_SLACK
 
 
 def _ends_open_step(r: RankB | None, e: ev.Event) -> bool:
