@@ -3,6 +3,8 @@ request pool caps, an elided server_args line, hybrid Mamba request counts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from conftest import corpus_log
@@ -23,3 +25,61 @@ def test_a_top_with_no_activation_room_is_not_offered_as_a_setting() -> None:
     assert "0.993 is an upper bound, not a usable setting" in out
     assert "no room for prefill activations" in out
     assert "not a usable setting" not in _text("006", "--activation-reserve", "1")
+
+
+def test_a_max_bs_the_request_pool_caps_at_the_captured_size_changes_nothing() -> None:
+    """019 --cuda-graph-max-bs 64: max_running_requests 36 (l.1458) caps the list at the 36 the
+    launch captured, so nothing is extended or priced, and no heuristic is quoted (review24 #6)."""
+    out = _text("019", "--cuda-graph-max-bs", "64")
+    assert "the largest captured batch stays 36: capped by the request pool" in out
+    assert "(max_running_requests 36, line 1458)" in out and "nothing changes" in out
+    for gone in ("extended to max bs", "heuristic", "Graph slope", "if SGLang chose it"):
+        assert gone not in out, gone
+    assert "held at 0.71, as passed on the command line" in out
+
+
+def test_the_heuristic_slope_is_quoted_with_the_figure_it_uses(tmp_path: Path) -> None:
+    """A growing max bs priced by SGLang's heuristic names one figure: 019 with DP attention
+    (dp_size 4) is 2 + 3 x 4 = 14 MiB per unit of bs, not '2 MB-per-bs' in one note and 14 in
+    the slope assumption (review24 #6). 019's summary is edited to a pool of 128 so that the
+    list can grow past 36."""
+    text = corpus_log("019-").read_bytes().decode()
+    assert text.count("max_running_requests=36, context_len") == 1
+    log = tmp_path / "019-pool128.log"
+    log.write_text(
+        text.replace(
+            "max_running_requests=36, context_len", "max_running_requests=128, context_len"
+        )
+    )
+    r = CliRunner().invoke(cli, ["whatif", str(log), "--cuda-graph-max-bs", "64"])
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert "heuristic, 14 MiB per unit of max bs" in out
+    assert "Graph slope 14.000 MiB per unit of bs" in out
+    assert "2 MB-per-bs" not in out
+    assert "The largest captured batch becomes 64" in out
+
+
+def test_the_default_moves_with_max_bs_only_where_sglang_derived_it() -> None:
+    """'its default moves by 2 MiB per unit of max bs' only where the reserve formula gave the
+    dump's value: 021's 0.85 is not what the formula gives, 019's was passed (review24 #6)."""
+    for prefix in ("021", "019", "041"):
+        out = _text(prefix, "--cuda-graph-max-bs", "2")
+        assert "default moves" not in out and "if SGLang chose it" not in out, prefix
+
+
+def test_mfs_held_sentence_follows_the_default_mfs_rule() -> None:
+    from logmem.compare import notes as cn
+    from logmem.report.compare_notes import note_text
+    from logmem.sglang.default_mfs import Rule
+
+    derived = note_text(cn.MfsHeld(0.841, Rule.RESERVE, True))
+    assert "the default SGLang derived" in derived and "moves by 2 MiB per unit" in derived
+    contradicted = note_text(cn.MfsHeld(0.85, Rule.RESERVE, False))
+    assert "as passed" in contradicted and "moves" not in contradicted
+    for unknown in (
+        cn.MfsHeld(0.9, Rule.RESERVE, None),
+        cn.MfsHeld(0.9, Rule.UNKNOWN),
+        cn.MfsHeld(0.9),
+    ):
+        assert "cannot be told" in note_text(unknown) and "moves" not in note_text(unknown)

@@ -206,11 +206,14 @@ class StartupUnfinished:
 @frozen
 class CappedAtRequestPool:
     pool: int
+    requested: int | None = None  # --cuda-graph-max-bs as asked
+    unchanged: bool = False  # the cap is the largest size the launch captured: nothing changes
+    line: int | None = None  # the summary line that prints max_running_requests
 
 
 @frozen
 class NoMeasuredSlope:
-    pass
+    mib_per_bs: float | None = None  # the heuristic slope used (rules.graph_reserve_mib_per_bs)
 
 
 @frozen
@@ -368,6 +371,9 @@ class MfsHeld:
     # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED or TP_TABLE say
     # SGLang's default would not move with max bs; None or another rule: it may.
     rule: Rule | None = None
+    # Whether the rule's value is the dump's (DefaultMfs.matches; None: no value to compare):
+    # RESERVE and True, SGLang derived it; RESERVE and False, it was passed.
+    matches: bool | None = None
 
 
 @frozen

@@ -15,9 +15,9 @@ from logmem.analysis.attribution import build_ledger
 from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
-from logmem.compare.points import graph_points, main_point
+from logmem.compare.points import main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished
-from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
+from logmem.compare.slope import GraphSlope, slope_from_fit
 from logmem.compare.whatif_facts import (
     BucketSum,
     GraphsDisabled,
@@ -26,15 +26,13 @@ from logmem.compare.whatif_facts import (
     SlopeAbove,
     TopUnknown,
     WhatIfNote,
-    bucket_change,
     budget_pools,
     context_check,
     draft_pool,
-    fixed_lazy,
     low_points,
-    main_buckets,
     top_unknown,
 )
+from logmem.compare.whatif_graph import max_bs_change
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -252,7 +250,7 @@ def whatif_launch(
         cur_bs = None  # no graph was captured, whatever cuda_graph_max_bs says
     rows_per_bs = main.rows_per_bs if main and main.rows_per_bs else 1
     new_bs = cur_bs
-    use = slope
+    use: GraphSlope | None = slope
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
@@ -266,41 +264,13 @@ def whatif_launch(
                 else "this launch captured no decode CUDA graph, so there is no bucket to grow or "
                 "shrink"
             )
-        new_bs = cuda_graph_max_bs
-        s = launch.summary
-        pool = s.get_int("max_running_requests") if s else None
-        if pool is not None and new_bs > pool:
-            notes.append(cn.CappedAtRequestPool(pool))
-            new_bs = pool
-        if new_bs < cur_bs and main is not None:
-            found = main_buckets(led, main.rank, main.graph)
-            bsum = bucket_change(found[0], found[1], new_bs) if found else None
-            method = bsum or NoBucketReadings(found[0] if found else main.graph, new_bs)
-        elif new_bs > cur_bs:
-            method = SlopeAbove(cur_bs, new_bs)
-        if bsum is None:
-            if use is None:
-                h, terms = heuristic_mib_per_bs(launch.args, new_bs)
-                use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
-                notes.append(cn.NoMeasuredSlope())
-            assumptions.append(
-                cn.LargestBecomes(
-                    new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None
-                )
-            )
-        # Either way the first capture's lazy allocations stay: name what they hold.
-        lazy = fixed_lazy(led, main.rank if main else None, main.graph if main else None)
-        if lazy is not None:
-            notes.append(lazy)
-        if method is not None:
-            assumptions.append(method)
-        if main is not None and any(
-            p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
-        ):
-            assumptions.append(cn.OnlyMainGraph(main.graph))
+        change = max_bs_change(launch, led, main, cur_bs, cuda_graph_max_bs, slope, rows_per_bs)
+        new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
+        notes.extend(change.notes)
+        assumptions.extend(change.assumptions)
         if mem_fraction_static is None:
             d = led.default_mfs
-            assumptions.append(cn.MfsHeld(md.m0, d.rule if d is not None else None))
+            assumptions.append(cn.MfsHeld(md.m0, d.rule if d else None, d.matches if d else None))
 
     def graph_delta(bs: int | None) -> int:
         if bsum is not None and bs == bsum.new_bs:

@@ -212,15 +212,28 @@ def _(n: cn.StartupUnfinished) -> str:
 
 @note_text.register
 def _(n: cn.CappedAtRequestPool) -> str:
-    return f"SGLang caps captured batch sizes at the request pool ({n.pool}): largest bs {n.pool}."
+    line = f", line {n.line}" if n.line is not None else ""
+    if n.unchanged:
+        asked = f"--cuda-graph-max-bs {n.requested}: " if n.requested is not None else ""
+        return (
+            f"{asked}the largest captured batch stays {n.pool}: capped by the request pool "
+            f"(max_running_requests {n.pool}{line}), as the launch already captured; nothing "
+            "changes."
+        )
+    return (
+        f"SGLang caps captured batch sizes at the request pool (max_running_requests "
+        f"{n.pool}{line}): largest bs {n.pool}."
+    )
 
 
 @note_text.register
 def _(n: cn.NoMeasuredSlope) -> str:
+    h = n.mib_per_bs if n.mib_per_bs is not None else DECODE_GRAPH_MIB_PER_BS
     return (
-        "No measured slope: graph memory for the new max bs uses SGLang's own "
-        f"{DECODE_GRAPH_MIB_PER_BS:g} MB-per-bs heuristic. Measure it with --slope-from A B (two "
-        "launches that differ only in --cuda-graph-max-bs) or give --mib-per-row."
+        "No measured slope: graph memory for the new max bs uses SGLang's own graph-reserve "
+        f"heuristic, {h:g} MiB per unit of max bs (its terms are under Assumptions). Measure it "
+        "with --slope-from A B (two launches that differ only in --cuda-graph-max-bs) or give "
+        "--mib-per-row."
     )
 
 
@@ -439,9 +452,21 @@ def _(n: cn.MfsHeld) -> str:
             f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
             "tp_size alone, so max bs does not move it."
         )
+    if n.rule is Rule.RESERVE and n.matches is False:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}, as passed: SGLang's reserve formula gives "
+            "another value here (see analyze's default-mfs row), so max bs does not move it."
+        )
+    if n.rule is Rule.RESERVE and n.matches:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}, the default SGLang derived from its "
+            f"reserve formula; without --mem-fraction-static that default moves by "
+            f"{DECODE_GRAPH_MIB_PER_BS:g} MiB per unit of max bs divided by the GPU capacity."
+        )
+    # Which rule gave it cannot be told: no claim that the default follows max bs.
     return (
-        f"mem_fraction_static is held at {n.mfs:g}; if SGLang chose it, its default moves by "
-        f"{DECODE_GRAPH_MIB_PER_BS:g} MB per unit of max bs divided by the GPU capacity."
+        f"mem_fraction_static is held at {n.mfs:g} (whether SGLang derived it or it was passed "
+        "cannot be told from the log)."
     )
 
 
