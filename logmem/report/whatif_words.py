@@ -3,8 +3,11 @@ that were off, how a new max bs was priced, and why the window's top is unknown.
 
 from __future__ import annotations
 
+from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.report.compare_notes import note_text
+from logmem.sglang.default_mfs import Rule
+from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
 
 
@@ -114,3 +117,49 @@ def top_unknown_text(t: wf.TopUnknown) -> str:
     if t.at_most is not None:
         text += f" Above {t.at_most:.3f} the headroom after capture would not stay."
     return text
+
+
+# --- whatif's own notes of logmem.compare.notes -------------------------------------------
+
+
+@note_text.register
+def _(n: cn.CappedAtRequestPool) -> str:
+    line = f", line {n.line}" if n.line is not None else ""
+    if n.unchanged:
+        asked = f"--cuda-graph-max-bs {n.requested}: " if n.requested is not None else ""
+        return (
+            f"{asked}the largest captured batch stays {n.pool}: capped by the request pool "
+            f"(max_running_requests {n.pool}{line}), as the launch already captured; nothing "
+            "changes."
+        )
+    return (
+        f"SGLang caps captured batch sizes at the request pool (max_running_requests "
+        f"{n.pool}{line}): largest bs {n.pool}."
+    )
+
+
+@note_text.register
+def _(n: cn.MfsHeld) -> str:
+    if n.rule is Rule.PASSED:
+        return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
+    if n.rule is Rule.TP_TABLE:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
+            "tp_size alone, so max bs does not move it."
+        )
+    if n.rule is Rule.RESERVE and n.matches is False:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}, as passed: SGLang's reserve formula gives "
+            "another value here (see analyze's default-mfs row), so max bs does not move it."
+        )
+    if n.rule is Rule.RESERVE and n.matches:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}, the default SGLang derived from its "
+            f"reserve formula; without --mem-fraction-static that default moves by "
+            f"{DECODE_GRAPH_MIB_PER_BS:g} MiB per unit of max bs divided by the GPU capacity."
+        )
+    # Which rule gave it cannot be told: no claim that the default follows max bs.
+    return (
+        f"mem_fraction_static is held at {n.mfs:g} (whether SGLang derived it or it was passed "
+        "cannot be told from the log)."
+    )
