@@ -84,3 +84,51 @@ def test_mfs_held_sentence_follows_the_default_mfs_rule() -> None:
         cn.MfsHeld(0.9),
     ):
         assert "cannot be told" in note_text(unknown) and "moves" not in note_text(unknown)
+
+
+def _json(log: Path | str, *args: str) -> dict:
+    import json
+
+    r = CliRunner().invoke(cli, ["whatif", str(log), *args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+_014 = ("--logged-mem-fraction-static", "0.8")
+
+
+def test_hybrid_mamba_requests_follow_the_mamba_slots() -> None:
+    """014: l.57 max_mamba_cache_size 186, l.97 max_running_requests 62 = 186 // 3. At 0.9 the
+    Mamba pool grows 4.48 -> 5.56 GiB, about 231 slots: 77 requests, not 62 (review24 #4)."""
+    log = corpus_log("014-")
+    d = _json(log, *_014, "--mem-fraction-static", "0.9")
+    assert d["measured"]["max_running_requests"] == 62
+    assert d["predicted"]["max_running_requests"] == 77
+    out = _text("014", *_014, "--mem-fraction-static", "0.9")
+    assert "max_running_requests 62 (line 97) = max_mamba_cache_size 186 (line 57) // 3" in out
+    assert "about 231 slots, 77 requests" in out
+    # The decode graphs follow: a larger max bs is capped at the predicted 77, a smaller
+    # setting's request count caps the captured 24.
+    d = _json(log, *_014, "--mem-fraction-static", "0.9", "--cuda-graph-max-bs", "100")
+    assert d["predicted"]["largest_bs"] == 77
+    d = _json(log, *_014, "--mem-fraction-static", "0.45")
+    assert d["predicted"]["max_running_requests"] == 9
+    assert d["predicted"]["largest_bs"] == 9
+    assert d["predicted"]["graph_gib"] < d["measured"]["graph_gib"]
+    assert "9 requests cap the decode graphs at bs 9" in _text(
+        "014", *_014, "--mem-fraction-static", "0.45"
+    )
+
+
+def test_hybrid_mamba_requests_are_held_where_the_log_does_not_show_the_relation(
+    tmp_path: Path,
+) -> None:
+    """014 with its summary edited to 50 requests (not 186 // 3): the count is held, and said
+    to be (review24 #4)."""
+    text = corpus_log("014-").read_bytes().decode()
+    assert text.count("max_running_requests=62,") == 1
+    log = tmp_path / "014-held.log"
+    log.write_text(text.replace("max_running_requests=62,", "max_running_requests=50,"))
+    d = _json(log, *_014, "--mem-fraction-static", "0.9")
+    assert d["predicted"]["max_running_requests"] == 50
+    assert any("max_running_requests is held as logged" in a for a in d["assumptions"])

@@ -361,6 +361,27 @@ class LargestBecomes:
 
 
 @frozen
+class MambaRequestsFollow:
+    """Hybrid Mamba: the log shows max_running_requests = max_mamba_cache_size // 3, so the
+    request count follows the Mamba slots, which scale with the Mamba state pool."""
+
+    slots: int  # logged max_mamba_cache_size
+    slots_line: int
+    requests: int  # logged max_running_requests
+    summary_line: int
+    new_slots: int  # at the predicted setting
+    new_requests: int
+    mfs: float
+    graph_cap: int | None = None  # the decode graphs' largest bs the new request count caps
+
+
+@frozen
+class MambaRequestsHeld:
+    """A hybrid Mamba model whose log does not show how its slots set max_running_requests:
+    the count is held as logged."""
+
+
+@frozen
 class OnlyMainGraph:
     graph: str
 
@@ -456,6 +477,8 @@ Note = (
     | TokensByRule
     | ContextChange
     | LargestBecomes
+    | MambaRequestsFollow
+    | MambaRequestsHeld
     | OnlyMainGraph
     | MfsHeld
     | ActivationReserve

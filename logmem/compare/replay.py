@@ -7,6 +7,8 @@ request-to-token table; everything else stays as the launch measured it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
 from logmem.analysis.ledger import Bound, Phase
@@ -15,6 +17,7 @@ from logmem.analysis.projection import bytes_per_token as bytes_per_token
 from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
+from logmem.parse import events as ev
 from logmem.sglang.rules import (
     at_floor,
     default_max_running_requests,
@@ -150,4 +153,19 @@ def unfinished(launch: Launch) -> Unfinished | None:
         f.shortfall_bytes if f.memory_related else None,
         in_capture,
         raised,
+    )
+
+
+def with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
+    """The launch with the mem_fraction_static it ran with, given by the user for a log that
+    prints no server_args (``--logged-mem-fraction-static``); an error if the log says otherwise."""
+    known = launch.args.get("mem_fraction_static")
+    if isinstance(known, (int, float)) and float(known) != logged_mfs:
+        raise FitError(
+            f"--logged-mem-fraction-static {logged_mfs:g}: the log's server_args say {known:g}"
+        )
+    args = dict(launch.args) | {"mem_fraction_static": logged_mfs}
+    src = launch.server_args.source if launch.server_args else launch.all_events()[0].source
+    return replace(
+        launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
     )

@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from logmem.analysis.attribution import build_ledger
+from logmem.analysis.mamba_slots import mamba_slots_relation
 from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import main_point
-from logmem.compare.replay import Replay, Unfinished, unfinished
+from logmem.compare.replay import Replay, Unfinished, unfinished, with_logged_mfs
 from logmem.compare.slope import GraphSlope, slope_from_fit
 from logmem.compare.whatif_facts import (
     BucketSum,
@@ -26,17 +27,18 @@ from logmem.compare.whatif_facts import (
     SlopeAbove,
     TopUnknown,
     WhatIfNote,
+    bucket_change,
     budget_pools,
     context_check,
     draft_pool,
     low_points,
+    main_buckets,
     top_unknown,
 )
 from logmem.compare.whatif_graph import max_bs_change
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.parse import events as ev
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, MFS_GRID
 from logmem.units import MIB
 
@@ -177,7 +179,7 @@ def whatif_launch(
             raise FitError(f"{flag} {v:g} is outside (0, 1]")
     given_mfs = logged_mfs
     if logged_mfs is not None:
-        launch = _with_logged_mfs(launch, logged_mfs)
+        launch = with_logged_mfs(launch, logged_mfs)
     led = build_ledger(launch)
     md = Replay(launch, led, context_len)
     sz = md.sz
@@ -228,6 +230,22 @@ def whatif_launch(
         cn.TokensFromLogged(md.bpt, md.page) if md.base is not None else cn.TokensByRule()
     )
 
+    # Hybrid Mamba: where the log shows max_running_requests = slots // 3, the slots scale with
+    # the Mamba state pool (which follows the full pool's tokens), and the requests with them.
+    rel = mamba_slots_relation(launch)
+    t_logged = tokens(md.m0)
+
+    def mamba_requests(t: int) -> tuple[int, int] | None:
+        """(slots, requests) at ``t`` full-pool tokens, where the relation holds."""
+        if rel is None or not t_logged:
+            return None
+        slots = rel.slots * t // t_logged
+        return slots, rel.requests_for(slots)
+
+    mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
+    if rel is None and sz.mamba_bytes and md.fixed_requests is None:
+        assumptions.append(cn.MambaRequestsHeld())
+
     ended = unfinished(launch)
     if ended is not None:
         notes.append(
@@ -264,7 +282,10 @@ def whatif_launch(
                 else "this launch captured no decode CUDA graph, so there is no bucket to grow or "
                 "shrink"
             )
-        change = max_bs_change(launch, led, main, cur_bs, cuda_graph_max_bs, slope, rows_per_bs)
+        at_mfs = mamba_requests(tokens(mfs))
+        change = max_bs_change(
+            launch, led, main, cur_bs, cuda_graph_max_bs, slope, rows_per_bs, at_mfs and at_mfs[1]
+        )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
         notes.extend(change.notes)
         assumptions.extend(change.assumptions)
@@ -272,9 +293,15 @@ def whatif_launch(
             d = led.default_mfs
             assumptions.append(cn.MfsHeld(md.m0, d.rule if d else None, d.matches if d else None))
 
+    found = main_buckets(led, main.rank, main.graph) if main is not None else None
+
     def graph_delta(bs: int | None) -> int:
         if bsum is not None and bs == bsum.new_bs:
             return bsum.change_bytes
+        if bs is not None and cur_bs is not None and bs < cur_bs and found is not None:
+            b = bucket_change(found[0], found[1], bs)  # a Mamba request count capping the list
+            if b is not None:
+                return b.change_bytes
         if bs is None or cur_bs is None or use is None or bs == cur_bs:
             return 0
         if use.per_bs:
@@ -289,6 +316,8 @@ def whatif_launch(
     logged_n = s_line.get_int("max_running_requests") if s_line else None
 
     def n_requests(t: int, ctx: int | None) -> int | None:
+        if (mr := mamba_requests(t)) is not None:
+            return mr[1]
         n = md.requests(t, ctx)
         if n is None or n0 is None or logged_n is None:
             return n if logged_n is None else logged_n
@@ -318,6 +347,9 @@ def whatif_launch(
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
+        mr = mamba_requests(t)
+        if mr is not None and bs is not None and 0 < mr[1] < bs:
+            bs = mr[1]  # SGLang captures no batch above the request pool
         pool_change = round((t - t0) * md.bpt / md.share)
         req_change = md.req_table(t, ctx) - req0 if req0 else 0
         g_change = graph_delta(bs)
@@ -370,9 +402,23 @@ def whatif_launch(
             low_point_unknown=md.masked is not None and extra > 0,
         )
 
-    mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
     measured = predict(md.m0, cur_bs, md.logged_ctx)
     predicted = predict(mfs, new_bs, md.ctx)
+    now, then = mamba_requests(t_logged), mamba_requests(predicted.kv_tokens)
+    if rel is not None and now is not None and then is not None:
+        capped = predicted.largest_bs if predicted.largest_bs != new_bs else None
+        assumptions.append(
+            cn.MambaRequestsFollow(
+                rel.slots,
+                rel.slots_line,
+                rel.max_running_requests,
+                rel.summary_line,
+                then[0],
+                then[1],
+                mfs,
+                capped,
+            )
+        )
 
     # The window on a 0.001 grid (users pass three decimals); both edges are monotone.
     grid = MFS_GRID
@@ -448,18 +494,3 @@ def whatif_launch(
 def _captured_unmeasured(launch: Launch) -> bool:
     """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
     return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)
-
-
-def _with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
-    """The launch with the mem_fraction_static it ran with, given by the user for a log that
-    prints no server_args (``--logged-mem-fraction-static``); an error if the log says otherwise."""
-    known = launch.args.get("mem_fraction_static")
-    if isinstance(known, (int, float)) and float(known) != logged_mfs:
-        raise FitError(
-            f"--logged-mem-fraction-static {logged_mfs:g}: the log's server_args say {known:g}"
-        )
-    args = dict(launch.args) | {"mem_fraction_static": logged_mfs}
-    src = launch.server_args.source if launch.server_args else launch.all_events()[0].source
-    return replace(
-        launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
-    )

@@ -40,20 +40,22 @@ def max_bs_change(
     requested: int,
     slope: GraphSlope | None,
     rows_per_bs: int,
+    pool_at_mfs: int | None = None,
 ) -> MaxBsChange:
-    """The largest captured batch at ``--cuda-graph-max-bs requested`` and how it is priced."""
+    """The largest captured batch at ``--cuda-graph-max-bs requested`` and how it is priced.
+    ``pool_at_mfs``: the request pool at the predicted setting, when it moves with it (a hybrid
+    Mamba model's slots // 3); else the summary's max_running_requests caps the list."""
     notes: list[cn.Note | WhatIfNote] = []
     assumptions: list[cn.Note | WhatIfNote] = []
     new_bs = requested
     s = launch.summary
     pool = s.get_int("max_running_requests") if s else None
+    line = s.source.line_no if s else None
+    if pool_at_mfs is not None:
+        pool, line = pool_at_mfs, None  # the predicted pool, not a line of the log
     if pool is not None and new_bs > pool:
         new_bs = pool
-        notes.append(
-            cn.CappedAtRequestPool(
-                pool, requested, new_bs == cur_bs, s.source.line_no if s else None
-            )
-        )
+        notes.append(cn.CappedAtRequestPool(pool, requested, new_bs == cur_bs, line))
     if new_bs == cur_bs:
         # The cap binds at the size the launch captured: no bucket is added or dropped.
         return MaxBsChange(new_bs, None, None, None, tuple(notes), ())

@@ -124,7 +124,8 @@ def top_unknown_text(t: wf.TopUnknown) -> str:
 
 @note_text.register
 def _(n: cn.CappedAtRequestPool) -> str:
-    line = f", line {n.line}" if n.line is not None else ""
+    # No line: the pool predicted at the new setting (a hybrid Mamba model's slots // 3).
+    line = f", line {n.line}" if n.line is not None else " at the predicted setting"
     if n.unchanged:
         asked = f"--cuda-graph-max-bs {n.requested}: " if n.requested is not None else ""
         return (
@@ -162,4 +163,28 @@ def _(n: cn.MfsHeld) -> str:
     return (
         f"mem_fraction_static is held at {n.mfs:g} (whether SGLang derived it or it was passed "
         "cannot be told from the log)."
+    )
+
+
+@note_text.register
+def _(n: cn.MambaRequestsFollow) -> str:
+    cap = (
+        f"; {n.new_requests} requests cap the decode graphs at bs {n.graph_cap}"
+        if n.graph_cap is not None
+        else ""
+    )
+    return (
+        f"Hybrid Mamba: the log shows max_running_requests {n.requests} (line {n.summary_line}) = "
+        f"max_mamba_cache_size {n.slots} (line {n.slots_line}) // 3, so the request count follows "
+        f"the Mamba slots, which scale with the Mamba state pool: at {n.mfs:g}, about "
+        f"{n.new_slots} slots, {n.new_requests} requests{cap}. The slots are the logged ones x the "
+        "change of the full pool's tokens (an estimate: SGLang rounds its own split)."
+    )
+
+
+@note_text.register
+def _(n: cn.MambaRequestsHeld) -> str:
+    return (
+        "max_running_requests is held as logged: this hybrid Mamba model's log does not show it "
+        "as max_mamba_cache_size // 3, so how its Mamba slots set it is unknown."
     )
