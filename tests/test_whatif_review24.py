@@ -99,18 +99,18 @@ _014 = ("--logged-mem-fraction-static", "0.8")
 
 def test_hybrid_mamba_requests_follow_the_mamba_slots() -> None:
     """014: l.57 max_mamba_cache_size 186, l.97 max_running_requests 62 = 186 // 3. At 0.9 the
-    Mamba pool grows 4.48 -> 5.56 GiB, about 231 slots: 77 requests, not 62 (review24 #4)."""
+    Mamba pool grows 4.48 -> 5.56 GiB, about 230 slots: 76 requests, not 62 (review24 #4)."""
     log = corpus_log("014-")
     d = _json(log, *_014, "--mem-fraction-static", "0.9")
     assert d["measured"]["max_running_requests"] == 62
-    assert d["predicted"]["max_running_requests"] == 77
+    assert d["predicted"]["max_running_requests"] == 76
     out = _text("014", *_014, "--mem-fraction-static", "0.9")
     assert "max_running_requests 62 (line 97) = max_mamba_cache_size 186 (line 57) // 3" in out
-    assert "about 231 slots, 77 requests" in out
-    # The decode graphs follow: a larger max bs is capped at the predicted 77, a smaller
+    assert "about 230 slots, 76 requests" in out
+    # The decode graphs follow: a larger max bs is capped at the predicted 76, a smaller
     # setting's request count caps the captured 24.
     d = _json(log, *_014, "--mem-fraction-static", "0.9", "--cuda-graph-max-bs", "100")
-    assert d["predicted"]["largest_bs"] == 77
+    assert d["predicted"]["largest_bs"] == 76
     d = _json(log, *_014, "--mem-fraction-static", "0.45")
     assert d["predicted"]["max_running_requests"] == 9
     assert d["predicted"]["largest_bs"] == 9
@@ -132,3 +132,37 @@ def test_hybrid_mamba_requests_are_held_where_the_log_does_not_show_the_relation
     d = _json(log, *_014, "--mem-fraction-static", "0.9")
     assert d["predicted"]["max_running_requests"] == 50
     assert any("max_running_requests is held as logged" in a for a in d["assumptions"])
+
+
+def test_an_elided_server_args_line_is_named_and_the_value_back_solved() -> None:
+    """017 l.3 is `ServerArgs(model_path='Qwen/Qwen3-8B', ...)`: whatif says the line is
+    elided (not 'no server_args line?') and offers 1 - (162.30 - 136.36) / 177.57 = 0.854 as
+    an estimate, still to be passed by the user (review24 #7)."""
+    out = _text("017", code=1)
+    assert "no server_args line?" not in out
+    assert "server_args elided: line 3 leaves it out with '...'" in out
+    assert "1 - (after-weights free 162.30 - KV pools 136.36 GiB) / P 177.57 GiB = 0.854" in out
+    assert "an estimate" in out and "pass --logged-mem-fraction-static 0.854" in out
+    ran = _text("017", "--logged-mem-fraction-static", "0.854")
+    assert "its log does not print it" in ran and "prints no server_args" not in ran
+
+
+def test_elided_server_args_error() -> None:
+    from logmem.parse.server_args import ELIDED_SERVER_ARGS, parse_server_args
+
+    args, _, error = parse_server_args("ServerArgs(model_path='Qwen/Qwen3-8B', ...)")
+    assert args == {"model_path": "Qwen/Qwen3-8B"}
+    assert error is not None and error.startswith(ELIDED_SERVER_ARGS)
+    _, _, cut = parse_server_args("ServerArgs(model_path='m', tp_size=2, mem_frac")
+    assert cut is not None and not cut.startswith(ELIDED_SERVER_ARGS)
+
+
+def test_a_split_budget_pool_is_positive_where_rest_is() -> None:
+    """014 / 006: rest = A - P x (1 - mfs) is positive from 1 - A/P = 0.386 / 0.767 (grid), and
+    so is the full pool: its share of rest is what its logged tokens take, not the printed
+    sizes' (006 printed 0.30 GB for 0.29), which held a gap that emptied it at 0.388 / 0.769
+    (review24 #7)."""
+    assert "[0.386, " in _text("014", *_014) and "from 0.386 the KV pool is positive" in _text(
+        "014", *_014
+    )
+    assert "from 0.767 the KV pool is positive" in _text("006")

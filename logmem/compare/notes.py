@@ -318,6 +318,7 @@ class LoggedMfsGiven:
 @frozen
 class SharedBudget:
     share: float
+    of_rest: bool = False  # PoolProjection.share_of_rest
 
 
 @frozen
@@ -339,6 +340,7 @@ class DraftAsMeasured:
 class TokensFromLogged:
     bytes_per_token: int
     page: int
+    share: float = 1.0  # the full pool's share of rest (PoolProjection.share)
 
 
 @frozen

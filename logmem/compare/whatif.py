@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from logmem.analysis.attribution import build_ledger
 from logmem.analysis.mamba_slots import mamba_slots_relation
+from logmem.analysis.projection import rule_agrees
 from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
@@ -39,7 +40,7 @@ from logmem.compare.whatif_graph import max_bs_change
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, MFS_GRID
+from logmem.sglang.rules import MFS_GRID
 from logmem.units import MIB
 
 
@@ -200,7 +201,7 @@ def whatif_launch(
     if given_mfs is not None and not isinstance(launch.args.get("mem_fraction_static"), bool):
         assumptions.append(cn.LoggedMfsGiven(given_mfs))
     if md.share < 1:
-        assumptions.append(cn.SharedBudget(md.share))
+        assumptions.append(cn.SharedBudget(md.share, md.share_of_rest))
     if md.page > 1:
         assumptions.append(cn.PageRounding(md.page))
     if md.max_total_tokens is not None:
@@ -222,12 +223,12 @@ def whatif_launch(
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
-    if logged and abs(rule0 - logged) > max(logged / 100, DIFFERENCE_RESOLUTION_BYTES / md.bpt):
+    if logged and not rule_agrees(rule0, logged, md.bpt):
         notes.append(cn.RuleDisagrees(rule0, logged))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens
     assumptions.append(
-        cn.TokensFromLogged(md.bpt, md.page) if md.base is not None else cn.TokensByRule()
+        cn.TokensFromLogged(md.bpt, md.page, md.share) if md.base is not None else cn.TokensByRule()
     )
 
     # Hybrid Mamba: where the log shows max_running_requests = slots // 3, the slots scale with

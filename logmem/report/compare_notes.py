@@ -351,15 +351,21 @@ def _(n: cn.HeadroomDefinition) -> str:
 def _(n: cn.LoggedMfsGiven) -> str:
     return (
         f"The launch ran with mem_fraction_static {n.mfs:g} (--logged-mem-fraction-static; "
-        "its log prints no server_args): every prediction rests on it."
+        "its log does not print it): every prediction rests on it."
     )
 
 
 @note_text.register
 def _(n: cn.SharedBudget) -> str:
     return (
-        f"Several pools share the budget (hybrid/SWA): the first KV pool keeps its measured share "
-        f"{n.share:.1%} of rest; the other pools scale with it."
+        "Several pools share the budget (hybrid/SWA): the first KV pool keeps "
+        + (
+            f"the share of rest its logged tokens take, {n.share:.1%} (so it is empty where rest is)"
+            if n.of_rest
+            else f"its share of the logged pools, {n.share:.1%} (its tokens x cell against the "
+            "others' printed sizes)"
+        )
+        + "; the other pools scale with it."
     )
 
 
@@ -381,10 +387,11 @@ def _(n: cn.DraftAsMeasured) -> str:
 @note_text.register
 def _(n: cn.TokensFromLogged) -> str:
     pages = f", in whole pages of {n.page}" if n.page > 1 else ""
+    share = f"{n.share:.1%} x " if n.share < 1 else ""
     return (
-        "Predicted KV tokens = the logged pool + (rest at the new setting - rest as logged) // "
-        f"{n.bytes_per_token:,} B per token{pages}: the pool does not depend on max bs, and an "
-        "unchanged mem_fraction_static gives the logged pool."
+        f"Predicted KV tokens = the logged pool + {share}(rest at the new setting - rest as "
+        f"logged) // {n.bytes_per_token:,} B per token{pages}: the pool does not depend on max "
+        "bs, and an unchanged mem_fraction_static gives the logged pool."
     )
 
 
