@@ -166,3 +166,9 @@ def test_a_split_budget_pool_is_positive_where_rest_is() -> None:
         "014", *_014
     )
     assert "from 0.767 the KV pool is positive" in _text("006")
+
+
+def test_a_single_gpu_headroom_row_has_one_pair_of_parentheses() -> None:
+    """021 (one GPU, no rank label): 'headroom, GiB (the GPU)', not '((GPU))' (review24 #7)."""
+    out = _text("021", "--mem-fraction-static", "0.88")
+    assert "headroom, GiB (the GPU)" in out and "((GPU))" not in out
