@@ -69,19 +69,19 @@ def test_the_default_moves_with_max_bs_only_where_sglang_derived_it() -> None:
 
 
 def test_mfs_held_sentence_follows_the_default_mfs_rule() -> None:
-    from logmem.compare import notes as cn
+    from logmem.compare import whatif_facts as wf
     from logmem.report.compare_notes import note_text
     from logmem.report.whatif_words import flag  # noqa: F401  (registers the whatif sentences)
     from logmem.sglang.default_mfs import Rule
 
-    derived = note_text(cn.MfsHeld(0.841, Rule.RESERVE, True))
+    derived = note_text(wf.MfsHeld(0.841, Rule.RESERVE, True))
     assert "the default SGLang derived" in derived and "moves by 2 MiB per unit" in derived
-    contradicted = note_text(cn.MfsHeld(0.85, Rule.RESERVE, False))
+    contradicted = note_text(wf.MfsHeld(0.85, Rule.RESERVE, False))
     assert "as passed" in contradicted and "moves" not in contradicted
     for unknown in (
-        cn.MfsHeld(0.9, Rule.RESERVE, None),
-        cn.MfsHeld(0.9, Rule.UNKNOWN),
-        cn.MfsHeld(0.9),
+        wf.MfsHeld(0.9, Rule.RESERVE, None),
+        wf.MfsHeld(0.9, Rule.UNKNOWN),
+        wf.MfsHeld(0.9),
     ):
         assert "cannot be told" in note_text(unknown) and "moves" not in note_text(unknown)
 

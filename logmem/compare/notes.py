@@ -9,7 +9,6 @@ from enum import Enum
 from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
-from logmem.sglang.default_mfs import Rule
 from logmem.sglang.eras import EraGuess
 
 # --- where a figure comes from ------------------------------------------------------------
@@ -204,14 +203,6 @@ class StartupUnfinished:
 
 
 @frozen
-class CappedAtRequestPool:
-    pool: int
-    requested: int | None = None  # --cuda-graph-max-bs as asked
-    unchanged: bool = False  # the cap is the largest size the launch captured: nothing changes
-    line: int | None = None  # the summary line that prints max_running_requests
-
-
-@frozen
 class NoMeasuredSlope:
     mib_per_bs: float | None = None  # the heuristic slope used (rules.graph_reserve_mib_per_bs)
 
@@ -363,40 +354,8 @@ class LargestBecomes:
 
 
 @frozen
-class MambaRequestsFollow:
-    """Hybrid Mamba: the log shows max_running_requests = max_mamba_cache_size // 3, so the
-    request count follows the Mamba slots, which scale with the Mamba state pool."""
-
-    slots: int  # logged max_mamba_cache_size
-    slots_line: int
-    requests: int  # logged max_running_requests
-    summary_line: int
-    new_slots: int  # at the predicted setting
-    new_requests: int
-    mfs: float
-    graph_cap: int | None = None  # the decode graphs' largest bs the new request count caps
-
-
-@frozen
-class MambaRequestsHeld:
-    """A hybrid Mamba model whose log does not show how its slots set max_running_requests:
-    the count is held as logged."""
-
-
-@frozen
 class OnlyMainGraph:
     graph: str
-
-
-@frozen
-class MfsHeld:
-    mfs: float
-    # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED or TP_TABLE say
-    # SGLang's default would not move with max bs; None or another rule: it may.
-    rule: Rule | None = None
-    # Whether the rule's value is the dump's (DefaultMfs.matches; None: no value to compare):
-    # RESERVE and True, SGLang derived it; RESERVE and False, it was passed.
-    matches: bool | None = None
 
 
 @frozen
@@ -454,7 +413,6 @@ Note = (
     | NoCaptureMeasured
     | RuleDisagrees
     | StartupUnfinished
-    | CappedAtRequestPool
     | NoMeasuredSlope
     | LazyInLargest
     | GBIsGiB
@@ -479,10 +437,7 @@ Note = (
     | TokensByRule
     | ContextChange
     | LargestBecomes
-    | MambaRequestsFollow
-    | MambaRequestsHeld
     | OnlyMainGraph
-    | MfsHeld
     | ActivationReserve
     | SlopeUsed
 )

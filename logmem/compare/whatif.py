@@ -15,6 +15,7 @@ from logmem.analysis.attribution import build_ledger
 from logmem.analysis.mamba_slots import mamba_slots_relation
 from logmem.analysis.projection import rule_agrees
 from logmem.compare import notes as cn
+from logmem.compare import whatif_facts as wf
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import main_point
@@ -245,7 +246,7 @@ def whatif_launch(
 
     mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
     if rel is None and sz.mamba_bytes and md.fixed_requests is None:
-        assumptions.append(cn.MambaRequestsHeld())
+        assumptions.append(wf.MambaRequestsHeld())
 
     ended = unfinished(launch)
     if ended is not None:
@@ -292,7 +293,7 @@ def whatif_launch(
         assumptions.extend(change.assumptions)
         if mem_fraction_static is None:
             d = led.default_mfs
-            assumptions.append(cn.MfsHeld(md.m0, d.rule if d else None, d.matches if d else None))
+            assumptions.append(wf.MfsHeld(md.m0, d.rule if d else None, d.matches if d else None))
 
     found = main_buckets(led, main.rank, main.graph) if main is not None else None
 
@@ -409,7 +410,7 @@ def whatif_launch(
     if rel is not None and now is not None and then is not None:
         capped = predicted.largest_bs if predicted.largest_bs != new_bs else None
         assumptions.append(
-            cn.MambaRequestsFollow(
+            wf.MambaRequestsFollow(
                 rel.slots,
                 rel.slots_line,
                 rel.max_running_requests,

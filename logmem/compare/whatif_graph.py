@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.compare import notes as cn
+from logmem.compare import whatif_facts as wf
 from logmem.compare.points import GraphPoint, graph_points
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs
 from logmem.compare.whatif_facts import (
@@ -55,7 +56,7 @@ def max_bs_change(
         pool, line = pool_at_mfs, None  # the predicted pool, not a line of the log
     if pool is not None and new_bs > pool:
         new_bs = pool
-        notes.append(cn.CappedAtRequestPool(pool, requested, new_bs == cur_bs, line))
+        notes.append(wf.CappedAtRequestPool(pool, requested, new_bs == cur_bs, line))
     if new_bs == cur_bs:
         # The cap binds at the size the launch captured: no bucket is added or dropped.
         return MaxBsChange(new_bs, None, None, None, tuple(notes), ())

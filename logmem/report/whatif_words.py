@@ -3,7 +3,6 @@ that were off, how a new max bs was priced, and why the window's top is unknown.
 
 from __future__ import annotations
 
-from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.report.compare_notes import note_text
 from logmem.sglang.default_mfs import Rule
@@ -123,7 +122,7 @@ def top_unknown_text(t: wf.TopUnknown) -> str:
 
 
 @note_text.register
-def _(n: cn.CappedAtRequestPool) -> str:
+def _(n: wf.CappedAtRequestPool) -> str:
     # No line: the pool predicted at the new setting (a hybrid Mamba model's slots // 3).
     line = f", line {n.line}" if n.line is not None else " at the predicted setting"
     if n.unchanged:
@@ -140,7 +139,7 @@ def _(n: cn.CappedAtRequestPool) -> str:
 
 
 @note_text.register
-def _(n: cn.MfsHeld) -> str:
+def _(n: wf.MfsHeld) -> str:
     if n.rule is Rule.PASSED:
         return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
     if n.rule is Rule.TP_TABLE:
@@ -167,7 +166,7 @@ def _(n: cn.MfsHeld) -> str:
 
 
 @note_text.register
-def _(n: cn.MambaRequestsFollow) -> str:
+def _(n: wf.MambaRequestsFollow) -> str:
     cap = (
         f"; {n.new_requests} requests cap the decode graphs at bs {n.graph_cap}"
         if n.graph_cap is not None
@@ -183,7 +182,7 @@ def _(n: cn.MambaRequestsFollow) -> str:
 
 
 @note_text.register
-def _(n: cn.MambaRequestsHeld) -> str:
+def _(n: wf.MambaRequestsHeld) -> str:
     return (
         "max_running_requests is held as logged: this hybrid Mamba model's log does not show it "
         "as max_mamba_cache_size // 3, so how its Mamba slots set it is unknown."
