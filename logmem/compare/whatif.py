@@ -8,7 +8,6 @@ headroom after capture is what the tightest rank had left, less both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from logmem.analysis.attribution import build_ledger
@@ -20,7 +19,7 @@ from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import main_point
 from logmem.compare.replay import Replay, Unfinished, unfinished, with_logged_mfs
-from logmem.compare.slope import GraphSlope, slope_from_fit
+from logmem.compare.slope import GraphSlope
 from logmem.compare.whatif_facts import (
     BucketSum,
     GraphsDisabled,
@@ -38,7 +37,7 @@ from logmem.compare.whatif_facts import (
     top_unknown,
 )
 from logmem.compare.whatif_graph import max_bs_change
-from logmem.errors import FitError, NoSlopeError
+from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.rules import MFS_GRID
@@ -137,25 +136,6 @@ class WhatIf:
         """[lo, hi], or None when it is empty."""
         lo, hi = self.lo_positive, self.hi
         return (lo, hi) if lo is not None and hi is not None and lo <= hi else None
-
-
-def measured_slope(
-    launch: Launch, a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str]
-) -> GraphSlope:
-    """The slope `launch`'s main graph grows by, measured from two launches A and B that differ
-    in max bs (``--slope-from A B``); an error saying why when they give none."""
-    from logmem.compare.diff import diff_launches
-
-    d = diff_launches(a, ref_a, b, ref_b, allow)
-    main = main_point(launch)
-    slope = slope_from_fit(d.slopes, main.graph if main else None)
-    if slope is None:
-        raise NoSlopeError(
-            f"--slope-from {ref_a.name} {ref_b.name} gave no slope",
-            (d.slope_note,) if d.slope_note is not None else (),
-            joined=False,
-        )
-    return slope
 
 
 def whatif_launch(
@@ -286,7 +266,14 @@ def whatif_launch(
             )
         at_mfs = mamba_requests(tokens(mfs))
         change = max_bs_change(
-            launch, led, main, cur_bs, cuda_graph_max_bs, slope, rows_per_bs, at_mfs and at_mfs[1]
+            launch,
+            led,
+            main,
+            cur_bs,
+            cuda_graph_max_bs,
+            slope,
+            rows_per_bs,
+            at_mfs[1] if at_mfs and at_mfs[1] > 0 else None,
         )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
         notes.extend(change.notes)

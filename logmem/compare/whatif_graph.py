@@ -1,15 +1,19 @@
 """``logmem whatif --cuda-graph-max-bs``: which largest batch the launch would capture and how
 its graph memory is priced (measured buckets, a slope, or SGLang's heuristic), with the notes
 and assumptions that say so. A request pool that caps the new max bs at the size the launch
-already captured changes nothing, and nothing is priced."""
+already captured changes nothing, and nothing is priced. ``measured_slope``: the slope of
+``--slope-from A B``."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
-from logmem.compare.points import GraphPoint, graph_points
-from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs
+from logmem.compare.load import LaunchRef
+from logmem.compare.points import GraphPoint, graph_points, main_point
+from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
 from logmem.compare.whatif_facts import (
     BucketSum,
     NoBucketReadings,
@@ -19,6 +23,7 @@ from logmem.compare.whatif_facts import (
     fixed_lazy,
     main_buckets,
 )
+from logmem.errors import NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 
@@ -88,3 +93,22 @@ def max_bs_change(
     ):
         assumptions.append(cn.OnlyMainGraph(main.graph))
     return MaxBsChange(new_bs, use, method, bsum, tuple(notes), tuple(assumptions))
+
+
+def measured_slope(
+    launch: Launch, a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str]
+) -> GraphSlope:
+    """The slope `launch`'s main graph grows by, measured from two launches A and B that differ
+    in max bs (``--slope-from A B``); an error saying why when they give none."""
+    from logmem.compare.diff import diff_launches
+
+    d = diff_launches(a, ref_a, b, ref_b, allow)
+    main = main_point(launch)
+    slope = slope_from_fit(d.slopes, main.graph if main else None)
+    if slope is None:
+        raise NoSlopeError(
+            f"--slope-from {ref_a.name} {ref_b.name} gave no slope",
+            (d.slope_note,) if d.slope_note is not None else (),
+            joined=False,
+        )
+    return slope
