@@ -325,7 +325,8 @@ def whatif(
     differ only in max bs; ``allow`` as for diff), else SGLang's heuristic, labelled so.
     ``logged_mem_fraction_static`` stands in for a log that prints no server_args."""
     from logmem.compare.slope import given_slope
-    from logmem.compare.whatif import measured_slope, whatif_launch
+    from logmem.compare.whatif import whatif_launch
+    from logmem.compare.whatif_graph import measured_slope
     from logmem.errors import FitError
     from logmem.units import gib_to_bytes
 

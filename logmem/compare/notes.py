@@ -9,7 +9,6 @@ from enum import Enum
 from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
-from logmem.sglang.default_mfs import Rule
 from logmem.sglang.eras import EraGuess
 
 # --- where a figure comes from ------------------------------------------------------------
@@ -204,13 +203,8 @@ class StartupUnfinished:
 
 
 @frozen
-class CappedAtRequestPool:
-    pool: int
-
-
-@frozen
 class NoMeasuredSlope:
-    pass
+    mib_per_bs: float | None = None  # the heuristic slope used (rules.graph_reserve_mib_per_bs)
 
 
 @frozen
@@ -315,6 +309,7 @@ class LoggedMfsGiven:
 @frozen
 class SharedBudget:
     share: float
+    of_rest: bool = False  # PoolProjection.share_of_rest
 
 
 @frozen
@@ -336,6 +331,7 @@ class DraftAsMeasured:
 class TokensFromLogged:
     bytes_per_token: int
     page: int
+    share: float = 1.0  # the full pool's share of rest (PoolProjection.share)
 
 
 @frozen
@@ -360,14 +356,6 @@ class LargestBecomes:
 @frozen
 class OnlyMainGraph:
     graph: str
-
-
-@frozen
-class MfsHeld:
-    mfs: float
-    # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED or TP_TABLE say
-    # SGLang's default would not move with max bs; None or another rule: it may.
-    rule: Rule | None = None
 
 
 @frozen
@@ -425,7 +413,6 @@ Note = (
     | NoCaptureMeasured
     | RuleDisagrees
     | StartupUnfinished
-    | CappedAtRequestPool
     | NoMeasuredSlope
     | LazyInLargest
     | GBIsGiB
@@ -451,7 +438,6 @@ Note = (
     | ContextChange
     | LargestBecomes
     | OnlyMainGraph
-    | MfsHeld
     | ActivationReserve
     | SlopeUsed
 )
