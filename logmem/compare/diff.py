@@ -435,7 +435,7 @@ def diff_launches(
         tuple(found),
         note,
         tuple(notes) + tuple(_like_with_like(graphs)),
-        assumptions + (slope_assumptions() if found else ()),
+        assumptions + (slope_assumptions(found) if found else ()),
         tuple(headlines),
         models,
     )

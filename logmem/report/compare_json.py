@@ -96,6 +96,9 @@ def slope_json(s: SlopeView) -> dict[str, Any]:
             "measured_mib_per_bs": h.measured_mib_per_bs,
             "measured_terms": h.measured_terms,
             "ratio": h.ratio,
+            "at_sizes": [
+                {"max_bs": n, "reserve_mib": r, "capture_total_mib": t} for n, r, t in h.at_sizes
+            ],
         }
     return out
 

@@ -108,10 +108,14 @@ def _slopes(o: Out, slopes: Sequence[SlopeView]) -> None:
             )
         h = s.heuristic
         if h is not None:
+            at = "; ".join(
+                f"at max bs {n} it sets aside {r:,.0f} MiB, the capture used {t:,.0f}"
+                for n, r, t in h.at_sizes
+            )
             o.para(
-                f"SGLang's heuristic reserves {h.sglang_mib_per_bs:g} MiB per unit of max bs ({h.sglang_terms}); "
-                f"measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
-                f"ratio {h.ratio:.2f}x."
+                f"SGLang's heuristic reserves {h.sglang_mib_per_bs:g} MiB per unit of max bs ({h.sglang_terms}) "
+                f"for all graph memory; measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
+                f"ratio {h.ratio:.2f}x" + (f". In absolute terms: {at}." if at else ".")
             )
 
 

@@ -301,7 +301,9 @@ def _(n: cn.HeuristicReserve) -> str:
     return (
         f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
         f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
-        "DP attention); the ratio compares it with the measured growth per unit of batch size."
+        "DP attention), meant to cover all graph memory; the ratio compares it with the growth of the "
+        "capture total (the capture end's mem usage) per unit of max bs. It is set beside a slope "
+        "only where it is the launches' default-mfs rule (eras b and c, not passed by every launch)."
     )
 
 

@@ -28,7 +28,7 @@ from logmem.report.compare_words import (
     term_text,
 )
 from logmem.report.input_notes import ref_notes, stopped_json
-from logmem.units import gib
+from logmem.units import MIB, gib
 
 DIFF_SCHEMA = "logmem.diff/1"
 FIT_SCHEMA = "logmem.fit/1"
@@ -135,6 +135,8 @@ class HeuristicView:
     measured_mib_per_bs: float | None
     measured_terms: str
     ratio: float | None
+    # At each launch's max bs: (size, what the reserve sets aside in MiB, the capture total in MiB).
+    at_sizes: tuple[tuple[int, float, float], ...] = ()
 
 
 @frozen
@@ -183,6 +185,10 @@ def slope_view(s: Slope, residuals: bool) -> SlopeView:
             rounded(h.measured_mib_per_bs),
             growth_text(h.measured_terms),
             rounded(h.ratio, 2),
+            tuple(
+                (n, round(n * h.mib_per_bs, 1), round(t / MIB, 1))
+                for n, t in zip(h.sizes, h.total_bytes)
+            ),
         )
         if h is not None
         else None,
