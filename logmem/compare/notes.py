@@ -5,6 +5,7 @@ so a reporter can restyle every sentence and the compare stage holds no prose.""
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
@@ -139,6 +140,36 @@ class SameLargestSize:
 @frozen
 class RanksMatched:
     pairs: tuple[tuple[str, str], ...]  # A's label, B's label
+    same_tags: tuple[str, ...] = ()  # tags (TP, EP, ...) equal in every pair
+    differ_tags: tuple[str, ...] = ()  # tags that differ in some pair
+    sizes: tuple[tuple[str, Any, Any], ...] = ()  # e.g. ("dp_size", 4, 16) when it differs
+
+
+@frozen
+class FirstBucketShared:
+    """A launch's first capture began with a bucket that also holds the communication buffers
+    allocated on first use; its graph memory changed while those settings differ too."""
+
+    rank: str
+    graph: str
+    largest: tuple[int | None, int | None]  # bytes, A and B
+    total: tuple[int | None, int | None]
+    env: tuple[tuple[str, str | None, str | None, int | None, int | None], ...]  # key, a, b, lines
+    settings: tuple[tuple[str, Any, Any], ...]  # server_args key, a, b
+    max_bs: tuple[Any, Any] | None  # cuda_graph_max_bs when it differs
+
+
+@frozen
+class AttentionTPChanged:
+    """The same checkpoint and tp_size, another attention TP (tp / dp with DP attention)."""
+
+    rank: str
+    weights: tuple[int, int]  # bytes the weights phase took, A and B
+    attn_tp: tuple[int, int]
+    tp_size: int
+    dp_size: tuple[Any, Any]
+    dp_lm_head: bool  # enable_dp_lm_head in both: the lm_head is split over attention TP too
+    also_differ: tuple[str, ...]  # other keys that change a rank's weights
 
 
 @frozen
@@ -418,6 +449,8 @@ Note = (
     | RanksMatched
     | AllowDiffUnused
     | WeightsDiffer
+    | FirstBucketShared
+    | AttentionTPChanged
     | DifferentModels
     | DifferentWording
     | BucketsNotCompared

@@ -186,8 +186,13 @@ def diff_json(d: DiffView) -> dict[str, Any]:
             }
             for p in d.phases
         ],
+        "env_changed": [
+            {"key": k, "a": a, "b": b, "line_a": la, "line_b": lb} for k, a, b, la, lb in d.env
+        ],
+        "phase_causes": list(d.phase_causes),
         "kv": kv,
         "graphs": graphs,
+        "graph_causes": list(d.graph_causes),
         "slopes": [slope_json(s) for s in d.slopes],
         "slope_note": d.slope_note,
         "notes": list(d.notes),

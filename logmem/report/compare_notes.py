@@ -11,6 +11,7 @@ from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
+from logmem.report.compare_causes import attention_tp_text, first_bucket_text, ranks_matched_text
 from logmem.report.compare_words import era_text, slope_source_text
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import (
@@ -108,12 +109,6 @@ def _(n: cn.NotInEveryLaunch) -> str:
 @note_text.register
 def _(n: cn.SameLargestSize) -> str:
     return f"{n.graph} on {_on(n.rank)}: the same largest size in every launch, no slope"
-
-
-@note_text.register
-def _(n: cn.RanksMatched) -> str:
-    shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in n.pairs)
-    return f"Ranks with different labels are matched in order: {shown} (A ~ B)."
 
 
 @note_text.register
@@ -481,3 +476,9 @@ def slope_in_words() -> Iterator[None]:
         yield
     except NoSlopeError as e:
         raise FitError(no_slope_text(e)) from None
+
+
+# The diff's sentences on what else changed (ranks paired, first bucket, attention TP).
+note_text.register(cn.RanksMatched)(ranks_matched_text)
+note_text.register(cn.FirstBucketShared)(first_bucket_text)
+note_text.register(cn.AttentionTPChanged)(attention_tp_text)

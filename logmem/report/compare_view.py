@@ -291,6 +291,10 @@ class DiffView:
     notes: tuple[str, ...]
     assumptions: tuple[str, ...]
     schema: str = DIFF_SCHEMA
+    # Communication variables the logs echoed, where they differ: (key, A, B, A's line, B's line).
+    env: tuple[tuple[str, str | None, str | None, int | None, int | None], ...] = ()
+    phase_causes: tuple[str, ...] = ()
+    graph_causes: tuple[str, ...] = ()
 
 
 def _point(p: GraphPoint | None) -> PointView | None:
@@ -386,6 +390,9 @@ def diff_view(d: Diff) -> DiffView:
         note_text(d.slope_note) if d.slope_note is not None else None,
         ref_notes((d.a, d.b)) + texts(d.notes),
         texts(d.assumptions),
+        env=tuple((e.key, e.a, e.b, e.line_a, e.line_b) for e in d.env),
+        phase_causes=texts(d.phase_causes),
+        graph_causes=texts(d.graph_causes),
     )
 
 
