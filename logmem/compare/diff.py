@@ -21,6 +21,7 @@ from logmem.compare.diff_causes import (
     env_changes,
     first_bucket_causes,
     pairing,
+    reserve_not_compared,
     weights_cause,
 )
 from logmem.compare.load import LaunchRef
@@ -407,6 +408,10 @@ def diff_launches(
     else:
         found, why = slopes((a, b))
         notes.extend(why)
+        if (
+            no_reserve := reserve_not_compared(found, (la.default_mfs, lb.default_mfs))
+        ) is not None:
+            notes.append(no_reserve)
         note = None if found else cn.SlopeNoRows()
     moved = {
         x: y

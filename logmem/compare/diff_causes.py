@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 from logmem.analysis.comm_inputs import echoed_env
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison
+from logmem.compare.slope import Slope
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.comm import COMM_ENV_KEYS, layout_from_args
+from logmem.sglang.default_mfs import DefaultMfs
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 
 if TYPE_CHECKING:
@@ -137,6 +139,19 @@ def weights_cause(
     return cn.AttentionTPChanged(
         rank, (wa, wb), (ta, tb), int(a.args["tp_size"]), dp, lm_head, also
     )
+
+
+def reserve_not_compared(
+    found: Sequence[Slope], rules: Sequence[DefaultMfs | None]
+) -> cn.NoReserveComparison | None:
+    """Why a per-bs slope has no SGLang reserve beside it (None: it has one, or no such slope)."""
+    per_bs = [s for s in found if s.rows_per_bs is not None]
+    if not per_bs or any(s.heuristic is not None for s in per_bs):
+        return None
+    ra, rb = (d.rule if d else None for d in rules)
+    pa, pb = (d.passed if d else None for d in rules)
+    ma, mb = (d.matches if d else None for d in rules)
+    return cn.NoReserveComparison((ra, rb), (pa, pb), (ma, mb))
 
 
 _TAG = re.compile(r"([A-Z]+)(\d+)")

@@ -160,6 +160,16 @@ class FirstBucketShared:
 
 
 @frozen
+class NoReserveComparison:
+    """A per-bs slope without SGLang's graph reserve beside it: the reserve is not these
+    launches' default-mfs rule (compare.slope.reserve_rule_in_force)."""
+
+    rules: tuple[Rule | None, Rule | None]  # A's and B's (None: no server_args dump)
+    passed: tuple[bool | None, bool | None]
+    matches: tuple[bool | None, bool | None] = (None, None)  # the rule's value is the dump's
+
+
+@frozen
 class AttentionTPChanged:
     """The same checkpoint and tp_size, another attention TP (tp / dp with DP attention)."""
 
@@ -451,6 +461,7 @@ Note = (
     | WeightsDiffer
     | FirstBucketShared
     | AttentionTPChanged
+    | NoReserveComparison
     | DifferentModels
     | DifferentWording
     | BucketsNotCompared

@@ -9,7 +9,30 @@ from typing import Any
 
 from logmem.compare import notes as cn
 from logmem.report.causes import on_gpu as _on
+from logmem.sglang.default_mfs import Rule
+from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
+
+
+def no_reserve_text(n: cn.NoReserveComparison) -> str:
+    def one(label: str, rule: Rule | None, passed: bool | None, matches: bool | None) -> str:
+        if rule is Rule.TP_TABLE:
+            off = ", whose value is not the dump's" if matches is False else ""
+            how = f"era a, a tp_size table{off}"
+        elif rule is Rule.PASSED:
+            how = "passed by the user"
+        elif rule is Rule.RESERVE:
+            how = "the reserve formula" + (", the command line passes it" if passed else "")
+        else:
+            how = "unknown (era or dump)"
+        return f"{label}: {how}"
+
+    (ra, rb), (pa, pb), (ma, mb) = _pair(n.rules), _pair(n.passed), _pair(n.matches)
+    return (
+        f"No comparison with SGLang's graph reserve ({DECODE_GRAPH_MIB_PER_BS:g} MB per unit of "
+        "max bs): it is not the default-mfs rule of these launches "
+        f"({one('A', ra, pa, ma)}; {one('B', rb, pb, mb)}; analyze's 'default mfs rule' row)."
+    )
 
 
 def ranks_matched_text(n: cn.RanksMatched) -> str:

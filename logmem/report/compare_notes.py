@@ -11,7 +11,12 @@ from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
-from logmem.report.compare_causes import attention_tp_text, first_bucket_text, ranks_matched_text
+from logmem.report.compare_causes import (
+    attention_tp_text,
+    first_bucket_text,
+    no_reserve_text,
+    ranks_matched_text,
+)
 from logmem.report.compare_words import era_text, slope_source_text
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import (
@@ -482,3 +487,4 @@ def slope_in_words() -> Iterator[None]:
 note_text.register(cn.RanksMatched)(ranks_matched_text)
 note_text.register(cn.FirstBucketShared)(first_bucket_text)
 note_text.register(cn.AttentionTPChanged)(attention_tp_text)
+note_text.register(cn.NoReserveComparison)(no_reserve_text)
