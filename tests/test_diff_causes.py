@@ -122,3 +122,10 @@ def test_graph_groups_carry_their_family_and_near_identical_ranks_fold() -> None
         "in every pair the TP and EP ranks are the same and the DP rank differs (dp_size 4 -> 16)"
         in flat
     )
+
+
+def test_pairing_tells_a_differing_tag_from_a_tag_one_label_lacks() -> None:
+    from logmem.compare.diff_causes import pairing
+
+    assert pairing([("DP0 TP1 EP1", "DP1 TP1 EP1")]) == (("TP", "EP"), ("DP",), ())
+    assert pairing([("DP0 TP0 EP0", "DP0 TP0")]) == (("DP", "TP"), (), ("EP",))

@@ -419,13 +419,13 @@ def diff_launches(
         if x != y
     }
     if moved:
-        same, differ = pairing(tuple(moved.items()))
+        same, differ, one = pairing(tuple(moved.items()))
         sizes = tuple(
             (c.key, c.values[0], c.values[1])
             for c in cmp.changed
             if c.key in ("tp_size", "dp_size", "ep_size", "pp_size")
         )
-        notes.append(cn.RanksMatched(tuple(moved.items()), same, differ, sizes))
+        notes.append(cn.RanksMatched(tuple(moved.items()), same, differ, one, sizes))
     for k in allow:
         if k not in {c.key for c in cmp.changed} and k not in {c.key for c in cmp.ignored}:
             notes.append(cn.AllowDiffUnused(k))

@@ -157,14 +157,23 @@ def reserve_not_compared(
 _TAG = re.compile(r"([A-Z]+)(\d+)")
 
 
-def pairing(pairs: Sequence[tuple[str, str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Tags (TP, EP, ...) equal in every pair of labels, and tags that differ in some pair."""
+def pairing(
+    pairs: Sequence[tuple[str, str]],
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Tags (TP, EP, ...) equal in every pair of labels, tags both labels carry that differ in
+    some pair, and tags only one label of some pair carries."""
     same: list[str] = []
     differ: list[str] = []
+    one: list[str] = []
     for x, y in pairs:
         tx, ty = dict(_TAG.findall(x)), dict(_TAG.findall(y))
         for t in dict.fromkeys([*tx, *ty]):
-            bucket = same if tx.get(t) == ty.get(t) else differ
+            bucket = one if (t in tx) != (t in ty) else same if tx.get(t) == ty.get(t) else differ
             if t not in bucket:
                 bucket.append(t)
-    return tuple(t for t in same if t not in differ), tuple(differ)
+    odd = set(differ) | set(one)
+    return (
+        tuple(t for t in same if t not in odd),
+        tuple(t for t in differ if t not in one),
+        tuple(one),
+    )

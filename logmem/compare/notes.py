@@ -142,6 +142,7 @@ class RanksMatched:
     pairs: tuple[tuple[str, str], ...]  # A's label, B's label
     same_tags: tuple[str, ...] = ()  # tags (TP, EP, ...) equal in every pair
     differ_tags: tuple[str, ...] = ()  # tags that differ in some pair
+    one_sided_tags: tuple[str, ...] = ()  # tags only one label of some pair carries
     sizes: tuple[tuple[str, Any, Any], ...] = ()  # e.g. ("dp_size", 4, 16) when it differs
 
 

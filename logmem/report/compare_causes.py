@@ -39,11 +39,17 @@ def ranks_matched_text(n: cn.RanksMatched) -> str:
     shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in n.pairs[:3])
     more = f", ... ({len(n.pairs)} pairs)" if len(n.pairs) > 3 else ""
     how = ""
-    if n.same_tags and n.differ_tags:
+    if n.same_tags and (n.differ_tags or n.one_sided_tags):
         sizes = ", ".join(f"{k} {x} -> {y}" for k, x, y in n.sizes)
+        parts = []
+        if n.differ_tags:
+            parts.append(f"the {' and '.join(n.differ_tags)} rank differs")
+        if n.one_sided_tags:
+            parts.append(f"only one label carries {' and '.join(n.one_sided_tags)}")
         how = (
-            f"; in every pair the {' and '.join(n.same_tags)} ranks are the same and the "
-            f"{' and '.join(n.differ_tags)} rank differs" + (f" ({sizes})" if sizes else "")
+            f"; in every pair the {' and '.join(n.same_tags)} ranks are the same and "
+            + " and ".join(parts)
+            + (f" ({sizes})" if sizes else "")
         )
     return (
         "'X ~ Y' rows set A's rank X beside B's rank Y. Ranks whose labels are in both logs are "
