@@ -129,3 +129,15 @@ def test_pairing_tells_a_differing_tag_from_a_tag_one_label_lacks() -> None:
 
     assert pairing([("DP0 TP1 EP1", "DP1 TP1 EP1")]) == (("TP", "EP"), ("DP",), ())
     assert pairing([("DP0 TP0 EP0", "DP0 TP0")]) == (("DP", "TP"), (), ("EP",))
+
+
+def test_the_cause_facts_have_sentences_even_when_bare() -> None:
+    from logmem.compare import notes as cn
+    from logmem.report.compare_notes import note_text
+
+    bare = [
+        cn.FirstBucketShared("TP0", "decode", (None, None), (None, None), (), (), None),
+        cn.AttentionTPChanged("TP0", (1, 2), (2, 1), 2, (1, 2), False, ()),
+        cn.NoReserveComparison((None, None), (None, None)),
+    ]
+    assert all(note_text(n).strip() for n in bare)

@@ -8,6 +8,9 @@ from enum import Enum
 from typing import Any
 
 from logmem.analysis.ledger import Lazy
+from logmem.compare.diff_notes import AttentionTPChanged as AttentionTPChanged
+from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
+from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
 from logmem.sglang.default_mfs import Rule
@@ -144,43 +147,6 @@ class RanksMatched:
     differ_tags: tuple[str, ...] = ()  # tags that differ in some pair
     one_sided_tags: tuple[str, ...] = ()  # tags only one label of some pair carries
     sizes: tuple[tuple[str, Any, Any], ...] = ()  # e.g. ("dp_size", 4, 16) when it differs
-
-
-@frozen
-class FirstBucketShared:
-    """A launch's first capture began with a bucket that also holds the communication buffers
-    allocated on first use; its graph memory changed while those settings differ too."""
-
-    rank: str
-    graph: str
-    largest: tuple[int | None, int | None]  # bytes, A and B
-    total: tuple[int | None, int | None]
-    env: tuple[tuple[str, str | None, str | None, int | None, int | None], ...]  # key, a, b, lines
-    settings: tuple[tuple[str, Any, Any], ...]  # server_args key, a, b
-    max_bs: tuple[Any, Any] | None  # cuda_graph_max_bs when it differs
-
-
-@frozen
-class NoReserveComparison:
-    """A per-bs slope without SGLang's graph reserve beside it: the reserve is not these
-    launches' default-mfs rule (compare.slope.reserve_rule_in_force)."""
-
-    rules: tuple[Rule | None, Rule | None]  # A's and B's (None: no server_args dump)
-    passed: tuple[bool | None, bool | None]
-    matches: tuple[bool | None, bool | None] = (None, None)  # the rule's value is the dump's
-
-
-@frozen
-class AttentionTPChanged:
-    """The same checkpoint and tp_size, another attention TP (tp / dp with DP attention)."""
-
-    rank: str
-    weights: tuple[int, int]  # bytes the weights phase took, A and B
-    attn_tp: tuple[int, int]
-    tp_size: int
-    dp_size: tuple[Any, Any]
-    dp_lm_head: bool  # enable_dp_lm_head in both: the lm_head is split over attention TP too
-    also_differ: tuple[str, ...]  # other keys that change a rank's weights
 
 
 @frozen
