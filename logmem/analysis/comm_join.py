@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
-from logmem.analysis.comm_inputs import Env, EnvValue, log_env, log_evidence
+from logmem.analysis.comm_inputs import Env, EnvValue, echoed_env, log_evidence
 from logmem.analysis.communication import Cell, Plan, derive
 from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
@@ -210,8 +210,7 @@ def launch_plan(
     L = led.launch
     sz = led.sizing
     bpt = (sz.likely_bytes_per_token or None) if sz is not None else None
-    before = L.server_args.source.line_no if L.server_args is not None else None
-    env = Env(tuple(log_env(L.events, before))).merged(user_env)
+    env = echoed_env(L).merged(user_env)
     args = {**L.args, **(overrides or {})}
     return derive(args, env, config, log_evidence(L, bpt))
 

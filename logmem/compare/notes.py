@@ -5,8 +5,12 @@ so a reporter can restyle every sentence and the compare stage holds no prose.""
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 from logmem.analysis.ledger import Lazy
+from logmem.compare.diff_notes import AttentionTPChanged as AttentionTPChanged
+from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
+from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
 from logmem.sglang.eras import EraGuess
@@ -138,6 +142,10 @@ class SameLargestSize:
 @frozen
 class RanksMatched:
     pairs: tuple[tuple[str, str], ...]  # A's label, B's label
+    same_tags: tuple[str, ...] = ()  # tags (TP, EP, ...) equal in every pair
+    differ_tags: tuple[str, ...] = ()  # tags that differ in some pair
+    one_sided_tags: tuple[str, ...] = ()  # tags only one label of some pair carries
+    sizes: tuple[tuple[str, Any, Any], ...] = ()  # e.g. ("dp_size", 4, 16) when it differs
 
 
 @frozen
@@ -406,6 +414,9 @@ Note = (
     | RanksMatched
     | AllowDiffUnused
     | WeightsDiffer
+    | FirstBucketShared
+    | AttentionTPChanged
+    | NoReserveComparison
     | DifferentModels
     | DifferentWording
     | BucketsNotCompared

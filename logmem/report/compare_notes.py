@@ -11,6 +11,12 @@ from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
+from logmem.report.compare_causes import (
+    attention_tp_text,
+    first_bucket_text,
+    no_reserve_text,
+    ranks_matched_text,
+)
 from logmem.report.compare_words import era_text, slope_source_text
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
@@ -107,12 +113,6 @@ def _(n: cn.NotInEveryLaunch) -> str:
 @note_text.register
 def _(n: cn.SameLargestSize) -> str:
     return f"{n.graph} on {_on(n.rank)}: the same largest size in every launch, no slope"
-
-
-@note_text.register
-def _(n: cn.RanksMatched) -> str:
-    shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in n.pairs)
-    return f"Ranks with different labels are matched in order: {shown} (A ~ B)."
 
 
 @note_text.register
@@ -297,7 +297,9 @@ def _(n: cn.HeuristicReserve) -> str:
     return (
         f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
         f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
-        "DP attention); the ratio compares it with the measured growth per unit of batch size."
+        "DP attention), meant to cover all graph memory; the ratio compares it with the growth of the "
+        "capture total (the capture end's mem usage) per unit of max bs. It is set beside a slope "
+        "only where it is the launches' default-mfs rule (eras b and c, not passed by every launch)."
     )
 
 
@@ -467,3 +469,10 @@ def slope_in_words() -> Iterator[None]:
         yield
     except NoSlopeError as e:
         raise FitError(no_slope_text(e)) from None
+
+
+# The diff's sentences on what else changed (ranks paired, first bucket, attention TP).
+note_text.register(cn.RanksMatched)(ranks_matched_text)
+note_text.register(cn.FirstBucketShared)(first_bucket_text)
+note_text.register(cn.AttentionTPChanged)(attention_tp_text)
+note_text.register(cn.NoReserveComparison)(no_reserve_text)

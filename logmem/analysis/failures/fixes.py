@@ -15,7 +15,7 @@ from dataclasses import replace
 import regex
 
 import logmem.analysis.failures.facts as fx
-from logmem.analysis.comm_inputs import Env, log_env
+from logmem.analysis.comm_inputs import echoed_env
 from logmem.analysis.failures.budget import (
     MFS_STEP,
     Budget,
@@ -343,8 +343,7 @@ def _dispatch_tokens_fix(launch: Launch, r: OutOfMemory) -> fx.Fix:
     12.5). The change is relative to the T this launch ran with: the one its environment set
     (the launch command's ``K=V`` words, a harness's env lines), else SGLang's default."""
     env = comm.ENV_DEEPEP_TOKENS
-    before = launch.server_args.source.line_no if launch.server_args is not None else None
-    echoed = Env(tuple(log_env(launch.events, before)))
+    echoed = echoed_env(launch)
     tokens = comm.deepep_dispatch_tokens(echoed.mapping)
     set_by = echoed.get(env)
     # A value SGLang would reject leaves T at its default: then no line set it.
