@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.failures import outcome, verdict
-from logmem.analysis.failures.facts import Failure, LowerByAtLeast
+from logmem.analysis.failures.facts import Failure, Fix, LowerByAtLeast, NativeImpl
+from logmem.analysis.failures.fixes import native_version_flag
 from logmem.analysis.failures.traces import Where, raised_in
 from logmem.api import read_log
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
-from logmem.report.fixes import fix_value
+from logmem.report.fixes import fix_text, fix_value
 from logmem.report.verdict import verdict_lines
 
 GIB = 1 << 30
@@ -129,14 +130,35 @@ def test_a_load_that_needs_more_gpus_keeps_its_fixes() -> None:
 
 def test_transformers_fallback_gets_the_native_implementation_not_more_gpus() -> None:
     f = failure_of(FIXTURES / "hip-oom-rocm-constructed.log")
-    assert [(x.flag, x.value) for x in f.fixes] == [("--model-impl", "sglang")]
     # model_impl='auto' fell back: this build has no native implementation, so the flag alone
-    # would fail here and the fix says to use a version that has one (review23 #9).
+    # would fail here: the fix is a version that has one, not the flag (review23 #9, review25 #7).
     assert "model_impl='auto'" in (FIXTURES / "hip-oom-rocm-constructed.log").read_text()
+    assert [(x.flag, x.value) for x in f.fixes] == [
+        ("an SGLang version that implements this architecture", None)
+    ]
+    (native,) = [x.effect for x in f.fixes]
+    # No rank printed Load weight end, so the log names no architecture; the model path is
+    # the checkpoint, never called "the architecture".
+    assert isinstance(native, NativeImpl)
+    assert native.architecture is None and native.model == "zai-org/GLM-5-FP8"
     said = " ".join(
         verdict_lines(verdict(read_log(str(FIXTURES / "hip-oom-rocm-constructed.log")).launches[0]))
     )
-    assert "on this build the flag fails: use an SGLang version that implements it" in said
+    assert "Fix: --model-impl" not in said and "on this build the flag fails" not in said
+    assert "architecture (zai-org/GLM-5-FP8)" not in said
+    assert "the log names no architecture" in said
+    assert "pass --model-impl sglang there if 'auto' still falls back" in said
+
+
+def test_transformers_fallback_fix_names_the_weights_line_type() -> None:
+    """With a Load weight end's type=, the headline names that architecture (review25 #7)."""
+    auto = NativeImpl("GlmMoeDsaForCausalLM", True, "zai-org/GLM-5-FP8")
+    text = fix_text(Fix(native_version_flag(auto.architecture), None, auto))
+    assert text.startswith("Fix: an SGLang version that implements GlmMoeDsaForCausalLM: ")
+    assert "zai-org" not in text
+    # model_impl='transformers' chose the fallback itself: then the flag is the fix.
+    chosen = NativeImpl("GlmMoeDsaForCausalLM", False, "zai-org/GLM-5-FP8")
+    assert fix_text(Fix("--model-impl", "sglang", chosen)).startswith("Fix: --model-impl sglang: ")
 
 
 # --- capture OOM without server_args ---------------------------------------------------------

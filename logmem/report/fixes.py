@@ -388,14 +388,22 @@ def _(e: fx.FindOutside) -> str:
 
 @effect_text.register
 def _(e: fx.NativeImpl) -> str:
-    arch = f" ({e.architecture})" if e.architecture else ""
     if e.auto:
-        return (
-            "with model_impl 'auto' SGLang falls back to Transformers only when this build has no "
-            f"implementation of the architecture{arch}, so on this build the flag fails: use an "
-            "SGLang version that implements it (its own implementation shards the model over the "
-            "TP ranks), and pass the flag there if 'auto' still falls back; costs nothing in KV"
+        # The fix's headline is the version (native_version_flag): the flag cannot help here.
+        named = (
+            ""
+            if e.architecture
+            else " (the log names no architecture: no rank printed Load weight end's type="
+            + (f"; the model is {e.model}" if e.model else "")
+            + ")"
         )
+        return (
+            f"this build has no implementation of it{named}, so with model_impl 'auto' it fell "
+            "back to the Transformers backend, which does not shard the model over the TP ranks "
+            "the way SGLang's own implementation does; pass --model-impl sglang there if 'auto' "
+            "still falls back; costs nothing in KV"
+        )
+    arch = f" ({e.architecture})" if e.architecture else ""
     return (
         f"forces SGLang's own implementation of the model{arch} instead of the Transformers "
         "backend that model_impl selected, which shards it over the TP ranks; it exists only in "

@@ -233,10 +233,11 @@ class FindOutside:
 class NativeImpl:
     """The model runs on the Transformers fallback: SGLang's own implementation shards it."""
 
-    architecture: str | None  # Load weight end's type=, or server_args' model_path
+    architecture: str | None  # Load weight end's type=; None: no rank printed one
     # model_impl was 'auto' (or not dumped): SGLang falls back to Transformers only for an
     # architecture this build does not implement, so the fix is another SGLang version.
     auto: bool = True
+    model: str | None = None  # server_args' model_path: the checkpoint, not the architecture
 
 
 Effect = (

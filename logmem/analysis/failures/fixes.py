@@ -217,8 +217,17 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
             beyond = floor.beyond_capacity if floor is not None else None
             notes.append(fx.TransformersFallback(whole, beyond))
             auto = launch.args.get("model_impl") in (None, "auto")
-            native = fx.NativeImpl(_architecture(launch), auto)
-            fixes.append(fx.Fix("--model-impl", "sglang", native))
+            path = launch.args.get("model_path")
+            native = fx.NativeImpl(
+                _architecture(launch), auto, path if isinstance(path, str) else None
+            )
+            # 'auto' fell back because this build has no implementation: the flag would fail
+            # here, so the fix is the version; the flag is the fix only when it chose Transformers.
+            fixes.append(
+                fx.Fix(native_version_flag(native.architecture), None, native)
+                if auto
+                else fx.Fix("--model-impl", "sglang", native)
+            )
         more, note = _fewer_weights_fixes(launch, shortfall)
         if note is not None:
             notes.append(note)
@@ -330,12 +339,18 @@ def _transformers_fallback(launch: Launch) -> bool:
 
 
 def _architecture(launch: Launch) -> str | None:
+    """The architecture as the log names it: a rank's Load weight end type= (the model path
+    names a checkpoint, not an architecture); None when no rank printed one."""
     for r in launch.ranks:
         we = r.target.weights_end if r.target else None
         if we is not None and we.model_type:
             return we.model_type
-    path = launch.args.get("model_path")
-    return path if isinstance(path, str) else None
+    return None
+
+
+def native_version_flag(architecture: str | None) -> str:
+    """The action a Transformers fallback under model_impl 'auto' calls for."""
+    return f"an SGLang version that implements {architecture or 'this architecture'}"
 
 
 def _dispatch_tokens_fix(launch: Launch, r: OutOfMemory) -> fx.Fix:
