@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.failures import outcome, verdict
 from logmem.analysis.failures.facts import Failure, Fix, LowerByAtLeast, NativeImpl
-from logmem.analysis.failures.fixes import native_version_flag
+from logmem.analysis.failures.fallback import native_version_flag
 from logmem.analysis.failures.traces import Where, raised_in
 from logmem.api import read_log
 from logmem.model.records import Traceback
@@ -134,7 +134,7 @@ def test_transformers_fallback_gets_the_native_implementation_not_more_gpus() ->
     # would fail here: the fix is a version that has one, not the flag (review23 #9, review25 #7).
     assert "model_impl='auto'" in (FIXTURES / "hip-oom-rocm-constructed.log").read_text()
     assert [(x.flag, x.value) for x in f.fixes] == [
-        ("an SGLang version that implements this architecture", None)
+        ("an SGLang version that implements this model's architecture", None)
     ]
     (native,) = [x.effect for x in f.fixes]
     # No rank printed Load weight end, so the log names no architecture; the model path is

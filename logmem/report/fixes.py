@@ -389,19 +389,19 @@ def _(e: fx.FindOutside) -> str:
 @effect_text.register
 def _(e: fx.NativeImpl) -> str:
     if e.auto:
-        # The fix's headline is the version (native_version_flag): the flag cannot help here.
+        # The fix's headline is the version (fallback.native_version_flag): the flag cannot help.
         named = (
             ""
             if e.architecture
-            else " (the log names no architecture: no rank printed Load weight end's type="
+            else "the log names no architecture (no rank printed Load weight end's type="
             + (f"; the model is {e.model}" if e.model else "")
-            + ")"
+            + "); "
         )
         return (
-            f"this build has no implementation of it{named}, so with model_impl 'auto' it fell "
-            "back to the Transformers backend, which does not shard the model over the TP ranks "
-            "the way SGLang's own implementation does; pass --model-impl sglang there if 'auto' "
-            "still falls back; costs nothing in KV"
+            f"{named}with model_impl 'auto' this build fell back to the Transformers backend, "
+            "which it does only for an architecture it does not implement, and that backend does "
+            "not shard the model over the TP ranks; pass --model-impl sglang there if 'auto' still "
+            "falls back; costs nothing in KV"
         )
     arch = f" ({e.architecture})" if e.architecture else ""
     return (

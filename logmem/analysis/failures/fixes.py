@@ -25,13 +25,13 @@ from logmem.analysis.failures.budget import (
     fmt_mfs,
     min_mfs_for_pool,
 )
+from logmem.analysis.failures.fallback import native_fix, transformers_fallback
 from logmem.analysis.failures.place import Place
 from logmem.analysis.failures.records import (
     OutOfMemory,
 )
 from logmem.analysis.failures.traces import RaisedIn, Where
 from logmem.model.records import Graph, Launch, Rank
-from logmem.parse import events as ev
 from logmem.sglang import comm, rules
 from logmem.units import GIB
 
@@ -209,25 +209,14 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
         # about what the weights took: no floor from them.
         elsewhere = outside is not None and outside.fits
         floor = None if elsewhere else _weights_floor(launch, place.rank, r)
-        fallback = _transformers_fallback(launch)
+        fallback = transformers_fallback(launch)
         if floor is not None:
             notes.append(replace(floor, fallback=fallback))
         whole = floor is not None and floor.case is fx.FloorCase.WHOLE_GPU
         if fallback:
             beyond = floor.beyond_capacity if floor is not None else None
             notes.append(fx.TransformersFallback(whole, beyond))
-            auto = launch.args.get("model_impl") in (None, "auto")
-            path = launch.args.get("model_path")
-            native = fx.NativeImpl(
-                _architecture(launch), auto, path if isinstance(path, str) else None
-            )
-            # 'auto' fell back because this build has no implementation: the flag would fail
-            # here, so the fix is the version; the flag is the fix only when it chose Transformers.
-            fixes.append(
-                fx.Fix(native_version_flag(native.architecture), None, native)
-                if auto
-                else fx.Fix("--model-impl", "sglang", native)
-            )
+            fixes.append(native_fix(launch))
         more, note = _fewer_weights_fixes(launch, shortfall)
         if note is not None:
             notes.append(note)
@@ -330,27 +319,6 @@ def _outside_pytorch(r: OutOfMemory, shortfall: int | None) -> fx.OutsidePyTorch
     this = split.this_process.bytes if split is not None and split.this_process else None
     fits = shortfall is not None and outside >= shortfall
     return fx.OutsidePyTorch(cap, used, held, outside, this, fits, r.device)
-
-
-def _transformers_fallback(launch: Launch) -> bool:
-    return any(
-        isinstance(e, ev.ModelBackend) and e.backend == "transformers" for e in launch.all_events()
-    )
-
-
-def _architecture(launch: Launch) -> str | None:
-    """The architecture as the log names it: a rank's Load weight end type= (the model path
-    names a checkpoint, not an architecture); None when no rank printed one."""
-    for r in launch.ranks:
-        we = r.target.weights_end if r.target else None
-        if we is not None and we.model_type:
-            return we.model_type
-    return None
-
-
-def native_version_flag(architecture: str | None) -> str:
-    """The action a Transformers fallback under model_impl 'auto' calls for."""
-    return f"an SGLang version that implements {architecture or 'this architecture'}"
 
 
 def _dispatch_tokens_fix(launch: Launch, r: OutOfMemory) -> fx.Fix:
