@@ -62,6 +62,7 @@ from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
 from logmem.parse.patterns import BY_NAME
 from logmem.parse.server_args import parse_server_args
+from logmem.parse.uninitialized import build_uninitialized
 from logmem.units import Mem
 
 # --- helpers ---------------------------------------------------------------------------
@@ -395,6 +396,7 @@ BUILDERS: dict[str, Builder] = {
     "init_end": _mk(InitEnd, usage=_g("usage"), elapsed_s=lambda m: _float(m.group("elapsed"))),
     "load_begin": _mk(WeightsBegin, avail=_g("avail")),
     "load_end": _b_load_end,
+    "weights_uninitialized": build_uninitialized,
     "kv_dtype": _mk(KVDtype, dtype=lambda m: m.group("dtype")),
     "kv_pool": _mk(
         KVPool,

@@ -58,6 +58,24 @@ class WeightsEnd(Event):
 
 
 @frozen(kw_only=True)
+class WeightsUninitialized(Event):
+    """ "Some weights are not initialized from checkpoints: [...]": parameters the model
+    allocated that no checkpoint tensor filled (printed per rank before its Load weight end).
+    The list can hold thousands of names: only counts are kept (logmem.parse.uninitialized)."""
+
+    names: int  # names the list holds (a cut list: the names before the cut)
+    complete: bool  # the list closes with ']'; False: cut, so `names` is a lower bound
+    # Each name with its layer number written '*', and how many names have that shape; the
+    # most frequent first, at most MAX_KINDS of them.
+    kinds: tuple[tuple[str, int], ...]
+    other_kinds: int  # further shapes, not listed in `kinds`
+    layers: int  # distinct layer numbers among the names
+    layer_min: int | None
+    layer_max: int | None
+    experts: int  # names of MoE expert weights ('.experts.' in the name)
+
+
+@frozen(kw_only=True)
 class KVDtype(Event):
     dtype: str
 

@@ -79,6 +79,15 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Load weight end. ",),
     ),
     _p(
+        "weights_uninitialized",
+        r"^Some weights are not initialized from checkpoints: (?P<list>\[.{0,4194304})",
+        "Some weights are not initialized from checkpoints: ['language_model.layers.0.moe.experts."
+        "w13_weight', 'language_model.layers.0.moe.experts.w2_weight']",
+        "model loader, per rank, before Load weight end; not in log-formats.md (seen 2026-05, "
+        "E6: corpus 006); the list can be thousands of names: counted, never kept",
+        needs=("Some weights are not initialized from checkpoint",),
+    ),
+    _p(
         "kv_dtype",
         r"^Using KV cache dtype: (?P<dtype>\S{1,60})",
         "Using KV cache dtype: torch.float8_e4m3fn",
@@ -457,6 +466,7 @@ KEYWORDS: tuple[str, ...] = (
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
+    "not initialized from checkpoint",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each
