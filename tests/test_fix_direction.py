@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.failures import outcome, verdict
-from logmem.analysis.failures.facts import Failure, Fix, LowerByAtLeast, NativeImpl
+from logmem.analysis.failures.facts import (
+    ChangeComponent,
+    Failure,
+    Fix,
+    LowerByAtLeast,
+    NativeImpl,
+)
 from logmem.analysis.failures.fallback import native_version_flag
 from logmem.analysis.failures.traces import Where, raised_in
 from logmem.api import read_log
@@ -184,6 +190,45 @@ def test_corpus_003_names_the_attention_code_not_disable_cuda_graph() -> None:
     text = " ".join(verdict_lines(verdict(read_log(str(corpus_log("003-"))).launches[0])))
     assert "forward_absorb_fused_mla_rope_prepare" in text
     assert "would not get a server up" in text
+
+
+def _said(path: Path) -> str:
+    return " ".join(verdict_lines(verdict(read_log(str(path)).launches[0])))
+
+
+def test_corpus_003_attention_fix_points_at_the_nsa_backends_line_11() -> None:
+    """Line 11 "Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto,
+    decode=flashmla_kv." while server_args passed attention_backend='triton' (review25 #9)."""
+    path = corpus_log("003-")
+    raw = path.read_bytes().decode().split("\n")
+    assert "Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto" in raw[10]
+    (L,) = read_log(str(path)).launches
+    assert len(L.ranks) == 8 and L.rank("") is None  # a launcher line, not a rank
+    (fix,) = failure_of(path).fixes
+    assert isinstance(fix.effect, ChangeComponent) and fix.effect.nsa is not None
+    assert fix.effect.nsa.source.line_no == 11
+    text = _said(path)
+    assert (
+        "line 11 set this model's NSA backends for its fp8_e4m3 KV cache (prefill=flashmla_auto, "
+        "decode=flashmla_kv), but attention_backend='triton' was passed: try --attention-backend "
+        "nsa, or drop --attention-backend"
+    ) in text
+    assert "the log does not show" in text  # a try, not a promise
+
+
+def test_attention_fix_without_the_nsa_line_or_with_nsa_in_use(tmp_path: Path) -> None:
+    raw = corpus_log("003-").read_bytes().decode().split("\n")
+    without = tmp_path / "no-nsa-line.log"
+    without.write_text("\n".join(raw[:10] + raw[11:]))
+    text = _said(without)
+    assert (
+        "NSA backends" not in text and "try another attention backend than the one in use" in text
+    )
+    nsa = tmp_path / "nsa-in-use.log"
+    nsa.write_text("\n".join(raw).replace("attention_backend='triton'", "attention_backend='nsa'"))
+    text = _said(nsa)
+    assert "try --attention-backend nsa" not in text
+    assert "try another attention backend than the one in use (attention_backend='nsa')" in text
 
 
 def _tb(*frames: tuple[str, str]) -> Traceback:

@@ -282,7 +282,7 @@ class _Builder:
             self.file_content = True
             L.paths.append(e.source.path)
             return
-        if isinstance(e, ev.DeviceTotal):
+        if isinstance(e, (ev.DeviceTotal, ev.NSABackends)):
             # The launcher prints it before server_args: after other content of the file, it
             # belongs to the launch that server_args opens next (like a launch command).
             (self.prelude if self.file_content else L.events).append(e)

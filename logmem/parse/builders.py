@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from logmem.parse.backends import build_nsa_backends
 from logmem.parse.device_total import build_device_total
 from logmem.parse.events import (
     AllReduceConfig,
@@ -458,6 +459,7 @@ BUILDERS: dict[str, Builder] = {
     "device_name": _mk(DeviceName, name=lambda m: m.group("name")),
     "rocm_hint": _mk(RocmHint, text=lambda m: m.string[m.start() :]),
     "device_total": build_device_total,
+    "nsa_backends": build_nsa_backends,
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
     "hicache_host": _b_misc("hicache_host", "gb", "decimal"),

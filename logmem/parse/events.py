@@ -238,6 +238,17 @@ class DeviceTotal(Event):
 
 
 @frozen(kw_only=True)
+class NSABackends(Event):
+    """The launcher's choice of the NSA (DSA) attention backends for the model's KV dtype,
+    printed before server_args: ``Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto,
+    decode=flashmla_kv.`` (corpus 003, Feb 2026)."""
+
+    kv: str  # the KV cache dtype it was chosen for, as printed
+    prefill: str
+    decode: str
+
+
+@frozen(kw_only=True)
 class LaunchEnv(Event):
     """One environment variable a launcher printed before start-up (``ENV_VAR_CASE K:V`` /
     ``ENV_VAR_SYS K:V`` / ``Setting ENV_VAR K=V``, SGLang's test harnesses)."""

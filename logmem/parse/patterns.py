@@ -245,6 +245,16 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Reported total GPU memory per device (MiB): [",),
     ),
     _p(
+        "nsa_backends",
+        r"Set NSA backends for (?P<kv>[\w.-]{1,40}) KV Cache: prefill=(?P<prefill>[\w-]{1,60}), "
+        r"decode=(?P<decode>[\w-]{1,60})",
+        "WARNING server_args.py:1172: Set NSA backends for fp8_e4m3 KV Cache: "
+        "prefill=flashmla_auto, decode=flashmla_kv.",
+        "launcher, before server_args, for DSA models (GLM-5, DeepSeek V3.2; corpus 003); "
+        "after the logger's level and file:line",
+        needs=("Set NSA backends for ",),
+    ),
+    _p(
         "launch_env",
         r"^(?:ENV_VAR_(?:CASE|SYS) (?P<k1>[A-Za-z_][A-Za-z0-9_]{0,100}):(?P<v1>.{0,2000})"
         r"|Setting ENV_VAR (?P<k2>[A-Za-z_][A-Za-z0-9_]{0,100})=(?P<v2>.{0,2000}))$",

@@ -321,7 +321,18 @@ def _(e: fx.ChangeComponent) -> str:
         if e.graph
         else ""
     )
-    if e.where == "attention":
+    if e.where == "attention" and e.nsa is not None:
+        # Hedged: the line shows the model's NSA backends were set up, not that this build
+        # runs them on this device.
+        n = e.nsa
+        passed = f", but {e.in_use} was passed" if e.in_use else ""
+        change = (
+            f"line {n.source.line_no} set this model's NSA backends for its {n.kv} KV cache "
+            f"(prefill={n.prefill}, decode={n.decode}){passed}: try --attention-backend nsa, or "
+            "drop --attention-backend (whether this build runs nsa on this device the log does "
+            "not show); else the SGLang version whose model code matches this backend"
+        )
+    elif e.where == "attention":
         use = f" than the one in use ({e.in_use})" if e.in_use else ""
         change = (
             f"try another attention backend{use}, or the SGLang version whose model code "

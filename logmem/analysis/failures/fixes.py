@@ -32,6 +32,7 @@ from logmem.analysis.failures.records import (
 )
 from logmem.analysis.failures.traces import RaisedIn, Where
 from logmem.model.records import Graph, Launch, Rank
+from logmem.parse import events as ev
 from logmem.sglang import comm, rules
 from logmem.units import GIB
 
@@ -452,13 +453,27 @@ def not_memory_fixes(launch: Launch, place: Place, raised: RaisedIn) -> list[fx.
     if raised.where in (Where.ATTENTION, Where.KERNEL, Where.MODEL) and f is not None:
         flag, in_use = _component_flag(raised, launch)
         effect = fx.ChangeComponent(
-            raised.where.value, raised.component, f.path, f.line, f.func, graph, in_use
+            raised.where.value,
+            raised.component,
+            f.path,
+            f.line,
+            f.func,
+            graph,
+            in_use,
+            _nsa_elsewhere(launch) if raised.where is Where.ATTENTION else None,
         )
         return [fx.Fix(flag, None, effect)]
     if graph is None:
         return []
     machinery = raised.where is Where.CAPTURE
     return [fx.Fix(rules.graph_disable_flag(graph), None, fx.DisableGraph(graph, machinery))]
+
+
+def _nsa_elsewhere(launch: Launch) -> ev.NSABackends | None:
+    """The launcher's NSA-backends line, when the attention backend passed is not nsa."""
+    nsa = next((e for e in launch.events if isinstance(e, ev.NSABackends)), None)
+    keys = ("attention_backend", "decode_attention_backend")
+    return None if nsa is None or any(launch.args.get(k) == "nsa" for k in keys) else nsa
 
 
 def _component_flag(raised: RaisedIn, launch: Launch) -> tuple[str, str | None]:
