@@ -83,8 +83,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"^Some weights are not initialized from checkpoints: (?P<list>\[.{0,4194304})",
         "Some weights are not initialized from checkpoints: ['language_model.layers.0.moe.experts."
         "w13_weight', 'language_model.layers.0.moe.experts.w2_weight']",
-        "model loader, per rank, before Load weight end; not in log-formats.md (seen 2026-05, "
-        "E6: corpus 006); the list can be thousands of names: counted, never kept",
+        "model loader, per rank, before Load weight end (seen 2026-05, E6: corpus 006; "
+        "docs/reference.md 3.2); the list can be thousands of names: counted, never kept",
         needs=("Some weights are not initialized from checkpoint",),
     ),
     _p(
