@@ -15,7 +15,6 @@ from logmem.cli.output import write_chunks
 if TYPE_CHECKING:
     from logmem.api import UnmatchedSpool
     from logmem.parse.events import Event
-    from logmem.parse.lines import Source
 
 BLOCK_CHARS = 1 << 16  # a block of output is written when it holds this much
 
@@ -87,7 +86,7 @@ def _blocks(
         if ends_in_cut_figure(e.source.text):
             cut_count += 1
             if len(cut) < MAX_CUT_LISTED:
-                cut.append(_source_line(e.source, multi))
+                cut.append(_source_line(e.source.path, e.source.line_no, e.source.text, multi))
         if size >= BLOCK_CHARS:
             yield "".join(out)
             out, size = [], 0
@@ -104,7 +103,9 @@ def _blocks(
         if cut_count > len(cut):
             out.append(f"         ({cut_count - len(cut):,} more recognised lines like these)\n")
         out.extend(
-            _source_line(u.source, multi) for u in unmatched if ends_in_cut_figure(u.source.text)
+            _source_line(u.source.path, u.source.line_no, u.source.text, multi)
+            for u in unmatched
+            if ends_in_cut_figure(u.source.text)
         )
     if k:
         out.append(
@@ -114,7 +115,7 @@ def _blocks(
         for u in unmatched:
             if ends_in_cut_figure(u.source.text):
                 continue
-            out.append(_source_line(u.source, multi))
+            out.append(_source_line(u.source.path, u.source.line_no, u.source.text, multi))
             size += len(out[-1])
             if size >= BLOCK_CHARS:
                 yield "".join(out)
@@ -129,6 +130,6 @@ def _blocks(
 MAX_CUT_LISTED = 1000  # cut recognised lines listed; a hostile log's further ones are counted
 
 
-def _source_line(src: Source, multi: bool) -> str:
-    where = f"{src.path}:{src.line_no}" if multi else f"{src.line_no}"
-    return f"{where:>7}  {src.text.strip()[:300]}\n"
+def _source_line(path: str, line_no: int, text: str, multi: bool) -> str:
+    where = f"{path}:{line_no}" if multi else f"{line_no}"
+    return f"{where:>7}  {text.strip()[:300]}\n"
