@@ -32,6 +32,7 @@ from logmem.parse.read import byte_limit as byte_limit
 from logmem.parse.sizes import small_inputs
 from logmem.parse.unmatched import UnmatchedCounter, UnmatchedSink
 from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logmem lines`
+from logmem.parse.unmatched import ends_in_cut_figure as ends_in_cut_figure  # `logmem lines`
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

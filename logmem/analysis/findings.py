@@ -39,6 +39,8 @@ from logmem.analysis.ledger import Bound, Cause, Lazy, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
 from logmem.analysis.sizing import arg_number
+from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
+from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
@@ -235,6 +237,7 @@ class UnifiedMemory:
 Finding = (
     UnifiedMemory
     | Weights
+    | WeightsNotLoaded
     | KVBudget
     | KVLoggedAvailable
     | DraftKVNegative
@@ -285,6 +288,8 @@ def findings(led: LaunchLedger) -> list[Finding]:
                 t.weights_end.source.line_no,
             )
         )
+    # Right after the weights: the server runs with the weights this line lists uninitialised.
+    out.extend(weights_not_loaded(L))
     rl = led.rank(main.label)
     if led.sizing is not None:
         out.extend(sizing_findings(led.sizing, main, L, rl))

@@ -9,6 +9,7 @@ class FindingKind(Enum):
     """Which finding a record is (one value per record type; stable names for machines)."""
 
     WEIGHTS = "weights"
+    WEIGHTS_NOT_LOADED = "weights_not_loaded"
     KV_BUDGET = "kv_budget"
     KV_LOGGED_AVAILABLE = "kv_logged_available"
     DRAFT_KV_NEGATIVE = "draft_kv_negative"

@@ -25,6 +25,7 @@ from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.sizing_json import _cov, default_mfs_json
+from logmem.report.uninitialized import uninitialized_json
 from logmem.report.verdict import headline_text
 from logmem.units import Mem, gib
 
@@ -120,6 +121,7 @@ def model_json(m: Model) -> dict[str, Any]:
             "details": dict(we.details) if we else {},
             "lines": [_ln(wb), _ln(we)],
         },
+        "uninitialized_weights": uninitialized_json(m.uninitialized),
         "kv_pools": pools,
         "other_pools": other,
         "memory_pool_end_avail_gib": _g(m.pool_end.avail) if m.pool_end else None,

@@ -11,6 +11,7 @@ from logmem.analysis.failures.budget import fmt_mfs
 from logmem.analysis.ledger import Bound, Lazy
 from logmem.analysis.sizing import Sizing
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
+from logmem.report import uninitialized as uninitialized  # registers its finding's words
 from logmem.report.capture_sentences import unified_clause
 from logmem.report.causes import (
     bounded_words,
