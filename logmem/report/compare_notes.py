@@ -439,6 +439,12 @@ def _(n: cn.MfsHeld) -> str:
             f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
             "tp_size alone, so max bs does not move it."
         )
+    if n.rule is Rule.GPU_TIER:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}: it matches SGLang's GPU-tier default of "
+            "about Aug-Oct 2025, which comes from the GPU's capacity and tp x pp, so max bs does "
+            "not move it."
+        )
     return (
         f"mem_fraction_static is held at {n.mfs:g}; if SGLang chose it, its default moves by "
         f"{DECODE_GRAPH_MIB_PER_BS:g} MB per unit of max bs divided by the GPU capacity."
