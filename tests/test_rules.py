@@ -326,6 +326,13 @@ def test_graph_reserve_reads_the_e7_names() -> None:
     assert rules.decode_max_bs(E7_ARGS) == 8
     assert rules.decode_max_bs({"cuda_graph_max_bs_decode": 16}) == 16
     assert rules.decode_max_bs({"cuda_graph_max_bs": 24}) == 24
+    # One reader: compare and estimate take the same value (compare missed the _decode name).
+    from logmem.compare.args import graph_max_bs
+    from logmem.estimate.config import settings_from_server_args
+
+    assert graph_max_bs({"cuda_graph_max_bs_decode": 16}) == 16
+    assert graph_max_bs({"cuda_graph_max_bs": True}) is None
+    assert settings_from_server_args(E7_ARGS)["cuda_graph_max_bs"] == 8
     r = rules.graph_reserve(E7_ARGS, newest=True, mla=False)
     assert r is not None
     assert [(t.term, t.bytes) for t in r] == [
