@@ -243,3 +243,20 @@ def test_a_later_log_matching_only_the_tier_rule_is_an_older_image() -> None:
     # Where the era's own formula gives the dump, it wins.
     own = default_mfs({**args, "mem_fraction_static": 0.824}, date(2026, 1, 20), None, 81559.0)
     assert own.rule is Rule.RESERVE and own.reserve_applies
+
+
+def test_an_excluded_formula_is_not_passed_while_the_tier_rule_could_give_it() -> None:
+    """kimi-k3 (era c, P 177.08 GiB) dumps 0.85: no GPU of at least P gives it by the formula,
+    but the GPU-tier rule (an older image) would on 258,552-260,280 MiB, so 'passed' is not
+    claimed; 023's 0.65 fits neither, so it is."""
+    from conftest import FIXTURES
+    from logmem.report.mfs_words import default_mfs_text
+
+    log = FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"
+    d = build_ledger(api.read_log(str(log), require_startup=False).launches[0]).default_mfs
+    assert d is not None and d.formula_excluded and not d.excluded
+    assert d.tier_windows == ((258552, 260280),)
+    value, source = default_mfs_text(d)
+    assert value == "unknown" and "in an image older than the log" in source
+    d23 = _led("023").default_mfs
+    assert d23 is not None and d23.excluded

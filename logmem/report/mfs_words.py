@@ -109,12 +109,16 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         value = f"passed (the formula gives {d.predicted:g})" if d.matches is False else "unknown"
         if d.formula_excluded:
             assert d.free_mib is not None and d.dumped is not None
-            value = "passed (no GPU size gives it)"
-            tail = (
+            none = (
                 f"no GPU of at least the {d.free_mib / 1024:.2f} GiB free before loading gives "
-                f"the dump's {d.dumped:g} by the formula: passed, or a case the formula does not "
-                "model; no reserve assumed"
+                f"the dump's {d.dumped:g} by the formula"
             )
+            if d.excluded:
+                value = "passed (no GPU size gives it)"
+                tail = f"{none}: passed, or a case the formula does not model; no reserve assumed"
+            else:
+                older = _fits_on(d, d.tier_windows, f"{TIER_RULE}, in an image older than the log,")
+                tail = f"{none}{older}; no reserve assumed"
         return (
             value,
             f"era {d.era.value} ({how}) reserve formula{cap}{res}: {_match(d)}; {tail}",
@@ -127,7 +131,9 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         else ""
     )
     tier = (
-        f"; the Aug-Oct 2025 GPU-tier rule gives {d.tier_mfs:g}" if d.tier_mfs is not None else ""
+        f"; the Aug-Oct 2025 GPU-tier rule (constants from recollection) gives {d.tier_mfs:g}"
+        if d.tier_mfs is not None
+        else ""
     )
     dump = f", the dump {d.dumped:g}" if d.dumped is not None and (table or tier) else ""
     fits = _fits_on(d, d.tier_windows, TIER_RULE) + _fits_on(

@@ -35,6 +35,7 @@ def default_mfs_json(d: Any) -> dict[str, Any] | None:
             else None,
         },
         "formula_excluded": d.formula_excluded,
+        "excluded": d.excluded,
         "predicted": d.predicted,
         "no_prediction": d.no_prediction.value if d.no_prediction else None,
         "dumped": d.dumped,

@@ -168,10 +168,16 @@ class DefaultMfs:
     @property
     def formula_excluded(self) -> bool:
         """With no capacity printed, no GPU holding the free memory before loading (P) gives the
-        dump's value by the reserve formula: it was passed (or the case is not modelled)."""
+        dump's value by the reserve formula (see ``excluded`` for the verdict)."""
         return (
             self.rule is Rule.RESERVE and self.free_mib is not None and self.formula_windows == ()
         )
+
+    @property
+    def excluded(self) -> bool:
+        """``formula_excluded``, and the GPU-tier rule of Aug-Oct 2025 (an image older than the
+        log) gives the dump on no such GPU either: the value was passed (or not modelled)."""
+        return self.formula_excluded and self.tier_windows == ()
 
 
 def era_of(printed: date | None) -> Era:
