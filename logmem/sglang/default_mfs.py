@@ -21,7 +21,10 @@ value a server_args dump shows, what it predicts, and whether the dump matches.
   logmem.sglang.reserve).
 
 Between mid 2025 and Oct 2025 the era is not known by date; the dump then tells which rule
-it fits, if any. A log's date only bounds its SGLang version from above (an old image can
+it fits, if any. When the log prints no device capacity, ``capacity_windows`` gives the GPU
+sizes (at or above the free memory before loading, P) on which a rule yields the dump's value:
+a hint, never a match; where the reserve formula and the GPU-tier rule yield it on no such GPU,
+the value was passed (``DefaultMfs.excluded``). A log's date only bounds its SGLang version from above (an old image can
 run later). Like rules.py this imports nothing of the package at run time but the rules.
 """
 
@@ -389,7 +392,8 @@ def default_mfs(
         else:
             why = NoPrediction.INPUTS
     if why is NoPrediction.NO_CAPACITY and dumped is not None and not _unmodelled(args, multimodal):
-        floor = free_mib or 0.0
+        # P is printed to +-0.005 GiB: a capacity that much below the reading is not excluded.
+        floor = max((free_mib or 0.0) - rules.PRINT_RESOLUTION_GIB * 1024, 0.0)
         tb, fb = tier_bands(args), formula_bands(args, formula_era, terms)
         seed = replace(
             seed,
