@@ -260,3 +260,24 @@ def test_an_excluded_formula_is_not_passed_while_the_tier_rule_could_give_it() -
     assert value == "unknown" and "in an image older than the log" in source
     d23 = _led("023").default_mfs
     assert d23 is not None and d23.excluded
+
+
+def test_the_reserve_rows_name_the_e7_terms() -> None:
+    """Where the formula gives the dump (kimi-k3's inputs on a GPU the windows name), the rows
+    are the terms the rule used: 6.0 GiB with the MLA and breakable-DeepEP prefill terms."""
+    from conftest import FIXTURES
+    from logmem.analysis.sizing import graph_reserve
+    from logmem.report.sentences import reserve_term_text
+    from logmem.sglang.default_mfs import capacity_windows, formula_bands
+
+    log = FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"
+    args = dict(api.read_log(str(log), require_startup=False).launches[0].args)
+    d0 = default_mfs(args, date(2026, 9, 10), None, None, mla=True)
+    (lo, _), *_ = capacity_windows(formula_bands(args, Era.C, d0.reserve_terms), 0.85, 0.0)
+    d = default_mfs(args, date(2026, 9, 10), None, float(lo), mla=True)
+    assert d.reserve_applies and d.reserve_terms is not None
+    r = graph_reserve(d.reserve_terms, None)
+    assert r is not None and r.reserve_bytes == 6 * 1024**3
+    texts = [reserve_term_text(t) for t in r.terms]
+    assert "prefill graph, MLA model: a flat 1536 MB" in texts
+    assert "breakable prefill graph with DeepEP: 1024 MB" in texts
