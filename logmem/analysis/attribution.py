@@ -346,7 +346,9 @@ def build_ledger(
     dmfs = launch_default_mfs(launch)
     # SGLang set a graph reserve aside only where its reserve formula derived the default.
     reserve = (
-        graph_reserve(launch, measured, measured_bound) if dmfs and dmfs.reserve_applies else None
+        graph_reserve(dmfs.reserve_terms, measured, measured_bound)
+        if dmfs and dmfs.reserve_applies
+        else None
     )
     totals = device_totals(launch)
     led = LaunchLedger(

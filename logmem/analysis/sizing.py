@@ -382,11 +382,13 @@ def range_gap(a: tuple[int, int], b: tuple[int, int]) -> int:
 
 
 def graph_reserve(
-    launch: Launch, measured: int | None, measured_bound: Bound = Bound.EXACT
+    terms: tuple[rules.Reserve, ...] | None,
+    measured: int | None,
+    measured_bound: Bound = Bound.EXACT,
 ) -> GraphReserve | None:
-    """SGLang's reserve_for_graph_mb() and friends, from the resolved server_args."""
-    terms = rules.graph_reserve(launch.args)
-    if terms is None:
+    """SGLang's reserve_for_graph_mb() and friends: the terms the default-mfs rule used
+    (logmem.sglang.default_mfs ``reserve_terms``); None when there are none."""
+    if not terms:
         return None
     return GraphReserve(sum(t.bytes for t in terms), terms, measured, measured_bound)
 

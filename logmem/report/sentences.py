@@ -462,4 +462,10 @@ def reserve_term_text(t: rules.Reserve) -> str:
         )
     if t.term is rules.ReserveTerm.PIECEWISE:
         return f"piecewise graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
+    if t.term is rules.ReserveTerm.PREFILL:
+        return f"prefill graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
+    if t.term is rules.ReserveTerm.MLA_PREFILL:
+        return f"prefill graph, MLA model: a flat {rules.MLA_PREFILL_GRAPH_MIB} MB"
+    if t.term is rules.ReserveTerm.BREAKABLE_DEEPEP:
+        return f"breakable prefill graph with DeepEP: {rules.BREAKABLE_DEEPEP_MIB} MB"
     return f"DeepEP all-to-all: {rules.DEEPEP_A2A_RESERVE_MIB} MB"

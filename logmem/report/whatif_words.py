@@ -147,6 +147,12 @@ def _(n: wf.MfsHeld) -> str:
             f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
             "tp_size alone, so max bs does not move it."
         )
+    if n.rule is Rule.GPU_TIER:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}: it matches SGLang's GPU-tier default of "
+            "about Aug-Oct 2025, which comes from the GPU's capacity and tp x pp, so max bs does "
+            "not move it."
+        )
     if n.rule is Rule.RESERVE and n.matches is False:
         return (
             f"mem_fraction_static is held at {n.mfs:g}, as passed: SGLang's reserve formula gives "
