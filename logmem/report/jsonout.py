@@ -322,6 +322,16 @@ def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
         "outside_budget_bytes": c.outside_now_bytes,
         "used_outside_budget_bytes": c.used_outside_bytes,
         "fit_leaves_too_little": c.fit_leaves_too_little,
+        "tokens_ceiling": (
+            {
+                "tokens": c.ceiling.tokens,
+                "after_weights_bytes": c.ceiling.after_weights_bytes,
+                "line": c.ceiling.line,
+                "cell_bytes": c.ceiling.cell_bytes,
+            }
+            if c.ceiling is not None
+            else None
+        ),
         "max_total_tokens": c.max_total_tokens,
         "radix_cache": c.radix_cache,
         "finding": c.applies,
