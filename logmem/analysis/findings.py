@@ -18,6 +18,7 @@ from logmem.analysis.findings_kinds import FindingKind as FindingKind
 from logmem.analysis.findings_left import LeftFree as LeftFree
 from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
+from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBucket
 from logmem.analysis.findings_left import left_free, served_line
 
 # The sizing records are part of this module's Finding union (and its public names).
@@ -246,6 +247,7 @@ Finding = (
     | GraphSplit
     | LargestBucketNote
     | GraphSparse
+    | StoppedFirstBucket
     | CaptureRose
     | CaptureUnmeasured
     | BucketsRose
@@ -397,6 +399,9 @@ def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
             )
             if largest.facts.lazy:
                 out.append(LargestBucketNote(g.label, largest))
+        elif largest and not g.complete:
+            after = next((c for c in p.causes if c.what is What.BEFORE_STOP), None)
+            out.append(StoppedFirstBucket(rl.rank, g.label, largest, after, g.backend))
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
             out.append(

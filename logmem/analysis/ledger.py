@@ -113,6 +113,9 @@ class Lazy(Enum):
     # The collective library's peer buffers, connected at the first collective (not pre-warmed):
     # the launch's first capture runs it (logmem.sglang.comm.peer_buffers_when).
     PEER_BUFFERS = "peer_buffers"
+    # A fragment with no server_args whose rank tags say expert parallelism is on: the first
+    # capture allocates something once, but which backend (and so which buffers) is not logged.
+    UNNAMED = "unnamed"
 
 
 @frozen

@@ -21,6 +21,7 @@ from logmem.report.comm_sentences import (
     shared_names,
     size_text,
 )
+from logmem.report.finding_base import lines_text
 from logmem.sglang import comm
 from logmem.units import MIB, format_gib, gib
 
@@ -172,7 +173,7 @@ def measured_table(c: cj.Communication) -> Grid | None:
             (
                 lands_label(j),
                 f"{format_gib(j.bucket_bytes)} GiB",
-                f"{j.rank or 'GPU'} {_lines(j.lines)}",
+                f"{j.rank or 'GPU'} {lines_text(j.lines)}",
             )
         )
     h = c.headroom
@@ -199,11 +200,6 @@ def measured_table(c: cj.Communication) -> Grid | None:
         ("l", "r", "l"),
         tuple(notes),
     )
-
-
-def _lines(lines: tuple[int, ...]) -> str:
-    first, last = min(lines, default=0), max(lines, default=0)
-    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 def comm_view(c: cj.Communication) -> CommView:

@@ -420,6 +420,7 @@ def _(f: fd.Reuse) -> str:
         Lazy.DEEPEP: "DeepEP",
         Lazy.EP_ALL_TO_ALL: "EP all-to-all",
         Lazy.DP_ATTENTION: "DP-attention gather buffers",
+        Lazy.UNNAMED: "unnamed expert-parallel buffers",
     }
     listed = [names[x] for x in f.lazy]
     lazy = f" ({', '.join([*listed, 'cuBLAS workspaces'])})" if f.lazy else ""
