@@ -158,6 +158,23 @@ def _cells_bigger(f: fd.PoolsVsBudget) -> str:
     )
 
 
+def _more_tokens(f: fd.PoolsVsBudget) -> str:
+    """The allocated cell is the round one: SGLang allocated more tokens than its budget holds."""
+    assert f.cell_bytes and f.budget_tokens is not None and f.budget_bytes is not None
+    extra = f.extra_tokens or 0
+    budget = (
+        f"its own logged KV budget ({_g(f.budget_bytes)} GiB, line {f.budget_line})"
+        if f.budget_line is not None
+        else f"the budget ({_g(f.budget_bytes)} GiB)"
+    )
+    return (
+        f"the pools allocate {f.cell_bytes:,} bytes per slot, the round cell print rounding "
+        f"allows, so the gap is in the token count, not the cell: SGLang allocated about "
+        f"{_about(extra)} more tokens ({_g(extra * f.cell_bytes)} GiB) than {budget} holds at "
+        f"that cell ({f.budget_tokens:,} tokens against the {f.tokens or 0:,} it allocated)"
+    )
+
+
 def _fit_text(fit: fd.RuleFit) -> str:
     if fit.added is not None:
         return (
@@ -178,6 +195,8 @@ def _(f: fd.PoolsVsBudget) -> str:
         if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
         else _fit_text(f.fits)
         if f.fits is not None
+        else _more_tokens(f)
+        if f.reason is fd.GapReason.MORE_TOKENS
         else _cells_bigger(f)
         if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens
         else _GAP_WHY.get(f.reason, "")
@@ -320,7 +339,10 @@ def _(f: fd.Imbalance) -> str:
     )
     if f.kv_tokens:
         at = (
-            f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
+            f": {_g(f.loss_bytes or 0)} GiB at SGLang's sizing cell of {f.sizing_cell:,.0f} bytes "
+            "per token"
+            if f.sizing_cell
+            else f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
             if f.shared_price
             else ""
         )
