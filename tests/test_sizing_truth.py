@@ -423,3 +423,20 @@ def test_the_mamba_pool_that_sets_the_request_count_is_named(prefix: str) -> Non
     assert f"a third of the Mamba state pool's {slots} slots" in finding_text(f)
     (L,) = read_log(str(corpus_log("001-"))).launches
     assert not any(isinstance(x, fd.MambaSlotsLimit) for x in build_ledger(L).findings)
+
+
+def test_the_pool_step_finding_names_the_draft_models_own_pool() -> None:
+    """021 (review25 #10): the draft's KV pool (K+V, 185,897 tokens, 4.26 GiB, l.156) is sized
+    right after the target's; the pool-step finding gives it, not only the ledger."""
+    (L,) = read_log(str(corpus_log("021-"))).launches
+    (step,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolStep)]
+    assert step.draft is not None and step.draft.lines == (155, 157)
+    t = finding_text(step)
+    assert (
+        "; the draft model's own pool step (lines 155-157) drops 4.38 GiB: draft KV pool "
+        "(K+V, 185,897 tokens) 4.26" in t
+    )
+    # No draft, no clause.
+    (L,) = read_log(str(corpus_log("001-"))).launches
+    (step,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolStep)]
+    assert step.draft is None and "draft" not in finding_text(step)

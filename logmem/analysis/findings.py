@@ -8,6 +8,7 @@ what is left free, rank imbalance, the graph reserve, buffer reuse, ranks that d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
@@ -73,6 +74,7 @@ class PoolStep:
     causes: tuple[Cause, ...]  # the ones above print rounding
     lines: tuple[int, int]
     bound: Bound = Bound.EXACT  # the drop's: it ends at the 0.00 floor
+    draft: PoolStep | None = None  # the draft model's own pool step (its KV pool), if any
 
 
 @frozen
@@ -329,8 +331,9 @@ def _rank(
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
-        parts = tuple(c for c in pools.causes if abs(c.bytes) >= _TINY)
-        out.append(PoolStep(rl.rank, pools.delta_bytes, parts, pools.lines, pools.bound))
+        draft = rl.phase("draft_pools")
+        step = _pool_step(rl.rank, pools)
+        out.append(replace(step, draft=_pool_step(rl.rank, draft)) if draft else step)
     pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
     if (
         pre is not None
@@ -345,6 +348,12 @@ def _rank(
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))
     return out
+
+
+def _pool_step(rank: str, p: Phase) -> PoolStep:
+    """A pool step's drop and its causes above print rounding."""
+    parts = tuple(c for c in p.causes if abs(c.bytes) >= _TINY)
+    return PoolStep(rank, p.delta_bytes, parts, p.lines, p.bound)
 
 
 def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:

@@ -215,15 +215,21 @@ def _(f: fd.PoolsVsBudget) -> str:
 
 @finding_text.register
 def _(f: fd.PoolStep) -> str:
-    parts = ", ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.causes)
-    return (
-        f"The pool step drops {bounded_words(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}: {parts}"
-        + (
-            " (free memory reached the 0.00 GiB floor, so the drop may be larger)."
-            if f.bound is Bound.AT_LEAST
-            else "."
+    floor = " (free memory reached the 0.00 GiB floor, so the drop may be larger)"
+    text = f"The pool step drops {_step(f, f' on {_on(f.rank)}')}"
+    text += floor if f.bound is Bound.AT_LEAST else ""
+    d = f.draft
+    if d is not None:
+        text += (
+            f"; the draft model's own pool step (lines {d.lines[0]}-{d.lines[1]}) drops {_step(d)}"
         )
-    )
+        text += floor if d.bound is Bound.AT_LEAST else ""
+    return text + "."
+
+
+def _step(f: fd.PoolStep, where: str = "") -> str:
+    parts = ", ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.causes)
+    return f"{bounded_words(f.drop_bytes, f.bound)} GiB{where}: {parts}"
 
 
 @finding_text.register
