@@ -440,3 +440,14 @@ def test_the_pool_step_finding_names_the_draft_models_own_pool() -> None:
     (L,) = read_log(str(corpus_log("001-"))).launches
     (step,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolStep)]
     assert step.draft is None and "draft" not in finding_text(step)
+
+
+def test_a_logged_budget_that_holds_the_tokens_claims_no_extra_tokens() -> None:
+    from dataclasses import replace
+
+    (L,) = read_log(str(corpus_log("036-"))).launches
+    (gap,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolsVsBudget)]
+    roomy = replace(gap, budget_tokens=(gap.tokens or 0) + 128)
+    t = finding_text(roomy)
+    assert "more tokens" not in t
+    assert "its own logged KV budget (8.50 GiB, line 1139) holds their 132,608 tokens" in t

@@ -167,9 +167,13 @@ def _more_tokens(f: fd.PoolsVsBudget) -> str:
         if f.budget_line is not None
         else f"the budget ({_g(f.budget_bytes)} GiB)"
     )
+    head = (
+        f"the pools allocate {f.cell_bytes:,} bytes per slot, the round cell print rounding allows"
+    )
+    if extra <= 0:
+        return f"{head}, and {budget} holds their {f.tokens or 0:,} tokens at that cell"
     return (
-        f"the pools allocate {f.cell_bytes:,} bytes per slot, the round cell print rounding "
-        f"allows, so the gap is in the token count, not the cell: SGLang allocated about "
+        f"{head}, so the gap is in the token count, not the cell: SGLang allocated about "
         f"{_about(extra)} more tokens ({_g(extra * f.cell_bytes)} GiB) than {budget} holds at "
         f"that cell ({f.budget_tokens:,} tokens against the {f.tokens or 0:,} it allocated)"
     )
