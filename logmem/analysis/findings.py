@@ -8,6 +8,7 @@ what is left free, rank imbalance, the graph reserve, buffer reuse, ranks that d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,6 +19,7 @@ from logmem.analysis.findings_kinds import FindingKind as FindingKind
 from logmem.analysis.findings_left import LeftFree as LeftFree
 from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
+from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBucket
 from logmem.analysis.findings_left import left_free, served_line
 
 # The sizing records are part of this module's Finding union (and its public names).
@@ -74,6 +76,7 @@ class PoolStep:
     causes: tuple[Cause, ...]  # the ones above print rounding
     lines: tuple[int, int]
     bound: Bound = Bound.EXACT  # the drop's: it ends at the 0.00 floor
+    draft: PoolStep | None = None  # the draft model's own pool step (its KV pool), if any
 
 
 @frozen
@@ -249,6 +252,7 @@ Finding = (
     | GraphSplit
     | LargestBucketNote
     | GraphSparse
+    | StoppedFirstBucket
     | CaptureRose
     | CaptureUnmeasured
     | BucketsRose
@@ -332,8 +336,9 @@ def _rank(
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
-        parts = tuple(c for c in pools.causes if abs(c.bytes) >= _TINY)
-        out.append(PoolStep(rl.rank, pools.delta_bytes, parts, pools.lines, pools.bound))
+        draft = rl.phase("draft_pools")
+        step = _pool_step(rl.rank, pools)
+        out.append(replace(step, draft=_pool_step(rl.rank, draft)) if draft else step)
     pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
     if (
         pre is not None
@@ -348,6 +353,12 @@ def _rank(
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))
     return out
+
+
+def _pool_step(rank: str, p: Phase) -> PoolStep:
+    """A pool step's drop and its causes above print rounding."""
+    parts = tuple(c for c in p.causes if abs(c.bytes) >= _TINY)
+    return PoolStep(rank, p.delta_bytes, parts, p.lines, p.bound)
 
 
 def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
@@ -402,6 +413,9 @@ def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
             )
             if largest.facts.lazy:
                 out.append(LargestBucketNote(g.label, largest))
+        elif largest and not g.complete:
+            after = next((c for c in p.causes if c.what is What.BEFORE_STOP), None)
+            out.append(StoppedFirstBucket(rl.rank, g.label, largest, after, g.backend))
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
             out.append(

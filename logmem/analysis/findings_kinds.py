@@ -21,6 +21,7 @@ class FindingKind(Enum):
     GRAPH_SPLIT = "graph_split"
     LARGEST_BUCKET_NOTE = "largest_bucket_note"
     GRAPH_SPARSE = "graph_sparse"
+    STOPPED_FIRST_BUCKET = "stopped_first_bucket"
     CAPTURE_ROSE = "capture_rose"
     BUCKETS_ROSE = "buckets_rose"
     NEGLIGIBLE_CAPTURES = "negligible_captures"

@@ -20,6 +20,12 @@ def graphs_name(backend: str) -> str:
     return f"{word.upper() if len(word) <= 4 else word} {rest or 'graph'}s"
 
 
+def lines_text(lines: tuple[int, ...]) -> str:
+    """ "line 12" or "lines 11-13" for the first and last of ``lines``."""
+    first, last = min(lines, default=0), max(lines, default=0)
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
 @singledispatch
 def finding_text(f: object) -> str:
     """A finding as one sentence."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -324,6 +325,7 @@ def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
         "outside_budget_bytes": c.outside_now_bytes,
         "used_outside_budget_bytes": c.used_outside_bytes,
         "fit_leaves_too_little": c.fit_leaves_too_little,
+        "tokens_ceiling": dataclasses.asdict(c.ceiling) if c.ceiling is not None else None,
         "max_total_tokens": c.max_total_tokens,
         "radix_cache": c.radix_cache,
         "finding": c.applies,
@@ -369,6 +371,7 @@ def launch_json(
         "binding_rank": led.binding_rank,
         "imbalance_gib": gib(led.imbalance_bytes),
         "imbalance_kv_tokens": led.imbalance_tokens,
+        "imbalance_sizing_cell_bytes": _round(led.imbalance_sizing_cell),
         "sizing": sizing_json(led),
         "graph_reserve": {
             "reserve_gib": gib(led.reserve.reserve_bytes),

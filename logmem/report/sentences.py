@@ -159,6 +159,27 @@ def _cells_bigger(f: fd.PoolsVsBudget) -> str:
     )
 
 
+def _more_tokens(f: fd.PoolsVsBudget) -> str:
+    """The allocated cell is the round one: SGLang allocated more tokens than its budget holds."""
+    assert f.cell_bytes and f.budget_tokens is not None and f.budget_bytes is not None
+    extra = f.extra_tokens or 0
+    budget = (
+        f"its own logged KV budget ({_g(f.budget_bytes)} GiB, line {f.budget_line})"
+        if f.budget_line is not None
+        else f"the budget ({_g(f.budget_bytes)} GiB)"
+    )
+    head = (
+        f"the pools allocate {f.cell_bytes:,} bytes per slot, the round cell print rounding allows"
+    )
+    if extra <= 0:
+        return f"{head}, and {budget} holds their {f.tokens or 0:,} tokens at that cell"
+    return (
+        f"{head}, so the gap is in the token count, not the cell: SGLang allocated about "
+        f"{_about(extra)} more tokens ({_g(extra * f.cell_bytes)} GiB) than {budget} holds at "
+        f"that cell ({f.budget_tokens:,} tokens against the {f.tokens or 0:,} it allocated)"
+    )
+
+
 def _fit_text(fit: fd.RuleFit) -> str:
     if fit.added is not None:
         return (
@@ -179,6 +200,8 @@ def _(f: fd.PoolsVsBudget) -> str:
         if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
         else _fit_text(f.fits)
         if f.fits is not None
+        else _more_tokens(f)
+        if f.reason is fd.GapReason.MORE_TOKENS
         else _cells_bigger(f)
         if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens
         else _GAP_WHY.get(f.reason, "")
@@ -197,15 +220,21 @@ def _(f: fd.PoolsVsBudget) -> str:
 
 @finding_text.register
 def _(f: fd.PoolStep) -> str:
-    parts = ", ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.causes)
-    return (
-        f"The pool step drops {bounded_words(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}: {parts}"
-        + (
-            " (free memory reached the 0.00 GiB floor, so the drop may be larger)."
-            if f.bound is Bound.AT_LEAST
-            else "."
+    floor = " (free memory reached the 0.00 GiB floor, so the drop may be larger)"
+    text = f"The pool step drops {_step(f, f' on {_on(f.rank)}')}"
+    text += floor if f.bound is Bound.AT_LEAST else ""
+    d = f.draft
+    if d is not None:
+        text += (
+            f"; the draft model's own pool step (lines {d.lines[0]}-{d.lines[1]}) drops {_step(d)}"
         )
-    )
+        text += floor if d.bound is Bound.AT_LEAST else ""
+    return text + "."
+
+
+def _step(f: fd.PoolStep, where: str = "") -> str:
+    parts = ", ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.causes)
+    return f"{bounded_words(f.drop_bytes, f.bound)} GiB{where}: {parts}"
 
 
 @finding_text.register
@@ -321,7 +350,10 @@ def _(f: fd.Imbalance) -> str:
     )
     if f.kv_tokens:
         at = (
-            f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
+            f": {_g(f.loss_bytes or 0)} GiB at SGLang's sizing cell of {f.sizing_cell:,.0f} bytes "
+            "per token"
+            if f.sizing_cell
+            else f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
             if f.shared_price
             else ""
         )
@@ -421,6 +453,7 @@ def _(f: fd.Reuse) -> str:
         Lazy.DEEPEP: "DeepEP",
         Lazy.EP_ALL_TO_ALL: "EP all-to-all",
         Lazy.DP_ATTENTION: "DP-attention gather buffers",
+        Lazy.UNNAMED: "unnamed expert-parallel buffers",
     }
     listed = [names[x] for x in f.lazy]
     lazy = f" ({', '.join([*listed, 'cuBLAS workspaces'])})" if f.lazy else ""
