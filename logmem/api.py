@@ -32,6 +32,7 @@ from logmem.parse.read import byte_limit as byte_limit
 from logmem.parse.sizes import small_inputs
 from logmem.parse.unmatched import UnmatchedCounter, UnmatchedSink
 from logmem.parse.unmatched import UnmatchedSpool as UnmatchedSpool  # for `logmem lines`
+from logmem.parse.unmatched import ends_in_cut_figure as ends_in_cut_figure  # `logmem lines`
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -325,7 +326,8 @@ def whatif(
     differ only in max bs; ``allow`` as for diff), else SGLang's heuristic, labelled so.
     ``logged_mem_fraction_static`` stands in for a log that prints no server_args."""
     from logmem.compare.slope import given_slope
-    from logmem.compare.whatif import measured_slope, whatif_launch
+    from logmem.compare.whatif import whatif_launch
+    from logmem.compare.whatif_graph import measured_slope
     from logmem.errors import FitError
     from logmem.units import gib_to_bytes
 

@@ -145,8 +145,11 @@ def test_kimi_k3_target_verify_split() -> None:
     largest = _cause(cap, "largest bucket (bs 192)")
     assert gib(largest.bytes) == 10.24
     # DeepEP's one buffer per process is created at the first dispatch: the launch's first
-    # capture (target prefill) holds it, never a later family (issue 14).
-    assert "DeepEP" not in cause_note(largest) and "expert-parallel" in cause_note(largest)
+    # capture (target prefill) holds it, never a later family (issue 14). It is the MoE
+    # all-to-all (moe_a2a_backend='deepep'), so no other all-to-all buffer comes with a later
+    # family either (review25 #6: all-to-all buffers only for a backend the dump names).
+    assert "DeepEP" not in cause_note(largest) and "all-to-all" not in cause_note(largest)
+    assert "DP-attention gather buffers" in cause_note(largest)
     prefill = rl.phase("capture:target prefill")
     assert prefill is not None and any(Lazy.DEEPEP in c.facts.lazy for c in prefill.causes)
     other = _cause(cap, "other 22 buckets")

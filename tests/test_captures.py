@@ -217,3 +217,51 @@ def test_graphs_are_named_by_the_backend_the_log_prints() -> None:
     assert graphs_name("cuda graph") == graphs_name("CUDA graph") == "CUDA graphs"
     assert graphs_name("hip graph") == "HIP graphs"
     assert graphs_name("musa graph") == "MUSA graphs"
+
+
+# --- a capture the log stops in: its first bucket is measured (review25 #6) -------------------
+
+
+def test_stopped_capture_splits_its_first_bucket_out() -> None:
+    # 026 l.11 bs=32 27.49, l.13 bs=24 21.80, l.15 bs=16 21.80 and the excerpt ends: the first
+    # bucket took 5.69 GiB, bs 24 0.00; bs 16's own cost is unknown.
+    from logmem.analysis import findings as fd
+    from logmem.report.sentences import finding_text
+
+    led = build_ledger(only_launch(corpus_log("026-")))
+    rl = led.rank("DP0 TP0 EP0")
+    assert rl is not None
+    p = rl.phase("capture:decode")
+    assert p is not None
+    big, rest = p.part("largest"), p.part("buckets")
+    assert big is not None and rest is not None
+    assert (round(big.bytes / GIB, 2), big.lines) == (5.69, (11, 13))
+    assert cause_name(big) == "largest bucket (bs 32)"
+    assert (round(rest.bytes / GIB, 2), rest.lines, cause_name(rest)) == (
+        0.0,
+        (13, 15),
+        "bucket bs 24, before the stop",
+    )
+    (f,) = [x for x in led.findings if isinstance(x, fd.StoppedFirstBucket)]
+    t = finding_text(f)
+    assert t.startswith(
+        "Capture decode on DP0 TP0 EP0 did not finish, but its first bucket is measured: the "
+        "largest bucket (bs 32) took 5.69 GiB (lines 11-13), and bucket bs 24 took 0.00 up to "
+        "the last bar reading (lines 13-15)."
+    )
+    assert "all-to-all buffers" not in t  # no moe_a2a_backend in the excerpt
+
+
+def test_cut_bar_line_keeps_the_largest_bucket_of_the_whole_log(tmp_path: Path) -> None:
+    # 021 cut inside its CR-joined bar line 160: the largest bucket (num_tokens 8192) took
+    # 5.04 GiB, as the whole log says, instead of "20 buckets ... before the stop".
+    lines = corpus_log("021-").read_bytes().decode().split("\n")
+    cut = tmp_path / "cut021.log"
+    cut.write_text("\n".join([*lines[:159], lines[159][: len(lines[159]) // 2]]))
+    whole = build_ledger(only_launch(corpus_log("021-"))).ranks[0].phase("capture:target prefill")
+    part = build_ledger(only_launch(cut)).ranks[0].phase("capture:target prefill")
+    assert whole is not None and part is not None
+    a, b = whole.part("largest"), part.part("largest")
+    assert a is not None and b is not None
+    assert round(b.bytes / GIB, 2) == round(a.bytes / GIB, 2) == 5.04
+    assert cause_name(b) == "largest bucket (num_tokens 8192)"

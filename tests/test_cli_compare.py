@@ -169,7 +169,11 @@ def test_diff_of_different_eras_names_the_wording(logs: dict[str, Path]) -> None
         and "B E7 (about Aug 2026 on; dated" in res.output
     )
     assert "elapsed=, usage, avail (E7)" in res.output
-    assert "Ranks with different labels are matched in order: TP0 ~ (GPU)" in res.output
+    flat = " ".join(res.output.split())
+    assert (
+        "the others in the order the logs list them (A's n-th unmatched rank with B's n-th): TP0 ~ (GPU)"
+        in flat
+    )
 
 
 def test_diff_launch_selection(logs: dict[str, Path], tmp_path: Path) -> None:

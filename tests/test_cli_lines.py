@@ -173,6 +173,52 @@ def test_lines_output_file_is_left_whole_when_reading_fails_midway(
     assert sorted(p.name for p in out.parent.iterdir()) == ["lines.txt"]  # no temp file left
 
 
+@pytest.mark.parametrize(
+    ("after", "line_no"),
+    [(b"Memory pool end. avail mem=2", 8), (b"several minutes. avail mem=1", 10)],
+    ids=["unmatched", "recognised"],
+)
+def test_lines_says_the_same_of_a_figure_cut_at_the_end(
+    tmp_path: Path, after: bytes, line_no: int
+) -> None:
+    """A number cut at the end of the input gives one closing line, whether the cut line still
+    matches its pattern (the figure silently missing from the event) or not (review25 #10)."""
+    path = tmp_path / "cut.log"
+    path.write_bytes(LOG[: LOG.index(after) + len(after)])
+    out = invoke(["lines", str(path)]).output
+    head = "1 line ends inside a memory figure, cut before its unit (its figure was not read):\n"
+    assert head in out
+    listed = out.split(head, 1)[1].splitlines()[0]
+    assert listed.split()[0] == str(line_no) and listed.endswith(after.decode())
+    assert "every line with a memory figure was recognised" not in out
+    if line_no == 10:  # line 9's unknown memory line is still listed as such
+        assert "1 line carries a memory figure but matches no pattern:\n      9  " in out
+    else:
+        assert "matches no pattern" not in out
+        assert out.endswith("Every other line with a memory figure was recognised.\n")
+
+
+def test_ends_in_cut_figure() -> None:
+    from logmem.parse.unmatched import EXAMPLE_CHARS, ends_in_cut_figure
+
+    for text in (
+        "x avail mem=0",
+        "x avail mem=",
+        "x mem usage=15.0",
+        "(bs=1 avail_mem=0.8",
+        "avail mem=1.46 G",
+    ):
+        assert ends_in_cut_figure(text), text
+    for text in (
+        "avail mem=1.46 GB",
+        "mem usage=0.93 GB.",
+        "avail mem=7.37 GB, mem usage=15.02 GB.",
+    ):
+        assert not ends_in_cut_figure(text), text
+    # The spool keeps EXAMPLE_CHARS of a line: such a text does not show where the line ends.
+    assert not ends_in_cut_figure("x" * (EXAMPLE_CHARS - len("avail mem=1")) + "avail mem=1")
+
+
 @pytest.mark.parametrize("use_stdin", [False, True], ids=["file", "stdin"])
 def test_analyze_json(log_file: Path, use_stdin: bool) -> None:
     args = (

@@ -17,6 +17,8 @@ from logmem.analysis.attribution import build_ledger
 from logmem.api import communication_table, read_environment, read_log
 from logmem.cli.main import cli
 from logmem.report.causes import cause_note
+from logmem.report.comm_sentences import comm_finding_text
+from logmem.report.communication import measured_table
 from logmem.sglang import comm
 from logmem.sglang.comm import Mechanism
 from logmem.units import GIB, MIB
@@ -188,8 +190,14 @@ def test_deepep_low_latency_decode_with_explicit_mfs() -> None:
     assert abs(j.bucket_bytes / GIB - 2.13) < 0.011 and not j.exceeds
     no_res = [f for f in c.findings if isinstance(f, cj.DeepEPNoReserve)]
     assert len(no_res) == 1 and no_res[0].explicit is True and no_res[0].line == 1
+    h = no_res[0].headroom
+    assert h is not None and h.budget_bytes is not None and abs(h.budget_bytes / GIB - 20.88) < 0.01
+    # The room is the reading after the pools (l.37: 20.72, the request table came out of the
+    # 20.88 too), and the sentence names both.
+    assert h.measured_binds and (h.rank, h.line) == ("TP0 EP0", 37)
     assert (
-        no_res[0].headroom_bytes is not None and abs(no_res[0].headroom_bytes / GIB - 20.88) < 0.01
+        "has to fit in the 20.72 GiB free after the pools (TP0 EP0, line 37; P x (1 - mfs) "
+        "would give 20.88)" in comm_finding_text(no_res[0])
     )
     init = c.rank("TP0 EP0")
     assert init is not None and init.formula_bytes == round(272 * MIB) + round(8.01 * MIB)
@@ -367,3 +375,71 @@ def test_rocm_told_by_the_amdsmi_import_alone(tmp_path: Path) -> None:
     (tmp_path / "005-without-amdsmi.log").write_text(kept)
     b = read_log(str(tmp_path / "005-without-amdsmi.log"))
     assert platform(b.launches[0]).library.value == "NCCL"
+
+
+# --- the headroom the lazy cells had (review25 #4) ----------------------------------------
+
+
+def test_003_headroom_is_what_the_pools_left_not_p_times_one_minus_mfs() -> None:
+    # 003's pools took 18.58 GiB more than their budget (183.15 against 164.57), so the
+    # 25.71 GiB of P x (1 - mfs) was never there: the least Memory pool end reading is TP3's
+    # 3.88 GB (l.500; TP0's is 3.91 at l.491).
+    c = _com(corpus_log("003-"))
+    h = c.headroom
+    assert h is not None and h.budget_bytes is not None and h.after_pools_bytes is not None
+    assert round(h.budget_bytes / GIB, 2) == 25.71
+    assert (round(h.after_pools_bytes / GIB, 2), h.rank, h.line) == (3.88, "TP3", 500)
+    assert h.measured_binds and h.bytes == h.after_pools_bytes
+    assert h.pool_excess_bytes is not None and round(h.pool_excess_bytes / GIB, 2) == 18.58
+    grid = measured_table(c)
+    assert grid is not None
+    row = next(r for r in grid.rows if r[0].startswith("headroom"))
+    assert row == (
+        "headroom: free after the pools",
+        "3.88 GiB",
+        "what lazy cells must fit in (TP3, line 500; P x (1 - mfs) would give 25.71, but the "
+        "pools took 18.58 GiB more than their budget)",
+    )
+    doc = _json(corpus_log("003-"))["launches"][0]["communication"]["measured"]
+    assert doc["headroom_gib"] == 25.71  # P x (1 - mfs), as before
+    assert (doc["room_gib"], doc["room_binds"]) == (3.88, "after_pools")
+    assert doc["headroom_after_pools"] == {"gib": 3.88, "rank": "TP3", "line": 500}
+
+
+def test_lazy_cells_are_checked_against_the_room_the_pools_left(tmp_path: Path) -> None:
+    # The DeepEP fixture with pools that take 19.62 GiB more than their budget: 1.10 GiB is
+    # left after them, less than the lazy cells (the DeepEP buffer alone is ~2 GiB), while
+    # P x (1 - mfs) still says 20.88. The check must use the 1.10.
+    text = DEEPEP.read_text()
+    text = text.replace("KV size: 38.32 GB", "KV size: 57.94 GB")
+    text = text.replace("Memory pool end. avail mem=20.72 GB", "Memory pool end. avail mem=1.10 GB")
+    log = tmp_path / "deepep-overrun.log"
+    log.write_text(text)
+    c = _com(log, DSV3)
+    over = [f for f in c.findings if isinstance(f, cj.LazyOverHeadroom)]
+    assert len(over) == 1
+    assert over[0].headroom.bytes is not None and round(over[0].headroom.bytes / GIB, 2) == 1.10
+    t = comm_finding_text(over[0])
+    assert "more than the 1.10 GiB free after the pools (TP0 EP0, line 37; P x (1 - mfs) " in t
+    no_res = next(f for f in c.findings if isinstance(f, cj.DeepEPNoReserve))
+    assert "has to fit in the 1.10 GiB free after the pools" in comm_finding_text(no_res)
+
+
+def test_headroom_keeps_the_rule_when_the_reading_is_not_below_it() -> None:
+    h = cj.Headroom(25 * GIB, 25 * GIB - MIB, "TP0", 9)
+    assert not h.measured_binds and h.bytes == 25 * GIB  # print rounding: the rule's figure
+    assert cj.Headroom(None, 3 * GIB, "TP0", 9).bytes == 3 * GIB
+    assert cj.Headroom(25 * GIB, None, None, None).bytes == 25 * GIB
+
+
+def test_room_after_the_pools_includes_a_draft_pool_sized_at_once() -> None:
+    # 021 (E7) sizes the draft's KV pool right after the target's (l.155-157), before any
+    # capture: the room the graphs and lazy buffers had is what both left (13.35 GB, l.157).
+    L = read_log(str(corpus_log("021-"))).launches[0]
+    rl = build_ledger(L).ranks[0]
+    got = rl.free_after_pools()
+    assert got is not None and (round(got[0] / GIB, 2), got[1]) == (13.35, 157)
+    # 019 loads its draft after the target's capture: the target's pool step alone (l.959).
+    rl = build_ledger(read_log(str(corpus_log("019-"))).launches[0]).ranks[0]
+    got = rl.free_after_pools()
+    assert got is not None and (round(got[0] / GIB, 2), got[1]) == (17.55, 959)

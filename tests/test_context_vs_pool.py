@@ -305,3 +305,33 @@ def test_a_fit_that_leaves_less_outside_the_pool_than_the_launch_used_is_not_off
     assert c["fit_leaves_too_little"] is True
     assert c["outside_budget_at_fit_bytes"] < c["used_outside_budget_bytes"]
     assert 0 < c["used_outside_budget_bytes"] <= c["outside_budget_bytes"]
+
+
+def test_037_no_mfs_can_hold_the_context_whatever_p_is() -> None:
+    # review25 #2: 037 prints no P and no mem_fraction_static, so there is no projection; but
+    # SGLang's budget after - P x (1 - mfs) is at most the 7.37 GiB free after the weights
+    # (l.1), which at 131,072 B per token (l.2: 4.66 GiB for 38,141 + 1 slots) is 60,375 tokens,
+    # less than one 131,072-token context (l.8): raising mfs cannot help, whatever P is.
+    a = read_log(str(corpus_log("037-")))
+    c = build_ledger(a.launches[0], a.launches).context
+    assert c is not None and not c.projected and c.too_long
+    assert c.ceiling is not None
+    assert (c.ceiling.tokens, c.ceiling.line, c.ceiling.cell_bytes) == (60_375, 1, 131_072)
+    assert c.ceiling_too_small
+    t = finding_text(c)
+    assert "raise --mem-fraction-static" not in t
+    assert (
+        "Lower --context-length to 38,141 or less; raising --mem-fraction-static cannot help: "
+        "even 1.0 gives at most 60,375 tokens (all 7.37 GiB free after the weights, line 1"
+    ) in t
+
+
+def test_ceiling_that_holds_the_context_keeps_the_unknown_lever() -> None:
+    from logmem.analysis.context import PoolCeiling
+
+    big = PoolCeiling(200_000, 26 * 2**30, 1, 131_072)
+    t = finding_text(fact(kv_tokens=38_141, context_len=131_072, projected=False, ceiling=big))
+    assert "raise --mem-fraction-static); from which value is unknown" in t
+    # The projection, when there is one, is the figure: the ceiling is not computed then.
+    c = ledger("001-qwq32b-tp4-l4-docs.log").context
+    assert c is not None and c.projected and c.ceiling is None

@@ -99,3 +99,185 @@ def test_an_unconfirmed_reserve_formula_claims_no_reserve() -> None:
     }
     wrong = default_mfs(args, date(2026, 3, 1), None, 124546.0)
     assert wrong.matches is False and not wrong.reserve_applies
+
+
+# --- review24 #2 (b)-(e) -------------------------------------------------------------------
+
+
+def _grok_011_args() -> dict[str, object]:
+    a = api.read_log(str(corpus_log("011-")), require_startup=False)
+    return dict(a.launches[0].args)
+
+
+def test_gpu_tier_rule_matches_011_arithmetic() -> None:
+    """011 (2025-09-11, v0.5.2rc2, TP8) dumps 0.831: the Aug-Oct 2025 GPU-tier rule on an 80 GB
+    H100 (81,559 MiB) reserves (9.5 + 8/2) x 1024 = 13,824 MiB and gives 0.8305 -> 0.831."""
+    from logmem.sglang.default_mfs import tier_reserved_mib
+
+    args = _grok_011_args()
+    assert tier_reserved_mib(args, 81559.0) == 13824
+    d = default_mfs(args, date(2025, 9, 11), None, 81559.0)
+    assert d.rule is Rule.GPU_TIER and d.era is Era.TIER and d.era_from == "dump"
+    assert d.predicted == 0.831 and d.matches is True and not d.reserve_applies
+    # Another capacity: no match, so no claim (the era stays unknown).
+    other = default_mfs(args, date(2025, 9, 11), None, 97000.0 + 2000)
+    assert other.rule is Rule.UNKNOWN and other.tier_mfs is not None
+    # The tiers, speculative and DP-attention extras (recollection, reference-free).
+    assert tier_reserved_mib({"tp_size": 1}, 16000.0) == (2.8 + 0.1) * 1024
+    assert tier_reserved_mib({"tp_size": 2, "pp_size": 2}, 95000.0) == (12 + 2) * 1024
+    assert tier_reserved_mib({"tp_size": 8}, 200000.0) == 32 * 1024
+    dp = {"tp_size": 8, "enable_dp_attention": True, "speculative_algorithm": "EAGLE"}
+    assert tier_reserved_mib(dp, 81559.0) == 13824 + 4096 + 2048
+    assert tier_reserved_mib({"tp_size": 1, "speculative_algorithm": "NGRAM"}, 16000.0) == (
+        2.9 * 1024
+    )
+
+
+def test_011_without_capacity_names_the_windows_but_claims_nothing() -> None:
+    """011 prints no device capacity: the row stays unknown and says on which GPU sizes (above
+    TP0's 77.43 GiB free before loading) the tier rule would give 0.831."""
+    from logmem.report.mfs_words import default_mfs_text
+
+    led = _led("011")
+    d = led.default_mfs
+    assert d is not None and d.rule is Rule.UNKNOWN and d.capacity_mib is None
+    assert d.tier_windows is not None and (81558, 82041) in d.tier_windows
+    assert all(a >= 77.43 * 1024 for a, _ in d.tier_windows)  # none below P
+    value, source = default_mfs_text(d)
+    assert value == "unknown"
+    assert "GPU-tier reserve rule of about Aug-Oct 2025 (constants from recollection" in source
+    assert "81,558-82,041" in source and "unconfirmed" in source
+
+
+def test_no_log_flips_to_the_tier_rule_without_its_arithmetic() -> None:
+    """Every corpus log: the GPU-tier rule is reported only where its value is the dump's."""
+    from conftest import CORPUS
+
+    for path in sorted(CORPUS.glob("*.log")):
+        a = api.read_log(str(path), require_startup=False)
+        for launch in a.launches:
+            d = build_ledger(launch).default_mfs
+            if d is not None and d.rule is Rule.GPU_TIER:
+                assert d.capacity_mib is not None and d.matches is True, path.name
+
+
+def test_021_reads_the_e7_reserve_inputs() -> None:
+    """021 (E7) has no cuda_graph_max_bs but cuda_graph_max_bs_decode=8 and a breakable
+    prefill config of 58 sizes: 512 + 12288 + 16 + 464 + 2048 (DFLASH) = 15,328 MiB on
+    124,546 MiB gives 0.877; the dump's 0.85 was passed."""
+    from logmem.report.mfs_words import default_mfs_text
+
+    d = _led("021").default_mfs
+    assert d is not None and d.rule is Rule.RESERVE and d.era is Era.C
+    assert d.reserved_mib == 15328 and d.predicted == 0.877 and d.matches is False
+    assert not d.reserve_applies
+    value, source = default_mfs_text(d)
+    assert value == "passed (the formula gives 0.877)"
+    assert "the dump has 0.85: not this rule" in source
+
+
+def test_a_contradicted_tp_table_is_labelled_passed() -> None:
+    """fx pair-e2 (2025-03, TP2) dumps 0.85 against the table's 0.87: the label is the verdict,
+    not the rule the cell rejects."""
+    from conftest import FIXTURES
+    from logmem.report.mfs_words import default_mfs_text
+
+    a = api.read_log(str(FIXTURES / "pair-e2-maxbs80-constructed.log"), require_startup=False)
+    d = build_ledger(a.launches[0]).default_mfs
+    assert d is not None and d.rule is Rule.TP_TABLE and d.matches is False
+    assert default_mfs_text(d)[0] == "passed (the tp table gives 0.87)"
+    ok = _led("001").default_mfs
+    assert ok is not None and default_mfs_text(ok)[0] == "tp table"
+
+
+def test_040_capacity_is_the_missing_input() -> None:
+    """040 (Feb 2026, era b, tp 1, chunk 8192, max bs 4) prints no device capacity: 512 + 12288
+    + 8 + 128 = 12,936 MiB gives the dump's 0.841 only on 81,104-81,615 MiB (an 80 GB H100's
+    81,559 among them), so the row names that window and stays unconfirmed."""
+    d = _led("040").default_mfs
+    assert d is not None and d.no_prediction is not None
+    assert d.no_prediction.value == "no_device_capacity"
+    assert d.formula_windows == ((81104, 81615),) and not d.formula_excluded
+    assert d.rule is Rule.RESERVE and d.matches is None and not d.reserve_applies
+    # With the capacity given, the same inputs confirm it.
+    args = dict(api.read_log(str(corpus_log("040-")), require_startup=False).launches[0].args)
+    full = default_mfs(args, date(2026, 2, 4), None, 81559.0)
+    assert full.reserved_mib == 12936 and full.predicted == 0.841 and full.reserve_applies
+
+
+def test_023_no_gpu_size_gives_the_dump() -> None:
+    """023 (era c) dumps 0.65 with a reserve of 3,600 MiB: only a GPU of about 10 GiB gives that,
+    less than its 18.73 GiB free before loading, so the value was passed (review24 #2a)."""
+    from logmem.report.mfs_words import default_mfs_text
+
+    d = _led("023").default_mfs
+    assert d is not None and d.formula_windows == () and d.formula_excluded
+    value, source = default_mfs_text(d)
+    assert value == "passed (no GPU size gives it)" and "18.73 GiB free before loading" in source
+    assert not d.reserve_applies
+
+
+def test_mla_unknown_leaves_the_era_c_reserve_unknown() -> None:
+    args = {
+        "mem_fraction_static": 0.85,
+        "tp_size": 1,
+        "chunked_prefill_size": 8192,
+        "cuda_graph_max_bs": 8,
+        "enable_piecewise_cuda_graph": True,
+        "piecewise_cuda_graph_tokens": [4, 8],
+    }
+    d = default_mfs(args, date(2026, 8, 1), None, 124546.0, mla=None)
+    assert d.predicted is None and d.no_prediction is not None
+    assert d.no_prediction.value == "mla_unknown"
+    assert default_mfs(args, date(2026, 8, 1), None, 124546.0, mla=False).predicted is not None
+
+
+def test_a_later_log_matching_only_the_tier_rule_is_an_older_image() -> None:
+    from logmem.report.mfs_words import default_mfs_text
+
+    args = {**_grok_011_args(), "cuda_graph_max_bs": 256}
+    d = default_mfs(args, date(2026, 1, 20), None, 81559.0)  # era b's formula gives 0.824
+    assert d.rule is Rule.GPU_TIER and d.predicted == 0.831 and not d.reserve_applies
+    value, source = default_mfs_text(d)
+    assert value == "GPU-tier reserve" and "an image older than the log" in source
+    # Where the era's own formula gives the dump, it wins.
+    own = default_mfs({**args, "mem_fraction_static": 0.824}, date(2026, 1, 20), None, 81559.0)
+    assert own.rule is Rule.RESERVE and own.reserve_applies
+
+
+def test_an_excluded_formula_is_not_passed_while_the_tier_rule_could_give_it() -> None:
+    """kimi-k3 (era c, P 177.08 GiB) dumps 0.85: no GPU of at least P gives it by the formula,
+    but the GPU-tier rule (an older image) would on 258,552-260,280 MiB, so 'passed' is not
+    claimed; 023's 0.65 fits neither, so it is."""
+    from conftest import FIXTURES
+    from logmem.report.mfs_words import default_mfs_text
+
+    log = FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"
+    d = build_ledger(api.read_log(str(log), require_startup=False).launches[0]).default_mfs
+    assert d is not None and d.formula_excluded and not d.excluded
+    assert d.tier_windows == ((258552, 260280),)
+    value, source = default_mfs_text(d)
+    assert value == "unknown" and "in an image older than the log" in source
+    d23 = _led("023").default_mfs
+    assert d23 is not None and d23.excluded
+
+
+def test_the_reserve_rows_name_the_e7_terms() -> None:
+    """Where the formula gives the dump (kimi-k3's inputs on a GPU the windows name), the rows
+    are the terms the rule used: 6.0 GiB with the MLA and breakable-DeepEP prefill terms."""
+    from conftest import FIXTURES
+    from logmem.analysis.sizing import graph_reserve
+    from logmem.report.sentences import reserve_term_text
+    from logmem.sglang.default_mfs import capacity_windows, formula_bands
+
+    log = FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"
+    args = dict(api.read_log(str(log), require_startup=False).launches[0].args)
+    d0 = default_mfs(args, date(2026, 9, 10), None, None, mla=True)
+    (lo, _), *_ = capacity_windows(formula_bands(args, Era.C, d0.reserve_terms), 0.85, 0.0)
+    d = default_mfs(args, date(2026, 9, 10), None, float(lo), mla=True)
+    assert d.reserve_applies and d.reserve_terms is not None
+    r = graph_reserve(d.reserve_terms, None)
+    assert r is not None and r.reserve_bytes == 6 * 1024**3
+    texts = [reserve_term_text(t) for t in r.terms]
+    assert "prefill graph, MLA model: a flat 1536 MB" in texts
+    assert "breakable prefill graph with DeepEP: 1024 MB" in texts

@@ -352,8 +352,9 @@ def test_diff_of_a_max_bs_pair(tmp_path: Path) -> None:
     assert diff_view(d).slopes[0].rows_source == "1 per request (decode)"
     assert s.line.mib_per_row == pytest.approx(2.5, abs=s.line.mib_per_row_error)
     assert s.line.mib_per_row_error == pytest.approx(20.48 / 80)
-    assert s.heuristic is not None and s.heuristic.mib_per_bs == 2.0
-    assert s.heuristic.ratio == pytest.approx((s.line.mib_per_row + s.static.mib_per_row) / 2)  # type: ignore[union-attr]
+    # Dated Mar 2025 (era a, a tp_size table): SGLang's graph reserve is not the rule behind its
+    # mem_fraction_static, so none is set beside the slope (review24 #6).
+    assert s.heuristic is None
     # Graphs: the capture phase grows, the phases before it do not move.
     ch = {(p.rank, p.key): p.change_bytes for p in d.phases}
     assert ch[("TP0", "target_weights")] == 0

@@ -18,13 +18,20 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, corpus_log
 from logmem.analysis.failures import outcome, verdict
-from logmem.analysis.failures.facts import Failure, LowerByAtLeast
+from logmem.analysis.failures.facts import (
+    ChangeComponent,
+    Failure,
+    Fix,
+    LowerByAtLeast,
+    NativeImpl,
+)
+from logmem.analysis.failures.fallback import native_version_flag
 from logmem.analysis.failures.traces import Where, raised_in
 from logmem.api import read_log
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
-from logmem.report.fixes import fix_value
+from logmem.report.fixes import fix_text, fix_value
 from logmem.report.verdict import verdict_lines
 
 GIB = 1 << 30
@@ -129,14 +136,35 @@ def test_a_load_that_needs_more_gpus_keeps_its_fixes() -> None:
 
 def test_transformers_fallback_gets_the_native_implementation_not_more_gpus() -> None:
     f = failure_of(FIXTURES / "hip-oom-rocm-constructed.log")
-    assert [(x.flag, x.value) for x in f.fixes] == [("--model-impl", "sglang")]
     # model_impl='auto' fell back: this build has no native implementation, so the flag alone
-    # would fail here and the fix says to use a version that has one (review23 #9).
+    # would fail here: the fix is a version that has one, not the flag (review23 #9, review25 #7).
     assert "model_impl='auto'" in (FIXTURES / "hip-oom-rocm-constructed.log").read_text()
+    assert [(x.flag, x.value) for x in f.fixes] == [
+        ("an SGLang version that implements this model's architecture", None)
+    ]
+    (native,) = [x.effect for x in f.fixes]
+    # No rank printed Load weight end, so the log names no architecture; the model path is
+    # the checkpoint, never called "the architecture".
+    assert isinstance(native, NativeImpl)
+    assert native.architecture is None and native.model == "zai-org/GLM-5-FP8"
     said = " ".join(
         verdict_lines(verdict(read_log(str(FIXTURES / "hip-oom-rocm-constructed.log")).launches[0]))
     )
-    assert "on this build the flag fails: use an SGLang version that implements it" in said
+    assert "Fix: --model-impl" not in said and "on this build the flag fails" not in said
+    assert "architecture (zai-org/GLM-5-FP8)" not in said
+    assert "the log names no architecture" in said
+    assert "pass --model-impl sglang there if 'auto' still falls back" in said
+
+
+def test_transformers_fallback_fix_names_the_weights_line_type() -> None:
+    """With a Load weight end's type=, the headline names that architecture (review25 #7)."""
+    auto = NativeImpl("GlmMoeDsaForCausalLM", True, "zai-org/GLM-5-FP8")
+    text = fix_text(Fix(native_version_flag(auto.architecture), None, auto))
+    assert text.startswith("Fix: an SGLang version that implements GlmMoeDsaForCausalLM: ")
+    assert "zai-org" not in text
+    # model_impl='transformers' chose the fallback itself: then the flag is the fix.
+    chosen = NativeImpl("GlmMoeDsaForCausalLM", False, "zai-org/GLM-5-FP8")
+    assert fix_text(Fix("--model-impl", "sglang", chosen)).startswith("Fix: --model-impl sglang: ")
 
 
 # --- capture OOM without server_args ---------------------------------------------------------
@@ -162,6 +190,45 @@ def test_corpus_003_names_the_attention_code_not_disable_cuda_graph() -> None:
     text = " ".join(verdict_lines(verdict(read_log(str(corpus_log("003-"))).launches[0])))
     assert "forward_absorb_fused_mla_rope_prepare" in text
     assert "would not get a server up" in text
+
+
+def _said(path: Path) -> str:
+    return " ".join(verdict_lines(verdict(read_log(str(path)).launches[0])))
+
+
+def test_corpus_003_attention_fix_points_at_the_nsa_backends_line_11() -> None:
+    """Line 11 "Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto,
+    decode=flashmla_kv." while server_args passed attention_backend='triton' (review25 #9)."""
+    path = corpus_log("003-")
+    raw = path.read_bytes().decode().split("\n")
+    assert "Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto" in raw[10]
+    (L,) = read_log(str(path)).launches
+    assert len(L.ranks) == 8 and L.rank("") is None  # a launcher line, not a rank
+    (fix,) = failure_of(path).fixes
+    assert isinstance(fix.effect, ChangeComponent) and fix.effect.nsa is not None
+    assert fix.effect.nsa.source.line_no == 11
+    text = _said(path)
+    assert (
+        "line 11 set this model's NSA backends for its fp8_e4m3 KV cache (prefill=flashmla_auto, "
+        "decode=flashmla_kv), but attention_backend='triton' was passed: try --attention-backend "
+        "nsa, or drop --attention-backend"
+    ) in text
+    assert "the log does not show" in text  # a try, not a promise
+
+
+def test_attention_fix_without_the_nsa_line_or_with_nsa_in_use(tmp_path: Path) -> None:
+    raw = corpus_log("003-").read_bytes().decode().split("\n")
+    without = tmp_path / "no-nsa-line.log"
+    without.write_text("\n".join(raw[:10] + raw[11:]))
+    text = _said(without)
+    assert (
+        "NSA backends" not in text and "try another attention backend than the one in use" in text
+    )
+    nsa = tmp_path / "nsa-in-use.log"
+    nsa.write_text("\n".join(raw).replace("attention_backend='triton'", "attention_backend='nsa'"))
+    text = _said(nsa)
+    assert "try --attention-backend nsa" not in text
+    assert "try another attention backend than the one in use (attention_backend='nsa')" in text
 
 
 def _tb(*frames: tuple[str, str]) -> Traceback:

@@ -35,3 +35,30 @@ def test_003_names_the_tied_least_ranks_and_the_gap_in_distributed_init() -> Non
     assert "alone gains nothing" in words
     assert f"distributed init (its mem usage is {min(usage):.2f} to {max(usage):.2f} GiB" in words
     assert "per rank" not in words
+
+
+def test_003_prices_the_gap_at_the_cell_sglang_sized_with() -> None:
+    """review25 #8: 003's sizing finding shows SGLang sized with 55,227 B per token (164.57 GiB
+    / 3,199,575 tokens) while the pools allocate 61,463; the tokens the gap cost are what
+    SGLang's sizing would have added: 0.908 x 0.42 GiB // 55,227 = about 7,400, not the 6,662
+    the allocated cell gives."""
+    (L,) = read_log(str(corpus_log("003-"))).launches
+    led = build_ledger(L)
+    (f,) = [x for x in led.findings if isinstance(x, fd.Imbalance)]
+    assert f.sizing_cell is not None and round(f.sizing_cell) == 55_227
+    assert f.kv_tokens is not None and 7_400 <= f.kv_tokens <= 7_420
+    assert f.loss_bytes is not None and f.kv_tokens == int(f.loss_bytes // f.sizing_cell)
+    assert led.imbalance_tokens == f.kv_tokens
+    words = " ".join(finding_text(f).split())
+    assert f"about {f.kv_tokens:,} tokens smaller" in words
+    assert "0.38 GiB at SGLang's sizing cell of 55,227 bytes per token" in words
+
+
+def test_a_launch_whose_allocated_cell_is_the_sizing_one_keeps_it() -> None:
+    # 036: the pools allocate the round MLA cell; the gap is in the token count (review24 #3),
+    # so the allocated cell prices the imbalance.
+    (L,) = read_log(str(corpus_log("036-"))).launches
+    led = build_ledger(L)
+    (f,) = [x for x in led.findings if isinstance(x, fd.Imbalance)]
+    assert f.sizing_cell is None and led.imbalance_sizing_cell is None
+    assert "sizing cell" not in finding_text(f)

@@ -6,6 +6,7 @@ sentences that assert only what the log supports (cpu_offload_gb, the kernel log
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -199,17 +200,44 @@ def test_an_nvidia_device_name_stays_nccl() -> None:
     assert led.platform.library is Library.NCCL
 
 
-def test_a_fragment_with_ep_tags_names_the_lazy_all_to_all_buffers() -> None:
+def test_a_fragment_with_ep_tags_says_its_first_bucket_holds_unnamed_lazy_allocations() -> None:
     """026 has no server_args, but every rank is tagged EP0..EP3: its first bucket's 5.69 GiB
-    is not the graph's alone."""
+    is not the graph's alone. No moe_a2a_backend is logged, so no all-to-all buffer is named
+    (review25 #6): the lazy allocations are there, which ones the excerpt does not say."""
     led = _led(corpus_log("026-"))
     rl = led.rank("DP0 TP0 EP0")
     assert rl is not None
     cap = rl.phase("capture:decode")
     assert cap is not None
     lazy = [c for c in cap.causes if c.facts.lazy]
-    assert len(lazy) == 1 and lazy[0].facts.lazy == (Lazy.EP_ALL_TO_ALL,)
-    assert lazy[0].facts.ep_size == 4 and "ep_size=4" in cause_note(lazy[0])
+    assert len(lazy) == 1 and lazy[0].facts.lazy == (Lazy.UNNAMED,)
+    assert lazy[0].what is What.LARGEST  # the first bucket (bs 32), not the stopped stretch
+    note = cause_note(lazy[0])
+    assert lazy[0].facts.ep_size == 4 and "ep_size=4" in note
+    assert "all-to-all buffers" not in note and "does not name" in note
+
+
+def test_ep_all_to_all_is_named_only_for_a_backend_the_dump_names() -> None:
+    from types import SimpleNamespace
+
+    from logmem.analysis.captures import lazy_allocs
+    from logmem.analysis.ledger import Lazy as Lz
+
+    ranks = _led(corpus_log("026-")).launch.ranks
+
+    def launch(args: dict[str, object]) -> Any:
+        return SimpleNamespace(args=args, ranks=ranks)
+
+    def with_args(args: dict[str, object]) -> tuple[Lz, ...]:
+        return lazy_allocs(launch(args), True)[0]
+
+    assert with_args({"ep_size": 4, "moe_a2a_backend": "none"}) == ()
+    assert with_args({"ep_size": 4}) == ()  # no backend in the dump
+    assert with_args({"ep_size": 4, "moe_a2a_backend": "mooncake"}) == (Lz.EP_ALL_TO_ALL,)
+    # DeepEP's one buffer per process is the all-to-all: a later capture allocates none again.
+    deepep = {"ep_size": 4, "moe_a2a_backend": "deepep"}
+    assert with_args(deepep) == (Lz.DEEPEP,)
+    assert lazy_allocs(launch(deepep), False)[0] == ()
 
 
 @pytest.mark.parametrize(

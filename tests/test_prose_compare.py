@@ -25,7 +25,7 @@ ESTIMATE = PACKAGE / "estimate"
 ERROR_TEXT = {
     ("compare", "args.py"): {"key_list", "confounder_parts", "confounder_message"},
     ("compare", "load.py"): {"_text"},  # LaunchChoiceError's message
-    ("compare", "replay.py"): {"missing_sizing"},
+    ("compare", "replay.py"): {"missing_sizing", "_logged_mfs_hint"},  # the FitError of Replay
     # SGLang's start-up refusal, raised as EstimateError (the CLI shows it as a usage error).
     ("estimate", "build.py"): {"_check_sharding", "_group_words"},
 }

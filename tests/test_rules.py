@@ -130,7 +130,7 @@ def documented() -> list[tuple[str, str | None]]:
     # rules.py and the module it re-exports SGLang's mem_fraction_static adjustments from.
     body = [
         node
-        for name in ("rules.py", "adjustments.py")
+        for name in ("rules.py", "adjustments.py", "reserve.py")
         for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
     ]
     for i, node in enumerate(body):
@@ -155,7 +155,9 @@ def documented() -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("name,doc", documented(), ids=[n for n, _ in documented()])
 def test_every_rule_names_its_source(name: str, doc: str | None) -> None:
     assert doc, f"rules.{name} has no docstring"
-    if name in ("Reserve", "ReserveTerm", "BudgetReadings") or name.endswith("_BYTES"):
+    if name in ("Reserve", "ReserveTerm", "BudgetReadings", "PrefillGraph") or name.endswith(
+        "_BYTES"
+    ):
         return  # records of a rule, and byte versions that point at the rule they convert
     # A file of SGLang's (or "same ..." as the rule before it), or an explicit "unverified".
     assert re.search(r"\w+\.(?:py|hpp)\b|same|unverified", doc, re.I), f"rules.{name}: no source"
@@ -302,9 +304,71 @@ def test_graph_reserve_terms() -> None:
     # Per unit of max bs, what compare's heuristic slope uses: 2 + 3 x 2 + 1.5 x 2.
     assert rules.graph_reserve_mib_per_bs(True, 2, 400) == 11.0
     assert rules.graph_reserve_mib_per_bs(True, 2, 256) == 8.0
-    assert rules.graph_reserve({"cuda_graph_max_bs": 512, "disable_cuda_graph": True}) is None
+    # No graph captured: no graph term (an empty reserve, not a missing input).
+    assert rules.graph_reserve({"cuda_graph_max_bs": 512, "disable_cuda_graph": True}) == ()
     assert rules.graph_reserve({"cuda_graph_max_bs": True}) is None
     assert rules.graph_reserve({}) is None
+
+
+E7_ARGS = {
+    # 021's E7 names (review24 #2c): no cuda_graph_max_bs, the decode max bs in the config.
+    "cuda_graph_max_bs_decode": 8,
+    "cuda_graph_config": {
+        "decode": {"backend": "full", "max_bs": 8, "bs": list(range(1, 9))},
+        "prefill": {"backend": "breakable", "max_bs": 8192, "bs": list(range(58))},
+    },
+    "disable_prefill_cuda_graph": False,
+    "disable_cuda_graph": False,
+}
+
+
+def test_graph_reserve_reads_the_e7_names() -> None:
+    assert rules.decode_max_bs(E7_ARGS) == 8
+    assert rules.decode_max_bs({"cuda_graph_max_bs_decode": 16}) == 16
+    assert rules.decode_max_bs({"cuda_graph_max_bs": 24}) == 24
+    # One reader: compare and estimate take the same value (compare missed the _decode name).
+    from logmem.compare.args import graph_max_bs
+    from logmem.estimate.config import settings_from_server_args
+
+    assert graph_max_bs({"cuda_graph_max_bs_decode": 16}) == 16
+    assert graph_max_bs({"cuda_graph_max_bs": True}) is None
+    assert settings_from_server_args(E7_ARGS)["cuda_graph_max_bs"] == 8
+    r = rules.graph_reserve(E7_ARGS, newest=True, mla=False)
+    assert r is not None
+    assert [(t.term, t.bytes) for t in r] == [
+        (rules.ReserveTerm.DECODE, 16 * MIB),
+        (rules.ReserveTerm.PREFILL, 58 * 8 * MIB),
+    ]
+    off = {**E7_ARGS, "disable_prefill_cuda_graph": True}
+    assert [t.term for t in rules.graph_reserve(off) or ()] == [rules.ReserveTerm.DECODE]
+    # Without a prefill phase in the config and no piecewise flags: no prefill graph.
+    assert rules.prefill_graph({**E7_ARGS, "cuda_graph_config": {}}) is None
+
+
+def test_graph_reserve_e7_mla_and_breakable_deepep_terms() -> None:
+    """Reference 12.3 (c): an MLA model's prefill graph is a flat 1536 MiB; a breakable prefill
+    graph with DeepEP adds 1024. The kimi-k3 fixture (DeepSeekV3 MLA, dp 2 DP attention, max bs
+    192, 42 breakable prefill sizes, deepep) totals 6.0 GiB, not the 3.50 of before."""
+    launch = read_log(str(FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"))
+    r = rules.graph_reserve(launch.launches[0].args, newest=True, mla=True)
+    assert r is not None
+    assert [(t.term, t.bytes // MIB) for t in r] == [
+        (rules.ReserveTerm.DECODE, 384),
+        (rules.ReserveTerm.DP_ATTENTION, 1152),
+        (rules.ReserveTerm.MLA_PREFILL, 1536),
+        (rules.ReserveTerm.BREAKABLE_DEEPEP, 1024),
+        (rules.ReserveTerm.DEEPEP, 2048),
+    ]
+    assert sum(t.bytes for t in r) == 6 * GIB
+    # Whether the model is MLA decides the prefill term: unknown, the reserve is unknown.
+    assert rules.graph_reserve(launch.launches[0].args, newest=True, mla=None) is None
+    # Era b's terms (Oct 2025 - Feb 2026) have neither the MLA flat term nor the DeepEP ones.
+    old = rules.graph_reserve(launch.launches[0].args, newest=False, mla=True)
+    assert [(t.term, t.bytes // MIB) for t in old or ()] == [
+        (rules.ReserveTerm.DECODE, 384),
+        (rules.ReserveTerm.DP_ATTENTION, 1152),
+        (rules.ReserveTerm.PREFILL, 42 * 8),
+    ]
 
 
 def test_activation_reserve_floor() -> None:

@@ -373,7 +373,39 @@ def test_the_pools_vs_budget_cell_counts_the_page_slots() -> None:
     led = build_ledger(L)
     (gap,) = [f for f in led.findings if isinstance(f, fd.PoolsVsBudget)]
     assert gap.page_size == 128 and gap.cell_bytes == (512 + 64) * 61 * 2
-    assert "allocate 70,272 per slot" in finding_text(gap)
+    assert "allocate 70,272 bytes per slot" in finding_text(gap)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "budget", "line", "held"),
+    [("019-", 14.18, 935, 216_576), ("036-", 8.50, 1139, 129_792)],
+)
+def test_a_round_allocated_cell_puts_the_gap_in_the_token_count(
+    prefix: str, budget: float, line: int, held: int
+) -> None:
+    """019/036: the pools allocate exactly DeepSeek-R1's MLA cell, 70,272 B = (512 + 64) x 61 x 2,
+    so nothing is "left out" of a cell: SGLang allocated more tokens than its own logged budget
+    ("The available memory for KV cache is 8.50 GB", 036 l.1139) holds at that cell, 8.50 GiB
+    // 70,272 = 129,877, 129,792 on the 128-token page, against 132,608 (review24 #3)."""
+    (L,) = read_log(str(corpus_log(prefix))).launches
+    (gap,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolsVsBudget)]
+    assert gap.reason is fd.GapReason.MORE_TOKENS and gap.sizing_cell_bytes is None
+    assert gap.budget_line == line and round((gap.budget_bytes or 0) / 2**30, 2) == budget
+    assert gap.budget_tokens == held and gap.extra_tokens == (gap.tokens or 0) - held
+    t = finding_text(gap)
+    assert "leaves something out" not in t and "FP8" not in t
+    assert f"than its own logged KV budget ({budget:.2f} GiB, line {line}) holds" in t
+    assert f"({held:,} tokens against the {gap.tokens:,} it allocated)" in t
+
+
+def test_003_keeps_the_cell_wording_where_the_sizing_cell_really_differs() -> None:
+    """003 (NSA, fp8 KV): SGLang sized with 78 x (576 + 132) = 55,224 B, the pools allocate
+    78 x (656 + 132) = 61,464: no round cell, the FP8-scales wording stays (review24 #3)."""
+    (L,) = read_log(str(corpus_log("003-"))).launches
+    (gap,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolsVsBudget)]
+    assert gap.reason is fd.GapReason.CELLS_BIGGER and gap.cell_bytes is None
+    assert gap.sizing_cell_bytes is not None and round(gap.sizing_cell_bytes) == 55_227
+    assert "leaves something out that the allocation holds (e.g. FP8 scales" in finding_text(gap)
 
 
 @pytest.mark.parametrize("prefix", ["005-", "014-"])
@@ -391,3 +423,31 @@ def test_the_mamba_pool_that_sets_the_request_count_is_named(prefix: str) -> Non
     assert f"a third of the Mamba state pool's {slots} slots" in finding_text(f)
     (L,) = read_log(str(corpus_log("001-"))).launches
     assert not any(isinstance(x, fd.MambaSlotsLimit) for x in build_ledger(L).findings)
+
+
+def test_the_pool_step_finding_names_the_draft_models_own_pool() -> None:
+    """021 (review25 #10): the draft's KV pool (K+V, 185,897 tokens, 4.26 GiB, l.156) is sized
+    right after the target's; the pool-step finding gives it, not only the ledger."""
+    (L,) = read_log(str(corpus_log("021-"))).launches
+    (step,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolStep)]
+    assert step.draft is not None and step.draft.lines == (155, 157)
+    t = finding_text(step)
+    assert (
+        "; the draft model's own pool step (lines 155-157) drops 4.38 GiB: draft KV pool "
+        "(K+V, 185,897 tokens) 4.26" in t
+    )
+    # No draft, no clause.
+    (L,) = read_log(str(corpus_log("001-"))).launches
+    (step,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolStep)]
+    assert step.draft is None and "draft" not in finding_text(step)
+
+
+def test_a_logged_budget_that_holds_the_tokens_claims_no_extra_tokens() -> None:
+    from dataclasses import replace
+
+    (L,) = read_log(str(corpus_log("036-"))).launches
+    (gap,) = [f for f in build_ledger(L).findings if isinstance(f, fd.PoolsVsBudget)]
+    roomy = replace(gap, budget_tokens=(gap.tokens or 0) + 128)
+    t = finding_text(roomy)
+    assert "more tokens" not in t
+    assert "its own logged KV budget (8.50 GiB, line 1139) holds their 132,608 tokens" in t

@@ -90,9 +90,10 @@ def test_the_held_mfs_note_follows_the_default_mfs_rule() -> None:
 
 
 def test_the_kv_rule_note_says_whose_readings_and_which_share() -> None:
-    """011 prints P on TP0 only (of 8 ranks); 006's full pool gets 11.4% of the SWA-split budget:
+    """011 prints P on TP0 only (of 8 ranks); 006's full pool gets 11.1% of the SWA-split budget
+    (its 61,419 tokens x 5,120 B of the rule's 2.64 GiB; the printed 0.30 GB would say 11.4%):
     the note says so instead of 'minimums over ranks' and 'rest // cell' (review24 #7)."""
     one = _json("011")["assumptions"][0]
     assert "TP0's readings (the other 7 ranks print none" in one
     swa = _json("006")["assumptions"][0]
-    assert "tokens = 11.4% of rest //" in swa
+    assert "tokens = 11.1% of rest //" in swa

@@ -20,6 +20,7 @@ from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.analysis.device_total import DeviceTotals, PreStart, device_totals, pre_starts
 from logmem.analysis.findings import Finding, findings
+from logmem.analysis.findings_sizing import pools_vs_budget
 from logmem.analysis.ledger import (
     Bound,
     Cause,
@@ -78,6 +79,9 @@ class LaunchLedger:
     pre_start: tuple[PreStart, ...] = ()
     # Which SGLang rule gave mem_fraction_static (logmem.analysis.default_mfs, reference 12.3).
     default_mfs: DefaultMfs | None = None
+    # The cell imbalance_tokens is priced at when it is SGLang's sizing cell, not the allocated
+    # one (findings_sizing.PoolsVsBudget.sizing_cell_bytes); None: the allocated cell.
+    imbalance_sizing_cell: float | None = None
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -338,8 +342,11 @@ def build_ledger(
     imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None
     imb_tokens = None
     # A token of the budget costs the full pool's cell plus the SWA / Mamba share the same
-    # budget gives with it (the draft's pool is sized from what the target left, not from it).
-    cell = sz.budget_bytes_per_token if sz is not None else None
+    # budget gives with it (the draft's pool is sized from what the target left, not from it);
+    # where the pools show SGLang sized with another cell than it allocates, that one (the
+    # tokens SGLang would have added are budget // its cell).
+    sizing_cell = _sizing_cell(launch, sz, ranks)
+    cell = sizing_cell or (sz.budget_bytes_per_token if sz is not None else None)
     if imbalance is not None and sz is not None and cell:
         # The KV rule takes P and the after-weights reading as minimums over ranks, so a rank
         # with g GiB less of both lowers everyone's budget by mfs x g.
@@ -352,7 +359,9 @@ def build_ledger(
     dmfs = launch_default_mfs(launch)
     # SGLang set a graph reserve aside only where its reserve formula derived the default.
     reserve = (
-        graph_reserve(launch, measured, measured_bound) if dmfs and dmfs.reserve_applies else None
+        graph_reserve(dmfs.reserve_terms, measured, measured_bound)
+        if dmfs and dmfs.reserve_applies
+        else None
     )
     totals = device_totals(launch)
     led = LaunchLedger(
@@ -370,8 +379,20 @@ def build_ledger(
         device_totals=totals,
         pre_start=tuple(pre_starts(launch, ranks, totals).values()),
         default_mfs=dmfs,
+        imbalance_sizing_cell=sizing_cell if imb_tokens is not None else None,
     )
     return replace(led, findings=tuple(findings(led)))
+
+
+def _sizing_cell(launch: Launch, sz: Sizing | None, ranks: Sequence[RankLedger]) -> float | None:
+    """The cell SGLang's sizing used, when the pools show it differs from the allocated one
+    (findings_sizing.PoolsVsBudget.sizing_cell_bytes); None: the allocated cell is the price."""
+    main = launch.main_rank
+    if sz is None or main is None:
+        return None
+    rl = next((r for r in ranks if r.rank == main.label), None)
+    gap = pools_vs_budget(sz, main, launch, rl)
+    return gap.sizing_cell_bytes if gap is not None else None
 
 
 def _least_free(ranks: Sequence[RankLedger], binding: str | None) -> int | None:

@@ -25,7 +25,7 @@ from logmem.analysis.ledger import (
     remainder,
 )
 from logmem.frozen import frozen
-from logmem.model.records import OPENED_BY_BARS, Graph, Launch, Rank
+from logmem.model.records import OPENED_BY_BARS, Graph, Launch, Rank, Sample
 from logmem.sglang import comm, rules
 from logmem.sglang.comm import Library
 
@@ -138,8 +138,12 @@ def lazy_allocs(
         tags = {t for r in launch.ranks if (t := r.tag("EP")) is not None}
         # Only every EP rank 0..n-1 in the log gives n: a part of them gives no size.
         ep = len(tags) if len(tags) > 1 and tags == set(range(len(tags))) else None
-    if isinstance(ep, int) and ep > 1 and Lazy.DEEPEP not in why:
-        # With DeepEP here, the expert-parallel all-to-all buffer is DeepEP's: one item.
+        if ep is not None and deepep:
+            # Which all-to-all backend (and buffers) is not logged: no buffer is named.
+            why.append(Lazy.UNNAMED)
+    elif isinstance(ep, int) and ep > 1 and _a2a_backend(a) and not comm.deepep_on(a):
+        # An all-to-all backend the dump names (DeepEP's buffer is its own item, once per
+        # process; with 'none' the MoE dispatch allocates no all-to-all buffers).
         why.append(Lazy.EP_ALL_TO_ALL)
     if a.get("enable_dp_attention"):
         why.append(Lazy.DP_ATTENTION)
@@ -153,6 +157,12 @@ def lazy_allocs(
     ):
         why.insert(0, Lazy.PEER_BUFFERS)
     return tuple(why), ep if isinstance(ep, int) and ep > 1 else None
+
+
+def _a2a_backend(args: Mapping[str, Any]) -> str | None:
+    """The MoE all-to-all backend server_args names (None: 'none', or not in the dump)."""
+    b = args.get("moe_a2a_backend")
+    return b if isinstance(b, str) and b.lower() not in ("", "none") else None
 
 
 def _init_took_nothing(launch: Launch) -> bool:
@@ -200,6 +210,23 @@ def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> Span:
         # Counts that do not fit the sizes list (two logs interleaved, a cut bar): say less.
         return Span(count, tokens=tokens)
     return Span(count, order[lo], order[hi - 1], tokens)
+
+
+def _largest(g: Graph, first: Sample, second: Sample, lazy: Facts) -> Cause:
+    """The capture's first (largest) bucket: its bar reading to the next one's."""
+    return _derived(
+        What.LARGEST,
+        first.avail.bytes,
+        second.avail.bytes,
+        (first.source.line_no, second.source.line_no),
+        Facts(
+            span=Span(1, first.size, first.size, graph_kind(g.name) == "prefill"),
+            lazy=lazy.lazy,
+            ep_size=lazy.ep_size,
+            library=lazy.library,
+        ),
+        part="largest",
+    )
 
 
 def graph_phase(
@@ -268,15 +295,22 @@ def graph_phase(
             )
             lazy = Facts()
         if open_capture:
-            if len(s) > 1:
+            # A capture that stopped: the first bucket's cost is measured when the next bar
+            # follows it (as for a finished capture), the buckets after it to the last reading
+            # lumped; the last bucket's own cost is unknown.
+            first = 0
+            if len(s) >= 2 and idx[:2] == [0, 1]:
+                causes.append(_largest(g, s[0], s[1], lazy))
+                lazy, first = Facts(), 1
+            if len(s) > first + 1:
                 causes.append(
                     _derived(
                         What.BEFORE_STOP,
-                        s[0].avail.bytes,
+                        s[first].avail.bytes,
                         s[-1].avail.bytes,
-                        (s[0].source.line_no, s[-1].source.line_no),
+                        (s[first].source.line_no, s[-1].source.line_no),
                         Facts(
-                            span=_span(g, idx[0], idx[-1]),
+                            span=_span(g, idx[first], idx[-1]),
                             lazy=lazy.lazy,
                             ep_size=lazy.ep_size,
                             library=lazy.library,
@@ -285,21 +319,7 @@ def graph_phase(
                     )
                 )
         elif len(s) >= 2 and consecutive and idx[0] == 0:
-            causes.append(
-                _derived(
-                    What.LARGEST,
-                    s[0].avail.bytes,
-                    s[1].avail.bytes,
-                    (s[0].source.line_no, s[1].source.line_no),
-                    Facts(
-                        span=Span(1, s[0].size, s[0].size, graph_kind(g.name) == "prefill"),
-                        lazy=lazy.lazy,
-                        ep_size=lazy.ep_size,
-                        library=lazy.library,
-                    ),
-                    part="largest",
-                )
-            )
+            causes.append(_largest(g, s[0], s[1], lazy))
             n_other = (n - 1) if n is not None else (len(s) - 1)
             causes.append(
                 _derived(

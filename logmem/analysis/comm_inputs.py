@@ -101,6 +101,12 @@ def log_env(events: Iterable[ev.Event], before_line: int | None) -> list[EnvValu
     return out
 
 
+def echoed_env(launch: Any) -> Env:
+    """The environment a launch's log echoed before its server_args dump (log_env)."""
+    before = launch.server_args.source.line_no if launch.server_args is not None else None
+    return Env(tuple(log_env(launch.events, before)))
+
+
 # --- evidence from the log ------------------------------------------------------------------
 
 

@@ -14,8 +14,9 @@ from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
-from logmem.analysis.comm_inputs import Env, EnvValue, log_env, log_evidence
+from logmem.analysis.comm_inputs import Env, EnvValue, echoed_env, log_evidence
 from logmem.analysis.communication import Cell, Plan, derive
+from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.parse import events as ev
@@ -112,13 +113,38 @@ class DeepEPAttributed:
 
 
 @frozen
+class Headroom:
+    """What the cells allocated after KV sizing must fit in: P x (1 - mfs), the part of the
+    free memory SGLang's rule leaves outside its KV budget, but no more than the free reading
+    that ends a rank's pool step (the pools may take more than their budget, and the
+    request-to-token table and small pools come out of it too)."""
+
+    budget_bytes: int | None  # P x (1 - mfs); None without the sizing readings
+    after_pools_bytes: int | None  # the least reading that ends a rank's pool step
+    rank: str | None  # the rank of that reading
+    line: int | None
+    # How much the logged pools exceeded the rule's budget (the sizing finding's gap), if so.
+    pool_excess_bytes: int | None = None
+
+    @property
+    def measured_binds(self) -> bool:
+        """The reading after the pools is the smaller, beyond what print rounding explains."""
+        a, b = self.after_pools_bytes, self.budget_bytes
+        return a is not None and (b is None or a < b - rules.DIFFERENCE_RESOLUTION_BYTES)
+
+    @property
+    def bytes(self) -> int | None:
+        return self.after_pools_bytes if self.measured_binds else self.budget_bytes
+
+
+@frozen
 class DeepEPNoReserve:
     """DeepEP with the decode graph, and a mem_fraction_static SGLang did not derive (or may not
     have): nobody set the buffer's 2 GiB aside; it must fit in the 1 - mfs headroom."""
 
     explicit: bool | None  # True: the command line passed it; None: no command line in the log
     mfs: float
-    headroom_bytes: int | None
+    headroom: Headroom | None
     deepep_bytes: int | None
     bucket_bytes: int | None
     line: int | None  # the command line
@@ -134,10 +160,10 @@ class DeepEPReserveShort:
 
 @frozen
 class LazyOverHeadroom:
-    """The cells allocated after KV sizing (with a size) exceed the 1 - mfs headroom."""
+    """The cells allocated after KV sizing (with a size) exceed the headroom (Headroom.bytes)."""
 
     lazy_bytes: int
-    headroom_bytes: int
+    headroom: Headroom
 
 
 CommFinding = (
@@ -159,8 +185,13 @@ class Communication:
     main_rank: str | None
     all_reduce: ev.AllReduceConfig | None
     deepep: DeepEPJoin | None
-    headroom_bytes: int | None  # P x (1 - mfs)
+    headroom: Headroom | None
     findings: tuple[CommFinding, ...]
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        """P x (1 - mfs), as the JSON's headroom_gib has always given it."""
+        return self.headroom.budget_bytes if self.headroom is not None else None
 
     def rank(self, label: str | None) -> RankInit | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -210,8 +241,7 @@ def launch_plan(
     L = led.launch
     sz = led.sizing
     bpt = (sz.likely_bytes_per_token or None) if sz is not None else None
-    before = L.server_args.source.line_no if L.server_args is not None else None
-    env = Env(tuple(log_env(L.events, before))).merged(user_env)
+    env = echoed_env(L).merged(user_env)
     args = {**L.args, **(overrides or {})}
     return derive(args, env, config, log_evidence(L, bpt))
 
@@ -251,7 +281,6 @@ def communication(
     L = led.launch
     if L.server_args is None or not L.args:
         return None
-    sz = led.sizing
     plan = launch_plan(led, config, user_env)
     evd = plan.evidence
     formula_init = sum(
@@ -265,7 +294,7 @@ def communication(
         if r.init_end is not None
     )
     main = L.main_rank.label if L.main_rank is not None else None
-    headroom = rules.outside_budget_bytes(sz.pre_load_bytes, sz.rule_mfs) if sz else None
+    headroom = _headroom(led)
     found: list[CommFinding] = []
     off = next((v for k, v in plan.notes if k == "custom_ar_off"), None)
     if isinstance(off, ev.CustomAllReduce):
@@ -291,9 +320,26 @@ def communication(
         for c in plan.cells
         if not c.when.before_kv_sizing and c.bytes is not None and c.memory == "device"
     )
-    if headroom is not None and lazy > headroom:
+    room = headroom.bytes if headroom is not None else None
+    if headroom is not None and room is not None and lazy > room:
         found.append(LazyOverHeadroom(lazy, headroom))
     return Communication(plan, inits, main, evd.all_reduce, join, headroom, tuple(found))
+
+
+def _headroom(led: LaunchLedger) -> Headroom | None:
+    """P x (1 - mfs) beside the least free reading that ends a rank's pool step (None when
+    neither is known)."""
+    sz = led.sizing
+    budget = rules.outside_budget_bytes(sz.pre_load_bytes, sz.rule_mfs) if sz else None
+    ends = [(got[0], r.rank, got[1]) for r in led.ranks if (got := r.free_after_pools())]
+    if budget is None and not ends:
+        return None
+    low, rank, line = min(ends) if ends else (None, None, None)
+    excess = next(
+        (f.gap_bytes for f in led.findings if isinstance(f, PoolsVsBudget) and f.gap_bytes > 0),
+        None,
+    )
+    return Headroom(budget, low, rank, line, excess)
 
 
 def _init_findings(plan: Plan, inits: tuple[RankInit, ...]) -> list[CommFinding]:
@@ -326,7 +372,7 @@ def _all_reduce_findings(plan: Plan, ar: ev.AllReduceConfig | None) -> list[Comm
 
 
 def _reserve_findings(
-    args: Mapping[str, Any], plan: Plan, headroom: int | None, join: DeepEPJoin | None
+    args: Mapping[str, Any], plan: Plan, headroom: Headroom | None, join: DeepEPJoin | None
 ) -> list[CommFinding]:
     if not comm.deepep_reserve_applies(args) or plan.mfs is None:
         return []

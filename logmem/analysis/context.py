@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.projection import PoolProjection
+from logmem.analysis.sizing import full_pool, line_cell
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang import rules
+from logmem.sglang.rules import after_weights_reading
 
 if TYPE_CHECKING:
     from logmem.analysis.sizing import Sizing
@@ -24,6 +26,18 @@ if TYPE_CHECKING:
 
 def _int(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+@frozen
+class PoolCeiling:
+    """The most KV tokens the pool can hold at any mem_fraction_static: the least free reading
+    after the weights (rules.after_weights_reading, the budget's first term) over the full pool's
+    cell from its KV line (a Mamba or SWA share of the budget only lowers it)."""
+
+    tokens: int
+    after_weights_bytes: int
+    line: int  # the Load weight end line of that reading
+    cell_bytes: int
 
 
 @frozen
@@ -53,6 +67,17 @@ class ContextVsPool:
     # What this launch used outside the pool once it was sized: P x (1 - mfs) minus the least
     # free memory the binding rank read after its pool step (request table, workspaces, graphs).
     used_outside_bytes: int | None = None
+    # The pool's ceiling whatever P and mfs are: SGLang's budget after - P x (1 - mfs) is at most
+    # the free memory after the weights, so the pool holds at most that over its cell (None when
+    # the projection above exists, or the reading or the cell is missing).
+    ceiling: PoolCeiling | None = None
+
+    @property
+    def ceiling_too_small(self) -> bool:
+        """Even all the free memory after the weights holds less than one full context: no
+        mem_fraction_static can help, whatever P is."""
+        c, ctx = self.ceiling, self.context_len
+        return c is not None and ctx is not None and not rules.context_fits(c.tokens, ctx)
 
     @property
     def fit_leaves_too_little(self) -> bool:
@@ -164,7 +189,29 @@ def context_vs_pool(
         now - least_free_after_pools
         if now is not None and least_free_after_pools is not None
         else None,
+        _ceiling(launch) if proj is None else None,
     )
+
+
+def _ceiling(launch: Launch) -> PoolCeiling | None:
+    """The pool's ceiling (PoolCeiling) from the least after-weights reading over ranks and the
+    first rank's full KV pool line (its round cell when print rounding allows one)."""
+    ends = [
+        (e.avail.bytes, e.source.line_no) for r in launch.ranks if (e := after_weights_reading(r))
+    ]
+    rank = next((r for r in launch.ranks if r.target is not None and r.target.kv_pools), None)
+    pool = full_pool(rank.target) if rank is not None and rank.target is not None else None
+    if not ends or pool is None:
+        return None
+    tokens = pool.tokens
+    if tokens is None and launch.summary is not None:
+        tokens = launch.summary.max_total_num_tokens
+    got = line_cell(pool, tokens, rules.page_size(launch.args))
+    if got is None or got[0] <= 0:
+        return None
+    after, line = min(ends)
+    cell, page = round(got[0]), rules.page_size(launch.args)
+    return PoolCeiling(max(after, 0) // cell // page * page, after, line, cell)
 
 
 def _single_pool(launch: Launch) -> tuple[int, str, int] | None:

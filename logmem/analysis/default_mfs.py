@@ -25,11 +25,24 @@ def capacity_mib(launch: Launch) -> float | None:
     return min(ooms) / MIB if ooms else None
 
 
+def mla_pools(launch: Launch) -> bool | None:
+    """Whether the target model's KV pool is MLA's: its line prints one ``KV size`` (MLA and
+    NSA/DSA pools, reference 4.2) rather than ``K size`` and ``V size`` (MHA/GQA and SWA,
+    4.1 and 4.3); None when no rank printed a target KV pool line."""
+    pools = [p for r in launch.ranks if r.target for p in r.target.kv_pools]
+    if any(p.kv is not None for p in pools):
+        return True
+    return False if any(p.k is not None or p.v is not None for p in pools) else None
+
+
 def launch_default_mfs(launch: Launch) -> DefaultMfs | None:
     """The default-mfs rule of a launch with a server_args dump (None without one)."""
     if launch.server_args is None:
         return None
     ends = [r.target.weights_end for r in launch.ranks if r.target and r.target.weights_end]
+    begins = [r.target.weights_begin for r in launch.ranks if r.target and r.target.weights_begin]
+    # P, the least free reading before loading: no GPU holds less than its own free memory.
+    free = min(b.avail.bytes for b in begins) / MIB if begins else None
     arch = ends[0].model_type if ends else None
     return default_mfs(
         launch.args,
@@ -37,4 +50,6 @@ def launch_default_mfs(launch: Launch) -> DefaultMfs | None:
         mfs_passed(launch),
         capacity_mib(launch),
         multimodal=arch in MULTIMODAL_ARCHITECTURES,
+        mla=mla_pools(launch),
+        free_mib=free,
     )

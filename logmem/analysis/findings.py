@@ -8,6 +8,7 @@ what is left free, rank imbalance, the graph reserve, buffer reuse, ranks that d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,10 +19,11 @@ from logmem.analysis.findings_kinds import FindingKind as FindingKind
 from logmem.analysis.findings_left import LeftFree as LeftFree
 from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
+from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBucket
 from logmem.analysis.findings_left import left_free, served_line
 from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
 from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
-from logmem.analysis.findings_order import launch_started, out_of_order
+from logmem.analysis.findings_order import order_findings
 
 # The sizing records are part of this module's Finding union (and its public names).
 from logmem.analysis.findings_sizing import BudgetNotPositive as BudgetNotPositive
@@ -42,6 +44,8 @@ from logmem.analysis.ledger import Bound, Cause, Lazy, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
 from logmem.analysis.sizing import arg_number
+from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
+from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
@@ -75,6 +79,7 @@ class PoolStep:
     causes: tuple[Cause, ...]  # the ones above print rounding
     lines: tuple[int, int]
     bound: Bound = Bound.EXACT  # the drop's: it ends at the 0.00 floor
+    draft: PoolStep | None = None  # the draft model's own pool step (its KV pool), if any
 
 
 @frozen
@@ -240,6 +245,7 @@ Finding = (
     | OutOfOrder
     | UnifiedMemory
     | Weights
+    | WeightsNotLoaded
     | KVBudget
     | KVLoggedAvailable
     | DraftKVNegative
@@ -251,6 +257,7 @@ Finding = (
     | GraphSplit
     | LargestBucketNote
     | GraphSparse
+    | StoppedFirstBucket
     | CaptureRose
     | CaptureUnmeasured
     | BucketsRose
@@ -269,14 +276,9 @@ Finding = (
 
 def findings(led: LaunchLedger) -> list[Finding]:
     """The launch's findings, most useful first."""
-    out: list[Finding] = []
     L = led.launch
-    # First: where this launch begins in its file, and whether its ranks' lines are in order
-    # (both change how far the figures below can be trusted).
-    started = launch_started(L)
-    if started is not None:
-        out.append(started)
-    out.extend(out_of_order(L))
+    # First: where it begins in its file, and whether its ranks' lines are in time order.
+    out: list[Finding] = list(order_findings(L))
     main = L.main_rank
     if main is None:
         return out
@@ -296,6 +298,8 @@ def findings(led: LaunchLedger) -> list[Finding]:
                 t.weights_end.source.line_no,
             )
         )
+    # Right after the weights: the server runs with the weights this line lists uninitialised.
+    out.extend(weights_not_loaded(L))
     rl = led.rank(main.label)
     if led.sizing is not None:
         out.extend(sizing_findings(led.sizing, main, L, rl))
@@ -340,8 +344,9 @@ def _rank(
     out: list[Finding] = []
     pools = rl.phase("target_pools")
     if pools is not None:
-        parts = tuple(c for c in pools.causes if abs(c.bytes) >= _TINY)
-        out.append(PoolStep(rl.rank, pools.delta_bytes, parts, pools.lines, pools.bound))
+        draft = rl.phase("draft_pools")
+        step = _pool_step(rl.rank, pools)
+        out.append(replace(step, draft=_pool_step(rl.rank, draft)) if draft else step)
     pre = next((p for p in rl.phases if p.key.startswith("pre_capture:")), None)
     if (
         pre is not None
@@ -356,6 +361,12 @@ def _rank(
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))
     return out
+
+
+def _pool_step(rank: str, p: Phase) -> PoolStep:
+    """A pool step's drop and its causes above print rounding."""
+    parts = tuple(c for c in p.causes if abs(c.bytes) >= _TINY)
+    return PoolStep(rank, p.delta_bytes, parts, p.lines, p.bound)
 
 
 def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
@@ -410,6 +421,9 @@ def _captures(rl: RankLedger, device: str = "unknown") -> list[Finding]:
             )
             if largest.facts.lazy:
                 out.append(LargestBucketNote(g.label, largest))
+        elif largest and not g.complete:
+            after = next((c for c in p.causes if c.what is What.BEFORE_STOP), None)
+            out.append(StoppedFirstBucket(rl.rank, g.label, largest, after, g.backend))
         elif g.samples and g.complete and not largest:
             parts = tuple(c for c in p.causes if c.kind == "derived")
             out.append(

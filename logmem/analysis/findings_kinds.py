@@ -9,6 +9,7 @@ class FindingKind(Enum):
     """Which finding a record is (one value per record type; stable names for machines)."""
 
     WEIGHTS = "weights"
+    WEIGHTS_NOT_LOADED = "weights_not_loaded"
     KV_BUDGET = "kv_budget"
     KV_LOGGED_AVAILABLE = "kv_logged_available"
     DRAFT_KV_NEGATIVE = "draft_kv_negative"
@@ -20,6 +21,7 @@ class FindingKind(Enum):
     GRAPH_SPLIT = "graph_split"
     LARGEST_BUCKET_NOTE = "largest_bucket_note"
     GRAPH_SPARSE = "graph_sparse"
+    STOPPED_FIRST_BUCKET = "stopped_first_bucket"
     CAPTURE_ROSE = "capture_rose"
     BUCKETS_ROSE = "buckets_rose"
     NEGLIGIBLE_CAPTURES = "negligible_captures"

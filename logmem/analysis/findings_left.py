@@ -6,7 +6,7 @@ from enum import Enum
 from typing import ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
-from logmem.analysis.ledger import Phase, RankLedger
+from logmem.analysis.ledger import Cause, Phase, RankLedger
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
@@ -54,6 +54,20 @@ class LeftFree:
     def serving(self) -> bool:
         """The launch came up: only then can the first requests meet the little that is left."""
         return self.end is StartupEnd.UP
+
+
+@frozen
+class StoppedFirstBucket:
+    """A capture the log stops in (a cut log, an excerpt, a crash) whose first bucket is
+    measured, its bar reading to the next one's (analysis.captures): the largest bucket's cost,
+    which holds what the capture allocates once, beside the buckets after it to the last reading."""
+
+    kind: ClassVar[FindingKind] = FindingKind.STOPPED_FIRST_BUCKET
+    rank: str
+    graph: str
+    largest: Cause
+    after: Cause | None  # the buckets from the second to the last reading (None: only two)
+    backend: str = "cuda graph"
 
 
 def left_free(

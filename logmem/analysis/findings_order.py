@@ -38,6 +38,13 @@ def launch_started(launch: Launch) -> LaunchStarted | None:
     return LaunchStarted(launch.start, launch.index - 1)
 
 
+def order_findings(launch: Launch) -> tuple[LaunchStarted | OutOfOrder, ...]:
+    """Where the launch begins in its file (when not first), then each rank out of time
+    order: both change how far the launch's other figures can be trusted."""
+    started = launch_started(launch)
+    return ((started,) if started is not None else ()) + out_of_order(launch)
+
+
 @frozen
 class OutOfOrder:
     """A rank's step printed at ``later_line``, dated ``back`` earlier than ``earlier_line``

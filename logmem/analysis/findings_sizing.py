@@ -65,6 +65,9 @@ class BudgetNotPositive:
 
 class GapReason(Enum):
     CELLS_BIGGER = "cells_bigger"  # the pools hold more than the rule gives
+    # The pools allocate the round cell print rounding allows, so the gap is in the token count:
+    # SGLang allocated more tokens than its budget holds at that cell (019, 036 on Ascend).
+    MORE_TOKENS = "more_tokens"
     CAPPED = "capped"  # a cap, rounding, a hybrid split or a draft share held them below
     MAX_TOTAL_TOKENS = "max_total_tokens"  # --max-total-tokens did
 
@@ -96,6 +99,28 @@ class PoolsVsBudget:
     tokens: int | None = None
     page_size: int = 1  # the pool holds tokens + page_size slots (rules.bytes_per_token_range)
     cell_bytes: int | None = None  # the round cell the printed sizes allow (Sizing.likely_...)
+    # MORE_TOKENS: the budget the tokens are held against (the target's own logged "available
+    # memory for KV cache" when it prints one, at ``budget_line``, else the rule's rest) and
+    # how many tokens it holds at ``cell_bytes`` (budget // cell, rounded down to the page).
+    budget_bytes: int | None = None
+    budget_line: int | None = None
+    budget_tokens: int | None = None
+
+    @property
+    def sizing_cell_bytes(self) -> float | None:
+        """The cell SGLang's sizing used, when the pools show it differs from the allocated one
+        (CELLS_BIGGER with a lone KV pool): the budget over the tokens it gave, since SGLang
+        sizes the pool as budget // its cell. None when the allocated cell is the sizing one."""
+        if self.reason is not GapReason.CELLS_BIGGER or self.fits is not None or not self.tokens:
+            return None
+        return self.rule_bytes / self.tokens
+
+    @property
+    def extra_tokens(self) -> int | None:
+        """MORE_TOKENS: how many more tokens SGLang allocated than the budget holds at the cell."""
+        if self.budget_tokens is None or self.tokens is None:
+            return None
+        return self.tokens - self.budget_tokens
 
 
 class LikelyCause(Enum):
@@ -191,37 +216,68 @@ def sizing_findings(
     if sz.rest_bytes <= 0:
         out.append(_not_positive(sz))
         return out
+    gap = pools_vs_budget(sz, main, L, rl)
+    if gap is not None:
+        out.append(gap)
+    return out
+
+
+def pools_vs_budget(
+    sz: Sizing, main: Rank, L: Launch, rl: RankLedger | None
+) -> PoolsVsBudget | None:
+    """The pools against the rule's budget, when they differ beyond print rounding, and why."""
+    if sz.rest_bytes <= 0:
+        return None
     pool, derived = sz.logged_pool_bytes, False
     if pool is None and rl is not None:
         pool = _derived_pool(rl.phase("target_pools"))
         derived = pool is not None
     if pool is None:
-        return out
+        return None
     gap = pool - sz.rest_bytes
     tol = _rule_tolerance(sz, derived)
     if abs(gap) <= tol:
-        return out
+        return None
     reason = GapReason.CELLS_BIGGER if gap > 0 else GapReason.CAPPED
     cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
     capped = (
         gap < 0 and cap is not None and sz.kv_tokens is not None and 0 <= cap - sz.kv_tokens < 4096
     )
-    out.append(
-        PoolsVsBudget(
-            gap,
-            GapReason.MAX_TOTAL_TOKENS if capped else reason,
-            int(cap) if capped and cap is not None else None,
-            sz.rest_bytes,
-            pool,
-            derived,
-            tol,
-            None if capped else _fit(sz, pool, tol),
-            sz.kv_tokens if not derived and sz.kv_bytes == sz.logged_pool_bytes else None,
-            sz.page_size,
-            sz.likely_bytes_per_token,
-        )
+    tokens = sz.kv_tokens if not derived and sz.kv_bytes == sz.logged_pool_bytes else None
+    cell = sz.likely_bytes_per_token
+    fit = None if capped else _fit(sz, pool, tol)
+    budget = line = held = None
+    if reason is GapReason.CELLS_BIGGER and fit is None and tokens and cell:
+        # The allocated cell is the round one a KV cell is: the gap is in the token count.
+        reason = GapReason.MORE_TOKENS
+        budget, line = sz.rest_bytes, None
+        logged = _logged_budget(main)
+        if logged is not None:
+            budget, line = logged
+        held = max(budget, 0) // cell // sz.page_size * sz.page_size
+    return PoolsVsBudget(
+        gap,
+        GapReason.MAX_TOTAL_TOKENS if capped else reason,
+        int(cap) if capped and cap is not None else None,
+        sz.rest_bytes,
+        pool,
+        derived,
+        tol,
+        fit,
+        tokens,
+        sz.page_size,
+        cell,
+        budget,
+        line,
+        held,
     )
-    return out
+
+
+def _logged_budget(main: Rank) -> tuple[int, int] | None:
+    """The target's own "The available memory for KV cache is X GB" line (bytes, line)."""
+    t = main.target
+    kva = next((p for p in t.pools if isinstance(p, ev.KVAvailable)), None) if t else None
+    return (kva.avail.bytes, kva.source.line_no) if kva is not None else None
 
 
 def _rule_tolerance(sz: Sizing, derived: bool) -> float:

@@ -31,6 +31,10 @@ class Imbalance:
     # and the spread of the readings before it: where the gap opens.
     init_usage_range: tuple[int, int] | None = None
     before_init_gap_bytes: int | None = None
+    # kv_tokens priced at SGLang's sizing cell (LaunchLedger.imbalance_sizing_cell), with the
+    # budget the gap costs (mfs x the gap): the tokens SGLang's sizing would have added.
+    sizing_cell: float | None = None
+    loss_bytes: int | None = None
 
 
 def imbalance_finding(led: LaunchLedger, notable: int) -> Imbalance | None:
@@ -61,4 +65,8 @@ def imbalance_finding(led: LaunchLedger, notable: int) -> Imbalance | None:
         tied,
         (min(usage), max(usage)) if len(inits) == len(pre) and len(inits) > 1 else None,
         max(before) - min(before) if len(inits) == len(pre) and len(inits) > 1 else None,
+        led.imbalance_sizing_cell,
+        rules.imbalance_budget_loss_bytes(led.imbalance_bytes, sz.rule_mfs)
+        if sz is not None and led.imbalance_sizing_cell
+        else None,
     )

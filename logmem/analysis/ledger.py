@@ -113,6 +113,9 @@ class Lazy(Enum):
     # The collective library's peer buffers, connected at the first collective (not pre-warmed):
     # the launch's first capture runs it (logmem.sglang.comm.peer_buffers_when).
     PEER_BUFFERS = "peer_buffers"
+    # A fragment with no server_args whose rank tags say expert parallelism is on: the first
+    # capture allocates something once, but which backend (and so which buffers) is not logged.
+    UNNAMED = "unnamed"
 
 
 @frozen
@@ -312,19 +315,37 @@ class RankLedger:
     def phase(self, key: str) -> Phase | None:
         return next((p for p in self.phases if p.key == key), None)
 
+    def _pool_step(self) -> int | None:
+        """The index of the target's pool step (with or without its weights), if any."""
+        keys = [p.key for p in self.phases]
+        return next(
+            (i for i, k in enumerate(keys) if k in ("target_pools", "target_weights_and_pools")),
+            None,
+        )
+
     def least_free_from_pools(self) -> tuple[int, int] | None:
         """(bytes, line) of the least free reading from the target's pool step on: what the
         pool left, less whatever came after it (workspaces, graphs, a draft model); a later
         phase may give memory back, so this can sit below the last reading. None without a
         pool step."""
-        keys = [p.key for p in self.phases]
-        start = next(
-            (i for i, k in enumerate(keys) if k in ("target_pools", "target_weights_and_pools")),
-            None,
-        )
+        start = self._pool_step()
         if start is None:
             return None
         return min((p.after_bytes, p.lines[1]) for p in self.phases[start:])
+
+    def free_after_pools(self) -> tuple[int, int] | None:
+        """(bytes, line) of the reading that ends the target's pool step, or the draft's pool
+        step when it follows at once (E7 sizes both before any capture): the room everything
+        allocated after KV sizing (workspaces, lazy communication buffers, graphs) had to fit
+        in. None without a pool step."""
+        start = self._pool_step()
+        if start is None:
+            return None
+        p = self.phases[start]
+        nxt = self.phases[start + 1] if start + 1 < len(self.phases) else None
+        if nxt is not None and nxt.key.split("#")[0] == "draft_pools":
+            p = nxt
+        return p.after_bytes, p.lines[1]
 
     def check(self) -> None:
         """Conservation: phases chain and add up; causes add up to each phase's drop."""

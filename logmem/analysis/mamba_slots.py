@@ -26,19 +26,47 @@ class MambaSlotsLimit:
     context_len: int | None
 
 
-def mamba_slots_limit(L: Launch) -> MambaSlotsLimit | None:
-    """The finding when the summary's max_running_requests is the Mamba pool's slots // 3 and
-    the KV pool could hold more requests than that (a full context each, or 2048 tokens)."""
+@frozen
+class MambaSlotsRelation:
+    """The log shows max_running_requests = max_mamba_cache_size // 3: the Mamba pool's slots
+    set the request count (and so move with the pool, e.g. in ``logmem whatif``)."""
+
+    slots: int
+    slots_line: int
+    max_running_requests: int
+    summary_line: int
+
+    @staticmethod
+    def requests_for(slots: int) -> int:
+        """The request count this relation gives for ``slots`` Mamba slots."""
+        return slots // _SLOTS_PER_REQUEST
+
+
+def mamba_slots_relation(L: Launch) -> MambaSlotsRelation | None:
+    """The relation, when the Mamba Cache line and the summary show it (and the user did not
+    pass --max-running-requests); None otherwise."""
     main, s = L.main_rank, L.summary
     t = main.target if main is not None else None
     if t is None or s is None or not t.mamba_pools or L.args.get("max_running_requests"):
         return None
     pool = t.mamba_pools[0]
-    n, kv, ctx = s.get_int("max_running_requests"), s.max_total_num_tokens, s.get_int("context_len")
-    if n is None or not kv or n != pool.max_size // _SLOTS_PER_REQUEST:
+    n = s.get_int("max_running_requests")
+    if n is None or n != pool.max_size // _SLOTS_PER_REQUEST:
+        return None
+    return MambaSlotsRelation(pool.max_size, pool.source.line_no, n, s.source.line_no)
+
+
+def mamba_slots_limit(L: Launch) -> MambaSlotsLimit | None:
+    """The finding when the summary's max_running_requests is the Mamba pool's slots // 3 and
+    the KV pool could hold more requests than that (a full context each, or 2048 tokens)."""
+    rel, s = mamba_slots_relation(L), L.summary
+    if rel is None or s is None:
+        return None
+    n, kv, ctx = rel.max_running_requests, s.max_total_num_tokens, s.get_int("context_len")
+    if not kv:
         return None
     # Only worth saying when the KV pool would hold more of them than the Mamba pool allows.
     per_request = min(ctx, 2048) if ctx else 2048
     if kv // per_request <= n:
         return None
-    return MambaSlotsLimit(pool.max_size, pool.source.line_no, n, s.source.line_no, kv, ctx)
+    return MambaSlotsLimit(rel.slots, rel.slots_line, n, rel.summary_line, kv, ctx)

@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from logmem.analysis.sizing import Sizing
-from logmem.sglang.rules import kv_budget_bytes, outside_budget_bytes, smallest_mfs_holding
+from logmem.sglang.rules import (
+    DIFFERENCE_RESOLUTION_BYTES,
+    kv_budget_bytes,
+    outside_budget_bytes,
+    smallest_mfs_holding,
+)
 
 
 def bytes_per_token(sz: Sizing) -> int | None:
@@ -20,6 +25,14 @@ def bytes_per_token(sz: Sizing) -> int | None:
     if sz.likely_bytes_per_token:
         return sz.likely_bytes_per_token
     return round(sz.bytes_per_token) if sz.bytes_per_token else None
+
+
+def rule_agrees(rule_tokens: int, logged_tokens: int, bpt: int) -> bool:
+    """Whether SGLang's rule at the logged setting gives the logged pool, to 1% or what two
+    printed readings resolve."""
+    return abs(rule_tokens - logged_tokens) <= max(
+        logged_tokens / 100, DIFFERENCE_RESOLUTION_BYTES / bpt
+    )
 
 
 def _positive_int(v: object) -> int | None:
@@ -49,7 +62,22 @@ class PoolProjection:
             and logged >= self.max_total_tokens
         )
         self.base: int | None = logged if logged and not capped else None
-        self._kv0 = int(self.rest(self.m0) * self.share)
+        rest0 = self.rest(self.m0)
+        # True: the full pool's share is what its logged tokens take of the rule's rest (it
+        # empties where rest does); False: its share of the logged pools (or 1.0, no split).
+        self.share_of_rest = False
+        if self.share < 1 and self.base and sz.kv_bytes and sz.logged_pool_bytes:
+            # The full pool's own bytes are its tokens x cell, not its printed sizes (0.01 GB
+            # each: 006 prints 0.30 GB for 0.29, 11.4% of the pools for 11.1%).
+            exact = (self.base + self.page) * bpt
+            self.share = exact / (exact + sz.logged_pool_bytes - sz.kv_bytes)
+            if rest0 > 0 and rule_agrees(int(rest0 * self.share) // bpt, self.base, bpt):
+                # Where the rule gives the logged pool, what is left between them is printing
+                # and the other pools' whole-slot floors: the full pool takes its logged share of
+                # rest, so that it is empty where rest is (014: from 0.386 = 1 - A/P, not 0.388).
+                self.share = self.base * bpt / rest0
+                self.share_of_rest = True
+        self._kv0 = int(rest0 * self.share)
 
     @classmethod
     def of(cls, sz: Sizing | None, args: Mapping[str, Any]) -> PoolProjection | None:

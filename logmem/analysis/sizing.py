@@ -214,7 +214,7 @@ def sizing(launch: Launch) -> Sizing | None:
     # With a sliding-window model the first KV line is the SWA pool and the second the full
     # pool (reference 4.3): max_total_num_tokens and the per-token cost are the full pool's.
     swa = first_rank is not None and first_rank.target is not None and _has_swa(first_rank.target)
-    main = _full_pool(first_rank.target) if first_rank is not None and first_rank.target else None
+    main = full_pool(first_rank.target) if first_rank is not None and first_rank.target else None
     tokens = main.tokens if main else None
     if tokens is None and launch.summary is not None and len(kv) == 1:
         tokens = launch.summary.max_total_num_tokens  # Jan 2025 KV lines print no #tokens
@@ -269,7 +269,7 @@ def _has_swa(m: Model) -> bool:
     return any(isinstance(p, ev.SWASummary) for p in m.pools)
 
 
-def _full_pool(m: Model) -> ev.KVPool | None:
+def full_pool(m: Model) -> ev.KVPool | None:
     """The model's full KV pool: with a sliding-window model the first KV line is the SWA
     pool and the second the full pool (reference 4.3), else the first."""
     kv = m.kv_pools
@@ -280,7 +280,7 @@ def printed_kv_dtype(launch: Launch) -> str | None:
     """The target's KV dtype as the log printed it (its full pool's KV line, else "Using KV
     cache dtype"): what the pools really hold, whatever --kv-cache-dtype resolved to."""
     for r in launch.ranks:
-        main = _full_pool(r.target) if r.target is not None else None
+        main = full_pool(r.target) if r.target is not None else None
         if main is not None and r.target is not None:
             dtype = r.target.pool_dtype(main)[0]
             if dtype is not None:
@@ -382,11 +382,13 @@ def range_gap(a: tuple[int, int], b: tuple[int, int]) -> int:
 
 
 def graph_reserve(
-    launch: Launch, measured: int | None, measured_bound: Bound = Bound.EXACT
+    terms: tuple[rules.Reserve, ...] | None,
+    measured: int | None,
+    measured_bound: Bound = Bound.EXACT,
 ) -> GraphReserve | None:
-    """SGLang's reserve_for_graph_mb() and friends, from the resolved server_args."""
-    terms = rules.graph_reserve(launch.args)
-    if terms is None:
+    """SGLang's reserve_for_graph_mb() and friends: the terms the default-mfs rule used
+    (logmem.sglang.default_mfs ``reserve_terms``); None when there are none."""
+    if not terms:
         return None
     return GraphReserve(sum(t.bytes for t in terms), terms, measured, measured_bound)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from logmem.frozen import frozen
 from logmem.model.records import Launch
+from logmem.sglang import rules
 
 # server_args keys that do not change GPU memory at start-up: where the server listens,
 # what and how it logs, credentials, seeds, timeouts, chat/parsing front-end options,
@@ -217,13 +218,5 @@ def confounder_message(cmp: ArgsComparison, labels: Sequence[str]) -> str:
 
 
 def graph_max_bs(args: Mapping[str, Any]) -> int | None:
-    """cuda_graph_max_bs as resolved, or the newest form inside cuda_graph_config."""
-    v = args.get("cuda_graph_max_bs")
-    if isinstance(v, int):
-        return v
-    cfg = args.get("cuda_graph_config")
-    if isinstance(cfg, dict):
-        dec = cfg.get("decode")
-        if isinstance(dec, dict) and isinstance(dec.get("max_bs"), int):
-            return int(dec["max_bs"])
-    return None
+    """The decode graph's max bs as resolved, under any era's name (rules.decode_max_bs)."""
+    return rules.decode_max_bs(args)

@@ -16,6 +16,14 @@ from logmem.analysis.ledger import Phase
 from logmem.analysis.sizing import common_range, range_gap, roundest_cell
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
+from logmem.compare.diff_causes import (
+    EnvChange,
+    env_changes,
+    first_bucket_causes,
+    pairing,
+    reserve_not_compared,
+    weights_cause,
+)
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.compare.replay import bytes_per_token
@@ -150,6 +158,11 @@ class Diff:
     assumptions: tuple[cn.Note, ...]
     headlines: tuple[cn.Note, ...] = ()  # said before anything else: other models, SGLang versions
     models: tuple[str | None, str | None] = (None, None)  # model_path (architecture) of A and B
+    env: tuple[EnvChange, ...] = ()  # communication variables the logs echoed, where they differ
+    phase_causes: tuple[
+        cn.Note, ...
+    ] = ()  # said under the phases table (logmem.compare.diff_causes)
+    graph_causes: tuple[cn.Note, ...] = ()  # said under the CUDA graphs table
 
 
 def _tokens(L: Launch, sz: Sizing | None) -> tuple[int | None, str]:
@@ -381,8 +394,9 @@ def diff_launches(
         note = cn.SlopeNotVaried()
     elif cmp.confounders:
         # The hint holds only where SGLang's default depends on max bs: not where the user
-        # passed the value, nor in era a (a tp table; logmem.sglang.default_mfs).
-        fixed = (Rule.PASSED, Rule.TP_TABLE)
+        # passed the value, nor in era a (a tp table) or under the Aug-Oct 2025 GPU-tier rule
+        # (capacity and tp x pp; logmem.sglang.default_mfs).
+        fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.GPU_TIER)
         derived_from_bs = any(
             d is None or d.rule not in fixed for d in (la.default_mfs, lb.default_mfs)
         )
@@ -395,6 +409,10 @@ def diff_launches(
     else:
         found, why = slopes((a, b))
         notes.extend(why)
+        if (
+            no_reserve := reserve_not_compared(found, (la.default_mfs, lb.default_mfs))
+        ) is not None:
+            notes.append(no_reserve)
         note = None if found else cn.SlopeNoRows()
     moved = {
         x: y
@@ -402,7 +420,13 @@ def diff_launches(
         if x != y
     }
     if moved:
-        notes.append(cn.RanksMatched(tuple(moved.items())))
+        same, differ, one = pairing(tuple(moved.items()))
+        sizes = tuple(
+            (c.key, c.values[0], c.values[1])
+            for c in cmp.changed
+            if c.key in ("tp_size", "dp_size", "ep_size", "pp_size")
+        )
+        notes.append(cn.RanksMatched(tuple(moved.items()), same, differ, one, sizes))
     for k in allow:
         if k not in {c.key for c in cmp.changed} and k not in {c.key for c in cmp.ignored}:
             notes.append(cn.AllowDiffUnused(k))
@@ -414,7 +438,10 @@ def diff_launches(
     eras = (EraGuess(era_of(ma), printed_on(a)), EraGuess(era_of(mb), printed_on(b)))
     if wording_differs(markers):
         headlines.append(cn.DifferentWording(*eras))
-    wa = [p for p in _phase_changes(la, lb) if p.key == "target_weights" and p.change_bytes]
+    phases = _phase_changes(la, lb)
+    wa = [p for p in phases if p.key == "target_weights" and p.change_bytes]
+    first = wa[0] if wa and wa[0].rank == phases[0].rank else None
+    why_w = weights_cause(a, b, first.rank, (first.a_bytes, first.b_bytes)) if first else None
     if found and any(abs(p.change_bytes or 0) > DIFFERENCE_RESOLUTION_BYTES for p in wa):
         notes.append(cn.WeightsDiffer())
     graphs = _graph_changes(a, b)
@@ -429,15 +456,18 @@ def diff_launches(
         cmp,
         markers,
         eras,
-        tuple(_phase_changes(la, lb)),
+        tuple(phases),
         kv_change(a, la, b, lb),
         tuple(graphs),
         tuple(found),
         note,
         tuple(notes) + tuple(_like_with_like(graphs)),
-        assumptions + (slope_assumptions() if found else ()),
+        assumptions + (slope_assumptions(found) if found else ()),
         tuple(headlines),
         models,
+        (env := env_changes(a, b)),
+        (why_w,) if why_w is not None else (),
+        first_bucket_causes(graphs, env, cmp),
     )
 
 

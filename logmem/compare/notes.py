@@ -5,11 +5,14 @@ so a reporter can restyle every sentence and the compare stage holds no prose.""
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 from logmem.analysis.ledger import Lazy
+from logmem.compare.diff_notes import AttentionTPChanged as AttentionTPChanged
+from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
+from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
-from logmem.sglang.default_mfs import Rule
 from logmem.sglang.eras import EraGuess
 
 # --- where a figure comes from ------------------------------------------------------------
@@ -139,6 +142,10 @@ class SameLargestSize:
 @frozen
 class RanksMatched:
     pairs: tuple[tuple[str, str], ...]  # A's label, B's label
+    same_tags: tuple[str, ...] = ()  # tags (TP, EP, ...) equal in every pair
+    differ_tags: tuple[str, ...] = ()  # tags that differ in some pair
+    one_sided_tags: tuple[str, ...] = ()  # tags only one label of some pair carries
+    sizes: tuple[tuple[str, Any, Any], ...] = ()  # e.g. ("dp_size", 4, 16) when it differs
 
 
 @frozen
@@ -204,13 +211,8 @@ class StartupUnfinished:
 
 
 @frozen
-class CappedAtRequestPool:
-    pool: int
-
-
-@frozen
 class NoMeasuredSlope:
-    pass
+    mib_per_bs: float | None = None  # the heuristic slope used (rules.graph_reserve_mib_per_bs)
 
 
 @frozen
@@ -315,6 +317,7 @@ class LoggedMfsGiven:
 @frozen
 class SharedBudget:
     share: float
+    of_rest: bool = False  # PoolProjection.share_of_rest
 
 
 @frozen
@@ -336,6 +339,7 @@ class DraftAsMeasured:
 class TokensFromLogged:
     bytes_per_token: int
     page: int
+    share: float = 1.0  # the full pool's share of rest (PoolProjection.share)
 
 
 @frozen
@@ -360,14 +364,6 @@ class LargestBecomes:
 @frozen
 class OnlyMainGraph:
     graph: str
-
-
-@frozen
-class MfsHeld:
-    mfs: float
-    # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED or TP_TABLE say
-    # SGLang's default would not move with max bs; None or another rule: it may.
-    rule: Rule | None = None
 
 
 @frozen
@@ -418,6 +414,9 @@ Note = (
     | RanksMatched
     | AllowDiffUnused
     | WeightsDiffer
+    | FirstBucketShared
+    | AttentionTPChanged
+    | NoReserveComparison
     | DifferentModels
     | DifferentWording
     | BucketsNotCompared
@@ -425,7 +424,6 @@ Note = (
     | NoCaptureMeasured
     | RuleDisagrees
     | StartupUnfinished
-    | CappedAtRequestPool
     | NoMeasuredSlope
     | LazyInLargest
     | GBIsGiB
@@ -451,7 +449,6 @@ Note = (
     | ContextChange
     | LargestBecomes
     | OnlyMainGraph
-    | MfsHeld
     | ActivationReserve
     | SlopeUsed
 )

@@ -19,6 +19,7 @@ from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
+from logmem.sglang.default_mfs import Era, Rule
 from logmem.sglang.eras import family_key
 from logmem.sglang.rules import (
     DIFFERENCE_RESOLUTION_GIB,
@@ -74,12 +75,19 @@ def fit_line(xs: Sequence[int], ys_bytes: Sequence[int]) -> Line:
 
 @frozen
 class Heuristic:
-    """SGLang's graph reserve per unit of max bs against the measured growth."""
+    """SGLang's graph reserve per unit of max bs against the measured growth.
+
+    The reserve (max bs x MiB per bs) is meant to cover all graph memory, so the growth it is
+    set against is the capture total's (the capture end's mem usage) per unit of max bs, and
+    ``sizes`` / ``total_bytes`` give the absolute figures: what it reserves at each launch's
+    max bs against what the capture used there."""
 
     mib_per_bs: float
     terms: cn.HeuristicTerms
     measured_mib_per_bs: float
     measured_terms: cn.MeasuredGrowth
+    sizes: tuple[int, ...] = ()  # each launch's largest captured size
+    total_bytes: tuple[int, ...] = ()  # each launch's capture total (mem usage)
 
     @property
     def ratio(self) -> float:
@@ -115,7 +123,45 @@ class Slope:
     heuristic: Heuristic | None
 
 
-def _slope_for(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Slope | None:
+def reserve_rule_in_force(launches: Sequence[Launch]) -> bool:
+    """Whether SGLang's graph reserve per unit of max bs is the rule behind these launches'
+    mem_fraction_static: every launch is of a reserve-formula era (analysis.default_mfs: the
+    rule is the reserve, or unknown in era b / c), and not every launch passed the value. Era
+    (a)'s tp table, an undated or mid-2025 launch, or both passing it: no such reserve to set
+    the measured growth against."""
+    from logmem.analysis.default_mfs import launch_default_mfs
+
+    ds = [launch_default_mfs(L) for L in launches]
+    passed = [d is not None and (d.passed is True or d.rule is Rule.PASSED) for d in ds]
+    reserve_era = all(
+        d is not None
+        and (d.rule is Rule.RESERVE or (d.rule is not Rule.TP_TABLE and d.era in (Era.B, Era.C)))
+        for d in ds
+    )
+    return reserve_era and not all(passed)
+
+
+def _heuristic(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Heuristic | None:
+    """SGLang's reserve against the capture total's growth per unit of max bs (a decode graph
+    with a capture total and a largest size in every launch, two sizes at least)."""
+    p0 = points[0]
+    sizes = [p.largest_size for p in points]
+    totals = [p.total_bytes for p in points]
+    if not (p0.per_bs and p0.rows_per_bs) or None in sizes or None in totals:
+        return None
+    xs = [int(x) for x in sizes if x is not None]
+    ys = [int(y) for y in totals if y is not None]
+    if len(set(xs)) < 2:
+        return None
+    h, terms = heuristic_mib_per_bs(args, max(xs))
+    grown = fit_line(xs, ys).mib_per_row  # x is max bs: MiB per unit of bs
+    what = cn.MeasuredGrowth("capture total", False, 1)
+    return Heuristic(h, terms, grown, what, tuple(xs), tuple(ys))
+
+
+def _slope_for(
+    points: Sequence[GraphPoint], args: Mapping[str, Any], reserve: bool = True
+) -> Slope | None:
     rows = [p.rows for p in points]
     if any(r is None for r in rows) or len({r for r in rows}) < 2:
         return None
@@ -134,13 +180,7 @@ def _slope_for(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Slope |
     st = [p.static_bytes for p in points]
     if basis == "largest bucket" and all(s is not None for s in st):
         static = fit_line(xs, [int(s) for s in st if s is not None])
-    heur = None
-    if p0.per_bs and p0.rows_per_bs:
-        sizes = [p.largest_size for p in points if p.largest_size is not None]
-        h, terms = heuristic_mib_per_bs(args, max(sizes) if sizes else None)
-        per_bs = (line.mib_per_row + (static.mib_per_row if static else 0.0)) * p0.rows_per_bs
-        what = cn.MeasuredGrowth(basis, static is not None, p0.rows_per_bs)
-        heur = Heuristic(h, terms, per_bs, what)
+    heur = _heuristic(points, args) if reserve else None
     return Slope(
         p0.graph,
         p0.rank,
@@ -161,7 +201,10 @@ def _slope_for(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Slope |
 
 
 def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[cn.Note]]:
-    """A slope per (rank, graph family) captured in every launch with different rows."""
+    """A slope per (rank, graph family) captured in every launch with different rows; SGLang's
+    graph reserve beside it only where that reserve is the launches' rule
+    (reserve_rule_in_force)."""
+    reserve = reserve_rule_in_force(launches)
     per_launch = [graph_points(L) for L in launches]
     first = [r.label for r in launches[0].ranks]
     index = []
@@ -184,7 +227,7 @@ def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[cn.Note]]:
             k[1] in families_done or any(kk[1] == k[1] for kk in with_buckets)
         ):
             continue
-        s = _slope_for(pts, launches[0].args)
+        s = _slope_for(pts, launches[0].args, reserve)
         if s is None:
             if len({p.rows for p in pts}) < 2:
                 notes.append(cn.SameLargestSize(k[1], k[0]))
@@ -194,14 +237,16 @@ def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[cn.Note]]:
     return out, notes
 
 
-def slope_assumptions() -> tuple[cn.Note, ...]:
-    return (
+def slope_assumptions(found: Sequence[Slope] = ()) -> tuple[cn.Note, ...]:
+    """What the slopes rest on; SGLang's reserve is explained only when a slope sets it beside
+    the measured growth."""
+    out: tuple[cn.Note, ...] = (
         cn.RowsDefinition(),
         cn.BucketDefinition(),
         cn.DifferenceError(),
         cn.CaptureTotalSlopes(),
-        cn.HeuristicReserve(),
     )
+    return out + ((cn.HeuristicReserve(),) if any(s.heuristic for s in found) else ())
 
 
 # --- fit --------------------------------------------------------------------------------
@@ -247,7 +292,7 @@ def fit_launches(
         cmp,
         tuple(found),
         tuple(notes),
-        slope_assumptions()[:2] + (cn.FitErrors(),) + slope_assumptions()[3:],
+        slope_assumptions(found)[:2] + (cn.FitErrors(),) + slope_assumptions(found)[3:],
     )
 
 

@@ -8,16 +8,18 @@ headroom after capture is what the tightest rank had left, less both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from logmem.analysis.attribution import build_ledger
+from logmem.analysis.mamba_slots import mamba_slots_relation
+from logmem.analysis.projection import rule_agrees
 from logmem.compare import notes as cn
+from logmem.compare import whatif_facts as wf
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
-from logmem.compare.points import graph_points, main_point
-from logmem.compare.replay import Replay, Unfinished, unfinished
-from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
+from logmem.compare.points import main_point
+from logmem.compare.replay import Replay, Unfinished, unfinished, with_logged_mfs
+from logmem.compare.slope import GraphSlope
 from logmem.compare.whatif_facts import (
     BucketSum,
     GraphsDisabled,
@@ -30,16 +32,15 @@ from logmem.compare.whatif_facts import (
     budget_pools,
     context_check,
     draft_pool,
-    fixed_lazy,
     low_points,
     main_buckets,
     top_unknown,
 )
-from logmem.errors import FitError, NoSlopeError
+from logmem.compare.whatif_graph import max_bs_change
+from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.parse import events as ev
-from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, MFS_GRID
+from logmem.sglang.rules import MFS_GRID
 from logmem.units import MIB
 
 
@@ -137,25 +138,6 @@ class WhatIf:
         return (lo, hi) if lo is not None and hi is not None and lo <= hi else None
 
 
-def measured_slope(
-    launch: Launch, a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str]
-) -> GraphSlope:
-    """The slope `launch`'s main graph grows by, measured from two launches A and B that differ
-    in max bs (``--slope-from A B``); an error saying why when they give none."""
-    from logmem.compare.diff import diff_launches
-
-    d = diff_launches(a, ref_a, b, ref_b, allow)
-    main = main_point(launch)
-    slope = slope_from_fit(d.slopes, main.graph if main else None)
-    if slope is None:
-        raise NoSlopeError(
-            f"--slope-from {ref_a.name} {ref_b.name} gave no slope",
-            (d.slope_note,) if d.slope_note is not None else (),
-            joined=False,
-        )
-    return slope
-
-
 def whatif_launch(
     launch: Launch,
     ref: LaunchRef,
@@ -179,7 +161,7 @@ def whatif_launch(
             raise FitError(f"{flag} {v:g} is outside (0, 1]")
     given_mfs = logged_mfs
     if logged_mfs is not None:
-        launch = _with_logged_mfs(launch, logged_mfs)
+        launch = with_logged_mfs(launch, logged_mfs)
     led = build_ledger(launch)
     md = Replay(launch, led, context_len)
     sz = md.sz
@@ -200,7 +182,7 @@ def whatif_launch(
     if given_mfs is not None and not isinstance(launch.args.get("mem_fraction_static"), bool):
         assumptions.append(cn.LoggedMfsGiven(given_mfs))
     if md.share < 1:
-        assumptions.append(cn.SharedBudget(md.share))
+        assumptions.append(cn.SharedBudget(md.share, md.share_of_rest))
     if md.page > 1:
         assumptions.append(cn.PageRounding(md.page))
     if md.max_total_tokens is not None:
@@ -222,13 +204,29 @@ def whatif_launch(
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
-    if logged and abs(rule0 - logged) > max(logged / 100, DIFFERENCE_RESOLUTION_BYTES / md.bpt):
+    if logged and not rule_agrees(rule0, logged, md.bpt):
         notes.append(cn.RuleDisagrees(rule0, logged))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens
     assumptions.append(
-        cn.TokensFromLogged(md.bpt, md.page) if md.base is not None else cn.TokensByRule()
+        cn.TokensFromLogged(md.bpt, md.page, md.share) if md.base is not None else cn.TokensByRule()
     )
+
+    # Hybrid Mamba: where the log shows max_running_requests = slots // 3, the slots scale with
+    # the Mamba state pool (which follows the full pool's tokens), and the requests with them.
+    rel = mamba_slots_relation(launch)
+    t_logged = tokens(md.m0)
+
+    def mamba_requests(t: int) -> tuple[int, int] | None:
+        """(slots, requests) at ``t`` full-pool tokens, where the relation holds."""
+        if rel is None or not t_logged:
+            return None
+        slots = rel.slots * t // t_logged
+        return slots, rel.requests_for(slots)
+
+    mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
+    if rel is None and sz.mamba_bytes and md.fixed_requests is None:
+        assumptions.append(wf.MambaRequestsHeld())
 
     ended = unfinished(launch)
     if ended is not None:
@@ -252,7 +250,7 @@ def whatif_launch(
         cur_bs = None  # no graph was captured, whatever cuda_graph_max_bs says
     rows_per_bs = main.rows_per_bs if main and main.rows_per_bs else 1
     new_bs = cur_bs
-    use = slope
+    use: GraphSlope | None = slope
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
@@ -266,45 +264,33 @@ def whatif_launch(
                 else "this launch captured no decode CUDA graph, so there is no bucket to grow or "
                 "shrink"
             )
-        new_bs = cuda_graph_max_bs
-        s = launch.summary
-        pool = s.get_int("max_running_requests") if s else None
-        if pool is not None and new_bs > pool:
-            notes.append(cn.CappedAtRequestPool(pool))
-            new_bs = pool
-        if new_bs < cur_bs and main is not None:
-            found = main_buckets(led, main.rank, main.graph)
-            bsum = bucket_change(found[0], found[1], new_bs) if found else None
-            method = bsum or NoBucketReadings(found[0] if found else main.graph, new_bs)
-        elif new_bs > cur_bs:
-            method = SlopeAbove(cur_bs, new_bs)
-        if bsum is None:
-            if use is None:
-                h, terms = heuristic_mib_per_bs(launch.args, new_bs)
-                use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
-                notes.append(cn.NoMeasuredSlope())
-            assumptions.append(
-                cn.LargestBecomes(
-                    new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None
-                )
-            )
-        # Either way the first capture's lazy allocations stay: name what they hold.
-        lazy = fixed_lazy(led, main.rank if main else None, main.graph if main else None)
-        if lazy is not None:
-            notes.append(lazy)
-        if method is not None:
-            assumptions.append(method)
-        if main is not None and any(
-            p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
-        ):
-            assumptions.append(cn.OnlyMainGraph(main.graph))
+        at_mfs = mamba_requests(tokens(mfs))
+        change = max_bs_change(
+            launch,
+            led,
+            main,
+            cur_bs,
+            cuda_graph_max_bs,
+            slope,
+            rows_per_bs,
+            at_mfs[1] if at_mfs and at_mfs[1] > 0 else None,
+        )
+        new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
+        notes.extend(change.notes)
+        assumptions.extend(change.assumptions)
         if mem_fraction_static is None:
             d = led.default_mfs
-            assumptions.append(cn.MfsHeld(md.m0, d.rule if d is not None else None))
+            assumptions.append(wf.MfsHeld(md.m0, d.rule if d else None, d.matches if d else None))
+
+    found = main_buckets(led, main.rank, main.graph) if main is not None else None
 
     def graph_delta(bs: int | None) -> int:
         if bsum is not None and bs == bsum.new_bs:
             return bsum.change_bytes
+        if bs is not None and cur_bs is not None and bs < cur_bs and found is not None:
+            b = bucket_change(found[0], found[1], bs)  # a Mamba request count capping the list
+            if b is not None:
+                return b.change_bytes
         if bs is None or cur_bs is None or use is None or bs == cur_bs:
             return 0
         if use.per_bs:
@@ -319,6 +305,8 @@ def whatif_launch(
     logged_n = s_line.get_int("max_running_requests") if s_line else None
 
     def n_requests(t: int, ctx: int | None) -> int | None:
+        if (mr := mamba_requests(t)) is not None:
+            return mr[1]
         n = md.requests(t, ctx)
         if n is None or n0 is None or logged_n is None:
             return n if logged_n is None else logged_n
@@ -348,6 +336,9 @@ def whatif_launch(
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
+        mr = mamba_requests(t)
+        if mr is not None and bs is not None and 0 < mr[1] < bs:
+            bs = mr[1]  # SGLang captures no batch above the request pool
         pool_change = round((t - t0) * md.bpt / md.share)
         req_change = md.req_table(t, ctx) - req0 if req0 else 0
         g_change = graph_delta(bs)
@@ -400,9 +391,23 @@ def whatif_launch(
             low_point_unknown=md.masked is not None and extra > 0,
         )
 
-    mfs = mem_fraction_static if mem_fraction_static is not None else md.m0
     measured = predict(md.m0, cur_bs, md.logged_ctx)
     predicted = predict(mfs, new_bs, md.ctx)
+    now, then = mamba_requests(t_logged), mamba_requests(predicted.kv_tokens)
+    if rel is not None and now is not None and then is not None:
+        capped = predicted.largest_bs if predicted.largest_bs != new_bs else None
+        assumptions.append(
+            wf.MambaRequestsFollow(
+                rel.slots,
+                rel.slots_line,
+                rel.max_running_requests,
+                rel.summary_line,
+                then[0],
+                then[1],
+                mfs,
+                capped,
+            )
+        )
 
     # The window on a 0.001 grid (users pass three decimals); both edges are monotone.
     grid = MFS_GRID
@@ -478,18 +483,3 @@ def whatif_launch(
 def _captured_unmeasured(launch: Launch) -> bool:
     """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
     return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)
-
-
-def _with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
-    """The launch with the mem_fraction_static it ran with, given by the user for a log that
-    prints no server_args (``--logged-mem-fraction-static``); an error if the log says otherwise."""
-    known = launch.args.get("mem_fraction_static")
-    if isinstance(known, (int, float)) and float(known) != logged_mfs:
-        raise FitError(
-            f"--logged-mem-fraction-static {logged_mfs:g}: the log's server_args say {known:g}"
-        )
-    args = dict(launch.args) | {"mem_fraction_static": logged_mfs}
-    src = launch.server_args.source if launch.server_args else launch.all_events()[0].source
-    return replace(
-        launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
-    )

@@ -13,6 +13,7 @@ from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.sizing import Sizing
 from logmem.compare import notes as cn
 from logmem.frozen import frozen
+from logmem.sglang.default_mfs import Rule
 
 
 @frozen
@@ -90,7 +91,58 @@ class TopUnknown:
 
 
 # What whatif adds to the compare notes (logmem.compare.notes.Note).
-WhatIfNote = GraphsDisabled | DraftFollows | BucketSum | SlopeAbove | NoBucketReadings | TopUnknown
+@frozen
+class CappedAtRequestPool:
+    pool: int
+    requested: int | None = None  # --cuda-graph-max-bs as asked
+    unchanged: bool = False  # the cap is the largest size the launch captured: nothing changes
+    line: int | None = None  # the summary line that prints max_running_requests
+
+
+@frozen
+class MfsHeld:
+    mfs: float
+    # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED, TP_TABLE or GPU_TIER say
+    # SGLang's default would not move with max bs; None or another rule: it may.
+    rule: Rule | None = None
+    # Whether the rule's value is the dump's (DefaultMfs.matches; None: no value to compare):
+    # RESERVE and True, SGLang derived it; RESERVE and False, it was passed.
+    matches: bool | None = None
+
+
+@frozen
+class MambaRequestsFollow:
+    """Hybrid Mamba: the log shows max_running_requests = max_mamba_cache_size // 3, so the
+    request count follows the Mamba slots, which scale with the Mamba state pool."""
+
+    slots: int  # logged max_mamba_cache_size
+    slots_line: int
+    requests: int  # logged max_running_requests
+    summary_line: int
+    new_slots: int  # at the predicted setting
+    new_requests: int
+    mfs: float
+    graph_cap: int | None = None  # the decode graphs' largest bs the new request count caps
+
+
+@frozen
+class MambaRequestsHeld:
+    """A hybrid Mamba model whose log does not show how its slots set max_running_requests:
+    the count is held as logged."""
+
+
+WhatIfNote = (
+    GraphsDisabled
+    | DraftFollows
+    | BucketSum
+    | SlopeAbove
+    | NoBucketReadings
+    | TopUnknown
+    | CappedAtRequestPool
+    | MfsHeld
+    | MambaRequestsFollow
+    | MambaRequestsHeld
+)
 
 
 def usable_buckets(p: Phase) -> tuple[Bucket, ...] | None:

@@ -18,6 +18,7 @@ from logmem.analysis.sizing import printed_kv_dtype
 from logmem.errors import LogmemError
 from logmem.estimate.limits import LimitError, check_config, check_parallel
 from logmem.frozen import frozen
+from logmem.sglang import rules
 from logmem.sglang.dtypes import kv_element_bytes
 
 if TYPE_CHECKING:
@@ -150,16 +151,8 @@ def settings_from_server_args(server_args: Mapping[str, Any]) -> dict[str, Any]:
         out["quantization"] = quant
 
     if server_args.get("disable_cuda_graph") is not True:
-        max_bs = num("cuda_graph_max_bs")
-        if max_bs is None:
-            max_bs = num("cuda_graph_max_bs_decode")
-        if max_bs is None:
-            graph = server_args.get("cuda_graph_config")
-            decode = graph.get("decode") if isinstance(graph, Mapping) else None
-            if isinstance(decode, Mapping):
-                value = decode.get("max_bs")
-                if isinstance(value, int) and not isinstance(value, bool):
-                    max_bs = value
+        # Under any era's name (E7: cuda_graph_config's decode phase; rules.decode_max_bs).
+        max_bs = rules.decode_max_bs(server_args)
         if max_bs is not None:
             out["cuda_graph_max_bs"] = max_bs
 

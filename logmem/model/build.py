@@ -14,6 +14,8 @@ Rules, from docs/reference.md sections 1.5, 7 and 17:
   (named "second" when the launch shows no draft: rank_build.draft_evidence);
   pool lines and ``Memory pool end`` belong to the first model whose pools are not
   closed yet (older SGLang: target pools before draft load; newest: both loads first);
+* ``Some weights are not initialized from checkpoints`` belongs to the model loading on
+  its rank (the first without its ``Load weight end``);
 * ``Using KV cache dtype`` belongs to the same model as the pools it precedes; printed by
   TP0 only, it gives every rank's model of that role the dtype its KV lines do not print;
 * progress-bar renders carry no prefix: they belong to the open capture on the rank
@@ -308,7 +310,7 @@ class _Builder:
             self.file_content = True
             L.paths.append(e.source.path)
             return
-        if isinstance(e, ev.DeviceTotal):
+        if isinstance(e, (ev.DeviceTotal, ev.NSABackends)):
             # The launcher prints it before server_args: after other content of the file, it
             # belongs to the launch that server_args opens next (like a launch command).
             (self.prelude if self.file_content else L.events).append(e)
@@ -424,8 +426,10 @@ class _Builder:
         elif isinstance(e, ev.WeightsBegin):
             r.new_model().weights_begin = e
         elif isinstance(e, ev.WeightsEnd):
-            m = next((m for m in r.models if m.weights_end is None), None) or r.new_model()
-            m.weights_end = e
+            r.model_loading().weights_end = e
+        elif isinstance(e, ev.WeightsUninitialized):  # printed during the load, before its end
+            m = r.model_loading()
+            m.uninitialized = m.uninitialized or e
         elif isinstance(e, _POOL_EVENTS):
             r.model_for_pools().pools.append(e)
         elif isinstance(e, ev.PoolEnd):

@@ -22,6 +22,7 @@ class ModelB:
     pools: list[ev.Event] = field(default_factory=list)
     pool_end: ev.PoolEnd | None = None
     kv_dtype: ev.KVDtype | None = None
+    uninitialized: ev.WeightsUninitialized | None = None
 
     def freeze(self, announced: ev.KVDtype | None) -> Model:
         return Model(
@@ -31,7 +32,12 @@ class ModelB:
             tuple(self.pools),
             self.pool_end,
             self.kv_dtype or announced,
+            self.uninitialized,
         )
+
+    @property
+    def loading(self) -> bool:
+        return self.weights_end is None
 
 
 @mutable
@@ -61,6 +67,10 @@ class RankB:
         m = ModelB("target" if not self.models else "draft")
         self.models.append(m)
         return m
+
+    def model_loading(self) -> ModelB:
+        """The model whose weights are loading: the first without its Load weight end."""
+        return next((m for m in self.models if m.loading), None) or self.new_model()
 
     def model_for_pools(self) -> ModelB:
         for m in self.models:

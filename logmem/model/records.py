@@ -185,6 +185,9 @@ class Model:
     # pools (TP0 only: the other ranks of the launch allocate the same dtype, so they get
     # TP0's line). The dtype of the KV lines that do not print their own (before E7).
     kv_dtype: ev.KVDtype | None = None
+    # "Some weights are not initialized from checkpoints: [...]", printed by this rank while
+    # it loaded this model: parameters the load left as allocated, not from the checkpoint.
+    uninitialized: ev.WeightsUninitialized | None = None
 
     @property
     def kv_pools(self) -> tuple[ev.KVPool, ...]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from logmem.parse.backends import build_nsa_backends
 from logmem.parse.device_total import build_device_total
 from logmem.parse.events import (
     AllReduceConfig,
@@ -62,6 +63,7 @@ from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
 from logmem.parse.patterns import BY_NAME
 from logmem.parse.server_args import parse_server_args
+from logmem.parse.uninitialized import build_uninitialized
 from logmem.units import Mem
 
 # --- helpers ---------------------------------------------------------------------------
@@ -395,6 +397,7 @@ BUILDERS: dict[str, Builder] = {
     "init_end": _mk(InitEnd, usage=_g("usage"), elapsed_s=lambda m: _float(m.group("elapsed"))),
     "load_begin": _mk(WeightsBegin, avail=_g("avail")),
     "load_end": _b_load_end,
+    "weights_uninitialized": build_uninitialized,
     "kv_dtype": _mk(KVDtype, dtype=lambda m: m.group("dtype")),
     "kv_pool": _mk(
         KVPool,
@@ -456,6 +459,7 @@ BUILDERS: dict[str, Builder] = {
     "device_name": _mk(DeviceName, name=lambda m: m.group("name")),
     "rocm_hint": _mk(RocmHint, text=lambda m: m.string[m.start() :]),
     "device_total": build_device_total,
+    "nsa_backends": build_nsa_backends,
     "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
     "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
     "hicache_host": _b_misc("hicache_host", "gb", "decimal"),

@@ -58,6 +58,24 @@ class WeightsEnd(Event):
 
 
 @frozen(kw_only=True)
+class WeightsUninitialized(Event):
+    """ "Some weights are not initialized from checkpoints: [...]": parameters the model
+    allocated that no checkpoint tensor filled (printed per rank before its Load weight end).
+    The list can hold thousands of names: only counts are kept (logmem.parse.uninitialized)."""
+
+    names: int  # names the list holds (a cut list: the names before the cut)
+    complete: bool  # the list closes with ']'; False: cut, so `names` is a lower bound
+    # Each name with its layer number written '*', and how many names have that shape; the
+    # most frequent first, at most MAX_KINDS of them.
+    kinds: tuple[tuple[str, int], ...]
+    other_kinds: int  # further shapes, not listed in `kinds`
+    layers: int  # distinct layer numbers among the names
+    layer_min: int | None
+    layer_max: int | None
+    experts: int  # names of MoE expert weights ('.experts.' in the name)
+
+
+@frozen(kw_only=True)
 class KVDtype(Event):
     dtype: str
 
@@ -217,6 +235,17 @@ class DeviceTotal(Event):
     per_device: tuple[Mem, ...]  # as listed; () when the list cannot be read
     used: Mem | None  # the "using min" figure: what the heuristics take as gpu_mem
     nvidia_smi_failed: bool  # "Failed to get GPU memory capacity from nvidia-smi" led the line
+
+
+@frozen(kw_only=True)
+class NSABackends(Event):
+    """The launcher's choice of the NSA (DSA) attention backends for the model's KV dtype,
+    printed before server_args: ``Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto,
+    decode=flashmla_kv.`` (corpus 003, Feb 2026)."""
+
+    kv: str  # the KV cache dtype it was chosen for, as printed
+    prefill: str
+    decode: str
 
 
 @frozen(kw_only=True)

@@ -79,6 +79,15 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Load weight end. ",),
     ),
     _p(
+        "weights_uninitialized",
+        r"^Some weights are not initialized from checkpoints: (?P<list>\[.{0,4194304})",
+        "Some weights are not initialized from checkpoints: ['language_model.layers.0.moe.experts."
+        "w13_weight', 'language_model.layers.0.moe.experts.w2_weight']",
+        "model loader, per rank, before Load weight end (seen 2026-05, E6: corpus 006; "
+        "docs/reference.md 3.2); the list can be thousands of names: counted, never kept",
+        needs=("Some weights are not initialized from checkpoint",),
+    ),
+    _p(
         "kv_dtype",
         r"^Using KV cache dtype: (?P<dtype>\S{1,60})",
         "Using KV cache dtype: torch.float8_e4m3fn",
@@ -234,6 +243,16 @@ PATTERNS: tuple[LinePattern, ...] = (
         "launcher, before server_args: the device capacity of the 12.3 heuristics, MiB per "
         "visible device (corpus 021, DGX Spark GB10)",
         needs=("Reported total GPU memory per device (MiB): [",),
+    ),
+    _p(
+        "nsa_backends",
+        r"Set NSA backends for (?P<kv>[\w.-]{1,40}) KV Cache: prefill=(?P<prefill>[\w-]{1,60}), "
+        r"decode=(?P<decode>[\w-]{1,60})",
+        "WARNING server_args.py:1172: Set NSA backends for fp8_e4m3 KV Cache: "
+        "prefill=flashmla_auto, decode=flashmla_kv.",
+        "launcher, before server_args, for DSA models (GLM-5, DeepSeek V3.2; corpus 003); "
+        "after the logger's level and file:line",
+        needs=("Set NSA backends for ",),
     ),
     _p(
         "launch_env",
@@ -457,6 +476,7 @@ KEYWORDS: tuple[str, ...] = (
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
+    "not initialized from checkpoint",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

@@ -42,7 +42,11 @@ def _parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
         tree = ast.parse(body, mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         partial = _partial_args(body)
-        why = "the server_args line is cut, elided or malformed"
+        why = (
+            ELIDED_SERVER_ARGS
+            if _ELISION.search(body)
+            else "the server_args line is cut, elided or malformed"
+        )
         n = len(partial)
         return (
             partial,
@@ -66,6 +70,13 @@ def _parse_server_args(body: str) -> tuple[dict[str, Any], str, str | None]:
         return {}, form, "the server_args line holds values that are not literals"
     return {}, form, "the server_args line is neither ServerArgs(...) nor a dict"
 
+
+ELIDED_SERVER_ARGS = "the server_args line is elided by its author ('...')"
+"""The error of a dump whose author replaced arguments with '...' (017: ServerArgs(model_path=
+'Qwen/Qwen3-8B', ...)): the values left out were never in the log."""
+
+# An author's '...' in place of arguments: after '(' or ',' and before ',' or the closing bracket.
+_ELISION = lazy(r"[(,{]\s{0,8}\.\.\.\s{0,8}[,)}]", regex.ASCII)
 
 _PAIR = lazy(
     r"(?<![\w.'\"])'?([a-z_][a-z0-9_]{0,60})'?(?:=|: )"

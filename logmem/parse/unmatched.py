@@ -111,6 +111,23 @@ def shape_memory_figure(key: bytes) -> bool:
     return _FIGURE_SHAPE.search(key.lower()) is not None
 
 
+# A record that ends inside a memory figure: the input stops between a figure's key and its
+# unit ("... avail mem=0" at the end of a cut file). Only the record's last bytes are searched.
+_CUT_FIGURE = re.compile(
+    r"(?:avail(?:_mem| mem)|mem usage) ?= ?-?\d{0,9}(?:\.\d{0,9})?(?: ?G)?\s*$"
+)
+_CUT_TAIL = 60
+
+
+def ends_in_cut_figure(text: str) -> bool:
+    """`text` ends inside a memory figure, cut before its unit ("... avail mem=0"). A text the
+    unmatched spool shortened to EXAMPLE_CHARS does not show its end: never taken as cut (a
+    Source excerpt ends with its own note, which never matches)."""
+    if len(text) == EXAMPLE_CHARS:
+        return False
+    return _CUT_FIGURE.search(text[-_CUT_TAIL:]) is not None
+
+
 class UnmatchedSink(Protocol):
     def add(self, record: Record) -> None:
         """Take one unmatched memory line."""

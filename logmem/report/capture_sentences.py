@@ -5,11 +5,11 @@ rest; both register on finding_base.finding_text)."""
 from __future__ import annotations
 
 import logmem.analysis.findings as fd
-from logmem.analysis.ledger import Bound, Cause, Lazy
+from logmem.analysis.ledger import Bound, Cause, Lazy, Span
 from logmem.analysis.platform import unified_possible
-from logmem.report.causes import bounded_words, cause_name, lazy_list
+from logmem.report.causes import bounded_words, cause_name, lazy_list, span_text
 from logmem.report.causes import on_gpu as _on
-from logmem.report.finding_base import finding_text, graphs_name
+from logmem.report.finding_base import finding_text, graphs_name, lines_text
 from logmem.report.finding_base import g as _g
 
 
@@ -80,6 +80,30 @@ def _(f: fd.GraphSparse) -> str:
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
         f"{parts}."
     )
+
+
+@finding_text.register
+def _(f: fd.StoppedFirstBucket) -> str:
+    big, b = f.largest, bounded_words
+    lines = lines_text(big.lines)
+    text = (
+        f"Capture {f.graph} on {_on(f.rank)} did not finish, but its first bucket is measured: "
+        f"the {cause_name(big)} took {b(big.bytes, big.bound)} GiB ({lines})"
+    )
+    a = f.after
+    if a is not None:
+        text += (
+            f", and {span_text(a.facts.span or Span(0))} took {b(a.bytes, a.bound)} up to the "
+            f"last bar reading ({lines_text(a.lines)})"
+        )
+    text += (
+        f". The buckets share one {graphs_name(f.backend).removesuffix('s')} memory pool, "
+        "so the first holds what the capture allocates once"
+    )
+    lazy = lazy_list(big)
+    if lazy:
+        text += f", with the lazy allocations made on the first capture: {lazy}"
+    return text + "."
 
 
 def unified_clause(device: str, where: str, conj: str, other: str = "another process") -> str:

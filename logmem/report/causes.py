@@ -170,6 +170,8 @@ def lazy_text(lazy: tuple[Lazy, ...], ep_size: int | None, library: Library | No
         Lazy.DEEPEP: "DeepEP's all-to-all buffer (moe_a2a_backend='deepep')",
         Lazy.EP_ALL_TO_ALL: f"expert-parallel (ep_size={ep_size}) all-to-all buffers",
         Lazy.DP_ATTENTION: "DP-attention gather buffers",
+        Lazy.UNNAMED: "ones the log does not name (no server_args says which MoE all-to-all "
+        f"backend runs; the rank tags say expert parallelism is on, ep_size={ep_size})",
     }
     if not lazy:
         return ""

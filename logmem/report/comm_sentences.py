@@ -27,6 +27,26 @@ def size_text(n: int | None) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
+def after_pools_text(h: cj.Headroom) -> str:
+    """Where the reading after the pools is from, and the rule's figure it is below."""
+    where = f"{h.rank or 'GPU'}, line {h.line}"
+    if h.budget_bytes is None:
+        return where
+    text = f"{where}; P x (1 - mfs) would give {format_gib(h.budget_bytes)}"
+    if h.pool_excess_bytes:
+        text += f", but the pools took {format_gib(h.pool_excess_bytes)} GiB more than their budget"
+    return text
+
+
+def room_text(h: cj.Headroom) -> str:
+    """What the cells allocated after KV sizing must fit in, naming which figure binds: "the
+    25.71 GiB that P x (1 - mfs) leaves", or "the 3.91 GiB free after the pools (TP0, line 491;
+    P x (1 - mfs) would give 25.71, ...)"."""
+    if h.measured_binds:
+        return f"the {format_gib(h.after_pools_bytes or 0)} GiB free after the pools ({after_pools_text(h)})"
+    return f"the {format_gib(h.budget_bytes or 0)} GiB that P x (1 - mfs) leaves"
+
+
 def _env(key: str, fact: Any, default: str, unit: str = "") -> str:
     """An environment value and where it came from: ``KEY=V (log line N)`` / ``KEY default``."""
     if not fact:
@@ -305,8 +325,8 @@ def _(f: cj.DeepEPNoReserve) -> str:
         f" ({format_gib(f.deepep_bytes)} GiB by the formula)" if f.deepep_bytes is not None else ""
     )
     room = (
-        f"the {format_gib(f.headroom_bytes)} GiB that P x (1 - mfs) leaves"
-        if f.headroom_bytes is not None
+        room_text(f.headroom)
+        if f.headroom is not None and f.headroom.bytes is not None
         else "the 1 - mem_fraction_static headroom"
     )
     bucket = (
@@ -335,5 +355,5 @@ def _(f: cj.DeepEPReserveShort) -> str:
 def _(f: cj.LazyOverHeadroom) -> str:
     return (
         f"The communication cells allocated after KV sizing take {format_gib(f.lazy_bytes)} GiB, more than "
-        f"the {format_gib(f.headroom_bytes)} GiB that P x (1 - mfs) leaves: lower mem_fraction_static."
+        f"{room_text(f.headroom)}: lower mem_fraction_static."
     )

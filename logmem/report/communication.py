@@ -14,12 +14,14 @@ from logmem.analysis import comm_join as cj
 from logmem.analysis.communication import Cell, Plan
 from logmem.frozen import frozen
 from logmem.report.comm_sentences import (
+    after_pools_text,
     cell_note,
     comm_finding_text,
     lands_label,
     shared_names,
     size_text,
 )
+from logmem.report.finding_base import lines_text
 from logmem.sglang import comm
 from logmem.units import MIB, format_gib, gib
 
@@ -171,14 +173,21 @@ def measured_table(c: cj.Communication) -> Grid | None:
             (
                 lands_label(j),
                 f"{format_gib(j.bucket_bytes)} GiB",
-                f"{j.rank or 'GPU'} {_lines(j.lines)}",
+                f"{j.rank or 'GPU'} {lines_text(j.lines)}",
             )
         )
-    if c.headroom_bytes is not None and c.plan.cells:
+    h = c.headroom
+    if h is not None and h.bytes is not None and c.plan.cells:
         rows.append(
             (
+                "headroom: free after the pools",
+                f"{format_gib(h.bytes)} GiB",
+                f"what lazy cells must fit in ({after_pools_text(h)})",
+            )
+            if h.measured_binds
+            else (
                 "headroom P x (1 - mfs)",
-                f"{format_gib(c.headroom_bytes)} GiB",
+                f"{format_gib(h.bytes)} GiB",
                 "what lazy cells must fit in",
             )
         )
@@ -191,11 +200,6 @@ def measured_table(c: cj.Communication) -> Grid | None:
         ("l", "r", "l"),
         tuple(notes),
     )
-
-
-def _lines(lines: tuple[int, ...]) -> str:
-    first, last = min(lines, default=0), max(lines, default=0)
-    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 def comm_view(c: cj.Communication) -> CommView:
@@ -276,6 +280,20 @@ def comm_json(c: cj.Communication) -> dict[str, Any]:
                 "also": [x.value for x in j.also],
             },
             "headroom_gib": gib(c.headroom_bytes),
+            # The room the lazy cells had: the lower of headroom_gib and the reading after the pools.
+            "headroom_after_pools": None
+            if c.headroom is None or c.headroom.after_pools_bytes is None
+            else {
+                "gib": gib(c.headroom.after_pools_bytes),
+                "rank": c.headroom.rank,
+                "line": c.headroom.line,
+            },
+            "room_gib": gib(c.headroom.bytes) if c.headroom is not None else None,
+            "room_binds": None
+            if c.headroom is None or c.headroom.bytes is None
+            else "after_pools"
+            if c.headroom.measured_binds
+            else "budget",
         },
         "findings": [{"kind": type(f).__name__, "text": comm_finding_text(f)} for f in c.findings],
     }

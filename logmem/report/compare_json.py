@@ -96,6 +96,9 @@ def slope_json(s: SlopeView) -> dict[str, Any]:
             "measured_mib_per_bs": h.measured_mib_per_bs,
             "measured_terms": h.measured_terms,
             "ratio": h.ratio,
+            "at_sizes": [
+                {"max_bs": n, "reserve_mib": r, "capture_total_mib": t} for n, r, t in h.at_sizes
+            ],
         }
     return out
 
@@ -183,8 +186,13 @@ def diff_json(d: DiffView) -> dict[str, Any]:
             }
             for p in d.phases
         ],
+        "env_changed": [
+            {"key": k, "a": a, "b": b, "line_a": la, "line_b": lb} for k, a, b, la, lb in d.env
+        ],
+        "phase_causes": list(d.phase_causes),
         "kv": kv,
         "graphs": graphs,
+        "graph_causes": list(d.graph_causes),
         "slopes": [slope_json(s) for s in d.slopes],
         "slope_note": d.slope_note,
         "notes": list(d.notes),

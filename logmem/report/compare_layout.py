@@ -15,6 +15,7 @@ from logmem.report.compare_view import (
     DiffView,
     FitView,
     GraphRow,
+    PointView,
     SlopeView,
 )
 from logmem.report.views import View
@@ -108,37 +109,72 @@ def _slopes(o: Out, slopes: Sequence[SlopeView]) -> None:
             )
         h = s.heuristic
         if h is not None:
+            at = "; ".join(
+                f"at max bs {n} it sets aside {r:,.0f} MiB, the capture used {t:,.0f}"
+                for n, r, t in h.at_sizes
+            )
             o.para(
-                f"SGLang's heuristic reserves {h.sglang_mib_per_bs:g} MiB per unit of max bs ({h.sglang_terms}); "
-                f"measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
-                f"ratio {h.ratio:.2f}x."
+                f"SGLang's heuristic reserves {h.sglang_mib_per_bs:g} MiB per unit of max bs ({h.sglang_terms}) "
+                f"for all graph memory; measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
+                f"ratio {h.ratio:.2f}x" + (f". In absolute terms: {at}." if at else ".")
             )
 
 
 # --- diff ---------------------------------------------------------------------------------
 
 
+Sig = tuple[Hashable, tuple[float | None, ...]]  # what must be equal, figures within print rounding
+
+
+def _close(x: Sig, y: Sig) -> bool:
+    tol = DIFFERENCE_RESOLUTION_GIB + 1e-9
+    return (
+        x[0] == y[0]
+        and len(x[1]) == len(y[1])
+        and all(
+            (a is None) == (b is None) and (a is None or b is None or abs(a - b) <= tol)
+            for a, b in zip(x[1], y[1])
+        )
+    )
+
+
 def _distinct_ranks(
-    rows: Sequence[R], rank: Callable[[R], str], sig: Callable[[R], Hashable]
+    rows: Sequence[R], rank: Callable[[R], str], sig: Callable[[R], Sig]
 ) -> tuple[set[str], str]:
-    """Ranks whose rows differ from every earlier rank's, and a sentence for the others."""
-    by_rank: dict[str, list[Hashable]] = {}
+    """Ranks whose rows differ from every shown rank's beyond print rounding (a phase or graph
+    figure is a difference of two readings: +-0.01 GiB), and a sentence for the others."""
+    by_rank: dict[str, list[Sig]] = {}
     for r in rows:
         by_rank.setdefault(rank(r), []).append(sig(r))
-    first: dict[tuple[Hashable, ...], str] = {}  # signature -> first rank with it
-    same: dict[str, list[str]] = {}
+    shown_sigs: list[tuple[str, list[Sig]]] = []  # shown rank -> its rows
+    same: dict[tuple[str, bool], list[str]] = {}  # (shown rank, exactly) -> ranks like it
     for name, sig_rows in by_rank.items():
-        key = tuple(sig_rows)
-        if key in first:
-            same.setdefault(first[key], []).append(name)
+        like = next(
+            (
+                (r, rs == sig_rows)
+                for r, rs in shown_sigs
+                if len(rs) == len(sig_rows) and all(map(_close, rs, sig_rows))
+            ),
+            None,
+        )
+        if like is not None:
+            same.setdefault(like, []).append(name)
         else:
-            first[key] = name
-    shown = set(first.values())
+            shown_sigs.append((name, sig_rows))
+    shown = {r for r, _ in shown_sigs}
+    near = f" to +-{DIFFERENCE_RESOLUTION_GIB:g} GiB (print rounding)"
     text = "; ".join(
-        f"{', '.join(_rank(x) for x in others)}: the same as {_rank(r)}"
-        for r, others in same.items()
+        f"{_ranks(others)}: the same as {_rank(r)}{'' if exact else near}"
+        for (r, exact), others in same.items()
     )
     return shown, (text + ".") if text else ""
+
+
+def _ranks(names: Sequence[str]) -> str:
+    """Rank labels, a long list shortened: 'DP0 TP1 EP1, DP0 TP2 EP2, ..., DP3 TP15 EP15 (15 ranks)'."""
+    if len(names) <= 4:
+        return ", ".join(_rank(x) for x in names)
+    return f"{_rank(names[0])}, {_rank(names[1])}, ..., {_rank(names[-1])} ({len(names)} ranks)"
 
 
 def _only_in(args: ArgsView) -> str:
@@ -176,6 +212,17 @@ def _diff_settings(d: DiffView, o: Out) -> None:
     if args.ignored:
         ign = "; ".join(f"{r.key} {_val(r.values[0])} -> {_val(r.values[1])}" for r in args.ignored)
         o.para(f"Ignored (they do not touch memory): {ign}.")
+    if d.env:
+
+        def val(v: str | None, line: int | None) -> str:
+            return "-" if v is None else f"{v} (l.{line})" if line is not None else v
+
+        rows = [[k, val(a, la), val(b, lb)] for k, a, b, la, lb in d.env]
+        o.table(["environment (communication)", "A", "B"], rows, left=1)
+        o.para(
+            "Variables that size communication buffers, as each log echoed them before its "
+            "server_args ('-': not echoed, so SGLang's default unless set unechoed)."
+        )
 
     o.heading("SGLang wording")
     differ = [m for m in d.wording if m.differs]
@@ -190,7 +237,7 @@ def _diff_settings(d: DiffView, o: Out) -> None:
 
 def _diff_phases(d: DiffView, o: Out) -> None:
     o.heading("Phases per rank (GiB of free memory each phase took; change = B - A)")
-    shown, same = _distinct_ranks(d.phases, lambda p: p.rank, lambda p: (p.key, p.a_gib, p.b_gib))
+    shown, same = _distinct_ranks(d.phases, lambda p: p.rank, lambda p: (p.key, (p.a_gib, p.b_gib)))
     prow = [
         [
             _rank(p.rank) + (f" ~ {_rank(p.rank_b)}" if p.rank_b is not None else ""),
@@ -205,6 +252,10 @@ def _diff_phases(d: DiffView, o: Out) -> None:
     o.table(["rank", "phase", "A", "B", "change"], prow, left=2)
     if same:
         o.para(same)
+    if any(p.rank_b is not None for p in d.phases):
+        o.para("'X ~ Y': A's rank X beside B's rank Y (how they were paired: Notes).")
+    for c in d.phase_causes:
+        o.para(c)
 
     kv = d.kv
     if kv is None:
@@ -242,29 +293,44 @@ _GRAPH_PARTS = (
 )
 
 
+def _graph_sig(g: GraphRow) -> Sig:
+    def figs(p: PointView | None) -> tuple[Hashable, tuple[float | None, ...]]:
+        if p is None:
+            return None, ()
+        return (p.largest_size, p.rows), tuple(getattr(p, a) for _, a in _GRAPH_PARTS)
+
+    (ka, va), (kb, vb) = figs(g.a), figs(g.b)
+    return (g.graph, ka, kb), va + vb
+
+
 def _diff_graphs(d: DiffView, o: Out) -> None:
     if not d.graphs:
         return
     o.heading("CUDA graphs (GiB; change = B - A)")
     grow = []
-    shown, same = _distinct_ranks(d.graphs, lambda g: g.rank, lambda g: (g.graph, g.a, g.b))
+    shown, same = _distinct_ranks(d.graphs, lambda g: g.rank, _graph_sig)
+    last_rank = None
     for g in d.graphs:
         if g.rank not in shown:
             continue
+        # The rank on its first row, the graph family on the first row of its parts.
         other = f" ~ {_rank(g.rank_b)}" if g.rank_b is not None else ""
-        label = f"{_rank(g.rank)}{other} {g.graph}"
+        label = f"{_rank(g.rank)}{other}" if g.rank != last_rank else ""
+        last_rank = g.rank
         big_a = g.a.largest_size if g.a else None
         big_b = g.b.largest_size if g.b else None
-        grow.append([label, "largest size", _n(big_a), _n(big_b), ""])
+        grow.append([label, g.graph, "largest size", _n(big_a), _n(big_b), ""])
         for part, attr in _GRAPH_PARTS:
             va = getattr(g.a, attr) if g.a else None
             vb = getattr(g.b, attr) if g.b else None
             if va is None and vb is None:
                 continue
-            grow.append(["", part, _f(va), _f(vb), _f(getattr(g.change, attr), signed=True)])
-    o.table(["graph", "part", "A", "B", "change"], grow, left=2)
+            grow.append(["", "", part, _f(va), _f(vb), _f(getattr(g.change, attr), signed=True)])
+    o.table(["rank", "graph", "part", "A", "B", "change"], grow, left=3)
     if same:
         o.para(same)
+    for c in d.graph_causes:
+        o.para(c)
     for g in d.graphs:
         if g.buckets:
             _diff_buckets(g, o)

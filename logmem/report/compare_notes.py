@@ -11,8 +11,13 @@ from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
+from logmem.report.compare_causes import (
+    attention_tp_text,
+    first_bucket_text,
+    no_reserve_text,
+    ranks_matched_text,
+)
 from logmem.report.compare_words import era_text, slope_source_text
-from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,
@@ -111,12 +116,6 @@ def _(n: cn.SameLargestSize) -> str:
 
 
 @note_text.register
-def _(n: cn.RanksMatched) -> str:
-    shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in n.pairs)
-    return f"Ranks with different labels are matched in order: {shown} (A ~ B)."
-
-
-@note_text.register
 def _(n: cn.AllowDiffUnused) -> str:
     return f"--allow-diff {n.key}: the launches do not differ in {n.key}"
 
@@ -211,16 +210,13 @@ def _(n: cn.StartupUnfinished) -> str:
 
 
 @note_text.register
-def _(n: cn.CappedAtRequestPool) -> str:
-    return f"SGLang caps captured batch sizes at the request pool ({n.pool}): largest bs {n.pool}."
-
-
-@note_text.register
 def _(n: cn.NoMeasuredSlope) -> str:
+    h = n.mib_per_bs if n.mib_per_bs is not None else DECODE_GRAPH_MIB_PER_BS
     return (
-        "No measured slope: graph memory for the new max bs uses SGLang's own "
-        f"{DECODE_GRAPH_MIB_PER_BS:g} MB-per-bs heuristic. Measure it with --slope-from A B (two "
-        "launches that differ only in --cuda-graph-max-bs) or give --mib-per-row."
+        "No measured slope: graph memory for the new max bs uses SGLang's own graph-reserve "
+        f"heuristic, {h:g} MiB per unit of max bs (its terms are under Assumptions). Measure it "
+        "with --slope-from A B (two launches that differ only in --cuda-graph-max-bs) or give "
+        "--mib-per-row."
     )
 
 
@@ -301,7 +297,9 @@ def _(n: cn.HeuristicReserve) -> str:
     return (
         f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
         f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
-        "DP attention); the ratio compares it with the measured growth per unit of batch size."
+        "DP attention), meant to cover all graph memory; the ratio compares it with the growth of the "
+        "capture total (the capture end's mem usage) per unit of max bs. It is set beside a slope "
+        "only where it is the launches' default-mfs rule (eras b and c, not passed by every launch)."
     )
 
 
@@ -355,15 +353,21 @@ def _(n: cn.HeadroomDefinition) -> str:
 def _(n: cn.LoggedMfsGiven) -> str:
     return (
         f"The launch ran with mem_fraction_static {n.mfs:g} (--logged-mem-fraction-static; "
-        "its log prints no server_args): every prediction rests on it."
+        "its log does not print it): every prediction rests on it."
     )
 
 
 @note_text.register
 def _(n: cn.SharedBudget) -> str:
     return (
-        f"Several pools share the budget (hybrid/SWA): the first KV pool keeps its measured share "
-        f"{n.share:.1%} of rest; the other pools scale with it."
+        "Several pools share the budget (hybrid/SWA): the first KV pool keeps "
+        + (
+            f"the share of rest its logged tokens take, {n.share:.1%} (so it is empty where rest is)"
+            if n.of_rest
+            else f"its share of the logged pools, {n.share:.1%} (its tokens x cell against the "
+            "others' printed sizes)"
+        )
+        + "; the other pools scale with it."
     )
 
 
@@ -385,10 +389,11 @@ def _(n: cn.DraftAsMeasured) -> str:
 @note_text.register
 def _(n: cn.TokensFromLogged) -> str:
     pages = f", in whole pages of {n.page}" if n.page > 1 else ""
+    share = f"{n.share:.1%} x " if n.share < 1 else ""
     return (
-        "Predicted KV tokens = the logged pool + (rest at the new setting - rest as logged) // "
-        f"{n.bytes_per_token:,} B per token{pages}: the pool does not depend on max bs, and an "
-        "unchanged mem_fraction_static gives the logged pool."
+        f"Predicted KV tokens = the logged pool + {share}(rest at the new setting - rest as "
+        f"logged) // {n.bytes_per_token:,} B per token{pages}: the pool does not depend on max "
+        "bs, and an unchanged mem_fraction_static gives the logged pool."
     )
 
 
@@ -431,21 +436,6 @@ def _(n: cn.OnlyMainGraph) -> str:
 
 
 @note_text.register
-def _(n: cn.MfsHeld) -> str:
-    if n.rule is Rule.PASSED:
-        return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
-    if n.rule is Rule.TP_TABLE:
-        return (
-            f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
-            "tp_size alone, so max bs does not move it."
-        )
-    return (
-        f"mem_fraction_static is held at {n.mfs:g}; if SGLang chose it, its default moves by "
-        f"{DECODE_GRAPH_MIB_PER_BS:g} MB per unit of max bs divided by the GPU capacity."
-    )
-
-
-@note_text.register
 def _(n: cn.ActivationReserve) -> str:
     if n.bytes == 0:
         return (
@@ -479,3 +469,10 @@ def slope_in_words() -> Iterator[None]:
         yield
     except NoSlopeError as e:
         raise FitError(no_slope_text(e)) from None
+
+
+# The diff's sentences on what else changed (ranks paired, first bucket, attention TP).
+note_text.register(cn.RanksMatched)(ranks_matched_text)
+note_text.register(cn.FirstBucketShared)(first_bucket_text)
+note_text.register(cn.AttentionTPChanged)(attention_tp_text)
+note_text.register(cn.NoReserveComparison)(no_reserve_text)

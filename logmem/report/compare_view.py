@@ -28,7 +28,7 @@ from logmem.report.compare_words import (
     term_text,
 )
 from logmem.report.input_notes import ref_notes, stopped_json
-from logmem.units import gib
+from logmem.units import MIB, gib
 
 DIFF_SCHEMA = "logmem.diff/1"
 FIT_SCHEMA = "logmem.fit/1"
@@ -135,6 +135,8 @@ class HeuristicView:
     measured_mib_per_bs: float | None
     measured_terms: str
     ratio: float | None
+    # At each launch's max bs: (size, what the reserve sets aside in MiB, the capture total in MiB).
+    at_sizes: tuple[tuple[int, float, float], ...] = ()
 
 
 @frozen
@@ -183,6 +185,10 @@ def slope_view(s: Slope, residuals: bool) -> SlopeView:
             rounded(h.measured_mib_per_bs),
             growth_text(h.measured_terms),
             rounded(h.ratio, 2),
+            tuple(
+                (n, round(n * h.mib_per_bs, 1), round(t / MIB, 1))
+                for n, t in zip(h.sizes, h.total_bytes)
+            ),
         )
         if h is not None
         else None,
@@ -285,6 +291,10 @@ class DiffView:
     notes: tuple[str, ...]
     assumptions: tuple[str, ...]
     schema: str = DIFF_SCHEMA
+    # Communication variables the logs echoed, where they differ: (key, A, B, A's line, B's line).
+    env: tuple[tuple[str, str | None, str | None, int | None, int | None], ...] = ()
+    phase_causes: tuple[str, ...] = ()
+    graph_causes: tuple[str, ...] = ()
 
 
 def _point(p: GraphPoint | None) -> PointView | None:
@@ -380,6 +390,9 @@ def diff_view(d: Diff) -> DiffView:
         note_text(d.slope_note) if d.slope_note is not None else None,
         ref_notes((d.a, d.b)) + texts(d.notes),
         texts(d.assumptions),
+        env=tuple((e.key, e.a, e.b, e.line_a, e.line_b) for e in d.env),
+        phase_causes=texts(d.phase_causes),
+        graph_causes=texts(d.graph_causes),
     )
 
 

@@ -47,6 +47,8 @@ def heuristic_terms_text(t: cn.HeuristicTerms) -> str:
 
 
 def growth_text(m: cn.MeasuredGrowth) -> str:
+    if m.basis == "capture total" and not m.with_static:
+        return "all graph memory: the capture end's mem usage"
     what = "largest bucket + static buffers" if m.with_static else m.basis
     if m.rows_per_bs != 1:
         what += f", x {m.rows_per_bs} rows per unit of bs"

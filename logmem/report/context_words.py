@@ -28,6 +28,13 @@ def _too_long(f: ContextVsPool) -> str:
     mtt = f.max_total_tokens
     if mtt is not None and kv >= mtt:
         return f"{text}. {lower}, or raise --max-total-tokens ({mtt:,} caps the pool)."
+    if not f.projected and f.ceiling_too_small and f.ceiling is not None:
+        c = f.ceiling
+        return (
+            f"{text}. {lower}; raising --mem-fraction-static cannot help: even 1.0 gives at most "
+            f"{c.tokens:,} tokens (all {format_gib(c.after_weights_bytes)} GiB free after the "
+            f"weights, line {c.line}, at {c.cell_bytes:,} B per token)."
+        )
     if not f.projected:
         return (
             f"{text}. {lower}, or enlarge the pool (raise --mem-fraction-static); from which value "

@@ -1,5 +1,5 @@
 """The root of the findings' sentences: finding_text (one implementation per finding type,
-registered by logmem.report.sentences and logmem.report.capture_sentences) and the words both use."""
+registered by logmem.report.sentences, budget_words and capture_sentences) and the words both use."""
 
 from __future__ import annotations
 
@@ -18,6 +18,17 @@ def graphs_name(backend: str) -> str:
     "npu graph" -> "NPU graphs"; an unknown word is kept as printed."""
     word, _, rest = backend.partition(" ")
     return f"{word.upper() if len(word) <= 4 else word} {rest or 'graph'}s"
+
+
+def about(n: int) -> str:
+    """A token count to the nearest hundred from 1,000 up: an estimate, not a printed figure."""
+    return f"{round(n, -2):,}" if n >= 1000 else f"{n:,}"
+
+
+def lines_text(lines: tuple[int, ...]) -> str:
+    """ "line 12" or "lines 11-13" for the first and last of ``lines``."""
+    first, last = min(lines, default=0), max(lines, default=0)
+    return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
 @singledispatch

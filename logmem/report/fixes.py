@@ -321,7 +321,18 @@ def _(e: fx.ChangeComponent) -> str:
         if e.graph
         else ""
     )
-    if e.where == "attention":
+    if e.where == "attention" and e.nsa is not None:
+        # Hedged: the line shows the model's NSA backends were set up, not that this build
+        # runs them on this device.
+        n = e.nsa
+        passed = f", but {e.in_use} was passed" if e.in_use else ""
+        change = (
+            f"line {n.source.line_no} set this model's NSA backends for its {n.kv} KV cache "
+            f"(prefill={n.prefill}, decode={n.decode}){passed}: try --attention-backend nsa, or "
+            "drop --attention-backend (whether this build runs nsa on this device the log does "
+            "not show); else the SGLang version whose model code matches this backend"
+        )
+    elif e.where == "attention":
         use = f" than the one in use ({e.in_use})" if e.in_use else ""
         change = (
             f"try another attention backend{use}, or the SGLang version whose model code "
@@ -388,14 +399,22 @@ def _(e: fx.FindOutside) -> str:
 
 @effect_text.register
 def _(e: fx.NativeImpl) -> str:
-    arch = f" ({e.architecture})" if e.architecture else ""
     if e.auto:
-        return (
-            "with model_impl 'auto' SGLang falls back to Transformers only when this build has no "
-            f"implementation of the architecture{arch}, so on this build the flag fails: use an "
-            "SGLang version that implements it (its own implementation shards the model over the "
-            "TP ranks), and pass the flag there if 'auto' still falls back; costs nothing in KV"
+        # The fix's headline is the version (fallback.native_version_flag): the flag cannot help.
+        named = (
+            ""
+            if e.architecture
+            else "the log names no architecture (no rank printed Load weight end's type="
+            + (f"; the model is {e.model}" if e.model else "")
+            + "); "
         )
+        return (
+            f"{named}with model_impl 'auto' this build fell back to the Transformers backend, "
+            "which it does only for an architecture it does not implement, and that backend does "
+            "not shard the model over the TP ranks; pass --model-impl sglang there if 'auto' still "
+            "falls back; costs nothing in KV"
+        )
+    arch = f" ({e.architecture})" if e.architecture else ""
     return (
         f"forces SGLang's own implementation of the model{arch} instead of the Transformers "
         "backend that model_impl selected, which shards it over the TP ranks; it exists only in "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from logmem.report.inputs_text import inputs_json, start_json
 from logmem.report.inputs_text import source_json as _line
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.sizing_json import _cov, default_mfs_json
+from logmem.report.uninitialized import uninitialized_json
 from logmem.report.verdict import headline_text
 from logmem.units import Mem, gib
 
@@ -117,6 +119,7 @@ def model_json(m: Model) -> dict[str, Any]:
             "details": dict(we.details) if we else {},
             "lines": [_ln(wb), _ln(we)],
         },
+        "uninitialized_weights": uninitialized_json(m.uninitialized),
         "kv_pools": pools,
         "other_pools": other,
         "memory_pool_end_avail_gib": _g(m.pool_end.avail) if m.pool_end else None,
@@ -320,6 +323,7 @@ def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
         "outside_budget_bytes": c.outside_now_bytes,
         "used_outside_budget_bytes": c.used_outside_bytes,
         "fit_leaves_too_little": c.fit_leaves_too_little,
+        "tokens_ceiling": dataclasses.asdict(c.ceiling) if c.ceiling is not None else None,
         "max_total_tokens": c.max_total_tokens,
         "radix_cache": c.radix_cache,
         "finding": c.applies,
@@ -367,6 +371,7 @@ def launch_json(
         "binding_rank": led.binding_rank,
         "imbalance_gib": gib(led.imbalance_bytes),
         "imbalance_kv_tokens": led.imbalance_tokens,
+        "imbalance_sizing_cell_bytes": _round(led.imbalance_sizing_cell),
         "sizing": sizing_json(led),
         "graph_reserve": {
             "reserve_gib": gib(led.reserve.reserve_bytes),

@@ -7,7 +7,7 @@ from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.ledger import Bound
 from logmem.analysis.sizing import RankCoverage
 from logmem.report.causes import bounded
-from logmem.sglang.default_mfs import DefaultMfs, Era, NoPrediction, Rule
+from logmem.sglang.default_mfs import DefaultMfs, Era, NoPrediction, Rule, era_of
 
 
 def coverage_text(c: RankCoverage | None) -> str:
@@ -30,9 +30,24 @@ def coverage_text(c: RankCoverage | None) -> str:
 _WHY = {
     NoPrediction.NO_TP: "no tp_size in the dump",
     NoPrediction.NO_CAPACITY: "the log prints no device capacity",
-    NoPrediction.INPUTS: "chunked_prefill_size or cuda_graph_max_bs missing from the dump",
+    NoPrediction.INPUTS: "chunked_prefill_size or the decode graph's max bs missing from the dump",
+    NoPrediction.MLA_UNKNOWN: (
+        "no KV pool line tells whether the model is MLA, which sets the prefill-graph term"
+    ),
     NoPrediction.UNMODELLED: "VLM, PD disaggregation or symmetric memory: not modelled",
 }
+
+
+def _windows(w: tuple[tuple[int, int], ...]) -> str:
+    parts = [f"{a:,}-{b:,}" if a != b else f"{a:,}" for a, b in w]
+    return (", ".join(parts[:-1]) + " or " + parts[-1] if len(parts) > 1 else parts[0]) + " MiB"
+
+
+def _fits_on(d: DefaultMfs, w: tuple[tuple[int, int], ...] | None, rule: str) -> str:
+    """What the dump needs of the unprinted capacity under a rule ('' without a window)."""
+    if not w or d.dumped is None:
+        return ""
+    return f"; {rule} gives the dump's {d.dumped:g} only on a GPU of {_windows(w)} (unconfirmed)"
 
 
 def _match(d: DefaultMfs) -> str:
@@ -42,14 +57,38 @@ def _match(d: DefaultMfs) -> str:
     return f"{d.predicted:g}, {verdict}"
 
 
+TIER_RULE = (
+    "the GPU-tier reserve rule of about Aug-Oct 2025 (constants from recollection of "
+    "server_args.py, not a stored source)"
+)
+
+
+def _tier_text(d: DefaultMfs, when: str) -> str:
+    world = (d.tp_size or 0) * (d.pp_size or 1)
+    older = (
+        f"; {when}, so an image older than the log"
+        if d.printed_on and era_of(d.printed_on) in (Era.B, Era.C)
+        else f" ({when})"
+    )
+    assert d.capacity_mib is not None and d.tier_reserved_mib is not None
+    return (
+        f"matches {TIER_RULE}{older}: gpu_mem {d.capacity_mib:,.0f} MiB, tp x pp {world}: "
+        f"reserve {d.tier_reserved_mib:,.0f} MiB gives {d.predicted:g}, the dump's value"
+    )
+
+
 def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
     """(value, source) of the sizing table's default-mfs row."""
     when = f"printed {d.printed_on.isoformat()}" if d.printed_on else "undated"
     if d.rule is Rule.PASSED:
         return "passed", "mem_fraction_static passed on the command line, no default rule"
+    if d.rule is Rule.GPU_TIER:
+        return "GPU-tier reserve", _tier_text(d, when)
     if d.rule is Rule.TP_TABLE:
         how = "the dump fits it" if d.era_from == "dump" else when
-        return "tp table", f"era a ({how}): default for tp {d.tp_size}: {_match(d)}"
+        # A table the dump contradicts: the value was passed (the cell names the rule's value).
+        value = f"passed (the tp table gives {d.predicted:g})" if d.matches is False else "tp table"
+        return value, f"era a ({how}): default for tp {d.tp_size}: {_match(d)}"
     if d.rule is Rule.RESERVE:
         how = "the dump fits it" if d.era_from == "dump" else when
         cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
@@ -62,18 +101,46 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
             if d.matches is False
             else "derived or passed cannot be told; no reserve assumed"
         )
+        tail = (
+            _fits_on(d, d.formula_windows, "the formula").removeprefix("; ")
+            + ("; " if d.formula_windows else "")
+            + tail
+        )
+        value = f"passed (the formula gives {d.predicted:g})" if d.matches is False else "unknown"
+        if d.formula_excluded:
+            assert d.free_mib is not None and d.dumped is not None
+            none = (
+                f"no GPU of at least the {d.free_mib / 1024:.2f} GiB free before loading gives "
+                f"the dump's {d.dumped:g} by the formula"
+            )
+            if d.excluded:
+                value = "passed (no GPU size gives it)"
+                tail = f"{none}: passed, or a case the formula does not model; no reserve assumed"
+            else:
+                older = _fits_on(d, d.tier_windows, f"{TIER_RULE}, in an image older than the log,")
+                tail = f"{none}{older}; no reserve assumed"
         return (
-            "unknown",
+            value,
             f"era {d.era.value} ({how}) reserve formula{cap}{res}: {_match(d)}; {tail}",
         )
     if d.era is Era.UNKNOWN:
         return "unknown", "era unknown (no date): no default rule assumed"
     table = (
-        f"; the era-a table for tp {d.tp_size} gives {d.table_mfs:g}, the dump {d.dumped:g}"
-        if d.table_mfs is not None and d.dumped is not None
+        f"; the era-a table for tp {d.tp_size} gives {d.table_mfs:g}"
+        if d.table_mfs is not None
         else ""
     )
-    return "unknown", f"era a or b ({when}): neither rule shown to apply{table}"
+    tier = (
+        f"; the Aug-Oct 2025 GPU-tier rule (constants from recollection) gives {d.tier_mfs:g}"
+        if d.tier_mfs is not None
+        else ""
+    )
+    dump = f", the dump {d.dumped:g}" if d.dumped is not None and (table or tier) else ""
+    fits = _fits_on(d, d.tier_windows, TIER_RULE) + _fits_on(
+        d, d.formula_windows, "the era-b reserve formula"
+    )
+    cap = " (the log prints no device capacity)" if fits else ""
+    return "unknown", f"era a or b ({when}): no rule shown to apply{cap}{table}{tier}{dump}{fits}"
 
 
 def measured_text(led: LaunchLedger) -> str:

@@ -10,8 +10,11 @@ import logmem.analysis.findings as fd
 from logmem.analysis.failures.budget import fmt_mfs
 from logmem.analysis.ledger import Bound, Lazy
 from logmem.analysis.sizing import Sizing
+from logmem.report import budget_words as budget_words  # registers PoolsVsBudget's words
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
 from logmem.report import order_sentences as order_sentences  # registers its findings' words
+from logmem.report import uninitialized as uninitialized  # registers its finding's words
+from logmem.report.budget_words import adjustment_text
 from logmem.report.capture_sentences import unified_clause
 from logmem.report.causes import (
     bounded_words,
@@ -22,6 +25,7 @@ from logmem.report.causes import (
 )
 from logmem.report.causes import on_gpu as _on
 from logmem.report.context_words import context_text
+from logmem.report.finding_base import about
 from logmem.report.finding_base import finding_text as finding_text
 from logmem.report.finding_base import g as _g
 from logmem.report.finding_base import graphs_name as graphs_name
@@ -56,11 +60,6 @@ def _per_token(sz: Sizing) -> str:
         likely += f", i.e. {elems:,.0f} {sz.kv_dtype.removeprefix('torch.')} elements of {per}"
     span = f"{lo:,} bytes" if lo == hi else f"{lo:,} to {hi:,} bytes"
     return f"{span} per token by print rounding{likely}"
-
-
-def adjustment_text(a: rules.MfsAdjustment) -> str:
-    what = "multimodal models" if a.scope == "multimodal" else "the aiter backend at long contexts"
-    return f"by {a.factor:g} for {what} (SGLang {a.versions})"
 
 
 @finding_text.register
@@ -138,74 +137,23 @@ def _(f: fd.BudgetNotPositive) -> str:
     )
 
 
-_GAP_WHY = {
-    fd.GapReason.CELLS_BIGGER: "the allocated cells are bigger than the cell size the sizing "
-    "assumed (e.g. FP8 scales, an indexer, draft layers)",
-    fd.GapReason.CAPPED: "a cap held the pool below the budget (max_total_tokens, page rounding, "
-    "a hybrid/SWA split, or a draft share)",
-}
-
-
-def _cells_bigger(f: fd.PoolsVsBudget) -> str:
-    """SGLang sized the pool as budget // its cell: a larger pool means a larger allocated cell."""
-    assert f.tokens
-    slots = f.tokens + f.page_size  # what the buffers hold (reference 4.1)
-    return (
-        f"SGLang sized the pool as budget / its cell size, {_g(f.rule_bytes)} GiB / "
-        f"{f.tokens:,} tokens = {f.rule_bytes / f.tokens:,.0f} bytes per token, but the pools "
-        f"allocate {f.cell_bytes or f.pool_bytes / slots:,.0f} per slot: the cell its sizing used leaves "
-        "something out that the allocation holds (e.g. FP8 scales, an indexer, draft layers, or "
-        "a backend's own cell formula)"
-    )
-
-
-def _fit_text(fit: fd.RuleFit) -> str:
-    if fit.added is not None:
-        return (
-            f"scaling mem_fraction_static {adjustment_text(fit.added)}, the rule gives "
-            f"{_g(fit.rest_bytes)} GiB, which the pools match: this launch's SGLang applied it"
-        )
-    names = " and ".join(adjustment_text(a) for a in fit.left_out)
-    return (
-        f"without scaling mem_fraction_static {names}, the rule gives {_g(fit.rest_bytes)} GiB, "
-        "which the pools match: this launch's SGLang did not apply it"
-    )
-
-
-@finding_text.register
-def _(f: fd.PoolsVsBudget) -> str:
-    why = (
-        f"--max-total-tokens {f.max_total_tokens:,} capped the pool"
-        if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
-        else _fit_text(f.fits)
-        if f.fits is not None
-        else _cells_bigger(f)
-        if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens
-        else _GAP_WHY.get(f.reason, "")
-    )
-    more = "more" if f.gap_bytes > 0 else "less"
-    what = (
-        "The KV cache of the pool step (its drop minus the request-to-token table; no KV line) took"
-        if f.derived
-        else "The pools logged"
-    )
-    return (
-        f"{what} {_g(abs(f.gap_bytes))} GiB {more} than that budget ({_g(f.pool_bytes)} against "
-        f"{_g(f.rule_bytes)} GiB, beyond print rounding): {why}."
-    )
-
-
 @finding_text.register
 def _(f: fd.PoolStep) -> str:
-    parts = ", ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.causes)
-    return (
-        f"The pool step drops {bounded_words(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}: {parts}"
-        + (
-            " (free memory reached the 0.00 GiB floor, so the drop may be larger)."
-            if f.bound is Bound.AT_LEAST
-            else "."
+    floor = " (free memory reached the 0.00 GiB floor, so the drop may be larger)"
+    text = f"The pool step drops {_step(f, f' on {_on(f.rank)}')}"
+    text += floor if f.bound is Bound.AT_LEAST else ""
+    d = f.draft
+    if d is not None:
+        text += (
+            f"; the draft model's own pool step (lines {d.lines[0]}-{d.lines[1]}) drops {_step(d)}"
         )
-    )
+        text += floor if d.bound is Bound.AT_LEAST else ""
+    return text + "."
+
+
+def _step(f: fd.PoolStep, where: str = "") -> str:
+    parts = ", ".join(f"{cause_name(c)} {bounded_words(c.bytes, c.bound)}" for c in f.causes)
+    return f"{bounded_words(f.drop_bytes, f.bound)} GiB{where}: {parts}"
 
 
 @finding_text.register
@@ -329,7 +277,10 @@ def _(f: fd.Imbalance) -> str:
     )
     if f.kv_tokens:
         at = (
-            f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
+            f": {_g(f.loss_bytes or 0)} GiB at SGLang's sizing cell of {f.sizing_cell:,.0f} bytes "
+            "per token"
+            if f.sizing_cell
+            else f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
             if f.shared_price
             else ""
         )
@@ -362,10 +313,6 @@ def _(f: fd.Imbalance) -> str:
     return text + "."
 
 
-def _about(n: int) -> str:
-    return f"{round(n, -2):,}" if n >= 1000 else f"{n:,}"
-
-
 _SNAPSHOT = "a torch memory snapshot taken during start-up (logmem snapshot)"
 
 
@@ -392,7 +339,7 @@ def _(f: fd.Unexplained) -> str:
             if r_lo == r_hi
             else f"SGLang's default of {r_lo:,} to {r_hi:,} request slots"
         )
-        ctx = f"{_about(c_lo)} tokens" if c_lo == c_hi else f"{_about(c_lo)} to {_about(c_hi)}"
+        ctx = f"{about(c_lo)} tokens" if c_lo == c_hi else f"{about(c_lo)} to {about(c_hi)}"
         return (
             f"{_g(f.bytes)} GiB of {where} is in no printed line: most likely the "
             "request-to-token table ((request slots + 1) x context length x 4 B), which this log "
@@ -429,6 +376,7 @@ def _(f: fd.Reuse) -> str:
         Lazy.DEEPEP: "DeepEP",
         Lazy.EP_ALL_TO_ALL: "EP all-to-all",
         Lazy.DP_ATTENTION: "DP-attention gather buffers",
+        Lazy.UNNAMED: "unnamed expert-parallel buffers",
     }
     listed = [names[x] for x in f.lazy]
     lazy = f" ({', '.join([*listed, 'cuBLAS workspaces'])})" if f.lazy else ""
@@ -470,4 +418,10 @@ def reserve_term_text(t: rules.Reserve) -> str:
         )
     if t.term is rules.ReserveTerm.PIECEWISE:
         return f"piecewise graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
+    if t.term is rules.ReserveTerm.PREFILL:
+        return f"prefill graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
+    if t.term is rules.ReserveTerm.MLA_PREFILL:
+        return f"prefill graph, MLA model: a flat {rules.MLA_PREFILL_GRAPH_MIB} MB"
+    if t.term is rules.ReserveTerm.BREAKABLE_DEEPEP:
+        return f"breakable prefill graph with DeepEP: {rules.BREAKABLE_DEEPEP_MIB} MB"
     return f"DeepEP all-to-all: {rules.DEEPEP_A2A_RESERVE_MIB} MB"

@@ -24,7 +24,18 @@ def default_mfs_json(d: Any) -> dict[str, Any] | None:
             "pp_size": d.pp_size,
             "capacity_mib": d.capacity_mib,
             "reserved_mib": d.reserved_mib,
+            "free_before_load_mib": d.free_mib,
         },
+        "gpu_tier_predicted": d.tier_mfs,
+        "gpu_tier_reserved_mib": d.tier_reserved_mib,
+        "capacity_windows_mib": {
+            "gpu_tier": [list(w) for w in d.tier_windows] if d.tier_windows is not None else None,
+            "formula": [list(w) for w in d.formula_windows]
+            if d.formula_windows is not None
+            else None,
+        },
+        "formula_excluded": d.formula_excluded,
+        "excluded": d.excluded,
         "predicted": d.predicted,
         "no_prediction": d.no_prediction.value if d.no_prediction else None,
         "dumped": d.dumped,

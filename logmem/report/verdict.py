@@ -26,6 +26,7 @@ from logmem.analysis.failures.records import (
 )
 from logmem.analysis.failures.traces import NoiseKind, UpBy
 from logmem.parse.events import SchedulerException
+from logmem.report.uninitialized import caveat_text
 from logmem.sglang import rules
 
 # --- the headline --------------------------------------------------------------------------------
@@ -232,6 +233,7 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
             lines.append("No fix can be computed from this log (figures missing).")
     else:
         lines.append("Incomplete: the log holds no rank lines, so start-up cannot be judged.")
+    lines.extend(caveat_text(x, oc.status == "ready") for x in v.not_loaded)
     if oc.runtime_errors:
         e = v.first_runtime_error
         what = short(message_of(e.record, e.source)) if e is not None else "an error"

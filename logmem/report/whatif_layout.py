@@ -108,6 +108,12 @@ def _window(w: WhatIfView) -> str:
         text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "
         if w.window_top_exact:
             text += f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB."
+            if not reserve:
+                # The top keeps nothing for prefill activations: a bound, not a setting to run.
+                text += (
+                    f" {hi:.3f} is an upper bound, not a usable setting: it leaves no room for "
+                    "prefill activations (pass --activation-reserve GIB)."
+                )
         else:
             at = f" {u.at}" if u else ""
             text += (

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from logmem.frozen import frozen
@@ -23,7 +22,28 @@ from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARC
 from logmem.sglang.adjustments import MfsAdjustment as MfsAdjustment
 from logmem.sglang.adjustments import adjustment_candidates as adjustment_candidates
 from logmem.sglang.adjustments import mfs_adjustments as mfs_adjustments
-from logmem.units import GIB, MIB
+from logmem.sglang.reserve import ACTIVATION_MIB_PER_TOKEN as ACTIVATION_MIB_PER_TOKEN
+from logmem.sglang.reserve import ACTIVATION_MIN_TOKENS as ACTIVATION_MIN_TOKENS
+from logmem.sglang.reserve import BREAKABLE_DEEPEP_MIB as BREAKABLE_DEEPEP_MIB
+from logmem.sglang.reserve import DECODE_GRAPH_MIB_PER_BS as DECODE_GRAPH_MIB_PER_BS
+from logmem.sglang.reserve import DEEPEP_A2A_RESERVE_MIB as DEEPEP_A2A_RESERVE_MIB
+from logmem.sglang.reserve import DP_ATTENTION_LARGE_BS as DP_ATTENTION_LARGE_BS
+from logmem.sglang.reserve import DP_ATTENTION_LARGE_BS_MIB as DP_ATTENTION_LARGE_BS_MIB
+from logmem.sglang.reserve import DP_ATTENTION_MIB_PER_BS_DP as DP_ATTENTION_MIB_PER_BS_DP
+from logmem.sglang.reserve import MLA_PREFILL_GRAPH_MIB as MLA_PREFILL_GRAPH_MIB
+from logmem.sglang.reserve import PIECEWISE_MIB_PER_SIZE as PIECEWISE_MIB_PER_SIZE
+from logmem.sglang.reserve import PREFILL_OFF_BACKENDS as PREFILL_OFF_BACKENDS
+from logmem.sglang.reserve import PrefillGraph as PrefillGraph
+from logmem.sglang.reserve import Reserve as Reserve
+from logmem.sglang.reserve import ReserveTerm as ReserveTerm
+from logmem.sglang.reserve import activation_reserve_bytes as activation_reserve_bytes
+from logmem.sglang.reserve import decode_graph_on as decode_graph_on
+from logmem.sglang.reserve import decode_max_bs as decode_max_bs
+from logmem.sglang.reserve import graph_reserve as graph_reserve
+from logmem.sglang.reserve import graph_reserve_mib_per_bs as graph_reserve_mib_per_bs
+from logmem.sglang.reserve import prefill_graph as prefill_graph
+from logmem.sglang.reserve import reserve_heuristic_applies as reserve_heuristic_applies
+from logmem.units import GIB
 
 if TYPE_CHECKING:
     from logmem.model.records import Launch, Model, Rank
@@ -330,135 +350,12 @@ def smallest_mfs_holding(tokens_at: Callable[[float], int], context_len: int) ->
     return next((m for m in MFS_GRID if context_fits(tokens_at(m), context_len)), None)
 
 
-# --- default mem_fraction_static: the reserve ------------------------------------------------
-
-ACTIVATION_MIB_PER_TOKEN = 1.5
-"""MiB the default mem_fraction_static reserves per prefill-chunk token (``server_args.py``,
-``_handle_gpu_memory_settings``, about Oct 2025 on): ``max(chunked_prefill_size, 2048) x 1.5``."""
-
-ACTIVATION_MIN_TOKENS = 2048
-"""The floor of that chunk term (same source and versions)."""
-
-
-def activation_reserve_bytes(chunked_prefill_size: int) -> int:
-    """The activation term of the default reserve: ``max(chunk, 2048) x 1.5 MiB``
-    (``server_args.py`` ``_handle_gpu_memory_settings``, about Oct 2025 on)."""
-    return round(max(chunked_prefill_size, ACTIVATION_MIN_TOKENS) * ACTIVATION_MIB_PER_TOKEN * MIB)
-
-
-DECODE_GRAPH_MIB_PER_BS = 2.0
-"""``reserve_for_graph_mb()``: 2 MiB per decode-graph batch size (``server_args.py``, about
-Oct 2025 on)."""
-
-DP_ATTENTION_MIB_PER_BS_DP = 3.0
-"""``reserve_for_graph_mb()`` with DP attention: ``+ max_bs x dp_size x 3`` MiB (same)."""
-
-DP_ATTENTION_LARGE_BS = 300
-"""Above this max_bs DP attention adds ``max_bs x dp_size x 1.5`` MiB more (same)."""
-
-DP_ATTENTION_LARGE_BS_MIB = 1.5
-"""The MiB per bs x dp of that extra term (same)."""
-
-PIECEWISE_MIB_PER_SIZE = 8
-"""``reserve_for_graph_mb()``: 8 MiB per piecewise/prefill graph size (non-MLA; same)."""
-
-DEEPEP_A2A_RESERVE_MIB = 2048
-"""``reserve_for_deepep_a2a_mb()``: 2048 MiB when the decode graph is on and
-``moe_a2a_backend == "deepep"`` (``server_args.py``, 2026)."""
+# --- default mem_fraction_static: the reserve is in logmem/sglang/reserve.py ---------------
 
 DEEPEP_DEFAULT_DISPATCH_TOKENS = 128
 """Default ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK``: the T the DeepEP low-latency
 buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``; the
 default is SGLang's environment default, 2025-2026, whose file was not read: unverified)."""
-
-
-class ReserveTerm(Enum):
-    """The terms of SGLang's graph reserve (``reserve_for_graph_mb`` and friends)."""
-
-    DECODE = "decode"  # max_bs x 2 MiB
-    DP_ATTENTION = "dp_attention"  # max_bs x dp x 3 MiB
-    DP_ATTENTION_LARGE_BS = "dp_attention_large_bs"  # max_bs x dp x 1.5 MiB, max_bs > 300
-    PIECEWISE = "piecewise"  # len(piecewise sizes) x 8 MiB
-    DEEPEP = "deepep"  # 2048 MiB
-
-
-@frozen
-class Reserve:
-    """One term of the graph reserve: what it counts and its size."""
-
-    term: ReserveTerm
-    bytes: int
-    max_bs: int | None = None
-    dp_size: int | None = None
-    sizes: int | None = None  # piecewise: how many sizes
-
-
-def graph_reserve_mib_per_bs(dp_attention: bool, dp_size: int | None, max_bs: int | None) -> float:
-    """The graph reserve per unit of max bs: 2, + 3 x dp with DP attention, + 1.5 x dp when
-    max_bs > 300 (``reserve_for_graph_mb()``, ``server_args.py``, about Oct 2025 on)."""
-    h = DECODE_GRAPH_MIB_PER_BS
-    if dp_attention and dp_size is not None:
-        h += DP_ATTENTION_MIB_PER_BS_DP * dp_size
-        if max_bs is not None and max_bs > DP_ATTENTION_LARGE_BS:
-            h += DP_ATTENTION_LARGE_BS_MIB * dp_size
-    return h
-
-
-def graph_reserve(args: Mapping[str, Any]) -> tuple[Reserve, ...] | None:
-    """The graph terms of SGLang's default-mem_fraction_static reserve, from resolved server_args.
-
-    ``reserve_for_graph_mb()`` + ``reserve_for_deepep_a2a_mb()`` (``server_args.py``, about Oct
-    2025 on; see ``reserve_heuristic_applies``). None when the decode graph is off or its max
-    bs is not in the dump."""
-    max_bs = args.get("cuda_graph_max_bs")
-    if isinstance(max_bs, bool) or not isinstance(max_bs, int) or not 1 <= max_bs <= 1 << 20:
-        return None
-    if args.get("disable_cuda_graph"):
-        return None
-    terms = [Reserve(ReserveTerm.DECODE, round(max_bs * DECODE_GRAPH_MIB_PER_BS * MIB), max_bs)]
-    dp = _int_arg(args, "dp_size", 1 << 16)
-    if args.get("enable_dp_attention") and dp is not None:
-        terms.append(
-            Reserve(
-                ReserveTerm.DP_ATTENTION,
-                round(max_bs * dp * DP_ATTENTION_MIB_PER_BS_DP * MIB),
-                max_bs,
-                dp,
-            )
-        )
-        if max_bs > DP_ATTENTION_LARGE_BS:
-            terms.append(
-                Reserve(
-                    ReserveTerm.DP_ATTENTION_LARGE_BS,
-                    round(max_bs * dp * DP_ATTENTION_LARGE_BS_MIB * MIB),
-                    max_bs,
-                    dp,
-                )
-            )
-    pw = args.get("piecewise_cuda_graph_tokens")
-    piecewise_on = (
-        args.get("enable_piecewise_cuda_graph") or args.get("disable_piecewise_cuda_graph") is False
-    )
-    if piecewise_on and isinstance(pw, list):
-        terms.append(
-            Reserve(ReserveTerm.PIECEWISE, len(pw) * PIECEWISE_MIB_PER_SIZE * MIB, sizes=len(pw))
-        )
-    if args.get("moe_a2a_backend") == "deepep":
-        terms.append(Reserve(ReserveTerm.DEEPEP, DEEPEP_A2A_RESERVE_MIB * MIB))
-    return tuple(terms)
-
-
-def reserve_heuristic_applies(args: Mapping[str, Any]) -> bool:
-    """Whether the launch's SGLang has the graph-reserve heuristic: it dates from late 2025, when
-    the piecewise-graph flags appeared in server_args (``server_args.py``, E4 on)."""
-    return any("piecewise_cuda_graph" in k for k in args)
-
-
-def _int_arg(args: Mapping[str, Any], key: str, hi: int) -> int | None:
-    v = args.get(key)
-    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
-        return None
-    return v
 
 
 # --- CUDA graphs ------------------------------------------------------------------------------

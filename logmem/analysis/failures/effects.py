@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import Enum
 
 from logmem.frozen import frozen
+from logmem.parse import events as ev
 
 # --- what a fix buys and costs -----------------------------------------------------------------
 
@@ -197,6 +198,9 @@ class ChangeComponent:
     func: str | None
     graph: str | None  # the capture it failed in, when it did
     in_use: str | None  # server_args' value for the flag (attention_backend='triton')
+    # The launcher set NSA (DSA) backends for this model ("Set NSA backends for ... KV Cache")
+    # while another attention backend was passed: the model's own family is a thing to try.
+    nsa: ev.NSABackends | None = None
 
 
 @frozen
@@ -233,10 +237,11 @@ class FindOutside:
 class NativeImpl:
     """The model runs on the Transformers fallback: SGLang's own implementation shards it."""
 
-    architecture: str | None  # Load weight end's type=, or server_args' model_path
+    architecture: str | None  # Load weight end's type=; None: no rank printed one
     # model_impl was 'auto' (or not dumped): SGLang falls back to Transformers only for an
     # architecture this build does not implement, so the fix is another SGLang version.
     auto: bool = True
+    model: str | None = None  # server_args' model_path: the checkpoint, not the architecture
 
 
 Effect = (

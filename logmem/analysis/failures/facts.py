@@ -95,6 +95,7 @@ from logmem.analysis.failures.effects import (
 )
 from logmem.analysis.failures.records import ErrorRecord, RankError
 from logmem.analysis.failures.traces import NoiseKind, RaisedIn, Up
+from logmem.analysis.weights_loaded import WeightsNotLoaded
 from logmem.frozen import frozen
 from logmem.model.records import Traceback
 from logmem.parse.events import Frame
@@ -421,3 +422,6 @@ class Verdict:
     # The first runtime error is the collective library's "a peer exited or the network
     # failed" (NCCL's ncclRemoteError): the cause is on another rank or node, not this one.
     peer_lost: bool = False
+    # Weights the checkpoint did not fill ("Some weights are not initialized from checkpoints"):
+    # a start-up can finish with them, so the verdict says so (logmem.analysis.weights_loaded).
+    not_loaded: tuple[WeightsNotLoaded, ...] = ()

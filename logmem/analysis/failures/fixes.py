@@ -15,7 +15,7 @@ from dataclasses import replace
 import regex
 
 import logmem.analysis.failures.facts as fx
-from logmem.analysis.comm_inputs import Env, log_env
+from logmem.analysis.comm_inputs import echoed_env
 from logmem.analysis.failures.budget import (
     MFS_STEP,
     Budget,
@@ -25,6 +25,7 @@ from logmem.analysis.failures.budget import (
     fmt_mfs,
     min_mfs_for_pool,
 )
+from logmem.analysis.failures.fallback import native_fix, transformers_fallback
 from logmem.analysis.failures.place import Place
 from logmem.analysis.failures.records import (
     OutOfMemory,
@@ -209,16 +210,14 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
         # about what the weights took: no floor from them.
         elsewhere = outside is not None and outside.fits
         floor = None if elsewhere else _weights_floor(launch, place.rank, r)
-        fallback = _transformers_fallback(launch)
+        fallback = transformers_fallback(launch)
         if floor is not None:
             notes.append(replace(floor, fallback=fallback))
         whole = floor is not None and floor.case is fx.FloorCase.WHOLE_GPU
         if fallback:
             beyond = floor.beyond_capacity if floor is not None else None
             notes.append(fx.TransformersFallback(whole, beyond))
-            auto = launch.args.get("model_impl") in (None, "auto")
-            native = fx.NativeImpl(_architecture(launch), auto)
-            fixes.append(fx.Fix("--model-impl", "sglang", native))
+            fixes.append(native_fix(launch))
         more, note = _fewer_weights_fixes(launch, shortfall)
         if note is not None:
             notes.append(note)
@@ -323,28 +322,12 @@ def _outside_pytorch(r: OutOfMemory, shortfall: int | None) -> fx.OutsidePyTorch
     return fx.OutsidePyTorch(cap, used, held, outside, this, fits, r.device)
 
 
-def _transformers_fallback(launch: Launch) -> bool:
-    return any(
-        isinstance(e, ev.ModelBackend) and e.backend == "transformers" for e in launch.all_events()
-    )
-
-
-def _architecture(launch: Launch) -> str | None:
-    for r in launch.ranks:
-        we = r.target.weights_end if r.target else None
-        if we is not None and we.model_type:
-            return we.model_type
-    path = launch.args.get("model_path")
-    return path if isinstance(path, str) else None
-
-
 def _dispatch_tokens_fix(launch: Launch, r: OutOfMemory) -> fx.Fix:
     """Fewer DeepEP dispatch tokens: its low-latency buffer is proportional to them (reference
     12.5). The change is relative to the T this launch ran with: the one its environment set
     (the launch command's ``K=V`` words, a harness's env lines), else SGLang's default."""
     env = comm.ENV_DEEPEP_TOKENS
-    before = launch.server_args.source.line_no if launch.server_args is not None else None
-    echoed = Env(tuple(log_env(launch.events, before)))
+    echoed = echoed_env(launch)
     tokens = comm.deepep_dispatch_tokens(echoed.mapping)
     set_by = echoed.get(env)
     # A value SGLang would reject leaves T at its default: then no line set it.
@@ -469,13 +452,27 @@ def not_memory_fixes(launch: Launch, place: Place, raised: RaisedIn) -> list[fx.
     if raised.where in (Where.ATTENTION, Where.KERNEL, Where.MODEL) and f is not None:
         flag, in_use = _component_flag(raised, launch)
         effect = fx.ChangeComponent(
-            raised.where.value, raised.component, f.path, f.line, f.func, graph, in_use
+            raised.where.value,
+            raised.component,
+            f.path,
+            f.line,
+            f.func,
+            graph,
+            in_use,
+            _nsa_elsewhere(launch) if raised.where is Where.ATTENTION else None,
         )
         return [fx.Fix(flag, None, effect)]
     if graph is None:
         return []
     machinery = raised.where is Where.CAPTURE
     return [fx.Fix(rules.graph_disable_flag(graph), None, fx.DisableGraph(graph, machinery))]
+
+
+def _nsa_elsewhere(launch: Launch) -> ev.NSABackends | None:
+    """The launcher's NSA-backends line, when the attention backend passed is not nsa."""
+    nsa = next((e for e in launch.events if isinstance(e, ev.NSABackends)), None)
+    keys = ("attention_backend", "decode_attention_backend")
+    return None if nsa is None or any(launch.args.get(k) == "nsa" for k in keys) else nsa
 
 
 def _component_flag(raised: RaisedIn, launch: Launch) -> tuple[str, str | None]:

@@ -1,0 +1,114 @@
+"""``logmem whatif --cuda-graph-max-bs``: which largest batch the launch would capture and how
+its graph memory is priced (measured buckets, a slope, or SGLang's heuristic), with the notes
+and assumptions that say so. A request pool that caps the new max bs at the size the launch
+already captured changes nothing, and nothing is priced. ``measured_slope``: the slope of
+``--slope-from A B``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from logmem.analysis.attribution import LaunchLedger
+from logmem.compare import notes as cn
+from logmem.compare import whatif_facts as wf
+from logmem.compare.load import LaunchRef
+from logmem.compare.points import GraphPoint, graph_points, main_point
+from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
+from logmem.compare.whatif_facts import (
+    BucketSum,
+    NoBucketReadings,
+    SlopeAbove,
+    WhatIfNote,
+    bucket_change,
+    fixed_lazy,
+    main_buckets,
+)
+from logmem.errors import NoSlopeError
+from logmem.frozen import frozen
+from logmem.model.records import Launch
+
+
+@frozen
+class MaxBsChange:
+    new_bs: int
+    slope: GraphSlope | None  # the slope the change is priced by (None: buckets, or no change)
+    method: BucketSum | SlopeAbove | NoBucketReadings | None
+    bucket_sum: BucketSum | None
+    notes: tuple[cn.Note | WhatIfNote, ...]
+    assumptions: tuple[cn.Note | WhatIfNote, ...]
+
+
+def max_bs_change(
+    launch: Launch,
+    led: LaunchLedger,
+    main: GraphPoint | None,
+    cur_bs: int,
+    requested: int,
+    slope: GraphSlope | None,
+    rows_per_bs: int,
+    pool_at_mfs: int | None = None,
+) -> MaxBsChange:
+    """The largest captured batch at ``--cuda-graph-max-bs requested`` and how it is priced.
+    ``pool_at_mfs``: the request pool at the predicted setting, when it moves with it (a hybrid
+    Mamba model's slots // 3); else the summary's max_running_requests caps the list."""
+    notes: list[cn.Note | WhatIfNote] = []
+    assumptions: list[cn.Note | WhatIfNote] = []
+    new_bs = requested
+    s = launch.summary
+    pool = s.get_int("max_running_requests") if s else None
+    line = s.source.line_no if s else None
+    if pool_at_mfs is not None:
+        pool, line = pool_at_mfs, None  # the predicted pool, not a line of the log
+    if pool is not None and new_bs > pool:
+        new_bs = pool
+        notes.append(wf.CappedAtRequestPool(pool, requested, new_bs == cur_bs, line))
+    if new_bs == cur_bs:
+        # The cap binds at the size the launch captured: no bucket is added or dropped.
+        return MaxBsChange(new_bs, None, None, None, tuple(notes), ())
+    method: BucketSum | SlopeAbove | NoBucketReadings | None = None
+    bsum: BucketSum | None = None
+    use = slope
+    if new_bs < cur_bs and main is not None:
+        found = main_buckets(led, main.rank, main.graph)
+        bsum = bucket_change(found[0], found[1], new_bs) if found else None
+        method = bsum or NoBucketReadings(found[0] if found else main.graph, new_bs)
+    elif new_bs > cur_bs:
+        method = SlopeAbove(cur_bs, new_bs)
+    if bsum is None:
+        if use is None:
+            h, terms = heuristic_mib_per_bs(launch.args, new_bs)
+            use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
+            notes.append(cn.NoMeasuredSlope(h))
+        assumptions.append(
+            cn.LargestBecomes(new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None)
+        )
+    # Either way the first capture's lazy allocations stay: name what they hold.
+    lazy = fixed_lazy(led, main.rank if main else None, main.graph if main else None)
+    if lazy is not None:
+        notes.append(lazy)
+    if method is not None:
+        assumptions.append(method)
+    if main is not None and any(
+        p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
+    ):
+        assumptions.append(cn.OnlyMainGraph(main.graph))
+    return MaxBsChange(new_bs, use, method, bsum, tuple(notes), tuple(assumptions))
+
+
+def measured_slope(
+    launch: Launch, a: Launch, ref_a: LaunchRef, b: Launch, ref_b: LaunchRef, allow: Sequence[str]
+) -> GraphSlope:
+    """The slope `launch`'s main graph grows by, measured from two launches A and B that differ
+    in max bs (``--slope-from A B``); an error saying why when they give none."""
+    from logmem.compare.diff import diff_launches
+
+    d = diff_launches(a, ref_a, b, ref_b, allow)
+    main = main_point(launch)
+    slope = slope_from_fit(d.slopes, main.graph if main else None)
+    if slope is None:
+        raise NoSlopeError(
+            f"--slope-from {ref_a.name} {ref_b.name} gave no slope",
+            (d.slope_note,) if d.slope_note is not None else (),
+            joined=False,
+        )
+    return slope

@@ -1,0 +1,95 @@
+"""The sentence of the KV-budget check (PoolsVsBudget): the pools against the budget SGLang's
+rule gives, and why they differ (a cap, a bigger allocated cell, more tokens than the budget holds,
+an mfs adjustment this SGLang applied or not)."""
+
+from __future__ import annotations
+
+import logmem.analysis.findings as fd
+from logmem.report.finding_base import about, finding_text
+from logmem.report.finding_base import g as _g
+from logmem.sglang import rules
+
+
+def adjustment_text(a: rules.MfsAdjustment) -> str:
+    what = "multimodal models" if a.scope == "multimodal" else "the aiter backend at long contexts"
+    return f"by {a.factor:g} for {what} (SGLang {a.versions})"
+
+
+_GAP_WHY = {
+    fd.GapReason.CELLS_BIGGER: "the allocated cells are bigger than the cell size the sizing "
+    "assumed (e.g. FP8 scales, an indexer, draft layers)",
+    fd.GapReason.CAPPED: "a cap held the pool below the budget (max_total_tokens, page rounding, "
+    "a hybrid/SWA split, or a draft share)",
+}
+
+
+def _cells_bigger(f: fd.PoolsVsBudget) -> str:
+    """SGLang sized the pool as budget // its cell: a larger pool means a larger allocated cell."""
+    assert f.tokens
+    slots = f.tokens + f.page_size  # what the buffers hold (reference 4.1)
+    return (
+        f"SGLang sized the pool as budget / its cell size, {_g(f.rule_bytes)} GiB / "
+        f"{f.tokens:,} tokens = {f.rule_bytes / f.tokens:,.0f} bytes per token, but the pools "
+        f"allocate {f.cell_bytes or f.pool_bytes / slots:,.0f} per slot: the cell its sizing used leaves "
+        "something out that the allocation holds (e.g. FP8 scales, an indexer, draft layers, or "
+        "a backend's own cell formula)"
+    )
+
+
+def _more_tokens(f: fd.PoolsVsBudget) -> str:
+    """The allocated cell is the round one: SGLang allocated more tokens than its budget holds."""
+    assert f.cell_bytes and f.budget_tokens is not None and f.budget_bytes is not None
+    extra = f.extra_tokens or 0
+    budget = (
+        f"its own logged KV budget ({_g(f.budget_bytes)} GiB, line {f.budget_line})"
+        if f.budget_line is not None
+        else f"the budget ({_g(f.budget_bytes)} GiB)"
+    )
+    head = (
+        f"the pools allocate {f.cell_bytes:,} bytes per slot, the round cell print rounding allows"
+    )
+    if extra <= 0:
+        return f"{head}, and {budget} holds their {f.tokens or 0:,} tokens at that cell"
+    return (
+        f"{head}, so the gap is in the token count, not the cell: SGLang allocated about "
+        f"{about(extra)} more tokens ({_g(extra * f.cell_bytes)} GiB) than {budget} holds at "
+        f"that cell ({f.budget_tokens:,} tokens against the {f.tokens or 0:,} it allocated)"
+    )
+
+
+def _fit_text(fit: fd.RuleFit) -> str:
+    if fit.added is not None:
+        return (
+            f"scaling mem_fraction_static {adjustment_text(fit.added)}, the rule gives "
+            f"{_g(fit.rest_bytes)} GiB, which the pools match: this launch's SGLang applied it"
+        )
+    names = " and ".join(adjustment_text(a) for a in fit.left_out)
+    return (
+        f"without scaling mem_fraction_static {names}, the rule gives {_g(fit.rest_bytes)} GiB, "
+        "which the pools match: this launch's SGLang did not apply it"
+    )
+
+
+@finding_text.register
+def _(f: fd.PoolsVsBudget) -> str:
+    why = (
+        f"--max-total-tokens {f.max_total_tokens:,} capped the pool"
+        if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
+        else _fit_text(f.fits)
+        if f.fits is not None
+        else _more_tokens(f)
+        if f.reason is fd.GapReason.MORE_TOKENS
+        else _cells_bigger(f)
+        if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens
+        else _GAP_WHY.get(f.reason, "")
+    )
+    more = "more" if f.gap_bytes > 0 else "less"
+    what = (
+        "The KV cache of the pool step (its drop minus the request-to-token table; no KV line) took"
+        if f.derived
+        else "The pools logged"
+    )
+    return (
+        f"{what} {_g(abs(f.gap_bytes))} GiB {more} than that budget ({_g(f.pool_bytes)} against "
+        f"{_g(f.rule_bytes)} GiB, beyond print rounding): {why}."
+    )
