@@ -527,7 +527,8 @@ def test_a_log_that_stops_mid_weights(tmp_path: Path) -> None:
         None,
     )
     assert vlines(L)[0] == (
-        "Incomplete: the log stops while loading the weights on TP0 (last recognised line 7); this is not a complete start-up."
+        "Incomplete: the log stops while loading the weights on TP0 (its last line 6; the last "
+        "recognised line of the log is 7); this is not a complete start-up."
     )
 
 
@@ -579,11 +580,11 @@ CORPUS_VERDICTS = {
     ),
     "029-tp8-h200-piecewise-sglkernel-pr11716-excerpt.log": (
         "Incomplete: the log stops while capturing the decode graph (before the first bucket; 11.82 GiB free at "
-        "capture begin) on TP0 (last recognised line 13); this is not a complete start-up."
+        "capture begin) on TP0 (its last line 12; the last recognised line of the log is 13); this is not a complete start-up."
     ),
     "031-dsr1-dp8-attention-h20-issue6017-excerpt.log": (
-        "Incomplete: the log stops after the memory pools (before graph capture) on DP1 TP1 (last recognised line 15); "
-        "this is not a complete start-up."
+        "Incomplete: the log stops after the memory pools (before graph capture) on DP1 TP1 (its last line 14; "
+        "the last recognised line of the log is 15); this is not a complete start-up."
     ),
 }
 

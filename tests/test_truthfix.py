@@ -266,9 +266,11 @@ def test_diff_terms_add_up_under_the_scaling(tmp_path: Path) -> None:
 
 def test_a_cut_log_names_its_last_recognised_line_not_the_files_end() -> None:
     """031 has 16 lines; the last one is a cut '[20'. Line 15 (DP5's Memory pool end) is the
-    last line logmem recognises, which is not 'the last line' of the log."""
+    last line logmem recognises, which is not 'the last line' of the log; DP1 TP1's own last
+    line is 14 (its Memory pool end)."""
     text = _text(corpus_log("031-"))
-    assert "on DP1 TP1 (last recognised line 15)" in text and "(last line" not in text
+    said = "on DP1 TP1 (its last line 14; the last recognised line of the log is 15)"
+    assert said in text and "(last line" not in text
 
 
 def test_a_cut_log_after_one_capture_says_where_start_up_stood() -> None:

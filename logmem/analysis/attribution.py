@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from logmem.analysis.attribution_pools import KVHint, is_draft, kv_hint, pool_causes
+from logmem.analysis.attribution_pools import KVHint, is_draft, is_second, kv_hint, pool_causes
 from logmem.analysis.captures import captured_between, graph_kind, graph_phase, total_cost
 from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.default_mfs import launch_default_mfs
@@ -164,7 +164,7 @@ def _readings(rank: Rank) -> tuple[list[Reading], dict[int, list[ev.Event]]]:
 
 def _role(m: Model | None) -> str:
     """The role part of a phase key."""
-    return "draft" if is_draft(m) else "target"
+    return m.role if m is not None else "target"
 
 
 def _owner(rank: Rank, event: ev.Event) -> Model | None:
@@ -245,30 +245,36 @@ def rank_ledger(
             we = b.event
             assert isinstance(we, ev.WeightsEnd)
             draft = is_draft(b.model)
-            weights = Facts(draft=draft)
+            weights = Facts(draft=draft, second=is_second(b.model))
             causes = (
                 [Cause(What.WEIGHTS, we.usage.bytes, "logged", (b.line,), weights)]
                 if we.usage
                 else []
             )
-            key, what, facts = f"{_role(b.model)}_weights", PhaseWhat.WEIGHTS, PhaseFacts(draft)
+            key, what, facts = (
+                f"{_role(b.model)}_weights",
+                PhaseWhat.WEIGHTS,
+                PhaseFacts(draft, second=is_second(b.model)),
+            )
             if not causes:
                 causes = [Cause(What.WEIGHTS, delta, "derived", lines, weights)]
             cl = remainder(delta, causes, What.UNATTRIBUTED, lines)
         elif b.kind == "pool_end" and a.kind == "weights_begin":
             # No Load weight end: weights and pools are one step here.
             key, what = f"{role}_weights_and_pools", PhaseWhat.WEIGHTS_AND_POOLS
-            facts = PhaseFacts(is_draft(pool_model))
+            facts = PhaseFacts(is_draft(pool_model), second=is_second(pool_model))
             cl = pool_causes(
                 pools, pool_model, launch, delta, lines, sz, What.WEIGHTS_AND_POOLS, hint
             )
         elif b.kind == "pool_end" or logged_pools:
             key, what = f"{role}_pools", PhaseWhat.POOLS
             rest = What.SMALL_POOLS
-            facts = PhaseFacts(is_draft(pool_model))
+            facts = PhaseFacts(is_draft(pool_model), second=is_second(pool_model))
             if b.kind != "pool_end":
                 # No Memory pool end line: the pools and what followed them share one step.
-                facts = PhaseFacts(is_draft(pool_model), to_kind=b.kind)
+                facts = PhaseFacts(
+                    is_draft(pool_model), second=is_second(pool_model), to_kind=b.kind
+                )
                 rest = What.SMALL_POOLS_AND_WORKSPACES
             cl = pool_causes(pools, pool_model, launch, delta, lines, sz, rest, hint)
         elif b.kind in ("capture_begin", "first_sample") and b.graph is not None:
@@ -286,7 +292,7 @@ def rank_ledger(
             cl = remainder(delta, [], why, lines, Facts(static_buffers=first_bar))
         elif b.kind == "weights_begin":
             key, what = f"pre_weights:{_role(b.model)}", PhaseWhat.PRE_WEIGHTS
-            facts = PhaseFacts(is_draft(b.model))
+            facts = PhaseFacts(is_draft(b.model), second=is_second(b.model))
             inits = [
                 Cause(What.DRAFT_INIT, x.usage.bytes, "logged", (x.source.line_no,))
                 for x in pools

@@ -31,6 +31,11 @@ def is_draft(m: Model | None) -> bool:
     return m is not None and m.role == "draft"
 
 
+def is_second(m: Model | None) -> bool:
+    """A later model the launch shows no draft for (logmem.model.rank_build.draft_evidence)."""
+    return m is not None and m.role == "second"
+
+
 @frozen
 class KVHint:
     """What the launch says about a pool step that printed no KV line: the token count
@@ -277,6 +282,7 @@ def pool_causes(
                 (kvp.source.line_no,),
                 Facts(
                     draft=is_draft(model),
+                    second=is_second(model),
                     kv_label=label,
                     one_buffer=kvp.kv is not None,
                     tokens=summary_tokens if per_summary else kvp.tokens,
@@ -293,7 +299,7 @@ def pool_causes(
                     p.total_bytes,
                     "logged",
                     (p.source.line_no,),
-                    Facts(draft=is_draft(model), slots=p.max_size),
+                    Facts(draft=is_draft(model), second=is_second(model), slots=p.max_size),
                 )
             )
     target = model is None or model.role == "target"

@@ -21,6 +21,9 @@ from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
 from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBucket
 from logmem.analysis.findings_left import left_free, served_line
+from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
+from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
+from logmem.analysis.findings_order import order_findings
 
 # The sizing records are part of this module's Finding union (and its public names).
 from logmem.analysis.findings_sizing import BudgetNotPositive as BudgetNotPositive
@@ -238,7 +241,9 @@ class UnifiedMemory:
 
 
 Finding = (
-    UnifiedMemory
+    LaunchStarted
+    | OutOfOrder
+    | UnifiedMemory
     | Weights
     | WeightsNotLoaded
     | KVBudget
@@ -271,8 +276,9 @@ Finding = (
 
 def findings(led: LaunchLedger) -> list[Finding]:
     """The launch's findings, most useful first."""
-    out: list[Finding] = []
     L = led.launch
+    # First: where it begins in its file, and whether its ranks' lines are in time order.
+    out: list[Finding] = list(order_findings(L))
     main = L.main_rank
     if main is None:
         return out
@@ -309,7 +315,8 @@ def findings(led: LaunchLedger) -> list[Finding]:
     device = led.platform.device
     if rl is not None:
         unmeasured = any(g.captured_without_memory for g in main.graphs)
-        out.extend(_rank(rl, StartupEnd(outcome(L).status), device, served_line(L), unmeasured))
+        end = StartupEnd(outcome(L).status)
+        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main))
         out.extend(unexplained(rl, L, device))
     imbalance = imbalance_finding(led, _NOTABLE)
     if imbalance is not None:
@@ -332,6 +339,7 @@ def _rank(
     device: str = "unknown",
     served: int | None = None,
     unmeasured_after: bool = False,
+    rank: Rank | None = None,
 ) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
@@ -348,7 +356,7 @@ def _rank(
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(_captures(rl, device))
     if rl.last_bytes is not None:
-        out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after))
+        out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after, rank))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * _TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))

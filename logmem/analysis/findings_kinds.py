@@ -36,3 +36,5 @@ class FindingKind(Enum):
     CONTEXT_VS_POOL = "context_vs_pool"
     UNIFIED_MEMORY = "unified_memory"
     MAMBA_SLOTS = "mamba_slots"
+    OUT_OF_ORDER = "out_of_order"
+    LAUNCH_START = "launch_start"

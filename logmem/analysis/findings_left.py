@@ -8,7 +8,7 @@ from typing import ClassVar
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import Cause, Phase, RankLedger
 from logmem.frozen import frozen
-from logmem.model.records import Launch
+from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.units import GIB
@@ -46,6 +46,9 @@ class LeftFree:
     # Graphs were captured after this reading with no memory printed (E0/E1): the headroom the
     # server ends with is lower by an unknown amount.
     unmeasured_after: bool = False
+    # A start-up that did not finish: the KV pools the rank logged after this reading (their
+    # bytes, the first pool line), which that reading does not yet show.
+    pools_after: tuple[int, int] | None = None
 
     @property
     def serving(self) -> bool:
@@ -73,6 +76,7 @@ def left_free(
     end: StartupEnd,
     served: int | None = None,
     unmeasured_after: bool = False,
+    rank: Rank | None = None,
 ) -> LeftFree:
     """The last free reading of the rank, and when it was taken; ``served``: the first line
     showing the server served a batch after start-up (model.build keeps the first one)."""
@@ -89,7 +93,20 @@ def left_free(
     floor = rules.at_floor(last)
     tight = last < _TIGHT_BYTES
     later = unmeasured_after and when is LeftWhen.PHASE_END
-    return LeftFree(rl.rank, last, when, final, tight, final.lines[1], end, floor, served, later)
+    after = _pools_after(rank, final.lines[1]) if end is not StartupEnd.UP else None
+    return LeftFree(
+        rl.rank, last, when, final, tight, final.lines[1], end, floor, served, later, after
+    )
+
+
+def _pools_after(rank: Rank | None, line: int) -> tuple[int, int] | None:
+    """KV pools the rank logged after its last reading (line ``line``): bytes, first line."""
+    if rank is None:
+        return None
+    pools = [p for m in rank.models for p in m.kv_pools if p.source.line_no > line]
+    if not pools:
+        return None
+    return sum(p.total_bytes for p in pools), min(p.source.line_no for p in pools)
 
 
 def served_line(launch: Launch) -> int | None:

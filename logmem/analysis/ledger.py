@@ -160,6 +160,7 @@ class Facts:
     """The numbers and flags a cause's label and note are worded from (all optional)."""
 
     draft: bool = False  # the draft model's (weights, pools)
+    second: bool = False  # a second model's, not known to be a draft (Model.role "second")
     kv_label: KVLabel = KVLabel.KV
     one_buffer: bool = False  # a KV line with one KV size (MLA), not K and V
     tokens: int | None = None
@@ -249,7 +250,8 @@ class PhaseFacts:
     """What a phase's name is worded from."""
 
     draft: bool = False
-    graph: str = ""  # the capture's label (pre_capture, capture)
+    graph: str = ""
+    second: bool = False  # a second model's phase, not known to be a draft  # the capture's label (pre_capture, capture)
     from_kind: str = ""  # reading kinds (Reading.kind) around a gap, or where pools end
     to_kind: str = ""
     first_bar: bool = False  # pre_capture: runs to the capture's first bar reading

@@ -6,8 +6,12 @@ Rules, from docs/reference.md sections 1.5, 7 and 17:
   (logmem.model.inputs): files whose server_args, model or clocks say they are different
   launches are never merged;
 * a file that prints ``server_args=`` twice, or a rank that begins distributed init
-  twice, holds two launches; per-rank files of one launch are merged by launch index;
-* per rank, the first ``Load weight`` pair is the target model, a later one the draft;
+  twice, holds two launches, and so does a file where a start-up begins without them (a
+  rank loading after the launch came up, untagged beside tagged ranks, a clock jump,
+  another model: logmem.model.boundaries); each such launch keeps why (Launch.start);
+  per-rank files of one launch are merged by launch index;
+* per rank, the first ``Load weight`` pair is the target model, a later one the draft
+  (named "second" when the launch shows no draft: rank_build.draft_evidence);
   pool lines and ``Memory pool end`` belong to the first model whose pools are not
   closed yet (older SGLang: target pools before draft load; newest: both loads first);
 * ``Some weights are not initialized from checkpoints`` belongs to the model loading on
@@ -32,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import field, replace
 
 from logmem.frozen import mutable
+from logmem.model.boundaries import STEPS, FileSteps, LaunchStart, new_launch, stamped
 from logmem.model.captures import (
     begin_capture,
     capture_sizes,
@@ -42,7 +47,7 @@ from logmem.model.captures import (
 from logmem.model.inputs import InputGroup, group_inputs, same_launch_args
 from logmem.model.rank_build import RankB as _RankB
 from logmem.model.rank_build import bar_preference as _preference
-from logmem.model.rank_build import launch_kv_dtypes
+from logmem.model.rank_build import draft_evidence, launch_kv_dtypes
 from logmem.model.records import (
     MAX_FRAMES,
     OPENED_BY_BARS,
@@ -54,7 +59,7 @@ from logmem.model.records import (
 from logmem.model.tracebacks import TracebackB as _TracebackB
 from logmem.model.tracebacks import continue_last_error
 from logmem.parse import events as ev
-from logmem.parse.lines import rank_tags
+from logmem.parse.lines import Source, rank_tags
 from logmem.sglang.capture_lists import ListContext
 
 _POOL_EVENTS = (ev.KVPool, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailable, ev.DSv4Plan)
@@ -87,6 +92,11 @@ class _LaunchB:
     # continuation line right after it extends that error's message.
     last_error: tuple[_TracebackB, str, int] | None = None
     briefs: tuple[LaunchBrief, ...] = ()  # the launches before it left out (logmem.model.cap)
+    # Why it begins where it does (not the first launch of its file), and where the next
+    # launch of its file begins (logmem.model.boundaries).
+    start: LaunchStart | None = None
+    next_start: Source | None = None
+    steps: dict[str, FileSteps] = field(default_factory=dict)  # per file: its steps so far
 
     def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
         r = self.ranks.get(label)
@@ -202,10 +212,11 @@ class _LaunchB:
         pool = next((n for n in reqs if n is not None), None)
         ctx = ListContext.from_args(self.server_args.args if self.server_args else None, pool)
         kv_dtypes = launch_kv_dtypes(ranks)
+        draft = draft_evidence(ranks, self.server_args.args if self.server_args else None)
         return Launch(
             index,
             self.server_args,
-            tuple(r.freeze(ctx, kv_dtypes) for r in ranks),
+            tuple(r.freeze(ctx, kv_dtypes, draft) for r in ranks),
             tbs,
             tuple(self.events),
             self.stray_bars,
@@ -213,7 +224,13 @@ class _LaunchB:
             tuple(
                 replace(b, index=index - len(self.briefs) + i) for i, b in enumerate(self.briefs)
             ),
+            self.start,
+            self.next_start,
         )
+
+
+def _first_args(L: _LaunchB) -> Source | None:
+    return L.server_args.source if L.server_args is not None else None
 
 
 def _line_of(e: ev.Event | None) -> int:
@@ -253,9 +270,19 @@ class _Builder:
             self.launches.append(_LaunchB(len(self.launches)))
         return self.launches[self.cur]
 
-    def next_launch(self) -> _LaunchB:
+    def next_launch(self, start: LaunchStart | None = None) -> _LaunchB:
+        prev = self.launches[self.cur] if 0 <= self.cur < len(self.launches) else None
         self.cur += 1
-        return self.launch()
+        L = self.launch()
+        if start is not None:
+            # The launcher's echo held before it (command line, environment) is the new
+            # launch's first line in this file.
+            early = [x.source for x in self.prelude if x.source.path == start.line.path]
+            line = min([start.line, *early], key=lambda s: s.line_no)
+            L.start = L.start or replace(start, line=line)
+            if prev is not None and prev.next_start is None:
+                prev.next_start = line
+        return L
 
     def feed(self, e: ev.Event) -> None:
         if e.source.path != self.path:
@@ -271,7 +298,8 @@ class _Builder:
         L = self.launch()
         if isinstance(e, ev.ServerArgs):
             if self.file_content:
-                L = self.next_launch()
+                again = LaunchStart("server_args", e.source, None, _first_args(L))
+                L = self.next_launch(replace(stamped(again, e), step=""))
                 self.flush_prelude(L, front=True)
             elif L.server_args is not None and not same_launch_args(L.server_args.args, e.args):
                 # Another file's start-up with other settings: a launch of its own, not a part.
@@ -290,11 +318,14 @@ class _Builder:
         if e.rank is None:
             self.feed_unprefixed(L, e)
             return
-        if self.is_restart(L, e):
-            L = self.next_launch()
+        start = self.restart(L, e) or new_launch(L, e)
+        if start is not None:
+            L = self.next_launch(start)
             self.flush_prelude(L, front=True)
         self.file_content = True
         L.paths.append(e.source.path)
+        if isinstance(e, STEPS):
+            L.steps.setdefault(e.source.path, FileSteps()).add(e)
         if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):
             L.events.append(e)
             return
@@ -304,6 +335,14 @@ class _Builder:
         r = L.rank(e.rank, rank_tags(e.rank or ""))
         r.events.append(e)
         self.feed_rank(L, r, e)
+
+    def restart(self, L: _LaunchB, e: ev.Event) -> LaunchStart | None:
+        """A restart (is_restart): its LaunchStart, measured against the rank's first init."""
+        if not self.is_restart(L, e):
+            return None
+        r = L.ranks.get(e.rank or "")
+        first = r.init_begin.source if r is not None and r.init_begin is not None else None
+        return stamped(LaunchStart("restart", e.source, e.rank, first), e)
 
     def is_restart(self, L: _LaunchB, e: ev.Event) -> bool:
         """A rank that begins distributed init again after start-up ended is a restart.

@@ -62,6 +62,8 @@ class RankB:
                 g.closed_by = by
 
     def new_model(self) -> ModelB:
+        # A later model is the draft while building; freeze() names it neutrally when the
+        # launch shows no draft (draft_evidence).
         m = ModelB("target" if not self.models else "draft")
         self.models.append(m)
         return m
@@ -76,15 +78,24 @@ class RankB:
                 return m
         return self.new_model()
 
-    def freeze(self, ctx: ListContext, kv_dtypes: dict[str, ev.KVDtype]) -> Rank:
-        """``kv_dtypes``: the launch's "Using KV cache dtype" line per model role (launch_kv_dtypes)."""
+    def freeze(
+        self, ctx: ListContext, kv_dtypes: dict[str, ev.KVDtype], draft: bool = True
+    ) -> Rank:
+        """``kv_dtypes``: the launch's "Using KV cache dtype" line per model role
+        (launch_kv_dtypes); ``draft``: the launch shows a draft model (draft_evidence), else
+        a later model is named "second", never "draft"."""
         ctx = dataclasses.replace(ctx, draft_loaded=len(self.models) > 1)
+        models = [m.freeze(kv_dtypes.get(m.role)) for m in self.models]
+        if not draft:
+            models = [
+                m if m.role == "target" else dataclasses.replace(m, role="second") for m in models
+            ]
         return Rank(
             self.label,
             self.tags,
             self.init_begin,
             self.init_end,
-            tuple(m.freeze(kv_dtypes.get(m.role)) for m in self.models),
+            tuple(models),
             tuple(g.freeze(ctx) for g in self.graphs),
             tuple(self.events),
             self.summary,
@@ -97,6 +108,22 @@ def bar_preference(r: RankB) -> tuple[int, int]:
     tp = next((n for t, n in r.tags if t == "TP"), 0)
     dp = next((n for t, n in r.tags if t == "DP"), 0)
     return (0 if r.printed_sizes else 1, 0 if tp == 0 and dp == 0 else (1 if tp == 0 else 2))
+
+
+def draft_evidence(ranks: Iterable[RankB], args: dict[str, object] | None) -> bool:
+    """The launch has a draft model: server_args sets a speculative algorithm, a rank
+    captured a draft graph, or a rank's later model is another model type than its first.
+    A second load of the same model with none of these (lines out of order, two start-ups
+    read as one) is not called a draft."""
+    if args and args.get("speculative_algorithm"):
+        return True
+    for r in ranks:
+        if any("draft" in g.name for g in r.graphs):
+            return True
+        types = {m.weights_end.model_type for m in r.models if m.weights_end is not None}
+        if len(types) > 1:
+            return True
+    return False
 
 
 def launch_kv_dtypes(ranks: Iterable[RankB]) -> dict[str, ev.KVDtype]:

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from logmem.frozen import frozen
+from logmem.model.boundaries import LaunchStart
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.units import Mem
@@ -277,6 +278,11 @@ class Launch:
     paths: tuple[str, ...]
     # The launches just before this one, kept only as briefs (logmem.model.cap).
     briefs: tuple[LaunchBrief, ...] = field(default=(), compare=False)
+    # Why it begins where it does when it is not the first launch of its file (the line and
+    # the evidence, logmem.model.boundaries), and the line the next launch of its file
+    # begins at: a launch followed by another ended there, cut or not.
+    start: LaunchStart | None = field(default=None, compare=False)
+    next_start: Source | None = field(default=None, compare=False)
 
     @property
     def args(self) -> dict[str, Any]:

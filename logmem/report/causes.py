@@ -22,6 +22,7 @@ from logmem.analysis.ledger import (
     KVLabel,
     Lazy,
     Phase,
+    PhaseFacts,
     PhaseWhat,
     RankLedger,
     Span,
@@ -61,8 +62,12 @@ _KV_LABEL = {
 }
 
 
-def _role(f: Facts | None = None, draft: bool = False) -> str:
-    return "draft " if draft or (f is not None and f.draft) else ""
+def _role(f: Facts | PhaseFacts | None = None) -> str:
+    """The model a cause or phase is of: the draft, a second model with no sign of being a
+    draft (logmem.model.rank_build.draft_evidence), or the target (no word)."""
+    if f is not None and f.draft:
+        return "draft "
+    return "second model's " if f is not None and f.second else ""
 
 
 def _size(size: int | None, tokens: bool) -> str:
@@ -253,7 +258,7 @@ def _cause_note(c: Cause) -> str:
 def phase_name(p: Phase) -> str:
     """What a person reads for the phase."""
     f, w = p.facts, p.what
-    role = _role(draft=f.draft)
+    role = _role(f)
     if w is PhaseWhat.INIT:
         return "distributed init"
     if w is PhaseWhat.WEIGHTS:

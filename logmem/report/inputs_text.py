@@ -1,4 +1,5 @@
-"""Which input file is which launch, and why files given together were not merged.
+"""Which input file is which launch, why files given together were not merged, and why a
+launch inside one file begins where it does (its JSON; the sentence is a finding's).
 
 The facts are the model stage's (:class:`logmem.model.inputs.Apart`,
 ``Analysis.launches_of``); this module says them, the same words in every format.
@@ -9,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from logmem.model.analysis import Analysis
+from logmem.model.boundaries import LaunchStart
 from logmem.model.inputs import Apart
+from logmem.parse.lines import Source
 
 _WHY = {
     "server_args": "their server_args differ",
@@ -56,4 +59,26 @@ def inputs_json(a: Analysis) -> dict[str, Any]:
             }
             for p in a.apart
         ],
+    }
+
+
+def source_json(src: Source | None) -> dict[str, Any] | None:
+    """A line as every JSON report gives it: {path, line}."""
+    return {"path": src.path, "line": src.line_no} if src is not None else None
+
+
+def start_json(s: LaunchStart | None) -> dict[str, Any] | None:
+    """Why a launch begins where it does in its file (logmem.model.boundaries)."""
+    if s is None:
+        return None
+    return {
+        "kind": s.kind,
+        "line": source_json(s.line),
+        "rank": s.rank,
+        "step": s.step or None,
+        "at": s.at,
+        "evidence": source_json(s.evidence),
+        "values": {"what": s.values[0], "this": s.values[1], "earlier": s.values[2]}
+        if s.values
+        else None,
     }

@@ -23,7 +23,8 @@ from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
-from logmem.report.inputs_text import inputs_json
+from logmem.report.inputs_text import inputs_json, start_json
+from logmem.report.inputs_text import source_json as _line
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.sizing_json import _cov, default_mfs_json
 from logmem.report.uninitialized import uninitialized_json
@@ -38,10 +39,6 @@ SCHEMA = "logmem.analysis/1"
 
 def _g(m: Mem | None) -> float | None:
     return m.gib if m is not None else None
-
-
-def _line(src: Source | None) -> dict[str, Any] | None:
-    return {"path": src.path, "line": src.line_no} if src is not None else None
 
 
 def _ln(e: ev.Event | None) -> int | None:
@@ -235,6 +232,7 @@ def failure_json(f: Failure | None) -> dict[str, Any] | None:
         "capacity_gib": gib(f.capacity_bytes),
         "message": f.message,
         "line": _line(f.line),
+        "rank_line": _line(f.rank_line),
         "fixes": [
             {"flag": x.flag, "value": fix_value(x), "effect": effect_text(x.effect)}
             for x in f.fixes
@@ -348,6 +346,8 @@ def launch_json(
     return {
         "index": L.index,
         "paths": list(L.paths),
+        "start": start_json(L.start),
+        "next_start": _line(L.next_start),
         "outcome": oc.status,
         "verdict": verdict_lines(L),
         "failure": failure_json(oc.failure),

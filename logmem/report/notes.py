@@ -313,6 +313,11 @@ def _(n: fx.CommUnknown) -> str:
 
 @note_text.register
 def _(n: fx.LogStops) -> str:
+    if n.next_launch_line is not None:
+        return (
+            f"the next launch begins at line {n.next_launch_line}: this one ended without an "
+            "error line (killed or restarted), so memory cannot be judged from it"
+        )
     return (
         "no error is in the log: it was cut, or the process hung or was killed (a kill leaves no "
         "traceback; if the OOM killer ended it, the kernel log would say so); memory "

@@ -12,6 +12,7 @@ from logmem.analysis.ledger import Bound, Lazy
 from logmem.analysis.sizing import Sizing
 from logmem.report import budget_words as budget_words  # registers PoolsVsBudget's words
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
+from logmem.report import order_sentences as order_sentences  # registers its findings' words
 from logmem.report import uninitialized as uninitialized  # registers its finding's words
 from logmem.report.budget_words import adjustment_text
 from logmem.report.capture_sentences import unified_clause
@@ -193,6 +194,14 @@ def _(f: fd.LeftFree) -> str:
     if f.end is fd.StartupEnd.STOPPED:
         if f.when is fd.LeftWhen.LOG_STOPS:
             return f"{_g(f.bytes)} GiB is free on {_on(f.rank)} {when}, before start-up finished."
+        if f.pools_after is not None:
+            # The rank allocated a pool after it: the reading is not what it had at the end.
+            size, line = f.pools_after
+            return (
+                f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, before its KV pool "
+                f"({_g(size)} GiB, line {line}); the log stops before the next reading "
+                "(start-up had not finished)."
+            )
         return (
             f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, the last reading before the "
             "log stops (start-up had not finished)."

@@ -161,10 +161,19 @@ def headline_text(f: fx.Failure) -> str:
         extra = ""
         if f.phase and f.phase.startswith("capture "):
             extra = _capture_state(f)
-        # The last line logmem recognised for that rank: unrecognised lines may follow it.
+        # The last line logmem recognised in the file (unrecognised lines may follow it), and
+        # the rank's own last line when other ranks printed after it.
         line = f" (last recognised line {f.line.line_no})" if f.line else ""
+        if f.line and f.rank_line:
+            line = (
+                f" (its last line {f.rank_line.line_no}; the last recognised line of the log "
+                f"is {f.line.line_no})"
+            )
+        # Another launch follows in the file: this start-up stops there, not the log.
+        followed = any(isinstance(n, fx.LogStops) and n.next_launch_line for n in f.notes)
+        what = "this start-up stops" if followed else "the log stops"
         return (
-            f"Incomplete: the log stops {where}{extra} on {rank or 'the GPU'}{line}; "
+            f"Incomplete: {what} {where}{extra} on {rank or 'the GPU'}{line}; "
             f"this is not a complete start-up."
         )
     figures = ""

@@ -312,7 +312,9 @@ class CommUnknown:
 
 @frozen
 class LogStops:
-    pass
+    # The line the next launch of the same file begins at (Launch.next_start): the launch
+    # did not just stop, another start-up followed it without an error line before.
+    next_launch_line: int | None = None
 
 
 Note = (
@@ -375,6 +377,9 @@ class Failure:
     compiling_size: int | None = None  # a piecewise bar stopped while compiling this size
     capture_begin_bytes: int | None = None
     offline: str | None = None  # the offline tool (bench_one_batch ...), which has no ready line
+    # A log that stops: the last line the stopped rank printed, when another rank printed
+    # later lines (``line`` is the last line read in its file).
+    rank_line: Source | None = None
 
     @property
     def headline(self) -> str:

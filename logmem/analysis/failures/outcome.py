@@ -260,6 +260,8 @@ def _stopped(launch: Launch) -> fx.Failure | None:
     place = place_of(launch, rank, None)
     size, free = place.sample
     compiling, begin = _capture_state(place)
+    last = _last_source(launch, rank)
+    own = rank.last_event.source if rank.last_event is not None else None
     return fx.Failure(
         kind="stopped",
         memory_related=None,
@@ -271,14 +273,25 @@ def _stopped(launch: Launch) -> fx.Failure | None:
         free_bytes=free,
         capacity_bytes=None,
         message="the log stops before start-up finished (no error, no ready line)",
-        line=_last_source(launch, rank),
-        notes=(fx.LogStops(),),
+        line=last,
+        notes=(fx.LogStops(_next_launch_line(launch, last)),),
         bucket_free_bytes=free,
         ranks_total=len(launch.ranks),
         bar_rank=place.bar_rank,
         compiling_size=compiling,
         capture_begin_bytes=begin,
+        rank_line=own
+        if own is not None and last is not None and own.line_no != last.line_no
+        else None,
     )
+
+
+def _next_launch_line(launch: Launch, last: Source | None) -> int | None:
+    """The line the next launch of this file begins at, when it follows where this one stops."""
+    nxt = launch.next_start
+    if nxt is None or (last is not None and nxt.path != last.path):
+        return None
+    return nxt.line_no
 
 
 def _capture_state(place: Place) -> tuple[int | None, int | None]:

@@ -1,0 +1,95 @@
+"""Findings about the order of the input: where a launch begins inside its file, and a
+rank's lines out of time order (a log sorted, or reordered by a log shipper).
+
+A launch that is not the first of its file says why it begins there (the model stage's
+LaunchStart, logmem.model.boundaries), so that a reader can check the split against the line.
+
+One process prints a rank's start-up steps in order, so their timestamps never run back by
+more than the clock's resolution (logmem.model.boundaries.CLOCK_SLACK). When they do, the
+ledger of that rank pairs readings in the wrong order (memory "given back", a second model
+load that is the first one read late): its figures are not reliable.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import ClassVar
+
+from logmem.analysis.findings_kinds import FindingKind
+from logmem.frozen import frozen
+from logmem.model.boundaries import CLOCK_SLACK, STEPS, LaunchStart
+from logmem.model.clock import printed_at
+from logmem.model.records import Launch, Rank
+from logmem.parse.lines import Source
+
+
+@frozen
+class LaunchStarted:
+    """This launch begins at ``start.line``, after launch ``previous`` of the same file."""
+
+    kind: ClassVar[FindingKind] = FindingKind.LAUNCH_START
+    start: LaunchStart
+    previous: int  # the index of the launch before it
+
+
+def launch_started(launch: Launch) -> LaunchStarted | None:
+    if launch.start is None:
+        return None
+    return LaunchStarted(launch.start, launch.index - 1)
+
+
+def order_findings(launch: Launch) -> tuple[LaunchStarted | OutOfOrder, ...]:
+    """Where the launch begins in its file (when not first), then each rank out of time
+    order: both change how far the launch's other figures can be trusted."""
+    started = launch_started(launch)
+    return ((started,) if started is not None else ()) + out_of_order(launch)
+
+
+@frozen
+class OutOfOrder:
+    """A rank's step printed at ``later_line``, dated ``back`` earlier than ``earlier_line``
+    printed before it (the first such pair of the rank)."""
+
+    kind: ClassVar[FindingKind] = FindingKind.OUT_OF_ORDER
+    rank: str
+    earlier_line: int  # printed first, dated later
+    earlier_time: datetime
+    later_line: int  # printed after it, dated earlier
+    later_time: datetime
+    count: int  # the rank's steps dated earlier than a step printed before them
+
+
+def out_of_order(launch: Launch) -> tuple[OutOfOrder, ...]:
+    """Per rank (in the launch's order), its first step that runs back in time."""
+    return tuple(f for r in launch.ranks if (f := _rank(r)) is not None)
+
+
+def _rank(r: Rank) -> OutOfOrder | None:
+    latest: dict[str, tuple[datetime, Source]] = {}  # per file: the latest dated step so far
+    first: OutOfOrder | None = None
+    count = 0
+    for e in r.events:
+        if not isinstance(e, STEPS):
+            continue
+        t = printed_at(e)
+        if t is None:
+            continue
+        prev = latest.get(e.source.path)
+        if prev is not None and t < prev[0] - CLOCK_SLACK:
+            count += 1
+            if first is None:
+                first = OutOfOrder(r.label, prev[1].line_no, prev[0], e.source.line_no, t, 0)
+        if prev is None or t > prev[0]:
+            latest[e.source.path] = (t, e.source)
+    return (
+        None
+        if first is None
+        else OutOfOrder(
+            first.rank,
+            first.earlier_line,
+            first.earlier_time,
+            first.later_line,
+            first.later_time,
+            count,
+        )
+    )

@@ -1,0 +1,204 @@
+"""Model stage, launch boundaries inside one input file: where a new start-up begins, and why.
+
+A file holds a new launch where a user reading it would agree that one start-up ended and
+another began (reference 1.5, 17). The evidence, in the order it is checked:
+
+* ``server_args=`` printed again (``server_args``);
+* a rank begins distributed init again after start-up ended, or after its model(s) loaded
+  with no draft configured (``restart``);
+* a rank's start-up step (weights, KV pool, capture) after the launch was ready, or after
+  that rank printed its scheduler summary (``after_ready``, ``after_summary``): a server
+  that came up does not load a model again, and a logged restart would print init first;
+* an untagged single-GPU rank's start-up step beside TP-tagged ranks, or the other way
+  round (``untagged``, ``tagged``): a launch is one or the other (reference 1.2);
+* a start-up step printed more than ``MAX_QUIET`` after (or before) the launch's last
+  dated step (``clock``): files concatenated from different days; a step that ends one its
+  rank began (``Load weight end`` after a slow download, a capture's end) is never split
+  from it by a forward gap;
+* a second model load on a rank while server_args configures no draft
+  (``speculative_algorithm=None``), or a ``Load weight end`` of another model type with no
+  ``Load weight begin`` waiting for it (``model``).
+
+Lines out of time order (a log sorted or reordered by a shipper) are not a new launch: a
+step that runs back in time on its rank, or is dated before the ready line it follows, opens
+one by the ready or summary rule only when the rank printed that step already (the same log
+twice), and never by the model rule (logmem.analysis.findings_order reports a rank's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import field, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from logmem.frozen import frozen, mutable
+from logmem.model.clock import printed_at
+from logmem.model.inputs import MAX_QUIET
+from logmem.parse import events as ev
+from logmem.parse.lines import Source
+
+if TYPE_CHECKING:
+    from logmem.model.build import _LaunchB
+    from logmem.model.rank_build import RankB
+
+# The start-up steps of a rank (model runner lines): what the launch rules look at.
+STEPS = (
+    ev.InitBegin,
+    ev.InitEnd,
+    ev.WeightsBegin,
+    ev.WeightsEnd,
+    ev.KVPool,
+    ev.PoolEnd,
+    ev.CaptureBegin,
+    ev.CaptureEnd,
+    ev.Summary,
+)
+# Steps that only a start-up prints: never after the server came up.
+_LOADS = (ev.WeightsBegin, ev.WeightsEnd, ev.KVPool, ev.PoolEnd, ev.CaptureBegin)
+# SGLang prints time at one-second resolution, and a rank's threads can print a record
+# created a moment earlier: a step may run back by this much without being out of order.
+CLOCK_SLACK = timedelta(seconds=1)
+
+
+@frozen
+class LaunchStart:
+    """Why a launch (not the first of its file) begins at ``line``."""
+
+    kind: str  # server_args | restart | after_ready | after_summary | untagged | tagged | clock | model
+    line: Source  # the line that opened it
+    rank: str | None  # the rank that printed it ("" the untagged rank; None: no rank)
+    # The earlier line it is measured against: the ready line, the rank's summary, the
+    # previous launch's last dated step, its first Load weight end, a tagged rank's step.
+    evidence: Source | None = None
+    # (what, this line's value, the earlier line's value), as printed: times, model types.
+    values: tuple[str, str, str] | None = None
+    step: str = ""  # the opening line's event type (WeightsEnd, InitBegin ...); "" server_args
+    at: str | None = None  # the opening line's printed date and time, if dated
+
+
+def _spec(L: _LaunchB) -> str | None | bool:
+    """The launch's speculative_algorithm: its value, None when server_args says none, False
+    when server_args does not print it (or is missing)."""
+    args = L.server_args.args if L.server_args else {}
+    if "speculative_algorithm" not in args:
+        return False
+    v = args["speculative_algorithm"]
+    return v if isinstance(v, str) and v else None
+
+
+@mutable
+class FileSteps:
+    """The start-up steps a launch printed in one file so far: per rank, its first step
+    line and its latest dated step; and the latest dated step of any rank."""
+
+    first: dict[str, Source] = field(default_factory=dict)
+    latest: dict[str, tuple[datetime, Source]] = field(default_factory=dict)
+    last: tuple[datetime, Source] | None = None
+    kinds: dict[str, set[str]] = field(default_factory=dict)  # per rank: its step types so far
+
+    def add(self, e: ev.Event) -> None:
+        label = e.rank or ""
+        self.first.setdefault(label, e.source)
+        self.kinds.setdefault(label, set()).add(type(e).__name__)
+        t = printed_at(e)
+        if t is None:
+            return
+        if label not in self.latest or t > self.latest[label][0]:
+            self.latest[label] = (t, e.source)
+        if self.last is None or t > self.last[0]:
+            self.last = (t, e.source)
+
+    def runs_back(self, e: ev.Event) -> bool:
+        """e is dated earlier than a step its rank printed before it: out of order, not new."""
+        t = printed_at(e)
+        prev = self.latest.get(e.rank or "")
+        return t is not None and prev is not None and t < prev[0] - CLOCK_SLACK
+
+
+def new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
+    """Whether the rank event ``e`` opens a new launch after ``L`` (its file's current one),
+    by the rules of the module docstring after the restart rule (logmem.model.build)."""
+    start = _new_launch(L, e)
+    return None if start is None else stamped(start, e)
+
+
+def stamped(start: LaunchStart, e: ev.Event) -> LaunchStart:
+    """The LaunchStart with the opening event's type and printed time."""
+    t = printed_at(e)
+    return replace(start, step=type(e).__name__, at=f"{t:%Y-%m-%d %H:%M:%S}" if t else None)
+
+
+def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
+    if not isinstance(e, STEPS) or e.rank is None:
+        return None
+    path = e.source.path
+    seen = L.steps.get(path)
+    if seen is None:
+        return None
+    r = L.ranks.get(e.rank)
+    # A step the rank printed already is a second start-up's even when its clock runs back
+    # (the same log pasted twice); a first one dated back is a reordered line (findings_order).
+    repeat = type(e).__name__ in seen.kinds.get(e.rank, ())
+    if isinstance(e, _LOADS) and (repeat or not seen.runs_back(e)):
+        up = next(
+            (x for x in L.events if isinstance(x, (ev.Ready, ev.HttpUp)) and x.source.path == path),
+            None,
+        )
+        if up is not None and (repeat or not _dated_before(e, up)):
+            return LaunchStart("after_ready", e.source, e.rank, up.source)
+        if r is not None and r.summary is not None and r.summary.source.path == path:
+            return LaunchStart("after_summary", e.source, e.rank, r.summary.source)
+    tagged = sorted((s for k, s in seen.first.items() if k), key=lambda s: s.line_no)
+    if e.rank == "" and tagged:
+        return LaunchStart("untagged", e.source, e.rank, tagged[0])
+    if e.rank != "" and "" in seen.first:
+        return LaunchStart("tagged", e.source, e.rank, seen.first[""])
+    t = printed_at(e)
+    gap = t - seen.last[0] if t is not None and seen.last is not None else None
+    # Forward, a step that ends one its rank began (a slow download between Load weight begin
+    # and end) is the same start-up however long it took.
+    if gap is not None and (gap < -MAX_QUIET or (gap > MAX_QUIET and not _ends_open_step(r, e))):
+        assert t is not None and seen.last is not None
+        values = ("printed at", f"{t:%Y-%m-%d %H:%M:%S}", f"{seen.last[0]:%Y-%m-%d %H:%M:%S}")
+        return LaunchStart("clock", e.source, e.rank, seen.last[1], values)
+    return None if seen.runs_back(e) else _model_change(L, e)
+
+
+def _dated_before(e: ev.Event, other: ev.Event) -> bool:
+    """e is dated earlier than ``other`` (beyond the clock's slack): printed late, not after it."""
+    t, u = printed_at(e), printed_at(other)
+    return t is not None and u is not None and t < u - CLOCK_SLACK
+
+
+def _ends_open_step(r: RankB | None, e: ev.Event) -> bool:
+    """e closes a step its rank opened: a model's load, distributed init, a capture."""
+    if r is None:
+        return False
+    if isinstance(e, ev.WeightsEnd):
+        return any(m.weights_begin is not None and m.weights_end is None for m in r.models)
+    if isinstance(e, ev.InitEnd):
+        return r.init_begin is not None and r.init_end is None
+    if isinstance(e, ev.CaptureEnd):
+        return r.open_graph() is not None
+    return False
+
+
+def _model_change(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
+    """A second model load with no draft configured, or a Load weight end of another model
+    type that no Load weight begin waits for (a paste that starts at that line)."""
+    r = L.ranks.get(e.rank or "")
+    if r is None or not r.models:
+        return None
+    spec = _spec(L)
+    ends = [m.weights_end for m in r.models if m.weights_end is not None]
+    if not ends:
+        return None
+    all_loaded = len(ends) == len(r.models)
+    if isinstance(e, ev.WeightsBegin) and spec is None and all_loaded:
+        return LaunchStart("model", e.source, e.rank, ends[0].source)
+    if isinstance(e, ev.WeightsEnd) and spec in (None, False) and all_loaded:
+        other = next((x for x in ends if x.model_type != e.model_type), None)
+        if other is not None:
+            values = ("model type", e.model_type, other.model_type)
+            return LaunchStart("model", e.source, e.rank, other.source, values)
+    return None

@@ -1,0 +1,118 @@
+"""Sentences of the input-order findings: where a launch begins in its file and why, and a
+rank's lines out of time order (logmem.analysis.findings_order)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from logmem.analysis.findings_order import LaunchStarted, OutOfOrder
+from logmem.parse import events as ev
+from logmem.report.finding_base import finding_text
+
+# How each start-up step reads, in SGLang's own words.
+_STEP = {
+    ev.InitBegin.__name__: "'Init torch distributed begin'",
+    ev.InitEnd.__name__: "'Init torch distributed ends'",
+    ev.WeightsBegin.__name__: "'Load weight begin'",
+    ev.WeightsEnd.__name__: "'Load weight end'",
+    ev.KVPool.__name__: "'KV Cache is allocated'",
+    ev.PoolEnd.__name__: "'Memory pool end'",
+    ev.CaptureBegin.__name__: "'Capture ... graph begin'",
+    ev.CaptureEnd.__name__: "'Capture ... graph end'",
+    ev.Summary.__name__: "its scheduler summary",
+}
+
+
+def _rank(label: str | None) -> str:
+    if label is None:
+        return "the launcher"
+    return label if label else "the untagged rank (one GPU)"
+
+
+def _step(f: LaunchStarted) -> str:
+    return _STEP.get(f.start.step, "a start-up line")
+
+
+def _span(d: timedelta) -> str:
+    s = abs(d.total_seconds())
+    if s >= 2 * 86400:
+        return f"{s / 86400:.0f} days"
+    if s >= 2 * 3600:
+        return f"{s / 3600:.0f} hours"
+    return f"{s / 60:.0f} minutes"
+
+
+@finding_text.register
+def _(f: LaunchStarted) -> str:
+    s = f.start
+    when = f" ({s.at})" if s.at else ""
+    at = f"This launch begins at line {s.line.line_no}{when}"
+    prev = f"launch {f.previous}"
+    ev_line = s.evidence.line_no if s.evidence is not None else None
+    who = _rank(s.rank)
+    if s.kind == "server_args":
+        where = f" ({prev}'s at line {ev_line})" if ev_line is not None else f" after {prev}"
+        return f"{at}: server_args is printed again{where}, as a new start-up does."
+    if s.kind == "restart":
+        first = f" (its first at line {ev_line})" if ev_line is not None else ""
+        return (
+            f"{at}: {who} begins distributed init again{first}, and no draft worker of {prev} "
+            f"explains it: a restart."
+        )
+    step = _step(f)
+    joined = "two logs joined, or a restart whose first lines are missing"
+    if s.kind == "after_ready":
+        return (
+            f"{at}: {who} prints {step} after {prev} came up (line {ev_line}), with no restart "
+            f"line before it; a server that is up does not load again, so this is another "
+            f"start-up ({joined})."
+        )
+    if s.kind == "after_summary":
+        return (
+            f"{at}: {who} prints {step} after its scheduler summary (line {ev_line}), which "
+            f"ends its start-up, with no restart line before it: another start-up ({joined})."
+        )
+    if s.kind == "untagged":
+        return (
+            f"{at}: {who} prints {step} beside the TP-tagged ranks of {prev} (from line "
+            f"{ev_line}); a launch has tagged ranks or one untagged rank, not both ({joined})."
+        )
+    if s.kind == "tagged":
+        return (
+            f"{at}: {who} prints {step} beside the untagged rank (one GPU) of {prev} (from line "
+            f"{ev_line}); a launch has tagged ranks or one untagged rank, not both ({joined})."
+        )
+    if s.kind == "clock" and s.values is not None:
+        t, t0 = (datetime.fromisoformat(v) for v in s.values[1:])
+        way = "after" if t > t0 else "before"
+        return (
+            f"{at}: {who} prints {step} at {s.values[1]}, {_span(t - t0)} {way} the last "
+            f"start-up line of {prev} (line {ev_line}, {s.values[2]}): far more than one "
+            f"start-up takes ({joined})."
+        )
+    if s.kind == "model" and s.values is not None:
+        return (
+            f"{at}: {who} prints 'Load weight end' of {s.values[1]}, another model than the "
+            f"{s.values[2]} of {prev} (line {ev_line}), with no 'Load weight begin' before it "
+            f"and no draft configured ({joined})."
+        )
+    if s.kind == "model":
+        return (
+            f"{at}: {who} prints 'Load weight begin' again after its model loaded (line "
+            f"{ev_line}), and server_args configures no draft (speculative_algorithm=None): "
+            f"another start-up ({joined})."
+        )
+    return f"{at}."
+
+
+@finding_text.register
+def _(f: OutOfOrder) -> str:
+    more = f.count - 1
+    also = f" ({more} more of its lines run back likewise)" if more > 0 else ""
+    return (
+        f"{f.rank or 'The untagged rank'}'s lines are not in time order: line {f.later_line} "
+        f"({f.later_time:%H:%M:%S}) comes after line {f.earlier_line} ({f.earlier_time:%H:%M:%S})"
+        f"{also}. Its ledger pairs readings in the wrong order (memory 'given back', steps "
+        f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable: pass "
+        f"the rank's own file, or a merge that keeps each file's order."
+    )
