@@ -307,6 +307,7 @@ class LowPointBinds:
     low_bytes: int
     line: int
     final_bytes: int
+    after_capture: bool = False  # it comes after the resized graph's capture ended
 
 
 @frozen

@@ -33,6 +33,7 @@ from logmem.compare.whatif_facts import (
     context_check,
     draft_pool,
     low_points,
+    lows_after_capture,
     main_buckets,
     top_unknown,
 )
@@ -330,9 +331,14 @@ def whatif_launch(
     # back (036: the draft's pool step at 0.81 GiB, 2.74 at the end), and a larger pool has to
     # fit at that low point as well as at the end.
     low = low_points(led, after)
+    past = lows_after_capture(led, low, main.graph if main is not None else None)
     binds = min((v for v in low.values() if v[0] < after[v[2]][0]), default=None)
     if binds is not None:
-        assumptions.append(cn.LowPointBinds(binds[2], binds[0], binds[1], after[binds[2]][0]))
+        assumptions.append(
+            cn.LowPointBinds(
+                binds[2], binds[0], binds[1], after[binds[2]][0], binds[2] in past
+            )
+        )
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
@@ -345,13 +351,14 @@ def whatif_launch(
         draft, _ = draft_pool(sz, t, t0)
         d_change = draft.bytes - draft0.bytes if draft is not None and draft0 is not None else 0
         extra = pool_change + req_change + g_change + d_change
-        # At a low point before the captures ended a smaller graph has not freed anything yet.
-        extra_low = pool_change + req_change + d_change + max(g_change, 0)
         worst: tuple[int, str] | None = None
         for rank, (free, _g) in after.items():
             h = free - extra
             if rank in low and low[rank][0] < free:  # a low point before the end
-                h = min(h, low[rank][0] - extra_low)
+                # Before the capture ended a smaller graph has freed nothing yet; after it, the
+                # graph's change holds there with its sign.
+                g_low = g_change if rank in past else max(g_change, 0)
+                h = min(h, low[rank][0] - (pool_change + req_change + d_change + g_low))
             if worst is None or h < worst[0]:
                 worst = (h, rank)
         graph_bytes = None

@@ -307,3 +307,23 @@ def low_points(
         if low is not None:
             out[rl.rank] = (low[0], low[1], rl.rank)
     return out
+
+
+def lows_after_capture(
+    led: LaunchLedger, low: Mapping[str, tuple[int, int, str]], graph: str | None
+) -> frozenset[str]:
+    """The ranks of ``low`` whose low point comes after their own capture of ``graph`` ended:
+    memory a smaller graph does not take is free there too (036: the draft's pool step after
+    the decode capture). Before it, or without that capture on the rank, a smaller graph has
+    freed nothing yet."""
+    out = set()
+    for rank, (_b, line, _r) in low.items():
+        rl = led.rank(rank) if graph is not None else None
+        ends = [
+            p.lines[1]
+            for p in (rl.phases if rl is not None else ())
+            if p.graph is not None and p.graph.name == graph
+        ]
+        if ends and line > ends[0]:
+            out.add(rank)
+    return frozenset(out)

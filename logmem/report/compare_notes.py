@@ -337,6 +337,12 @@ def _(n: cn.LowPointBinds) -> str:
         f"Free memory on {n.rank} fell to {_gs(n.low_bytes)} GiB (line {n.line}) after the KV pool, "
         f"below the {_gs(n.final_bytes)} GiB it ended with: a larger pool must fit at that low "
         "point too, so headroom is the lower of the two, less the extra memory."
+        + (
+            " It comes after the decode graphs' capture ended, so a change of their memory "
+            "(either way) holds there too."
+            if n.after_capture
+            else ""
+        )
     )
 
 
