@@ -35,3 +35,11 @@ def test_a_smaller_graph_frees_memory_at_a_low_point_after_its_capture() -> None
         head = next(ln for ln in rows if ln.startswith("headroom, GiB"))
         assert head.split()[-2:] == [now, then], (prefix, head)
     assert "It comes after the decode graphs' capture ended" in _text("036")
+
+
+def test_the_logged_mfs_flag_is_offered_only_when_mfs_is_the_one_input_missing() -> None:
+    """037 lacks both mem_fraction_static and 'Load weight begin': passing the flag would fail
+    on the missing reading, so it is not offered (review26 #7e)."""
+    out = _text("037", "--mem-fraction-static", "0.8", code=1)
+    assert "'Load weight begin. avail mem=...'" in out and "mem_fraction_static (" in out
+    assert "--logged-mem-fraction-static" not in out
