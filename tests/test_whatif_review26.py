@@ -43,3 +43,57 @@ def test_the_logged_mfs_flag_is_offered_only_when_mfs_is_the_one_input_missing()
     out = _text("037", "--mem-fraction-static", "0.8", code=1)
     assert "'Load weight begin. avail mem=...'" in out and "mem_fraction_static (" in out
     assert "--logged-mem-fraction-static" not in out
+
+
+def _row(out: str, name: str) -> list[str]:
+    return next(ln for ln in out.splitlines() if ln.startswith(name)).split()
+
+
+def test_a_max_bs_above_the_era_list_captures_the_list_top_not_the_request_pool() -> None:
+    """001 (2025-03-08, SGLang 0.4.3-era list [1, 2, 4] + range(8, 161, 8), not extended up to
+    max bs): --cuda-graph-max-bs 4096 or 200 captures bs 160, not the pool's 2049 or 200; at
+    +0.16 GiB by the heuristic it fits (review26 #1)."""
+    for bs in ("4096", "200"):
+        out = _run("001", "--cuda-graph-max-bs", bs)
+        assert _row(out, "largest captured bs")[-2:] == ["80", "160"], bs
+        assert _row(out, "CUDA graphs, GiB")[-2:] == ["0.93", "1.09"], bs
+        assert _row(out, "headroom, GiB")[-2:] == ["0.53", "0.37"], bs
+        assert _row(out, "feasible")[-2:] == ["yes", "yes"], bs
+        text = " ".join(out.split())
+        assert "the largest captured batch becomes 160: SGLang's 2025 list tops at bs 160" in text
+        assert "without extending it up to max bs" in text
+        assert "(max_running_requests 2,049, line 71) does not bind" in text
+        assert "extended to max bs" not in text and "becomes 2049" not in text
+
+
+def test_a_2025_list_extended_to_max_bs_in_steps_of_16() -> None:
+    """011 (v0.5.2, 2025-09-11): this SGLang extends its list in steps of 16 up to max bs, so
+    256 captures 256 (whatever the GPU), 4096 stops at 3,520 (the last step at or below the
+    pool of 3529), and 200 is 192 or 200 by the GPU's capacity, which the log does not print."""
+    assert _row(_run("011", "--cuda-graph-max-bs", "256"), "largest captured bs")[-1] == "256"
+    text = _text("011", "--cuda-graph-max-bs", "4096")
+    assert "the largest captured batch becomes 3,520" in text
+    assert "is extended in steps of 16 up to max bs" in text
+    text = _text("011", "--cuda-graph-max-bs", "200")
+    assert "the largest captured batch is 192 or 200" in text
+    assert "the log prints no device total" in text and "The figures are for 200" in text
+
+
+def test_the_capture_list_top_by_era() -> None:
+    from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
+
+    def top(month: tuple[int, int] | None, bs: int, pool: int | None, **gpu: object) -> tuple:
+        ctx = ListContext(speculative=False, no_padding=False, request_pool=pool, month=month)
+        t = largest_at_max_bs(bs, ctx, GpuFacts(**gpu))  # type: ignore[arg-type]
+        assert t is not None
+        return t.sizes
+
+    assert top((2025, 3), 4096, 2049) == (160,)
+    assert top((2025, 3), 4096, 2049, rocm=True) == (256,)  # 0.4.3 adds 168-256 on ROCm
+    assert top((2025, 3), 100, 64) == (64,)  # the pool is added, then binds
+    assert top((2025, 8), 200, None, capacity_mib=81559) == (192,)
+    assert top((2025, 8), 200, None, capacity_mib=143771) == (200,)  # H200: over 96 GiB
+    assert top((2025, 8), 200, None) == (192, 200)  # no device total: both
+    assert top((2025, 8), 200, None, at_least_mib=120000) == (200,)  # free memory bounds it
+    assert top((2026, 4), 4096, 2049) == (2049,)  # generated to max bs, clamped to the pool
+    assert top((2026, 4), 200, None) == (200,)

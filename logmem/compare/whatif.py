@@ -72,9 +72,14 @@ class Prediction:
     # A capture's low point of free memory is unknown (a release masks its cost) and this
     # setting asks more than the launch did: headroom after capture does not settle it.
     low_point_unknown: bool = False
+    # The log cannot tell which largest bs the new max bs captures, and the smaller one's
+    # verdict differs from this one's (priced at the larger): the verdict is unknown.
+    bs_unsure: bool = False
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
+        if self.bs_unsure:
+            return None
         if self.crashed or self.kv_tokens <= 0:
             return False
         if self.headroom_bytes is None:
@@ -201,7 +206,7 @@ def whatif_launch(
     if disabled is not None:
         notes.append(disabled)
     elif not md.has_capture:
-        notes.append(cn.NoCaptureMeasured(_captured_unmeasured(launch)))
+        notes.append(cn.NoCaptureMeasured(wf.captured_unmeasured(launch)))
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
@@ -254,6 +259,7 @@ def whatif_launch(
     use: GraphSlope | None = slope
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
+    other_bs: int | None = None  # a smaller largest bs the log cannot rule out
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
         raise FitError("--cuda-graph-max-bs must be at least 1")
     if cuda_graph_max_bs is not None and disabled is None:
@@ -261,7 +267,7 @@ def whatif_launch(
             raise FitError(
                 "this launch captured its graphs, memory not printed, so there is no measured "
                 "bucket to grow or shrink"
-                if _captured_unmeasured(launch)
+                if wf.captured_unmeasured(launch)
                 else "this launch captured no decode CUDA graph, so there is no bucket to grow or "
                 "shrink"
             )
@@ -277,6 +283,7 @@ def whatif_launch(
             at_mfs[1] if at_mfs and at_mfs[1] > 0 else None,
         )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
+        other_bs = change.other_bs
         notes.extend(change.notes)
         assumptions.extend(change.assumptions)
         if mem_fraction_static is None:
@@ -335,9 +342,7 @@ def whatif_launch(
     binds = min((v for v in low.values() if v[0] < after[v[2]][0]), default=None)
     if binds is not None:
         assumptions.append(
-            cn.LowPointBinds(
-                binds[2], binds[0], binds[1], after[binds[2]][0], binds[2] in past
-            )
+            cn.LowPointBinds(binds[2], binds[0], binds[1], after[binds[2]][0], binds[2] in past)
         )
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
@@ -400,6 +405,10 @@ def whatif_launch(
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)
     predicted = predict(mfs, new_bs, md.ctx)
+    if other_bs is not None:
+        alt = predict(mfs, other_bs, md.ctx).verdict(activation_reserve_bytes)
+        if alt != predicted.verdict(activation_reserve_bytes):
+            predicted = replace(predicted, bs_unsure=True)
     now, then = mamba_requests(t_logged), mamba_requests(predicted.kv_tokens)
     if rel is not None and now is not None and then is not None:
         capped = predicted.largest_bs if predicted.largest_bs != new_bs else None
@@ -485,8 +494,3 @@ def whatif_launch(
         unknown_top,
         method,
     )
-
-
-def _captured_unmeasured(launch: Launch) -> bool:
-    """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
-    return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)

@@ -13,6 +13,8 @@ from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.sizing import Sizing
 from logmem.compare import notes as cn
 from logmem.frozen import frozen
+from logmem.model.records import Launch
+from logmem.sglang.capture_lists import CaptureTop
 from logmem.sglang.default_mfs import Rule
 
 
@@ -100,6 +102,17 @@ class CappedAtRequestPool:
 
 
 @frozen
+class ListTopAt:
+    """The largest batch --cuda-graph-max-bs gives by SGLang's capture list of the launch's era
+    (logmem.sglang.capture_lists.largest_at_max_bs), clamped to the request pool."""
+
+    requested: int
+    top: CaptureTop
+    cur_bs: int  # the largest size the launch captured
+    pool_line: int | None  # the summary line printing max_running_requests (None: predicted)
+
+
+@frozen
 class MfsHeld:
     mfs: float
     # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED, TP_TABLE or GPU_TIER say
@@ -139,6 +152,7 @@ WhatIfNote = (
     | NoBucketReadings
     | TopUnknown
     | CappedAtRequestPool
+    | ListTopAt
     | MfsHeld
     | MambaRequestsFollow
     | MambaRequestsHeld
@@ -327,3 +341,8 @@ def lows_after_capture(
         if ends and line > ends[0]:
             out.add(rank)
     return frozenset(out)
+
+
+def captured_unmeasured(launch: Launch) -> bool:
+    """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
+    return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)

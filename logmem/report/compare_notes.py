@@ -430,10 +430,7 @@ def _(n: cn.LargestBecomes) -> str:
             f"rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change in rows"
             + static
         )
-    return (
-        f"The largest captured batch becomes {n.bs} (SGLang's list extended to max bs); {how}; the "
-        "other buckets stay as measured."
-    )
+    return f"The largest captured batch becomes {n.bs}; {how}; the other buckets stay as measured."
 
 
 @note_text.register
