@@ -97,3 +97,12 @@ def test_the_capture_list_top_by_era() -> None:
     assert top((2025, 8), 200, None, at_least_mib=120000) == (200,)  # free memory bounds it
     assert top((2026, 4), 4096, 2049) == (2049,)  # generated to max bs, clamped to the pool
     assert top((2026, 4), 200, None) == (200,)
+
+
+def test_weights_not_initialized_from_the_checkpoint_are_noted() -> None:
+    """006 l.48 (and TP1 l.43): 60 MoE expert weights the checkpoint did not fill; the weights
+    whatif holds (24.13 GiB, line 51) are a broken load's (review26 #4, whatif part)."""
+    text = _text("006", "--mem-fraction-static", "0.9")
+    assert "Line 48 (TP0; also TP1 at line 43): 60 weights were not initialized" in text
+    assert "(24.13 GiB per rank on TP0, line 51) are those of a broken load" in text
+    assert "not initialized" not in _text("001", "--mem-fraction-static", "0.9")

@@ -203,6 +203,7 @@ def whatif_launch(
         if md.graphs_disabled and not md.has_capture
         else None
     )
+    notes.extend(wf.broken_loads(launch))
     if disabled is not None:
         notes.append(disabled)
     elif not md.has_capture:

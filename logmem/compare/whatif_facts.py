@@ -11,6 +11,7 @@ from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
 from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.sizing import Sizing
+from logmem.analysis.weights_loaded import WeightsNotLoaded, weights_not_loaded
 from logmem.compare import notes as cn
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -113,6 +114,14 @@ class ListTopAt:
 
 
 @frozen
+class WeightsOfABrokenLoad:
+    """The launch's weights include parameters the checkpoint did not fill (analyze's finding,
+    logmem.analysis.weights_loaded): the weights whatif holds as measured are that load's."""
+
+    found: WeightsNotLoaded
+
+
+@frozen
 class MfsHeld:
     mfs: float
     # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED, TP_TABLE or GPU_TIER say
@@ -153,6 +162,7 @@ WhatIfNote = (
     | TopUnknown
     | CappedAtRequestPool
     | ListTopAt
+    | WeightsOfABrokenLoad
     | MfsHeld
     | MambaRequestsFollow
     | MambaRequestsHeld
@@ -346,3 +356,8 @@ def lows_after_capture(
 def captured_unmeasured(launch: Launch) -> bool:
     """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
     return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)
+
+
+def broken_loads(launch: Launch) -> tuple[WeightsOfABrokenLoad, ...]:
+    """One note per model whose weights the checkpoint did not all fill (review26 #4)."""
+    return tuple(WeightsOfABrokenLoad(f) for f in weights_not_loaded(launch))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from logmem.compare import whatif_facts as wf
 from logmem.report.compare_notes import note_text
+from logmem.report.uninitialized import listed
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
@@ -252,3 +253,20 @@ def _(n: wf.ListTopAt) -> str:
         )
     tail = f"; {pool} caps it there." if binds else f"; {pool} does not bind." if pool else "."
     return f"{at}the largest captured batch becomes {size:,}: {how}{tail}"
+
+
+@note_text.register
+def _(n: wf.WeightsOfABrokenLoad) -> str:
+    f = n.found
+    of = "the draft model's weights" if f.role == "draft" else "weights"
+    size = (
+        f" ({_gs(f.usage_bytes)} GiB per rank on {f.rank or 'the GPU'}, line {f.weights_line})"
+        if f.usage_bytes is not None and f.weights_line is not None
+        else ""
+    )
+    return (
+        f"{listed(f)}. The server ran with them uninitialised, so the {of} held as measured here"
+        f"{size} are those of a broken load, not a working model's: a load that fills them may "
+        "take other memory, and the KV budget, the headroom and the window, which rest on the "
+        "weights, would move with it."
+    )
