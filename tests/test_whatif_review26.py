@@ -106,3 +106,13 @@ def test_weights_not_initialized_from_the_checkpoint_are_noted() -> None:
     assert "Line 48 (TP0; also TP1 at line 43): 60 weights were not initialized" in text
     assert "(24.13 GiB per rank on TP0, line 51) are those of a broken load" in text
     assert "not initialized" not in _text("001", "--mem-fraction-static", "0.9")
+
+
+def test_the_token_count_gap_is_cited_in_analyzes_figure_and_words() -> None:
+    """036: analyze says SGLang allocated about 2,800 more tokens than its logged KV budget
+    (8.50 GiB, line 1139) holds (129,792 against 132,608); whatif cites that figure, not a
+    second count of 129,920 with another explanation (review26 #7f)."""
+    text = _text("036")
+    assert "than its own logged KV budget (8.50 GiB, line 1139) holds at that cell" in text
+    assert "(129,792 tokens against the 132,608 it allocated)" in text
+    assert "129,920" not in text and "sizes KV differently" not in text

@@ -212,7 +212,7 @@ def whatif_launch(
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
     if logged and not rule_agrees(rule0, logged, md.bpt):
-        notes.append(cn.RuleDisagrees(rule0, logged))
+        notes.append(cn.RuleDisagrees(rule0, logged, wf.more_tokens_gap(led)))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens
     assumptions.append(

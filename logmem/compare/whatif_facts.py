@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
 from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
+from logmem.analysis.findings_sizing import GapReason, PoolsVsBudget
 from logmem.analysis.sizing import Sizing
 from logmem.analysis.weights_loaded import WeightsNotLoaded, weights_not_loaded
 from logmem.compare import notes as cn
@@ -361,3 +362,19 @@ def captured_unmeasured(launch: Launch) -> bool:
 def broken_loads(launch: Launch) -> tuple[WeightsOfABrokenLoad, ...]:
     """One note per model whose weights the checkpoint did not all fill (review26 #4)."""
     return tuple(WeightsOfABrokenLoad(f) for f in weights_not_loaded(launch))
+
+
+def more_tokens_gap(led: LaunchLedger) -> PoolsVsBudget | None:
+    """analyze's finding that SGLang allocated more tokens than its budget holds at the round
+    cell (review26 #7f: whatif cites its figure, not a second token count)."""
+    return next(
+        (
+            f
+            for f in led.findings
+            if isinstance(f, PoolsVsBudget)
+            and f.reason is GapReason.MORE_TOKENS
+            and f.fits is None
+            and (f.extra_tokens or 0) > 0
+        ),
+        None,
+    )

@@ -186,6 +186,14 @@ def _(n: cn.NoCaptureMeasured) -> str:
 
 @note_text.register
 def _(n: cn.RuleDisagrees) -> str:
+    if n.beyond is not None:
+        from logmem.report.budget_words import more_tokens
+
+        return (
+            f"The pool holds {n.logged_tokens:,} tokens, more than SGLang's KV rule gives at the "
+            f"logged setting: {more_tokens(n.beyond)}. Predictions apply the rule's changes to "
+            "the measured pool."
+        )
     return (
         f"SGLang's rule gives {n.rule_tokens:,} tokens at the logged setting but the pool holds "
         f"{n.logged_tokens:,}: this version sizes KV differently (post-capture sizing, spec "
