@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
-from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.findings_sizing import GapReason, PoolsVsBudget
+from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.sizing import Sizing
 from logmem.analysis.weights_loaded import WeightsNotLoaded, weights_not_loaded
 from logmem.compare import notes as cn
