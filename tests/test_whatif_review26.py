@@ -75,7 +75,7 @@ def test_a_2025_list_extended_to_max_bs_in_steps_of_16() -> None:
     assert "the largest captured batch becomes 3,520" in text
     assert "is extended in steps of 16 up to max bs" in text
     text = _text("011", "--cuda-graph-max-bs", "200")
-    assert "the largest captured batch is 192 or 200" in text
+    assert "--cuda-graph-max-bs 200: the largest captured batch is 192 or 200" in text
     assert "the log prints no device total" in text and "The figures are for 200" in text
 
 

@@ -207,7 +207,7 @@ def _list_top(t: wf.ListTopAt) -> str:
 @note_text.register
 def _(n: wf.ListTopAt) -> str:
     t = n.top
-    at = f"--cuda-graph-max-bs {n.requested:,}: "
+    at = f"--cuda-graph-max-bs {n.requested}: "
     pool = (
         f"the request pool (max_running_requests {t.pool:,}"
         + (f", line {n.pool_line})" if n.pool_line is not None else " at the predicted setting)")
@@ -223,11 +223,11 @@ def _(n: wf.ListTopAt) -> str:
             "first extended up to max bs in May-June 2025 and generated from server_args from "
             "Oct 2025)"
         )
-        sizes = ", ".join(str(x) for x in t.sizes[:-1]) + f" or {t.sizes[-1]}"
+        sizes = ", ".join(f"{x:,}" for x in t.sizes[:-1]) + f" or {t.sizes[-1]:,}"
         return (
             f"{at}the largest captured batch is {sizes}: {why}. The figures are for "
-            f"{t.sizes[-1]}, the larger (graph memory an upper bound, headroom a lower bound); "
-            "a verdict the two would not share is given as unknown."
+            f"{t.sizes[-1]:,}, the larger (graph memory an upper bound, headroom a lower bound); "
+            "a verdict the sizes would not all share is given as unknown."
         )
     size = t.sizes[0]
     binds = pool is not None and t.pool is not None and size == t.pool
