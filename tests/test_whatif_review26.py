@@ -116,3 +116,21 @@ def test_the_token_count_gap_is_cited_in_analyzes_figure_and_words() -> None:
     assert "than its own logged KV budget (8.50 GiB, line 1139) holds at that cell" in text
     assert "(129,792 tokens against the 132,608 it allocated)" in text
     assert "129,920" not in text and "sizes KV differently" not in text
+
+
+def test_early_2025_speculative_lists_top_at_32() -> None:
+    """SGLang 0.4.3 (Mar 2025) captured range(1, 33) for speculative decoding: a max bs of 100
+    gives 32 then, and 32 or 88 in April 2025, when 0.4.6 brought the longer list (the date
+    tells which)."""
+    from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
+
+    def top(month: tuple[int, int]) -> tuple[int, ...]:
+        ctx = ListContext(speculative=True, no_padding=False, month=month)
+        t = largest_at_max_bs(100, ctx, GpuFacts())
+        assert t is not None
+        assert t.why == ("date" if month == (2025, 4) else None)
+        return t.sizes
+
+    assert top((2025, 3)) == (32,)
+    assert top((2025, 4)) == (32, 88)
+    assert top((2025, 7)) == (88,)  # the rule's range(40, 161, 16), not extended past 100

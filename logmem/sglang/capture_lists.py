@@ -226,6 +226,11 @@ def largest_from_count(
 _SMALL_TOP = 160  # the old lists' top without the large-GPU part
 _EXTENDS_FROM: Month = (2025, 6)  # extended up to max bs from here (0.4.6.post5 already did)
 _NOT_EXTENDED_UNTIL: Month = (2025, 4)  # 0.4.6 did not
+# 0.4.3.post4's lists of the other variants (Mar 2025); 0.4.6's are the rules' ones.
+_EARLY_2025: dict[str, list[int]] = {
+    "speculative": list(range(1, 33)),
+    "no padding": [*range(1, 33), 64, 96, 128, 160],
+}
 
 
 @frozen
@@ -305,7 +310,7 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
     list_tops: set[int] = set()
     names: list[str] = []
     ext_seen: set[bool | None] = set()
-    generated = gpu_part = False
+    generated = gpu_part = dated = False
     for rule in RULES:
         if not _applies(rule, "bs", ctx):
             continue
@@ -326,6 +331,13 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
             big = _big(ctx.month, gpu)
             small = [x for x in full if x <= _SMALL_TOP]
             bases = [small] if big is False else [full] if big else [small, full]
+            early = _EARLY_2025.get(rule.variant)
+            if early is not None and (ctx.month is None or ctx.month <= (2025, 4)):
+                # 0.4.3's own speculative / no-padding lists (168-256 added on ROCm builds)
+                late = ctx.month is None or ctx.month == (2025, 4)
+                rocm = [*early, *range(168, 257, 8)]
+                bases = (bases if late else []) + ([rocm] if gpu.rocm else [early])
+                dated = dated or late
         extends = False if rule.max_len is not None else _extends(ctx.month)
         ext_seen.add(extends)
         found = {
@@ -341,7 +353,7 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
         return None
     why = None
     if len(tops) > 1:
-        why = "date" if ctx.month is None or None in ext_seen else "gpu"
+        why = "date" if ctx.month is None or None in ext_seen or dated else "gpu"
     name = names[0] if len(set(names)) == 1 else f"SGLang's lists ({len(names)} apply)"
     extended = next(iter(ext_seen)) if len(ext_seen) == 1 else None
     return CaptureTop(
