@@ -7,6 +7,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Lazy
 from logmem.compare.diff_notes import AttentionTPChanged as AttentionTPChanged
 from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
@@ -201,6 +202,9 @@ class NoCaptureMeasured:
 class RuleDisagrees:
     rule_tokens: int
     logged_tokens: int
+    # analyze's finding when the gap is in the token count (the cell is the round one): the
+    # logged budget and the tokens it holds at the page-rounded count, cited as analyze words it.
+    beyond: PoolsVsBudget | None = None
 
 
 @frozen
@@ -307,6 +311,7 @@ class LowPointBinds:
     low_bytes: int
     line: int
     final_bytes: int
+    after_capture: bool = False  # it comes after the resized graph's capture ended
 
 
 @frozen

@@ -38,11 +38,7 @@ class Replay(PoolProjection):
                 "whatif needs mem_fraction_static in server_args and the Load weight begin/end "
                 "readings; this launch lacks "
                 + missing_sizing(launch)
-                + (
-                    _logged_mfs_hint(launch)
-                    if not isinstance(launch.args.get("mem_fraction_static"), (int, float))
-                    else ""
-                )
+                + (_logged_mfs_hint(launch) if _only_mfs_missing(launch) else "")
             )
         bpt = bytes_per_token(sz)
         if not bpt:
@@ -95,6 +91,21 @@ class Replay(PoolProjection):
     def req_table(self, tokens: int, ctx: int | None) -> int:
         n = self.requests(tokens, ctx)
         return req_to_token_bytes(n, ctx) if n is not None and ctx else 0
+
+
+def _weights_readings(launch: Launch) -> bool:
+    """Both Load weight readings are in the log (on some rank)."""
+    return any(r.target and r.target.weights_begin for r in launch.ranks) and any(
+        r.target and r.target.weights_end for r in launch.ranks
+    )
+
+
+def _only_mfs_missing(launch: Launch) -> bool:
+    """mem_fraction_static is the one input missing: only then does passing
+    --logged-mem-fraction-static help (review26 #7e: 037 lacks Load weight begin too)."""
+    return not isinstance(launch.args.get("mem_fraction_static"), (int, float)) and (
+        _weights_readings(launch)
+    )
 
 
 def missing_sizing(launch: Launch) -> str:

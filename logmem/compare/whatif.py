@@ -33,6 +33,7 @@ from logmem.compare.whatif_facts import (
     context_check,
     draft_pool,
     low_points,
+    lows_after_capture,
     main_buckets,
     top_unknown,
 )
@@ -71,9 +72,14 @@ class Prediction:
     # A capture's low point of free memory is unknown (a release masks its cost) and this
     # setting asks more than the launch did: headroom after capture does not settle it.
     low_point_unknown: bool = False
+    # The log cannot tell which largest bs the new max bs captures, and the smaller one's
+    # verdict differs from this one's (priced at the larger): the verdict is unknown.
+    bs_unsure: bool = False
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
+        if self.bs_unsure:
+            return None
         if self.crashed or self.kv_tokens <= 0:
             return False
         if self.headroom_bytes is None:
@@ -197,15 +203,16 @@ def whatif_launch(
         if md.graphs_disabled and not md.has_capture
         else None
     )
+    notes.extend(wf.broken_loads(launch))
     if disabled is not None:
         notes.append(disabled)
     elif not md.has_capture:
-        notes.append(cn.NoCaptureMeasured(_captured_unmeasured(launch)))
+        notes.append(cn.NoCaptureMeasured(wf.captured_unmeasured(launch)))
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
     if logged and not rule_agrees(rule0, logged, md.bpt):
-        notes.append(cn.RuleDisagrees(rule0, logged))
+        notes.append(cn.RuleDisagrees(rule0, logged, wf.more_tokens_gap(led)))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens
     assumptions.append(
@@ -253,6 +260,7 @@ def whatif_launch(
     use: GraphSlope | None = slope
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
+    other_bs: int | None = None  # a smaller largest bs the log cannot rule out
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
         raise FitError("--cuda-graph-max-bs must be at least 1")
     if cuda_graph_max_bs is not None and disabled is None:
@@ -260,7 +268,7 @@ def whatif_launch(
             raise FitError(
                 "this launch captured its graphs, memory not printed, so there is no measured "
                 "bucket to grow or shrink"
-                if _captured_unmeasured(launch)
+                if wf.captured_unmeasured(launch)
                 else "this launch captured no decode CUDA graph, so there is no bucket to grow or "
                 "shrink"
             )
@@ -276,6 +284,7 @@ def whatif_launch(
             at_mfs[1] if at_mfs and at_mfs[1] > 0 else None,
         )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
+        other_bs = change.other_bs
         notes.extend(change.notes)
         assumptions.extend(change.assumptions)
         if mem_fraction_static is None:
@@ -330,9 +339,12 @@ def whatif_launch(
     # back (036: the draft's pool step at 0.81 GiB, 2.74 at the end), and a larger pool has to
     # fit at that low point as well as at the end.
     low = low_points(led, after)
+    past = lows_after_capture(led, low, main.graph if main is not None else None)
     binds = min((v for v in low.values() if v[0] < after[v[2]][0]), default=None)
     if binds is not None:
-        assumptions.append(cn.LowPointBinds(binds[2], binds[0], binds[1], after[binds[2]][0]))
+        assumptions.append(
+            cn.LowPointBinds(binds[2], binds[0], binds[1], after[binds[2]][0], binds[2] in past)
+        )
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
@@ -345,13 +357,14 @@ def whatif_launch(
         draft, _ = draft_pool(sz, t, t0)
         d_change = draft.bytes - draft0.bytes if draft is not None and draft0 is not None else 0
         extra = pool_change + req_change + g_change + d_change
-        # At a low point before the captures ended a smaller graph has not freed anything yet.
-        extra_low = pool_change + req_change + d_change + max(g_change, 0)
         worst: tuple[int, str] | None = None
         for rank, (free, _g) in after.items():
             h = free - extra
             if rank in low and low[rank][0] < free:  # a low point before the end
-                h = min(h, low[rank][0] - extra_low)
+                # Before the capture ended a smaller graph has freed nothing yet; after it, the
+                # graph's change holds there with its sign.
+                g_low = g_change if rank in past else max(g_change, 0)
+                h = min(h, low[rank][0] - (pool_change + req_change + d_change + g_low))
             if worst is None or h < worst[0]:
                 worst = (h, rank)
         graph_bytes = None
@@ -393,6 +406,10 @@ def whatif_launch(
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)
     predicted = predict(mfs, new_bs, md.ctx)
+    if other_bs is not None:
+        alt = predict(mfs, other_bs, md.ctx).verdict(activation_reserve_bytes)
+        if alt != predicted.verdict(activation_reserve_bytes):
+            predicted = replace(predicted, bs_unsure=True)
     now, then = mamba_requests(t_logged), mamba_requests(predicted.kv_tokens)
     if rel is not None and now is not None and then is not None:
         capped = predicted.largest_bs if predicted.largest_bs != new_bs else None
@@ -478,8 +495,3 @@ def whatif_launch(
         unknown_top,
         method,
     )
-
-
-def _captured_unmeasured(launch: Launch) -> bool:
-    """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
-    return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)

@@ -9,10 +9,14 @@ from collections.abc import Mapping, Sequence
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
+from logmem.analysis.findings_sizing import GapReason, PoolsVsBudget
 from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.sizing import Sizing
+from logmem.analysis.weights_loaded import WeightsNotLoaded, weights_not_loaded
 from logmem.compare import notes as cn
 from logmem.frozen import frozen
+from logmem.model.records import Launch
+from logmem.sglang.capture_lists import CaptureTop
 from logmem.sglang.default_mfs import Rule
 
 
@@ -100,6 +104,25 @@ class CappedAtRequestPool:
 
 
 @frozen
+class ListTopAt:
+    """The largest batch --cuda-graph-max-bs gives by SGLang's capture list of the launch's era
+    (logmem.sglang.capture_lists.largest_at_max_bs), clamped to the request pool."""
+
+    requested: int
+    top: CaptureTop
+    cur_bs: int  # the largest size the launch captured
+    pool_line: int | None  # the summary line printing max_running_requests (None: predicted)
+
+
+@frozen
+class WeightsOfABrokenLoad:
+    """The launch's weights include parameters the checkpoint did not fill (analyze's finding,
+    logmem.analysis.weights_loaded): the weights whatif holds as measured are that load's."""
+
+    found: WeightsNotLoaded
+
+
+@frozen
 class MfsHeld:
     mfs: float
     # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED, TP_TABLE or GPU_TIER say
@@ -139,6 +162,8 @@ WhatIfNote = (
     | NoBucketReadings
     | TopUnknown
     | CappedAtRequestPool
+    | ListTopAt
+    | WeightsOfABrokenLoad
     | MfsHeld
     | MambaRequestsFollow
     | MambaRequestsHeld
@@ -307,3 +332,49 @@ def low_points(
         if low is not None:
             out[rl.rank] = (low[0], low[1], rl.rank)
     return out
+
+
+def lows_after_capture(
+    led: LaunchLedger, low: Mapping[str, tuple[int, int, str]], graph: str | None
+) -> frozenset[str]:
+    """The ranks of ``low`` whose low point comes after their own capture of ``graph`` ended:
+    memory a smaller graph does not take is free there too (036: the draft's pool step after
+    the decode capture). Before it, or without that capture on the rank, a smaller graph has
+    freed nothing yet."""
+    out = set()
+    for rank, (_b, line, _r) in low.items():
+        rl = led.rank(rank) if graph is not None else None
+        ends = [
+            p.lines[1]
+            for p in (rl.phases if rl is not None else ())
+            if p.graph is not None and p.graph.name == graph
+        ]
+        if ends and line > ends[0]:
+            out.add(rank)
+    return frozenset(out)
+
+
+def captured_unmeasured(launch: Launch) -> bool:
+    """Graphs were captured but the log prints no memory for them (not: no capture at all)."""
+    return any(g.captured_without_memory for r in launch.ranks for g in r.graphs)
+
+
+def broken_loads(launch: Launch) -> tuple[WeightsOfABrokenLoad, ...]:
+    """One note per model whose weights the checkpoint did not all fill (review26 #4)."""
+    return tuple(WeightsOfABrokenLoad(f) for f in weights_not_loaded(launch))
+
+
+def more_tokens_gap(led: LaunchLedger) -> PoolsVsBudget | None:
+    """analyze's finding that SGLang allocated more tokens than its budget holds at the round
+    cell (review26 #7f: whatif cites its figure, not a second token count)."""
+    return next(
+        (
+            f
+            for f in led.findings
+            if isinstance(f, PoolsVsBudget)
+            and f.reason is GapReason.MORE_TOKENS
+            and f.fits is None
+            and (f.extra_tokens or 0) > 0
+        ),
+        None,
+    )

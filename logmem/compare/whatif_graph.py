@@ -7,6 +7,7 @@ already captured changes nothing, and nothing is priced. ``measured_slope``: the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.compare import notes as cn
@@ -25,7 +26,10 @@ from logmem.compare.whatif_facts import (
 )
 from logmem.errors import NoSlopeError
 from logmem.frozen import frozen
+from logmem.model.captures import month
 from logmem.model.records import Launch
+from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
+from logmem.units import MIB
 
 
 @frozen
@@ -36,6 +40,7 @@ class MaxBsChange:
     bucket_sum: BucketSum | None
     notes: tuple[cn.Note | WhatIfNote, ...]
     assumptions: tuple[cn.Note | WhatIfNote, ...]
+    other_bs: int | None = None  # the smaller largest bs the log cannot rule out
 
 
 def max_bs_change(
@@ -59,7 +64,13 @@ def max_bs_change(
     line = s.source.line_no if s else None
     if pool_at_mfs is not None:
         pool, line = pool_at_mfs, None  # the predicted pool, not a line of the log
-    if pool is not None and new_bs > pool:
+    top = list_top(launch, led, main, requested, pool, cur_bs)
+    sizes = top.top.sizes if top is not None else ()
+    if top is not None and not (pool is not None and sizes == (pool,) and pool < requested):
+        new_bs = sizes[-1]  # more than one: priced at the larger (the note says so)
+        if sizes != (requested,):
+            notes.append(top)
+    elif pool is not None and new_bs > pool:
         new_bs = pool
         notes.append(wf.CappedAtRequestPool(pool, requested, new_bs == cur_bs, line))
     if new_bs == cur_bs:
@@ -92,7 +103,59 @@ def max_bs_change(
         p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
     ):
         assumptions.append(cn.OnlyMainGraph(main.graph))
-    return MaxBsChange(new_bs, use, method, bsum, tuple(notes), tuple(assumptions))
+    other = sizes[0] if top is not None and len(sizes) > 1 else None
+    return MaxBsChange(new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other)
+
+
+def list_top(
+    launch: Launch,
+    led: LaunchLedger,
+    main: GraphPoint | None,
+    requested: int,
+    pool: int | None,
+    cur_bs: int,
+) -> wf.ListTopAt | None:
+    """The largest batch SGLang's capture list for this launch's era, variant and GPU gives at
+    max bs ``requested`` (logmem.sglang.capture_lists, the rule analyze infers bucket counts
+    with), clamped to the request pool as SGLang does; None when no rule applies, or when the
+    rule does not give back the largest size this launch captured at its own setting (the
+    request pool alone caps it then)."""
+    g = next(
+        (
+            x
+            for r in launch.ranks
+            if main is not None and r.label == main.rank
+            for x in r.graphs
+            if x.name == main.graph.split("#")[0]
+        ),
+        None,
+    )
+    at = g.opening or g.end if g is not None else None
+    ctx = replace(
+        ListContext.from_args(launch.args, pool),
+        month=month(at) if at is not None else None,
+        draft_loaded=any(r.draft for r in launch.ranks),
+    )
+    totals = led.device_totals
+    sz = led.sizing
+    dp = launch.args.get("dp_size")
+    gpu = GpuFacts(
+        totals.used_bytes // MIB if totals is not None and totals.used_bytes else None,
+        sz.pre_load_bytes // MIB if sz is not None and sz.pre_load_bytes else None,
+        led.platform.device == "rocm",
+        dp if isinstance(dp, int) and not isinstance(dp, bool) else 1,
+    )
+    own = ctx.max_bs
+    if own is not None:
+        logged_pool = launch.summary.get_int("max_running_requests") if launch.summary else None
+        back = largest_at_max_bs(own, replace(ctx, request_pool=logged_pool), gpu)
+        if back is None or cur_bs not in back.sizes:
+            return None
+    top = largest_at_max_bs(requested, ctx, gpu)
+    if top is None:
+        return None
+    line = launch.summary.source.line_no if launch.summary and pool == ctx.request_pool else None
+    return wf.ListTopAt(requested, top, cur_bs, line)
 
 
 def measured_slope(

@@ -36,7 +36,7 @@ def _cells_bigger(f: fd.PoolsVsBudget) -> str:
     )
 
 
-def _more_tokens(f: fd.PoolsVsBudget) -> str:
+def more_tokens(f: fd.PoolsVsBudget) -> str:
     """The allocated cell is the round one: SGLang allocated more tokens than its budget holds."""
     assert f.cell_bytes and f.budget_tokens is not None and f.budget_bytes is not None
     extra = f.extra_tokens or 0
@@ -77,7 +77,7 @@ def _(f: fd.PoolsVsBudget) -> str:
         if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
         else _fit_text(f.fits)
         if f.fits is not None
-        else _more_tokens(f)
+        else more_tokens(f)
         if f.reason is fd.GapReason.MORE_TOKENS
         else _cells_bigger(f)
         if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens

@@ -186,6 +186,14 @@ def _(n: cn.NoCaptureMeasured) -> str:
 
 @note_text.register
 def _(n: cn.RuleDisagrees) -> str:
+    if n.beyond is not None:
+        from logmem.report.budget_words import more_tokens
+
+        return (
+            f"The pool holds {n.logged_tokens:,} tokens, more than SGLang's KV rule gives at the "
+            f"logged setting: {more_tokens(n.beyond)}. Predictions apply the rule's changes to "
+            "the measured pool."
+        )
     return (
         f"SGLang's rule gives {n.rule_tokens:,} tokens at the logged setting but the pool holds "
         f"{n.logged_tokens:,}: this version sizes KV differently (post-capture sizing, spec "
@@ -337,6 +345,12 @@ def _(n: cn.LowPointBinds) -> str:
         f"Free memory on {n.rank} fell to {_gs(n.low_bytes)} GiB (line {n.line}) after the KV pool, "
         f"below the {_gs(n.final_bytes)} GiB it ended with: a larger pool must fit at that low "
         "point too, so headroom is the lower of the two, less the extra memory."
+        + (
+            " It comes after the decode graphs' capture ended, so a change of their memory "
+            "(either way) holds there too."
+            if n.after_capture
+            else ""
+        )
     )
 
 
@@ -424,10 +438,7 @@ def _(n: cn.LargestBecomes) -> str:
             f"rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change in rows"
             + static
         )
-    return (
-        f"The largest captured batch becomes {n.bs} (SGLang's list extended to max bs); {how}; the "
-        "other buckets stay as measured."
-    )
+    return f"The largest captured batch becomes {n.bs}; {how}; the other buckets stay as measured."
 
 
 @note_text.register

@@ -35,7 +35,8 @@ def _kinds(u: ev.WeightsUninitialized) -> str:
     return text
 
 
-def _what(f: WeightsNotLoaded) -> str:
+def listed(f: WeightsNotLoaded) -> str:
+    """'Line N (rank; also ...): K weights were not initialized from the checkpoint: kinds'."""
     u = f.listed
     of = " of the draft model" if f.role == "draft" else ""
     experts = "; all are MoE expert weights" if f.all_experts else ""
@@ -52,7 +53,7 @@ def _what(f: WeightsNotLoaded) -> str:
 @finding_text.register
 def _(f: WeightsNotLoaded) -> str:
     text = (
-        f"{_what(f)}. The server runs with them uninitialised (as allocated, not the "
+        f"{listed(f)}. The server runs with them uninitialised (as allocated, not the "
         "checkpoint's values), so what they compute is not the model's."
     )
     if f.usage_bytes is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from logmem.compare import whatif_facts as wf
 from logmem.report.compare_notes import note_text
+from logmem.report.uninitialized import listed
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
@@ -192,4 +193,80 @@ def _(n: wf.MambaRequestsHeld) -> str:
     return (
         "max_running_requests is held as logged: this hybrid Mamba model's log does not show it "
         "as max_mamba_cache_size // 3, so how its Mamba slots set it is unknown."
+    )
+
+
+def _list_top(t: wf.ListTopAt) -> str:
+    """Where the list of this era tops out without max bs: 'bs 160', or the GPU's two tops."""
+    tops = t.top.list_tops
+    if len(tops) == 1:
+        return f"bs {tops[0]}"
+    return f"bs {tops[0]}, or {tops[-1]} on GPUs over 90-96 GiB"
+
+
+@note_text.register
+def _(n: wf.ListTopAt) -> str:
+    t = n.top
+    at = f"--cuda-graph-max-bs {n.requested}: "
+    pool = (
+        f"the request pool (max_running_requests {t.pool:,}"
+        + (f", line {n.pool_line})" if n.pool_line is not None else " at the predicted setting)")
+        if t.pool is not None
+        else None
+    )
+    if len(t.sizes) > 1:
+        why = (
+            "the list's top depends on the GPU's capacity (SGLang of this date adds bs 168-256 "
+            "only on GPUs over 90-96 GiB) and the log prints no device total"
+            if t.why == "gpu"
+            else "the log's date does not tell which of SGLang's list rules applies (the list was "
+            "first extended up to max bs in May-June 2025 and generated from server_args from "
+            "Oct 2025)"
+        )
+        sizes = ", ".join(f"{x:,}" for x in t.sizes[:-1]) + f" or {t.sizes[-1]:,}"
+        return (
+            f"{at}the largest captured batch is {sizes}: {why}. The figures are for "
+            f"{t.sizes[-1]:,}, the larger (graph memory an upper bound, headroom a lower bound); "
+            "a verdict the sizes would not all share is given as unknown."
+        )
+    size = t.sizes[0]
+    binds = pool is not None and t.pool is not None and size == t.pool
+    if t.generated:
+        how = (
+            f"{t.rule} is generated up to max bs and its largest entry up to {n.requested:,} is "
+            f"{size:,}"
+        )
+    elif t.extended:
+        how = (
+            f"{t.rule} (top {_list_top(n)}) is extended in steps of 16 up to max bs by SGLang "
+            f"of this date, so its largest entry up to {n.requested:,} is {size:,}"
+        )
+    else:
+        gpu = (
+            " (bs 168-256 come only on ROCm builds or, from late April 2025, on larger GPUs)"
+            if t.gpu_part and t.list_tops == (160,)
+            else ""
+        )
+        how = (
+            f"{t.rule} tops at {_list_top(n)}{gpu}, and SGLang of this date cuts the list at max "
+            "bs and at the request pool without extending it up to max bs"
+        )
+    tail = f"; {pool} caps it there." if binds else f"; {pool} does not bind." if pool else "."
+    return f"{at}the largest captured batch becomes {size:,}: {how}{tail}"
+
+
+@note_text.register
+def _(n: wf.WeightsOfABrokenLoad) -> str:
+    f = n.found
+    of = "the draft model's weights" if f.role == "draft" else "weights"
+    size = (
+        f" ({_gs(f.usage_bytes)} GiB per rank on {f.rank or 'the GPU'}, line {f.weights_line})"
+        if f.usage_bytes is not None and f.weights_line is not None
+        else ""
+    )
+    return (
+        f"{listed(f)}. The server ran with them uninitialised, so the {of} held as measured here"
+        f"{size} are those of a broken load, not a working model's: a load that fills them may "
+        "take other memory, and the KV budget, the headroom and the window, which rest on the "
+        "weights, would move with it."
     )

@@ -214,3 +214,155 @@ def largest_from_count(
     ((largest, names),) = found.items()
     name = names[0] if len(names) == 1 else f"SGLang's lists (all {len(names)} that apply agree)"
     return largest, name
+
+
+# --- The largest batch a given cuda_graph_max_bs captures (logmem whatif) ----------------
+# Checked against get_batch_sizes_to_capture of the released packages: 0.4.3.post4 (Mar 2025:
+# [1, 2, 4] + range(8, 161, 8), 168-256 added on ROCm builds only, filtered to <= max bs and
+# the request pool, never extended); 0.4.6 (late Apr 2025: 168-256 on GPUs over 81,920 MiB with
+# dp_size 1, not extended); 0.4.6.post5 / 0.4.7 (May-Jun 2025: over 96 GiB) and 0.4.8-0.5.2
+# (Jun-Sep 2025: over 90 GiB), which extend a list whose top is below max bs in steps of 16 up
+# to it. Since Oct 2025 server_args generates the list up to max bs (reference 12.4).
+_SMALL_TOP = 160  # the old lists' top without the large-GPU part
+_EXTENDS_FROM: Month = (2025, 6)  # extended up to max bs from here (0.4.6.post5 already did)
+_NOT_EXTENDED_UNTIL: Month = (2025, 4)  # 0.4.6 did not
+# 0.4.3.post4's lists of the other variants (Mar 2025); 0.4.6's are the rules' ones.
+_EARLY_2025: dict[str, list[int]] = {
+    "speculative": list(range(1, 33)),
+    "no padding": [*range(1, 33), 64, 96, 128, 160],
+}
+
+
+@frozen
+class GpuFacts:
+    """What the log says about the device, for the list's large-GPU part."""
+
+    capacity_mib: int | None = None  # SGLang's gpu_mem (the launcher's device-total line)
+    at_least_mib: int | None = None  # a lower bound (free memory before weights)
+    rocm: bool = False  # ROCm evidence in the log
+    dp_size: int = 1
+
+
+@frozen
+class CaptureTop:
+    """The largest batch SGLang captures at ``--cuda-graph-max-bs requested``."""
+
+    sizes: tuple[int, ...]  # ascending; more than one: the log cannot tell which
+    rule: str  # the list rule's name
+    list_tops: tuple[int, ...]  # the default list's own top(s) (before max bs and the pool)
+    extended: bool | None  # the list is extended up to max bs (None: cannot be told, or n/a)
+    pool: int | None  # the request pool the list is clamped to
+    generated: bool  # the list is generated up to max bs (since Oct 2025)
+    why: str | None = None  # "gpu" | "date": why more than one size
+    gpu_part: bool = False  # the old list has a large-GPU part (168-256; not the 2024 list)
+
+
+def _big(month: Month | None, gpu: GpuFacts) -> bool | None:
+    """Whether the old list's large-GPU part (168-256) applies; None: cannot be told."""
+    cap = gpu.capacity_mib
+    lo = cap if cap is not None else gpu.at_least_mib
+
+    def over(mib: int) -> bool | None:
+        if lo is not None and lo > mib:
+            return True
+        return None if cap is None else cap > mib
+
+    rules: list[bool | None] = []
+    if month is None or month <= (2025, 3):
+        rules.append(gpu.rocm)  # 0.4.3: ROCm builds only
+    if month is None or month == (2025, 4):
+        o = over(81920)
+        rules.append(o and gpu.dp_size == 1 if o is not None else None)
+    if month is None or month >= (2025, 5):
+        a, b = over(90 * 1024), over(96 * 1024)
+        rules.append(a if a == b else None)
+    return rules[0] if all(r == rules[0] for r in rules) else None
+
+
+def _extends(month: Month | None) -> bool | None:
+    if month is None:
+        return None
+    if month >= _EXTENDS_FROM:
+        return True
+    return False if month <= _NOT_EXTENDED_UNTIL else None
+
+
+def _old_top(base: list[int], requested: int, pool: int | None, extend: bool) -> int | None:
+    """SGLang's steps on an old list: add the pool size when the list's top exceeds it, cut at
+    max bs, extend in steps of 16 up to it (from mid 2025), clamp to the pool."""
+    sizes = list(base)
+    if pool is not None and max(sizes) > pool:
+        sizes.append(pool)
+    sizes = [x for x in sizes if x <= requested]
+    if not sizes:
+        return None
+    if extend and max(sizes) < requested:
+        sizes += list(range(max(sizes), requested + 1, 16))
+    sizes = [x for x in sizes if pool is None or x <= pool]
+    return max(sizes) if sizes else None
+
+
+def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> CaptureTop | None:
+    """The largest batch size captured at cuda_graph_max_bs ``requested`` by every list rule
+    that applies to ``ctx`` (its month, variant and request pool). None when no rule applies."""
+    pool = ctx.request_pool
+    tops: set[int] = set()
+    list_tops: set[int] = set()
+    names: list[str] = []
+    ext_seen: set[bool | None] = set()
+    generated = gpu_part = dated = False
+    for rule in RULES:
+        if not _applies(rule, "bs", ctx):
+            continue
+        full = rule.sizes()
+        if rule.until is None or rule.until >= (2025, 10):  # generated up to max bs
+            generated = True
+            cut = [x for x in full if x <= requested]
+            if not cut:
+                continue
+            top = cut[-1] if pool is None or cut[-1] <= pool else pool
+            tops.add(top)
+            names.append(rule.name)
+            continue
+        if rule.max_len is not None:
+            bases = [full[: rule.max_len]]
+        else:
+            gpu_part = True
+            big = _big(ctx.month, gpu)
+            small = [x for x in full if x <= _SMALL_TOP]
+            bases = [small] if big is False else [full] if big else [small, full]
+            early = _EARLY_2025.get(rule.variant)
+            if early is not None and (ctx.month is None or ctx.month <= (2025, 4)):
+                # 0.4.3's own speculative / no-padding lists (168-256 added on ROCm builds)
+                late = ctx.month is None or ctx.month == (2025, 4)
+                rocm = [*early, *range(168, 257, 8)]
+                bases = (bases if late else []) + ([rocm] if gpu.rocm else [early])
+                dated = dated or late
+        extends = False if rule.max_len is not None else _extends(ctx.month)
+        ext_seen.add(extends)
+        found = {
+            t
+            for base in bases
+            for e in ((extends,) if extends is not None else (False, True))
+            if (t := _old_top(base, requested, pool, e)) is not None
+        }
+        list_tops.update(max(b) for b in bases)
+        tops |= found
+        names.append(rule.name)
+    if not tops:
+        return None
+    why = None
+    if len(tops) > 1:
+        why = "date" if ctx.month is None or None in ext_seen or dated else "gpu"
+    name = names[0] if len(set(names)) == 1 else f"SGLang's lists ({len(names)} apply)"
+    extended = next(iter(ext_seen)) if len(ext_seen) == 1 else None
+    return CaptureTop(
+        tuple(sorted(tops)),
+        name,
+        tuple(sorted(list_tops)),
+        extended,
+        pool,
+        generated,
+        why,
+        gpu_part,
+    )
