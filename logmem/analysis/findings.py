@@ -23,6 +23,7 @@ from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBuck
 from logmem.analysis.findings_left import left_free, served_line
 from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
 from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
+from logmem.analysis.findings_order import RepeatedLines as RepeatedLines
 from logmem.analysis.findings_order import order_findings
 
 # The sizing records are part of this module's Finding union (and its public names).
@@ -242,6 +243,7 @@ class UnifiedMemory:
 
 Finding = (
     LaunchStarted
+    | RepeatedLines
     | OutOfOrder
     | UnifiedMemory
     | Weights

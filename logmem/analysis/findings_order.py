@@ -1,6 +1,10 @@
 """Findings about the order of the input: where a launch begins inside its file, and a
 rank's lines out of time order (a log sorted, or reordered by a log shipper).
 
+Lines a rank printed again (same text and time) before the launch came up are a repeat of
+the input (overlapping pastes of one log): the model stage read them once (Launch.repeats),
+and the report says which lines repeat which.
+
 A launch that is not the first of its file says why it begins there (the model stage's
 LaunchStart, logmem.model.boundaries), so that a reader can check the split against the line.
 
@@ -38,11 +42,47 @@ def launch_started(launch: Launch) -> LaunchStarted | None:
     return LaunchStarted(launch.start, launch.index - 1)
 
 
-def order_findings(launch: Launch) -> tuple[LaunchStarted | OutOfOrder, ...]:
-    """Where the launch begins in its file (when not first), then each rank out of time
-    order: both change how far the launch's other figures can be trusted."""
+@frozen
+class RepeatedLines:
+    """Start-up lines of ``ranks`` printed at ``first``-``last`` are printed again at
+    ``again``-``again_last`` (same text and time), before the launch came up; ignored."""
+
+    kind: ClassVar[FindingKind] = FindingKind.REPEATED_LINES
+    ranks: tuple[str, ...]
+    first: int
+    last: int
+    again: int
+    again_last: int
+
+
+def repeated_lines(launch: Launch) -> tuple[RepeatedLines, ...]:
+    """One finding per file whose lines repeat (the ranks' ranges joined)."""
+    out = []
+    for path in dict.fromkeys(r.path for r in launch.repeats):
+        order = [r.label for r in launch.ranks]
+        rs = sorted(
+            (r for r in launch.repeats if r.path == path),
+            key=lambda r: order.index(r.rank) if r.rank in order else len(order),
+        )
+        out.append(
+            RepeatedLines(
+                tuple(dict.fromkeys(r.rank for r in rs)),
+                min(r.first for r in rs),
+                max(r.last for r in rs),
+                min(r.again for r in rs),
+                max(r.again_last for r in rs),
+            )
+        )
+    return tuple(out)
+
+
+def order_findings(launch: Launch) -> tuple[LaunchStarted | RepeatedLines | OutOfOrder, ...]:
+    """Where the launch begins in its file (when not first), lines the input repeats, then
+    each rank out of time order: they change how far the launch's other figures can be
+    trusted."""
     started = launch_started(launch)
-    return ((started,) if started is not None else ()) + out_of_order(launch)
+    first = (started,) if started is not None else ()
+    return (*first, *repeated_lines(launch), *out_of_order(launch))
 
 
 @frozen

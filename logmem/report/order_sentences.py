@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from logmem.analysis.findings_order import LaunchStarted, OutOfOrder
+from logmem.analysis.findings_order import LaunchStarted, OutOfOrder, RepeatedLines
 from logmem.parse import events as ev
 from logmem.report.finding_base import finding_text
 
@@ -90,6 +90,12 @@ def _(f: LaunchStarted) -> str:
             f"start-up line of {prev} (line {ev_line}, {s.values[2]}): far more than one "
             f"start-up takes ({joined})."
         )
+    if s.kind == "model" and s.values is not None and s.values[1] == s.values[2]:
+        return (
+            f"{at}: {who} prints 'Load weight end' of {s.values[1]} again after its model "
+            f"loaded (line {ev_line}), with no 'Load weight begin' before it, and server_args "
+            f"configures no draft (speculative_algorithm=None): another start-up ({joined})."
+        )
     if s.kind == "model" and s.values is not None:
         return (
             f"{at}: {who} prints 'Load weight end' of {s.values[1]}, another model than the "
@@ -103,6 +109,21 @@ def _(f: LaunchStarted) -> str:
             f"another start-up ({joined})."
         )
     return f"{at}."
+
+
+def _lines(a: int, b: int) -> str:
+    return f"line {a}" if a == b else f"lines {a}-{b}"
+
+
+@finding_text.register
+def _(f: RepeatedLines) -> str:
+    who = ", ".join(_rank(r) for r in f.ranks)
+    return (
+        f"The start-up lines of {who} at {_lines(f.first, f.last)} are printed again at "
+        f"{_lines(f.again, f.again_last)} (same text and time), before the server came up: "
+        f"the input repeats part of the log (overlapping pastes); the repeat is ignored and "
+        f"the ledger is built once."
+    )
 
 
 @finding_text.register
