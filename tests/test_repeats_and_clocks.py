@@ -179,3 +179,25 @@ def test_a_forward_jump_on_one_rank_still_opens_a_launch() -> None:
     t = _lines()
     later = [_shift(x, ("TP0", "TP1", "TP2", "TP3"), timedelta(days=2)) for x in t[52:70]]
     assert len(_launches(t[:70] + later)) == 2
+
+
+# --- a rank out of time order: its ledger table is marked --------------------------------------
+
+
+def test_the_ledger_of_a_rank_out_of_order_is_marked_in_every_format() -> None:
+    """reordered-001-tp1: TP1's table says it is not reliable (text with --rank, markdown,
+    html); TP0's, in time order, does not."""
+    from conftest import FIXTURES
+    from logmem.report import render as render_as
+
+    a = read_log(str(FIXTURES / "reordered-001-tp1-constructed.log"))
+    led = build_ledger(a.launches[0])
+    assert [r.rank for r in led.ranks if r.out_of_order] == ["TP1"]
+    for fmt in ("markdown", "html"):
+        out = render_as(a, fmt)
+        assert "Ledger of TP1 (GiB; out of time order: not reliable)" in out, fmt
+        assert "Ledger of TP0 (GiB)" in out, fmt
+        assert "Ledger of TP0 (GiB;" not in out, fmt
+    clean = read_log(str(corpus_log("001-")))
+    assert not any(r.out_of_order for r in build_ledger(clean.launches[0]).ranks)
+    assert "not reliable" not in render_as(clean, "markdown")

@@ -101,10 +101,11 @@ class OutOfOrder:
 
 def out_of_order(launch: Launch) -> tuple[OutOfOrder, ...]:
     """Per rank (in the launch's order), its first step that runs back in time."""
-    return tuple(f for r in launch.ranks if (f := _rank(r)) is not None)
+    return tuple(f for r in launch.ranks if (f := rank_out_of_order(r)) is not None)
 
 
-def _rank(r: Rank) -> OutOfOrder | None:
+def rank_out_of_order(r: Rank) -> OutOfOrder | None:
+    """The rank's first step dated earlier than a step it printed before it, if any."""
     latest: dict[str, tuple[datetime, Source]] = {}  # per file: the latest dated step so far
     first: OutOfOrder | None = None
     count = 0
