@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import corpus_log
 from logmem.analysis.attribution import build_ledger
 from logmem.analysis.failures import outcome
-from logmem.analysis.findings import OutOfOrder, RepeatedLines
+from logmem.analysis.findings import ClockOffset, OutOfOrder, RepeatedLines
 from logmem.api import read_log
 from logmem.model.records import Launch
 from logmem.report.text import render
@@ -157,6 +157,12 @@ def test_a_clock_offset_between_ranks_is_one_launch() -> None:
     (L,) = _launches(moved)
     assert outcome(L).status == "ready" and len(L.ranks) == 4
     assert _ledgers(_read(moved)) == _ledgers(_read(t))
+    notes = [f for f in build_ledger(L).findings if isinstance(f, ClockOffset)]
+    assert len(notes) == 1
+    assert notes[0].ranks == ("TP2", "TP3") and notes[0].reference == ("TP0", "TP1")
+    assert notes[0].offset == timedelta(hours=3)
+    assert "TP2, TP3 are dated 3 hours after TP0, TP1 throughout" in _flat(_read(moved))
+    assert "dated" not in _read(t)
 
 
 @SETTINGS

@@ -21,6 +21,7 @@ from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
 from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBucket
 from logmem.analysis.findings_left import left_free, served_line
+from logmem.analysis.findings_order import ClockOffset as ClockOffset
 from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
 from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
 from logmem.analysis.findings_order import RepeatedLines as RepeatedLines
@@ -245,6 +246,7 @@ Finding = (
     LaunchStarted
     | RepeatedLines
     | OutOfOrder
+    | ClockOffset
     | UnifiedMemory
     | Weights
     | WeightsNotLoaded

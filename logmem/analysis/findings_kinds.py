@@ -39,3 +39,4 @@ class FindingKind(Enum):
     OUT_OF_ORDER = "out_of_order"
     LAUNCH_START = "launch_start"
     REPEATED_LINES = "repeated_lines"
+    CLOCK_OFFSET = "clock_offset"

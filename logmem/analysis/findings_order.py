@@ -16,7 +16,7 @@ load that is the first one read late): its figures are not reliable.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
@@ -76,13 +76,59 @@ def repeated_lines(launch: Launch) -> tuple[RepeatedLines, ...]:
     return tuple(out)
 
 
-def order_findings(launch: Launch) -> tuple[LaunchStarted | RepeatedLines | OutOfOrder, ...]:
+# The ranks of one start-up print each step within seconds of each other: first and last
+# steps further apart than this on every rank's clock are a clock offset, not slowness.
+_OFFSET = timedelta(minutes=10)
+
+
+@frozen
+class ClockOffset:
+    """``ranks`` are dated ``offset`` after (negative: before) ``reference`` at their first and
+    last start-up steps: their clocks differ (another node's time zone or clock); the launch's
+    rules compare each rank's times with its own only."""
+
+    kind: ClassVar[FindingKind] = FindingKind.CLOCK_OFFSET
+    ranks: tuple[str, ...]
+    reference: tuple[str, ...]
+    offset: timedelta
+
+
+def _span_of(r: Rank) -> tuple[datetime, datetime] | None:
+    times = [t for e in r.events if isinstance(e, STEPS) and (t := printed_at(e)) is not None]
+    return (min(times), max(times)) if times else None
+
+
+def clock_offsets(launch: Launch) -> tuple[ClockOffset, ...]:
+    """Ranks whose first and last steps are both shifted by about the same amount (to the
+    minute) from the launch's first rank's, by more than ``_OFFSET``."""
+    spans = {r.label: sp for r in launch.ranks if (sp := _span_of(r)) is not None}
+    if len(spans) < 2:
+        return ()
+    ref = next(iter(spans.values()))
+    groups: dict[int, list[str]] = {}
+    for label, (a, b) in spans.items():
+        d_first, d_last = a - ref[0], b - ref[1]
+        minutes = round(d_first.total_seconds() / 60)
+        if abs(d_first) > _OFFSET and abs(d_last - d_first) <= _OFFSET:
+            groups.setdefault(minutes, []).append(label)
+    if not groups:
+        return ()
+    moved = {x for g in groups.values() for x in g}
+    reference = tuple(x for x in spans if x not in moved)
+    return tuple(
+        ClockOffset(tuple(g), reference, timedelta(minutes=m)) for m, g in sorted(groups.items())
+    )
+
+
+def order_findings(
+    launch: Launch,
+) -> tuple[LaunchStarted | RepeatedLines | OutOfOrder | ClockOffset, ...]:
     """Where the launch begins in its file (when not first), lines the input repeats, then
     each rank out of time order: they change how far the launch's other figures can be
     trusted."""
     started = launch_started(launch)
     first = (started,) if started is not None else ()
-    return (*first, *repeated_lines(launch), *out_of_order(launch))
+    return (*first, *repeated_lines(launch), *out_of_order(launch), *clock_offsets(launch))
 
 
 @frozen

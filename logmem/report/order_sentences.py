@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from logmem.analysis.findings_order import LaunchStarted, OutOfOrder, RepeatedLines
+from logmem.analysis.findings_order import ClockOffset, LaunchStarted, OutOfOrder, RepeatedLines
 from logmem.parse import events as ev
 from logmem.report.finding_base import finding_text
 
@@ -136,4 +136,17 @@ def _(f: OutOfOrder) -> str:
         f"{also}. Its ledger pairs readings in the wrong order (memory 'given back', steps "
         f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable: pass "
         f"the rank's own file, or a merge that keeps each file's order."
+    )
+
+
+@finding_text.register
+def _(f: ClockOffset) -> str:
+    moved = ", ".join(_rank(r) for r in f.ranks)
+    ref = ", ".join(_rank(r) for r in f.reference) or "the other ranks"
+    way = "after" if f.offset > timedelta(0) else "before"
+    verb = "is" if len(f.ranks) == 1 else "are"
+    return (
+        f"{moved} {verb} dated {_span(f.offset)} {way} {ref} throughout: their clocks differ "
+        f"(another node's time zone or clock); each rank's times are compared with its own "
+        f"only, so this is one launch."
     )
