@@ -236,13 +236,17 @@ def _no_kv_line(
     return []
 
 
-def _pool_rest(rest: What, amount: int, table_known: bool, target: bool) -> tuple[What, Facts]:
+def _pool_rest(
+    rest: What, amount: int, table_known: bool, model: Model | None
+) -> tuple[What, Facts]:
     """What the pool step's remainder is: never small pools above 1 GiB."""
     small = (What.SMALL_POOLS, What.SMALL_POOLS_AND_WORKSPACES)
     if amount <= _SMALL_POOLS_MAX or rest not in small:
         return rest, Facts()
-    ws = Facts(workspaces=rest is What.SMALL_POOLS_AND_WORKSPACES)
-    if not target:  # a draft shares the target's request-to-token table
+    ws = Facts(workspaces=rest is What.SMALL_POOLS_AND_WORKSPACES, second=is_second(model))
+    if not (model is None or model.role == "target"):
+        # A later model (a draft, or a second one not known to be a draft) shares the
+        # target's request-to-token table.
         return What.DRAFT_POOLS, ws
     return (What.BEYOND_TABLE if table_known else What.LIKELY_TABLE), ws
 
@@ -312,7 +316,7 @@ def pool_causes(
         n_req, ctx, amount = req
         causes.append(Cause(What.REQ_TABLE, amount, "estimated", (), Facts(n_req=n_req, ctx=ctx)))
     left = delta - sum(c.bytes for c in causes)
-    what, facts = _pool_rest(rest, left, req is not None, target)
+    what, facts = _pool_rest(rest, left, req is not None, model)
     return remainder(
         delta,
         causes,

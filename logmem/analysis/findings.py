@@ -21,8 +21,10 @@ from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
 from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBucket
 from logmem.analysis.findings_left import left_free, served_line
+from logmem.analysis.findings_order import ClockOffset as ClockOffset
 from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
 from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
+from logmem.analysis.findings_order import RepeatedLines as RepeatedLines
 from logmem.analysis.findings_order import order_findings
 
 # The sizing records are part of this module's Finding union (and its public names).
@@ -242,7 +244,9 @@ class UnifiedMemory:
 
 Finding = (
     LaunchStarted
+    | RepeatedLines
     | OutOfOrder
+    | ClockOffset
     | UnifiedMemory
     | Weights
     | WeightsNotLoaded

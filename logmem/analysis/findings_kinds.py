@@ -38,3 +38,5 @@ class FindingKind(Enum):
     MAMBA_SLOTS = "mamba_slots"
     OUT_OF_ORDER = "out_of_order"
     LAUNCH_START = "launch_start"
+    REPEATED_LINES = "repeated_lines"
+    CLOCK_OFFSET = "clock_offset"

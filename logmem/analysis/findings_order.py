@@ -1,6 +1,10 @@
 """Findings about the order of the input: where a launch begins inside its file, and a
 rank's lines out of time order (a log sorted, or reordered by a log shipper).
 
+Lines a rank printed again (same text and time) before the launch came up are a repeat of
+the input (overlapping pastes of one log): the model stage read them once (Launch.repeats),
+and the report says which lines repeat which.
+
 A launch that is not the first of its file says why it begins there (the model stage's
 LaunchStart, logmem.model.boundaries), so that a reader can check the split against the line.
 
@@ -12,7 +16,7 @@ load that is the first one read late): its figures are not reliable.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
@@ -38,11 +42,93 @@ def launch_started(launch: Launch) -> LaunchStarted | None:
     return LaunchStarted(launch.start, launch.index - 1)
 
 
-def order_findings(launch: Launch) -> tuple[LaunchStarted | OutOfOrder, ...]:
-    """Where the launch begins in its file (when not first), then each rank out of time
-    order: both change how far the launch's other figures can be trusted."""
+@frozen
+class RepeatedLines:
+    """Start-up lines of ``ranks`` printed at ``first``-``last`` are printed again at
+    ``again``-``again_last`` (same text and time), before the launch came up; ignored."""
+
+    kind: ClassVar[FindingKind] = FindingKind.REPEATED_LINES
+    ranks: tuple[str, ...]
+    first: int
+    last: int
+    again: int
+    again_last: int
+
+
+def repeated_lines(launch: Launch) -> tuple[RepeatedLines, ...]:
+    """One finding per file whose lines repeat (the ranks' ranges joined)."""
+    out = []
+    for path in dict.fromkeys(r.path for r in launch.repeats):
+        order = [r.label for r in launch.ranks]
+        rs = sorted(
+            (r for r in launch.repeats if r.path == path),
+            key=lambda r: order.index(r.rank) if r.rank in order else len(order),
+        )
+        out.append(
+            RepeatedLines(
+                tuple(dict.fromkeys(r.rank for r in rs)),
+                min(r.first for r in rs),
+                max(r.last for r in rs),
+                min(r.again for r in rs),
+                max(r.again_last for r in rs),
+            )
+        )
+    return tuple(out)
+
+
+# The ranks of one start-up print each step within seconds of each other: first and last
+# steps further apart than this on every rank's clock are a clock offset, not slowness.
+_OFFSET = timedelta(minutes=10)
+
+
+@frozen
+class ClockOffset:
+    """``ranks`` are dated ``offset`` after (negative: before) ``reference`` at their first and
+    last start-up steps: their clocks differ (another node's time zone or clock); the launch's
+    rules compare each rank's times with its own only."""
+
+    kind: ClassVar[FindingKind] = FindingKind.CLOCK_OFFSET
+    ranks: tuple[str, ...]
+    reference: tuple[str, ...]
+    offset: timedelta
+
+
+def _span_of(r: Rank) -> tuple[datetime, datetime] | None:
+    times = [t for e in r.events if isinstance(e, STEPS) and (t := printed_at(e)) is not None]
+    return (min(times), max(times)) if times else None
+
+
+def clock_offsets(launch: Launch) -> tuple[ClockOffset, ...]:
+    """Ranks whose first and last steps are both shifted by about the same amount (to the
+    minute) from the launch's first rank's, by more than ``_OFFSET``."""
+    spans = {r.label: sp for r in launch.ranks if (sp := _span_of(r)) is not None}
+    if len(spans) < 2:
+        return ()
+    ref = next(iter(spans.values()))
+    groups: dict[int, list[str]] = {}
+    for label, (a, b) in spans.items():
+        d_first, d_last = a - ref[0], b - ref[1]
+        minutes = round(d_first.total_seconds() / 60)
+        if abs(d_first) > _OFFSET and abs(d_last - d_first) <= _OFFSET:
+            groups.setdefault(minutes, []).append(label)
+    if not groups:
+        return ()
+    moved = {x for g in groups.values() for x in g}
+    reference = tuple(x for x in spans if x not in moved)
+    return tuple(
+        ClockOffset(tuple(g), reference, timedelta(minutes=m)) for m, g in sorted(groups.items())
+    )
+
+
+def order_findings(
+    launch: Launch,
+) -> tuple[LaunchStarted | RepeatedLines | OutOfOrder | ClockOffset, ...]:
+    """Where the launch begins in its file (when not first), lines the input repeats, then
+    each rank out of time order: they change how far the launch's other figures can be
+    trusted."""
     started = launch_started(launch)
-    return ((started,) if started is not None else ()) + out_of_order(launch)
+    first = (started,) if started is not None else ()
+    return (*first, *repeated_lines(launch), *out_of_order(launch), *clock_offsets(launch))
 
 
 @frozen
@@ -61,10 +147,11 @@ class OutOfOrder:
 
 def out_of_order(launch: Launch) -> tuple[OutOfOrder, ...]:
     """Per rank (in the launch's order), its first step that runs back in time."""
-    return tuple(f for r in launch.ranks if (f := _rank(r)) is not None)
+    return tuple(f for r in launch.ranks if (f := rank_out_of_order(r)) is not None)
 
 
-def _rank(r: Rank) -> OutOfOrder | None:
+def rank_out_of_order(r: Rank) -> OutOfOrder | None:
+    """The rank's first step dated earlier than a step it printed before it, if any."""
     latest: dict[str, tuple[datetime, Source]] = {}  # per file: the latest dated step so far
     first: OutOfOrder | None = None
     count = 0

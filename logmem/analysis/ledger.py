@@ -303,6 +303,9 @@ class RankLedger:
     rank: str
     phases: tuple[Phase, ...]
     empty: NoLedger | None = None
+    # Its start-up lines run back in time (logmem.analysis.findings_order): the ledger pairs
+    # readings in the wrong order and is not reliable.
+    out_of_order: bool = False
 
     @property
     def first_bytes(self) -> int | None:

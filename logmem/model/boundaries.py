@@ -11,13 +11,21 @@ another began (reference 1.5, 17). The evidence, in the order it is checked:
   that came up does not load a model again, and a logged restart would print init first;
 * an untagged single-GPU rank's start-up step beside TP-tagged ranks, or the other way
   round (``untagged``, ``tagged``): a launch is one or the other (reference 1.2);
-* a start-up step printed more than ``MAX_QUIET`` after (or before) the launch's last
+* a start-up step printed more than ``MAX_QUIET`` after (or before) its rank's last
   dated step (``clock``): files concatenated from different days; a step that ends one its
   rank began (``Load weight end`` after a slow download, a capture's end) is never split
   from it by a forward gap;
 * a second model load on a rank while server_args configures no draft
-  (``speculative_algorithm=None``), or a ``Load weight end`` of another model type with no
-  ``Load weight begin`` waiting for it (``model``).
+  (``speculative_algorithm=None``), or a ``Load weight end`` with no ``Load weight begin``
+  waiting for it, of another model type or (no draft configured) of the same (``model``).
+
+A rank's line identical to one it printed already in the same file (the same text, so the same
+time), before the launch came up, is a repeated line (overlapping pastes of one log): the
+builder ignores it and keeps the range (``Repeat``), so the ledger is built once. After the
+launch came up the same line is the same log pasted again, a launch of its own (the rules above).
+
+The clock rule compares a step with the same rank's previous step, never across ranks: a
+constant offset between ranks' clocks (another node's time zone) is one launch.
 
 Lines out of time order (a log sorted or reordered by a shipper) are not a new launch: a
 step that runs back in time on its rank, or is dated before the ready line it follows, opens
@@ -76,6 +84,88 @@ class LaunchStart:
     at: str | None = None  # the opening line's printed date and time, if dated
 
 
+@frozen
+class Repeat:
+    """A rank's start-up steps printed again (same text and time) before the launch came up:
+    the lines it printed first (``first`` to ``last``) and their repeats (``again`` to
+    ``again_last``), all in ``path``; the builder ignored the repeats."""
+
+    rank: str
+    path: str
+    first: int
+    last: int
+    again: int
+    again_last: int
+    count: int  # the repeated step lines
+
+
+# Lines that begin a repeat when printed again: the start-up steps and the pool lines (a
+# warning printed twice in a second is not a repeat of the log).
+_REPEATS = (*STEPS, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailable, ev.DSv4Plan)
+
+
+@mutable
+class Repeats:
+    """Per file and rank, the lines it printed (by text) and the repeats found so far."""
+
+    printed: dict[tuple[str, str], dict[str, Source]] = field(default_factory=dict)
+    running: set[tuple[str, str]] = field(default_factory=set)  # ranks inside a repeat
+    found: dict[tuple[str, str], list[tuple[Source, Source, bool]]] = field(default_factory=dict)
+
+    def ignored(self, e: ev.Event, L: _LaunchB) -> bool:
+        """Whether the rank line e repeats one its rank printed already (same text and time)
+        before the launch came up: a repeated line, ignored. A step or pool line begins a
+        repeat; any identical line continues it; a new line ends it."""
+        key = (e.source.path, e.rank or "")
+        orig = self.printed.get(key, {}).get(e.source.text)
+        if (
+            orig is None
+            or (key not in self.running and not isinstance(e, _REPEATS))
+            or is_up(L, e.source.path)
+        ):
+            self.running.discard(key)
+            return False
+        self.running.add(key)
+        self.found.setdefault(key, []).append((orig, e.source, isinstance(e, STEPS)))
+        return True
+
+    def ignored_bar(self, e: ev.Event, L: _LaunchB) -> bool:
+        """A progress-bar render identical to one printed already in its file while a rank
+        of that file is inside a repeat: part of the repeat (renders carry no rank)."""
+        if not isinstance(e, ev.BarRender):
+            return False
+        key = (e.source.path, "\0bars")
+        seen = self.printed.setdefault(key, {})
+        if e.source.text in seen and any(k[0] == e.source.path for k in self.running):
+            return not is_up(L, e.source.path)
+        seen.setdefault(e.source.text, e.source)
+        return False
+
+    def note(self, e: ev.Event) -> None:
+        """e was kept on its rank: a later identical line repeats it."""
+        self.printed.setdefault((e.source.path, e.rank or ""), {}).setdefault(
+            e.source.text, e.source
+        )
+
+    def freeze(self) -> tuple[Repeat, ...]:
+        out = []
+        for (path, rank), pairs in self.found.items():
+            steps = [(a, b) for a, b, step in pairs if step] or [(a, b) for a, b, _ in pairs]
+            firsts = [a.line_no for a, _ in steps]
+            agains = [b.line_no for _, b in steps]
+            out.append(
+                Repeat(rank, path, min(firsts), max(firsts), min(agains), max(agains), len(steps))
+            )
+        return tuple(sorted(out, key=lambda r: (r.path, r.again, r.rank)))
+
+
+def is_up(L: _LaunchB, path: str) -> bool:
+    """The launch came up (ready line, HTTP server, a rank's scheduler summary) in ``path``."""
+    return any(
+        isinstance(x, (ev.Ready, ev.HttpUp)) and x.source.path == path for x in L.events
+    ) or any(r.summary is not None and r.summary.source.path == path for r in L.ranks.values())
+
+
 def _spec(L: _LaunchB) -> str | None | bool:
     """The launch's speculative_algorithm: its value, None when server_args says none, False
     when server_args does not print it (or is missing)."""
@@ -89,11 +179,10 @@ def _spec(L: _LaunchB) -> str | None | bool:
 @mutable
 class FileSteps:
     """The start-up steps a launch printed in one file so far: per rank, its first step
-    line and its latest dated step; and the latest dated step of any rank."""
+    line, its step types and its latest dated step."""
 
     first: dict[str, Source] = field(default_factory=dict)
     latest: dict[str, tuple[datetime, Source]] = field(default_factory=dict)
-    last: tuple[datetime, Source] | None = None
     kinds: dict[str, set[str]] = field(default_factory=dict)  # per rank: its step types so far
     # The earliest of the tagged ranks' first lines, kept as they arrive: looking it up among
     # all ranks' first lines at every step was quadratic in ranks (2,048 ranks: 12.7 s).
@@ -112,8 +201,6 @@ class FileSteps:
             return
         if label not in self.latest or t > self.latest[label][0]:
             self.latest[label] = (t, e.source)
-        if self.last is None or t > self.last[0]:
-            self.last = (t, e.source)
 
     def runs_back(self, e: ev.Event) -> bool:
         """e is dated earlier than a step its rank printed before it: out of order, not new."""
@@ -160,13 +247,16 @@ def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
     if e.rank != "" and "" in seen.first:
         return LaunchStart("tagged", e.source, e.rank, seen.first[""])
     t = printed_at(e)
-    gap = t - seen.last[0] if t is not None and seen.last is not None else None
+    # The rank's own previous step: ranks' clocks may differ by a constant (another node's
+    # time zone), so a step is only comparable with its own rank's.
+    own = seen.latest.get(e.rank)
+    gap = t - own[0] if t is not None and own is not None else None
     # Forward, a step that ends one its rank began (a slow download between Load weight begin
     # and end) is the same start-up however long it took.
     if gap is not None and (gap < -MAX_QUIET or (gap > MAX_QUIET and not _ends_open_step(r, e))):
-        assert t is not None and seen.last is not None
-        values = ("printed at", f"{t:%Y-%m-%d %H:%M:%S}", f"{seen.last[0]:%Y-%m-%d %H:%M:%S}")
-        return LaunchStart("clock", e.source, e.rank, seen.last[1], values)
+        assert t is not None and own is not None
+        values = ("printed at", f"{t:%Y-%m-%d %H:%M:%S}", f"{own[0]:%Y-%m-%d %H:%M:%S}")
+        return LaunchStart("clock", e.source, e.rank, own[1], values)
     return None if seen.runs_back(e) else _model_change(L, e)
 
 
@@ -207,4 +297,9 @@ def _model_change(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
         if other is not None:
             values = ("model type", e.model_type, other.model_type)
             return LaunchStart("model", e.source, e.rank, other.source, values)
+        if spec is None:
+            # The same model's end again, none begun and no draft configured: not a second
+            # model (nothing loads one), another start-up's line.
+            values = ("model type", e.model_type, ends[0].model_type)
+            return LaunchStart("model", e.source, e.rank, ends[0].source, values)
     return None

@@ -36,7 +36,14 @@ from collections.abc import Iterable
 from dataclasses import field, replace
 
 from logmem.frozen import mutable
-from logmem.model.boundaries import STEPS, FileSteps, LaunchStart, new_launch, stamped
+from logmem.model.boundaries import (
+    STEPS,
+    FileSteps,
+    LaunchStart,
+    Repeats,
+    new_launch,
+    stamped,
+)
 from logmem.model.captures import (
     begin_capture,
     capture_sizes,
@@ -97,6 +104,7 @@ class _LaunchB:
     start: LaunchStart | None = None
     next_start: Source | None = None
     steps: dict[str, FileSteps] = field(default_factory=dict)  # per file: its steps so far
+    repeats: Repeats = field(default_factory=Repeats)  # lines printed again before it came up
 
     def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
         r = self.ranks.get(label)
@@ -226,6 +234,7 @@ class _LaunchB:
             ),
             self.start,
             self.next_start,
+            self.repeats.freeze(),
         )
 
 
@@ -316,14 +325,18 @@ class _Builder:
             (self.prelude if self.file_content else L.events).append(e)
             return
         if e.rank is None:
-            self.feed_unprefixed(L, e)
+            if not L.repeats.ignored_bar(e, L):
+                self.feed_unprefixed(L, e)
             return
+        if L.repeats.ignored(e, L):
+            return  # the same line again (overlapping pastes): read once
         start = self.restart(L, e) or new_launch(L, e)
         if start is not None:
             L = self.next_launch(start)
             self.flush_prelude(L, front=True)
         self.file_content = True
         L.paths.append(e.source.path)
+        L.repeats.note(e)
         if isinstance(e, STEPS):
             L.steps.setdefault(e.source.path, FileSteps()).add(e)
         if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):

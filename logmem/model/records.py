@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from logmem.frozen import frozen
-from logmem.model.boundaries import LaunchStart
+from logmem.model.boundaries import LaunchStart, Repeat
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.units import Mem
@@ -283,6 +283,9 @@ class Launch:
     # begins at: a launch followed by another ended there, cut or not.
     start: LaunchStart | None = field(default=None, compare=False)
     next_start: Source | None = field(default=None, compare=False)
+    # A rank's lines printed again (same text and time) before the launch came up:
+    # overlapping pastes of one log, read once (logmem.model.boundaries.Repeat).
+    repeats: tuple[Repeat, ...] = field(default=(), compare=False)
 
     @property
     def args(self) -> dict[str, Any]:

@@ -119,12 +119,16 @@ def _car(f: Facts) -> bool:
     return _lib(f) in ("NCCL", "RCCL")
 
 
+_SECOND = "second model's"
+
 # Causes whose words depend on their facts.
 _WORDED: dict[What, Callable[[Facts], str]] = {
     # The platform's collective library (NCCL, RCCL on ROCm, HCCL on Ascend): analysis.platform.
     What.COMMS: lambda f: f"{_lib(f)} / gloo" + (" / custom all-reduce" if _car(f) else ""),
     What.OTHER_COMMS: lambda f: f"{_lib(f)} / gloo / other communicators",
-    What.DRAFT_POOLS: lambda f: f"unlogged: draft pools not printed{_ws(f)}",
+    What.DRAFT_POOLS: lambda f: (
+        f"unlogged: {_SECOND if f.second else 'draft'} pools not printed{_ws(f)}"
+    ),
     What.BEYOND_TABLE: lambda f: f"unlogged: pools{_ws(f)} beyond the request-to-token table",
     What.LIKELY_TABLE: lambda f: (
         f"unlogged: likely the request-to-token table (size not printed){_ws(f)}"

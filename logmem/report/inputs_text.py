@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from logmem.model.analysis import Analysis
-from logmem.model.boundaries import LaunchStart
+from logmem.model.boundaries import LaunchStart, Repeat
 from logmem.model.inputs import Apart
 from logmem.parse.lines import Source
 
@@ -82,3 +82,16 @@ def start_json(s: LaunchStart | None) -> dict[str, Any] | None:
         if s.values
         else None,
     }
+
+
+def repeats_json(repeats: tuple[Repeat, ...]) -> list[dict[str, Any]]:
+    """A rank's lines printed again before its launch came up (logmem.model.boundaries)."""
+    return [
+        {
+            "rank": x.rank,
+            "path": x.path,
+            "lines": [x.first, x.last],
+            "again": [x.again, x.again_last],
+        }
+        for x in repeats
+    ]

@@ -23,7 +23,7 @@ from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import summarised_json
-from logmem.report.inputs_text import inputs_json, start_json
+from logmem.report.inputs_text import inputs_json, repeats_json, start_json
 from logmem.report.inputs_text import source_json as _line
 from logmem.report.sentences import finding_text, reserve_term_text
 from logmem.report.sizing_json import _cov, default_mfs_json
@@ -208,6 +208,7 @@ def rank_json(r: Rank, led: RankLedger | None = None) -> dict[str, Any]:
         out["phases"] = phases_json(led)
         out["ledger"] = ledger_rows(led)
         out["ledger_note"] = ledger_note(led) or None
+        out["ledger_out_of_order"] = led.out_of_order
     return out
 
 
@@ -348,6 +349,7 @@ def launch_json(
         "paths": list(L.paths),
         "start": start_json(L.start),
         "next_start": _line(L.next_start),
+        "repeats": repeats_json(L.repeats),
         "outcome": oc.status,
         "verdict": verdict_lines(L),
         "failure": failure_json(oc.failure),

@@ -95,6 +95,9 @@ def rank_name(label: str) -> str:
     return label or "the GPU (no rank tag)"
 
 
+_UNORDERED = "out of time order: not reliable"
+
+
 def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None) -> Table:
     rows: list[tuple[str, ...]] = []
     indent: list[int] = []
@@ -126,6 +129,10 @@ def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None)
             rows.append((name, "", "", amount, c.kind, ",".join(str(x) for x in c.lines)))
             indent.append(1)
     notes = list(footnotes)
+    if led.out_of_order:
+        notes.insert(
+            0, f"Not reliable: {rank_name(led.rank)}'s lines run back in time (see Findings)."
+        )
     if led.phases:
         total = sum(p.delta_bytes for p in led.phases)
         floored = led.last_bytes is not None and led.phases[-1].bound is not Bound.EXACT
@@ -141,7 +148,7 @@ def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None)
     if extra:
         notes.append(extra)
     return Table(
-        f"Ledger of {rank_name(led.rank)} (GiB)",
+        f"Ledger of {rank_name(led.rank)} (GiB" + (f"; {_UNORDERED})" if led.out_of_order else ")"),
         ("phase / cause", "before", "after", "drop", "kind", "lines"),
         tuple(rows),
         ("l", "r", "r", "r", "l", "r"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from logmem.analysis.findings_order import LaunchStarted, OutOfOrder
+from logmem.analysis.findings_order import ClockOffset, LaunchStarted, OutOfOrder, RepeatedLines
 from logmem.parse import events as ev
 from logmem.report.finding_base import finding_text
 
@@ -90,6 +90,12 @@ def _(f: LaunchStarted) -> str:
             f"start-up line of {prev} (line {ev_line}, {s.values[2]}): far more than one "
             f"start-up takes ({joined})."
         )
+    if s.kind == "model" and s.values is not None and s.values[1] == s.values[2]:
+        return (
+            f"{at}: {who} prints 'Load weight end' of {s.values[1]} again after its model "
+            f"loaded (line {ev_line}), with no 'Load weight begin' before it, and server_args "
+            f"configures no draft (speculative_algorithm=None): another start-up ({joined})."
+        )
     if s.kind == "model" and s.values is not None:
         return (
             f"{at}: {who} prints 'Load weight end' of {s.values[1]}, another model than the "
@@ -105,6 +111,21 @@ def _(f: LaunchStarted) -> str:
     return f"{at}."
 
 
+def _lines(a: int, b: int) -> str:
+    return f"line {a}" if a == b else f"lines {a}-{b}"
+
+
+@finding_text.register
+def _(f: RepeatedLines) -> str:
+    who = ", ".join(_rank(r) for r in f.ranks)
+    return (
+        f"The start-up lines of {who} at {_lines(f.first, f.last)} are printed again at "
+        f"{_lines(f.again, f.again_last)} (same text and time), before the server came up: "
+        f"the input repeats part of the log (overlapping pastes); the repeat is ignored and "
+        f"the ledger is built once."
+    )
+
+
 @finding_text.register
 def _(f: OutOfOrder) -> str:
     more = f.count - 1
@@ -115,4 +136,17 @@ def _(f: OutOfOrder) -> str:
         f"{also}. Its ledger pairs readings in the wrong order (memory 'given back', steps "
         f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable: pass "
         f"the rank's own file, or a merge that keeps each file's order."
+    )
+
+
+@finding_text.register
+def _(f: ClockOffset) -> str:
+    moved = ", ".join(_rank(r) for r in f.ranks)
+    ref = ", ".join(_rank(r) for r in f.reference) or "the other ranks"
+    way = "after" if f.offset > timedelta(0) else "before"
+    verb = "is" if len(f.ranks) == 1 else "are"
+    return (
+        f"{moved} {verb} dated {_span(f.offset)} {way} {ref} throughout: their clocks differ "
+        f"(another node's time zone or clock); each rank's times are compared with its own "
+        f"only, so this is one launch."
     )
