@@ -46,15 +46,21 @@ def test_diff_names_the_side_whose_weights_the_checkpoint_did_not_fill() -> None
         True,
     )
     text = flat(d.render())
-    assert "B line 48 (TP0): 60 MoE expert weights were not initialized from the checkpoint" in text
+    assert (
+        "B line 48 (TP0; also TP1 at line 43): 60 MoE expert weights were not initialized from the checkpoint"
+        in text
+    )
     assert "B's weights figure is not a working model's" in text
     assert "so the weights change is not the models' difference" in text
     # It comes right after the 'Different models' paragraph, before the tables.
     assert text.index("Different models") < text.index("B line 48") < text.index("Settings")
     swapped = flat(api.diff(b, a).render("markdown"))
-    assert "A line 48 (TP0): 60 MoE expert weights were not initialized" in swapped
+    assert (
+        "A line 48 (TP0; also TP1 at line 43): 60 MoE expert weights were not initialized"
+        in swapped
+    )
     assert "B line 48" not in swapped
-    assert "A line 48 (TP0): 60 MoE expert weights" in " ".join(
+    assert "A line 48 (TP0; also TP1 at line 43): 60 MoE expert weights" in " ".join(
         api.diff(b, a).to_json()["headlines"]
     )
 

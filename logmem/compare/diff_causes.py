@@ -194,6 +194,7 @@ def uninitialized_weights(a: Launch, b: Launch, models_differ: bool) -> tuple[cn
             f.listed.complete,
             f.all_experts,
             models_differ,
+            f.other_ranks,
         )
         for side, launch in (("A", a), ("B", b))
         for f in weights_not_loaded(launch)

@@ -57,6 +57,7 @@ class WeightsUninitializedIn:
     complete: bool  # False: the line is cut, so at least `names`
     experts: bool  # every name is an MoE expert weight
     models_differ: bool  # the diff's launches load different models
+    other_ranks: tuple[tuple[str, int], ...] = ()  # (rank, line) of the other ranks printing it
 
 
 @frozen

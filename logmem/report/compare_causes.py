@@ -137,8 +137,10 @@ def uninitialized_text(n: cn.WeightsUninitializedIn) -> str:
         f"weight{'s' if n.names != 1 else ''}"
     )
     draft = n.role == "draft"
+    also = "".join(f"; also {r or 'the GPU'} at line {ln}" for r, ln in n.other_ranks[:1])
+    more = f" and {len(n.other_ranks) - 1} more ranks" if len(n.other_ranks) > 1 else ""
     return (
-        f"{n.side} line {n.line} ({n.rank or 'the GPU'}): {count}{' of the draft model' if draft else ''} "
+        f"{n.side} line {n.line} ({n.rank or 'the GPU'}{also}{more}): {count}{' of the draft model' if draft else ''} "
         "were not initialized from the checkpoint (left as allocated, not the checkpoint's values): "
         f"{n.side}'s {'draft ' if draft else ''}weights figure is not a working model's, so the "
         f"weights change is not {'the models' if n.models_differ else 'the settings'}' difference."
