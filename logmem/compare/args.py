@@ -209,7 +209,8 @@ def confounder_message(cmp: ArgsComparison, labels: Sequence[str]) -> str:
     ):
         hint = (
             "; SGLang derives its default mem_fraction_static from cuda_graph_max_bs, so pass "
-            "--mem-fraction-static explicitly to both launches"
+            "--mem-fraction-static explicitly to "
+            + ("both launches" if len(labels) == 2 else "every launch")
         )
     return (
         f"the launches differ in more than the CUDA-graph batch sizes: {'; '.join(confounder_parts(cmp))}. "

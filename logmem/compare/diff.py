@@ -22,6 +22,7 @@ from logmem.compare.diff_causes import (
     first_bucket_causes,
     pairing,
     reserve_not_compared,
+    uninitialized_weights,
     weights_cause,
 )
 from logmem.compare.load import LaunchRef
@@ -407,7 +408,7 @@ def diff_launches(
         )
         note = cn.SlopeConfounded(tuple(confounder_parts(cmp, 4)), hint)
     else:
-        found, why = slopes((a, b))
+        found, why = slopes((a, b), labels)
         notes.extend(why)
         if (
             no_reserve := reserve_not_compared(found, (la.default_mfs, lb.default_mfs))
@@ -435,6 +436,7 @@ def diff_launches(
     if _models_differ(a, b):
         ta, tb = _model_type(a), _model_type(b)
         headlines.append(cn.DifferentModels(models[0], models[1], ta if ta and ta == tb else None))
+    headlines.extend(uninitialized_weights(a, b, _models_differ(a, b)))
     eras = (EraGuess(era_of(ma), printed_on(a)), EraGuess(era_of(mb), printed_on(b)))
     if wording_differs(markers):
         headlines.append(cn.DifferentWording(*eras))

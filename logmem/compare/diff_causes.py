@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from logmem.analysis.comm_inputs import echoed_env
+from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison
 from logmem.compare.slope import Slope
@@ -176,4 +177,25 @@ def pairing(
         tuple(t for t in same if t not in odd),
         tuple(t for t in differ if t not in one),
         tuple(one),
+    )
+
+
+def uninitialized_weights(a: Launch, b: Launch, models_differ: bool) -> tuple[cn.Note, ...]:
+    """A launch whose checkpoint left weights unfilled (the fact is on the model,
+    ``uninitialized``): its weights figure is not a working model's, so a weights change is
+    not the models' (or the settings') difference. One note per side and model role."""
+    return tuple(
+        cn.WeightsUninitializedIn(
+            side,
+            f.rank,
+            f.line,
+            f.role,
+            f.listed.names,
+            f.listed.complete,
+            f.all_experts,
+            models_differ,
+            f.other_ranks,
+        )
+        for side, launch in (("A", a), ("B", b))
+        for f in weights_not_loaded(launch)
     )

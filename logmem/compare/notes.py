@@ -11,7 +11,9 @@ from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Lazy
 from logmem.compare.diff_notes import AttentionTPChanged as AttentionTPChanged
 from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
+from logmem.compare.diff_notes import MfsNotAllDerived as MfsNotAllDerived
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
+from logmem.compare.diff_notes import WeightsUninitializedIn as WeightsUninitializedIn
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
 from logmem.sglang.eras import EraGuess
@@ -422,6 +424,8 @@ Note = (
     | FirstBucketShared
     | AttentionTPChanged
     | NoReserveComparison
+    | WeightsUninitializedIn
+    | MfsNotAllDerived
     | DifferentModels
     | DifferentWording
     | BucketsNotCompared

@@ -14,6 +14,7 @@ from typing import Any
 
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_message
+from logmem.compare.diff_mfs import mfs_not_all_derived
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError, NoSlopeError
@@ -124,11 +125,12 @@ class Slope:
 
 
 def reserve_rule_in_force(launches: Sequence[Launch]) -> bool:
-    """Whether SGLang's graph reserve per unit of max bs is the rule behind these launches'
-    mem_fraction_static: every launch is of a reserve-formula era (analysis.default_mfs: the
-    rule is the reserve, or unknown in era b / c), and not every launch passed the value. Era
-    (a)'s tp table, an undated or mid-2025 launch, or both passing it: no such reserve to set
-    the measured growth against."""
+    """Whether SGLang's graph reserve per unit of max bs is set beside the measured growth:
+    every launch is of a reserve-formula era (analysis.default_mfs: the rule is the reserve, or
+    unknown in era b / c), and not every launch is known to have passed the value. It is then
+    what SGLang's default would reserve, not a finding that these launches derived their value
+    with it (diff_mfs says where they cannot all have). Era (a)'s tp table, an undated or
+    mid-2025 launch, or both passing it: no such reserve to set the measured growth against."""
     from logmem.analysis.default_mfs import launch_default_mfs
 
     ds = [launch_default_mfs(L) for L in launches]
@@ -200,10 +202,13 @@ def _slope_for(
     )
 
 
-def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[cn.Note]]:
-    """A slope per (rank, graph family) captured in every launch with different rows; SGLang's
-    graph reserve beside it only where that reserve is the launches' rule
-    (reserve_rule_in_force)."""
+def slopes(
+    launches: Sequence[Launch], labels: Sequence[str] = ()
+) -> tuple[list[Slope], list[cn.Note]]:
+    """A slope per (rank, graph family) captured in every launch with different rows; what
+    SGLang's default would reserve for graphs beside it only where the launches are of the
+    reserve formula's era and not all passed their value (reserve_rule_in_force); with
+    ``labels``, a note where the launches' values cannot all be that default (diff_mfs)."""
     reserve = reserve_rule_in_force(launches)
     per_launch = [graph_points(L) for L in launches]
     first = [r.label for r in launches[0].ranks]
@@ -234,6 +239,8 @@ def slopes(launches: Sequence[Launch]) -> tuple[list[Slope], list[cn.Note]]:
             continue
         families_done.add(k[1])
         out.append(s)
+    if labels and (mixed := mfs_not_all_derived(launches, labels)) is not None:
+        notes.append(mixed)
     return out, notes
 
 
@@ -280,7 +287,7 @@ def fit_launches(
         )
     if cmp.confounders:
         raise FitError(confounder_message(cmp, labels))
-    found, notes = slopes(launches)
+    found, notes = slopes(launches, labels)
     if not found:
         raise NoSlopeError(
             "no graph family was captured with different largest sizes in every launch",

@@ -129,3 +129,55 @@ def attention_tp_text(n: cn.AttentionTPChanged) -> str:
         f"of {small} holds{whole}{lm}. The logs do not print the attention weights' size: the "
         "change is consistent with this, not computed from it." + also
     )
+
+
+def uninitialized_text(n: cn.WeightsUninitializedIn) -> str:
+    count = (
+        f"{'' if n.complete else 'at least '}{n.names:,} {'MoE expert ' if n.experts else ''}"
+        f"weight{'s' if n.names != 1 else ''}"
+    )
+    draft = n.role == "draft"
+    also = "".join(f"; also {r or 'the GPU'} at line {ln}" for r, ln in n.other_ranks[:1])
+    more = f" and {len(n.other_ranks) - 1} more ranks" if len(n.other_ranks) > 1 else ""
+    return (
+        f"{n.side} line {n.line} ({n.rank or 'the GPU'}{also}{more}): {count}{' of the draft model' if draft else ''} "
+        "were not initialized from the checkpoint (left as allocated, not the checkpoint's values): "
+        f"{n.side}'s {'draft ' if draft else ''}weights figure is not a working model's, so the "
+        f"weights change is not {'the models' if n.models_differ else 'the settings'}' difference."
+    )
+
+
+def _and(xs: list[str]) -> str:
+    return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}"
+
+
+def mfs_not_all_derived_text(n: cn.MfsNotAllDerived) -> str:
+    k, count = n.derivable, len(n.labels)
+    digits = n.labels[0].isdigit()
+    who = ("Launches " if digits else "") + _and(list(n.labels))
+    same = len(set(n.mfs)) == 1
+    mfs = (
+        f"the same mem_fraction_static {n.mfs[0]:g}"
+        if same
+        else f"mem_fraction_static {_and([f'{m:g}' for m in n.mfs])}"
+    )
+    wins = "; ".join(
+        f"{'launch ' if digits else ''}{lab}: {', '.join(f'{lo:,}-{hi:,}' for lo, hi in ws)} MiB"
+        for lab, ws in zip(n.labels, n.windows)
+    )
+    reserve = _and([f"{r:,.0f}" for r in n.graph_reserve_mib])
+    where = "disjoint GPU sizes" if k == 1 else "GPU sizes that no one GPU holds all of"
+    rest = count - k
+    many = _WORDS.get(rest, str(rest))
+    return (
+        f"{who} print {mfs} at cuda_graph_max_bs {_and([str(b) for b in n.max_bs])}, with the same "
+        f"free memory before loading ({_gs(n.free_bytes)} GiB: most likely one GPU model). SGLang's "
+        f"default (this era's reserve formula) would reserve {reserve} MiB for their graphs, so it "
+        f"gives {'that value' if same else 'these values'} only on {where} ({wins}): at most "
+        f"{_WORDS.get(k, str(k))} of them derived {'it' if same else 'its value'}; at least {many} "
+        f"passed {'it' if same else 'theirs'} (or the formula does not model "
+        f"{'it' if rest == 1 else 'them'})."
+    )
+
+
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}

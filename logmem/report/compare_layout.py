@@ -110,12 +110,12 @@ def _slopes(o: Out, slopes: Sequence[SlopeView]) -> None:
         h = s.heuristic
         if h is not None:
             at = "; ".join(
-                f"at max bs {n} it sets aside {r:,.0f} MiB, the capture used {t:,.0f}"
+                f"at max bs {n} it would set aside {r:,.0f} MiB, the capture used {t:,.0f}"
                 for n, r, t in h.at_sizes
             )
             o.para(
-                f"SGLang's heuristic reserves {h.sglang_mib_per_bs:g} MiB per unit of max bs ({h.sglang_terms}) "
-                f"for all graph memory; measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
+                f"What SGLang's default mem_fraction_static would reserve: {h.sglang_mib_per_bs:g} MiB per unit "
+                f"of max bs ({h.sglang_terms}), meant for all graph memory; measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
                 f"ratio {h.ratio:.2f}x" + (f". In absolute terms: {at}." if at else ".")
             )
 
@@ -369,11 +369,42 @@ def _diff_buckets(g: GraphRow, o: Out) -> None:
         o.table(["size", "A", "B", "change"], moved)
     n = len(rows) - len(odd)
     o.para(
-        (f"Listed: changes beyond the +-{limit:g} GiB that printing allows; " if moved else "")
-        + f"{len(rows) - len(moved)} of {n} comparable sizes are within it (every size: -f markdown/json)."
+        bucket_summary(n, len(moved) - len(odd), len(odd), limit)
+        + " (every size: -f markdown/json)."
     )
     if g.bucket_note:
         o.para(g.bucket_note)
+
+
+def bucket_summary(comparable: int, beyond: int, odd: int, limit: float) -> str:
+    """What the plain-text buckets table lists and what it leaves out, naming the tolerance each time."""
+    tol = f"the +-{limit:g} GiB that printing allows"
+    within = comparable - beyond
+    listed: list[str] = []
+    if beyond:
+        if within == 0:
+            every = (
+                "the one comparable size, with a"
+                if comparable == 1
+                else f"all {comparable} comparable sizes, each with a"
+            )
+            listed.append(f"{every} change beyond {tol}")
+        else:
+            listed.append(f"{beyond} size{'s' if beyond > 1 else ''} whose change is beyond {tol}")
+    if odd:
+        listed.append(f"{odd} size{'s' if odd > 1 else ''} with no comparable change")
+    head = f"Listed: {' and '.join(listed)}" if listed else ""
+    if within == 0:
+        return head or "No comparable size"
+    if within == comparable:
+        rest = (
+            f"the one comparable size is within {tol}"
+            if comparable == 1
+            else f"all {comparable} comparable sizes are within {tol}"
+        )
+    else:
+        rest = f"the other {within} of {comparable} comparable sizes are within +-{limit:g} GiB"
+    return f"{head}; {rest}" if head else rest[0].upper() + rest[1:]
 
 
 def _diff(d: DiffView, o: Out) -> str:

@@ -14,8 +14,10 @@ from logmem.report.causes import on_gpu as _on
 from logmem.report.compare_causes import (
     attention_tp_text,
     first_bucket_text,
+    mfs_not_all_derived_text,
     no_reserve_text,
     ranks_matched_text,
+    uninitialized_text,
 )
 from logmem.report.compare_words import era_text, slope_source_text
 from logmem.sglang.rules import (
@@ -303,11 +305,13 @@ def _(n: cn.CaptureTotalSlopes) -> str:
 @note_text.register
 def _(n: cn.HeuristicReserve) -> str:
     return (
-        f"SGLang's heuristic reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs "
-        f"(+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
+        f"SGLang's default mem_fraction_static (eras b and c) reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) "
+        f"per unit of cuda_graph_max_bs (+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
         "DP attention), meant to cover all graph memory; the ratio compares it with the growth of the "
         "capture total (the capture end's mem usage) per unit of max bs. It is set beside a slope "
-        "only where it is the launches' default-mfs rule (eras b and c, not passed by every launch)."
+        "where every launch is of those eras and not every one is known to have passed its value: "
+        "it is what SGLang's default would reserve, not a finding that these launches' values came "
+        "from it (a launch's 'default mfs rule' row in analyze says what its log shows)."
     )
 
 
@@ -487,3 +491,5 @@ note_text.register(cn.RanksMatched)(ranks_matched_text)
 note_text.register(cn.FirstBucketShared)(first_bucket_text)
 note_text.register(cn.AttentionTPChanged)(attention_tp_text)
 note_text.register(cn.NoReserveComparison)(no_reserve_text)
+note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
+note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
