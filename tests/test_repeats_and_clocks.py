@@ -207,3 +207,15 @@ def test_the_ledger_of_a_rank_out_of_order_is_marked_in_every_format() -> None:
     clean = read_log(str(corpus_log("001-")))
     assert not any(r.out_of_order for r in build_ledger(clean.launches[0]).ranks)
     assert "not reliable" not in render_as(clean, "markdown")
+
+
+def test_a_clock_launch_with_a_three_digit_year_is_reported_not_raised() -> None:
+    """A damaged year (0025) that opens a launch by the clock rule: the sentence is worded
+    from the gap the model measured, and the times as printed ("0025-03-08"), not re-read
+    from strftime's %Y, which drops the zeros on Linux (fuzz: 'Invalid isoformat string')."""
+    lines = _lines()
+    i = next(k for k, t in enumerate(lines) if "TP0] Load weight end." in t)
+    lines[i] = lines[i].replace("[2025-03-08", "[0025-03-08", 1)
+    text = _read(lines)
+    assert "0025-03-08 12:29:21" in text
+    assert "begins at line" in text

@@ -40,7 +40,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from logmem.frozen import frozen, mutable
-from logmem.model.clock import printed_at
+from logmem.model.clock import printed_at, stamp
 from logmem.model.inputs import MAX_QUIET
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
@@ -82,6 +82,8 @@ class LaunchStart:
     values: tuple[str, str, str] | None = None
     step: str = ""  # the opening line's event type (WeightsEnd, InitBegin ...); "" server_args
     at: str | None = None  # the opening line's printed date and time, if dated
+    # clock: this line's time minus the earlier line's (the sentence's "3 hours after").
+    gap: timedelta | None = None
 
 
 @frozen
@@ -111,6 +113,18 @@ class Repeats:
     printed: dict[tuple[str, str], dict[str, Source]] = field(default_factory=dict)
     running: set[tuple[str, str]] = field(default_factory=set)  # ranks inside a repeat
     found: dict[tuple[str, str], list[tuple[Source, Source, bool]]] = field(default_factory=dict)
+    # Files in which the launch came up (mark): repeats are looked for only before that, and
+    # lines are remembered only before it, so a long runtime log keeps nothing here and no
+    # line rescans the launch's events or ranks.
+    up: set[str] = field(default_factory=set)
+
+    def mark(self, e: ev.Event) -> None:
+        """e was read into the launch: a ready line, the HTTP server's or a scheduler summary
+        means the launch came up in e's file (is_up)."""
+        if isinstance(e, ev.Summary) or (
+            isinstance(e, (ev.Ready, ev.HttpUp)) and e.rank in (None, "")
+        ):
+            self.up.add(e.source.path)
 
     def ignored(self, e: ev.Event, L: _LaunchB) -> bool:
         """Whether the rank line e repeats one its rank printed already (same text and time)
@@ -135,14 +149,18 @@ class Repeats:
         if not isinstance(e, ev.BarRender):
             return False
         key = (e.source.path, "\0bars")
+        if is_up(L, e.source.path):
+            return False
         seen = self.printed.setdefault(key, {})
         if e.source.text in seen and any(k[0] == e.source.path for k in self.running):
-            return not is_up(L, e.source.path)
+            return True
         seen.setdefault(e.source.text, e.source)
         return False
 
     def note(self, e: ev.Event) -> None:
-        """e was kept on its rank: a later identical line repeats it."""
+        """e was kept on its rank: a later identical line before the launch came up repeats it."""
+        if e.source.path in self.up:
+            return
         self.printed.setdefault((e.source.path, e.rank or ""), {}).setdefault(
             e.source.text, e.source
         )
@@ -160,10 +178,9 @@ class Repeats:
 
 
 def is_up(L: _LaunchB, path: str) -> bool:
-    """The launch came up (ready line, HTTP server, a rank's scheduler summary) in ``path``."""
-    return any(
-        isinstance(x, (ev.Ready, ev.HttpUp)) and x.source.path == path for x in L.events
-    ) or any(r.summary is not None and r.summary.source.path == path for r in L.ranks.values())
+    """The launch came up (ready line, HTTP server, a rank's scheduler summary) in ``path``:
+    what Repeats.mark recorded as the launch's lines were read."""
+    return path in L.repeats.up
 
 
 def _spec(L: _LaunchB) -> str | None | bool:
@@ -219,7 +236,7 @@ def new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
 def stamped(start: LaunchStart, e: ev.Event) -> LaunchStart:
     """The LaunchStart with the opening event's type and printed time."""
     t = printed_at(e)
-    return replace(start, step=type(e).__name__, at=f"{t:%Y-%m-%d %H:%M:%S}" if t else None)
+    return replace(start, step=type(e).__name__, at=stamp(t) if t else None)
 
 
 def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
@@ -255,8 +272,8 @@ def _new_launch(L: _LaunchB, e: ev.Event) -> LaunchStart | None:
     # and end) is the same start-up however long it took.
     if gap is not None and (gap < -MAX_QUIET or (gap > MAX_QUIET and not _ends_open_step(r, e))):
         assert t is not None and own is not None
-        values = ("printed at", f"{t:%Y-%m-%d %H:%M:%S}", f"{own[0]:%Y-%m-%d %H:%M:%S}")
-        return LaunchStart("clock", e.source, e.rank, own[1], values)
+        values = ("printed at", stamp(t), stamp(own[0]))
+        return LaunchStart("clock", e.source, e.rank, own[1], values, gap=gap)
     return None if seen.runs_back(e) else _model_change(L, e)
 
 

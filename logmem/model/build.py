@@ -327,6 +327,7 @@ class _Builder:
         if e.rank is None:
             if not L.repeats.ignored_bar(e, L):
                 self.feed_unprefixed(L, e)
+                L.repeats.mark(e)
             return
         if L.repeats.ignored(e, L):
             return  # the same line again (overlapping pastes): read once
@@ -337,6 +338,7 @@ class _Builder:
         self.file_content = True
         L.paths.append(e.source.path)
         L.repeats.note(e)
+        L.repeats.mark(e)
         if isinstance(e, STEPS):
             L.steps.setdefault(e.source.path, FileSteps()).add(e)
         if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):

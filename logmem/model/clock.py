@@ -14,6 +14,12 @@ from logmem.parse import events as ev
 from logmem.parse.lines import PREFIX
 
 
+def stamp(t: datetime) -> str:
+    """``t`` as the log prints it, "YYYY-MM-DD HH:MM:SS": the year zero-padded, which
+    strftime's %Y is not on every platform (a damaged "0025-03-08" would read back as "25-...")."""
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d} {t:%H:%M:%S}"
+
+
 def printed_at(e: ev.Event) -> datetime | None:
     """The dated timestamp of the event's prefix (None: time-only, or no prefix)."""
     if e.rank is None:

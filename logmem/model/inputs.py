@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from logmem.frozen import frozen
-from logmem.model.clock import dated_prefix, printed_at
+from logmem.model.clock import dated_prefix, printed_at, stamp
 from logmem.parse import events as ev
 
 # Keys that differ between the nodes of one launch (each node runs its own launcher).
@@ -129,8 +129,8 @@ def _apart(f: _File, g: _File) -> Apart | None:
         if gap > MAX_QUIET:
             span = (
                 "printed from",
-                f"{f.first:%Y-%m-%d %H:%M:%S} to {f.last:%Y-%m-%d %H:%M:%S}",
-                f"{g.first:%Y-%m-%d %H:%M:%S} to {g.last:%Y-%m-%d %H:%M:%S}",
+                f"{stamp(f.first)} to {stamp(f.last)}",
+                f"{stamp(g.first)} to {stamp(g.last)}",
             )
             return Apart(f.path, g.path, "clock", (span,))
         overlap = gap < -CONCURRENT

@@ -3,7 +3,7 @@ rank's lines out of time order (logmem.analysis.findings_order)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from logmem.analysis.findings_order import ClockOffset, LaunchStarted, OutOfOrder, RepeatedLines
 from logmem.parse import events as ev
@@ -82,11 +82,10 @@ def _(f: LaunchStarted) -> str:
             f"{at}: {who} prints {step} beside the untagged rank (one GPU) of {prev} (from line "
             f"{ev_line}); a launch has tagged ranks or one untagged rank, not both ({joined})."
         )
-    if s.kind == "clock" and s.values is not None:
-        t, t0 = (datetime.fromisoformat(v) for v in s.values[1:])
-        way = "after" if t > t0 else "before"
+    if s.kind == "clock" and s.values is not None and s.gap is not None:
+        way = "after" if s.gap > timedelta(0) else "before"
         return (
-            f"{at}: {who} prints {step} at {s.values[1]}, {_span(t - t0)} {way} the last "
+            f"{at}: {who} prints {step} at {s.values[1]}, {_span(s.gap)} {way} the last "
             f"start-up line of {prev} (line {ev_line}, {s.values[2]}): far more than one "
             f"start-up takes ({joined})."
         )
