@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 
 from logmem.report.compare_json import view_json
 from logmem.report.compare_layout import layout
-from logmem.report.model import Table
 from logmem.report.page import Figure, esc, figure_html, page, table_html
+from logmem.report.table import Table
 from logmem.report.views import View
 
 

@@ -25,7 +25,6 @@ from logmem.report.chart import (
     swatch,
     ytick_width,
 )
-from logmem.report.model import rank_name
 from logmem.report.plot_data import (
     POINT_ERROR_GIB,
     buckets_data,
@@ -43,6 +42,7 @@ from logmem.report.scene import Area, Line, Mark, Rect, Scene
 # A scene replayed on matplotlib (logmem.plot) saved as PNG; matplotlib loads when it is called.
 from logmem.report.scene_mpl import figure_bytes
 from logmem.report.svg import scene_svg
+from logmem.report.table import rank_name
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
 KINDS = ("waterfall", "buckets", "ranks", "fit")
