@@ -147,7 +147,11 @@ def test_diff_of_two_different_models_and_versions_is_short_and_says_so_first() 
         doc["changed_args"] == {} and len(doc["only_in"]["A"]) == 106 and "B" not in doc["only_in"]
     )
     assert doc["one_sided_args"]["quantization"] == [None, None]
-    assert len(doc["headlines"]) == 2 and doc["b"]["model"] == "Qwen/Qwen3-8B (Qwen3ForCausalLM)"
+    # Model, GPU (21.63 vs 177.57 GiB free before loading) and wording: three headlines.
+    assert len(doc["headlines"]) == 3 and doc["b"]["model"] == "Qwen/Qwen3-8B (Qwen3ForCausalLM)"
+    assert doc["headlines"][1].startswith(
+        "Different free memory before loading: A had 21.63 GiB free before loading (line 26), B 177.57"
+    )
     assert doc["slopes"] == [] and "74 keys only A prints" in doc["slope_note"]
 
 
@@ -155,9 +159,11 @@ def test_fit_still_refuses_briefly() -> None:
     b = FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"
     res = run(["fit", str(LOG001), str(b)])
     assert res.exit_code == 1
+    # The model first (review27b #2), then the keys.
     assert res.output.startswith(
-        "Error: the launches differ in more than the CUDA-graph batch sizes: 74 keys only launch 1 prints: "
+        "Error: no slope: the launches load different models: launch 1 loads Qwen2ForCausalLM"
     )
+    assert "they also differ in 74 keys only launch 1 prints: " in res.output
     assert "None vs None" not in res.output and len(res.output) < 600
 
 

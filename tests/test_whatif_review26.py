@@ -56,8 +56,9 @@ def test_a_max_bs_above_the_era_list_captures_the_list_top_not_the_request_pool(
     for bs in ("4096", "200"):
         out = _run("001", "--cuda-graph-max-bs", bs)
         assert _row(out, "largest captured bs")[-2:] == ["80", "160"], bs
-        assert _row(out, "CUDA graphs, GiB")[-2:] == ["0.93", "1.09"], bs
-        assert _row(out, "headroom, GiB")[-2:] == ["0.53", "0.37"], bs
+        # Priced by SGLang's heuristic, not measured: an estimate (review27b #2b).
+        assert _row(out, "CUDA graphs, GiB")[-2:] == ["0.93", "~1.09"], bs
+        assert _row(out, "headroom, GiB")[-2:] == ["0.53", "~0.37"], bs
         assert _row(out, "feasible")[-2:] == ["yes", "yes"], bs
         text = " ".join(out.split())
         assert "the largest captured batch becomes 160: SGLang's 2025 list tops at bs 160" in text

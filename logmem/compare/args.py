@@ -100,6 +100,20 @@ GRAPH_SIZE_ARGS: frozenset[str] = frozenset(
 )
 
 
+# The keys a slope refusal names first, whatever order server_args prints them in: the
+# parallel sizes, then what sizes the KV pool and the weights (the others keep their order).
+FIRST_CONFOUNDERS: tuple[str, ...] = (
+    "tp_size",
+    "dp_size",
+    "ep_size",
+    "pp_size",
+    "mem_fraction_static",
+    "dtype",
+    "kv_cache_dtype",
+    "quantization",
+)
+
+
 @frozen
 class ArgChange:
     key: str
@@ -184,9 +198,13 @@ def key_list(keys: Sequence[str], n: int = 12) -> str:
 
 
 def confounder_parts(cmp: ArgsComparison, limit: int = 8) -> list[str]:
-    """The confounding keys, briefly: 'mfs (0.85 vs 0.83)', then 'only in A: ...'."""
+    """The confounding keys, briefly: 'mfs (0.85 vs 0.83)' (FIRST_CONFOUNDERS first), then
+    'only in A: ...'."""
     parts = []
-    differ = [c for c in cmp.changed if c.key in cmp.confounders]
+    differ = sorted(
+        (c for c in cmp.changed if c.key in cmp.confounders),
+        key=lambda c: FIRST_CONFOUNDERS.index(c.key) if c.key in FIRST_CONFOUNDERS else 99,
+    )
     for c in differ[:limit]:
         vals = " vs ".join(f"{_fmt_value(v)}" for v in c.values)
         parts.append(f"{c.key} ({vals})")
@@ -202,11 +220,10 @@ def confounder_parts(cmp: ArgsComparison, limit: int = 8) -> list[str]:
     return parts
 
 
-def confounder_message(cmp: ArgsComparison, labels: Sequence[str]) -> str:
+def confounder_message(cmp: ArgsComparison, labels: Sequence[str], mfs_hint: bool = False) -> str:
+    """fit's refusal; ``mfs_hint`` (slope.mfs_hint): advise passing --mem-fraction-static."""
     hint = ""
-    if "mem_fraction_static" in cmp.confounders and any(
-        c.key == "mem_fraction_static" for c in cmp.changed
-    ):
+    if mfs_hint:
         hint = (
             "; SGLang derives its default mem_fraction_static from cuda_graph_max_bs, so pass "
             "--mem-fraction-static explicitly to "

@@ -17,6 +17,7 @@ from logmem.analysis.ledger import Phase
 from logmem.analysis.sizing import common_range, range_gap, roundest_cell
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
+from logmem.compare.comparable import Aspect, identity, mismatches, models_differ
 from logmem.compare.diff_causes import (
     EnvChange,
     env_changes,
@@ -30,10 +31,9 @@ from logmem.compare.diff_graphs import GraphChange, graph_changes, like_with_lik
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import rank_map
 from logmem.compare.replay import bytes_per_token
-from logmem.compare.slope import Slope, slope_assumptions, slopes
+from logmem.compare.slope import Slope, mfs_hint, slope_across_models, slope_assumptions, slopes
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.sglang.default_mfs import Rule
 from logmem.sglang.eras import (
     MARKER_NAMES,
     EraGuess,
@@ -265,20 +265,12 @@ def diff_launches(
         note = cn.SlopeNoArgs(tuple(cmp.missing))
     elif not cmp.varied:
         note = cn.SlopeNotVaried()
+    elif "model_path" not in allow and (
+        across := slope_across_models((a, b), labels, confounder_parts(cmp, 4))
+    ):
+        note = across
     elif cmp.confounders:
-        # The hint holds only where SGLang's default depends on max bs: not where the user
-        # passed the value, nor in era a (a tp table) or under the Aug-Oct 2025 GPU-tier rule
-        # (capacity and tp x pp; logmem.sglang.default_mfs).
-        fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.GPU_TIER)
-        derived_from_bs = any(
-            d is None or d.rule not in fixed for d in (la.default_mfs, lb.default_mfs)
-        )
-        hint = (
-            any(c.key == "mem_fraction_static" for c in cmp.changed)
-            and "mem_fraction_static" in cmp.confounders
-            and derived_from_bs
-        )
-        note = cn.SlopeConfounded(tuple(confounder_parts(cmp, 4)), hint)
+        note = cn.SlopeConfounded(tuple(confounder_parts(cmp, 4)), mfs_hint((a, b), cmp))
     else:
         found, why = slopes((a, b), labels)
         notes.extend(why)
@@ -308,6 +300,9 @@ def diff_launches(
     if _models_differ(a, b):
         ta, tb = _model_type(a), _model_type(b)
         headlines.append(cn.DifferentModels(models[0], models[1], ta if ta and ta == tb else None))
+    gpu = next((m for m in mismatches(a, b) if m.aspect is Aspect.GPU), None)
+    if gpu is not None:
+        headlines.append(cn.DifferentGpus(gpu))
     headlines.extend(uninitialized_weights(a, b, _models_differ(a, b)))
     eras = (EraGuess(era_of(ma), printed_on(a)), EraGuess(era_of(mb), printed_on(b)))
     if wording_differs(markers):
@@ -361,9 +356,5 @@ def _model_name(launch: Launch) -> str | None:
 
 
 def _models_differ(a: Launch, b: Launch) -> bool:
-    """model_path differs, or the Load weight end architecture does (when both print it)."""
-    pa, pb = a.args.get("model_path"), b.args.get("model_path")
-    if isinstance(pa, str) and isinstance(pb, str) and pa.rstrip("/") != pb.rstrip("/"):
-        return True
-    ta, tb = _model_type(a), _model_type(b)
-    return ta is not None and tb is not None and ta != tb
+    """The one rule of logmem.compare.comparable (architecture, model folder's name)."""
+    return models_differ(identity(a), identity(b))

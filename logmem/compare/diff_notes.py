@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from logmem.compare.comparable import Mismatch
 from logmem.frozen import frozen
 from logmem.sglang.default_mfs import Rule
 
@@ -73,3 +74,29 @@ class MfsNotAllDerived:
     windows: tuple[tuple[tuple[int, int], ...], ...]  # GPU sizes (MiB) giving each one's dump
     graph_reserve_mib: tuple[float, ...]  # each one's graph terms of that reserve
     derivable: int  # the most of them one GPU size lets the formula give their value
+
+
+@frozen
+class SlopeAcrossModels:
+    """No slope: the launches load different models (logmem.compare.comparable), so a per-row
+    slope would mix the models' graph sizes; ``--allow-diff model_path`` fits one anyway."""
+
+    labels: tuple[str, str]  # the first launch's and the one that differs from it
+    mismatch: Mismatch
+    also: tuple[str, ...] = ()  # compare.args.confounder_parts: the other keys that differ
+
+
+@frozen
+class SlopeFromOtherLaunches:
+    """whatif --slope-from: the slope's launches differ from LOG (GPU, TP, wording era; the
+    model only with --allow-diff model_path), said before the figures it prices."""
+
+    mismatches: tuple[Mismatch, ...]  # A's identity as ``a``, LOG's as ``b``
+
+
+@frozen
+class DifferentGpus:
+    """diff: the free memory before loading differs far beyond rounding: another GPU size (or a
+    GPU shared with something large), which the pools follow."""
+
+    mismatch: Mismatch

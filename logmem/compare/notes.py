@@ -9,10 +9,14 @@ from typing import Any
 
 from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Lazy
+from logmem.compare.comparable import Mismatch
 from logmem.compare.diff_notes import AttentionTPChanged as AttentionTPChanged
+from logmem.compare.diff_notes import DifferentGpus as DifferentGpus
 from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
 from logmem.compare.diff_notes import MfsNotAllDerived as MfsNotAllDerived
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
+from logmem.compare.diff_notes import SlopeAcrossModels as SlopeAcrossModels
+from logmem.compare.diff_notes import SlopeFromOtherLaunches as SlopeFromOtherLaunches
 from logmem.compare.diff_notes import WeightsUninitializedIn as WeightsUninitializedIn
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
@@ -62,6 +66,11 @@ class MeasuredSlope:
     basis: str
     rows_first: int | None
     rows_last: int | None
+    # The launches it was measured on (whatif --slope-from A B): not the launch it prices.
+    launches: tuple[str, ...] = ()
+    mib_per_row_error: float | None = None  # the fit's printing bound (slope.Line)
+    # How the slope's launches differ from the launch it prices (compare.comparable).
+    mismatches: tuple[Mismatch, ...] = ()
 
 
 @frozen
@@ -124,7 +133,9 @@ class SlopeNoRows:
     pass
 
 
-SlopeNote = SlopeNotAsked | SlopeNoArgs | SlopeNotVaried | SlopeConfounded | SlopeNoRows
+SlopeNote = (
+    SlopeNotAsked | SlopeNoArgs | SlopeNotVaried | SlopeConfounded | SlopeNoRows | SlopeAcrossModels
+)
 
 
 # --- notes -----------------------------------------------------------------------------------
@@ -427,6 +438,8 @@ Note = (
     | WeightsUninitializedIn
     | MfsNotAllDerived
     | DifferentModels
+    | DifferentGpus
+    | SlopeFromOtherLaunches
     | DifferentWording
     | BucketsNotCompared
     | CaptureOrderDiffers

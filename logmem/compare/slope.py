@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logmem.compare import notes as cn
-from logmem.compare.args import ArgsComparison, compare_args, confounder_message
+from logmem.compare.args import (
+    ArgsComparison,
+    compare_args,
+    confounder_message,
+    confounder_parts,
+)
+from logmem.compare.comparable import Aspect, Mismatch, mismatches
 from logmem.compare.diff_mfs import mfs_not_all_derived
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
@@ -259,6 +265,34 @@ def slope_assumptions(found: Sequence[Slope] = ()) -> tuple[cn.Note, ...]:
 # --- fit --------------------------------------------------------------------------------
 
 
+def slope_across_models(
+    launches: Sequence[Launch], labels: Sequence[str], also: Sequence[str] = ()
+) -> cn.SlopeAcrossModels | None:
+    """The refusal when some launch loads another model than the first (compare.comparable);
+    ``also``: the confounding keys, said after the model."""
+    for lab, L in zip(labels[1:], launches[1:]):
+        m = next((x for x in mismatches(launches[0], L) if x.aspect is Aspect.MODEL), None)
+        if m is not None:
+            return cn.SlopeAcrossModels((labels[0], lab), m, tuple(also))
+    return None
+
+
+def mfs_hint(launches: Sequence[Launch], cmp: ArgsComparison) -> bool:
+    """Whether to advise passing --mem-fraction-static: the launches' values differ, it is the
+    one confounder left, and some launch's era derives its default from max bs (the reserve
+    formula, or an undecided rule; not a passed value, era a's tp table nor the Aug-Oct 2025
+    GPU-tier rule: logmem.sglang.default_mfs, read through analysis.default_mfs)."""
+    from logmem.analysis.default_mfs import launch_default_mfs
+
+    if cmp.confounders != ("mem_fraction_static",) or not any(
+        c.key == "mem_fraction_static" for c in cmp.changed
+    ):
+        return False
+    fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.GPU_TIER)
+    ds = [launch_default_mfs(L) for L in launches]
+    return any(d is None or d.rule not in fixed for d in ds)
+
+
 @frozen
 class Fit:
     launches: tuple[LaunchRef, ...]
@@ -285,8 +319,11 @@ def fit_launches(
         raise FitError(
             "the launches do not differ in cuda_graph_max_bs / cuda_graph_bs: nothing to fit"
         )
+    parts = confounder_parts(cmp) if cmp.confounders else []
+    if "model_path" not in allow and (across := slope_across_models(launches, labels, parts)):
+        raise NoSlopeError("no slope", (across,), joined=False)
     if cmp.confounders:
-        raise FitError(confounder_message(cmp, labels))
+        raise FitError(confounder_message(cmp, labels, mfs_hint(launches, cmp)))
     found, notes = slopes(launches, labels)
     if not found:
         raise NoSlopeError(
@@ -314,17 +351,40 @@ class GraphSlope:
     static_mib_per_row: float | None
     source: cn.SlopeSource
     per_bs: bool = False  # heuristic: MiB per unit of bs, not per row
+    # The printing bounds of a measured slope (slope.Line), MiB per row; None: not known (given
+    # or SGLang's heuristic).
+    mib_per_row_error: float | None = None
+    static_mib_per_row_error: float | None = None
 
 
-def slope_from_fit(found: Sequence[Slope], family: str | None) -> GraphSlope | None:
-    """Pick the measured slope for the graph family whose max bs changes."""
+def slope_from_fit(
+    found: Sequence[Slope],
+    family: str | None,
+    launches: Sequence[str] = (),
+    differs: Sequence[Mismatch] = (),
+) -> GraphSlope | None:
+    """Pick the measured slope for the graph family whose max bs changes (``launches``: the
+    labels of the launches it was measured on, ``differs``: how they differ from the launch it
+    prices), with its printing bounds; None when no slope is of that family."""
     usable = [s for s in found if s.rows_per_bs is not None]
-    s = next((x for x in usable if x.graph == family), usable[0] if usable else None)
+    if family is None:
+        s = usable[0] if usable else None
+    else:  # the same family under any era's name (E7 renamed decode 'target decode')
+        s = next((x for x in usable if family_key(x.graph) == family_key(family)), None)
     if s is None:
         return None
     static = s.static.mib_per_row if s.static else None
-    src = cn.MeasuredSlope(s.graph, s.rank, s.basis, s.rows[0], s.rows[-1])
-    return GraphSlope(s.line.mib_per_row, static, src)
+    err = s.line.mib_per_row_error
+    src = cn.MeasuredSlope(
+        s.graph, s.rank, s.basis, s.rows[0], s.rows[-1], tuple(launches), err, tuple(differs)
+    )
+    return GraphSlope(
+        s.line.mib_per_row,
+        static,
+        src,
+        mib_per_row_error=err,
+        static_mib_per_row_error=s.static.mib_per_row_error if s.static else None,
+    )
 
 
 def given_slope(mib_per_row: float, static_mib_per_row: float | None) -> GraphSlope:

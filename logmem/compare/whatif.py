@@ -187,6 +187,9 @@ def whatif_launch(
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
         other_bs = change.other_bs
         notes.extend(change.notes)
+        src = use.source if use is not None and bsum is None else None
+        if isinstance(src, cn.MeasuredSlope) and src.mismatches:
+            notes.insert(0, cn.SlopeFromOtherLaunches(src.mismatches))
         assumptions.extend(change.assumptions)
         if mem_fraction_static is None:
             d = led.default_mfs
@@ -208,6 +211,21 @@ def whatif_launch(
         d_rows = (bs - cur_bs) * rows_per_bs
         per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
         return round(per_row * d_rows * MIB)
+
+    def graph_error(bs: int | None) -> int | None:
+        """The bound on graph_delta(bs) a slope carries: 0 where no slope prices it (measured
+        buckets, or no change), None where the slope's error is not known (given, heuristic)."""
+        if bsum is not None and bs == bsum.new_bs:
+            return 0
+        if bs is None or cur_bs is None or use is None or bs == cur_bs or graph_delta(bs) == 0:
+            return 0
+        if bs < cur_bs and found is not None and bucket_change(found[0], found[1], bs) is not None:
+            return 0
+        err = use.mib_per_row_error
+        if use.per_bs or err is None:
+            return None
+        static = use.static_mib_per_row_error or 0.0 if use.static_mib_per_row is not None else 0.0
+        return round((err + static) * abs(bs - cur_bs) * rows_per_bs * MIB)
 
     req0 = md.req_table(tokens(md.m0), md.logged_ctx)
     n0 = md.requests(tokens(md.m0), md.logged_ctx)
@@ -303,6 +321,7 @@ def whatif_launch(
             pools=budget_pools(sz, t, t0, md.bpt) + ((draft,) if draft is not None else ()),
             draft_change_bytes=d_change,
             low_point_unknown=md.masked is not None and extra > 0,
+            graph_error_bytes=graph_error(bs),
         )
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)

@@ -12,6 +12,7 @@ from dataclasses import replace
 from logmem.analysis.attribution import LaunchLedger
 from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
+from logmem.compare.comparable import Aspect, mismatches
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, main_point
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
@@ -165,9 +166,17 @@ def measured_slope(
     in max bs (``--slope-from A B``); an error saying why when they give none."""
     from logmem.compare.diff import diff_launches
 
+    differs = mismatches(a, launch)
+    model = next((m for m in differs if m.aspect is Aspect.MODEL), None)
+    if model is not None and "model_path" not in allow:
+        raise NoSlopeError(
+            f"--slope-from {ref_a.name} {ref_b.name} gave no slope for LOG",
+            (cn.SlopeAcrossModels(("--slope-from A", "LOG"), model),),
+            joined=False,
+        )
     d = diff_launches(a, ref_a, b, ref_b, allow)
     main = main_point(launch)
-    slope = slope_from_fit(d.slopes, main.graph if main else None)
+    slope = slope_from_fit(d.slopes, main.graph if main else None, ("A", "B"), differs)
     if slope is None:
         raise NoSlopeError(
             f"--slope-from {ref_a.name} {ref_b.name} gave no slope",

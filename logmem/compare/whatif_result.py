@@ -51,11 +51,21 @@ class Prediction:
     # The log cannot tell which largest bs the new max bs captures, and the smaller one's
     # verdict differs from this one's (priced at the larger): the verdict is unknown.
     bs_unsure: bool = False
+    # The bound a slope's error puts on graph_change_bytes (and so on the headroom): 0 where no
+    # slope prices the graphs, None where it does with an unknown error (given, heuristic).
+    graph_error_bytes: int | None = 0
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
         if self.bs_unsure:
             return None
+        err = self.graph_error_bytes
+        if (
+            err
+            and self.headroom_bytes is not None
+            and abs(self.headroom_bytes - reserve_bytes) <= err
+        ):
+            return None  # the slope's error spans the reserve
         if self.crashed or self.kv_tokens <= 0:
             return False
         if self.headroom_bytes is None:

@@ -228,6 +228,7 @@ def _prediction(p: PredictionView) -> dict[str, Any]:
         "headroom_rank": p.headroom_rank,
         "graph_bound": p.graph_bound,
         "headroom_bound": p.headroom_bound,
+        "graph_error_gib": p.graph_error_gib,
         "crashed": p.crashed,
         "feasible": p.feasible,
         "feasible_label": p.feasible_label,

@@ -11,6 +11,7 @@ from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
+from logmem.report.compare import comparable as cmpw
 from logmem.report.compare.causes import (
     attention_tp_text,
     first_bucket_text,
@@ -493,3 +494,6 @@ note_text.register(cn.AttentionTPChanged)(attention_tp_text)
 note_text.register(cn.NoReserveComparison)(no_reserve_text)
 note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
 note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
+note_text.register(cn.SlopeAcrossModels)(cmpw.slope_across_models_text)
+note_text.register(cn.SlopeFromOtherLaunches)(cmpw.slope_from_other_text)
+note_text.register(cn.DifferentGpus)(cmpw.different_gpus_text)

@@ -15,10 +15,14 @@ def _feasible(x: PredictionView) -> str:
     return "yes" if v else ("NO" if v is False else "not ruled out")
 
 
-def _bound(value: float | None, bound: str) -> str:
+def _bound(value: float | None, bound: str, error: float | None = None) -> str:
     if bound == "unknown":
         return "unknown"
     shown = _f(value)
+    if bound == "estimated" and value is not None:
+        if error is None:
+            return f"~{shown}"
+        return f"{shown} +- {error:.2f}" if error >= 0.005 else f"{shown} +- <0.01"
     if bound == "exact" or value is None:
         return shown
     return (">= " if bound == "at least" else "<= ") + shown
@@ -40,13 +44,13 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
         [
             "CUDA graphs, GiB",
             _bound(m.graph_gib, m.graph_bound),
-            _bound(p.graph_gib, p.graph_bound),
+            _bound(p.graph_gib, p.graph_bound, p.graph_error_gib),
         ],
         [
             # The least free reading from the pool step on (usually the end, after capture).
             f"headroom, GiB ({p.headroom_rank or 'the GPU'})",
             _bound(m.headroom_gib, m.headroom_bound),
-            _bound(p.headroom_gib, p.headroom_bound),
+            _bound(p.headroom_gib, p.headroom_bound, p.graph_error_gib),
         ],
         ["feasible", _feasible(m), _feasible(p)],
     ]

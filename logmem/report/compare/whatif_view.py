@@ -46,13 +46,25 @@ class PredictionView:
     graph_change_gib: float | None
     headroom_gib: float | None
     headroom_rank: str | None
-    graph_bound: str  # "exact" | "at least" | "unknown" (floored or masked readings)
-    headroom_bound: str  # "exact" | "at most"
+    # "exact" | "at least" | "unknown" (floored or masked readings) | "estimated" (priced by a
+    # slope: +- graph_error_gib where its error is known)
+    graph_bound: str
+    headroom_bound: str  # "exact" | "at most" | "estimated"
     crashed: str | None
     feasible: bool | None
     feasible_label: str | None
     pools: tuple[PoolView, ...] = ()
     draft_pool_change_gib: float | None = None
+    graph_error_gib: float | None = None  # the slope's bound on graphs and headroom (+-)
+
+
+def _bounds(p: Prediction) -> tuple[str, str]:
+    graph = "unknown" if not p.graph_known else "exact" if p.graph_exact else "at least"
+    head = "exact" if p.headroom_exact else "at most"
+    if p.graph_error_bytes != 0:  # a slope prices the graphs: an estimate
+        graph = "estimated" if graph == "exact" else graph
+        head = "estimated" if head == "exact" else head
+    return graph, head
 
 
 def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> PredictionView:
@@ -73,8 +85,7 @@ def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> Prediction
         gib(p.graph_change_bytes),
         gib(p.headroom_bytes),
         p.headroom_rank,
-        "unknown" if not p.graph_known else "exact" if p.graph_exact else "at least",
-        "exact" if p.headroom_exact else "at most",
+        *_bounds(p),
         crashed,
         p.verdict(reserve),
         label,
@@ -82,6 +93,7 @@ def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> Prediction
             PoolView(pool_label(x), x.label, gib(x.bytes), x.tokens, x.in_budget) for x in p.pools
         ),
         gib(p.draft_change_bytes) if any(not x.in_budget for x in p.pools) else None,
+        gib(p.graph_error_bytes) if p.graph_error_bytes else None,
     )
 
 

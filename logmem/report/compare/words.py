@@ -57,9 +57,15 @@ def growth_text(m: cn.MeasuredGrowth) -> str:
 
 def slope_source_text(s: cn.SlopeSource) -> str:
     if isinstance(s, cn.MeasuredSlope):
-        return (
-            f"measured: {s.graph} on {_on(s.rank)}, {s.basis}, rows {s.rows_first} -> {s.rows_last}"
+        err = (
+            f" (+- {s.mib_per_row_error:.3f} MiB per row by printing)"
+            if s.mib_per_row_error
+            else ""
         )
+        where = f"{s.graph} on {_on(s.rank)}"
+        if s.launches:  # whatif --slope-from A B: measured there, not on the launch it prices
+            where = f"on --slope-from {' and '.join(s.launches)}, {s.graph} on {_on(s.rank)} of {s.launches[0]}"
+        return f"measured {where}, {s.basis}, rows {s.rows_first} -> {s.rows_last}{err}"
     if isinstance(s, cn.GivenSlope):
         static = (
             f", --static-mib-per-row {s.static_mib_per_row:g}"

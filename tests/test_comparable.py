@@ -1,0 +1,103 @@
+"""One comparability rule for diff, fit and whatif --slope-from (logmem.compare.comparable):
+another model refuses a slope, another GPU / TP / era is said first, and a slope from other
+launches carries its printing error into the figures it prices (review 27b, items 2, 2b, 3, 10k)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from logmem import api
+from logmem.compare import notes as cn
+from logmem.compare.comparable import Aspect, identity, mismatches
+from logmem.errors import FitError
+
+E7 = {bs: FIXTURES / f"pair-e7-maxbs{bs}-constructed.log" for bs in (128, 256, 512)}
+LOG001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
+LOG024 = FIXTURES / "024-llama31-8b-docs-notebook-output-oct2024.log"
+
+
+@pytest.fixture()
+def llama_256(tmp_path: Path) -> Path:
+    """The e7 256 fixture loading another model (the reviewer's /tmp/r27b/e7-256-llama.log)."""
+    raw = E7[256].read_bytes()  # bytes: the progress bars' bare \r stay as they are
+    raw = raw.replace(b"Qwen/Qwen3-14B", b"meta-llama/Llama-3.1-8B-Instruct")
+    raw = raw.replace(b"type=Qwen3ForCausalLM", b"type=LlamaForCausalLM")
+    p = tmp_path / "e7-256-llama.log"
+    p.write_bytes(raw)
+    return p
+
+
+def test_identity_reads_model_gpu_tp_and_era() -> None:
+    a = api.read_log(str(LOG001)).launches[0]
+    i = identity(a)
+    assert (i.model_type, i.model_line, i.tp_size, i.era) == ("Qwen2ForCausalLM", 53, 4, "E2")
+    assert i.free_line == 26 and i.free_before_load_bytes is not None
+    same = mismatches(a, a)
+    assert same == ()
+
+
+def test_fit_and_plot_refuse_two_models(llama_256: Path) -> None:
+    with pytest.raises(FitError) as e:
+        api.fit(str(E7[128]), str(llama_256))
+    msg = " ".join(str(e.value).split())
+    assert "the launches load different models" in msg
+    assert "Qwen3ForCausalLM (Qwen/Qwen3-14B, line 7)" in msg
+    assert "LlamaForCausalLM (meta-llama/Llama-3.1-8B-Instruct, line 7)" in msg
+    with pytest.raises(FitError):
+        api.plot_svg(api.fit(str(E7[128]), str(llama_256)))  # type: ignore[arg-type]
+    # --allow-diff model_path is the override.
+    fit = api.fit(str(E7[128]), str(llama_256), allow=("model_path",))
+    assert fit.model.slopes  # type: ignore[union-attr]
+    # diff on the same pair gives no slope either, for the same reason.
+    d = api.diff(str(E7[128]), str(llama_256)).model
+    assert isinstance(d.slope_note, cn.SlopeAcrossModels)  # type: ignore[union-attr]
+
+
+def test_fit_refusal_names_the_model_and_tp_first_and_no_max_bs_hint_in_a_tp_table_era() -> None:
+    with pytest.raises(FitError) as e:
+        api.fit(str(LOG001), str(LOG024))
+    msg = " ".join(str(e.value).split())
+    assert "derives its default mem_fraction_static from cuda_graph_max_bs" not in msg
+    assert msg.index("different models") < msg.index("tp_size (4 vs 1)")
+    assert msg.index("tp_size (4 vs 1)") < msg.index("trust_remote_code")
+
+
+def test_mfs_hint_only_when_it_is_the_one_confounder_of_a_reserve_era() -> None:
+    with pytest.raises(FitError) as e:
+        api.fit(str(E7[128]), str(FIXTURES / "pair-e7-maxbs256-mfs-differs-constructed.log"))
+    assert "SGLang derives its default mem_fraction_static from cuda_graph_max_bs" in str(e.value)
+    d = api.diff(str(E7[128]), str(FIXTURES / "pair-e7-maxbs256-mfs-differs-constructed.log"))
+    note = d.model.slope_note  # type: ignore[union-attr]
+    assert isinstance(note, cn.SlopeConfounded) and note.mfs_hint
+
+
+def test_slope_from_another_model_is_refused_and_named_first_when_allowed() -> None:
+    pair = (str(E7[128]), str(E7[256]))
+    with pytest.raises(FitError) as e:
+        api.whatif(str(LOG001), cuda_graph_max_bs=40, slope_from=pair)
+    assert "--slope-from A loads Qwen3ForCausalLM" in " ".join(str(e.value).split())
+    w = api.whatif(str(LOG001), cuda_graph_max_bs=40, slope_from=pair, allow=("model_path",))
+    first = w.model.notes[0]  # type: ignore[union-attr]
+    assert isinstance(first, cn.SlopeFromOtherLaunches)
+    assert [m.aspect for m in first.mismatches] == [Aspect.MODEL, Aspect.GPU, Aspect.TP, Aspect.ERA]
+    doc = w.to_json()
+    assert doc["predicted"]["graph_bound"] == "estimated"
+    assert doc["predicted"]["headroom_bound"] == "estimated"
+    text = " ".join(w.render().split())
+    assert text.index("The graph slope comes from other launches") < text.index("Assumptions")
+    assert "measured on --slope-from A and B" in text and "the GPU of A" in text
+
+
+def test_a_slopes_error_is_carried_into_graphs_and_headroom() -> None:
+    w = api.whatif(str(E7[512]), cuda_graph_max_bs=1024, slope_from=(str(E7[128]), str(E7[256])))
+    p = w.to_json()["predicted"]
+    # +-0.160 MiB per row for the largest bucket and +-0.160 for the static buffers, over 512
+    # more rows: +-0.16 GiB (extrapolated to 4x the fitted range).
+    assert p["graph_error_gib"] == pytest.approx(0.16, abs=0.005)
+    assert p["graph_bound"] == "estimated"
+    assert "5.75 +- 0.16" in w.render()
+    # One model, one GPU, one era: nothing to say first.
+    assert not any(isinstance(n, cn.SlopeFromOtherLaunches) for n in w.model.notes)  # type: ignore[union-attr]
