@@ -275,7 +275,7 @@ def diff_launches(
         found, why = slopes((a, b), labels)
         notes.extend(why)
         if (
-            no_reserve := reserve_not_compared(found, (la.default_mfs, lb.default_mfs))
+            no_reserve := reserve_not_compared(found, (la.default_mfs, lb.default_mfs), (a, b))
         ) is not None:
             notes.append(no_reserve)
         note = None if found else cn.SlopeNoRows()

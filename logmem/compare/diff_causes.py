@@ -22,6 +22,7 @@ from logmem.analysis.comm_inputs import echoed_env
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison
+from logmem.compare.diff_mfs import reserve_floor_binds
 from logmem.compare.slope import Slope
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -143,7 +144,7 @@ def weights_cause(
 
 
 def reserve_not_compared(
-    found: Sequence[Slope], rules: Sequence[DefaultMfs | None]
+    found: Sequence[Slope], rules: Sequence[DefaultMfs | None], launches: Sequence[Launch]
 ) -> cn.NoReserveComparison | None:
     """Why a per-bs slope has no SGLang reserve beside it (None: it has one, or no such slope)."""
     per_bs = [s for s in found if s.rows_per_bs is not None]
@@ -152,7 +153,9 @@ def reserve_not_compared(
     ra, rb = (d.rule if d else None for d in rules)
     pa, pb = (d.passed if d else None for d in rules)
     ma, mb = (d.matches if d else None for d in rules)
-    return cn.NoReserveComparison((ra, rb), (pa, pb), (ma, mb))
+    xa, xb = (d is not None and d.formula_excluded for d in rules)
+    fa, fb = (reserve_floor_binds(d, L.args) for d, L in zip(rules, launches))
+    return cn.NoReserveComparison((ra, rb), (pa, pb), (ma, mb), (xa, xb), (fa, fb))
 
 
 _TAG = re.compile(r"([A-Z]+)(\d+)")

@@ -11,13 +11,14 @@ from above how many derived it; the others passed it (or the formula does not mo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.model.records import Launch
-from logmem.sglang.default_mfs import DefaultMfs, Rule
+from logmem.sglang.default_mfs import LARGE_GPU_MIB, DefaultMfs, Era, Rule, reserved_mib
 from logmem.sglang.reserve import ReserveTerm
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 from logmem.units import MIB
@@ -77,3 +78,18 @@ def mfs_not_all_derived(
 def _graph_mib(d: DefaultMfs) -> float:
     terms = d.reserve_terms or ()
     return sum(t.bytes for t in terms if t.term is not ReserveTerm.DEEPEP) / MIB
+
+
+def reserve_floor_binds(d: DefaultMfs | None, args: Mapping[str, Any]) -> bool:
+    """On this launch's GPU SGLang's reserve is its floor (default_mfs.reserved_mib: above
+    LARGE_GPU_MIB the reserve is at least RESERVE_FLOOR_MIB), so max bs does not move it: the
+    GPU is known to be above that size (its capacity, else the free memory before loading P)
+    and the formula's sum there is below the floor. False when the log cannot show it."""
+    if d is None or d.era not in (Era.B, Era.C) or d.reserve_terms is None:
+        return False
+    gpu = d.capacity_mib if d.capacity_mib is not None else d.free_mib
+    if gpu is None or gpu <= LARGE_GPU_MIB:
+        return False
+    below = reserved_mib(args, d.era, LARGE_GPU_MIB, d.reserve_terms)  # no floor at 60 GiB
+    above = reserved_mib(args, d.era, LARGE_GPU_MIB + 1, d.reserve_terms)
+    return below is not None and above is not None and above > below

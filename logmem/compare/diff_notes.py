@@ -30,6 +30,9 @@ class NoReserveComparison:
     rules: tuple[Rule | None, Rule | None]  # A's and B's (None: no server_args dump)
     passed: tuple[bool | None, bool | None]
     matches: tuple[bool | None, bool | None] = (None, None)  # the rule's value is the dump's
+    # The formula gives the dump on no GPU holding P (formula_excluded): passed.
+    excluded: tuple[bool, bool] = (False, False)
+    floor: tuple[bool, bool] = (False, False)  # its 10 GiB floor binds on this GPU (diff_mfs)
 
 
 @frozen
@@ -100,3 +103,11 @@ class DifferentGpus:
     GPU shared with something large), which the pools follow."""
 
     mismatch: Mismatch
+
+
+@frozen
+class ReserveFloorBinds:
+    """fit: on these launches' GPU SGLang's default reserve is its floor at every max bs
+    (compare.diff_mfs.reserve_floor_binds), so no per-bs reserve is set beside the slope."""
+
+    labels: tuple[str, ...]

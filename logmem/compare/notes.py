@@ -15,6 +15,7 @@ from logmem.compare.diff_notes import DifferentGpus as DifferentGpus
 from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
 from logmem.compare.diff_notes import MfsNotAllDerived as MfsNotAllDerived
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
+from logmem.compare.diff_notes import ReserveFloorBinds as ReserveFloorBinds
 from logmem.compare.diff_notes import SlopeAcrossModels as SlopeAcrossModels
 from logmem.compare.diff_notes import SlopeFromOtherLaunches as SlopeFromOtherLaunches
 from logmem.compare.diff_notes import WeightsUninitializedIn as WeightsUninitializedIn
@@ -435,6 +436,7 @@ Note = (
     | FirstBucketShared
     | AttentionTPChanged
     | NoReserveComparison
+    | ReserveFloorBinds
     | WeightsUninitializedIn
     | MfsNotAllDerived
     | DifferentModels

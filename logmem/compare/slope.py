@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.compare import notes as cn
 from logmem.compare.args import (
     ArgsComparison,
@@ -20,7 +21,7 @@ from logmem.compare.args import (
     confounder_parts,
 )
 from logmem.compare.comparable import Aspect, Mismatch, mismatches
-from logmem.compare.diff_mfs import mfs_not_all_derived
+from logmem.compare.diff_mfs import mfs_not_all_derived, reserve_floor_binds
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError, NoSlopeError
@@ -136,9 +137,9 @@ def reserve_rule_in_force(launches: Sequence[Launch]) -> bool:
     unknown in era b / c), and not every launch is known to have passed the value. It is then
     what SGLang's default would reserve, not a finding that these launches derived their value
     with it (diff_mfs says where they cannot all have). Era (a)'s tp table, an undated or
-    mid-2025 launch, or both passing it: no such reserve to set the measured growth against."""
-    from logmem.analysis.default_mfs import launch_default_mfs
-
+    mid-2025 launch, or both passing it: no such reserve to set the measured growth against;
+    nor where the formula cannot give a launch's value (formula_excluded) or its 10 GiB floor
+    binds on the launch's GPU (diff_mfs.reserve_floor_binds)."""
     ds = [launch_default_mfs(L) for L in launches]
     passed = [d is not None and (d.passed is True or d.rule is Rule.PASSED) for d in ds]
     reserve_era = all(
@@ -146,7 +147,13 @@ def reserve_rule_in_force(launches: Sequence[Launch]) -> bool:
         and (d.rule is Rule.RESERVE or (d.rule is not Rule.TP_TABLE and d.era in (Era.B, Era.C)))
         for d in ds
     )
-    return reserve_era and not all(passed)
+    # The formula gives the dump on no GPU holding P (the value was passed), or its floor binds
+    # on this GPU (max bs does not move the reserve): no per-bs reserve to set beside a slope.
+    floor_or_excluded = any(
+        d is not None and (d.formula_excluded or reserve_floor_binds(d, L.args))
+        for d, L in zip(ds, launches)
+    )
+    return reserve_era and not all(passed) and not floor_or_excluded
 
 
 def _heuristic(points: Sequence[GraphPoint], args: Mapping[str, Any]) -> Heuristic | None:
@@ -282,8 +289,6 @@ def mfs_hint(launches: Sequence[Launch], cmp: ArgsComparison) -> bool:
     one confounder left, and some launch's era derives its default from max bs (the reserve
     formula, or an undecided rule; not a passed value, era a's tp table nor the Aug-Oct 2025
     GPU-tier rule: logmem.sglang.default_mfs, read through analysis.default_mfs)."""
-    from logmem.analysis.default_mfs import launch_default_mfs
-
     if cmp.confounders != ("mem_fraction_static",) or not any(
         c.key == "mem_fraction_static" for c in cmp.changed
     ):
@@ -325,6 +330,10 @@ def fit_launches(
     if cmp.confounders:
         raise FitError(confounder_message(cmp, labels, mfs_hint(launches, cmp)))
     found, notes = slopes(launches, labels)
+    if any(s.rows_per_bs for s in found) and all(
+        reserve_floor_binds(launch_default_mfs(L), L.args) for L in launches
+    ):
+        notes.append(cn.ReserveFloorBinds(tuple(labels)))
     if not found:
         raise NoSlopeError(
             "no graph family was captured with different largest sizes in every launch",

@@ -9,18 +9,32 @@ from typing import Any
 
 from logmem.compare import notes as cn
 from logmem.report.causes import on_gpu as _on
-from logmem.sglang.default_mfs import Rule
+from logmem.sglang.default_mfs import LARGE_GPU_MIB, RESERVE_FLOOR_MIB, Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
 
 
 def no_reserve_text(n: cn.NoReserveComparison) -> str:
-    def one(label: str, rule: Rule | None, passed: bool | None, matches: bool | None) -> str:
+    def one(
+        label: str,
+        rule: Rule | None,
+        passed: bool | None,
+        matches: bool | None,
+        excluded: bool,
+        floor: bool,
+    ) -> str:
         if rule is Rule.TP_TABLE:
             off = ", whose value is not the dump's" if matches is False else ""
             how = f"era a, a tp_size table{off}"
         elif rule is Rule.PASSED:
             how = "passed by the user"
+        elif rule is Rule.RESERVE and excluded:
+            how = "the reserve formula gives its value on no GPU with this free memory: passed"
+        elif rule is Rule.RESERVE and floor:
+            how = (
+                f"on this GPU (above {LARGE_GPU_MIB // 1024} GiB) the reserve formula's "
+                f"{RESERVE_FLOOR_MIB // 1024} GiB floor, which max bs does not move"
+            )
         elif rule is Rule.RESERVE:
             how = "the reserve formula" + (", the command line passes it" if passed else "")
         else:
@@ -28,10 +42,17 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
         return f"{label}: {how}"
 
     (ra, rb), (pa, pb), (ma, mb) = _pair(n.rules), _pair(n.passed), _pair(n.matches)
+    (xa, xb), (fa, fb) = n.excluded, n.floor
+    what = (
+        "the reserve it uses does not move with max bs here"
+        if (fa or fb) and not (xa or xb)
+        else "it is not the default-mfs rule of these launches"
+    )
     return (
         f"No comparison with SGLang's graph reserve ({DECODE_GRAPH_MIB_PER_BS:g} MB per unit of "
-        "max bs): it is not the default-mfs rule of these launches "
-        f"({one('A', ra, pa, ma)}; {one('B', rb, pb, mb)}; analyze's 'default mfs rule' row)."
+        f"max bs): {what} "
+        f"({one('A', ra, pa, ma, xa, fa)}; {one('B', rb, pb, mb, xb, fb)}; analyze's 'default mfs "
+        "rule' row)."
     )
 
 

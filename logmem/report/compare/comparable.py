@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from logmem.compare import notes as cn
 from logmem.compare.comparable import Aspect, Identity, Mismatch
+from logmem.sglang.default_mfs import LARGE_GPU_MIB, RESERVE_FLOOR_MIB
+from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib
 
 
@@ -89,4 +91,14 @@ def different_gpus_text(n: cn.DifferentGpus) -> str:
         f"Different free memory before loading: {_aspect_text(n.mismatch, 'A', 'B')}: another GPU "
         "size, or a GPU shared with other processes. SGLang sizes the pools from this free "
         "memory, so most of a pool change below follows it, not the settings."
+    )
+
+
+def reserve_floor_text(n: cn.ReserveFloorBinds) -> str:
+    who = ", ".join(n.labels)
+    return (
+        f"No comparison with SGLang's graph reserve ({DECODE_GRAPH_MIB_PER_BS:g} MB per unit of "
+        f"max bs): on this GPU (above {LARGE_GPU_MIB // 1024} GiB) SGLang's default reserve is its "
+        f"{RESERVE_FLOOR_MIB // 1024} GiB floor at every max bs of launches {who}, so max bs "
+        "does not move it."
     )
