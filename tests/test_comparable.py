@@ -101,3 +101,30 @@ def test_a_slopes_error_is_carried_into_graphs_and_headroom() -> None:
     assert "5.75 +- 0.16" in w.render()
     # One model, one GPU, one era: nothing to say first.
     assert not any(isinstance(n, cn.SlopeFromOtherLaunches) for n in w.model.notes)  # type: ignore[union-attr]
+
+
+def test_diff_without_server_args_on_one_side_still_compares_the_printed_pools() -> None:
+    """014 prints no server_args (a paste that starts after it), 017 does: tokens and bytes per
+    token are printed on both sides, and the free memory before loading is 7.7x apart (#6)."""
+    a = FIXTURES / "014-qwen35-9b-tp2-rtx4090-gdn-mamba-apr2026.log"
+    b = FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"
+    d = api.diff(str(a), str(b))
+    kv = d.model.kv  # type: ignore[union-attr]
+    assert kv is not None and kv.tokens == (327310, 992896)
+    assert kv.bytes_per_token == (16384, 147456) and kv.terms == ()
+    assert kv.mem_fraction_static[0] is None and kv.terms_note.no_args == (
+        ("A", False),
+        ("B", True),
+    )  # 017: a cut dump
+    text = " ".join(d.render().split())
+    assert "KV cache: 327,310 -> 992,896 tokens" in text
+    assert (
+        "No split into the rule's terms: A printed no server_args, so no mem_fraction_static"
+        in text
+    )
+    assert (
+        "Different free memory before loading: A had 22.93 GiB free before loading (line 37), "
+        "B 177.57 GiB (line 10)" in text
+    )
+    doc = d.to_json()
+    assert doc["kv"]["tokens"] == [327310, 992896] and doc["kv"]["mem_fraction_static"][0] is None

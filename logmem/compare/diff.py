@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
 from logmem.analysis.ledger import Phase
-from logmem.analysis.sizing import common_range, range_gap, roundest_cell
+from logmem.analysis.sizing import common_range, full_pool, line_cell, range_gap, roundest_cell
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
 from logmem.compare.comparable import Aspect, identity, mismatches, models_differ
@@ -44,7 +44,7 @@ from logmem.sglang.eras import (
     printed_on,
     wording_differs,
 )
-from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, mfs_step_bytes
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES, mfs_step_bytes, page_size
 
 
 @frozen
@@ -73,10 +73,11 @@ class KVChange:
     tokens: tuple[int | None, int | None]
     tokens_source: str
     bytes_per_token: tuple[int | None, int | None]
-    mem_fraction_static: tuple[float, float]
-    pre_load_bytes: tuple[int, int]
-    after_weights_bytes: tuple[int, int]
-    rest_bytes: tuple[int, int]
+    # The rule's inputs (None on a side that printed no server_args: printed_kv_change).
+    mem_fraction_static: tuple[float | None, float | None]
+    pre_load_bytes: tuple[int | None, int | None]
+    after_weights_bytes: tuple[int | None, int | None]
+    rest_bytes: tuple[int | None, int | None]
     terms: tuple[KVTerm, ...]
     terms_note: cn.NoTermSplit | None = None  # why there are no terms
     # Bytes per token each launch's printed sizes allow (Sizing.bytes_per_token_range).
@@ -147,7 +148,7 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
     """
     sa, sb = la.sizing, lb.sizing
     if sa is None or sb is None:
-        return None
+        return printed_kv_change(a, sa, b, sb)
     ta, src_a = _tokens(a, sa)
     tb, src_b = _tokens(b, sb)
     ba, bb = bytes_per_token(sa), bytes_per_token(sb)
@@ -202,6 +203,58 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
         (ra, rb),
         common,
         cell if common is not None or (ba is not None and ba == bb) else None,
+    )
+
+
+def _printed_cell(L: Launch) -> tuple[int | None, tuple[int, int] | None]:
+    """The full KV pool's bytes per token from its printed line alone (analysis.sizing.line_cell):
+    the round cell print rounding allows, else the ratio, and the range."""
+    first = next((r for r in L.ranks if r.target and r.target.kv_pools), None)
+    main = full_pool(first.target) if first is not None and first.target is not None else None
+    if main is None:
+        return None, None
+    tokens = main.tokens or (L.summary.max_total_num_tokens if L.summary else None)
+    got = line_cell(main, tokens, page_size(L.args))
+    return (round(got[0]), got[1]) if got is not None else (None, None)
+
+
+def printed_kv_change(
+    a: Launch, sa: Sizing | None, b: Launch, sb: Sizing | None
+) -> KVChange | None:
+    """The printed pools of two launches one of which printed no server_args: tokens and bytes
+    per token as logged, no split into the rule's terms (its mem_fraction_static is unknown)."""
+    (ta, src_a), (tb, src_b) = _tokens(a, sa), _tokens(b, sb)
+    if ta is None and tb is None:
+        return None
+    (ba, ra), (bb, rb) = _printed_cell(a), _printed_cell(b)
+    common = common_range(ra, rb)
+    # Which side lacks the rule's inputs, and whether it printed a server_args line at all.
+    lacking = tuple(
+        (lab, L.server_args is not None)
+        for lab, sz, L in (("A", sa, a), ("B", sb, b))
+        if sz is None
+    )
+    note = cn.NoTermSplit(None, None, None, lacking)
+
+    def side(sz: Sizing | None) -> tuple[float | None, int | None, int | None, int | None]:
+        if sz is None:
+            return None, None, None, None
+        return sz.mem_fraction_static, sz.pre_load_bytes, sz.after_weights_bytes, sz.rest_bytes
+
+    xa, xb = side(sa), side(sb)
+    return KVChange(
+        (ta, tb),
+        src_a if src_a == src_b else f"{src_a} / {src_b}",
+        (ba, bb),
+        (xa[0], xb[0]),
+        (xa[1], xb[1]),
+        (xa[2], xb[2]),
+        (xa[3], xb[3]),
+        (),
+        note,
+        (ra, rb),
+        common,
+        None,
     )
 
 

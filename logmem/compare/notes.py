@@ -106,6 +106,9 @@ class NoTermSplit:
     caps: tuple[int | None, int | None] | None  # --max-total-tokens differs
     # The bytes per token each printed pool allows, when known: they do not overlap.
     ranges: tuple[tuple[int, int], tuple[int, int]] | None = None
+    # ("A" / "B", printed a server_args line): the rule's inputs are missing on that side (no
+    # server_args, or one without mem_fraction_static or the readings: analysis.sizing is None).
+    no_args: tuple[tuple[str, bool], ...] = ()
 
 
 @frozen

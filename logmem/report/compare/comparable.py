@@ -3,6 +3,8 @@ SGLang wording era, as diff's headlines, fit's refusal and whatif --slope-from's
 
 from __future__ import annotations
 
+from typing import Any
+
 from logmem.compare import notes as cn
 from logmem.compare.comparable import Aspect, Identity, Mismatch
 from logmem.sglang.default_mfs import LARGE_GPU_MIB, RESERVE_FLOOR_MIB
@@ -102,3 +104,20 @@ def reserve_floor_text(n: cn.ReserveFloorBinds) -> str:
         f"{RESERVE_FLOOR_MIB // 1024} GiB floor at every max bs of launches {who}, so max bs "
         "does not move it."
     )
+
+
+def rule_inputs_missing_text(label: str, printed_args: bool) -> str:
+    """Why diff's KV block has no rule terms on one side (compare.notes.NoTermSplit.no_args)."""
+    if not printed_args:
+        return f"{label} printed no server_args, so no mem_fraction_static"
+    return (
+        f"{label}'s log lacks the rule's inputs (mem_fraction_static or the free-memory readings)"
+    )
+
+
+def register(note_text: Any) -> None:
+    """Give report.compare.notes' ``note_text`` these notes' sentences."""
+    note_text.register(cn.SlopeAcrossModels)(slope_across_models_text)
+    note_text.register(cn.SlopeFromOtherLaunches)(slope_from_other_text)
+    note_text.register(cn.DifferentGpus)(different_gpus_text)
+    note_text.register(cn.ReserveFloorBinds)(reserve_floor_text)

@@ -270,12 +270,15 @@ def _diff_phases(d: DiffView, o: Out) -> None:
         bpt += f" (at least {kv.apart_at_least:,} B apart beyond print rounding)"
     o.heading(f"KV cache: {_n(ta)} -> {_n(tb)} tokens ({_n(kv.change_tokens, True)}), {bpt}")
     ma, mb = kv.mem_fraction_static
-    o.para(
-        f"SGLang's rule, rest = after-weights - P x (1 - mfs): A {_f(kv.after_weights_gib[0])} - "
-        f"{_f(kv.pre_load_gib[0])} x (1 - {ma:g}) = {_f(kv.rest_gib[0])} GiB; B "
-        f"{_f(kv.after_weights_gib[1])} - {_f(kv.pre_load_gib[1])} x (1 - {mb:g}) = "
-        f"{_f(kv.rest_gib[1])} GiB. Tokens from {kv.tokens_source}."
-    )
+    if ma is not None and mb is not None:
+        o.para(
+            f"SGLang's rule, rest = after-weights - P x (1 - mfs): A {_f(kv.after_weights_gib[0])} - "
+            f"{_f(kv.pre_load_gib[0])} x (1 - {ma:g}) = {_f(kv.rest_gib[0])} GiB; B "
+            f"{_f(kv.after_weights_gib[1])} - {_f(kv.pre_load_gib[1])} x (1 - {mb:g}) = "
+            f"{_f(kv.rest_gib[1])} GiB. Tokens from {kv.tokens_source}."
+        )
+    else:
+        o.para(f"Tokens from {kv.tokens_source}; bytes per token from the printed KV sizes.")
     if kv.terms:
         o.table(
             ["what accounts for the change", "GiB", "tokens"],

@@ -47,7 +47,7 @@ def texts(ns: tuple[object, ...]) -> tuple[str, ...]:
 
 @note_text.register
 def _(n: cn.NoTermSplit) -> str:
-    why = []
+    why = [cmpw.rule_inputs_missing_text(x, has) for x, has in n.no_args]
     if n.ranges is not None:
         (a0, a1), (b0, b1) = n.ranges
         gap = max(0, b0 - a1, a0 - b1)
@@ -492,9 +492,6 @@ note_text.register(cn.RanksMatched)(ranks_matched_text)
 note_text.register(cn.FirstBucketShared)(first_bucket_text)
 note_text.register(cn.AttentionTPChanged)(attention_tp_text)
 note_text.register(cn.NoReserveComparison)(no_reserve_text)
-note_text.register(cn.ReserveFloorBinds)(cmpw.reserve_floor_text)
 note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
 note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
-note_text.register(cn.SlopeAcrossModels)(cmpw.slope_across_models_text)
-note_text.register(cn.SlopeFromOtherLaunches)(cmpw.slope_from_other_text)
-note_text.register(cn.DifferentGpus)(cmpw.different_gpus_text)
+cmpw.register(note_text)  # the comparability notes (logmem.report.compare.comparable)

@@ -232,7 +232,7 @@ class KVView:
     tokens_source: str
     change_tokens: int | None
     bytes_per_token: tuple[int | None, int | None]
-    mem_fraction_static: tuple[float, float]
+    mem_fraction_static: tuple[float | None, float | None]
     pre_load_gib: tuple[float | None, float | None]
     after_weights_gib: tuple[float | None, float | None]
     rest_gib: tuple[float | None, float | None]
@@ -343,7 +343,7 @@ def _graph_row(g: GraphChange) -> GraphRow:
     )
 
 
-def _gib2(pair: tuple[int, int]) -> tuple[float | None, float | None]:
+def _gib2(pair: tuple[int | None, int | None]) -> tuple[float | None, float | None]:
     return gib(pair[0]), gib(pair[1])
 
 
