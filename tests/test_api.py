@@ -225,7 +225,7 @@ def test_api_takes_path_specs_and_the_cli_options() -> None:
     assert by_path["inputs"]["slope"] == by_analysis["inputs"]["slope"]
     assert by_path["predicted"] == by_analysis["predicted"]
     # The graph grows by the measured slope, not SGLang's 2 MiB-per-bs heuristic.
-    assert "measured:" in by_path["inputs"]["slope"]["source"]
+    assert "measured on --slope-from A and B" in by_path["inputs"]["slope"]["source"]
     given = logmem.whatif(log, cuda_graph_max_bs=384, mib_per_row=1.5).to_json()
     assert given["inputs"]["slope"]["source"] == "given: --mib-per-row 1.5"
     assert given["predicted"]["graph_change_gib"] != by_path["predicted"]["graph_change_gib"]

@@ -128,3 +128,12 @@ def test_diff_without_server_args_on_one_side_still_compares_the_printed_pools()
     )
     doc = d.to_json()
     assert doc["kv"]["tokens"] == [327310, 992896] and doc["kv"]["mem_fraction_static"][0] is None
+
+
+def test_a_dict_setting_shows_the_sub_key_that_differs_not_a_shared_prefix() -> None:
+    """cuda_graph_config's values share '{"decode": {"backend": "full", ...': the table shows
+    decode.max_bs, which differs, and no row wraps into the next column (#10g)."""
+    text = api.fit(*(str(E7[bs]) for bs in (128, 256, 512))).render()
+    row = next(ln for ln in text.splitlines() if ln.startswith("cuda_graph_config"))
+    assert "decode.max_bs 128, ... | decode.max_bs 256, ... | decode.max_bs 512, ..." in row
+    assert '{"decode"' not in text

@@ -49,6 +49,29 @@ def _val(v: Any) -> str:
     return text if len(text) <= 36 else text[:33] + "..."
 
 
+def _flat(v: Any, pre: str = "") -> dict[str, Any]:
+    if not isinstance(v, dict):
+        return {pre: v}
+    out: dict[str, Any] = {}
+    for k, x in v.items():
+        out.update(_flat(x, f"{pre}.{k}" if pre else str(k)))
+    return out
+
+
+def _vals(values: tuple[Any, ...]) -> list[str]:
+    """Each launch's value of one key; dicts (cuda_graph_config) by the first sub-key that
+    differs, so a shared prefix does not hide the difference."""
+    if len(values) < 2 or not all(isinstance(v, dict) for v in values):
+        return [_val(v) for v in values]
+    flats = [_flat(v) for v in values]
+    keys = list(dict.fromkeys(k for f in flats for k in f))
+    differ = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
+    if not differ:
+        return [_val(v) for v in values]
+    more = ", ..." if len(differ) > 1 else ""
+    return [f"{differ[0]} {_val(f.get(differ[0]))}{more}" for f in flats]
+
+
 def _rank(r: str) -> str:
     return r or "(GPU)"
 
@@ -197,9 +220,7 @@ def _diff_settings(d: DiffView, o: Out) -> None:
     args = d.args
     o.heading("Settings that differ (memory-relevant)")
     if args.changed:
-        rows = [
-            [r.key, _val(r.values[0]), _val(r.values[1]), _tag(r.key, args)] for r in args.changed
-        ]
+        rows = [[r.key, *_vals(r.values[:2]), _tag(r.key, args)] for r in args.changed]
         o.table(["server_args key", "A", "B", "note"], rows, left=4)
     elif args.missing:
         o.para(f"Cannot tell: no server_args line in {' and '.join(args.missing)}.")
@@ -442,9 +463,7 @@ def _fit(f: FitView, o: Out) -> str:
     o.title(f"logmem fit: {len(f.launches)} launches")
     o.table(["#", "launch"], [[str(i + 1), v.name] for i, v in enumerate(f.launches)], left=2)
     o.heading("Settings that differ (memory-relevant)")
-    rows = [
-        [r.key, " | ".join(_val(v) for v in r.values), _tag(r.key, f.args)] for r in f.args.changed
-    ]
+    rows = [[r.key, " | ".join(_vals(r.values)), _tag(r.key, f.args)] for r in f.args.changed]
     o.table(["server_args key", "values (in launch order)", "note"], rows, left=3)
     if f.args.only_in:
         o.para(_only_in(f.args))
