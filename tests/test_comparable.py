@@ -137,3 +137,16 @@ def test_a_dict_setting_shows_the_sub_key_that_differs_not_a_shared_prefix() -> 
     row = next(ln for ln in text.splitlines() if ln.startswith("cuda_graph_config"))
     assert "decode.max_bs 128, ... | decode.max_bs 256, ... | decode.max_bs 512, ..." in row
     assert '{"decode"' not in text
+
+
+def test_a_largest_size_taken_from_max_bs_is_marked() -> None:
+    """024 prints no bs list and no bars: diff's 160 is cuda_graph_max_bs, and says so, as
+    analyze leaves it unknown (#10h)."""
+    d = api.diff(str(LOG001), str(LOG024))
+    text = d.render()
+    row = next(ln for ln in text.splitlines() if "largest size" in ln and ln.startswith("TP0"))
+    assert row.split()[-2:] == ["(max", "bs)"] and "160 (max bs)" in row
+    assert "its largest size is taken as server_args' cuda_graph_max_bs" in " ".join(text.split())
+    g = d.to_json()["graphs"][0]
+    assert g["b"]["largest_size"] == 160 and g["b"]["largest_size_source"] == "cuda_graph_max_bs"
+    assert g["a"]["largest_size_source"] is None  # 001's TP0 prints its bars

@@ -72,6 +72,14 @@ def _vals(values: tuple[Any, ...]) -> list[str]:
     return [f"{differ[0]} {_val(f.get(differ[0]))}{more}" for f in flats]
 
 
+def _size(p: PointView | None) -> str:
+    """A point's largest size; '(max bs)' where it is server_args' cuda_graph_max_bs because
+    the log prints no bs list, bars or bucket count."""
+    if p is None:
+        return _n(None)
+    return _n(p.largest_size) + (" (max bs)" if p.largest_size_from_args else "")
+
+
 def _rank(r: str) -> str:
     return r or "(GPU)"
 
@@ -341,9 +349,8 @@ def _diff_graphs(d: DiffView, o: Out) -> None:
         other = f" ~ {_rank(g.rank_b)}" if g.rank_b is not None else ""
         label = f"{_rank(g.rank)}{other}" if g.rank != last_rank else ""
         last_rank = g.rank
-        big_a = g.a.largest_size if g.a else None
-        big_b = g.b.largest_size if g.b else None
-        grow.append([label, g.graph, "largest size", _n(big_a), _n(big_b), ""])
+        size_a, size_b = (_size(p) for p in (g.a, g.b))
+        grow.append([label, g.graph, "largest size", size_a, size_b, ""])
         for part, attr in _GRAPH_PARTS:
             va = getattr(g.a, attr) if g.a else None
             vb = getattr(g.b, attr) if g.b else None
@@ -353,6 +360,11 @@ def _diff_graphs(d: DiffView, o: Out) -> None:
     o.table(["rank", "graph", "part", "A", "B", "change"], grow, left=3)
     if same:
         o.para(same)
+    if any(p is not None and p.largest_size_from_args for g in d.graphs for p in (g.a, g.b)):
+        o.para(
+            "'(max bs)': that log prints no bs list, bar sizes or bucket count for the graph, so "
+            "its largest size is taken as server_args' cuda_graph_max_bs."
+        )
     for c in d.graph_causes:
         o.para(c)
     for g in d.graphs:

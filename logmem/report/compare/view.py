@@ -254,6 +254,8 @@ class PointView:
     largest_bucket_gib: float | None
     other_buckets_gib: float | None
     total_gib: float | None
+    # No bs list, bars or rule in the log: the largest size is server_args' cuda_graph_max_bs.
+    largest_size_from_args: bool = False
 
 
 @frozen
@@ -308,6 +310,7 @@ def _point(p: GraphPoint | None) -> PointView | None:
         gib(p.largest_bytes),
         gib(p.other_bytes),
         gib(p.total_bytes),
+        p.rows_source.size_from_args,
     )
 
 
