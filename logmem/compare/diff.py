@@ -395,9 +395,7 @@ def diff_launches(
 
 def _model_type(launch: Launch) -> str | None:
     """The architecture the main rank's Load weight end line names (e.g. Qwen2ForCausalLM)."""
-    main = launch.main_rank
-    we = main.target.weights_end if main is not None and main.target is not None else None
-    return we.model_type if we is not None else None
+    return identity(launch).model_type
 
 
 def _model_name(launch: Launch) -> str | None:
