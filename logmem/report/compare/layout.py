@@ -295,9 +295,11 @@ def _diff_phases(d: DiffView, o: Out) -> None:
     if kv.common_range is not None:
         lo, hi = kv.common_range
         bpt = f"same bytes per token (within print rounding: {lo:,}-{hi:,})"
-    elif kv.apart_at_least:
-        bpt += f" (at least {kv.apart_at_least:,} B apart beyond print rounding)"
     o.heading(f"KV cache: {_n(ta)} -> {_n(tb)} tokens ({_n(kv.change_tokens, True)}), {bpt}")
+    if kv.common_range is None and kv.apart_at_least:
+        o.para(
+            f"The cells are at least {kv.apart_at_least:,} B per token apart beyond print rounding."
+        )
     ma, mb = kv.mem_fraction_static
     if ma is not None and mb is not None:
         o.para(
