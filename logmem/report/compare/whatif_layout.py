@@ -22,7 +22,7 @@ def _bound(value: float | None, bound: str, error: float | None = None) -> str:
     if bound == "estimated" and value is not None:
         if error is None:
             return f"~{shown}"
-        return f"{shown} +- {error:.2f}" if error >= 0.005 else f"{shown} +- <0.01"
+        return f"{shown} +- {error:.2f}" if round(error, 2) > 0 else f"{shown} +- <0.01"
     if bound == "exact" or value is None:
         return shown
     return (">= " if bound == "at least" else "<= ") + shown
