@@ -57,6 +57,16 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
     if w.graphs_disabled_by:
         rows.insert(1, [f"CUDA graphs ({w.graphs_disabled_by})", "off", "off"])
     o.table(["", "measured", "what if"], rows)
+    if p.graph_bound == "estimated":
+        o.para(
+            f"Graphs and headroom at max bs {p.largest_bs} are estimates from the graph slope "
+            "(Assumptions): "
+            + (
+                "+- the measured slope's printing bound over the change in rows."
+                if p.graph_error_gib is not None
+                else "'~': the slope's error is not known."
+            )
+        )
 
 
 def _pool_rows(m: PredictionView, p: PredictionView) -> list[list[str]]:
