@@ -173,7 +173,10 @@ def findings(led: LaunchLedger) -> list[Finding]:
     L = led.launch
     # First: where it begins in its file, and whether its ranks' lines are in time order.
     out: list[Finding] = list(order_findings(L))
-    main = L.main_rank
+    # The figures below come from the ranks whose lines are in time order (U, trusted): an
+    # out-of-order rank's ledger pairs readings in the wrong order.
+    U = led.used
+    main = U.main_rank
     if main is None:
         return out
     # First: it changes what every free-memory figure below means.
@@ -196,14 +199,14 @@ def findings(led: LaunchLedger) -> list[Finding]:
     out.extend(weights_not_loaded(L))
     rl = led.rank(main.label)
     if led.sizing is not None:
-        out.extend(sizing_findings(led.sizing, main, L, rl))
+        out.extend(sizing_findings(led.sizing, main, U, rl))
     # Right after the KV budget: whether that pool holds the context the server advertises.
     if led.context is not None and led.context.applies:
         out.append(led.context)
-    slots = mamba_slots_limit(L)
+    slots = mamba_slots_limit(U)
     if slots is not None:
         out.append(slots)
-    disagree = kv_sources_disagree(led.kv_hint, main, L, rl)
+    disagree = kv_sources_disagree(led.kv_hint, main, U, rl)
     if disagree is not None:
         out.append(disagree)
     device = led.platform.device
@@ -211,7 +214,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
         unmeasured = any(g.captured_without_memory for g in main.graphs)
         end = StartupEnd(outcome(L).status)
         out.extend(_rank(rl, end, device, served_line(L), unmeasured, main))
-        out.extend(unexplained(rl, L, device))
+        out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:
         out.append(imbalance)
@@ -223,7 +226,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
     ):
         out.append(Reserve(main.label, led.reserve.reserve_bytes, led.reserve.measured_bytes))
     out.extend(reuse_findings(rl, L, led.platform.library))
-    out.extend(rank_graph_spread(L, main))
+    out.extend(rank_graph_spread(U, main))
     return out
 
 

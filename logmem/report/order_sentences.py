@@ -129,12 +129,17 @@ def _(f: RepeatedLines) -> str:
 def _(f: OutOfOrder) -> str:
     more = f.count - 1
     also = f" ({more} more of its lines run back likewise)" if more > 0 else ""
+    used = (
+        " and its figures are not used below (the other ranks' are)"
+        if f.set_aside
+        else " and, with no rank in order, the figures below come from it all the same"
+    )
     return (
         f"{f.rank or 'The untagged rank'}'s lines are not in time order: line {f.later_line} "
         f"({f.later_time:%H:%M:%S}) comes after line {f.earlier_line} ({f.earlier_time:%H:%M:%S})"
         f"{also}. Its ledger pairs readings in the wrong order (memory 'given back', steps "
-        f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable: pass "
-        f"the rank's own file, or a merge that keeps each file's order."
+        f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable"
+        f"{used}: pass the rank's own file, or a merge that keeps each file's order."
     )
 
 

@@ -425,3 +425,8 @@ class Verdict:
     # Weights the checkpoint did not fill ("Some weights are not initialized from checkpoints"):
     # a start-up can finish with them, so the verdict says so (logmem.analysis.weights_loaded).
     not_loaded: tuple[WeightsNotLoaded, ...] = ()
+    # Ranks whose lines run back in time (findings_order): their figures are not used, the
+    # other ranks' are (set_aside); or no rank is in order and the figures are theirs all the
+    # same (unreliable).
+    set_aside: tuple[str, ...] = ()
+    unreliable: tuple[str, ...] = ()
