@@ -42,11 +42,25 @@ def _span(d: timedelta) -> str:
     return f"{s / 60:.0f} minutes"
 
 
+def begins_at(line: int, after: int | None, when: str | None = None) -> str:
+    """ "at line N (when)", or, when lines the reader drops lie between the launch before and
+    line N (LaunchStart.after), "at or before line N (when; ...)": its first line (a warning,
+    the new process's first log line) may be one of them."""
+    notes = [when] if when else []
+    if after is None or line <= after + 1:
+        return f"at line {line}" + (f" ({when})" if when else "")
+    unread = f"line {after + 1}" if after + 1 == line - 1 else f"lines {after + 1}-{line - 1}"
+    notes.append(
+        f"{unread} before it carry no start-up step and are not read, and its first line may "
+        "be among them"
+    )
+    return f"at or before line {line} ({'; '.join(notes)})"
+
+
 @finding_text.register
 def _(f: LaunchStarted) -> str:
     s = f.start
-    when = f" ({s.at})" if s.at else ""
-    at = f"This launch begins at line {s.line.line_no}{when}"
+    at = f"This launch begins {begins_at(s.line.line_no, s.after, s.at)}"
     prev = f"launch {f.previous}"
     ev_line = s.evidence.line_no if s.evidence is not None else None
     who = _rank(s.rank)

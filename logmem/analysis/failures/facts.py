@@ -315,6 +315,9 @@ class LogStops:
     # The line the next launch of the same file begins at (Launch.next_start): the launch
     # did not just stop, another start-up followed it without an error line before.
     next_launch_line: int | None = None
+    # The last line of this launch read before it (Launch.next_after): unread lines between
+    # may hold the next launch's first line.
+    next_launch_after: int | None = None
 
 
 Note = (
