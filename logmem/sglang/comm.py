@@ -469,3 +469,14 @@ COMM_ENV_KEYS = (
     "HCCL_BUFFSIZE",
 )
 """The environment variables that size or switch a communication cell."""
+
+ENV_UNITS = {"NCCL_BUFFSIZE": "B", "HCCL_BUFFSIZE": "MB"}
+"""The unit of a variable whose name does not say it (SGLang's own say it: _KB, _MB, _GB_SIZE).
+NCCL_BUFFSIZE is in bytes (NCCL docs, Environment Variables: default 4194304, i.e. 4 MiB);
+HCCL_BUFFSIZE in MB (Ascend CANN docs, HCCL environment variables: default 200)."""
+
+
+def env_value_text(key: str, value: str) -> str:
+    """An echoed value with its unit when the name does not say it: ``720 MB``."""
+    unit = ENV_UNITS.get(key)
+    return f"{value} {unit}" if unit else value
