@@ -8,7 +8,7 @@ from conftest import corpus_log
 from logmem import api
 from logmem.analysis.attribution import build_ledger
 from logmem.report.mfs_words import coverage_text
-from logmem.sglang.default_mfs import Era, Rule, default_mfs
+from logmem.sglang.default_mfs import MfsEra, Rule, default_mfs
 
 
 def _led(name: str):  # type: ignore[no-untyped-def]
@@ -19,7 +19,7 @@ def _led(name: str):  # type: ignore[no-untyped-def]
 def test_era_a_table_no_reserve() -> None:
     led = _led("001")  # 2025-03, TP4, dump 0.85
     d = led.default_mfs
-    assert d is not None and d.rule is Rule.TP_TABLE and d.era is Era.A
+    assert d is not None and d.rule is Rule.TP_TABLE and d.era is MfsEra.A
     assert d.predicted == 0.85 and d.matches is True
     assert led.reserve is None
 
@@ -62,15 +62,15 @@ def test_era_b_formula_matches_reference_validation() -> None:
         "speculative_algorithm": None,
     }
     d = default_mfs(args, date(2026, 2, 26), None, 294891.0)
-    assert d.rule is Rule.RESERVE and d.era is Era.B
+    assert d.rule is Rule.RESERVE and d.era is MfsEra.B
     assert d.reserved_mib == 27136 and d.predicted == 0.908 and d.matches is True
 
 
 def test_era_c_and_unknown() -> None:
     d = default_mfs({"mem_fraction_static": 0.85, "tp_size": 1}, date(2026, 8, 1), None, None)
-    assert d.rule is Rule.RESERVE and d.era is Era.C and d.predicted is None
+    assert d.rule is Rule.RESERVE and d.era is MfsEra.C and d.predicted is None
     u = default_mfs({"mem_fraction_static": 0.85, "tp_size": 1}, None, None, None)
-    assert u.rule is Rule.UNKNOWN and u.era is Era.UNKNOWN
+    assert u.rule is Rule.UNKNOWN and u.era is MfsEra.UNKNOWN
 
 
 def test_an_unconfirmed_reserve_formula_claims_no_reserve() -> None:
@@ -117,7 +117,7 @@ def test_gpu_tier_rule_matches_011_arithmetic() -> None:
     args = _grok_011_args()
     assert tier_reserved_mib(args, 81559.0) == 13824
     d = default_mfs(args, date(2025, 9, 11), None, 81559.0)
-    assert d.rule is Rule.GPU_TIER and d.era is Era.TIER and d.era_from == "dump"
+    assert d.rule is Rule.GPU_TIER and d.era is MfsEra.TIER and d.era_from == "dump"
     assert d.predicted == 0.831 and d.matches is True and not d.reserve_applies
     # Another capacity: no match, so no claim (the era stays unknown).
     other = default_mfs(args, date(2025, 9, 11), None, 97000.0 + 2000)
@@ -168,7 +168,7 @@ def test_021_reads_the_e7_reserve_inputs() -> None:
     from logmem.report.mfs_words import default_mfs_text
 
     d = _led("021").default_mfs
-    assert d is not None and d.rule is Rule.RESERVE and d.era is Era.C
+    assert d is not None and d.rule is Rule.RESERVE and d.era is MfsEra.C
     assert d.reserved_mib == 15328 and d.predicted == 0.877 and d.matches is False
     assert not d.reserve_applies
     value, source = default_mfs_text(d)
@@ -273,7 +273,7 @@ def test_the_reserve_rows_name_the_e7_terms() -> None:
     log = FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"
     args = dict(api.read_log(str(log), require_startup=False).launches[0].args)
     d0 = default_mfs(args, date(2026, 9, 10), None, None, mla=True)
-    (lo, _), *_ = capacity_windows(formula_bands(args, Era.C, d0.reserve_terms), 0.85, 0.0)
+    (lo, _), *_ = capacity_windows(formula_bands(args, MfsEra.C, d0.reserve_terms), 0.85, 0.0)
     d = default_mfs(args, date(2026, 9, 10), None, float(lo), mla=True)
     assert d.reserve_applies and d.reserve_terms is not None
     r = graph_reserve(d.reserve_terms, None)

@@ -7,7 +7,7 @@ from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.ledger import Bound
 from logmem.analysis.sizing import RankCoverage
 from logmem.report.causes import bounded
-from logmem.sglang.default_mfs import DefaultMfs, Era, NoPrediction, Rule, era_of
+from logmem.sglang.default_mfs import DefaultMfs, MfsEra, NoPrediction, Rule, mfs_era_of
 
 
 def coverage_text(c: RankCoverage | None) -> str:
@@ -67,7 +67,7 @@ def _tier_text(d: DefaultMfs, when: str) -> str:
     world = (d.tp_size or 0) * (d.pp_size or 1)
     older = (
         f"; {when}, so an image older than the log"
-        if d.printed_on and era_of(d.printed_on) in (Era.B, Era.C)
+        if d.printed_on and mfs_era_of(d.printed_on) in (MfsEra.B, MfsEra.C)
         else f" ({when})"
     )
     assert d.capacity_mib is not None and d.tier_reserved_mib is not None
@@ -123,7 +123,7 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
             value,
             f"era {d.era.value} ({how}) reserve formula{cap}{res}: {_match(d)}; {tail}",
         )
-    if d.era is Era.UNKNOWN:
+    if d.era is MfsEra.UNKNOWN:
         return "unknown", "era unknown (no date): no default rule assumed"
     table = (
         f"; the era-a table for tp {d.tp_size} gives {d.table_mfs:g}"

@@ -347,22 +347,15 @@ def deepep_dispatch_tokens(env: Mapping[str, str]) -> int:
     )
 
 
-def decode_graph_on(args: Mapping[str, Any]) -> bool:
-    """The decode CUDA graph runs unless ``--disable-cuda-graph`` (or, 2026,
-    ``--disable-decode-cuda-graph``)."""
-    return (
-        args.get("disable_cuda_graph") is not True
-        and args.get("disable_decode_cuda_graph") is not True
-    )
-
-
 def deepep_reserve_applies(args: Mapping[str, Any]) -> bool:
     """Whether ``reserve_for_deepep_a2a_mb()`` (``server_args.py``, 2026) adds its
     ``rules.DEEPEP_A2A_RESERVE_MIB`` to SGLang's own mem_fraction_static: not a prefill node,
     the decode graph on, DeepEP the a2a backend. It counts only when SGLang derives the
     fraction itself: an explicit ``--mem-fraction-static`` is used as given."""
     return (
-        args.get("disaggregation_mode") != "prefill" and decode_graph_on(args) and deepep_on(args)
+        args.get("disaggregation_mode") != "prefill"
+        and rules.decode_graph_on(args)
+        and deepep_on(args)
     )
 
 

@@ -95,7 +95,10 @@ GPU_TIER_DP_ATTENTION_MIB = 4096
 unverified)."""
 
 
-class Era(Enum):
+class MfsEra(Enum):
+    """The era of SGLang's default mem_fraction_static rule (reference 12.3 a/b/c), by the
+    date a log was printed; not the era of its wording (logmem.sglang.eras.Era, E0-E7)."""
+
     A = "a"  # tp_size table
     B = "b"  # _handle_gpu_memory_settings reserve
     C = "c"  # reserve_for_graph_mb + DeepEP term
@@ -129,7 +132,7 @@ class DefaultMfs:
     """How the launch's mem_fraction_static came about (reference 12.3)."""
 
     rule: Rule
-    era: Era
+    era: MfsEra
     era_from: str  # "date" | "dump" (the dump fits one rule) | "none"
     printed_on: date | None
     passed: bool | None  # the echoed command line passes --mem-fraction-static (None: no line)
@@ -183,15 +186,15 @@ class DefaultMfs:
         return self.formula_excluded and self.tier_windows == ()
 
 
-def era_of(printed: date | None) -> Era:
+def mfs_era_of(printed: date | None) -> MfsEra:
     """The default-mfs era of a log printed on ``printed`` (reference 12.3)."""
     if printed is None:
-        return Era.UNKNOWN
+        return MfsEra.UNKNOWN
     if printed <= ERA_A_LAST:
-        return Era.A
+        return MfsEra.A
     if printed < ERA_B_FIRST:
-        return Era.BETWEEN
-    return Era.B if printed < ERA_C_FIRST else Era.C
+        return MfsEra.BETWEEN
+    return MfsEra.B if printed < ERA_C_FIRST else MfsEra.C
 
 
 def table_mfs(tp_size: int) -> float:
@@ -213,7 +216,7 @@ def _spec_mib(args: Mapping[str, Any]) -> int:
 
 def reserved_mib(
     args: Mapping[str, Any],
-    era: Era,
+    era: MfsEra,
     gpu_mem_mib: float,
     terms: tuple[Reserve, ...] | None,
 ) -> float | None:
@@ -230,7 +233,7 @@ def reserved_mib(
     reserved = BASE_RESERVE_MIB + max(tokens, rules.ACTIVATION_MIN_TOKENS) * (
         rules.ACTIVATION_MIB_PER_TOKEN
     )
-    reserved += (tp * pp // 8) * 1024 if era is Era.C else tp * pp / 8 * 1024
+    reserved += (tp * pp // 8) * 1024 if era is MfsEra.C else tp * pp / 8 * 1024
     deepep = sum(t.bytes for t in terms if t.term is ReserveTerm.DEEPEP) / MIB
     reserved += sum(t.bytes for t in terms if t.term is not ReserveTerm.DEEPEP) / MIB
     if gpu_mem_mib > LARGE_GPU_MIB:
@@ -308,7 +311,7 @@ def tier_bands(args: Mapping[str, Any]) -> tuple[tuple[float, float, float], ...
 
 
 def formula_bands(
-    args: Mapping[str, Any], era: Era, terms: tuple[Reserve, ...] | None
+    args: Mapping[str, Any], era: MfsEra, terms: tuple[Reserve, ...] | None
 ) -> tuple[tuple[float, float, float], ...]:
     """``capacity_windows``'s bands of the reserve formula: up to 60 GiB, and above it (the
     10240 floor); empty when an input is missing."""
@@ -340,11 +343,11 @@ def default_mfs(
     dumped = float(mfs) if isinstance(mfs, (int, float)) and not isinstance(mfs, bool) else None
     tp, pp = _int(args, "tp_size"), _int(args, "pp_size")
     table = table_mfs(tp) if tp is not None and tp >= 1 else None
-    era = era_of(printed)
+    era = mfs_era_of(printed)
     seed = DefaultMfs(
         Rule.UNKNOWN,
         era,
-        "none" if era is Era.UNKNOWN else "date",
+        "none" if era is MfsEra.UNKNOWN else "date",
         printed,
         passed,
         dumped,
@@ -355,7 +358,7 @@ def default_mfs(
     )
     if passed:
         return replace(seed, rule=Rule.PASSED)
-    if era is Era.A:
+    if era is MfsEra.A:
         world = tp * pp if tp is not None and pp is not None and pp > 1 else None
         # The later tp x pp variant: the dump tells which when pp > 1.
         pred = table_mfs(world) if world is not None and dumped == table_mfs(world) else table
@@ -365,9 +368,9 @@ def default_mfs(
             predicted=pred,
             no_prediction=NoPrediction.NO_TP if pred is None else None,
         )
-    if era is Era.BETWEEN and table is not None and dumped is not None and dumped == table:
-        return replace(seed, rule=Rule.TP_TABLE, era=Era.A, era_from="dump", predicted=table)
-    if era is Era.UNKNOWN:
+    if era is MfsEra.BETWEEN and table is not None and dumped is not None and dumped == table:
+        return replace(seed, rule=Rule.TP_TABLE, era=MfsEra.A, era_from="dump", predicted=table)
+    if era is MfsEra.UNKNOWN:
         return seed
     why: NoPrediction | None = None
     if capacity_mib is None:
@@ -377,11 +380,11 @@ def default_mfs(
     tier_res = tier_reserved_mib(args, capacity_mib) if capacity_mib and why is None else None
     tier = _mfs(capacity_mib, tier_res) if capacity_mib and tier_res is not None else None
     seed = replace(seed, capacity_mib=capacity_mib, tier_mfs=tier, tier_reserved_mib=tier_res)
-    as_tier = replace(seed, rule=Rule.GPU_TIER, era=Era.TIER, era_from="dump", predicted=tier)
-    if era is Era.BETWEEN and _same(tier, dumped):
+    as_tier = replace(seed, rule=Rule.GPU_TIER, era=MfsEra.TIER, era_from="dump", predicted=tier)
+    if era is MfsEra.BETWEEN and _same(tier, dumped):
         return as_tier
-    formula_era = Era.B if era is Era.BETWEEN else era
-    terms = rules.graph_reserve(args, newest=formula_era is Era.C, mla=mla)
+    formula_era = MfsEra.B if era is MfsEra.BETWEEN else era
+    terms = rules.graph_reserve(args, newest=formula_era is MfsEra.C, mla=mla)
     pred, reserved = None, None
     if why is None and capacity_mib is not None:
         reserved = reserved_mib(args, formula_era, capacity_mib, terms)
@@ -402,7 +405,7 @@ def default_mfs(
             formula_windows=capacity_windows(fb, dumped, floor) if fb else None,
         )
     fits = _same(pred, dumped)
-    if era is Era.BETWEEN and not fits:
+    if era is MfsEra.BETWEEN and not fits:
         return seed  # no rule is shown to apply: the era stays unknown
     if pred is not None and not fits and _same(tier, dumped):
         return as_tier  # dated later, an older image: its value is the tier rule's
@@ -410,7 +413,7 @@ def default_mfs(
         seed,
         rule=Rule.RESERVE,
         era=formula_era,
-        era_from="dump" if era is Era.BETWEEN else "date",
+        era_from="dump" if era is MfsEra.BETWEEN else "date",
         predicted=pred,
         no_prediction=why,
         reserved_mib=reserved,
