@@ -70,6 +70,7 @@ from logmem.frozen import frozen
 from logmem.model.records import Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
+from logmem.units import GIB
 
 if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger
@@ -261,6 +262,8 @@ def _rank(
 
 
 def _pool_step(rank: str, p: Phase) -> PoolStep:
-    """A pool step's drop and its causes above print rounding."""
-    parts = tuple(c for c in p.causes if abs(c.bytes) >= TINY)
+    """A pool step's drop and the causes that print as more than 0.00 GiB, as the ledger table
+    lists them: a rounding row of -0.01 stays, so the parts add up to the drop as printed
+    (036's draft step: 0.13 = draft KV pool 0.14 + rounding -0.01)."""
+    parts = tuple(c for c in p.causes if round(abs(c.bytes) / GIB, 2) > 0)
     return PoolStep(rank, p.delta_bytes, parts, p.lines, p.bound)
