@@ -9,10 +9,7 @@ unread lines between, the sentences say "at or before line N" and name them.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
-from conftest import FIXTURES
+from conftest import FIXTURES, read_text_log
 from logmem.analysis.findings import LaunchStarted
 from logmem.api import read_log
 from logmem.model.analysis import Analysis
@@ -20,13 +17,6 @@ from logmem.report.model import analysis_report
 
 JOINED = FIXTURES / "joined-023-014-constructed.log"
 RESTART = FIXTURES / "two-launches-restart-constructed.log"
-
-
-def _read(text: str) -> Analysis:
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "two.log"
-        p.write_bytes(text.encode())
-        return read_log(str(p))
 
 
 def _started(a: Analysis, i: int) -> str:
@@ -62,7 +52,7 @@ def test_a_first_step_right_after_the_launch_before_begins_at_its_line() -> None
     assert "server_args=ServerArgs(" in lines[89]
     a = read_log(str(RESTART))
     assert "at or before line 90 (2026-06-03 08:32:59; lines 88-89 before it" in _started(a, 1)
-    b = _read("\n".join(lines[:87] + lines[89:]))
+    b = read_text_log("\n".join(lines[:87] + lines[89:]))
     text = _started(b, 1)
     assert text.startswith("This launch begins at line 88 (2026-06-03 08:32:59): server_args")
     assert b.launches[1].start is not None and b.launches[1].start.after == 87

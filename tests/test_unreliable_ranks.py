@@ -12,26 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
-from pathlib import Path
 
-from conftest import FIXTURES
+from conftest import FIXTURES, read_text_log
 from logmem.analysis.findings import OutOfOrder, WeightsNotLoaded
 from logmem.analysis.findings_order import ClockOffset, LaunchStarted, RepeatedLines
 from logmem.api import read_log
-from logmem.model.analysis import Analysis
 from logmem.report.jsonout import launch_json
 from logmem.report.model import analysis_report, main_rank
 from logmem.units import GIB
 
 REORDERED = FIXTURES / "reordered-001-tp1-constructed.log"
-
-
-def _read(text: str) -> Analysis:
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "reordered.log"
-        p.write_bytes(text.encode())
-        return read_log(str(p))
 
 
 def _reversed(text: str, ranks: tuple[int, ...]) -> str:
@@ -70,7 +60,7 @@ def test_a_reading_of_the_out_of_order_rank_does_not_set_the_kv_budget() -> None
     lines = REORDERED.read_text().split("\n")
     assert "TP1] Load weight end" in lines[26] and "avail mem=6.09 GB" in lines[26]
     lines[26] = lines[26].replace("avail mem=6.09 GB", "avail mem=5.00 GB")
-    a = _read("\n".join(lines))
+    a = read_text_log("\n".join(lines))
     led = a.ledger(a.launches[0])
     assert led.sizing is not None
     assert round(led.sizing.after_weights_bytes / GIB, 2) == 6.09
@@ -79,7 +69,7 @@ def test_a_reading_of_the_out_of_order_rank_does_not_set_the_kv_budget() -> None
 
 
 def test_an_out_of_order_bar_printer_is_not_the_rank_the_report_leads_with() -> None:
-    a = _read(_reversed((FIXTURES / "001-qwq32b-tp4-l4-docs.log").read_text(), (0,)))
+    a = read_text_log(_reversed((FIXTURES / "001-qwq32b-tp4-l4-docs.log").read_text(), (0,)))
     L = a.launches[0]
     main = main_rank(L)
     assert main is not None and main.label != "TP0"
@@ -89,7 +79,9 @@ def test_an_out_of_order_bar_printer_is_not_the_rank_the_report_leads_with() -> 
 
 
 def test_with_no_rank_in_order_every_finding_read_off_a_ledger_says_so() -> None:
-    a = _read(_reversed((FIXTURES / "001-qwq32b-tp4-l4-docs.log").read_text(), (0, 1, 2, 3)))
+    a = read_text_log(
+        _reversed((FIXTURES / "001-qwq32b-tp4-l4-docs.log").read_text(), (0, 1, 2, 3))
+    )
     L = a.launches[0]
     led = a.ledger(L)
     report = analysis_report(a).launches[0]
