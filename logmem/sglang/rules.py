@@ -354,8 +354,10 @@ def smallest_mfs_holding(tokens_at: Callable[[float], int], context_len: int) ->
 
 DEEPEP_DEFAULT_DISPATCH_TOKENS = 128
 """Default ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK``: the T the DeepEP low-latency
-buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``; the
-default is SGLang's environment default, 2025-2026, whose file was not read: unverified)."""
+buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``).
+SGLang's default read in the released wheels: sglang 0.4.10, srt/layers/moe/ep_moe/
+token_dispatcher.py, ``get_int_env_var(..., 128)``; 0.5.5, srt/layers/moe/token_dispatcher/
+deepep.py, the same; 0.5.9 - 0.5.23, srt/environ.py, ``EnvInt(128)`` (2025-07 - 2026-10)."""
 
 
 # --- CUDA graphs ------------------------------------------------------------------------------
