@@ -178,3 +178,25 @@ def test_the_tier_rule_is_tried_from_0_4_8() -> None:
     d = default_mfs(args, date(2025, 6, 26), None, H100)
     assert d.rule is Rule.GPU_TIER and d.matches is True and d.form == "0.4.8-0.5.2"
     assert default_mfs(args, date(2025, 6, 5), None, H100).rule is Rule.TP_TABLE
+
+
+def test_the_printed_request_count_and_the_padding_row_by_release() -> None:
+    """0.3.6 - 0.4.6.post5 build ReqToTokenPool(size=max_num_reqs + 1) and print that size
+    (snippet 18.1, 0.4.3.post4: max_running_requests=2049 is 2048 + 1 rows); 0.4.7 - 0.5.10 have
+    no padding row; 0.5.13 on allocate size + 1 (srt/mem_cache/memory_pool.py)."""
+    assert rules.req_to_token_padding_row(date(2025, 3, 8), passed=False) is False
+    assert rules.req_to_token_padding_row(date(2025, 3, 8), passed=True) is True
+    assert rules.req_to_token_padding_row(date(2025, 9, 11), passed=False) is False
+    assert rules.req_to_token_padding_row(date(2026, 4, 14), passed=False) is False
+    assert rules.req_to_token_padding_row(date(2026, 8, 27), passed=False) is True
+    assert rules.req_to_token_padding_row(None, passed=False) is True
+    assert rules.req_to_token_bytes(2049, 131072, padding_row=False) == 2049 * 131072 * 4
+
+
+def test_corpus_001_table_is_the_printed_2049_rows() -> None:
+    from conftest import corpus_log
+    from logmem import api
+    from logmem.analysis.sizing import req_to_token
+
+    launch = api.read_log(str(corpus_log("001-")), require_startup=False).launches[0]
+    assert req_to_token(launch) == (2049, 131072, 2049 * 131072 * 4)
