@@ -200,3 +200,13 @@ def test_corpus_001_table_is_the_printed_2049_rows() -> None:
 
     launch = api.read_log(str(corpus_log("001-")), require_startup=False).launches[0]
     assert req_to_token(launch) == (2049, 131072, 2049 * 131072 * 4)
+
+
+def test_the_formula_is_not_tried_before_any_build_had_it() -> None:
+    """The reserve formula is first in 0.5.3 (2025-10-06); no build before 0.5.2 (2025-09-11) has
+    it, so a log of 2025-08 whose dump the formula would fit is not claimed as derived by it."""
+    args = _args(mem_fraction_static=0.835)  # 512 + 12288 + 512 + 128 = 13,440 MiB on an H100
+    late = default_mfs(args, date(2025, 9, 20), None, H100, mla=False)
+    assert late.rule is Rule.RESERVE and late.matches is True and late.form == "0.5.3-0.5.5"
+    early = default_mfs(args, date(2025, 8, 1), None, H100, mla=False)
+    assert early.rule is Rule.UNKNOWN and early.predicted is None

@@ -313,6 +313,17 @@ def _merged(wins: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+def _tier_windows(
+    args: Mapping[str, Any], dumped: float | None, free_mib: float | None, multimodal: bool
+) -> tuple[tuple[int, int], ...] | None:
+    """The GPU-tier rule's capacity windows for a dump with no capacity printed (None: none)."""
+    if dumped is None or _unmodelled(args, multimodal):
+        return None
+    tb = tier_bands(args)
+    floor = max((free_mib or 0.0) - rules.PRINT_RESOLUTION_GIB * 1024, 0.0)
+    return capacity_windows(tb, dumped, floor) if tb else None
+
+
 def _table(
     args: Mapping[str, Any],
     printed: date | None,
@@ -418,7 +429,13 @@ def default_mfs(
     if era is Era.BETWEEN and _same(tier, dumped):
         return as_tier
     formula_era = Era.B if era is Era.BETWEEN else era
-    forms: tuple[FormulaForm, ...] = forms_for(FORMULA_FORMS, printed) or FORMULA_FORMS[:1]
+    forms: tuple[FormulaForm, ...] = forms_for(FORMULA_FORMS, printed)
+    if not forms:
+        # Printed before any build could have the formula (0.5.2 is 2025-09-11): not tried.
+        if capacity_mib is not None:
+            return seed
+        wins = _tier_windows(args, dumped, free_mib, multimodal)
+        return replace(seed, free_mib=free_mib, tier_windows=wins)
     tried = []
     for f in forms:
         terms = rules.graph_reserve(args, mla=mla, form=f)
@@ -433,12 +450,11 @@ def default_mfs(
     if why is NoPrediction.NO_CAPACITY and dumped is not None and not _unmodelled(args, multimodal):
         # P is printed to +-0.005 GiB: a capacity that much below the reading is not excluded.
         floor = max((free_mib or 0.0) - rules.PRINT_RESOLUTION_GIB * 1024, 0.0)
-        tb = tier_bands(args)
         bands = [fb for f, t, _, _ in tried if (fb := formula_bands(args, f, t))]
         seed = replace(
             seed,
             free_mib=free_mib,
-            tier_windows=capacity_windows(tb, dumped, floor) if tb else None,
+            tier_windows=_tier_windows(args, dumped, free_mib, multimodal),
             formula_windows=(
                 _merged([w for fb in bands for w in capacity_windows(fb, dumped, floor)])
                 if bands
