@@ -154,9 +154,10 @@ def table_form_values(
             return ((0.79,), True) if rocm is False else ((0.79,), False)
         # At or below 81,920 MiB the table; above, a value of the capacity.
         return ((), False) if large else ((table,), False)
-    return (_large_value(t, table, capacity_mib, args, rocm),), rocm is not None or (
-        t.large_gpu != "0.4.7" or capacity_mib <= 180_000
-    )
+    if t.large_gpu == "0.4.7" and capacity_mib > 180_000 and rocm is None:
+        # CUDA gives 0.79, ROCm the 96 GiB rule: both, and the log does not say which.
+        return (0.79, _large_value(t, table, capacity_mib, args, True)), False
+    return (_large_value(t, table, capacity_mib, args, rocm),), True
 
 
 def _large_value(
