@@ -20,6 +20,9 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
         if rule is Rule.TP_TABLE:
             off = ", whose value is not the dump's" if matches is False else ""
             how = f"era a, a tp_size table{off}"
+        elif rule is Rule.LARGE_GPU:
+            off = ", whose value is not the dump's" if matches is False else ""
+            how = f"era a, its large-GPU rule{off}"
         elif rule is Rule.PASSED:
             how = "passed by the user"
         elif rule is Rule.RESERVE:
