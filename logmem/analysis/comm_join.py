@@ -1,7 +1,8 @@
 """The communication table joined with what a log measured, and the findings where they differ.
 
 Joins (logmem.sglang.comm has the rules): ``Init torch distributed ends ... mem usage``
-against the cells allocated in that step; ``All Reduce config`` against the v2 formulas; the
+against the cells allocated in that step; ``All Reduce config`` against the v2 pointer table
+(and the workspace when forced sizes fix it); the
 DeepEP buffer, a process-wide singleton created at the first dispatch, against the largest
 bucket of the launch's first capture, once; SGLang's DeepEP reserve against an explicit
 ``--mem-fraction-static``. Facts only: logmem.report.communication words them.
@@ -21,6 +22,7 @@ from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.parse import events as ev
 from logmem.sglang import comm, rules
+from logmem.sglang import custom_ar as car
 from logmem.sglang.comm import Mechanism, When
 from logmem.units import MIB
 
@@ -356,17 +358,21 @@ def _init_findings(plan: Plan, inits: tuple[RankInit, ...]) -> list[CommFinding]
 
 
 def _all_reduce_findings(plan: Plan, ar: ev.AllReduceConfig | None) -> list[CommFinding]:
+    """``All Reduce config`` against what has a formula: the pointer table always; the
+    workspace only when the environment forces both its sizes (otherwise they come from
+    SGLang's per-GPU tuned table, which the log does not show: the line is the size)."""
     out: list[CommFinding] = []
     if ar is None:
         return out
     w = plan.layout.tp
-    push, pull = comm.v2_sizes(plan.env.mapping)
-    for part, logged, expected in (
-        ("symmetric", ar.symmetric.bytes, comm.v2_workspace_bytes(w, push, pull)),
-        ("local", ar.local.bytes, comm.v2_pointer_table_bytes(w)),
-    ):
+    sizes = car.v2_sizes(plan.env.mapping)
+    parts: list[tuple[str, int, int]] = [("local", ar.local.bytes, car.v2_pointer_table_bytes(w))]
+    if sizes.exact:
+        exact = car.v2_workspace_bytes(w, sizes.push or 0, sizes.pull or 0)
+        parts.insert(0, ("symmetric", ar.symmetric.bytes, exact))
+    for part, logged, expected in parts:
         gap = logged - expected
-        if not -comm.ALL_REDUCE_PRINT_RESOLUTION_BYTES <= gap <= comm.V2_SMALL_EXTRA_BYTES:
+        if not -car.ALL_REDUCE_PRINT_RESOLUTION_BYTES <= gap <= car.V2_SMALL_EXTRA_BYTES:
             out.append(AllReduceDiffers(part, logged, expected, w, ar.source.line_no))
     return out
 

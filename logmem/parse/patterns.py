@@ -226,11 +226,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "rocm_hint",
-        r"^Failed to import amdsmi with ",
+        r"^(?:Failed to import amdsmi with |(?:\[aiter\] )?import \[module_custom_all_reduce\] )",
         "Failed to import amdsmi with ModuleNotFoundError(\"No module named 'amdsmi'\")",
         "custom_all_reduce.py tries amdsmi only on ROCm builds (pynvml on CUDA; corpus 005, 006); "
-        "the keyword is the exception's 'Error'",
-        needs=("Failed to import amdsmi with ",),
+        "the keyword is the exception's 'Error'. aiter (a ROCm-only library) prints '[aiter] "
+        "import [module_custom_all_reduce] under ...' when its custom all-reduce loads, the "
+        "default on ROCm from sglang 0.5.6 (custom_all_reduce.py dispatch_custom_allreduce)",
+        needs=("Failed to import amdsmi with ", "import [module_custom_all_reduce] "),
     ),
     _p(
         "device_total",
@@ -476,7 +478,7 @@ KEYWORDS: tuple[str, ...] = (
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
-    "not initialized from checkpoint",
+    "not initialized from checkpoint", "import [module_custom_all_reduce]",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

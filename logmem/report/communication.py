@@ -17,6 +17,7 @@ from logmem.report.comm_sentences import (
     after_pools_text,
     cell_note,
     comm_finding_text,
+    custom_ar_none_text,
     lands_label,
     shared_names,
     size_text,
@@ -93,6 +94,10 @@ def cells_table(plan: Plan, from_log: bool = True) -> Grid | None:
     ]
     if known:
         notes.insert(0, f"Cells with a size add up to {size_text(sum(known))} per rank.")
+    for key, value in plan.notes:
+        if key == "custom_ar_none":
+            why, nodes, world, _ = value
+            notes.insert(0, custom_ar_none_text(why, nodes, world, plan.library))
     if not rows:
         return None
     return Grid(
