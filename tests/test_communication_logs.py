@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -466,3 +467,43 @@ def test_room_after_the_pools_includes_a_draft_pool_sized_at_once() -> None:
     rl = build_ledger(read_log(str(corpus_log("019-"))).launches[0]).ranks[0]
     got = rl.free_after_pools()
     assert got is not None and (round(got[0] / GIB, 2), got[1]) == (17.55, 959)
+
+
+# --- review 27a: custom all-reduce by release, ROCm in tracebacks, DeepEP reserve by date ----
+
+
+def test_multinode_tp_group_has_no_custom_ar_and_the_init_is_all_communicators() -> None:
+    # tp_size=4 over nnodes=2: can_use_custom_all_reduce_with_nvlink turns it off across nodes.
+    for name in (
+        "multinode-node1-runtime-error-constructed.log",
+        "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log",
+    ):
+        c = _com(FIXTURES / name)
+        assert not any(x.mechanism.value.startswith("custom AR") for x in c.plan.cells), name
+        assert all(r.formula_bytes == 0 for r in c.ranks), name
+        assert any(k == "custom_ar_none" and v[0] == "spans" for k, v in c.plan.notes), name
+
+
+def test_hip_oom_in_a_traceback_makes_the_table_rocm() -> None:
+    # The HIP OOMs are inside the tracebacks; aiter loads module_custom_all_reduce (l.48).
+    c = _com(FIXTURES / "hip-oom-rocm-constructed.log")
+    assert c.plan.library == "RCCL"
+    cell = c.plan.cell(Mechanism.CUSTOM_AR_AITER)
+    assert cell is not None and cell.bytes is None and cell.lines == (48,)
+    assert c.plan.cell(Mechanism.CUSTOM_AR_LEGACY) is None
+    assert all(r.formula_bytes == 0 for r in c.ranks)
+
+
+def test_deepep_reserve_only_for_sglang_that_has_it() -> None:
+    # reserve_for_deepep_a2a_mb first appears in sglang 0.5.16 (2026-07-25): a log of 2026-02
+    # reserves nothing either way; the deepep-ll fixture (2026-07-28) keeps the explicit-mfs reading.
+    assert comm.deepep_reserve_exists(date(2026, 7, 10)) is False
+    assert comm.deepep_reserve_exists(date(2026, 7, 26)) is True
+    assert comm.deepep_reserve_exists(None) is None
+    old = _com(FIXTURES / "deepep-buffer-failure-constructed.log")
+    f = next(x for x in old.findings if isinstance(x, cj.DeepEPNoReserve))
+    assert f.reserve_exists is False
+    text = comm_finding_text(f)
+    assert "reserves nothing for DeepEP" in text and "was passed" not in text
+    new = next(x for x in _com(DEEPEP).findings if isinstance(x, cj.DeepEPNoReserve))
+    assert new.reserve_exists is True and "was not set aside" in comm_finding_text(new)

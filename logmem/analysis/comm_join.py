@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from datetime import date
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
@@ -142,7 +143,8 @@ class Headroom:
 @frozen
 class DeepEPNoReserve:
     """DeepEP with the decode graph, and a mem_fraction_static SGLang did not derive (or may not
-    have): nobody set the buffer's 2 GiB aside; it must fit in the 1 - mfs headroom."""
+    have), or an SGLang with no DeepEP reserve at all: nobody set the buffer's 2 GiB aside; it
+    must fit in the 1 - mfs headroom."""
 
     explicit: bool | None  # True: the command line passed it; None: no command line in the log
     mfs: float
@@ -150,6 +152,10 @@ class DeepEPNoReserve:
     deepep_bytes: int | None
     bucket_bytes: int | None
     line: int | None  # the command line
+    # comm.deepep_reserve_exists at the log's date: False, SGLang of that date has no such
+    # reserve (passed or derived alike); None, the log is undated
+    reserve_exists: bool | None = True
+    printed: date | None = None
 
 
 @frozen
@@ -387,7 +393,9 @@ def _reserve_findings(
     if dcell is not None:
         deepep = dcell.bytes if dcell.bytes is not None else dcell.fact("low_latency_bytes")
     reserve = rules.DEEPEP_A2A_RESERVE_MIB * MIB
-    if plan.mfs_explicit is False:
+    printed = plan.evidence.printed
+    exists = comm.deepep_reserve_exists(printed)
+    if plan.mfs_explicit is False and exists is not False:
         if deepep is not None and deepep > reserve and rules.reserve_heuristic_applies(args):
             return [DeepEPReserveShort(reserve, deepep)]
         return []
@@ -400,5 +408,7 @@ def _reserve_findings(
             deepep,
             join.bucket_bytes if join is not None and join.finished else None,
             cmd_line,
+            exists,
+            printed,
         )
     ]

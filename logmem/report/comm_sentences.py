@@ -382,6 +382,8 @@ def _(f: cj.DeepEPAttributed) -> str:
 
 @comm_finding_text.register
 def _(f: cj.DeepEPNoReserve) -> str:
+    if f.reserve_exists is False:
+        return _no_reserve_yet(f)
     if f.explicit:
         where = f" (command line, line {f.line})" if f.line else ""
         head = f"--mem-fraction-static {f.mfs:g} was passed{where}, so"
@@ -390,6 +392,19 @@ def _(f: cj.DeepEPNoReserve) -> str:
             f"The log shows no command line; if mem_fraction_static {f.mfs:g} was passed "
             "explicitly, then"
         )
+    since = (
+        ", in sglang 0.5.16 and later; an undated log may run an older one without it"
+        if f.reserve_exists is None
+        else ""
+    )
+    return (
+        f"{head} SGLang's {rules.DEEPEP_A2A_RESERVE_MIB} MiB DeepEP reserve "
+        f"(reserve_for_deepep_a2a_mb, applied only when SGLang derives mem_fraction_static{since}) "
+        f"was not set aside: {_deepep_must_fit(f)}."
+    )
+
+
+def _deepep_must_fit(f: cj.DeepEPNoReserve) -> str:
     size = (
         f" ({format_gib(f.deepep_bytes)} GiB by the formula)" if f.deepep_bytes is not None else ""
     )
@@ -405,9 +420,17 @@ def _(f: cj.DeepEPNoReserve) -> str:
         else ""
     )
     return (
-        f"{head} SGLang's {rules.DEEPEP_A2A_RESERVE_MIB} MiB DeepEP reserve "
-        "(reserve_for_deepep_a2a_mb, applied only when SGLang derives mem_fraction_static) was not "
-        f"set aside: the DeepEP buffer{size}, allocated lazily after KV sizing, has to fit in {room}{bucket}."
+        f"the DeepEP buffer{size}, allocated lazily after KV sizing, has to fit in {room}{bucket}"
+    )
+
+
+def _no_reserve_yet(f: cj.DeepEPNoReserve) -> str:
+    """An SGLang of the log's date has no DeepEP reserve: passing mfs or not changes nothing."""
+    when = f.printed.isoformat() if f.printed is not None else "this date"
+    return (
+        f"SGLang up to this log's date ({when}) reserves nothing for DeepEP's lazily created buffer, whether "
+        "mem_fraction_static is passed or derived (reserve_for_deepep_a2a_mb came with sglang "
+        f"0.5.16, 2026-07-25): {_deepep_must_fit(f)}."
     )
 
 

@@ -12,6 +12,7 @@ all-reduce's own rules, by release).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from enum import Enum
 from typing import Any
 
@@ -295,10 +296,28 @@ def decode_graph_on(args: Mapping[str, Any]) -> bool:
     )
 
 
+LAST_WITHOUT_DEEPEP_RESERVE = date(2026, 7, 10)
+"""sglang 0.5.15 (the wheel's file date of srt/server_args.py): its default mem_fraction_static
+reserves nothing for DeepEP; 0.5.16 (2026-07-25) adds ``reserve_for_deepep_a2a_mb()``
+(srt/server_args.py; srt/arg_groups/memory_hook.py from 0.5.20). Not in 0.5.9 (server_args.py
+l.1022-1062) nor 0.5.14 (l.3276-3312)."""
+
+
+def deepep_reserve_exists(printed: date | None) -> bool | None:
+    """Whether the SGLang of a log printed on ``printed`` can have ``reserve_for_deepep_a2a_mb``:
+    False up to the last release without it (no SGLang of that date has it; a log's date bounds
+    its release from above), True after (the rule is current; an older image would lack it),
+    None undated."""
+    if printed is None:
+        return None
+    return printed > LAST_WITHOUT_DEEPEP_RESERVE
+
+
 def deepep_reserve_applies(args: Mapping[str, Any]) -> bool:
-    """Whether ``reserve_for_deepep_a2a_mb()`` (``server_args.py``, 2026) adds its
-    ``rules.DEEPEP_A2A_RESERVE_MIB`` to SGLang's own mem_fraction_static: not a prefill node,
-    the decode graph on, DeepEP the a2a backend. It counts only when SGLang derives the
+    """Whether ``reserve_for_deepep_a2a_mb()`` (sglang 0.5.16-0.5.23, srt/server_args.py, then
+    srt/arg_groups/memory_hook.py; ``deepep_reserve_exists`` says whether a log's SGLang has it)
+    adds its ``rules.DEEPEP_A2A_RESERVE_MIB`` to SGLang's own mem_fraction_static: not a prefill
+    node, the decode graph on, DeepEP the a2a backend. It counts only when SGLang derives the
     fraction itself: an explicit ``--mem-fraction-static`` is used as given."""
     return (
         args.get("disaggregation_mode") != "prefill" and decode_graph_on(args) and deepep_on(args)
