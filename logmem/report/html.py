@@ -1,10 +1,10 @@
 """HTML reporter: the report model + plots -> one self-contained page (inline CSS and SVG, no script).
 
 Numbers come from report.model (the same tables text and Markdown print) and the
-figures from report.plots. The page loads nothing: a Content-Security-Policy forbids
+figures from report.figures.plots. The page loads nothing: a Content-Security-Policy forbids
 scripts and every fetch, so even a string that escaped html.escape could not run or
 call out. Every string that came from a log (model paths, rank labels, messages, raw
-lines) goes through ``esc``; report.svg escapes the text it writes into a figure.
+lines) goes through ``esc``; report.figures.svg escapes the text it writes into a figure.
 
 Order, for a person opening the file from a ticket: verdict and findings, the ledger
 tables, the plots, then the raw log lines behind each figure (collapsed).
@@ -21,17 +21,10 @@ from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse.lines import Source
 from logmem.report.device_words import device_top
-from logmem.report.model import (
-    LaunchReport,
-    Report,
-    Section,
-    Table,
-    analysis_report,
-    ledger_table,
-    main_rank,
-    rank_name,
-)
+from logmem.report.ledger_tables import ledger_table
+from logmem.report.model import LaunchReport, Report, analysis_report, main_rank
 from logmem.report.page import Figure, esc, figure_html, page, table_html
+from logmem.report.table import Section, Table, rank_name
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
@@ -171,7 +164,7 @@ def launch_figures(
 ) -> tuple[list[Figure], list[str]]:
     """The analyze plots of one launch, and notes on plots that could not be drawn; with
     `fold`, the ranks plot shows the ranks the page shows in full."""
-    from logmem.report import plots
+    from logmem.report.figures import plots
 
     L = led.launch
     figs: list[Figure] = []
@@ -235,9 +228,9 @@ def launch_figures(
 
 def communication_figure(lr: LaunchReport) -> Figure:
     """The groups x mechanisms heat map, with the lines the join read (init, All Reduce, DeepEP)."""
-    from logmem.report.comm_plot import comm_scene
     from logmem.report.communication import comm_plot_data
-    from logmem.report.svg import scene_svg
+    from logmem.report.figures.comm_plot import comm_scene
+    from logmem.report.figures.svg import scene_svg
 
     c = lr.communication
     assert c is not None

@@ -1,0 +1,183 @@
+"""The diff's sentences on what else changed beside a table's settings
+(logmem.compare.diff_causes): how ranks were paired, a first bucket that also holds the
+communication buffers, the attention TP behind a weights change. report.compare.notes
+registers them on note_text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from logmem.compare import notes as cn
+from logmem.report.causes import on_gpu as _on
+from logmem.sglang.default_mfs import Rule
+from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
+from logmem.units import format_gib as _gs
+
+
+def no_reserve_text(n: cn.NoReserveComparison) -> str:
+    def one(label: str, rule: Rule | None, passed: bool | None, matches: bool | None) -> str:
+        if rule is Rule.TP_TABLE:
+            off = ", whose value is not the dump's" if matches is False else ""
+            how = f"era a, a tp_size table{off}"
+        elif rule is Rule.PASSED:
+            how = "passed by the user"
+        elif rule is Rule.RESERVE:
+            how = "the reserve formula" + (", the command line passes it" if passed else "")
+        else:
+            how = "unknown (era or dump)"
+        return f"{label}: {how}"
+
+    (ra, rb), (pa, pb), (ma, mb) = _pair(n.rules), _pair(n.passed), _pair(n.matches)
+    return (
+        f"No comparison with SGLang's graph reserve ({DECODE_GRAPH_MIB_PER_BS:g} MB per unit of "
+        "max bs): it is not the default-mfs rule of these launches "
+        f"({one('A', ra, pa, ma)}; {one('B', rb, pb, mb)}; analyze's 'default mfs rule' row)."
+    )
+
+
+def ranks_matched_text(n: cn.RanksMatched) -> str:
+    shown = ", ".join(f"{x or '(GPU)'} ~ {y or '(GPU)'}" for x, y in n.pairs[:3])
+    more = f", ... ({len(n.pairs)} pairs)" if len(n.pairs) > 3 else ""
+    how = ""
+    if n.same_tags and (n.differ_tags or n.one_sided_tags):
+        sizes = ", ".join(f"{k} {x} -> {y}" for k, x, y in n.sizes)
+        parts = []
+        if n.differ_tags:
+            parts.append(f"the {' and '.join(n.differ_tags)} rank differs")
+        if n.one_sided_tags:
+            parts.append(f"only one label carries {' and '.join(n.one_sided_tags)}")
+        how = (
+            f"; in every pair the {' and '.join(n.same_tags)} ranks are the same and "
+            + " and ".join(parts)
+            + (f" ({sizes})" if sizes else "")
+        )
+    return (
+        "'X ~ Y' rows set A's rank X beside B's rank Y. Ranks whose labels are in both logs are "
+        "paired by label; the others in the order the logs list them (A's n-th unmatched rank "
+        f"with B's n-th){how}: {shown}{more}."
+    )
+
+
+def _pair(t: tuple[Any, ...], missing: Any = None) -> tuple[Any, Any]:
+    """A fact's (A, B) pair; an empty one (a fact built without figures) reads as missing."""
+    return (t[0], t[1]) if len(t) == 2 else (missing, missing)
+
+
+def _mb(n: int | None) -> str:
+    return "-" if n is None else _gs(n)
+
+
+def first_bucket_text(n: cn.FirstBucketShared) -> str:
+    def line(a: int | None, b: int | None) -> str:
+        at = [f"{w} l.{x}" for w, x in (("A", a), ("B", b)) if x is not None]
+        return f", {' / '.join(at)}" if at else ""
+
+    env = [
+        f"{k} ({a or 'not echoed'} -> {b or 'not echoed'}{line(la, lb)})"
+        for k, a, b, la, lb in n.env
+    ]
+    args = [
+        f"{k} ({x!r} -> {y!r})" if isinstance(x, str) else f"{k} ({x} -> {y})"
+        for k, x, y in n.settings
+    ]
+    parts = env + args
+    listed = (
+        ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+        if parts
+        else "their communication settings"
+    )
+    (la, lb), (ta, tb) = _pair(n.largest), _pair(n.total)
+    figs = []
+    if la is not None and lb is not None:
+        figs.append(f"largest bucket {_mb(la)} -> {_mb(lb)} GiB")
+    if ta is not None and tb is not None:
+        figs.append(f"total {_mb(ta)} -> {_mb(tb)} GiB")
+    bs = (
+        f"cuda_graph_max_bs ({n.max_bs[0]} -> {n.max_bs[1]}) alone"
+        if n.max_bs is not None
+        else "the batch sizes"
+    )
+    return (
+        f"{_on(n.rank)} {n.graph} ({', '.join(figs)}): this capture came first, and its first "
+        "bucket also holds the communication buffers allocated on first use (peer buffers of "
+        f"NCCL / HCCL, the DeepEP buffer). The launches also differ in {listed}: the change "
+        f"cannot be put on {bs}."
+    )
+
+
+def attention_tp_text(n: cn.AttentionTPChanged) -> str:
+    (wa, wb), (ta, tb) = _pair(n.weights, 0), _pair(n.attn_tp, 1)
+    dp = _pair(n.dp_size)
+    big, small = ("B", "A") if tb < ta else ("A", "B")  # the launch whose ranks hold more
+    low, high = min(ta, tb), max(ta, tb)
+    whole = " (at attention TP 1: all of them)" if low == 1 else ""
+    lm = (
+        ", and so of the lm_head, which enable_dp_lm_head splits over the attention TP group too"
+        if n.dp_lm_head
+        else ""
+    )
+    also = (
+        f" {', '.join(n.also_differ)} also differ, which change the weights per rank too."
+        if n.also_differ
+        else ""
+    )
+    return (
+        f"Weights on {_on(n.rank)}: {_gs(wa)} -> {_gs(wb)} GiB ({_gs(wb - wa, signed=True)}) for the "
+        f"same checkpoint at tp_size {n.tp_size}. With DP attention the attention TP is tp_size / "
+        f"dp_size: {n.tp_size} / {dp[0]} = {ta} in A, {n.tp_size} / {dp[1]} = {tb} "
+        f"in B, so a rank of {big} holds {high // low}x the share of the attention weights a rank "
+        f"of {small} holds{whole}{lm}. The logs do not print the attention weights' size: the "
+        "change is consistent with this, not computed from it." + also
+    )
+
+
+def uninitialized_text(n: cn.WeightsUninitializedIn) -> str:
+    count = (
+        f"{'' if n.complete else 'at least '}{n.names:,} {'MoE expert ' if n.experts else ''}"
+        f"weight{'s' if n.names != 1 else ''}"
+    )
+    draft = n.role == "draft"
+    also = "".join(f"; also {r or 'the GPU'} at line {ln}" for r, ln in n.other_ranks[:1])
+    more = f" and {len(n.other_ranks) - 1} more ranks" if len(n.other_ranks) > 1 else ""
+    return (
+        f"{n.side} line {n.line} ({n.rank or 'the GPU'}{also}{more}): {count}{' of the draft model' if draft else ''} "
+        "were not initialized from the checkpoint (left as allocated, not the checkpoint's values): "
+        f"{n.side}'s {'draft ' if draft else ''}weights figure is not a working model's, so the "
+        f"weights change is not {'the models' if n.models_differ else 'the settings'}' difference."
+    )
+
+
+def _and(xs: list[str]) -> str:
+    return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}"
+
+
+def mfs_not_all_derived_text(n: cn.MfsNotAllDerived) -> str:
+    k, count = n.derivable, len(n.labels)
+    digits = n.labels[0].isdigit()
+    who = ("Launches " if digits else "") + _and(list(n.labels))
+    same = len(set(n.mfs)) == 1
+    mfs = (
+        f"the same mem_fraction_static {n.mfs[0]:g}"
+        if same
+        else f"mem_fraction_static {_and([f'{m:g}' for m in n.mfs])}"
+    )
+    wins = "; ".join(
+        f"{'launch ' if digits else ''}{lab}: {', '.join(f'{lo:,}-{hi:,}' for lo, hi in ws)} MiB"
+        for lab, ws in zip(n.labels, n.windows)
+    )
+    reserve = _and([f"{r:,.0f}" for r in n.graph_reserve_mib])
+    where = "disjoint GPU sizes" if k == 1 else "GPU sizes that no one GPU holds all of"
+    rest = count - k
+    many = _WORDS.get(rest, str(rest))
+    return (
+        f"{who} print {mfs} at cuda_graph_max_bs {_and([str(b) for b in n.max_bs])}, with the same "
+        f"free memory before loading ({_gs(n.free_bytes)} GiB: most likely one GPU model). SGLang's "
+        f"default (this era's reserve formula) would reserve {reserve} MiB for their graphs, so it "
+        f"gives {'that value' if same else 'these values'} only on {where} ({wins}): at most "
+        f"{_WORDS.get(k, str(k))} of them derived {'it' if same else 'its value'}; at least {many} "
+        f"passed {'it' if same else 'theirs'} (or the formula does not model "
+        f"{'it' if rest == 1 else 'them'})."
+    )
+
+
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}

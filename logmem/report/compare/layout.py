@@ -1,0 +1,460 @@
+"""The one layout of diff / fit / whatif: a view model (report.compare.view) written into an
+``Out`` (report.compare.out: text or Markdown; report.compare.html: HTML), so every format
+shows the same sections, sentences and figures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
+
+from logmem.compare.args import key_list
+from logmem.report.compare.out import Out
+from logmem.report.compare.view import (
+    ArgsView,
+    DiffView,
+    FitView,
+    GraphRow,
+    PointView,
+    SlopeView,
+)
+from logmem.report.compare.views import View
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
+
+# A change of a bucket cost between two launches is a difference of two differences: four
+# printed readings.
+BUCKET_CHANGE_RESOLUTION_GIB = 2 * DIFFERENCE_RESOLUTION_GIB
+
+R = TypeVar("R")
+
+
+def _f(v: float | None, nd: int = 2, signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.{nd}f}" if signed else f"{v:.{nd}f}"
+
+
+def _n(v: int | None, signed: bool = False) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+,}" if signed else f"{v:,}"
+
+
+def _val(v: Any) -> str:
+    if isinstance(v, list) and len(v) > 6 and all(isinstance(x, int) for x in v):
+        return (
+            f"[{v[0]}, {v[1]}, ..., {v[-1]}] ({len(v)})"  # a bs list: its ends and length tell it
+        )
+    text = json.dumps(v) if not isinstance(v, str) else repr(v)
+    return text if len(text) <= 36 else text[:33] + "..."
+
+
+def _rank(r: str) -> str:
+    return r or "(GPU)"
+
+
+# --- slopes (diff and fit) ----------------------------------------------------------------
+
+
+def _slopes(o: Out, slopes: Sequence[SlopeView]) -> None:
+    o.heading("Slope: graph memory per row (rows = largest captured batch x tokens per request)")
+    for i, s in enumerate(slopes):
+        if i:
+            o.gap()
+        rows = " -> ".join(_n(r) for r in s.rows)
+        o.para(
+            f"{_rank(s.rank)} {s.graph} ({s.basis}): rows {rows}; tokens per request: {s.rows_source}."
+        )
+        cols = ["part", "GiB per launch", "MiB per row", "+-", "intercept GiB", "+-"]
+        ln = s.line
+        rows_out = [
+            [
+                s.basis,
+                " ".join(_f(v) for v in s.points_gib),
+                _f(ln.mib_per_row, 3),
+                _f(ln.mib_per_row_error, 3),
+                _f(ln.intercept_gib, 3),
+                _f(ln.intercept_error_gib, 3),
+            ]
+        ]
+        resid = []
+        if ln.residuals_gib is not None:
+            resid.append(f"{s.basis} " + " ".join(_f(r, 4, True) for r in ln.residuals_gib))
+        st = s.static
+        if st is not None and s.static_gib is not None:
+            rows_out.append(
+                [
+                    "static buffers",
+                    " ".join(_f(v) for v in s.static_gib),
+                    _f(st.mib_per_row, 3),
+                    _f(st.mib_per_row_error, 3),
+                    _f(st.intercept_gib, 3),
+                    _f(st.intercept_error_gib, 3),
+                ]
+            )
+            if st.residuals_gib is not None:
+                resid.append("static buffers " + " ".join(_f(r, 4, True) for r in st.residuals_gib))
+        o.table(cols, rows_out, left=2)
+        if resid:
+            se = ln.mib_per_row_stderr
+            o.para(
+                "Residuals, GiB: "
+                + "; ".join(resid)
+                + "."
+                + (
+                    f" Standard error of the slope from them: {se:.3f} MiB per row."
+                    if se is not None
+                    else ""
+                )
+            )
+        h = s.heuristic
+        if h is not None:
+            at = "; ".join(
+                f"at max bs {n} it would set aside {r:,.0f} MiB, the capture used {t:,.0f}"
+                for n, r, t in h.at_sizes
+            )
+            o.para(
+                f"What SGLang's default mem_fraction_static would reserve: {h.sglang_mib_per_bs:g} MiB per unit "
+                f"of max bs ({h.sglang_terms}), meant for all graph memory; measured {h.measured_mib_per_bs:.2f} MiB per unit of bs ({h.measured_terms}): "
+                f"ratio {h.ratio:.2f}x" + (f". In absolute terms: {at}." if at else ".")
+            )
+
+
+# --- diff ---------------------------------------------------------------------------------
+
+
+Sig = tuple[Hashable, tuple[float | None, ...]]  # what must be equal, figures within print rounding
+
+
+def _close(x: Sig, y: Sig) -> bool:
+    tol = DIFFERENCE_RESOLUTION_GIB + 1e-9
+    return (
+        x[0] == y[0]
+        and len(x[1]) == len(y[1])
+        and all(
+            (a is None) == (b is None) and (a is None or b is None or abs(a - b) <= tol)
+            for a, b in zip(x[1], y[1])
+        )
+    )
+
+
+def _distinct_ranks(
+    rows: Sequence[R], rank: Callable[[R], str], sig: Callable[[R], Sig]
+) -> tuple[set[str], str]:
+    """Ranks whose rows differ from every shown rank's beyond print rounding (a phase or graph
+    figure is a difference of two readings: +-0.01 GiB), and a sentence for the others."""
+    by_rank: dict[str, list[Sig]] = {}
+    for r in rows:
+        by_rank.setdefault(rank(r), []).append(sig(r))
+    shown_sigs: list[tuple[str, list[Sig]]] = []  # shown rank -> its rows
+    same: dict[tuple[str, bool], list[str]] = {}  # (shown rank, exactly) -> ranks like it
+    for name, sig_rows in by_rank.items():
+        like = next(
+            (
+                (r, rs == sig_rows)
+                for r, rs in shown_sigs
+                if len(rs) == len(sig_rows) and all(map(_close, rs, sig_rows))
+            ),
+            None,
+        )
+        if like is not None:
+            same.setdefault(like, []).append(name)
+        else:
+            shown_sigs.append((name, sig_rows))
+    shown = {r for r, _ in shown_sigs}
+    near = f" to +-{DIFFERENCE_RESOLUTION_GIB:g} GiB (print rounding)"
+    text = "; ".join(
+        f"{_ranks(others)}: the same as {_rank(r)}{'' if exact else near}"
+        for (r, exact), others in same.items()
+    )
+    return shown, (text + ".") if text else ""
+
+
+def _ranks(names: Sequence[str]) -> str:
+    """Rank labels, a long list shortened: 'DP0 TP1 EP1, DP0 TP2 EP2, ..., DP3 TP15 EP15 (15 ranks)'."""
+    if len(names) <= 4:
+        return ", ".join(_rank(x) for x in names)
+    return f"{_rank(names[0])}, {_rank(names[1])}, ..., {_rank(names[-1])} ({len(names)} ranks)"
+
+
+def _only_in(args: ArgsView) -> str:
+    """'Only in A: x, y; only in B: z.' for keys one launch does not print (another version)."""
+    parts = [
+        f"only in {'launch ' if lab.isdigit() else ''}{lab} ({len(keys)}): {key_list(keys)}"
+        for lab, keys in args.only_in
+    ]
+    if not parts:
+        return ""
+    text = "; ".join(parts)
+    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed dump."
+
+
+def _tag(key: str, args: ArgsView) -> str:
+    return "varied" if key in args.varied else ("allowed" if key in args.allowed else "")
+
+
+def _diff_settings(d: DiffView, o: Out) -> None:
+    args = d.args
+    o.heading("Settings that differ (memory-relevant)")
+    if args.changed:
+        rows = [
+            [r.key, _val(r.values[0]), _val(r.values[1]), _tag(r.key, args)] for r in args.changed
+        ]
+        o.table(["server_args key", "A", "B", "note"], rows, left=4)
+    elif args.missing:
+        o.para(f"Cannot tell: no server_args line in {' and '.join(args.missing)}.")
+    elif args.only_in:
+        o.para("None among the keys both launches print.")
+    else:
+        o.para("None.")
+    if args.only_in:
+        o.para(_only_in(args))
+    if args.ignored:
+        ign = "; ".join(f"{r.key} {_val(r.values[0])} -> {_val(r.values[1])}" for r in args.ignored)
+        o.para(f"Ignored (they do not touch memory): {ign}.")
+    if d.env:
+
+        def val(v: str | None, line: int | None) -> str:
+            return "-" if v is None else f"{v} (l.{line})" if line is not None else v
+
+        rows = [[k, val(a, la), val(b, lb)] for k, a, b, la, lb in d.env]
+        o.table(["environment (communication)", "A", "B"], rows, left=1)
+        o.para(
+            "Variables that size communication buffers, as each log echoed them before its "
+            "server_args ('-': not echoed, so SGLang's default unless set unechoed)."
+        )
+
+    o.heading("SGLang wording")
+    differ = [m for m in d.wording if m.differs]
+    same = (
+        d.a.era_guess if d.a.era_guess == d.b.era_guess else f"A {d.a.era_guess}; B {d.b.era_guess}"
+    )
+    era = f"Era from the wording: A {d.a.era_guess}; B {d.b.era_guess}."
+    o.para(era if differ else f"The same wording in both logs: {same}.")
+    if differ:
+        o.table(["line", "A", "B"], [[m.marker, m.a, m.b] for m in differ], left=3)
+
+
+def _diff_phases(d: DiffView, o: Out) -> None:
+    o.heading("Phases per rank (GiB of free memory each phase took; change = B - A)")
+    shown, same = _distinct_ranks(d.phases, lambda p: p.rank, lambda p: (p.key, (p.a_gib, p.b_gib)))
+    prow = [
+        [
+            _rank(p.rank) + (f" ~ {_rank(p.rank_b)}" if p.rank_b is not None else ""),
+            p.name,
+            _f(p.a_gib),
+            _f(p.b_gib),
+            _f(p.change_gib, signed=True),
+        ]
+        for p in d.phases
+        if p.rank in shown
+    ]
+    o.table(["rank", "phase", "A", "B", "change"], prow, left=2)
+    if same:
+        o.para(same)
+    if any(p.rank_b is not None for p in d.phases):
+        o.para("'X ~ Y': A's rank X beside B's rank Y (how they were paired: Notes).")
+    for c in d.phase_causes:
+        o.para(c)
+
+    kv = d.kv
+    if kv is None:
+        return
+    ta, tb = kv.tokens
+    ba, bb = kv.bytes_per_token
+    bpt = f"{_n(ba)} B per token" if ba == bb else f"{_n(ba)} -> {_n(bb)} B per token"
+    if kv.common_range is not None:
+        lo, hi = kv.common_range
+        bpt = f"same bytes per token (within print rounding: {lo:,}-{hi:,})"
+    elif kv.apart_at_least:
+        bpt += f" (at least {kv.apart_at_least:,} B apart beyond print rounding)"
+    o.heading(f"KV cache: {_n(ta)} -> {_n(tb)} tokens ({_n(kv.change_tokens, True)}), {bpt}")
+    ma, mb = kv.mem_fraction_static
+    o.para(
+        f"SGLang's rule, rest = after-weights - P x (1 - mfs): A {_f(kv.after_weights_gib[0])} - "
+        f"{_f(kv.pre_load_gib[0])} x (1 - {ma:g}) = {_f(kv.rest_gib[0])} GiB; B "
+        f"{_f(kv.after_weights_gib[1])} - {_f(kv.pre_load_gib[1])} x (1 - {mb:g}) = "
+        f"{_f(kv.rest_gib[1])} GiB. Tokens from {kv.tokens_source}."
+    )
+    if kv.terms:
+        o.table(
+            ["what accounts for the change", "GiB", "tokens"],
+            [[t.term, _f(t.gib, signed=True), _n(t.tokens, True)] for t in kv.terms],
+        )
+    elif kv.terms_note:
+        o.para(kv.terms_note)
+
+
+_GRAPH_PARTS = (
+    ("static buffers", "static_gib"),
+    ("largest bucket", "largest_bucket_gib"),
+    ("other buckets", "other_buckets_gib"),
+    ("total (mem usage)", "total_gib"),
+)
+
+
+def _graph_sig(g: GraphRow) -> Sig:
+    def figs(p: PointView | None) -> tuple[Hashable, tuple[float | None, ...]]:
+        if p is None:
+            return None, ()
+        return (p.largest_size, p.rows), tuple(getattr(p, a) for _, a in _GRAPH_PARTS)
+
+    (ka, va), (kb, vb) = figs(g.a), figs(g.b)
+    return (g.graph, ka, kb), va + vb
+
+
+def _diff_graphs(d: DiffView, o: Out) -> None:
+    if not d.graphs:
+        return
+    o.heading("CUDA graphs (GiB; change = B - A)")
+    grow = []
+    shown, same = _distinct_ranks(d.graphs, lambda g: g.rank, _graph_sig)
+    last_rank = None
+    for g in d.graphs:
+        if g.rank not in shown:
+            continue
+        # The rank on its first row, the graph family on the first row of its parts.
+        other = f" ~ {_rank(g.rank_b)}" if g.rank_b is not None else ""
+        label = f"{_rank(g.rank)}{other}" if g.rank != last_rank else ""
+        last_rank = g.rank
+        big_a = g.a.largest_size if g.a else None
+        big_b = g.b.largest_size if g.b else None
+        grow.append([label, g.graph, "largest size", _n(big_a), _n(big_b), ""])
+        for part, attr in _GRAPH_PARTS:
+            va = getattr(g.a, attr) if g.a else None
+            vb = getattr(g.b, attr) if g.b else None
+            if va is None and vb is None:
+                continue
+            grow.append(["", "", part, _f(va), _f(vb), _f(getattr(g.change, attr), signed=True)])
+    o.table(["rank", "graph", "part", "A", "B", "change"], grow, left=3)
+    if same:
+        o.para(same)
+    for c in d.graph_causes:
+        o.para(c)
+    for g in d.graphs:
+        if g.buckets:
+            _diff_buckets(g, o)
+
+
+def _diff_buckets(g: GraphRow, o: Out) -> None:
+    title = f"Buckets of {_rank(g.rank)} {g.graph} that both launches captured (GiB each kept)"
+    # The largest size of each launch carries that capture's lazy allocations: say so.
+    big_a = g.a.largest_size if g.a else None
+    big_b = g.b.largest_size if g.b else None
+
+    def size_label(size: int, first: str | None) -> str:
+        if first in ("A", "B"):
+            return f"{size} (first in {first})"
+        marks = [w for w, big in (("A", big_a), ("B", big_b)) if size == big]
+        return f"{size} (largest in {' and '.join(marks)})" if marks else str(size)
+
+    rows = [
+        [size_label(x.size, x.first_in), _f(x.a_gib), _f(x.b_gib), _f(x.change_gib, signed=True)]
+        for x in g.buckets
+    ]
+    if o.md:
+        o.details(title, lambda: o.table(["size", "A", "B", "change"], rows))
+        if g.bucket_note:
+            o.para(g.bucket_note)
+        return
+    limit = BUCKET_CHANGE_RESOLUTION_GIB
+    odd = [r for x, r in zip(g.buckets, rows) if x.change_gib is None]
+    moved = [
+        r
+        for x, r in zip(g.buckets, rows)
+        if x.change_gib is None or abs(x.change_gib) > limit + 1e-9
+    ]
+    o.heading(title)
+    if moved:
+        o.table(["size", "A", "B", "change"], moved)
+    n = len(rows) - len(odd)
+    o.para(
+        bucket_summary(n, len(moved) - len(odd), len(odd), limit)
+        + " (every size: -f markdown/json)."
+    )
+    if g.bucket_note:
+        o.para(g.bucket_note)
+
+
+def bucket_summary(comparable: int, beyond: int, odd: int, limit: float) -> str:
+    """What the plain-text buckets table lists and what it leaves out, naming the tolerance each time."""
+    tol = f"the +-{limit:g} GiB that printing allows"
+    within = comparable - beyond
+    listed: list[str] = []
+    if beyond:
+        if within == 0:
+            every = (
+                "the one comparable size, with a"
+                if comparable == 1
+                else f"all {comparable} comparable sizes, each with a"
+            )
+            listed.append(f"{every} change beyond {tol}")
+        else:
+            listed.append(f"{beyond} size{'s' if beyond > 1 else ''} whose change is beyond {tol}")
+    if odd:
+        listed.append(f"{odd} size{'s' if odd > 1 else ''} with no comparable change")
+    head = f"Listed: {' and '.join(listed)}" if listed else ""
+    if within == 0:
+        return head or "No comparable size"
+    if within == comparable:
+        rest = (
+            f"the one comparable size is within {tol}"
+            if comparable == 1
+            else f"all {comparable} comparable sizes are within {tol}"
+        )
+    else:
+        rest = f"the other {within} of {comparable} comparable sizes are within +-{limit:g} GiB"
+    return f"{head}; {rest}" if head else rest[0].upper() + rest[1:]
+
+
+def _diff(d: DiffView, o: Out) -> str:
+    o.title(f"logmem diff: A = {d.a.name}, B = {d.b.name}")
+    for h in d.headlines:
+        o.para(h)
+    _diff_settings(d, o)
+    _diff_phases(d, o)
+    _diff_graphs(d, o)
+    if d.slopes:
+        _slopes(o, d.slopes)
+    else:
+        o.heading("Slope")
+        o.para(d.slope_note or "none")
+    return _tail(o, d.notes, d.assumptions)
+
+
+def _tail(o: Out, notes: Sequence[str], assumptions: Sequence[str]) -> str:
+    """Every command ends the same way: its notes, then the assumptions it rests on."""
+    if notes:
+        o.heading("Notes")
+        o.bullets(notes)
+    o.heading("Assumptions")
+    o.bullets(assumptions)
+    return o.text()
+
+
+# --- fit ----------------------------------------------------------------------------------
+
+
+def _fit(f: FitView, o: Out) -> str:
+    o.title(f"logmem fit: {len(f.launches)} launches")
+    o.table(["#", "launch"], [[str(i + 1), v.name] for i, v in enumerate(f.launches)], left=2)
+    o.heading("Settings that differ (memory-relevant)")
+    rows = [
+        [r.key, " | ".join(_val(v) for v in r.values), _tag(r.key, f.args)] for r in f.args.changed
+    ]
+    o.table(["server_args key", "values (in launch order)", "note"], rows, left=3)
+    if f.args.only_in:
+        o.para(_only_in(f.args))
+    _slopes(o, f.slopes)
+    return _tail(o, f.notes, f.assumptions)
+
+
+def layout(v: View, out: Out) -> str:
+    """Lay one view model out into `out`; returns ``out.text()``."""
+    if isinstance(v, DiffView):
+        return _diff(v, out)
+    if isinstance(v, FitView):
+        return _fit(v, out)
+    from logmem.report.compare.whatif_layout import whatif_layout
+
+    return whatif_layout(v, out)

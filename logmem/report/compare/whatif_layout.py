@@ -1,0 +1,144 @@
+"""The layout of ``logmem whatif`` (see report.compare.layout, whose helpers it shares): the
+measured and predicted columns, the pools, the mem_fraction_static window and the context check."""
+
+from __future__ import annotations
+
+from logmem.report.compare.layout import _f, _n, _tail
+from logmem.report.compare.out import Out
+from logmem.report.compare.whatif_view import PredictionView, WhatIfView
+
+
+def _feasible(x: PredictionView) -> str:
+    if x.feasible_label:
+        return x.feasible_label
+    v = x.feasible
+    return "yes" if v else ("NO" if v is False else "not ruled out")
+
+
+def _bound(value: float | None, bound: str) -> str:
+    if bound == "unknown":
+        return "unknown"
+    shown = _f(value)
+    if bound == "exact" or value is None:
+        return shown
+    return (">= " if bound == "at least" else "<= ") + shown
+
+
+def _whatif_table(w: WhatIfView, o: Out) -> None:
+    m, p = w.measured, w.predicted
+    rows = [
+        ["mem_fraction_static", f"{m.mem_fraction_static:.3f}", f"{p.mem_fraction_static:.3f}"],
+        ["largest captured bs", _n(m.largest_bs), _n(p.largest_bs)],
+        ["KV budget by SGLang's rule (rest), GiB", _f(m.rest_gib), _f(p.rest_gib)],
+        ["KV tokens (max_total_num_tokens)", _n(m.kv_tokens), _n(p.kv_tokens)],
+        *_pool_rows(m, p),
+        [
+            "max_running_requests (request table)",
+            _n(m.max_running_requests),
+            _n(p.max_running_requests),
+        ],
+        [
+            "CUDA graphs, GiB",
+            _bound(m.graph_gib, m.graph_bound),
+            _bound(p.graph_gib, p.graph_bound),
+        ],
+        [
+            # The least free reading from the pool step on (usually the end, after capture).
+            f"headroom, GiB ({p.headroom_rank or 'the GPU'})",
+            _bound(m.headroom_gib, m.headroom_bound),
+            _bound(p.headroom_gib, p.headroom_bound),
+        ],
+        ["feasible", _feasible(m), _feasible(p)],
+    ]
+    if w.graphs_disabled_by:
+        rows.insert(1, [f"CUDA graphs ({w.graphs_disabled_by})", "off", "off"])
+    o.table(["", "measured", "what if"], rows)
+
+
+def _pool_rows(m: PredictionView, p: PredictionView) -> list[list[str]]:
+    """One row per pool inside the KV budget (the full KV pool first), then the draft's."""
+    if not p.pools:
+        return [["KV pool, GiB", _f(m.kv_gib), _f(p.kv_gib)]]
+    measured = {x.label: x for x in m.pools}
+    return [
+        [x.label, _f(measured[x.label].gib if x.label in measured else None), _f(x.gib)]
+        for x in p.pools
+    ]
+
+
+def _window(w: WhatIfView) -> str:
+    """The feasible mem_fraction_static window, said with what bounds it."""
+    lo, hi = w.window
+    reserve = w.inputs.activation_reserve_gib or 0.0
+    u = w.unfinished
+    crashed_mfs = w.measured.mem_fraction_static
+    if u is not None and u.in_capture and not u.memory_related and lo is not None:
+        what = (
+            "the log stops"
+            if u.status == "incomplete"
+            else f"the launch crashed ({u.cause}, not memory)"
+        )
+        if u.memory_related is None and u.status != "incomplete":
+            what = f"the launch crashed ({u.cause}; memory or not cannot be told)"
+        top = (
+            f" Up to {hi:.3f} the free memory at the last reading stays >= {reserve:.2f} GiB, so the top is "
+            f"at most {hi:.3f}."
+            if hi is not None
+            else ""
+        )
+        return (
+            f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged for graphs: "
+            f"{what} {u.at}, before the {u.graph or 'graph'} capture finished, so its memory is "
+            f"unknown.{top}"
+        )
+    if w.window_top_floored and lo is not None and (u is None or not u.memory_related):
+        top = (
+            f" Up to {hi:.3f} the reading stays >= {reserve:.2f} GiB, so the top is at most {hi:.3f}."
+            if hi is not None
+            else ""
+        )
+        return (
+            f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged: free "
+            "memory after capture reads 0.00 GiB, the floor of SGLang's readings, so the real "
+            f"headroom may be below zero and the graphs' memory is unknown.{top}"
+        )
+    if w.window_top_unknown and lo is not None:
+        return f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive; {w.window_top_unknown}"
+    if not w.window_empty and lo is not None and hi is not None:
+        text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "
+        if w.window_top_exact:
+            text += f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB."
+            if not reserve:
+                # The top keeps nothing for prefill activations: a bound, not a setting to run.
+                text += (
+                    f" {hi:.3f} is an upper bound, not a usable setting: it leaves no room for "
+                    "prefill activations (pass --activation-reserve GIB)."
+                )
+        else:
+            at = f" {u.at}" if u else ""
+            text += (
+                f"the top is at most {hi:.3f}, below the {crashed_mfs:.3f} that ran out of memory{at}. The rest "
+                "of the capture was not measured, so the real top may be lower."
+            )
+        if w.window_top_exact and u is not None and u.memory_related:
+            text += f" The top is below the {crashed_mfs:.3f} that ran out of memory {u.at}."
+        return text
+    why = [
+        "no value gives a positive KV pool"
+        if lo is None
+        else f"the KV pool is positive only from {lo:.3f}",
+        f"no value leaves {reserve:.2f} GiB after capture"
+        if hi is None
+        else f"the headroom stays >= {reserve:.2f} GiB only up to {hi:.3f}",
+    ]
+    return f"EMPTY: no mem_fraction_static works: {why[0]}, but {why[1]}."
+
+
+def whatif_layout(w: WhatIfView, o: Out) -> str:
+    o.title(f"logmem whatif: {w.launch.name}")
+    _whatif_table(w, o)
+    o.heading("Feasible mem_fraction_static window")
+    o.para(_window(w))
+    ctx = w.inputs.context_length
+    o.para(f"One full context{f' ({ctx:,} tokens)' if ctx else ''}: {w.full_context}.")
+    return _tail(o, w.notes, w.assumptions)

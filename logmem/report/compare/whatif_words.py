@@ -1,0 +1,272 @@
+"""The sentences of ``logmem whatif``'s own facts (logmem.compare.whatif_facts): pools, graphs
+that were off, how a new max bs was priced, and why the window's top is unknown."""
+
+from __future__ import annotations
+
+from logmem.compare import whatif_facts as wf
+from logmem.report.compare.notes import note_text
+from logmem.report.uninitialized import listed
+from logmem.sglang.default_mfs import Rule
+from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
+from logmem.units import format_gib as _gs
+
+
+def flag(key: str) -> str:
+    """The command-line flag of a server_args key."""
+    return "--" + key.replace("_", "-")
+
+
+def _sizes(sizes: tuple[int, ...]) -> str:
+    return ", ".join(str(s) for s in sizes)
+
+
+def pool_label(p: wf.PoolSize) -> str:
+    """The table row of one pool."""
+    if not p.in_budget:
+        return f"{p.label} pool (outside the budget), GiB"
+    return f"{p.label} pool, GiB"
+
+
+@note_text.register
+def _(n: wf.GraphsDisabled) -> str:
+    text = (
+        f"CUDA graphs are off: the launch ran with {flag(n.flag)} ({n.flag}=True in "
+        "server_args), so it captured none and the graph rows show '-'; headroom is free "
+        "memory at its last reading."
+    )
+    if n.requested_max_bs is not None:
+        text += (
+            f" --cuda-graph-max-bs {n.requested_max_bs} does not apply: no graph is captured at "
+            f"any max bs while {flag(n.flag)} is set."
+        )
+    return text
+
+
+@note_text.register
+def _(n: wf.DraftFollows) -> str:
+    if n.follows:
+        return (
+            f"The draft model's KV pool ({_gs(n.bytes)} GiB, {n.tokens:,} tokens) is sized after "
+            "the target's, outside the KV budget, for as many tokens as the target's pool: it "
+            "moves with the predicted tokens by its own cell size (not by the target's budget "
+            "rule) and comes out of the headroom. The draft's graphs are held as measured."
+        )
+    return (
+        f"The draft model's KV pool ({_gs(n.bytes)} GiB, {n.tokens:,} tokens, not the target's "
+        "count) is sized outside the KV budget and held as measured, as are its graphs."
+    )
+
+
+@note_text.register
+def _(n: wf.BucketSum) -> str:
+    gone = f"bs {n.first_size}'s own graph (taken to cost what the next bucket did)"
+    if len(n.dropped) > 1:
+        gone += f" and the buckets bs {_sizes(n.dropped[1:])}"
+    kept = f"the buckets bs {_sizes(n.kept)} keep" if n.kept else "no other bucket keeps"
+    stand = (
+        f" bs {n.new_bs} was not captured: it is taken to cost what bs {n.stand_in} did."
+        if n.stand_in is not None
+        else ""
+    )
+    return (
+        f"Graph memory at max bs {n.new_bs} is from the {n.graph} graph's measured per-bucket "
+        f"readings (progress bar avail_mem, lines {n.lines[0]}-{n.lines[1]}), not a slope: "
+        f"{gone} go; the first-captured bucket's extra allocation stays (bs {n.first_size}'s "
+        f"{_gs(n.first_bytes)} GiB less the next bucket's {_gs(n.next_bytes)} GiB: what the "
+        "first capture allocates lazily, and the graph pool the largest batch sized, land on "
+        f"whichever bucket is captured first), and {kept} their measured cost.{stand} Change: "
+        f"{_gs(n.change_bytes, signed=True)} GiB (each bucket is a difference of two readings "
+        "printed to 0.01 GB)."
+    )
+
+
+@note_text.register
+def _(n: wf.SlopeAbove) -> str:
+    return (
+        f"Max bs {n.new_bs} is above the largest measured bucket (bs {n.largest_bs}): graph "
+        "memory is extrapolated with a slope, not read from the buckets."
+    )
+
+
+@note_text.register
+def _(n: wf.NoBucketReadings) -> str:
+    return (
+        f"The log has no usable per-bucket readings for the {n.graph} graph (progress bar avail_mem at "
+        f"every bucket), so graph memory at max bs {n.new_bs} uses a slope, not the measured "
+        "buckets."
+    )
+
+
+def top_unknown_text(t: wf.TopUnknown) -> str:
+    """Why the window's top is '?': what the log lacks to compute it."""
+    released = (
+        f" ({_gs(-t.released_bytes)} GiB, line {t.line}: memory was released during it)"
+        if t.released_bytes is not None and t.line is not None
+        else ""
+    )
+    missing = "the per-bucket readings (progress bar avail_mem) that would show it"
+    if not t.has_begin:
+        missing = "the capture-begin reading and " + missing
+    elif t.has_bars:
+        missing = "a reading at the point where the release happened"
+    text = (
+        f"the top is at least {t.at_least:.3f} (the launch ran there) but cannot be computed "
+        f"above it: the {t.graph} graph capture's mem usage is negative{released}, so its own cost "
+        f"and the lowest free memory during it are unknown, and the log lacks {missing}."
+    )
+    if t.at_most is not None:
+        text += f" Above {t.at_most:.3f} the headroom after capture would not stay."
+    return text
+
+
+# --- whatif's own notes of logmem.compare.notes -------------------------------------------
+
+
+@note_text.register
+def _(n: wf.CappedAtRequestPool) -> str:
+    # No line: the pool predicted at the new setting (a hybrid Mamba model's slots // 3).
+    line = f", line {n.line}" if n.line is not None else " at the predicted setting"
+    if n.unchanged:
+        asked = f"--cuda-graph-max-bs {n.requested}: " if n.requested is not None else ""
+        return (
+            f"{asked}the largest captured batch stays {n.pool}: capped by the request pool "
+            f"(max_running_requests {n.pool}{line}), as the launch already captured; nothing "
+            "changes."
+        )
+    return (
+        f"SGLang caps captured batch sizes at the request pool (max_running_requests "
+        f"{n.pool}{line}): largest bs {n.pool}."
+    )
+
+
+@note_text.register
+def _(n: wf.MfsHeld) -> str:
+    if n.rule is Rule.PASSED:
+        return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
+    if n.rule is Rule.TP_TABLE:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
+            "tp_size alone, so max bs does not move it."
+        )
+    if n.rule is Rule.GPU_TIER:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}: it matches SGLang's GPU-tier default of "
+            "about Aug-Oct 2025, which comes from the GPU's capacity and tp x pp, so max bs does "
+            "not move it."
+        )
+    if n.rule is Rule.RESERVE and n.matches is False:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}, as passed: SGLang's reserve formula gives "
+            "another value here (see analyze's default-mfs row), so max bs does not move it."
+        )
+    if n.rule is Rule.RESERVE and n.matches:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}, the default SGLang derived from its "
+            f"reserve formula; without --mem-fraction-static that default moves by "
+            f"{DECODE_GRAPH_MIB_PER_BS:g} MiB per unit of max bs divided by the GPU capacity."
+        )
+    # Which rule gave it cannot be told: no claim that the default follows max bs.
+    return (
+        f"mem_fraction_static is held at {n.mfs:g} (whether SGLang derived it or it was passed "
+        "cannot be told from the log)."
+    )
+
+
+@note_text.register
+def _(n: wf.MambaRequestsFollow) -> str:
+    cap = (
+        f"; {n.new_requests} requests cap the decode graphs at bs {n.graph_cap}"
+        if n.graph_cap is not None
+        else ""
+    )
+    return (
+        f"Hybrid Mamba: the log shows max_running_requests {n.requests} (line {n.summary_line}) = "
+        f"max_mamba_cache_size {n.slots} (line {n.slots_line}) // 3, so the request count follows "
+        f"the Mamba slots, which scale with the Mamba state pool: at {n.mfs:g}, about "
+        f"{n.new_slots} slots, {n.new_requests} requests{cap}. The slots are the logged ones x the "
+        "change of the full pool's tokens (an estimate: SGLang rounds its own split)."
+    )
+
+
+@note_text.register
+def _(n: wf.MambaRequestsHeld) -> str:
+    return (
+        "max_running_requests is held as logged: this hybrid Mamba model's log does not show it "
+        "as max_mamba_cache_size // 3, so how its Mamba slots set it is unknown."
+    )
+
+
+def _list_top(t: wf.ListTopAt) -> str:
+    """Where the list of this era tops out without max bs: 'bs 160', or the GPU's two tops."""
+    tops = t.top.list_tops
+    if len(tops) == 1:
+        return f"bs {tops[0]}"
+    return f"bs {tops[0]}, or {tops[-1]} on GPUs over 90-96 GiB"
+
+
+@note_text.register
+def _(n: wf.ListTopAt) -> str:
+    t = n.top
+    at = f"--cuda-graph-max-bs {n.requested}: "
+    pool = (
+        f"the request pool (max_running_requests {t.pool:,}"
+        + (f", line {n.pool_line})" if n.pool_line is not None else " at the predicted setting)")
+        if t.pool is not None
+        else None
+    )
+    if len(t.sizes) > 1:
+        why = (
+            "the list's top depends on the GPU's capacity (SGLang of this date adds bs 168-256 "
+            "only on GPUs over 90-96 GiB) and the log prints no device total"
+            if t.why == "gpu"
+            else "the log's date does not tell which of SGLang's list rules applies (the list was "
+            "first extended up to max bs in May-June 2025 and generated from server_args from "
+            "Oct 2025)"
+        )
+        sizes = ", ".join(f"{x:,}" for x in t.sizes[:-1]) + f" or {t.sizes[-1]:,}"
+        return (
+            f"{at}the largest captured batch is {sizes}: {why}. The figures are for "
+            f"{t.sizes[-1]:,}, the larger (graph memory an upper bound, headroom a lower bound); "
+            "a verdict the sizes would not all share is given as unknown."
+        )
+    size = t.sizes[0]
+    binds = pool is not None and t.pool is not None and size == t.pool
+    if t.generated:
+        how = (
+            f"{t.rule} is generated up to max bs and its largest entry up to {n.requested:,} is "
+            f"{size:,}"
+        )
+    elif t.extended:
+        how = (
+            f"{t.rule} (top {_list_top(n)}) is extended in steps of 16 up to max bs by SGLang "
+            f"of this date, so its largest entry up to {n.requested:,} is {size:,}"
+        )
+    else:
+        gpu = (
+            " (bs 168-256 come only on ROCm builds or, from late April 2025, on larger GPUs)"
+            if t.gpu_part and t.list_tops == (160,)
+            else ""
+        )
+        how = (
+            f"{t.rule} tops at {_list_top(n)}{gpu}, and SGLang of this date cuts the list at max "
+            "bs and at the request pool without extending it up to max bs"
+        )
+    tail = f"; {pool} caps it there." if binds else f"; {pool} does not bind." if pool else "."
+    return f"{at}the largest captured batch becomes {size:,}: {how}{tail}"
+
+
+@note_text.register
+def _(n: wf.WeightsOfABrokenLoad) -> str:
+    f = n.found
+    of = "the draft model's weights" if f.role == "draft" else "weights"
+    size = (
+        f" ({_gs(f.usage_bytes)} GiB per rank on {f.rank or 'the GPU'}, line {f.weights_line})"
+        if f.usage_bytes is not None and f.weights_line is not None
+        else ""
+    )
+    return (
+        f"{listed(f)}. The server ran with them uninitialised, so the {of} held as measured here"
+        f"{size} are those of a broken load, not a working model's: a load that fills them may "
+        "take other memory, and the KV budget, the headroom and the window, which rest on the "
+        "weights, would move with it."
+    )

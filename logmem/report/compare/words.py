@@ -1,0 +1,167 @@
+"""Short phrases of diff, fit and whatif: where a figure comes from (rows, slopes, SGLang's
+heuristic terms), the names of the KV rule's terms, the one-full-context check, and how an
+unfinished start-up is named. Whole sentences are in logmem.report.compare.notes."""
+
+from __future__ import annotations
+
+from logmem.compare import notes as cn
+from logmem.compare.replay import Unfinished
+from logmem.report.causes import on_gpu as _on
+from logmem.sglang.eras import EraGuess
+from logmem.sglang.rules import (
+    DECODE_GRAPH_MIB_PER_BS,
+    DP_ATTENTION_LARGE_BS,
+    DP_ATTENTION_LARGE_BS_MIB,
+    DP_ATTENTION_MIB_PER_BS_DP,
+)
+from logmem.units import format_gib as _gs
+
+# --- sources ---------------------------------------------------------------------------------
+
+
+def rows_text(r: cn.RowsSource) -> str:
+    b = cn.RowsBasis
+    size = (
+        "; largest size from server_args cuda_graph_max_bs (no bs list printed)"
+        if r.size_from_args
+        else ""
+    )
+    return {
+        b.TOKENS: "num_tokens (this graph's sizes are tokens)",
+        b.BEGIN_LINE: f"num_tokens_per_req={r.value} from the capture begin line",
+        b.DRAFT_TOKENS: f"speculative_num_draft_tokens={r.value} from server_args (the target graph verifies)",
+        b.DRAFT_ASSUMED: "1 per request assumed (the draft graph's tokens per request are not printed)",
+        b.DECODE: "1 per request (decode)",
+    }[r.basis] + size
+
+
+def heuristic_terms_text(t: cn.HeuristicTerms) -> str:
+    terms = [f"{DECODE_GRAPH_MIB_PER_BS:g} MB for the decode graph"]
+    if t.dp_size is not None:
+        terms.append(f"{DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size {t.dp_size} (DP attention)")
+        if t.large_bs:
+            terms.append(
+                f"{DP_ATTENTION_LARGE_BS_MIB:g} MB x dp_size {t.dp_size} (max bs > {DP_ATTENTION_LARGE_BS})"
+            )
+    return " + ".join(terms)
+
+
+def growth_text(m: cn.MeasuredGrowth) -> str:
+    if m.basis == "capture total" and not m.with_static:
+        return "all graph memory: the capture end's mem usage"
+    what = "largest bucket + static buffers" if m.with_static else m.basis
+    if m.rows_per_bs != 1:
+        what += f", x {m.rows_per_bs} rows per unit of bs"
+    return what
+
+
+def slope_source_text(s: cn.SlopeSource) -> str:
+    if isinstance(s, cn.MeasuredSlope):
+        return (
+            f"measured: {s.graph} on {_on(s.rank)}, {s.basis}, rows {s.rows_first} -> {s.rows_last}"
+        )
+    if isinstance(s, cn.GivenSlope):
+        static = (
+            f", --static-mib-per-row {s.static_mib_per_row:g}"
+            if s.static_mib_per_row is not None
+            else ""
+        )
+        return f"given: --mib-per-row {s.mib_per_row:g}{static}"
+    return f"SGLang's heuristic, not measured: {heuristic_terms_text(s.terms)}"
+
+
+def term_text(t: cn.TermKind) -> str:
+    return {
+        cn.TermKind.PRE_LOAD: "free memory before weights (P, min over the ranks that printed it) x mfs",
+        cn.TermKind.MFS: "mem_fraction_static x P",
+        cn.TermKind.WEIGHTS: "weights (P - free after weights)",
+        cn.TermKind.OTHER: "other (printing, page rounding, --max-total-tokens, pool split)",
+    }[t]
+
+
+def context_text(c: cn.ContextCheck) -> str:
+    """Whether one full context fits, and from which mem_fraction_static."""
+    f = cn.ContextFit
+    if c.fit is f.UNKNOWN:
+        return "context length unknown (no summary line); pass --context-length"
+    if c.fit is f.IMPOSSIBLE:
+        return (
+            f"impossible: it needs {_gs((c.context or 0) * c.bytes_per_token)} GiB of KV, and even "
+            f"mem_fraction_static 1.0 gives {_gs(c.full_bytes)} GiB ({c.full_tokens:,} tokens) on "
+            "this machine"
+        )
+    if c.fit is f.ABOVE_TOP:
+        return (
+            f"needs mem_fraction_static >= {c.lo:.3f}, above the window's top {c.hi:.3f}: it would not "
+            "leave the headroom after capture"
+        )
+    if c.fit is f.TOO_LITTLE_OUTSIDE:
+        return (
+            f"the KV pool holds it only from mem_fraction_static {c.lo:.3f}, which leaves "
+            f"{_gs(max(c.outside_at_fit_bytes or 0, 0))} GiB outside the pool, less than this "
+            f"launch used there after sizing (at least {_gs(c.used_outside_bytes or 0)} GiB): not "
+            "a usable setting; lower --context-length"
+        )
+    if c.fit is f.BOUNDED:
+        return (
+            f"the KV pool holds it from mem_fraction_static {c.lo:.3f}; whether the graphs then "
+            "fit is unknown ("
+            + (
+                "the capture's low point of free memory is unknown"
+                if c.masked
+                else "the capture did not finish"
+            )
+            + ")"
+        )
+    return f"fits from mem_fraction_static {c.lo:.3f}"
+
+
+# --- how an unfinished start-up is named in whatif ---------------------------------------------
+
+_CAUSES = {
+    "oom": "out of memory",
+    "not_enough_memory": "not enough memory for the KV cache",
+    "imbalance": "unbalanced GPU memory",
+    "capture_failed": "the capture failed",
+    "stopped": "the log stops",
+}
+
+
+def unfinished_cause(u: Unfinished) -> str:
+    """Short: "out of memory", "TypeError", "the log stops"."""
+    return _CAUSES.get(u.kind, u.exc_type or "an error")
+
+
+def unfinished_at(u: Unfinished) -> str:
+    """Where it stopped, short: 'at bs 256', 'in the piecewise capture', 'after the pools'."""
+    if u.in_capture:
+        if u.size is not None:
+            return f"at {u.unit} {u.size}"
+        return f"in the {u.graph} capture" if u.graph else "in a graph capture"
+    phase = u.phase or "start-up"
+    if phase == "serving":
+        return "in warm-up"
+    return phase if phase.startswith(("after ", "before ")) else f"in {phase}"
+
+
+def unfinished_label(u: Unfinished) -> str:
+    """The measured column's feasible cell."""
+    if u.memory:
+        return f"NO (crashed {unfinished_at(u)})"
+    if u.status == "incomplete":
+        return "unknown (log stops)"
+    return f"unknown ({unfinished_cause(u)})"
+
+
+def era_text(g: EraGuess) -> str:
+    """The era a launch's wording suggests; 'approximate' said once when its date does not
+    confirm it (undated, or dated outside the wording's window)."""
+    e, d = g.era, g.printed_on
+    if e is None:
+        return "unknown" + (f" (dated {d.isoformat()})" if d else "")
+    if g.fits_date:
+        return f"{e.name} ({e.window}; dated {d.isoformat() if d else ''})"
+    if d is None:
+        return f"{e.name}, approximate ({e.window} wording; its lines carry no date)"
+    why = "after it: an older SGLang run later, or a fork" if g.after_window else "before it"
+    return f"{e.name} wording, approximate ({e.window}, but dated {d.isoformat()}, {why})"
