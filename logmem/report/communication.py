@@ -94,10 +94,9 @@ def cells_table(plan: Plan, from_log: bool = True) -> Grid | None:
     ]
     if known:
         notes.insert(0, f"Cells with a size add up to {size_text(sum(known))} per rank.")
-    for key, value in plan.notes:
-        if key == "custom_ar_none":
-            why, nodes, world, _ = value
-            notes.insert(0, custom_ar_none_text(why, nodes, world, plan.library))
+    none = _custom_ar_none_json(plan)
+    if none is not None:
+        notes.insert(0, none["text"])
     if not rows:
         return None
     return Grid(
@@ -239,8 +238,21 @@ def cell_json(c: Cell) -> dict[str, Any]:
     }
 
 
+def _custom_ar_none_json(plan: Plan) -> dict[str, Any] | None:
+    for key, value in plan.notes:
+        if key == "custom_ar_none":
+            why, nodes, world, _ = value
+            return {
+                "why": why,
+                "nodes": nodes,
+                "text": custom_ar_none_text(why, nodes, world, plan.library),
+            }
+    return None
+
+
 def plan_json(plan: Plan) -> dict[str, Any]:
     return {
+        "custom_all_reduce_none": _custom_ar_none_json(plan),
         "groups": [{"name": g.name, "size": g.size, "reuses": g.reuses} for g in plan.groups],
         "cells": [cell_json(c) for c in plan.cells],
         "pd_role": plan.pd_role,
