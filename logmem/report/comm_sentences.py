@@ -93,7 +93,7 @@ def cell_note(c: Cell) -> str:
         return f"3 own buffers x {each}; peers' are mapped, not copied; legacy: {_ar_why(f)}"
     if m is Mechanism.CUSTOM_AR_EITHER:
         return (
-            f"legacy (3 x 8 MiB = {size_text(f.get('legacy_bytes'))}) or v2 ({_v2_formula(f)}): "
+            f"legacy, 3 x 8 MiB = {size_text(f.get('legacy_bytes'))}, or v2, {_v2_formula(f)}; "
             f"{_ar_why(f)}"
         )
     if m is Mechanism.CUSTOM_AR_V2_WORKSPACE:
@@ -162,14 +162,14 @@ def cell_note(c: Cell) -> str:
 def _v2_formula(f: dict[str, Any]) -> str:
     """The v2 workspace without a logged line: its sizes come from a per-GPU tuned table."""
     return (
-        f"2 x {f.get('W')} push slots + a pull buffer, each from SGLang's per-GPU tuned table "
-        f"capped at {_mib(f.get('cap') or 0)} ({car.ENV_V2_MAX}): at most "
-        f"{size_text(f.get('at_most'))}"
+        f"2 x {f.get('W')} push slots + a pull buffer from a per-GPU tuned table, at most "
+        f"{size_text(f.get('at_most'))} (each capped at {_mib(f.get('cap') or 0)}, "
+        f"{car.ENV_V2_MAX})"
     )
 
 
 def _ar_release(d: Any) -> str:
-    return f"SGLang of {d.isoformat()}" if d is not None else "this SGLang"
+    return f"SGLang up to this log's date ({d.isoformat()})" if d is not None else "this SGLang"
 
 
 def _ar_why(f: dict[str, Any]) -> str:
@@ -182,28 +182,34 @@ def _ar_why(f: dict[str, Any]) -> str:
     if why == "nnodes":
         return f"{_ar_release(d)} turns v2 off with more than one node (nnodes > 1)"
     if why == "no_v2":
-        return f"{_ar_release(d)} has no v2 (sglang 0.5.10 of 2026-04-05 added it)"
+        return f"{_ar_release(d)} has no v2 (sglang 0.5.10, 2026-04-05, added it)"
     if why == "v2_opt_in":
         return (
-            f"up to {_ar_release(d)} v2 is absent or opt-in ({car.ENV_V2_OLD_SWITCH}=1); it is the "
-            "default from sglang 0.5.12 (2026-05-16)"
+            f"{_ar_release(d)} has v2 at most as an opt-in ({car.ENV_V2_OLD_SWITCH}=1); "
+            "it is the default from sglang 0.5.12 (2026-05-16)"
         )
     if why == "unknown":
         return (
-            "which one ran is not in the log: v2 is the CUDA default from sglang 0.5.12 (2026-05) "
-            "and falls back to legacy without full NVLink; only v2 of 0.5.16 (2026-07) on prints "
-            "its size ('All Reduce config'), and an older image may run at any date"
+            "the log does not say which (v2 is CUDA's default from sglang 0.5.12, falls back to "
+            "legacy without full NVLink, and prints 'All Reduce config' only from 0.5.16)"
         )
     return ""
 
 
-def custom_ar_none_text(why: str, nodes: int | None, world: int, library: str) -> str:
+def custom_ar_none_text(
+    why: str, nodes: int | None, world: int, library: str, printed: Any = None
+) -> str:
     """Why the TP group has no custom all-reduce although the flags allow it."""
     if why == "spans":
+        mnnvl = (
+            " (from sglang 0.5.17 an MNNVL system such as GB200 NVL72 may run v2 across nodes, and "
+            "would print 'All Reduce config')"
+            if printed is None or printed > car.LAST_V2_INTRA_NODE
+            else ""
+        )
         return (
             f"No custom all-reduce: the TP group spans {nodes} nodes, and SGLang sets it up only "
-            f"within one node (from sglang 0.5.17 an MNNVL system such as GB200 NVL72 may run v2 "
-            f"across nodes, and would print 'All Reduce config'); all-reduce goes through {library}."
+            f"within one node{mnnvl}; all-reduce goes through {library}."
         )
     return (
         f"No custom all-reduce: TP {world} is above the 8 ranks custom all-reduce supports; "

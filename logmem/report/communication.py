@@ -241,11 +241,11 @@ def cell_json(c: Cell) -> dict[str, Any]:
 def _custom_ar_none_json(plan: Plan) -> dict[str, Any] | None:
     for key, value in plan.notes:
         if key == "custom_ar_none":
-            why, nodes, world, _ = value
+            why, nodes, world, printed = value
             return {
                 "why": why,
                 "nodes": nodes,
-                "text": custom_ar_none_text(why, nodes, world, plan.library),
+                "text": custom_ar_none_text(why, nodes, world, plan.library, printed),
             }
     return None
 
