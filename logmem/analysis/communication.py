@@ -161,8 +161,15 @@ def _custom_ar_cells(
         ], notes
     ar = evd.all_reduce
     env_map = env.mapping
+    # sglang 0.5.10-0.5.13 print "Custom allreduce v2 initialized successfully" on TP0.
+    v2_line = evd.custom_ar_impl is not None and "v2" in evd.custom_ar_impl.text.lower()
     choice = car.custom_ar_choice(
-        args, env_map, evd.printed, v2_logged=ar is not None, from_log=evd.from_log
+        args,
+        env_map,
+        evd.printed,
+        v2_logged=ar is not None,
+        from_log=evd.from_log,
+        v2_line=v2_line,
     )
     if evd.hip and choice.impl is not car.ArImpl.OFF:
         # ROCm runs sglang's CustomAllreduce (16 MiB buffers) where aiter's is not loaded.
@@ -358,7 +365,9 @@ def derive(
     ar_cells, notes = _custom_ar_cells(args, env, lay, evidence)
     cells.extend(ar_cells)
     if symm:
-        pre = comm.symm_prealloc_bytes(env.mapping)
+        # A log shows the pool by its own line (sglang 0.5.9 on); an estimate takes the 4 GiB
+        # that --enable-symm-mem sets when the variable is unset (comm.SYMM_PREALLOC_DEFAULT_GIB).
+        pre = comm.symm_prealloc_bytes(env.mapping, symm_default=not evidence.from_log)
         sp = evidence.symm_prealloc
         if sp is not None:
             cells.append(

@@ -25,11 +25,12 @@ def _size(args: Mapping[str, Any], key: str) -> int | None:
 
 
 LEGACY_CUSTOM_AR_MAX_BYTES = 8192 * 1024
-"""``_MAX_CAR_SIZE`` of the legacy custom all-reduce: 8 MiB on CUDA
-(``distributed/device_communicators/custom_all_reduce.py``, 2024-2026)."""
+"""``_MAX_CAR_SIZE`` of the legacy custom all-reduce: 8 MiB on CUDA (sglang 0.4.0-0.5.23,
+srt/distributed/device_communicators/custom_all_reduce.py, CustomAllreduce)."""
 
 LEGACY_CUSTOM_AR_MAX_BYTES_HIP = 2 * LEGACY_CUSTOM_AR_MAX_BYTES
-"""The same on HIP (ROCm): 16 MiB (same file)."""
+"""The same on HIP (ROCm): 16 MiB (same file). MUSA builds use ``16 * 8196 * 1024`` bytes
+(sglang 0.5.10-0.5.23; ``custom_ar_possible`` leaves MUSA out, so it is not used here)."""
 
 LEGACY_CUSTOM_AR_BUFFERS = 3
 """Per rank the legacy implementation allocates ``meta_ptrs`` (``meta_size() + max_size``),
@@ -47,12 +48,14 @@ def legacy_custom_ar_bytes(hip: bool) -> int:
 
 
 V2_DEFAULT_MAX_SIZE_KB = 16 * 1024
-"""``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` default: 16 MiB, a *cap* on the push slot and
-the pull buffer (sglang 0.5.16-0.5.23, srt/environ.py; custom_all_reduce_v2.py
-``CustomAllReduceV2.__init__``: ``min(base_config.max_push_bytes(W), max_size)``)."""
+"""``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` default ``EnvInt(16 * 1024)``: 16 MiB, a *cap* on
+the push slot and the pull buffer (sglang 0.5.16-0.5.23, srt/environ.py; read in
+custom_all_reduce_v2.py as ``_DEFAULT_MAX_SIZE``, ``CustomAllReduceV2.__init__``:
+``min(base_config.max_push_bytes(W), max_size)``)."""
 
 V2_POINTER_TABLE_ROWS = 131072
-"""``graph_params = torch.zeros((131072, world_size), uint64)``: the v2 device pointer table
+"""``_MAX_GRAPH_INPUTS = 131072`` (``graph_input_count=131072`` in 0.5.10-0.5.15):
+``graph_params = torch.zeros((131072, world_size), uint64)``, the v2 device pointer table
 (sglang 0.5.16-0.5.23, custom_all_reduce_v2.py ``CustomAllReduceV2.__init__``); the torch
 allocator sees it."""
 
@@ -186,18 +189,22 @@ def custom_ar_choice(
     *,
     v2_logged: bool,
     from_log: bool,
+    v2_line: bool = False,
 ) -> ArChoice:
     """Which custom all-reduce a CUDA TP group with peers runs, by SGLang's release rules (the
     ``LAST_*`` dates). ``printed``: the log's date (None: undated or no log); ``v2_logged``: an
-    ``All Reduce config`` line; ``from_log``: False for an estimate from flags alone, which
-    follows the newest default (v2). ``why``: spans (the TP group spans nodes), world (a TP size
+    ``All Reduce config`` line; ``v2_line``: "Custom allreduce v2 initialized successfully"
+    (TP0, sglang 0.5.10-0.5.13, custom_all_reduce_v2.py); ``from_log``: False for an estimate
+    from flags alone, which follows the newest default (v2). ``why``: spans (the TP group spans nodes), world (a TP size
     neither implementation supports), logged, switch, nnodes (0.5.12-0.5.16 force v2 off on
-    more than one node), no_v2 (no v2 in SGLang of that date), v2_opt_in (v2 was opt-in),
+    more than one node), v2_line (v2's success line), no_v2 (no v2 in SGLang of that date), v2_opt_in (v2 was opt-in),
     unknown (either), newest (an estimate)."""
     tp = _size(args, "tp_size") or 1
     nodes = tp_spans_nodes(args)
     if v2_logged:
         return ArChoice(ArImpl.V2, "logged")
+    if v2_line:
+        return ArChoice(ArImpl.V2, "v2_line")
     if nodes is not None:
         return ArChoice(ArImpl.OFF, "spans")
     switch = v2_switch(env)
