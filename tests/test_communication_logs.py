@@ -220,6 +220,20 @@ def test_all_reduce_config_is_the_size_not_a_mismatch_against_16_mib_slots() -> 
     assert c.plan.mfs_explicit is None  # no command line in the log
 
 
+def test_a_v2_workspace_above_its_cap_is_a_finding(tmp_path: Path) -> None:
+    # (verify_formats 925a070) Above 2W x cap + cap no tuned size explains the line.
+    text = V2_0523.read_text().replace(
+        "symmetric_memory = 23.01 MB", "symmetric_memory = 200.00 MB"
+    )
+    p = tmp_path / "over-cap.log"
+    p.write_text(text)
+    diffs = [f for f in _com(p).findings if isinstance(f, cj.AllReduceDiffers)]
+    assert [(f.part, f.logged_bytes, f.expected_bytes) for f in diffs] == [
+        ("symmetric_cap", 200 * MIB, car.v2_workspace_bytes(4, 16 * MIB, 16 * MIB))
+    ]
+    assert "above the 144.00 MiB" in comm_finding_text(diffs[0])
+
+
 def test_all_reduce_config_against_forced_sizes_is_a_finding() -> None:
     # SGLANG_FORCE_..._PUSH/PULL_SIZE_KB fix the workspace: 2 x 4 x 1 MiB + 16 MiB = 24 MiB.
     user = [

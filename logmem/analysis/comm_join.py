@@ -103,7 +103,7 @@ class InitNothing:
 
 @frozen
 class AllReduceDiffers:
-    part: str  # "symmetric" | "local"
+    part: str  # "symmetric" (forced sizes) | "symmetric_cap" (above the cap) | "local"
     logged_bytes: int
     expected_bytes: int
     world: int
@@ -365,8 +365,9 @@ def _init_findings(plan: Plan, inits: tuple[RankInit, ...]) -> list[CommFinding]
 
 def _all_reduce_findings(plan: Plan, ar: ev.AllReduceConfig | None) -> list[CommFinding]:
     """``All Reduce config`` against what has a formula: the pointer table always; the
-    workspace only when the environment forces both its sizes (otherwise they come from
-    SGLang's per-GPU tuned table, which the log does not show: the line is the size)."""
+    workspace only when the environment forces both its sizes, else against its cap (its sizes
+    come from SGLang's per-GPU tuned table, which the log does not show: below the cap the line
+    is the size)."""
     out: list[CommFinding] = []
     if ar is None:
         return out
@@ -376,6 +377,18 @@ def _all_reduce_findings(plan: Plan, ar: ev.AllReduceConfig | None) -> list[Comm
     if sizes.exact:
         exact = car.v2_workspace_bytes(w, sizes.push or 0, sizes.pull or 0)
         parts.insert(0, ("symmetric", ar.symmetric.bytes, exact))
+    elif ar.symmetric.bytes > sizes.workspace_at_most(w) + car.V2_SMALL_EXTRA_BYTES:
+        # Above every tuned size the cap allows: a raised cap, forced sizes, or a push plane a
+        # consumer grew (0.5.23 reserve_push_capacity) that the environment given does not show.
+        out.append(
+            AllReduceDiffers(
+                "symmetric_cap",
+                ar.symmetric.bytes,
+                sizes.workspace_at_most(w),
+                w,
+                ar.source.line_no,
+            )
+        )
     for part, logged, expected in parts:
         gap = logged - expected
         if not -car.ALL_REDUCE_PRINT_RESOLUTION_BYTES <= gap <= car.V2_SMALL_EXTRA_BYTES:

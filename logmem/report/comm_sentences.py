@@ -285,7 +285,15 @@ def _(f: cj.InitNothing) -> str:
 
 @comm_finding_text.register
 def _(f: cj.AllReduceDiffers) -> str:
-    what = "symmetric_memory" if f.part == "symmetric" else "local_buffer"
+    what = "local_buffer" if f.part == "local" else "symmetric_memory"
+    if f.part == "symmetric_cap":
+        return (
+            f"All Reduce config (line {f.line}) logged symmetric_memory = {f.logged_bytes / MIB:.2f} "
+            f"MiB, above the {f.expected_bytes / MIB:.2f} MiB that 2 x {f.world} push slots and a "
+            f"pull buffer reach at the {car.ENV_V2_MAX} cap: the cap was raised or the sizes "
+            "forced (SGLANG_CUSTOM_ALL_REDUCE_V2_* variables: pass them with --env), or a "
+            "consumer grew the push plane (sglang 0.5.23 reserve_push_capacity)."
+        )
     cause = (
         "the forced SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_* sizes are not the ones this launch ran with "
         "(pass them with --env) or this SGLang lays the workspace out differently"
