@@ -487,7 +487,7 @@ KEYWORDS: tuple[str, ...] = (
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
-    "not initialized from checkpoint", "import [module_custom_all_reduce]",
+    "not initialized from checkpoint", "jit/module_custom_all_reduce",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each
