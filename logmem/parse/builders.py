@@ -338,8 +338,8 @@ def _b_command(m: regex.Match[str], r: Record) -> Event:
 def _b_custom_ar(m: regex.Match[str], r: Record) -> Event:
     if m.group("path") is not None:
         state, text = "path", m.group("path")
-    elif m.group("impl") is not None:
-        state, text = "using", m.group("impl")
+    elif m.group("impl") is not None or m.group("v2") is not None:
+        state, text = "using", m.group("impl") or m.group("v2")
     else:
         state = "failed" if m.group("off").startswith("Setup") else "disabled"
         text = m.group("why").strip()

@@ -208,11 +208,20 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(
         "custom_ar",
         r"^(?:\[AR\] (?:All-reduce call path: (?P<path>.{1,200})|Using (?P<impl>\w{1,80}))"
-        r"|(?P<off>Custom allreduce is disabled because|Setup Custom allreduce failed)(?P<why>.{0,500}))",
+        r"|(?P<off>Custom allreduce is disabled because|Setup Custom allreduce failed)(?P<why>.{0,500})"
+        r"|(?P<v2>Custom allreduce v2) initialized successfully)",
         "Setup Custom allreduce failed with CUDART error: peer access is not supported between "
         "these two devices. To silence this warning, specify --disable-custom-all-reduce explicitly.",
-        "legacy custom AR warnings (8.2); [AR] lines of ROCm builds (corpus 003, 005)",
-        needs=("[AR] ", "Custom allreduce is disabled because", "Setup Custom allreduce failed"),
+        "legacy custom AR warnings (8.2; sglang 0.4.0-0.5.9 custom_all_reduce.py, 'Setup ... "
+        "failed with {e}' 0.4.5-0.5.23 parallel_state.py); [AR] lines of ROCm builds (corpus 003, "
+        "005); 'Custom allreduce v2 initialized successfully' on TP0, sglang 0.5.10-0.5.13 "
+        "(srt/distributed/device_communicators/custom_all_reduce_v2.py)",
+        needs=(
+            "[AR] ",
+            "Custom allreduce is disabled because",
+            "Setup Custom allreduce failed",
+            "Custom allreduce v2 initialized successfully",
+        ),
     ),
     _p(
         "device_name",
@@ -226,11 +235,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "rocm_hint",
-        r"^Failed to import amdsmi with ",
+        r"^(?:Failed to import amdsmi with |(?:\[aiter\] )?import \[module_custom_all_reduce\] )",
         "Failed to import amdsmi with ModuleNotFoundError(\"No module named 'amdsmi'\")",
         "custom_all_reduce.py tries amdsmi only on ROCm builds (pynvml on CUDA; corpus 005, 006); "
-        "the keyword is the exception's 'Error'",
-        needs=("Failed to import amdsmi with ",),
+        "the keyword is the exception's 'Error'. aiter (a ROCm-only library) prints '[aiter] "
+        "import [module_custom_all_reduce] under ...' when its custom all-reduce loads, the "
+        "default on ROCm from sglang 0.5.6 (custom_all_reduce.py dispatch_custom_allreduce)",
+        needs=("Failed to import amdsmi with ", "import [module_custom_all_reduce] "),
     ),
     _p(
         "device_total",
@@ -476,7 +487,7 @@ KEYWORDS: tuple[str, ...] = (
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
-    "not initialized from checkpoint",
+    "not initialized from checkpoint", "jit/module_custom_all_reduce",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

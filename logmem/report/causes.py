@@ -115,7 +115,7 @@ def _lib(f: Facts) -> str:
 
 
 def _car(f: Facts) -> bool:
-    """Custom all-reduce exists on CUDA and ROCm only (sglang.comm.custom_ar_possible)."""
+    """Custom all-reduce exists on CUDA and ROCm only (sglang.car.custom_ar_possible)."""
     return _lib(f) in ("NCCL", "RCCL")
 
 
