@@ -235,3 +235,63 @@ def test_a_0_5_23_startup_has_its_init_usage_and_decode_sizes(tmp_path: Path) ->
     (graph,) = rank.graphs
     assert graph.sizes == (1, 2, 4, 8)
     assert graph.sizes_source == "end line"
+
+
+def test_swa_plan_with_a_capital_s() -> None:
+    # sglang 0.5.1-0.5.6, srt/model_executor/model_runner.py:
+    # f"Use Sliding window memory pool. full_layer_tokens=..., swa_layer_tokens=..."
+    e = event(
+        "[2025-10-01 10:00:09 TP0] Use Sliding window memory pool. full_layer_tokens=61419, "
+        "swa_layer_tokens=49135"
+    )
+    assert isinstance(e, ev.SWAPlan)
+    assert (e.full_tokens, e.swa_tokens) == (61419, 49135)
+
+
+def test_decode_batch_with_its_iteration() -> None:
+    # sglang 0.5.23, srt/managers/scheduler_components/metrics_reporter.py:
+    # f"Decode batch{iter_msg}, #running-req: ..." with iter_msg = f" [{batch_iter}]"
+    e = event("[2026-11-02 10:01:00] Decode batch [120], #running-req: 1, #token: 52")
+    assert isinstance(e, ev.Serving)
+    assert e.kind == "decode"
+
+
+def test_uninitialized_weights_printed_as_a_set() -> None:
+    # sglang 0.5.23, srt/models/deepseek_v4.py: f"...from checkpoints: {unloaded_params}", a set
+    e = event(
+        "[2026-11-02 10:00:08 TP0] Some weights are not initialized from checkpoints: "
+        "{'model.layers.3.mlp.gate.e_score_correction_bias', 'model.layers.4.mlp.gate.e_score_"
+        "correction_bias'}"
+    )
+    assert isinstance(e, ev.WeightsUninitialized)
+    assert (e.names, e.layers, e.complete) == (2, 2, True)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # sglang 0.2.15-0.3.6, srt/model_executor/model_runner.py
+        "Update weights begin. avail mem=12.00 GB",
+        # sglang 0.5.1-0.5.23, srt/lora/lora_manager.py
+        "LoRA adapter unloading completes: my-lora. avail mem=12.00 GB",
+    ],
+)
+def test_runtime_readings_of_other_versions(line: str) -> None:
+    e = event(f"[2024-09-01 10:00:09 TP0] {line}")
+    assert isinstance(e, ev.MiscMemory)
+    assert (e.what, e.amount.gib) == ("runtime_reading", 12.0)
+
+
+def test_eras_follow_the_releases() -> None:
+    from datetime import date
+
+    from logmem.sglang.eras import ERAS, EraGuess, era_of
+
+    # sglang 0.4.7-0.4.8 (Jun 2025): the bs line of E3 with the avail-first end line of E2.
+    e = era_of({"capture end fields": "avail, usage (E2)", "bs list line": "yes (E3-E6)"})
+    assert e is ERAS["E3-E4"]
+    assert era_of({"capture end fields": "avail, usage (E2)", "bs list line": "no"}) is ERAS["E2"]
+    # sglang 0.5.14 (2026-06-26) first printed the E7 capture names; 0.5.8 (2026-01-23) was
+    # the last release without elapsed=.
+    assert EraGuess(ERAS["E7"], date(2026, 7, 2)).fits_date is True
+    assert EraGuess(ERAS["E3-E4"], date(2026, 1, 28)).fits_date is True

@@ -49,7 +49,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "server_args",
         r"server_args=(?P<body>(?:ServerArgs\(|\{).*)$",
         "server_args=ServerArgs(model_path='/home/model/Qwen/QwQ-32B', tp_size=4, mem_fraction_static=0.85)",
-        "launcher, no rank; repr form until ~Aug 2026, dict form after (10.1)",
+        "launcher, no rank; repr form sglang 0.2-0.5.18, dict form (resolved_dict) 0.5.19-0.5.23 "
+        "(srt/entrypoints/engine.py, 10.1)",
         needs=("server_args=",),
     ),
     _p(
@@ -86,11 +87,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "weights_uninitialized",
-        r"^Some weights are not initialized from checkpoints: (?P<list>\[.{0,4194304})",
+        r"^Some weights are not initialized from checkpoints:? (?P<list>[\[{].{0,4194304})",
         "Some weights are not initialized from checkpoints: ['language_model.layers.0.moe.experts."
         "w13_weight', 'language_model.layers.0.moe.experts.w2_weight']",
         "model loader, per rank, before Load weight end (seen 2026-05, E6: corpus 006; "
-        "docs/reference.md 3.2); the list can be thousands of names: counted, never kept",
+        "docs/reference.md 3.2); the list can be thousands of names: counted, never kept. A "
+        "sorted list in sglang 0.5.x gemma4 loaders; the set '{...}' of params_dict.keys() - "
+        "loaded_params elsewhere (srt/models/deepseek_v4.py; mllama4.py has no colon)",
         needs=("Some weights are not initialized from checkpoint",),
     ),
     _p(
@@ -149,11 +152,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "swa_plan",
-        r"^Use sliding window memory pool(?: \(all SWA\))?\. (?:full_layer_tokens=(?P<full>-?\d{1,15}), )?"
+        r"^Use [sS]liding window memory pool(?: \(all SWA\))?\. (?:full_layer_tokens=(?P<full>-?\d{1,15}), )?"
         r"swa_layer_tokens=(?P<swa>-?\d{1,15})",
         "Use sliding window memory pool. full_layer_tokens=61419, swa_layer_tokens=49135",
-        "negative values precede a crash",
-        needs=("Use sliding window memory pool",),
+        "negative values precede a crash. sglang 0.5.1-0.5.6 write 'Use Sliding window memory "
+        "pool.' (srt/model_executor/model_runner.py), 0.5.8-0.5.23 'sliding' (srt/model_executor/"
+        "pool_configurator.py), '(all SWA)' from 0.5.9",
+        needs=("Use sliding window memory pool", "Use Sliding window memory pool"),
     ),
     _p(
         "swa_summary",
@@ -355,12 +360,17 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "runtime_reading",
-        rf"^(?P<what>Update engine weights online from disk begin|LoRA adapter loading starts: .{{0,300}})\. "
-        rf"avail mem=(?P<avail>{NUM}) GB",
+        rf"^(?P<what>Update (?:engine weights online from disk|weights) begin"
+        rf"|LoRA adapter (?:un)?loading (?:starts|completes): .{{0,300}})\. avail mem=(?P<avail>{NUM}) GB",
         "Update engine weights online from disk begin. avail mem=12.00 GB",
+        "sglang 0.4.0-0.5.23 as the example, 0.2.15-0.3.6 'Update weights begin. avail mem=' "
+        "(srt/model_executor/model_runner.py); LoRA load/unload starts/completes 0.4.9-0.5.23 "
+        "(srt/lora/lora_manager.py)",
         needs=(
             "Update engine weights online from disk begin. avail mem=",
-            "LoRA adapter loading starts: ",
+            "Update weights begin. avail mem=",
+            "LoRA adapter loading ",
+            "LoRA adapter unloading ",
         ),
     ),
     _p(
@@ -467,11 +477,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "serving",
-        r"^(?P<kind>Decode|Prefill) batch[.,]",
+        r"^(?P<kind>Decode|Prefill) batch(?: \[\d{1,12}\])?[.,]",
         "Decode batch. #running-req: 1, #token: 52, token usage: 0.00, cuda graph: True, "
         "gen throughput (token/s): 5.29, #queue-req: 0",
         "the scheduler served; the reader yields only the first per file and per start-up "
-        "(ONCE_LITERALS), never every one",
+        "(ONCE_LITERALS), never every one. sglang 0.5.23 may print ' [iter]' before the comma "
+        "(srt/managers/scheduler_components/metrics_reporter.py, LOG_FORWARD_ITERS)",
         needs=("Decode batch", "Prefill batch"),
     ),
     _p(
@@ -527,7 +538,7 @@ BY_NAME: dict[str, LinePattern] = {p.name: p for p in PATTERNS}
 KEYWORDS: tuple[str, ...] = (
     "GB", "GiB", "MiB", "MB", "avail mem", "avail_mem", "mem usage=",
     "server_args", "max_total_num_tokens", "Init torch distributed", "Init nccl",
-    "KV cache", "KV Cache", "sliding window memory", "Capture", "Capturing",
+    "KV cache", "KV Cache", "sliding window memory", "Sliding window memory", "Capture", "Capturing",
     "Compiling num tokens", "%|", "Registering", "memory capacity is unbalanced",
     "Not enough memory", "out of memory", "Error", "Exception", "exception", "Traceback",
     "didn't finish", "Received sigquit", "ready to roll", "Uvicorn running",
