@@ -203,7 +203,11 @@ def test_pd_registration_adds_no_hbm_and_staging_only_when_enabled() -> None:
 
 def test_symmetric_pool_prealloc_from_env() -> None:
     args = {"tp_size": 4, "enable_symm_mem": True}
-    grown = derive(args).cell(Mechanism.SYMM_POOL)
+    # --enable-symm-mem sets an unset SGLANG_SYMM_MEM_PREALLOC_GB_SIZE to 4 (sglang 0.5.9-0.5.23,
+    # srt/server_args.py, later srt/arg_groups/memory_hook.py); an explicit -1 keeps it off.
+    default = derive(args).cell(Mechanism.SYMM_POOL)
+    assert default is not None and default.bytes == 4 * GIB and default.when is When.AFTER_KV
+    grown = derive(args, _env(**{comm.ENV_SYMM_PREALLOC: "-1"})).cell(Mechanism.SYMM_POOL)
     assert grown is not None and grown.bytes is None and grown.when is When.FIRST_USE
     pre = derive(args, _env(**{comm.ENV_SYMM_PREALLOC: "4"})).cell(Mechanism.SYMM_POOL)
     assert pre is not None and pre.bytes == 4 * GIB and pre.when is When.AFTER_KV

@@ -229,6 +229,21 @@ def test_legacy_custom_ar_sits_inside_the_init_usage() -> None:
     assert r is not None and r.usage_bytes > r.formula_bytes == 24 * MIB
 
 
+def test_the_v2_success_line_of_0_5_10_to_0_5_13_is_v2_not_legacy(tmp_path: Path) -> None:
+    # sglang 0.5.10-0.5.13 print "Custom allreduce v2 initialized successfully" on TP0 and no
+    # "All Reduce config" line (srt/distributed/device_communicators/custom_all_reduce_v2.py):
+    # such a log ran v2, although its TP0 init shows no config line.
+    lines = corpus_log("023-").read_text().splitlines(keepends=True)
+    at = next(i for i, t in enumerate(lines) if "TP0] Init torch distributed ends" in t)
+    lines.insert(at, "[2026-03-27 09:31:24 TP0] Custom allreduce v2 initialized successfully\n")
+    p = tmp_path / "v2-success.log"
+    p.write_text("".join(lines))
+    c = _com(p)
+    assert c.plan.cell(Mechanism.CUSTOM_AR_LEGACY) is None
+    pointers = c.plan.cell(Mechanism.CUSTOM_AR_V2_POINTERS)
+    assert pointers is not None and pointers.bytes == comm.v2_pointer_table_bytes(2)
+
+
 # --- estimate and analyze -------------------------------------------------------------------
 
 

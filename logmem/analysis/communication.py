@@ -189,10 +189,13 @@ def _custom_ar_cells(
                 lines=line,
             ),
         ], notes
-    # No v2 line: v2 prints "All Reduce config" on the group's rank 0, so a log showing that
-    # rank's init without it ran the legacy implementation; an estimate follows the switch
-    # (v2 is the newest default on CUDA).
-    legacy = switch is False or evd.hip or (switch is None and evd.tp0_init_seen)
+    # No v2 line: v2 prints "All Reduce config" on the group's rank 0 (sglang 0.5.16-0.5.23),
+    # "Custom allreduce v2 initialized successfully" on TP0 (0.5.10-0.5.13), so a log showing
+    # that rank's init without either ran the legacy implementation; an estimate follows the
+    # switch (v2 is the default on CUDA from 0.5.12, opt-in before: custom_all_reduce.py
+    # dispatch_custom_allreduce). 0.5.14-0.5.15 print neither: their v2 reads as legacy here.
+    v2_seen = evd.custom_ar_impl is not None and "v2" in evd.custom_ar_impl.text.lower()
+    legacy = switch is False or evd.hip or (switch is None and evd.tp0_init_seen and not v2_seen)
     if legacy:
         why = "switch" if switch is False else ("hip" if evd.hip else "no_v2_line")
         return [
@@ -340,7 +343,9 @@ def derive(
     ar_cells, notes = _custom_ar_cells(args, env, lay, evidence)
     cells.extend(ar_cells)
     if symm:
-        pre = comm.symm_prealloc_bytes(env.mapping)
+        # A log shows the pool by its own line (sglang 0.5.9 on); an estimate takes the 4 GiB
+        # that --enable-symm-mem sets when the variable is unset (comm.SYMM_PREALLOC_DEFAULT_GIB).
+        pre = comm.symm_prealloc_bytes(env.mapping, symm_default=not evidence.from_log)
         sp = evidence.symm_prealloc
         if sp is not None:
             cells.append(

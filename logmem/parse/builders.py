@@ -297,6 +297,8 @@ def _b_custom_ar(m: regex.Match[str], r: Record) -> Event:
         state, text = "path", m.group("path")
     elif m.group("impl") is not None:
         state, text = "using", m.group("impl")
+    elif m.group("v2") is not None:
+        state, text = "using", m.group("v2")
     else:
         state = "failed" if m.group("off").startswith("Setup") else "disabled"
         text = m.group("why").strip()

@@ -264,11 +264,20 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(
         "custom_ar",
         r"^(?:\[AR\] (?:All-reduce call path: (?P<path>.{1,200})|Using (?P<impl>\w{1,80}))"
-        r"|(?P<off>Custom allreduce is disabled because|Setup Custom allreduce failed)(?P<why>.{0,500}))",
+        r"|(?P<off>Custom allreduce is disabled because|Setup Custom allreduce failed)(?P<why>.{0,500})"
+        r"|(?P<v2>Custom allreduce v2) initialized successfully)",
         "Setup Custom allreduce failed with CUDART error: peer access is not supported between "
         "these two devices. To silence this warning, specify --disable-custom-all-reduce explicitly.",
-        "legacy custom AR warnings (8.2); [AR] lines of ROCm builds (corpus 003, 005)",
-        needs=("[AR] ", "Custom allreduce is disabled because", "Setup Custom allreduce failed"),
+        "legacy custom AR warnings (8.2; sglang 0.4.0-0.5.9 custom_all_reduce.py, 'Setup ... "
+        "failed with {e}' 0.4.5-0.5.23 parallel_state.py); [AR] lines of ROCm builds (corpus 003, "
+        "005); 'Custom allreduce v2 initialized successfully' on TP0, sglang 0.5.10-0.5.13 "
+        "(srt/distributed/device_communicators/custom_all_reduce_v2.py)",
+        needs=(
+            "[AR] ",
+            "Custom allreduce is disabled because",
+            "Setup Custom allreduce failed",
+            "Custom allreduce v2 initialized successfully",
+        ),
     ),
     _p(
         "device_name",

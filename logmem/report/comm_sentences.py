@@ -115,7 +115,12 @@ def cell_note(c: Cell) -> str:
             return "pre-allocated at graph set-up, as logged"
         if c.bytes is not None:
             return (
-                _env(comm.ENV_SYMM_PREALLOC, f.get(comm.ENV_SYMM_PREALLOC), "", " GiB")
+                _env(
+                    comm.ENV_SYMM_PREALLOC,
+                    f.get(comm.ENV_SYMM_PREALLOC),
+                    f"unset: {comm.SYMM_PREALLOC_DEFAULT_GIB} GiB, as --enable-symm-mem sets it",
+                    " GiB",
+                )
                 + ", at graph set-up"
             )
         return f"one MemPool for every group, grown on use ({comm.ENV_SYMM_PREALLOC} unset)"

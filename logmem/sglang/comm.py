@@ -196,11 +196,12 @@ def peer_buffers_when(args: Mapping[str, Any]) -> When:
 # --- custom all-reduce ----------------------------------------------------------------------
 
 LEGACY_CUSTOM_AR_MAX_BYTES = 8192 * 1024
-"""``_MAX_CAR_SIZE`` of the legacy custom all-reduce: 8 MiB on CUDA
-(``distributed/device_communicators/custom_all_reduce.py``, 2024-2026)."""
+"""``_MAX_CAR_SIZE`` of the legacy custom all-reduce: 8 MiB on CUDA (sglang 0.4.0-0.5.23,
+srt/distributed/device_communicators/custom_all_reduce.py, CustomAllreduce)."""
 
 LEGACY_CUSTOM_AR_MAX_BYTES_HIP = 2 * LEGACY_CUSTOM_AR_MAX_BYTES
-"""The same on HIP (ROCm): 16 MiB (same file)."""
+"""The same on HIP (ROCm): 16 MiB (same file). MUSA builds use ``16 * 8196 * 1024`` bytes
+(sglang 0.5.10-0.5.23; ``custom_ar_possible`` leaves MUSA out, so it is not used here)."""
 
 LEGACY_CUSTOM_AR_BUFFERS = 3
 """Per rank the legacy implementation allocates ``meta_ptrs`` (``meta_size() + max_size``),
@@ -218,12 +219,14 @@ def legacy_custom_ar_bytes(hip: bool) -> int:
 
 
 V2_DEFAULT_MAX_SIZE_KB = 16 * 1024
-"""``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` default: 16 MiB
-(``distributed/device_communicators/custom_all_reduce_v2.py``, 2026)."""
+"""``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` default ``EnvInt(16 * 1024)``: 16 MiB (sglang
+0.5.16-0.5.23, srt/environ.py; read in srt/distributed/device_communicators/custom_all_reduce_v2.py
+as ``_DEFAULT_MAX_SIZE``). v2 is the CUDA default from 0.5.12 (``SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2
+= EnvBool(True)``), opt-in with ``SGLANG_USE_JIT_ALL_REDUCE=1`` in 0.5.10-0.5.11."""
 
 V2_POINTER_TABLE_ROWS = 131072
-"""``graph_params = torch.zeros((131072, world_size), uint64)``: the v2 device pointer table
-(same file); the torch allocator sees it."""
+"""``_MAX_GRAPH_INPUTS = 131072`` (``graph_input_count=131072`` in 0.5.10-0.5.15): the v2 device
+pointer table, 131072 x world_size x 8 bytes (same file); the torch allocator sees it."""
 
 V2_SEMAPHORE_BYTES_PER_PULL_BLOCK = 128
 """Bytes of pull semaphore per pull block at the end of the v2 workspace (same file). The
@@ -268,14 +271,23 @@ def custom_ar_possible(args: Mapping[str, Any], tp: int) -> bool:
 # --- symmetric memory -----------------------------------------------------------------------
 
 ENV_SYMM_PREALLOC = "SGLANG_SYMM_MEM_PREALLOC_GB_SIZE"
-"""GiB the symmetric memory pool is pre-allocated with at graph set-up (default -1: none;
-``model_executor/model_runner_components/cuda_graph_setup.py``, 2026); the pool is one
-``torch.cuda.MemPool`` shared by every group."""
+"""GiB the symmetric memory pool is pre-allocated with (``EnvInt(-1)``: none; sglang 0.5.9-0.5.23,
+srt/environ.py; allocated and logged in srt/distributed/device_communicators/pynccl_allocator.py);
+the pool is one ``torch.cuda.MemPool`` shared by every group."""
+
+SYMM_PREALLOC_DEFAULT_GIB = 4
+"""What ``--enable-symm-mem`` sets an unset ``SGLANG_SYMM_MEM_PREALLOC_GB_SIZE`` to, with a
+warning (sglang 0.5.9-0.5.18 srt/server_args.py, 0.5.20-0.5.23 srt/arg_groups/memory_hook.py).
+The reference's "default -1: none" holds only without --enable-symm-mem; the source wins."""
 
 
-def symm_prealloc_bytes(env: Mapping[str, str]) -> int | None:
-    """The pre-allocated symmetric pool, or None when the variable is unset or not positive."""
+def symm_prealloc_bytes(env: Mapping[str, str], symm_default: bool = False) -> int | None:
+    """The pre-allocated symmetric pool, or None when the variable is not positive, or unset
+    and ``symm_default`` is off. ``symm_default``: the variable being unset means
+    ``SYMM_PREALLOC_DEFAULT_GIB`` (the newest SGLang with --enable-symm-mem)."""
     v = env.get(ENV_SYMM_PREALLOC)
+    if v is None and symm_default:
+        return SYMM_PREALLOC_DEFAULT_GIB * GIB
     try:
         gib = float(v) if v is not None else -1.0
     except ValueError:
@@ -287,7 +299,8 @@ def symm_prealloc_bytes(env: Mapping[str, str]) -> int | None:
 
 ENV_DEEPEP_TOKENS = "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
 DEEPEP_MAX_DISPATCH_TOKENS = 1024
-"""SGLang caps the dispatch tokens per rank at 1024 (``layers/moe/token_dispatcher/deepep.py``)."""
+"""SGLang asserts ``num_max_dispatch_tokens_per_rank <= 1024`` (sglang 0.5.3-0.5.23,
+srt/layers/moe/token_dispatcher/deepep.py, _DeepEPDispatcherImplLowLatency)."""
 
 DEEPEP_ALIGNMENT = 128
 """DeepEP's ``NUM_BUFFER_ALIGNMENT_BYTES`` (``csrc/config.hpp``)."""
@@ -371,8 +384,8 @@ def deepep_reserve_applies(args: Mapping[str, Any]) -> bool:
 ENV_STAGING = "SGLANG_DISAGG_STAGING_BUFFER"
 ENV_STAGING_POOL = "SGLANG_DISAGG_STAGING_POOL_SIZE_MB"
 STAGING_POOL_DEFAULT_MB = 4096
-"""The decode side's staging ring, ``SGLANG_DISAGG_STAGING_POOL_SIZE_MB`` (default 4096, MiB;
-``disaggregation/`` staging buffers, 2026)."""
+"""The decode side's staging ring, ``SGLANG_DISAGG_STAGING_POOL_SIZE_MB`` (``EnvInt(4096)``, MiB;
+sglang 0.5.10-0.5.23 srt/environ.py; srt/disaggregation/common/staging_buffer.py)."""
 
 ENV_MOONCAKE_POOL = "SGLANG_MOONCAKE_CUSTOM_MEM_POOL"
 

@@ -354,8 +354,11 @@ def smallest_mfs_holding(tokens_at: Callable[[float], int], context_len: int) ->
 
 DEEPEP_DEFAULT_DISPATCH_TOKENS = 128
 """Default ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK``: the T the DeepEP low-latency
-buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``; the
-default is SGLang's environment default, 2025-2026, whose file was not read: unverified)."""
+buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``).
+Verified: ``get_int_env_var(..., 128)`` in sglang 0.4.9 srt/layers/moe/ep_moe/token_dispatcher.py
+and 0.5.3 srt/layers/moe/token_dispatcher/deepep.py, ``EnvInt(128)`` in 0.5.8-0.5.23
+srt/environ.py, passed to ``Buffer.get_low_latency_rdma_size_hint`` in deepep.py
+``DeepEPBuffer.get_deepep_buffer``."""
 
 
 # --- CUDA graphs ------------------------------------------------------------------------------
