@@ -366,7 +366,10 @@ def _all_reduce_findings(plan: Plan, ar: ev.AllReduceConfig | None) -> list[Comm
         ("local", ar.local.bytes, comm.v2_pointer_table_bytes(w)),
     ):
         gap = logged - expected
-        if not -comm.ALL_REDUCE_PRINT_RESOLUTION_BYTES <= gap <= comm.V2_SMALL_EXTRA_BYTES:
+        # The workspace formula is a cap: each push/pull buffer is the GPU's tuned size clipped
+        # to it (comm.v2_sizes), so only a workspace above the cap differs.
+        low = -comm.ALL_REDUCE_PRINT_RESOLUTION_BYTES if part == "local" else -expected
+        if not low <= gap <= comm.V2_SMALL_EXTRA_BYTES:
             out.append(AllReduceDiffers(part, logged, expected, w, ar.source.line_no))
     return out
 

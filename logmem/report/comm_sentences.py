@@ -99,8 +99,11 @@ def cell_note(c: Cell) -> str:
         w, push, pull = f.get("W"), f.get("push", 0), f.get("pull", 0)
         formula = f"2 x {w} x {_mib(push)} push + {_mib(pull)} pull (+128 B per pull block)"
         if c.source == "logged":
-            return f"symmetric_memory as logged; formula {formula} = {size_text(f.get('formula_bytes'))}"
-        return formula
+            return (
+                f"symmetric_memory as logged; at most {formula} = "
+                f"{size_text(f.get('formula_bytes'))} (the GPU's tuned sizes, clipped to the cap)"
+            )
+        return f"at most {formula} (the GPU's tuned sizes, clipped to the cap)"
     if m is Mechanism.CUSTOM_AR_V2_POINTERS:
         if c.source == "logged":
             return (
@@ -217,8 +220,9 @@ def _(f: cj.InitNothing) -> str:
 def _(f: cj.AllReduceDiffers) -> str:
     what = "symmetric_memory" if f.part == "symmetric" else "local_buffer"
     cause = (
-        "the push/pull sizes differ from the 16 MiB default (SGLANG_CUSTOM_ALL_REDUCE_V2_* "
-        "variables: pass them with --env) or this SGLang lays the workspace out differently"
+        "it exceeds the cap the push/pull sizes are clipped to (16 MiB each unless the "
+        "SGLANG_CUSTOM_ALL_REDUCE_V2_* variables say otherwise: pass them with --env), or this "
+        "SGLang lays the workspace out differently"
         if f.part == "symmetric"
         else "the pointer table has another row count in this SGLang, or the group is not the TP group"
     )

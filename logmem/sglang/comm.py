@@ -252,7 +252,13 @@ def v2_workspace_bytes(world: int, push_bytes: int, pull_bytes: int) -> int:
 
 def v2_sizes(env: Mapping[str, str]) -> tuple[int, int]:
     """(max push, max pull) bytes: ``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` (default 16 MiB)
-    unless ``SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PUSH_SIZE_KB`` / ``..._PULL_SIZE_KB`` set one."""
+    unless ``SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PUSH_SIZE_KB`` / ``..._PULL_SIZE_KB`` set one.
+
+    Caps, not sizes, unless forced: sglang 0.5.16-0.5.23 take each buffer as the GPU's tuned
+    ``max_push_bytes`` / ``max_pull_bytes`` clipped to the cap (``min(base_config.max_pull_bytes,
+    max_size)``, srt/distributed/device_communicators/custom_all_reduce_v2.py __init__; the
+    tables per SM90/SM100/SM107 and world size in .../configs/custom_all_reduce_v2.py, 1 MiB
+    push / 16 MiB pull elsewhere), so ``v2_workspace_bytes`` of these is an upper bound."""
     base = env_int(env, ENV_V2_MAX, 1, 1 << 30) or V2_DEFAULT_MAX_SIZE_KB
     push = env_int(env, ENV_V2_PUSH, 1, 1 << 30) or base
     pull = env_int(env, ENV_V2_PULL, 1, 1 << 30) or base
