@@ -295,3 +295,28 @@ def test_eras_follow_the_releases() -> None:
     # the last release without elapsed=.
     assert EraGuess(ERAS["E7"], date(2026, 7, 2)).fits_date is True
     assert EraGuess(ERAS["E3-E4"], date(2026, 1, 28)).fits_date is True
+
+
+@pytest.mark.parametrize(
+    "line, kind",
+    [
+        # sglang 0.5.2-0.5.23, srt/model_executor/cpu_graph_runner.py
+        ("Capture cpu graph bs [1, 2, 4]", ev.CaptureSizes),
+        ("Exception: Capture CPU graph failed: out of memory", ev.CaptureFailed),
+        # sglang 0.5.14-0.5.23, srt/model_executor/runner/prefill_cuda_graph_runner.py
+        ("RuntimeError: Capture prefill CUDA graph failed: CUDA out of memory.", ev.CaptureFailed),
+        # sglang 0.5.16-0.5.23, srt/speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py
+        ("Exception: Capture single-CG draft extend failed: boom", ev.CaptureFailed),
+        # sglang 0.4.0-0.5.9, srt/distributed/device_communicators/custom_all_reduce.py
+        (
+            "Custom allreduce is disabled due to an unsupported world size: 3. Supported world "
+            "sizes: [2, 4, 6, 8]. To silence this warning, specify disable_custom_all_reduce=True "
+            "explicitly.",
+            ev.CustomAllReduce,
+        ),
+        # sglang 0.5.7-0.5.9, srt/model_executor/model_runner.py
+        ("Disable piecewise CUDA graph due to existing compilation errors", ev.GraphDisabled),
+    ],
+)
+def test_other_capture_and_custom_ar_wordings(line: str, kind: type[ev.Event]) -> None:
+    assert isinstance(event(f"[2026-01-01 00:00:00 TP0] {line}"), kind)

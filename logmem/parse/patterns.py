@@ -215,9 +215,11 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "capture_sizes",
-        r"^Capture (?i:cuda) graph (?P<kind>bs|num tokens) (?P<list>\[.{0,100000})$",
+        r"^Capture (?i:cuda|cpu) graph (?P<kind>bs|num tokens) (?P<list>\[.{0,100000})$",
         "Capture cuda graph bs [1, 2, 4, 8, 12, 16, 24]",
-        "TP0 only, E3-E6; 'num tokens' for piecewise",
+        "TP0 only: sglang 0.4.6.postN-0.5.13 (srt/model_executor/cuda_graph_runner.py); 'num "
+        "tokens' for piecewise 0.5.4-0.5.13 (piecewise_cuda_graph_runner.py); 'Capture cpu graph "
+        "bs' 0.5.2-0.5.23 (cpu_graph_runner.py). 0.5.14 on put the lists in the begin line",
         needs=(" graph bs [", " graph num tokens ["),
     ),
     _p(
@@ -264,7 +266,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     _p(
         "custom_ar",
         r"^(?:\[AR\] (?:All-reduce call path: (?P<path>.{1,200})|Using (?P<impl>\w{1,80}))"
-        r"|(?P<off>Custom allreduce is disabled because|Setup Custom allreduce failed)(?P<why>.{0,500})"
+        r"|(?P<off>Custom allreduce is disabled (?:because|due to)|Setup Custom allreduce failed)(?P<why>.{0,500})"
         r"|(?P<v2>Custom allreduce v2) initialized successfully)",
         "Setup Custom allreduce failed with CUDART error: peer access is not supported between "
         "these two devices. To silence this warning, specify --disable-custom-all-reduce explicitly.",
@@ -275,6 +277,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=(
             "[AR] ",
             "Custom allreduce is disabled because",
+            "Custom allreduce is disabled due to",
             "Setup Custom allreduce failed",
             "Custom allreduce v2 initialized successfully",
         ),
@@ -424,10 +427,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "capture_failed",
-        r"Capture (?i:cuda) graph failed: ?(?P<msg>.{0,4000})$",
+        r"Capture (?:(?:prefill|frozen-KV MTP) )?(?i:cuda|cpu) graph failed: ?(?P<msg>.{0,4000})$"
+        r"|Capture single-CG draft extend failed: ?(?P<msg>.{0,4000})$",
         # As the failure reads inside its exception (raised as "Exception: Capture ...").
         "Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB.",
-        needs=(" graph failed:",),
+        "sglang 0.2.15-0.4.6 'cuda graph', 0.4.6.postN-0.5.23 'CUDA graph' (srt/model_executor/"
+        "cuda_graph_runner.py, later runner/decode_cuda_graph_runner.py); 'CPU graph' 0.5.2-0.5.23 "
+        "(cpu_graph_runner.py), 'prefill CUDA graph' 0.5.14-0.5.23 (runner/prefill_cuda_graph_"
+        "runner.py), 'frozen-KV MTP cuda graph' 0.5.12-0.5.23, 'single-CG draft extend' 0.5.16-0.5.23",
+        needs=(" graph failed:", "Capture single-CG draft extend failed:"),
     ),
     _p(
         "scheduler_exception",
@@ -462,7 +470,7 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "graph_disabled",
-        r"^(?:Disable (?P<which>piecewise|prefill) CUDA graph (?:capture )?(?:because|for) (?P<why>.{0,500})"
+        r"^(?:Disable (?P<which>piecewise|prefill) CUDA graph (?:capture )?(?:because|for|due to) (?P<why>.{0,500})"
         r"|Breakable CUDA graph is incompatible with (?P<why2>.{0,200}); disabling prefill CUDA graph)",
         "Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set",
         note="sglang 0.5.4-0.5.12 'Disable piecewise CUDA graph because ...', 0.5.14-0.5.23 "
@@ -471,6 +479,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         "(srt/arg_groups/cuda_graph_hook.py)",
         needs=(
             "Disable piecewise CUDA graph because ",
+            "Disable piecewise CUDA graph due to ",
             "Disable prefill CUDA graph ",
             "Breakable CUDA graph is incompatible with ",
         ),
