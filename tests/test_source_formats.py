@@ -32,7 +32,7 @@ def test_memory_baseline_is_the_init_end_of_0_5_21_on() -> None:
     assert e.elapsed_s is None
 
 
-def test_labelled_kv_pool_of_0_5_18_on() -> None:
+def test_labelled_kv_pool_of_0_5_17_on() -> None:
     # sglang 0.5.23, srt/mem_cache/memory_pool.py, _finalize_allocation_log:
     # f"{cache_name} is allocated. dtype: ..., #tokens: N, KV size: X GB" with
     # cache_name = f"{self.allocation_label} KV Cache" (minimax_m3_nvfp4_pool.py labels).
@@ -82,7 +82,7 @@ def test_swa_summary_with_an_unformatted_float() -> None:
 
 
 def test_mamba_pool_of_0_5_3_without_its_size() -> None:
-    # sglang 0.5.3, srt/mem_cache/memory_pool.py, MambaPool: no max_mamba_cache_size field.
+    # sglang 0.5.2-0.5.3, srt/mem_cache/memory_pool.py, MambaPool: no max_mamba_cache_size field.
     e = event(
         "[2025-10-01 10:00:09 TP0] Mamba Cache is allocated. conv_state size: 0.10GB, "
         "ssm_state size: 4.38GB "
@@ -165,7 +165,7 @@ def test_prefill_shape_bar_of_0_5_21_on() -> None:
 
 
 def test_imbalance_of_0_4_5_to_0_5_8_names_the_minimum_min_per_gpu_memory() -> None:
-    # sglang 0.4.5-0.5.8, srt/model_executor/model_runner.py, init_torch_distributed
+    # sglang 0.4.4-0.5.8, srt/model_executor/model_runner.py, init_torch_distributed
     e = event(
         "[2025-06-01 10:00:01 TP3] The memory capacity is unbalanced. Some GPUs may be occupied "
         "by other processes. min_per_gpu_memory=70.1234130859375, local_gpu_memory=78.5, "
@@ -238,7 +238,7 @@ def test_a_0_5_23_startup_has_its_init_usage_and_decode_sizes(tmp_path: Path) ->
 
 
 def test_swa_plan_with_a_capital_s() -> None:
-    # sglang 0.5.1-0.5.6, srt/model_executor/model_runner.py:
+    # sglang 0.4.10-0.5.6, srt/model_executor/model_runner.py:
     # f"Use Sliding window memory pool. full_layer_tokens=..., swa_layer_tokens=..."
     e = event(
         "[2025-10-01 10:00:09 TP0] Use Sliding window memory pool. full_layer_tokens=61419, "
@@ -287,10 +287,9 @@ def test_eras_follow_the_releases() -> None:
 
     from logmem.sglang.eras import ERAS, EraGuess, era_of
 
-    # sglang 0.4.7-0.4.8 (Jun 2025): the bs line of E3 with the avail-first end line of E2.
-    e = era_of({"capture end fields": "avail, usage (E2)", "bs list line": "yes (E3-E6)"})
-    assert e is ERAS["E3-E4"]
-    assert era_of({"capture end fields": "avail, usage (E2)", "bs list line": "no"}) is ERAS["E2"]
+    # sglang 0.4.4-0.4.6 print the capture end line avail-first, 0.4.6.post5-0.5.13 usage-first.
+    assert era_of({"capture end fields": "avail, usage (E2)"}) is ERAS["E2"]
+    assert era_of({"capture end fields": "usage, avail (E3-E6)"}) is ERAS["E3-E4"]
     # sglang 0.5.14 (2026-06-26) first printed the E7 capture names; 0.5.8 (2026-01-23) was
     # the last release without elapsed=.
     assert EraGuess(ERAS["E7"], date(2026, 7, 2)).fits_date is True

@@ -102,7 +102,7 @@ class KVAvailable(Event):
 
 @frozen(kw_only=True)
 class MambaPool(Event):
-    max_size: int | None  # None: sglang 0.5.3 did not print max_mamba_cache_size
+    max_size: int | None  # None: sglang 0.5.2-0.5.3 did not print max_mamba_cache_size
     conv: Mem
     ssm: Mem
     intermediate_ssm: Mem | None

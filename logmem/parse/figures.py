@@ -17,7 +17,7 @@ Builder = Callable[[regex.Match[str], Record], "Event | None"]
 
 def b_imbalance(m: regex.Match[str], r: Record) -> Event:
     rest = m.group("rest")
-    # sglang 0.4.5-0.5.8 name the global minimum min_per_gpu_memory, 0.5.9-0.5.23
+    # sglang 0.4.4-0.5.8 name the global minimum min_per_gpu_memory, 0.5.9-0.5.23
     # pre_model_load_memory (srt/model_executor/model_runner.py, later distributed/bootstrap.py).
     pre = regex.search(
         r"(?:pre_model_load_memory|min_per_gpu_memory)=(-?[\d.]{1,30}(?:e-?\d{1,3})?)", rest
@@ -66,7 +66,7 @@ def b_misc(what: str, group: str, unit: str = "GB") -> Builder:
 
 
 def b_kv_not_allocated(m: regex.Match[str], r: Record) -> Event:
-    """Post-capture KV sizing (sglang 0.5.18-0.5.23): the pool's reserved address space before
+    """Post-capture KV sizing (sglang 0.5.17-0.5.23): the pool's reserved address space before
     the graphs, or its backed size after them; a figure, not an allocation of the chain."""
     k, v, kv, swa = (m.group(g) for g in ("k", "v", "kv", "swa"))
     gib = float(k) + float(v) if k is not None and v is not None else float(kv or swa)

@@ -65,7 +65,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"^(?:Init torch distributed ends\.(?: elapsed=(?P<elapsed>{NUM}) s,)?|Memory baseline taken\.)"
         rf" mem usage=(?P<usage>{NUM}) GB",
         "Init torch distributed ends. elapsed=12.85 s, mem usage=3.69 GB",
-        "sglang 0.4.5-0.5.8 'ends. mem usage=', 0.5.9-0.5.20 with 'elapsed=' (srt/distributed/"
+        "sglang 0.4.4-0.5.8 'ends. mem usage=', 0.5.9-0.5.20 with 'elapsed=' (srt/distributed/"
         "bootstrap.py); 0.5.21-0.5.23 'Memory baseline taken. mem usage=X GB' (same file, "
         "init_torch_distributed) and no 'Init torch distributed begin.' line",
         needs=("Init torch distributed ends.", "Memory baseline taken. mem usage="),
@@ -108,8 +108,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"(?:#tokens: (?P<tokens>\d{{1,15}}), )?"
         rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)",
         "KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB",
-        "sglang 0.4.2 no #tokens (and a final '.'), 0.4.5-0.5.12 '#tokens: N, ', 0.5.14-0.5.23 "
-        "'dtype: D, ' first (srt/mem_cache/memory_pool.py); 0.5.18-0.5.23 may put an "
+        "sglang 0.4.2-0.4.3 no #tokens (and a final '.'), 0.4.4-0.5.12 '#tokens: N, ', 0.5.13-0.5.23 "
+        "'dtype: D, ' first (srt/mem_cache/memory_pool.py); 0.5.17-0.5.23 may put an "
         "allocation_label before 'KV Cache' (_finalize_allocation_log). MLA/NSA print one KV size",
         needs=("KV Cache is allocated. ",),
     ),
@@ -121,7 +121,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"|SWAKVPool VA upper bound: (?P<swa>{NUM}) GB)",
         "KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 925624, K size: 21.19 GB, "
         "V size: 21.19 GB",
-        "sglang 0.5.18-0.5.23, post-capture KV sizing (srt/mem_cache/memory_pool.py "
+        "sglang 0.5.17-0.5.23 (VA upper bound from 0.5.18), post-capture KV sizing (srt/mem_cache/memory_pool.py "
         "_finalize_allocation_log: reserved address space, not memory; srt/model_executor/"
         "model_runner_components/kv_pool_runtime.py: the pool backed after the graphs): "
         "recognised, not put in the start-up chain",
@@ -146,7 +146,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf" {{0,2}}intermediate_conv_window_cache size: (?P<icw>{NUM}) ?GB)?",
         "Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, "
         "ssm_state size: 4.38GB ",
-        "sglang 0.5.3 has no 'max_mamba_cache_size: N, ' (srt/mem_cache/memory_pool.py "
+        "sglang 0.5.2-0.5.3 have no 'max_mamba_cache_size: N, ' (srt/mem_cache/memory_pool.py "
         "MambaPool); 0.5.4-0.5.23 print it",
         needs=("Mamba Cache is allocated. ",),
     ),
@@ -155,8 +155,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"^Use [sS]liding window memory pool(?: \(all SWA\))?\. (?:full_layer_tokens=(?P<full>-?\d{1,15}), )?"
         r"swa_layer_tokens=(?P<swa>-?\d{1,15})",
         "Use sliding window memory pool. full_layer_tokens=61419, swa_layer_tokens=49135",
-        "negative values precede a crash. sglang 0.5.1-0.5.6 write 'Use Sliding window memory "
-        "pool.' (srt/model_executor/model_runner.py), 0.5.8-0.5.23 'sliding' (srt/model_executor/"
+        "negative values precede a crash. sglang 0.4.10-0.5.6 write 'Use Sliding window memory "
+        "pool.' (srt/model_executor/model_runner.py), 0.5.7-0.5.23 'sliding' (srt/model_executor/"
         "pool_configurator.py), '(all SWA)' from 0.5.9",
         needs=("Use sliding window memory pool", "Use Sliding window memory pool"),
     ),
@@ -165,7 +165,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"^SWAKVPool mem usage: (?P<usage>{FLOAT}) GB, swa size: (?P<swa>\d{{1,15}}), full size: (?P<full>\d{{1,15}})",
         "SWAKVPool mem usage: 2.64 GB, swa size: 49135, full size: 61419",
         "sglang 0.5.4-0.5.6 print the sum unformatted ('{self.mem_usage} GB', srt/mem_cache/"
-        "memory_pool.py), 0.5.8-0.5.23 '.2f' (srt/mem_cache/swa_memory_pool.py); 0.5.18-0.5.23 "
+        "memory_pool.py), 0.5.7-0.5.23 '.2f' (srt/mem_cache/swa_memory_pool.py); 0.5.18-0.5.23 "
         "print 'SWAKVPool VA upper bound: ...' instead under post-capture sizing (kv_not_allocated)",
         needs=("SWAKVPool mem usage: ",),
     ),
@@ -207,7 +207,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         r"graph end\.(?P<rest>.{0,100000})$"
         r"|^Capture (?P<name>single-CG draft extend) end\.(?P<rest>.{0,2000})$",
         "Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.",
-        "field order differs by era: G1 avail first (sglang 0.4.5), G2 usage first (0.4.9-0.5.12), "
+        "field order differs by era: G1 avail first (sglang 0.4.4-0.4.6), G2 usage first "
+        "(0.4.6.post5-0.5.13), "
         "E7 'elapsed=' with commas (0.5.14-0.5.23); the decode end line of 0.5.22-0.5.23 starts "
         "with 'bs=[...]', which the begin line no longer has (srt/model_executor/model_runner_"
         "components/cuda_graph_setup.py)",
@@ -357,7 +358,7 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"^Allocating (?P<gb>{NUM}) GB host memory for hierarchical (?:KV|Mamba) cache"
         rf"|^Allocating [\w-]{{1,40}} hierarchical KV host pool: \d{{1,15}} tokens, (?P<gb>{NUM}) GB host memory",
         "Allocating 100.00 GB host memory for hierarchical KV cache.",
-        "host memory, decimal GB: sglang 0.4.2-0.5.16 as the example; 0.5.18-0.5.23 'Allocating "
+        "host memory, decimal GB: sglang 0.4.2-0.5.16 as the example; 0.5.17-0.5.23 'Allocating "
         "<Pool> hierarchical KV host pool: N tokens, X GB host memory.' (srt/mem_cache/pool_host/"
         "base.py) and 'for hierarchical Mamba cache' (pool_host/mamba.py)",
         needs=(" GB host memory for hierarchical ", " hierarchical KV host pool: "),

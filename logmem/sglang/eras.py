@@ -141,9 +141,10 @@ class Era:
 # dates from logs: a window runs from the first release printing the wording (or the month its
 # change reached main, for dev images) to the month the next wording was released.
 #   E0-E1: sglang <= 0.4.2 (2025-01-27): no 'Init torch distributed ends', no capture figures.
-#   E2: 0.4.3.postN-0.4.6 (2025-02/03 .. 2025-04-27); 'Init ... ends. mem usage=' in 0.4.4.
-#   E3-E4: 0.4.7 (2025-06-10, RankZeroFilter, bs line) .. 0.5.8 (2026-01-23), the last release
-#     without elapsed=; 0.4.7 still prints the capture end avail-first (see era_of).
+#   E2: 0.4.3.postN-0.4.6 (2025-02/03 .. 2025-04-27); 'Init ... ends. mem usage=' in 0.4.4;
+#     the capture end line avail-first in 0.4.4-0.4.6.
+#   E3-E4: 0.4.6.post5 (2025-05-24: usage-first end line and the bs line together) and 0.4.7
+#     (2025-06-10, RankZeroFilter) .. 0.5.8 (2026-01-23), the last release without elapsed=.
 #   E5: 0.5.9 (2026-02-23; PR #15426 reached main about 2025-12-23): elapsed= with dtype=.
 #   E6: 0.5.10 (2026-04-05) .. 0.5.13 (2026-06-11): no dtype=.
 #   E7: 0.5.14 (2026-06-26) on: 'Capture target decode CUDA graph ...' (srt/model_executor/
@@ -170,9 +171,7 @@ def era_of(markers: Mapping[str, str]) -> Era | None:
     if "E3-E6" in end:
         return ERAS["E3-E4"]
     if "E2" in end:
-        # sglang 0.4.7-0.4.8 (Jun 2025) still print the end line avail-first, but already the
-        # 'Capture cuda graph bs' line of E3 (srt/model_executor/cuda_graph_runner.py).
-        return ERAS["E3-E4" if markers.get("bs list line", "").startswith("yes") else "E2"]
+        return ERAS["E2"]
     if "E0-E1" in end or "E0-E1" in markers.get("Load weight end mem usage", ""):
         return ERAS["E0-E1"]
     return None
