@@ -319,3 +319,26 @@ def test_eras_follow_the_releases() -> None:
 )
 def test_other_capture_and_custom_ar_wordings(line: str, kind: type[ev.Event]) -> None:
     assert isinstance(event(f"[2026-01-01 00:00:00 TP0] {line}"), kind)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # sglang 0.2.9-0.3.3, srt/managers/tp_worker.py / scheduler.py (idle KV leak check)
+        "Warning: available_size=100, max_total_num_tokens=46611",
+        # sglang 0.5.16-0.5.23, srt/mem_cache/unified_memory_pool.py
+        "[unified-memory-pool]   total_bytes=1000, max_total_num_tokens=46611, "
+        "max_mamba_cache_size=10, max_num_reqs=20, speculative_num_draft_tokens=None",
+    ],
+)
+def test_lines_naming_max_total_num_tokens_are_not_the_summary(line: str) -> None:
+    *_, record = split_records(Segment("t.log", 3, f"[2026-01-01 00:00:00 TP0] {line}".encode()))
+    hit = match_record(record)
+    assert hit is None or not isinstance(hit[1], ev.Summary)
+
+
+def test_summary_of_0_2_9_with_its_gpu_tag() -> None:
+    # sglang 0.2.9, srt/managers/tp_worker.py: f"[gpu={self.gpu_id}] max_total_num_tokens=..."
+    e = event("[gpu=0] max_total_num_tokens=56524, max_prefill_tokens=16384, context_len=32768")
+    assert isinstance(e, ev.Summary)
+    assert e.max_total_num_tokens == 56524

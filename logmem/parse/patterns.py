@@ -388,10 +388,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "summary",
-        r"max_total_num_tokens=(?P<tokens>\d{1,15})(?P<rest>.{0,2000})$",
+        r"^(?:\[gpu(?:_id)?=\d{1,4}\] )?max_total_num_tokens=(?P<tokens>\d{1,15})(?P<rest>.{0,2000})$",
         "max_total_num_tokens=46611, chunked_prefill_size=2048, max_prefill_tokens=16384, "
         "max_running_requests=2049, context_len=131072",
-        "scheduler; key=value list, fields vary by era",
+        "scheduler; key=value list, fields vary by era ('[gpu=N] ' first in sglang 0.2.9, "
+        "srt/managers/tp_worker.py). Anchored: 'Warning: available_size=..., max_total_num_tokens="
+        "...' (0.2.9-0.3.3 KV leak check) and '[unified-memory-pool] total_bytes=..., "
+        "max_total_num_tokens=...' (0.5.16-0.5.23, srt/mem_cache/unified_memory_pool.py) are not it",
         needs=("max_total_num_tokens=",),
     ),
     _p(
