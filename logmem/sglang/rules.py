@@ -358,7 +358,7 @@ buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_siz
 Verified: ``get_int_env_var(..., 128)`` in sglang 0.4.9 srt/layers/moe/ep_moe/token_dispatcher.py
 and 0.5.3 srt/layers/moe/token_dispatcher/deepep.py, ``EnvInt(128)`` in 0.5.8-0.5.23
 srt/environ.py, passed to ``Buffer.get_low_latency_rdma_size_hint`` in deepep.py
-``DeepEPBuffer.get_deepep_buffer``."""
+``DeepEPBuffer.get_deepep_buffer`` (2025-2026, E3-E7)."""
 
 
 # --- CUDA graphs ------------------------------------------------------------------------------
