@@ -234,6 +234,11 @@ def _(e: fx.CpuOffload) -> str:
 
 @effect_text.register
 def _(e: fx.RaiseMfsNoFigures) -> str:
+    if e.suggested is not None:
+        return (
+            f"SGLang's own value (its message: 'Raise --mem-fraction-static above "
+            f"{e.suggested:.3f}'); the log has no Load weight lines to check it by"
+        )
     return "raise it: the KV pool came out empty (no Load weight lines to compute by how much)"
 
 
@@ -244,12 +249,36 @@ def _(e: fx.SmallestMfs) -> str:
         if e.factor != 1
         else ""
     )
+    fixed = _FIXED_PART.get(e.form)
+    lower = (
+        f"; a positive budget is only the start: {fixed} must fit in it too, so go higher"
+        if fixed
+        else ""
+    )
     return (
-        f"the smallest value with a KV pool at all: mfs > 1 - {_g(e.after_weights_bytes)} / "
-        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}{scaled}; each further {e.step:g} adds "
+        f"the smallest value with a {'positive KV budget' if fixed else 'KV pool at all'}: "
+        f"mfs > 1 - {_g(e.after_weights_bytes)} / "
+        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}{scaled}{_sglang_says(e.suggested)}; each "
+        f"further {e.step:g} adds "
         f"{_g(e.step_bytes)} GiB of KV; costs headroom: {_g(e.headroom_bytes)} GiB is left outside "
         "the budget for activations and CUDA graphs, so too high a value fails later in capture"
+        + lower
     )
+
+
+# What SGLang's pool needs from a positive budget before it has room, by records.KVSizing.form.
+_FIXED_PART = {
+    "state_cache": "the Mamba state cache (its size per request is in SGLang's message)",
+    "unified_pool": "one worst-case request (the floor in SGLang's message)",
+    "swa_cap": "the SWA pool at its cap",
+}
+
+
+def _sglang_says(suggested: float | None) -> str:
+    """SGLang's own value from its message, quoted next to logmem's."""
+    if suggested is None:
+        return ""
+    return f" (SGLang's message: 'Raise --mem-fraction-static above {suggested:.3f}')"
 
 
 @effect_text.register
@@ -375,8 +404,9 @@ def _(e: fx.LowerMfsRelative) -> str:
 @effect_text.register
 def _(e: fx.RaiseMfsUnexplained) -> str:
     return (
-        f"raise it above {fmt_mfs(e.mfs)}, as SGLang's message asks; the KV rule cannot say by "
-        "how much, since it finds a positive budget at this value"
+        f"raise it above {fmt_mfs(e.mfs)}, as SGLang's message asks"
+        + (f" (its value: above {e.suggested:.3f})" if e.suggested is not None else "")
+        + "; the KV rule cannot say by how much, since it finds a positive budget at this value"
     )
 
 

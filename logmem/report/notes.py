@@ -271,6 +271,14 @@ def _(n: fx.RuleDoesNotExplain) -> str:
         else "a draft model's weights and KV pool, if one runs"
     )
     might.append("a reserve for a multimodal encoder")
+    # sglang 0.5.14, srt/model_executor/pool_configurator.py MemoryPoolConfig.__post_init__:
+    # from 0.5.14 a non-positive budget raises "Loaded weights leave no GPU memory for the KV
+    # cache" instead, and this message means the pools got no token from a positive budget.
+    might.append(
+        "a fixed part the pool configurator takes from the budget before any token (Mamba, "
+        "SWA or DSA state, a draft's cell, page alignment, --max-total-tokens): from sglang "
+        "0.5.14 on, this message means exactly that, a positive budget that gave no token"
+    )
     return (
         f"SGLang's KV rule gives rest = {_rule(n)}, a positive budget, yet SGLang "
         f"found not enough memory: the rule does not explain this failure. What might: "

@@ -52,9 +52,17 @@ class OutOfMemory:
 
 @frozen
 class KVSizing:
-    """SGLang's "Not enough memory. Please try to increase --mem-fraction-static." (KV pool <= 0)."""
+    """SGLang's pool sizing found no room at this --mem-fraction-static and asked to raise it:
+    "Not enough memory. Please try to increase --mem-fraction-static.", or one of the newer
+    forms (events.KV_SIZING_FORMS: 0.5.14's "Loaded weights leave no GPU memory for the KV
+    cache", the Mamba state cache, the unified memory pool ...), or any error whose text says
+    to raise --mem-fraction-static."""
 
     mem_fraction_static: float | None
+    form: str = "not_enough"  # events.KV_SIZING_FORMS
+    suggested_mfs: float | None = None  # "Raise --mem-fraction-static above X": SGLang's X
+    exc_type: str | None = None
+    message: str | None = None  # form "asks_mfs": the error's text (no pattern names it)
 
 
 @frozen
@@ -138,7 +146,7 @@ class RankError:
 # Wording of an allocation failure outside PyTorch's OOM sentence (cuBLAS, NVSHMEM, DeepEP, NPU).
 _MEMORY_WORDS = lazy(
     r"out of memory|outofmemory|\bOOM\b|ALLOC_FAILED|failed to allocate|cannot allocate memory|"
-    r"insufficient (?:device )?memory|not enough (?:device )?memory|memory allocation failed|"
+    r"insufficient (?:device )?memory|not enough (?:device |GPU )?memory|memory allocation failed|"
     r"malloc failed|mspace|unable to allocate",
     regex.IGNORECASE,
 )
@@ -147,6 +155,40 @@ _NOT_CAPACITY = lazy(
     r"illegal memory access|memory access fault|misaligned address", regex.IGNORECASE
 )
 _COMM = lazy(r"\b(DeepEP|deep_ep|NVSHMEM|nvshmem|mooncake|UCCL)\b")
+# SGLang's advice to raise --mem-fraction-static: the text says more memory is the remedy, so
+# the error is memory-related whatever its exception type (sglang 0.5.14+ raises a ValueError
+# for a non-positive KV budget, RuntimeErrors for the Mamba state cache and the unified pool).
+_ASKS_MORE_MFS = lazy(
+    r"(?<!not |n't )\b(?:raise|raising|increase|increasing)\s+(?:the\s+)?"
+    r"(?:--mem-fraction-static|mem_fraction_static)\b",
+    regex.IGNORECASE,
+)
+_MFS_IN_TEXT = lazy(
+    r"--mem-fraction-static=(\d(?:\.\d{1,9})?)\b|mem_fraction_static=(\d(?:\.\d{1,9})?)\b"
+)
+_SUGGESTED_MFS = lazy(
+    r"(?:raise|increase) --mem-fraction-static (?:above|to(?: at least)?) (\d\.\d{1,9})\b",
+    regex.IGNORECASE,
+)
+
+
+def asks_more_mfs(text: str) -> bool:
+    """The error's text tells the user to raise --mem-fraction-static (SGLang's own remedy)."""
+    return _ASKS_MORE_MFS.search(text) is not None
+
+
+def _asked_kv_sizing(exc_type: str | None, text: str) -> KVSizing:
+    at = _MFS_IN_TEXT.search(text)
+    suggested = _SUGGESTED_MFS.search(text)
+    return KVSizing(
+        float(at.group(1) or at.group(2)) if at else None,
+        "asks_mfs",
+        float(suggested.group(1)) if suggested else None,
+        exc_type,
+        text,
+    )
+
+
 # A traceback ending with these is a code, install or version problem, never capacity.
 _NOT_MEMORY_TYPES = frozenset(
     {
@@ -226,7 +268,7 @@ def _record(e: ev.Event) -> ErrorRecord | None:
     if isinstance(e, ev.TorchOOM):
         return _oom_from_event(e)
     if isinstance(e, ev.NotEnoughMemory):
-        return KVSizing(e.mem_fraction_static)
+        return KVSizing(e.mem_fraction_static, e.form, e.suggested_mfs, e.exc_type)
     if isinstance(e, ev.Imbalance):
         return Unbalanced(e.pre_model_load_gib, e.local_gib)
     if isinstance(e, ev.OtherRanksFailed):
@@ -239,6 +281,8 @@ def _record(e: ev.Event) -> ErrorRecord | None:
         return CaptureError(e.message)
     if isinstance(e, ev.ExceptionLine):
         text = f"{e.exc_type}: {e.message}"
+        if asks_more_mfs(text):
+            return _asked_kv_sizing(e.exc_type, text)
         lib = _COMM.search(text)
         memory = states_memory(text)
         if memory:
@@ -419,6 +463,8 @@ def is_memory(r: ErrorRecord) -> bool | None:
         return None  # a hint names memory as one possible cause: cannot tell
     if isinstance(r, (CaptureError, PythonError)):
         text = r.message if isinstance(r, CaptureError) else f"{r.exc_type}: {r.message}"
+        if asks_more_mfs(text):
+            return True  # SGLang's own remedy is more memory, whatever the exception type
         exc = r.exc_type if isinstance(r, PythonError) else leading_type(r.message)
         if exc is not None and exc.rsplit(".", 1)[-1] in _NOT_MEMORY_TYPES:
             return False
@@ -463,7 +509,7 @@ def message_of(r: ErrorRecord, src: Source | None) -> str:
 
 
 def exc_type_of(r: ErrorRecord) -> str | None:
-    if isinstance(r, (OutOfMemory, PythonError, CommBufferError)):
+    if isinstance(r, (OutOfMemory, PythonError, CommBufferError, KVSizing)):
         return r.exc_type
     if isinstance(r, CaptureError):
         return leading_type(r.message)
