@@ -75,7 +75,19 @@ class HeuristicSlope:
     terms: HeuristicTerms
 
 
-SlopeSource = MeasuredSlope | GivenSlope | HeuristicSlope
+@frozen
+class FailedBucketSlope:
+    """The per-row cost analyze's capture-OOM Fix prices a lower max bs by
+    (analysis.failures.effects.CapPerRow): the failed largest bucket's, one shared pool assumed."""
+
+    graph: str
+    largest: int  # the bucket that failed
+    measured: (
+        bool  # from two bar readings; False: what the failed bucket needed (the OOM's figures)
+    )
+
+
+SlopeSource = MeasuredSlope | GivenSlope | HeuristicSlope | FailedBucketSlope
 
 
 class TermKind(Enum):
@@ -219,6 +231,17 @@ class StartupUnfinished:
 @frozen
 class NoMeasuredSlope:
     mib_per_bs: float | None = None  # the heuristic slope used (rules.graph_reserve_mib_per_bs)
+
+
+@frozen
+class SlopeFromFailedBucket:
+    """No slope measured or given, but the capture failed in its largest bucket: the new max bs
+    is priced by the per-row cost analyze's Fix uses, so the two agree; SGLang's reserve
+    heuristic (not a measurement) is named beside it."""
+
+    mib_per_row: float
+    source: FailedBucketSlope
+    heuristic_mib_per_bs: float
 
 
 @frozen
@@ -434,6 +457,7 @@ Note = (
     | RuleDisagrees
     | StartupUnfinished
     | NoMeasuredSlope
+    | SlopeFromFailedBucket
     | LazyInLargest
     | GBIsGiB
     | PhasesMatchedByKey

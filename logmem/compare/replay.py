@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
+from logmem.analysis.failures.effects import CapPerRow
 from logmem.analysis.ledger import Bound, Phase
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.projection import bytes_per_token as bytes_per_token
@@ -186,6 +187,10 @@ class Unfinished:
     shortfall_bytes: int | None  # what the failed allocation lacked, when printed
     in_capture: bool  # a capture did not finish: graph memory and headroom are bounds
     rank: str | None = None  # the rank whose error the verdict quotes
+    # analyze's capture-OOM Fix "--cuda-graph-max-bs N" priced per row (effects.CapPerRow):
+    # whatif prices a lower max bs by the same figure when none is measured or given.
+    cap_per_row: CapPerRow | None = None
+    cap_graph: str | None = None
 
 
 def unfinished(launch: Launch) -> Unfinished | None:
@@ -204,6 +209,7 @@ def unfinished(launch: Launch) -> Unfinished | None:
         graph = next((g.name for r in launch.ranks for g in r.graphs if not g.complete), None)
     unit = "num_tokens" if graph is not None and graph_sized_in_tokens(graph) else "bs"
     raised = next((e.rank for e in f.errors if f.line is not None and e.source == f.line), None)
+    cap = next((x.effect for x in f.fixes if isinstance(x.effect, CapPerRow)), None)
     return Unfinished(
         oc.status,
         f.headline,
@@ -217,6 +223,8 @@ def unfinished(launch: Launch) -> Unfinished | None:
         f.shortfall_bytes if f.memory_related else None,
         in_capture,
         raised,
+        cap,
+        graph if cap is not None else None,
     )
 
 

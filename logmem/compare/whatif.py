@@ -282,6 +282,7 @@ def whatif_launch(
             slope,
             rows_per_bs,
             at_mfs[1] if at_mfs and at_mfs[1] > 0 else None,
+            ended,
         )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
         other_bs = change.other_bs

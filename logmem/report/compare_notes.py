@@ -231,6 +231,16 @@ def _(n: cn.NoMeasuredSlope) -> str:
 
 
 @note_text.register
+def _(n: cn.SlopeFromFailedBucket) -> str:
+    return (
+        f"No measured slope: graph memory for the new max bs is priced at {n.mib_per_row:.2f} MiB "
+        f"per unit of bs, {slope_source_text(n.source)}, so the two agree. SGLang's graph-reserve "
+        f"heuristic ({n.heuristic_mib_per_bs:g} MiB per unit of max bs) is a budget, not a "
+        "measurement of this GPU. Measure the slope with --slope-from A B or give --mib-per-row."
+    )
+
+
+@note_text.register
 def _(n: cn.LazyInLargest) -> str:
     lib = n.library.value if n.library is not None else "NCCL"
     names = {Lazy.DEEPEP: "DeepEP's buffer", Lazy.PEER_BUFFERS: f"the {lib} peer buffers"}

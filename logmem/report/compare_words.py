@@ -67,6 +67,12 @@ def slope_source_text(s: cn.SlopeSource) -> str:
             else ""
         )
         return f"given: --mib-per-row {s.mib_per_row:g}{static}"
+    if isinstance(s, cn.FailedBucketSlope):
+        basis = "its cost between two bar readings" if s.measured else "what it needed at the OOM"
+        return (
+            f"from the failed {s.graph} bucket at {s.largest} ({basis}), one shared pool assumed, "
+            "as analyze's --cuda-graph-max-bs Fix"
+        )
     return f"SGLang's heuristic, not measured: {heuristic_terms_text(s.terms)}"
 
 

@@ -1,0 +1,72 @@
+"""whatif against analyze's failure Fixes, review 27a: a capture-OOM Fix "--cuda-graph-max-bs N"
+and `whatif --cuda-graph-max-bs N` on the same log price the lower max bs by one per-row figure
+(#6). Expected figures come from the log text and analyze's own sentence."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from logmem.cli.main import cli
+
+
+def _run(cmd: str, name: str, *args: str, code: int = 0) -> str:
+    r = CliRunner().invoke(cli, [cmd, str(FIXTURES / name), *args])
+    assert r.exit_code == code, r.output
+    return r.output
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _row(out: str, name: str) -> list[str]:
+    return next(ln for ln in out.splitlines() if ln.startswith(name)).split()
+
+
+@pytest.mark.parametrize(
+    ("name", "launch", "per_row"),
+    [
+        # 0.30 - 0.29 + 0.53 GiB over 256 rows; 0.18 - 0.17 + 0.23 GiB over 48 rows.
+        ("oom-decode-largest-bucket-constructed.log", "0", "2.14"),
+        ("two-launches-restart-constructed.log", "0", "5.10"),
+    ],
+)
+def test_whatif_at_analyzes_cap_uses_analyzes_per_row_cost_and_agrees(
+    name: str, launch: str, per_row: str
+) -> None:
+    said = _flat(_run("analyze", name))
+    fix = re.search(
+        r"Fix: --cuda-graph-max-bs (\d+): .*? (\d+\.\d\d) MiB per row; capping at \1 saves about",
+        said,
+    )
+    assert fix is not None, said
+    cap, analyze_row = fix.group(1), fix.group(2)
+    assert analyze_row == per_row
+    out = _run("whatif", name, "--launch", launch, "--cuda-graph-max-bs", cap)
+    flat = _flat(out)
+    assert f"priced at {per_row} MiB per unit of bs, from the failed decode bucket" in flat
+    assert "as analyze's --cuda-graph-max-bs Fix" in flat
+    # The Fix covers the shortfall, so whatif does not call the same change infeasible.
+    assert _row(out, "feasible")[-1] != "NO", out
+    assert float(_row(out, "headroom, GiB")[-1]) >= 0
+    # The window sentence does not say the top is below the mfs that failed with larger graphs.
+    assert f"with graphs up to bs {cap}" in flat
+
+
+def test_a_given_slope_still_wins_over_the_failed_bucket() -> None:
+    out = _flat(
+        _run(
+            "whatif",
+            "oom-decode-largest-bucket-constructed.log",
+            "--cuda-graph-max-bs",
+            "136",
+            "--mib-per-row",
+            "1",
+        )
+    )
+    assert "from the failed decode bucket" not in out
+    assert "given: --mib-per-row 1" in out
