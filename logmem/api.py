@@ -229,13 +229,13 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON document (schema logmem.diff/1, logmem.fit/1, logmem.whatif/1)."""
-        from logmem.report.compare_json import to_json
+        from logmem.report.compare.jsonout import to_json
 
         return to_json(self.model)
 
     def render(self, fmt: str = "text") -> str:
         """text, markdown, json or html."""
-        from logmem.report.compare import render
+        from logmem.report.compare.render import render
 
         return render(self.model, fmt)
 
@@ -293,7 +293,7 @@ def fit(*sources: Source, launch: int | None = None, allow: Sequence[str] = ()) 
     """Graph memory per row by least squares over two or more launches (``logmem fit``)."""
     from logmem.compare.slope import fit_launches
     from logmem.errors import FitError
-    from logmem.report.compare_notes import slope_in_words
+    from logmem.report.compare.notes import slope_in_words
 
     if len(sources) < 2:
         raise FitError("fit needs at least two launches")
@@ -345,7 +345,7 @@ def whatif(
     elif slope_from:
         la, ra = _launch_of(slope_from[0], None, "--slope-from A")
         lb, rb = _launch_of(slope_from[1], None, "--slope-from B")
-        from logmem.report.compare_notes import slope_in_words
+        from logmem.report.compare.notes import slope_in_words
 
         with slope_in_words():
             slope = measured_slope(L, la, ra, lb, rb, tuple(allow))
@@ -380,7 +380,7 @@ def plot(
     without importing matplotlib.
     """
     from logmem.api_plot import plot_scene
-    from logmem.report.scene_mpl import scene_figure
+    from logmem.report.figures.scene_mpl import scene_figure
 
     return scene_figure(plot_scene(source, kind, rank, launch))
 
@@ -395,7 +395,7 @@ def plot_svg(
     """The figure of :func:`plot` as a standalone SVG document (text stays text; no
     plotting library is imported)."""
     from logmem.api_plot import plot_scene
-    from logmem.report.svg import scene_svg
+    from logmem.report.figures.svg import scene_svg
 
     return scene_svg(plot_scene(source, kind, rank, launch))
 

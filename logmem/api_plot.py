@@ -1,5 +1,5 @@
 """How ``logmem.plot`` and ``logmem.plot_svg`` (logmem.api) get their figure: the source read
-or the comparison taken, the launch and ranks picked, the figure laid out (report.plots) and
+or the comparison taken, the launch and ranks picked, the figure laid out (report.figures.plots) and
 the notes on inputs read in part written along its foot. Kept apart from logmem.api, whose
 functions it calls when it runs (imported then, so neither module imports the other on load).
 """
@@ -15,7 +15,7 @@ from logmem.model.analysis import Analysis
 
 if TYPE_CHECKING:
     from logmem.api import Comparison, Source
-    from logmem.report.scene import Scene
+    from logmem.report.figures.scene import Scene
 
 
 def plot_scene(
@@ -24,9 +24,9 @@ def plot_scene(
     rank: str | Sequence[str] | None,
     launch: int | None,
 ) -> Scene:
-    """The layout of one figure (report.scene), with the notes on inputs read in part."""
+    """The layout of one figure (report.figures.scene), with the notes on inputs read in part."""
     from logmem.api import Comparison, fit, read_log
-    from logmem.report import plots
+    from logmem.report.figures import plots
     from logmem.report.input_notes import launch_refs, note_scene, ref_notes, stop_sentences
 
     if kind not in plots.KINDS:
@@ -60,7 +60,7 @@ def _plot_data(
 ) -> Any:
     """The data of a waterfall, buckets or ranks plot: the one plot selection."""
     from logmem.api import PlotNote, select
-    from logmem.report.plot_select import plot_data
+    from logmem.report.figures.plot_select import plot_data
 
     wanted = [rank] if isinstance(rank, str) else list(rank or ())
     analysis = select(analysis, launch, wanted)

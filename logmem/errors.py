@@ -32,7 +32,7 @@ class FitError(LogmemError):
 
 class NoSlopeError(FitError):
     """No slope came out of launches that should give one; `reasons` are the compare stage's
-    typed notes (logmem.compare.notes), put in words by the API (logmem.report.compare_notes)."""
+    typed notes (logmem.compare.notes), put in words by the API (logmem.report.compare.notes)."""
 
     def __init__(self, lead: str, reasons: tuple[object, ...], joined: bool) -> None:
         super().__init__(lead)

@@ -169,8 +169,9 @@ CLI_MAY_IMPORT = (
     "logmem.cli.",
     "logmem.errors",
     "logmem.report",  # report.render / FORMATS
-    "logmem.report.compare",
-    "logmem.report.plots",
+    "logmem.report.compare.render",
+    "logmem.report.figures.plots",
+    "logmem.report.estimate.render",
     "logmem.parse.progress",
     "logmem.parse.events",  # type annotations only (TYPE_CHECKING)
     # cli/early.py starts a big input's read-ahead before logmem.api (and all it imports) is

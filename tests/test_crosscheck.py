@@ -13,7 +13,7 @@ from logmem.analysis.ledger import What
 from logmem.api import read_log
 from logmem.cli.main import cli
 from logmem.estimate.crosscheck import KVDiffers, KVWidth, crosscheck
-from logmem.report.estimate_words import mismatch_text
+from logmem.report.estimate.words import mismatch_text
 
 QWQ = FIXTURES / "configs" / "qwq-32b.json"
 LLAMA = FIXTURES / "configs" / "llama-3-70b.json"

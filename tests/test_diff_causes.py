@@ -10,8 +10,8 @@ from conftest import corpus_log
 from logmem.api import read_log
 from logmem.compare.diff import diff_launches
 from logmem.compare.load import LaunchRef
-from logmem.report.compare import render_text
-from logmem.report.compare_json import to_json
+from logmem.report.compare.jsonout import to_json
+from logmem.report.compare.render import render_text
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 E2 = [FIX / f"pair-e2-maxbs{n}-constructed.log" for n in (80, 160)]
@@ -136,7 +136,7 @@ def test_pairing_tells_a_differing_tag_from_a_tag_one_label_lacks() -> None:
 
 def test_the_cause_facts_have_sentences_even_when_bare() -> None:
     from logmem.compare import notes as cn
-    from logmem.report.compare_notes import note_text
+    from logmem.report.compare.notes import note_text
 
     bare = [
         cn.FirstBucketShared("TP0", "decode", (None, None), (None, None), (), (), None),

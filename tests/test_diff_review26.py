@@ -16,7 +16,7 @@ from logmem.compare.diff import Diff
 from logmem.compare.diff_mfs import most_on_one_gpu
 from logmem.compare.slope import Fit
 from logmem.errors import FitError
-from logmem.report.compare_layout import bucket_summary
+from logmem.report.compare.layout import bucket_summary
 
 E7 = {n: str(FIXTURES / f"pair-e7-maxbs{n}-constructed.log") for n in ("128", "256", "512")}
 E7_MFS_DIFFERS = str(FIXTURES / "pair-e7-maxbs256-mfs-differs-constructed.log")

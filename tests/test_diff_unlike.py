@@ -10,9 +10,9 @@ from conftest import corpus_log
 from logmem.api import read_log
 from logmem.compare.diff import diff_launches
 from logmem.compare.load import LaunchRef
-from logmem.report.compare import render_text
-from logmem.report.compare_json import to_json
-from logmem.report.compare_words import era_text
+from logmem.report.compare.jsonout import to_json
+from logmem.report.compare.render import render_text
+from logmem.report.compare.words import era_text
 from logmem.sglang.eras import ERAS, EraGuess
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"

@@ -20,8 +20,8 @@ from logmem.estimate import (
     load_model_config,
     settings_from_server_args,
 )
-from logmem.report.estimate_render import SCHEMA, render_markdown, render_text, to_json
-from logmem.report.estimate_words import component_why, notes_text, unknown_reason
+from logmem.report.estimate.render import SCHEMA, render_markdown, render_text, to_json
+from logmem.report.estimate.words import component_why, notes_text, unknown_reason
 from logmem.units import GIB
 
 CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"

@@ -34,9 +34,9 @@ from logmem.compare.slope import Fit, fit_launches, fit_line, slope_from_fit
 from logmem.compare.whatif import WhatIf, whatif_launch
 from logmem.errors import FitError
 from logmem.model.records import Launch
-from logmem.report.compare import render_markdown, render_text, to_json
-from logmem.report.compare_view import diff_view
-from logmem.report.whatif_view import whatif_view
+from logmem.report.compare.render import render_markdown, render_text, to_json
+from logmem.report.compare.view import diff_view
+from logmem.report.compare.whatif_view import whatif_view
 from logmem.sglang.eras import era_guess, era_markers
 
 GIB = 1 << 30

@@ -13,14 +13,14 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 from logmem.api import read_log
 from logmem.cli.main import cli
-from logmem.report import compare_html
 from logmem.report import html as H
 from logmem.report import page as P
-from logmem.report.compare_html import HtmlOut
-from logmem.report.compare_out import Out, TextOut
-from logmem.report.compare_view import DiffView, FitView
-from logmem.report.views import view
-from logmem.report.whatif_view import WhatIfView
+from logmem.report.compare import html as compare_html
+from logmem.report.compare.html import HtmlOut
+from logmem.report.compare.out import Out, TextOut
+from logmem.report.compare.view import DiffView, FitView
+from logmem.report.compare.views import view
+from logmem.report.compare.whatif_view import WhatIfView
 
 HOSTILE_FIXTURE = FIXTURES / "hostile-html-constructed.log"
 SCRIPT = "<script>alert(1)</script>"
@@ -76,7 +76,7 @@ ALLOWED_TAGS = {
     "pre",
     "span",
     "footer",
-    # the SVG report.svg writes
+    # the SVG report.figures.svg writes
     "svg",
     "defs",
     "pattern",  # hatching (the communication heat map's "measure" cells)

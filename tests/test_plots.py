@@ -18,7 +18,7 @@ from conftest import FIXTURES
 from logmem.analysis.attribution import build_ledger
 from logmem.api import read_log
 from logmem.cli.main import cli, main
-from logmem.report import plots
+from logmem.report.figures import plots
 
 LOG_021 = (
     FIXTURES / "021-laguna-s21-int4-dgx-spark-dflash-spec.log"
@@ -37,7 +37,7 @@ def svg_of(kind: str, data: Any) -> str:
 
 def figure_of(kind: str, data: Any) -> Any:
     """The plot replayed on matplotlib, as logmem.plot returns it."""
-    from logmem.report.scene_mpl import scene_figure
+    from logmem.report.figures.scene_mpl import scene_figure
 
     return scene_figure(plots.scene(kind, data))
 
@@ -263,7 +263,7 @@ def test_svg_is_deterministic_and_undated() -> None:
 
 
 def test_png_has_no_software_stamp() -> None:
-    from logmem.report.scene_mpl import figure_bytes
+    from logmem.report.figures.scene_mpl import figure_bytes
 
     png = figure_bytes(figure_of("ranks", plots.ranks_data(ledger(LOG_001))), "png")
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -273,7 +273,7 @@ def test_png_has_no_software_stamp() -> None:
 def test_plots_never_import_pyplot() -> None:
     code = (
         "import sys; from logmem.api import read_log; from logmem.analysis.attribution import build_ledger;"
-        "from logmem.report import plots, html;"
+        "from logmem.report import html; from logmem.report.figures import plots;"
         f"a = read_log({str(LOG_003)!r}); html.render(a);"
         "print('matplotlib.pyplot' in sys.modules)"
     )

@@ -92,7 +92,7 @@ def test_the_scan_finds_a_sentence(tmp_path: Path) -> None:
 
 def test_every_fact_has_a_sentence() -> None:
     from logmem.compare import notes as cn
-    from logmem.report.compare_notes import note_text
+    from logmem.report.compare.notes import note_text
 
     facts = [
         c
@@ -162,7 +162,7 @@ def test_every_estimate_fact_has_a_sentence() -> None:
     """Each note and reason the estimate stage can return is in its union and has wording."""
     from logmem.estimate import notes as en
     from logmem.estimate import reasons as er
-    from logmem.report.estimate_words import note_text, reason_text
+    from logmem.report.estimate.words import note_text, reason_text
 
     for module, union, words in ((en, en.Note, note_text), (er, er.Reason, reason_text)):
         facts = {

@@ -1,4 +1,4 @@
-"""logmem's own SVG (report.scene, report.svg): well-formed, escaped, deterministic, readable,
+"""logmem's own SVG (report.figures.scene, report.figures.svg): well-formed, escaped, deterministic, readable,
 and the HTML reports that embed it import no plotting library."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 from conftest import FIXTURES, cli_in_fresh_process
 from logmem.analysis.attribution import build_ledger
 from logmem.api import read_log
-from logmem.report import plots
-from logmem.report.comm_plot import comm_scene
-from logmem.report.scene import Scene, Text, fit_text, text_width
-from logmem.report.svg import scene_svg
+from logmem.report.figures import plots
+from logmem.report.figures.comm_plot import comm_scene
+from logmem.report.figures.scene import Scene, Text, fit_text, text_width
+from logmem.report.figures.svg import scene_svg
 
 REPO = Path(__file__).resolve().parent.parent
 LOG_001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logmem.report.compare_out import _table
+from logmem.report.compare.out import _table
 from logmem.report.model import Table
 from logmem.report.text import WIDTH, table_lines
 

@@ -70,8 +70,8 @@ def test_the_default_moves_with_max_bs_only_where_sglang_derived_it() -> None:
 
 def test_mfs_held_sentence_follows_the_default_mfs_rule() -> None:
     from logmem.compare import whatif_facts as wf
-    from logmem.report.compare_notes import note_text
-    from logmem.report.whatif_words import flag  # noqa: F401  (registers the whatif sentences)
+    from logmem.report.compare.notes import note_text
+    from logmem.report.compare.whatif_words import flag  # noqa: F401  (registers the whatif sentences)
     from logmem.sglang.default_mfs import Rule
 
     derived = note_text(wf.MfsHeld(0.841, Rule.RESERVE, True))

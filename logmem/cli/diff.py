@@ -56,7 +56,7 @@ def diff(
     in the way (--allow-diff KEY fits anyway).
     """
     from logmem.api import diff as compare
-    from logmem.report.compare import render
+    from logmem.report.compare.render import render
 
     if a == "-" and b == "-":
         raise click.UsageError("only one of A and B can be '-' (stdin)")

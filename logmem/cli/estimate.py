@@ -147,7 +147,7 @@ def estimate(
         read_spec,
     )
     from logmem.errors import LogmemError
-    from logmem.report import estimate_render
+    from logmem.report.estimate import render as estimate_render
 
     flags = {"tp": tp, "dp": dp, "ep": ep, "pp": pp, "dp_attention": dp_attention}
     user_env = environment(ctx, env, env_file)

@@ -41,7 +41,7 @@ def fit(
     (unless --allow-diff); two launches give exactly the slope of `logmem diff`.
     """
     from logmem.api import fit as fit_launches
-    from logmem.report.compare import render
+    from logmem.report.compare.render import render
 
     if len(logs) < 2:
         raise click.UsageError("fit needs at least two logs")

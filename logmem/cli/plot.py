@@ -51,7 +51,7 @@ def plot(
 
     from logmem.api import PlotNote, plot_svg
     from logmem.api import plot as draw
-    from logmem.report.plots import figure_bytes
+    from logmem.report.figures.plots import figure_bytes
 
     fmt = guess_format(output, fmt, default="png")
     if fmt not in ("png", "svg"):

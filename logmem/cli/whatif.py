@@ -113,7 +113,7 @@ def whatif(
     LOG is a file, '-' for stdin, or comma-separated per-rank files of one launch.
     """
     from logmem.api import whatif as predict
-    from logmem.report.compare import render
+    from logmem.report.compare.render import render
 
     if mib_per_row is not None and slope_from:
         raise click.UsageError("give --mib-per-row or --slope-from, not both")

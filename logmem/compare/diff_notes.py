@@ -1,5 +1,5 @@
 """The facts of diff's sentences on what else changed (logmem.compare.diff_causes); worded in
-logmem.report.compare_causes. logmem.compare.notes re-exports them as part of its Note union."""
+logmem.report.compare.causes. logmem.compare.notes re-exports them as part of its Note union."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What diff, fit and whatif say beside their tables, as typed facts: the numbers and names
-each note or assumption rests on. The English is logmem.report.compare_notes (``note_text``),
+each note or assumption rests on. The English is logmem.report.compare.notes (``note_text``),
 so a reporter can restyle every sentence and the compare stage holds no prose."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What ``logmem whatif`` says about pools, disabled graphs, max-bs methods and the window's
-top, as typed facts (the English is logmem.report.whatif_words), and the per-bucket rule for a
+top, as typed facts (the English is logmem.report.compare.whatif_words), and the per-bucket rule for a
 smaller max bs (``bucket_change``).
 """
 

@@ -1,6 +1,6 @@
 """Cross-check: measured ledger figures against what the model's config.json says they should be.
 
-Checks and findings are typed facts with their numbers; logmem/report/estimate_words.py
+Checks and findings are typed facts with their numbers; logmem/report/estimate/words.py
 names and words them."""
 
 from __future__ import annotations

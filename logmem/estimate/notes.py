@@ -1,7 +1,7 @@
 """What the estimate assumed or left out, as typed facts with their numbers.
 
 The stage records one of these where it makes a choice a reader should know about (a dtype
-assumed, a layer pattern read, a buffer's inputs); logmem/report/estimate_words.py words
+assumed, a layer pattern read, a buffer's inputs); logmem/report/estimate/words.py words
 each one, so a reporter can restyle the notes without touching the arithmetic.
 """
 

@@ -1,7 +1,7 @@
 """Why a piece of weights is the size it is on a rank, as typed facts with their numbers.
 
 Each Piece (and so each Component) carries one of these: the sizes and the parallel group
-that decided its share. logmem/report/estimate_words.py words them for the "why" column.
+that decided its share. logmem/report/estimate/words.py words them for the "why" column.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """HTML reporter: the report model + plots -> one self-contained page (inline CSS and SVG, no script).
 
 Numbers come from report.model (the same tables text and Markdown print) and the
-figures from report.plots. The page loads nothing: a Content-Security-Policy forbids
+figures from report.figures.plots. The page loads nothing: a Content-Security-Policy forbids
 scripts and every fetch, so even a string that escaped html.escape could not run or
 call out. Every string that came from a log (model paths, rank labels, messages, raw
-lines) goes through ``esc``; report.svg escapes the text it writes into a figure.
+lines) goes through ``esc``; report.figures.svg escapes the text it writes into a figure.
 
 Order, for a person opening the file from a ticket: verdict and findings, the ledger
 tables, the plots, then the raw log lines behind each figure (collapsed).
@@ -171,7 +171,7 @@ def launch_figures(
 ) -> tuple[list[Figure], list[str]]:
     """The analyze plots of one launch, and notes on plots that could not be drawn; with
     `fold`, the ranks plot shows the ranks the page shows in full."""
-    from logmem.report import plots
+    from logmem.report.figures import plots
 
     L = led.launch
     figs: list[Figure] = []
@@ -235,9 +235,9 @@ def launch_figures(
 
 def communication_figure(lr: LaunchReport) -> Figure:
     """The groups x mechanisms heat map, with the lines the join read (init, All Reduce, DeepEP)."""
-    from logmem.report.comm_plot import comm_scene
     from logmem.report.communication import comm_plot_data
-    from logmem.report.svg import scene_svg
+    from logmem.report.figures.comm_plot import comm_scene
+    from logmem.report.figures.svg import scene_svg
 
     c = lr.communication
     assert c is not None

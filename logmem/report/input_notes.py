@@ -14,7 +14,7 @@ from logmem.compare.load import LaunchRef
 from logmem.model.cap import KEEP_FIRST, KEEP_LAST
 from logmem.model.records import LaunchBrief
 from logmem.parse.read import ReadStats
-from logmem.report.scene import Scene, text_width
+from logmem.report.figures.scene import Scene, text_width
 
 
 def input_stop_note(why: str, compression: str | None, at: int, detail: str | None) -> str:

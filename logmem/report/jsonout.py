@@ -398,8 +398,8 @@ def launch_json(
 
 def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
     from logmem.estimate.crosscheck import crosscheck
-    from logmem.report.estimate_render import to_json
-    from logmem.report.estimate_words import check_label, check_note, mismatch_text
+    from logmem.report.estimate.render import to_json
+    from logmem.report.estimate.words import check_label, check_note, mismatch_text
 
     cc = crosscheck(led, config)
     return {

@@ -335,7 +335,7 @@ def sizing_table(led: LaunchLedger) -> Table | None:
 
 def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:
     from logmem.estimate.crosscheck import crosscheck
-    from logmem.report.estimate_words import (
+    from logmem.report.estimate.words import (
         check_label,
         check_note,
         gib_or_bytes,

@@ -1,10 +1,10 @@
 """The page every HTML report shares: escaping, the style, the self-contained page, tables and
-inline SVG figures. report.html (analyze) and report.compare_html (diff, fit, whatif) build on
+inline SVG figures. report.html (analyze) and report.compare.html (diff, fit, whatif) build on
 it, so neither imports the other.
 
 The page loads nothing: a Content-Security-Policy forbids scripts and every fetch, so even a
 string that escaped html.escape could not run or call out. Every string that came from a log
-goes through ``esc``; report.svg escapes the text it writes into a figure.
+goes through ``esc``; report.figures.svg escapes the text it writes into a figure.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def _prefixed_ids(tag: str, prefix: str) -> str:
 
 
 def inline_svg(svg: str, prefix: str) -> str:
-    """A figure's SVG (report.svg) made fit to sit in a page: no XML prolog, ids unique to this figure,
+    """A figure's SVG (report.figures.svg) made fit to sit in a page: no XML prolog, ids unique to this figure,
     and sized by CSS (the natural width kept as a maximum)."""
     start = svg.find("<svg")
     svg = svg[start:] if start >= 0 else svg

@@ -1,4 +1,4 @@
 """PyTorch memory snapshots: safe loading, per-device summary, trace replay, join with a log.
 
-load -> model -> summary / trace -> join -> analysis; reports live in logmem.report.snapshot.
+load -> model -> summary / trace -> join -> analysis; reports live in logmem.report.snapshot.render.
 """

@@ -21,14 +21,14 @@ class SnapshotReport:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned view model (schema logmem.snapshot/1)."""
-        from logmem.report.snapshot import to_json
+        from logmem.report.snapshot.render import to_json
 
         out: dict[str, Any] = to_json(self.analysis)
         return out
 
     def render(self, fmt: str = "text") -> str:
         """text, markdown, json or html."""
-        from logmem.report.snapshot import render
+        from logmem.report.snapshot.render import render
 
         out: str = render(self.analysis, fmt)
         return out

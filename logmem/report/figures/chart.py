@@ -1,4 +1,4 @@
-"""Axes on a report.scene Scene: a panel maps data to figure coordinates and draws its ticks,
+"""Axes on a report.figures.scene Scene: a panel maps data to figure coordinates and draws its ticks,
 grid, spines, labels and title; a legend row; the colour ramps the figures use.
 
 The look follows what logmem's matplotlib figures had: left and bottom spines only, a light
@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 from logmem.frozen import mutable
-from logmem.report.scene import Line, Mark, Rect, Scene, text_width
+from logmem.report.figures.scene import Line, Mark, Rect, Scene, text_width
 
 GRID = "#e4e4e4"
 AXIS = "#333333"

@@ -1,5 +1,5 @@
 """View model of ``logmem whatif``: the measured and predicted columns, the rule's inputs, how
-start-up ended, and the mem_fraction_static window (see report.compare_view)."""
+start-up ended, and the mem_fraction_static window (see report.compare.view)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from logmem.compare import whatif_facts as wf
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
 from logmem.frozen import frozen
-from logmem.report.compare_notes import texts
-from logmem.report.compare_view import LaunchView, launch_view, rounded
-from logmem.report.compare_words import (
+from logmem.report.compare.notes import texts
+from logmem.report.compare.view import LaunchView, launch_view, rounded
+from logmem.report.compare.whatif_words import flag, pool_label, top_unknown_text
+from logmem.report.compare.words import (
     context_text,
     slope_source_text,
     unfinished_at,
@@ -17,7 +18,6 @@ from logmem.report.compare_words import (
     unfinished_label,
 )
 from logmem.report.input_notes import ref_notes
-from logmem.report.whatif_words import flag, pool_label, top_unknown_text
 from logmem.units import gib
 
 WHATIF_SCHEMA = "logmem.whatif/1"

@@ -1,11 +1,11 @@
-"""The layout of ``logmem whatif`` (see report.compare_layout, whose helpers it shares): the
+"""The layout of ``logmem whatif`` (see report.compare.layout, whose helpers it shares): the
 measured and predicted columns, the pools, the mem_fraction_static window and the context check."""
 
 from __future__ import annotations
 
-from logmem.report.compare_layout import _f, _n, _tail
-from logmem.report.compare_out import Out
-from logmem.report.whatif_view import PredictionView, WhatIfView
+from logmem.report.compare.layout import _f, _n, _tail
+from logmem.report.compare.out import Out
+from logmem.report.compare.whatif_view import PredictionView, WhatIfView
 
 
 def _feasible(x: PredictionView) -> str:

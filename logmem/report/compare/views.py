@@ -5,8 +5,8 @@ from __future__ import annotations
 from logmem.compare.diff import Diff
 from logmem.compare.slope import Fit
 from logmem.compare.whatif import WhatIf
-from logmem.report.compare_view import DiffView, FitView, diff_view, fit_view
-from logmem.report.whatif_view import WhatIfView, whatif_view
+from logmem.report.compare.view import DiffView, FitView, diff_view, fit_view
+from logmem.report.compare.whatif_view import WhatIfView, whatif_view
 
 View = DiffView | FitView | WhatIfView
 

@@ -1,7 +1,7 @@
 """Snapshot figures: top allocation sites per pool, and reserved/allocated bytes over time.
 
-As in report.plots: a ``*_data`` function makes a plain dict (what tests check) and a
-``*_scene`` function lays it out as a report.scene Scene, written as SVG by report.svg.
+As in report.figures.plots: a ``*_data`` function makes a plain dict (what tests check) and a
+``*_scene`` function lays it out as a report.figures.scene Scene, written as SVG by report.figures.svg.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from logmem.report.chart import (
+from logmem.report.figures.chart import (
     CYCLE,
     Panel,
     label_width,
@@ -18,9 +18,9 @@ from logmem.report.chart import (
     row_span,
     ytick_width,
 )
-from logmem.report.plot_data import short
-from logmem.report.scene import Line, Rect, Scene
-from logmem.report.svg import scene_svg
+from logmem.report.figures.plot_data import short
+from logmem.report.figures.scene import Line, Rect, Scene
+from logmem.report.figures.svg import scene_svg
 from logmem.torch_snapshot.summary import DeviceSummary
 from logmem.torch_snapshot.trace import DeviceTrace
 

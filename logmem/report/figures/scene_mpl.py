@@ -1,4 +1,4 @@
-"""A report.scene Scene replayed on a matplotlib Figure: the same layout as the SVG, for PNG
+"""A report.figures.scene Scene replayed on a matplotlib Figure: the same layout as the SVG, for PNG
 output and for notebooks that want a Figure object.
 
 matplotlib is imported here only, when a Figure is asked for; the object API (no pyplot
@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
-from logmem.report.scene import Area, Line, Mark, Rect, Scene
+from logmem.report.figures.scene import Area, Line, Mark, Rect, Scene
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

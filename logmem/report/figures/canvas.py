@@ -1,4 +1,4 @@
-"""The colours every logmem figure shares (report.plots, report.plot_waterfall, the tables'
+"""The colours every logmem figure shares (report.figures.plots, report.figures.plot_waterfall, the tables'
 kind column in report.page's CSS uses the same hues)."""
 
 from __future__ import annotations

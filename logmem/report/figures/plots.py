@@ -1,10 +1,10 @@
-"""Plots: the dicts of report.plot_data -> figure scenes -> SVG text, or a matplotlib Figure.
+"""Plots: the dicts of report.figures.plot_data -> figure scenes -> SVG text, or a matplotlib Figure.
 
-Each plot is two functions: ``*_data`` (report.plot_data, re-exported here) turns the ledger
-into a plain dict, and ``*_scene`` lays that dict out once, as a report.scene Scene (panels
-from report.chart). ``svg`` writes a scene with report.svg (no plotting library: the HTML
+Each plot is two functions: ``*_data`` (report.figures.plot_data, re-exported here) turns the ledger
+into a plain dict, and ``*_scene`` lays that dict out once, as a report.figures.scene Scene (panels
+from report.figures.chart). ``svg`` writes a scene with report.figures.svg (no plotting library: the HTML
 reports import neither matplotlib nor numpy); logmem.plot replays a scene on matplotlib
-(report.scene_mpl) for PNG output and notebooks."""
+(report.figures.scene_mpl) for PNG output and notebooks."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from logmem.report.canvas import HIGHLIGHT, KIND_COLOURS
-from logmem.report.chart import (
+from logmem.report.figures.canvas import HIGHLIGHT, KIND_COLOURS
+from logmem.report.figures.chart import (
     TICK,
     VIRIDIS,
     Panel,
@@ -25,8 +25,7 @@ from logmem.report.chart import (
     swatch,
     ytick_width,
 )
-from logmem.report.model import rank_name
-from logmem.report.plot_data import (
+from logmem.report.figures.plot_data import (
     POINT_ERROR_GIB,
     buckets_data,
     fit_band,
@@ -37,12 +36,13 @@ from logmem.report.plot_data import (
     step_label,
     waterfall_data,
 )
-from logmem.report.plot_waterfall import waterfall_scene
-from logmem.report.scene import Area, Line, Mark, Rect, Scene
+from logmem.report.figures.plot_waterfall import waterfall_scene
+from logmem.report.figures.scene import Area, Line, Mark, Rect, Scene
 
 # A scene replayed on matplotlib (logmem.plot) saved as PNG; matplotlib loads when it is called.
-from logmem.report.scene_mpl import figure_bytes
-from logmem.report.svg import scene_svg
+from logmem.report.figures.scene_mpl import figure_bytes
+from logmem.report.figures.svg import scene_svg
+from logmem.report.model import rank_name
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
 KINDS = ("waterfall", "buckets", "ranks", "fit")

@@ -1,9 +1,9 @@
 """A figure as a backend-neutral scene: rectangles, lines, areas, marks and text placed in
 figure coordinates (points, y down, origin top left).
 
-Every logmem figure is laid out once, as a Scene (report.plots, report.comm_plot,
-report.snapshot_plots); report.svg writes a scene as SVG text with no plotting library,
-and report.scene_mpl replays it on a matplotlib Figure where a raster or a Figure object is
+Every logmem figure is laid out once, as a Scene (report.figures.plots, report.figures.comm_plot,
+report.snapshot.plots); report.figures.svg writes a scene as SVG text with no plotting library,
+and report.figures.scene_mpl replays it on a matplotlib Figure where a raster or a Figure object is
 needed (``logmem plot --format png``, ``logmem.plot`` in a notebook). Text is measured with
 an advance-width table of DejaVu Sans (matplotlib's default sans font, the widest of the
 common ones), so a label found to fit here fits in any of them.

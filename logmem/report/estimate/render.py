@@ -15,7 +15,7 @@ from logmem.analysis.communication import Plan
 from logmem.estimate import Estimate, Unknown
 from logmem.frozen import frozen
 from logmem.report.communication import plan_json, plan_view
-from logmem.report.estimate_words import component_why, notes_text, unknown_reason
+from logmem.report.estimate.words import component_why, notes_text, unknown_reason
 from logmem.report.markdown import md_escape, table_md
 from logmem.report.model import Table
 from logmem.report.safe_text import one_line, strip_controls

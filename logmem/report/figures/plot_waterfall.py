@@ -1,16 +1,16 @@
-"""The free-memory waterfall as a report.scene Scene: one panel per rank, each step a bar
+"""The free-memory waterfall as a report.figures.scene Scene: one panel per rank, each step a bar
 from the free memory before the phase to after it, split into its causes and coloured by
-kind, with a label placed where it fits (measured with report.scene.text_width)."""
+kind, with a label placed where it fits (measured with report.figures.scene.text_width)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from logmem.report.canvas import HIGHLIGHT, KIND_COLOURS, ROSE_COLOUR
-from logmem.report.chart import TICK, Panel, label_width, legend, nice_ticks, row_span
-from logmem.report.plot_data import short
-from logmem.report.scene import Line, Rect, Scene, fit_text, text_width
+from logmem.report.figures.canvas import HIGHLIGHT, KIND_COLOURS, ROSE_COLOUR
+from logmem.report.figures.chart import TICK, Panel, label_width, legend, nice_ticks, row_span
+from logmem.report.figures.plot_data import short
+from logmem.report.figures.scene import Line, Rect, Scene, fit_text, text_width
 
 WIDTH = 612.0  # 8.5 inches
 ROW = 24.5  # points per step

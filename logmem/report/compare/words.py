@@ -1,6 +1,6 @@
 """Short phrases of diff, fit and whatif: where a figure comes from (rows, slopes, SGLang's
 heuristic terms), the names of the KV rule's terms, the one-full-context check, and how an
-unfinished start-up is named. Whole sentences are in logmem.report.compare_notes."""
+unfinished start-up is named. Whole sentences are in logmem.report.compare.notes."""
 
 from __future__ import annotations
 

@@ -3,14 +3,14 @@
 The page reuses the analysis report's frame (report.html.page, its CSP and CSS): tables from
 the same sections text and Markdown print, then the figures. Every string from a snapshot
 (file names, function names, settings) goes through ``esc`` in the page and XML escaping in
-the SVG (report.svg).
+the SVG (report.figures.svg).
 """
 
 from __future__ import annotations
 
 from logmem.report.page import Figure, esc, figure_html, page, table_html
-from logmem.report.snapshot import sections
-from logmem.report.snapshot_plots import sites_data, svg, timeline_data
+from logmem.report.snapshot.plots import sites_data, svg, timeline_data
+from logmem.report.snapshot.render import sections
 from logmem.torch_snapshot.analysis import SnapshotAnalysis
 
 

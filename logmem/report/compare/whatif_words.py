@@ -4,7 +4,7 @@ that were off, how a new max bs was priced, and why the window's top is unknown.
 from __future__ import annotations
 
 from logmem.compare import whatif_facts as wf
-from logmem.report.compare_notes import note_text
+from logmem.report.compare.notes import note_text
 from logmem.report.uninitialized import listed
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS

@@ -8,7 +8,7 @@ from typing import Any
 
 from logmem.errors import LogmemError
 from logmem.model.analysis import Analysis
-from logmem.report.plot_data import buckets_data, ranks_data, waterfall_data
+from logmem.report.figures.plot_data import buckets_data, ranks_data, waterfall_data
 
 
 def plot_data(analysis: Analysis, kind: str, wanted: Sequence[str]) -> Any:

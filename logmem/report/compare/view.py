@@ -1,10 +1,10 @@
 """View models of ``logmem diff``, ``fit`` and ``whatif``: every figure a report shows, decided once.
 
-``diff_view`` and ``fit_view`` (and report.whatif_view's ``whatif_view``) turn logmem.compare's
+``diff_view`` and ``fit_view`` (and report.compare.whatif_view's ``whatif_view``) turn logmem.compare's
 Diff, Fit and WhatIf into frozen records holding the
 numbers as the reports print them (GiB to two decimals, slopes to three), the strings as the
 log wrote them, and None where a figure is unknown. The text, Markdown and HTML layouts
-(report.compare_layout) and the JSON document (report.compare_json) read only these, so the
+(report.compare.layout) and the JSON document (report.compare.jsonout) read only these, so the
 formats cannot disagree.
 """
 
@@ -19,8 +19,8 @@ from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope
 from logmem.frozen import frozen
 from logmem.report.causes import phase_name
-from logmem.report.compare_notes import note_text, texts
-from logmem.report.compare_words import (
+from logmem.report.compare.notes import note_text, texts
+from logmem.report.compare.words import (
     era_text,
     growth_text,
     heuristic_terms_text,

@@ -1,6 +1,6 @@
 """The communication table as a heat map: groups (rows) x mechanisms (columns), each cell
 coloured by its size per rank (log scale), "measure" cells hatched, outlined by when they are
-allocated. Lays out ``report.communication.comm_plot_data`` as a report.scene Scene."""
+allocated. Lays out ``report.communication.comm_plot_data`` as a report.figures.scene Scene."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from logmem.report.chart import BLUES, Panel, label_width, legend, ramp
-from logmem.report.scene import Rect, Scene
+from logmem.report.figures.chart import BLUES, Panel, label_width, legend, ramp
+from logmem.report.figures.scene import Rect, Scene
 
 WHEN_EDGE = {"init": "#3b6fb6", "after_kv": "#e08a2c", "first_use": "#c8362f"}
 WHEN_LABEL = {

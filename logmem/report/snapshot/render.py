@@ -368,7 +368,7 @@ def render(a: SnapshotAnalysis, fmt: str) -> str:
     if fmt == "markdown":
         return render_markdown(a)
     if fmt == "html":
-        from logmem.report.snapshot_html import render_html
+        from logmem.report.snapshot.html import render_html
 
         html: str = render_html(a)
         return html

@@ -1,6 +1,6 @@
 """The diff's sentences on what else changed beside a table's settings
 (logmem.compare.diff_causes): how ranks were paired, a first bucket that also holds the
-communication buffers, the attention TP behind a weights change. report.compare_notes
+communication buffers, the attention TP behind a weights change. report.compare.notes
 registers them on note_text."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The sentences of diff, fit and whatif: every note and assumption of logmem.compare.notes in
-English (their short phrases: logmem.report.compare_words)."""
+English (their short phrases: logmem.report.compare.words)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
-from logmem.report.compare_causes import (
+from logmem.report.compare.causes import (
     attention_tp_text,
     first_bucket_text,
     mfs_not_all_derived_text,
@@ -19,7 +19,7 @@ from logmem.report.compare_causes import (
     ranks_matched_text,
     uninitialized_text,
 )
-from logmem.report.compare_words import era_text, slope_source_text
+from logmem.report.compare.words import era_text, slope_source_text
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,

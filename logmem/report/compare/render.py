@@ -1,8 +1,8 @@
 """Reporters of ``logmem diff``, ``fit`` and ``whatif``: one view model, four formats.
 
-``view(model)`` (report.compare_view) decides every figure once; ``layout`` (report.compare_layout)
-writes it as text, Markdown (report.compare_out) or HTML (report.compare_html), and
-report.compare_json as the versioned JSON documents logmem.diff/1, logmem.fit/1 and
+``view(model)`` (report.compare.view) decides every figure once; ``layout`` (report.compare.layout)
+writes it as text, Markdown (report.compare.out) or HTML (report.compare.html), and
+report.compare.jsonout as the versioned JSON documents logmem.diff/1, logmem.fit/1 and
 logmem.whatif/1 (docs/compare.md). Text fits 100 columns; Markdown is meant to be pasted
 into a ticket.
 """
@@ -16,10 +16,11 @@ from logmem.compare.diff import Diff
 from logmem.compare.slope import Fit
 from logmem.compare.whatif import WhatIf
 from logmem.errors import LogmemError
-from logmem.report import compare_html, compare_json
-from logmem.report.compare_layout import layout
-from logmem.report.compare_out import TextOut
-from logmem.report.views import View, view
+from logmem.report.compare import html as compare_html
+from logmem.report.compare import jsonout as compare_json
+from logmem.report.compare.layout import layout
+from logmem.report.compare.out import TextOut
+from logmem.report.compare.views import View, view
 
 Model = Diff | Fit | WhatIf
 

@@ -1,4 +1,4 @@
-"""A report.scene Scene written as SVG text, with no plotting library.
+"""A report.figures.scene Scene written as SVG text, with no plotting library.
 
 Every string is XML-escaped (text and attributes) and kept to one line without control
 characters (report.safe_text.one_line: XML 1.0 allows none of them, and bidirectional
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
+from logmem.report.figures.scene import FONT, Area, Item, Line, Mark, Rect, Scene, Text, text_width
 from logmem.report.safe_text import one_line
-from logmem.report.scene import FONT, Area, Item, Line, Mark, Rect, Scene, Text, text_width
 
 _DASH = {"dashed": "3.7,1.6", "dotted": "1,1.65"}
 _HATCH = (

@@ -13,7 +13,7 @@ from logmem import __version__
 from logmem.compare.diff import Diff
 from logmem.compare.slope import Fit
 from logmem.compare.whatif import WhatIf
-from logmem.report.compare_view import (
+from logmem.report.compare.view import (
     ArgsView,
     DiffView,
     FitView,
@@ -22,8 +22,8 @@ from logmem.report.compare_view import (
     PointView,
     SlopeView,
 )
-from logmem.report.views import View, view
-from logmem.report.whatif_view import PredictionView, UnfinishedView, WhatIfView
+from logmem.report.compare.views import View, view
+from logmem.report.compare.whatif_view import PredictionView, UnfinishedView, WhatIfView
 
 
 def _launch(v: LaunchView, diff: bool = False) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Where the diff / fit / whatif layout writes: ``Out`` (the interface), and ``TextOut`` for text
 (underlined headings, aligned tables, 100 columns) and Markdown (### headings, pipe tables,
-<details> for long tables). report.compare_html's HtmlOut is the third."""
+<details> for long tables). report.compare.html's HtmlOut is the third."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ WIDTH = 100
 
 
 class Out(Protocol):
-    """What report.compare_layout calls; ``md`` is True where whole tables show (Markdown, HTML)."""
+    """What report.compare.layout calls; ``md`` is True where whole tables show (Markdown, HTML)."""
 
     md: bool
 

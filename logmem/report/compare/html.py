@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from logmem.report.compare_json import view_json
-from logmem.report.compare_layout import layout
+from logmem.report.compare.jsonout import view_json
+from logmem.report.compare.layout import layout
+from logmem.report.compare.views import View
 from logmem.report.model import Table
 from logmem.report.page import Figure, esc, figure_html, page, table_html
-from logmem.report.views import View
 
 
 class HtmlOut:
-    """report.compare_out.Out writing escaped HTML. ``md`` is True: HTML, like Markdown, shows
+    """report.compare.out.Out writing escaped HTML. ``md`` is True: HTML, like Markdown, shows
     whole tables and folds the long ones."""
 
     md = True
@@ -58,7 +58,7 @@ class HtmlOut:
 def render(v: View) -> str:
     """A diff, fit or whatif view model as one self-contained page; with slopes, the fit plot
     (largest bucket against rows, the fitted line and its uncertainty band) follows."""
-    from logmem.report import plots
+    from logmem.report.figures import plots
 
     out = HtmlOut()
     layout(v, out)

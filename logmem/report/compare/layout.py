@@ -1,5 +1,5 @@
-"""The one layout of diff / fit / whatif: a view model (report.compare_view) written into an
-``Out`` (report.compare_out: text or Markdown; report.compare_html: HTML), so every format
+"""The one layout of diff / fit / whatif: a view model (report.compare.view) written into an
+``Out`` (report.compare.out: text or Markdown; report.compare.html: HTML), so every format
 shows the same sections, sentences and figures."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 from logmem.compare.args import key_list
-from logmem.report.compare_out import Out
-from logmem.report.compare_view import (
+from logmem.report.compare.out import Out
+from logmem.report.compare.view import (
     ArgsView,
     DiffView,
     FitView,
@@ -18,7 +18,7 @@ from logmem.report.compare_view import (
     PointView,
     SlopeView,
 )
-from logmem.report.views import View
+from logmem.report.compare.views import View
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
 # A change of a bucket cost between two launches is a difference of two differences: four
@@ -455,6 +455,6 @@ def layout(v: View, out: Out) -> str:
         return _diff(v, out)
     if isinstance(v, FitView):
         return _fit(v, out)
-    from logmem.report.whatif_layout import whatif_layout
+    from logmem.report.compare.whatif_layout import whatif_layout
 
     return whatif_layout(v, out)

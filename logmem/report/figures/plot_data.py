@@ -1,4 +1,4 @@
-"""Plot data: a ledger (or a diff/fit JSON document) -> the plain dicts report.plots draws.
+"""Plot data: a ledger (or a diff/fit JSON document) -> the plain dicts report.figures.plots draws.
 
 Numbers in GiB, strings as the log printed them; this is what tests check. The fit plot reads
 the slope records of ``logmem diff``/``logmem fit`` JSON (issue 4):

@@ -1,0 +1,1 @@
+"""Reporters of ``logmem estimate`` and of ``analyze --model-config``'s cross-check."""

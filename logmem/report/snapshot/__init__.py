@@ -1,0 +1,1 @@
+"""Reporters of ``logmem snapshot``: the JSON view model, text, Markdown and HTML with figures."""
