@@ -41,7 +41,6 @@ from logmem.parse.events import (
     MambaPool,
     MiscMemory,
     ModelBackend,
-    NotEnoughMemory,
     OtherRanksFailed,
     PoolEnd,
     Ready,
@@ -59,6 +58,7 @@ from logmem.parse.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from logmem.parse.kv_sizing import kv_sizing_builder
 from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
 from logmem.parse.patterns import BY_NAME
@@ -294,36 +294,6 @@ def _safe_float(text: str) -> float | None:
         return None
 
 
-def _b_not_enough(m: regex.Match[str], r: Record) -> Event:
-    head = r.message[: m.start()]
-    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
-    return NotEnoughMemory(
-        rank=r.rank,
-        source=r.source,
-        mem_fraction_static=_float(m.group("mfs")),
-        exc_type=exc.group(1) if exc else None,
-    )
-
-
-def _b_kv_sizing(form: str) -> Builder:
-    """One of SGLang's newer pool-sizing errors (events.KV_SIZING_FORMS)."""
-
-    def build(m: regex.Match[str], r: Record) -> Event:
-        head = r.message[: m.start()]
-        exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
-        groups = m.groupdict()
-        return NotEnoughMemory(
-            rank=r.rank,
-            source=r.source,
-            mem_fraction_static=_float(groups.get("mfs")),
-            exc_type=exc.group(1) if exc else None,
-            form=form,
-            suggested_mfs=_float(groups.get("suggest")),
-        )
-
-    return build
-
-
 def _b_misc(what: str, group: str, unit: str = "GB") -> Builder:
     def build(m: regex.Match[str], r: Record) -> Event:
         # HiCache host sizes are decimal GB (1e9), unlike every other SGLang "GB".
@@ -486,11 +456,11 @@ BUILDERS: dict[str, Builder] = {
     "runtime_reading": _b_misc("runtime_reading", "avail"),
     "summary": _b_summary,
     "imbalance": _b_imbalance,
-    "not_enough_memory": _b_not_enough,
-    "kv_no_memory": _b_kv_sizing("no_kv_memory"),
-    "state_cache_no_memory": _b_kv_sizing("state_cache"),
-    "unified_pool_no_memory": _b_kv_sizing("unified_pool"),
-    "swa_cap_no_room": _b_kv_sizing("swa_cap"),
+    "not_enough_memory": kv_sizing_builder("not_enough"),
+    "kv_no_memory": kv_sizing_builder("no_kv_memory"),
+    "state_cache_no_memory": kv_sizing_builder("state_cache"),
+    "unified_pool_no_memory": kv_sizing_builder("unified_pool"),
+    "swa_cap_no_room": kv_sizing_builder("swa_cap"),
     "torch_oom": _b_torch_oom,
     "device_oom": _mk(
         TorchOOM,

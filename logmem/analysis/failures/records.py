@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import regex
 
+from logmem.analysis.failures.mfs_advice import asked_values, asks_more_mfs
 from logmem.frozen import frozen
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
@@ -155,40 +156,6 @@ _NOT_CAPACITY = lazy(
     r"illegal memory access|memory access fault|misaligned address", regex.IGNORECASE
 )
 _COMM = lazy(r"\b(DeepEP|deep_ep|NVSHMEM|nvshmem|mooncake|UCCL)\b")
-# SGLang's advice to raise --mem-fraction-static: the text says more memory is the remedy, so
-# the error is memory-related whatever its exception type (sglang 0.5.14+ raises a ValueError
-# for a non-positive KV budget, RuntimeErrors for the Mamba state cache and the unified pool).
-_ASKS_MORE_MFS = lazy(
-    r"(?<!not |n't )\b(?:raise|raising|increase|increasing)\s+(?:the\s+)?"
-    r"(?:--mem-fraction-static|mem_fraction_static)\b",
-    regex.IGNORECASE,
-)
-_MFS_IN_TEXT = lazy(
-    r"--mem-fraction-static=(\d(?:\.\d{1,9})?)\b|mem_fraction_static=(\d(?:\.\d{1,9})?)\b"
-)
-_SUGGESTED_MFS = lazy(
-    r"(?:raise|increase) --mem-fraction-static (?:above|to(?: at least)?) (\d\.\d{1,9})\b",
-    regex.IGNORECASE,
-)
-
-
-def asks_more_mfs(text: str) -> bool:
-    """The error's text tells the user to raise --mem-fraction-static (SGLang's own remedy)."""
-    return _ASKS_MORE_MFS.search(text) is not None
-
-
-def _asked_kv_sizing(exc_type: str | None, text: str) -> KVSizing:
-    at = _MFS_IN_TEXT.search(text)
-    suggested = _SUGGESTED_MFS.search(text)
-    return KVSizing(
-        float(at.group(1) or at.group(2)) if at else None,
-        "asks_mfs",
-        float(suggested.group(1)) if suggested else None,
-        exc_type,
-        text,
-    )
-
-
 # A traceback ending with these is a code, install or version problem, never capacity.
 _NOT_MEMORY_TYPES = frozenset(
     {
@@ -282,7 +249,8 @@ def _record(e: ev.Event) -> ErrorRecord | None:
     if isinstance(e, ev.ExceptionLine):
         text = f"{e.exc_type}: {e.message}"
         if asks_more_mfs(text):
-            return _asked_kv_sizing(e.exc_type, text)
+            at, suggested = asked_values(text)
+            return KVSizing(at, "asks_mfs", suggested, e.exc_type, text)
         lib = _COMM.search(text)
         memory = states_memory(text)
         if memory:

@@ -19,7 +19,12 @@ from logmem.report.compare.causes import (
     ranks_matched_text,
     uninitialized_text,
 )
-from logmem.report.compare.words import era_text, slope_source_text
+from logmem.report.compare.words import (
+    era_text,
+    failed_bucket_slope_text,
+    no_measured_slope_text,
+    slope_used_text,
+)
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,
@@ -216,27 +221,6 @@ def _(n: cn.StartupUnfinished) -> str:
         f"{n.headline} Graph memory is at least what the capture took before it stopped, and the "
         f"headroom after capture at most the free memory then{lacked}: '>=' and '<=' mark these "
         "bounds."
-    )
-
-
-@note_text.register
-def _(n: cn.NoMeasuredSlope) -> str:
-    h = n.mib_per_bs if n.mib_per_bs is not None else DECODE_GRAPH_MIB_PER_BS
-    return (
-        "No measured slope: graph memory for the new max bs uses SGLang's own graph-reserve "
-        f"heuristic, {h:g} MiB per unit of max bs (its terms are under Assumptions). Measure it "
-        "with --slope-from A B (two launches that differ only in --cuda-graph-max-bs) or give "
-        "--mib-per-row."
-    )
-
-
-@note_text.register
-def _(n: cn.SlopeFromFailedBucket) -> str:
-    return (
-        f"No measured slope: graph memory for the new max bs is priced at {n.mib_per_row:.2f} MiB "
-        f"per unit of bs, {slope_source_text(n.source)}, so the two agree. SGLang's graph-reserve "
-        f"heuristic ({n.heuristic_mib_per_bs:g} MiB per unit of max bs) is a budget, not a "
-        "measurement of this GPU. Measure the slope with --slope-from A B or give --mib-per-row."
     )
 
 
@@ -470,12 +454,6 @@ def _(n: cn.ActivationReserve) -> str:
     return f"The window's top keeps {_gs(n.bytes)} GiB free after capture (--activation-reserve)."
 
 
-@note_text.register
-def _(n: cn.SlopeUsed) -> str:
-    unit = "MiB per unit of bs" if n.per_bs else "MiB per row"
-    return f"Graph slope {n.mib_per_row:.3f} {unit}: {slope_source_text(n.source)}."
-
-
 def no_slope_text(e: NoSlopeError) -> str:
     """The message of a NoSlopeError: its lead and, in words, why."""
     why = texts(e.reasons)
@@ -503,3 +481,6 @@ note_text.register(cn.AttentionTPChanged)(attention_tp_text)
 note_text.register(cn.NoReserveComparison)(no_reserve_text)
 note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
 note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
+note_text.register(cn.NoMeasuredSlope)(no_measured_slope_text)
+note_text.register(cn.SlopeFromFailedBucket)(failed_bucket_slope_text)
+note_text.register(cn.SlopeUsed)(slope_used_text)
