@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, corpus_log
 from logmem.cli.main import cli
 
 
@@ -70,3 +70,23 @@ def test_a_given_slope_still_wins_over_the_failed_bucket() -> None:
     )
     assert "from the failed decode bucket" not in out
     assert "given: --mib-per-row 1" in out
+
+
+def test_whatif_counts_tokens_with_the_cell_analyze_says_sglang_sized_with() -> None:
+    """003: analyze reads 164.57 GiB / 3,199,575 tokens = 55,227 B as SGLang's sizing cell and
+    61,463 B as the allocated one (#9). At mfs 0.8 the rule's budget falls by 30.19 GiB: about
+    586,960 tokens at 55,227 B (not 527,304 at 61,463), a pool of tokens x 61,463 B."""
+    r = CliRunner().invoke(cli, ["whatif", str(corpus_log("003-")), "--mem-fraction-static", "0.8"])
+    assert r.exit_code == 0, r.output
+    out = r.output
+    flat = _flat(out)
+    rest0, rest1 = (float(x) for x in _row(out, "KV budget by SGLang's rule")[-2:])
+    t0, t1 = (int(x.replace(",", "")) for x in _row(out, "KV tokens")[-2:])
+    assert t0 == 3_199_575
+    drop = (rest0 - rest1) * 2**30
+    assert abs((t0 - t1) - drop / 55_227) < 0.01 * 2**30 / 55_227  # print rounding of rest
+    pool1 = float(_row(out, "KV pool, GiB")[-1])
+    assert abs(pool1 - (t1 + 1) * 61_463 / 2**30) < 0.006
+    assert "As analyze reads this launch, SGLang sized the pool as budget / its cell size" in flat
+    assert "this version sizes KV differently" not in flat
+    assert "tokens = rest // 55,227 B per token" in flat

@@ -222,6 +222,15 @@ class RuleDisagrees:
 
 
 @frozen
+class SizedWithAnotherCell:
+    """analyze's reading of the launch: SGLang sized the pool as budget / a smaller cell than the
+    pools allocate (PoolsVsBudget.sizing_cell_bytes); token changes use that cell."""
+
+    finding: PoolsVsBudget
+    allocated_cell_bytes: int  # what the pools allocate per slot (the pool's GiB)
+
+
+@frozen
 class StartupUnfinished:
     headline: str  # the verdict's first line (report.verdict renders it for analyze too)
     in_capture: bool
@@ -308,7 +317,7 @@ class HeuristicReserve:
 class KVRuleReplayed:
     after_weights_bytes: int
     pre_load_bytes: int
-    bytes_per_token: int
+    bytes_per_token: float  # the cell SGLang's sizing divides by (PoolProjection.sizing_bpt)
     pre_load_rank: str
     # How many ranks P was read on, of how many the log should hold (Sizing.pre_load_coverage).
     ranks_printed: int | None = None
@@ -367,7 +376,7 @@ class DraftAsMeasured:
 
 @frozen
 class TokensFromLogged:
-    bytes_per_token: int
+    bytes_per_token: float  # the sizing cell (PoolProjection.sizing_bpt)
     page: int
     share: float = 1.0  # the full pool's share of rest (PoolProjection.share)
 
@@ -457,6 +466,7 @@ Note = (
     | RuleDisagrees
     | StartupUnfinished
     | NoMeasuredSlope
+    | SizedWithAnotherCell
     | SlopeFromFailedBucket
     | LazyInLargest
     | GBIsGiB

@@ -12,6 +12,7 @@ from dataclasses import replace
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
 from logmem.analysis.failures.effects import CapPerRow
+from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Bound, Phase
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.projection import bytes_per_token as bytes_per_token
@@ -46,7 +47,11 @@ class Replay(PoolProjection):
             raise FitError(
                 "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per token"
             )
-        super().__init__(sz, bpt, launch.args)
+        # analyze's reading of a pool sized with a smaller cell than it allocates (003): the
+        # token changes follow the sizing cell, the pool's GiB the allocated one.
+        self.sizing_gap = sizing_cell_gap(led)
+        cell = self.sizing_gap.sizing_cell_bytes if self.sizing_gap is not None else None
+        super().__init__(sz, bpt, launch.args, cell)
         a = launch.args
         mrr = a.get("max_running_requests")
         self.fixed_requests = mrr if isinstance(mrr, int) and mrr > 0 else None
@@ -92,6 +97,15 @@ class Replay(PoolProjection):
     def req_table(self, tokens: int, ctx: int | None) -> int:
         n = self.requests(tokens, ctx)
         return req_to_token_bytes(n, ctx) if n is not None and ctx else 0
+
+
+def sizing_cell_gap(led: LaunchLedger) -> PoolsVsBudget | None:
+    """analyze's finding that SGLang sized the pool with a smaller cell than the pools allocate
+    (PoolsVsBudget.sizing_cell_bytes): whatif counts tokens with that cell, and cites it."""
+    return next(
+        (f for f in led.findings if isinstance(f, PoolsVsBudget) and f.sizing_cell_bytes),
+        None,
+    )
 
 
 def _weights_readings(launch: Launch) -> bool:

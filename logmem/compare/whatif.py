@@ -176,7 +176,7 @@ def whatif_launch(
         cn.KVRuleReplayed(
             sz.after_weights_bytes,
             sz.pre_load_bytes,
-            md.bpt,
+            md.sizing_bpt,
             sz.pre_load_rank,
             sz.pre_load_coverage.printed if sz.pre_load_coverage else None,
             sz.pre_load_coverage.expected if sz.pre_load_coverage else None,
@@ -211,12 +211,16 @@ def whatif_launch(
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
+    if md.sizing_gap is not None:
+        notes.append(cn.SizedWithAnotherCell(md.sizing_gap, md.bpt))
     if logged and not rule_agrees(rule0, logged, md.bpt):
         notes.append(cn.RuleDisagrees(rule0, logged, wf.more_tokens_gap(led)))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens
     assumptions.append(
-        cn.TokensFromLogged(md.bpt, md.page, md.share) if md.base is not None else cn.TokensByRule()
+        cn.TokensFromLogged(md.sizing_bpt, md.page, md.share)
+        if md.base is not None
+        else cn.TokensByRule()
     )
 
     # Hybrid Mamba: where the log shows max_running_requests = slots // 3, the slots scale with

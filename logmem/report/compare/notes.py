@@ -209,6 +209,18 @@ def _(n: cn.RuleDisagrees) -> str:
 
 
 @note_text.register
+def _(n: cn.SizedWithAnotherCell) -> str:
+    from logmem.report.budget_words import cells_bigger
+
+    f = n.finding
+    return (
+        f"As analyze reads this launch, {cells_bigger(f)}. Predicted tokens move by the budget's "
+        f"change / {f.sizing_cell_bytes or 0:,.0f} B (the sizing cell), the pool's GiB by tokens x "
+        f"{n.allocated_cell_bytes:,} B (the allocated cell)."
+    )
+
+
+@note_text.register
 def _(n: cn.StartupUnfinished) -> str:
     if not n.in_capture:
         return f"{n.headline} The memory figures are complete; the crash is judged by `logmem analyze`."
@@ -325,7 +337,7 @@ def _(n: cn.KVRuleReplayed) -> str:
     return (
         f"SGLang's KV rule: rest = after-weights free {_gs(n.after_weights_bytes)} GiB - P "
         f"{_gs(n.pre_load_bytes)} GiB x (1 - mem_fraction_static); tokens = {share} // "
-        f"{n.bytes_per_token:,} B per token. {who}."
+        f"{n.bytes_per_token:,.0f} B per token. {who}."
     )
 
 
@@ -404,7 +416,7 @@ def _(n: cn.TokensFromLogged) -> str:
     share = f"{n.share:.1%} x " if n.share < 1 else ""
     return (
         f"Predicted KV tokens = the logged pool + {share}(rest at the new setting - rest as "
-        f"logged) // {n.bytes_per_token:,} B per token{pages}: the pool does not depend on max "
+        f"logged) // {n.bytes_per_token:,.0f} B per token{pages}: the pool does not depend on max "
         "bs, and an unchanged mem_fraction_static gives the logged pool."
     )
 
