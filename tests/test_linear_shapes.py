@@ -19,7 +19,7 @@ from test_fuzz import BASES, OPS, base_bytes, mutate, window
 
 import logmem
 from conftest import bench_module, corpus_logs, fixture_logs
-from logmem.model import build
+from logmem.model import launch_build as build
 from logmem.parse import events as ev
 
 

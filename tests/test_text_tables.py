@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logmem.report.compare.out import _table
-from logmem.report.model import Table
+from logmem.report.table import Table
 from logmem.report.text import WIDTH, table_lines
 
 _word = st.text(alphabet="abcdefghij(),.", min_size=1, max_size=12)

@@ -30,7 +30,7 @@ from logmem.sglang.default_mfs import DefaultMfs
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 
 if TYPE_CHECKING:
-    from logmem.compare.diff import GraphChange
+    from logmem.compare.diff_graphs import GraphChange
 
 # server_args that decide which communication buffers a launch allocates, and their sizes.
 COMM_ARG_KEYS = (

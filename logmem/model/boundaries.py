@@ -46,7 +46,7 @@ from logmem.parse import events as ev
 from logmem.parse.lines import Source
 
 if TYPE_CHECKING:
-    from logmem.model.build import _LaunchB
+    from logmem.model.launch_build import _LaunchB
     from logmem.model.rank_build import RankB
 
 # The start-up steps of a rank (model runner lines): what the launch rules look at.

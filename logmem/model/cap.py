@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from logmem.model.build import _Builder, _LaunchB
+from logmem.model.build import _Builder
+from logmem.model.launch_build import _LaunchB
 from logmem.model.records import Launch, LaunchBrief
 from logmem.parse import events as ev
 

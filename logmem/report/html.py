@@ -21,17 +21,10 @@ from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse.lines import Source
 from logmem.report.device_words import device_top
-from logmem.report.model import (
-    LaunchReport,
-    Report,
-    Section,
-    Table,
-    analysis_report,
-    ledger_table,
-    main_rank,
-    rank_name,
-)
+from logmem.report.ledger_tables import ledger_table
+from logmem.report.model import LaunchReport, Report, analysis_report, main_rank
 from logmem.report.page import Figure, esc, figure_html, page, table_html
+from logmem.report.table import Section, Table, rank_name
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis

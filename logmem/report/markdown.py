@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from logmem.report.model import Report, Table, analysis_report
+from logmem.report.model import Report, analysis_report
 from logmem.report.safe_text import one_line, strip_controls
+from logmem.report.table import Table
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis

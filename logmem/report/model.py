@@ -1,68 +1,38 @@
 """Report model: an Analysis -> verdict, findings and tables that text, Markdown and HTML all draw.
 
-The numbers are decided here once, so the formats cannot disagree about them.
+The numbers are decided here once, so the formats cannot disagree about them. The Table and
+Section records live in logmem.report.table, the ledger, ranks and bucket tables in
+logmem.report.ledger_tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
-from logmem.analysis.attribution import LaunchLedger, RankLedger
-from logmem.analysis.captures import total_cost
+from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
-from logmem.analysis.ledger import Bound
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
-from logmem.report.causes import (
-    bound_note,
-    bounded,
-    cause_name,
-    cause_note,
-    ledger_note,
-    phase_name,
-)
 from logmem.report.communication import comm_view
-from logmem.report.device_words import DeviceTop, device_top, in_use_note, pre_start_rows
+from logmem.report.device_words import device_top
 from logmem.report.graph_lines import graph_sentences
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.launch_title import launch_title
+from logmem.report.ledger_tables import bucket_tables, ledger_table, ranks_table
 from logmem.report.memory_split import split_notes
 from logmem.report.mfs_words import coverage_text, default_mfs_text, measured_text
 from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.table import Section, Table, gib_cell, rank_name
 from logmem.report.verdict import verdict_lines as verdict_text
-from logmem.units import format_gib
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
-
-
-@frozen
-class Table:
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    align: tuple[str, ...] = ()  # "l" | "r" per column; default: first left, rest right
-    notes: tuple[str, ...] = ()
-    indent: tuple[int, ...] = ()  # per row: 0 a phase, 1 a cause under it
-
-    def alignment(self, i: int) -> str:
-        if self.align:
-            return self.align[i]
-        return "l" if i == 0 else "r"
-
-
-@frozen
-class Section:
-    title: str
-    tables: tuple[Table, ...] = ()
-    paragraphs: tuple[str, ...] = ()
-    details: bool = False  # collapsed in Markdown/HTML
 
 
 @frozen
@@ -82,180 +52,9 @@ class Report:
     input_notes: tuple[str, ...]
 
 
-def _g(n: int | None, signed: bool = False) -> str:
-    return format_gib(n, signed=signed, unknown="-")
-
-
 def main_rank(launch: Launch) -> Rank | None:
     """The rank a report leads with: the one with bucket readings, else the first."""
     return launch.main_rank
-
-
-def rank_name(label: str) -> str:
-    return label or "the GPU (no rank tag)"
-
-
-_UNORDERED = "out of time order: not reliable"
-
-
-def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None) -> Table:
-    rows: list[tuple[str, ...]] = []
-    indent: list[int] = []
-    footnotes: list[str] = []
-    if top is not None and top.pre is not None and led.phases:  # the device total, rec.2
-        phase, cause = pre_start_rows(top.pre)
-        footnotes.append(f"[1] {cause[0]}: {in_use_note(top.pre, top.device)}")
-        rows += [phase, (f"{cause[0]} [1]", *cause[1:])]
-        indent += [0, 1]
-    for p in led.phases:
-        rows.append(
-            (
-                phase_name(p),
-                _g(p.before_bytes),
-                _g(p.after_bytes),
-                bounded(p.delta_bytes, p.bound),
-                "",
-                f"{p.lines[0]}-{p.lines[1]}",
-            )
-        )
-        indent.append(0)
-        for c in p.causes:
-            name = cause_name(c)
-            note = cause_note(c)
-            if note:
-                footnotes.append(f"[{len(footnotes) + 1}] {name}: {note}")
-                name = f"{name} [{len(footnotes)}]"
-            amount = bounded(c.bytes, c.bound)
-            rows.append((name, "", "", amount, c.kind, ",".join(str(x) for x in c.lines)))
-            indent.append(1)
-    notes = list(footnotes)
-    if led.out_of_order:
-        notes.insert(
-            0, f"Not reliable: {rank_name(led.rank)}'s lines run back in time (see Findings)."
-        )
-    if led.phases:
-        total = sum(p.delta_bytes for p in led.phases)
-        floored = led.last_bytes is not None and led.phases[-1].bound is not Bound.EXACT
-        in_all = f"at least {_g(total)}" if floored else _g(total)
-        notes.append(
-            f"From {_g(led.first_bytes)} GiB free to {_g(led.last_bytes)} GiB: {in_all} GiB in all; "
-            "each drop is split into causes, and what the log does not explain is shown as unattributed."
-        )
-    if led.empty is not None:
-        notes.append(ledger_note(led))
-    if top is not None and top.note:
-        notes.append(top.note)
-    if extra:
-        notes.append(extra)
-    return Table(
-        f"Ledger of {rank_name(led.rank)} (GiB" + (f"; {_UNORDERED})" if led.out_of_order else ")"),
-        ("phase / cause", "before", "after", "drop", "kind", "lines"),
-        tuple(rows),
-        ("l", "r", "r", "r", "l", "r"),
-        tuple(notes),
-        tuple(indent),
-    )
-
-
-_RANK_COLUMNS: tuple[tuple[str, Callable[[Rank], int | None]], ...] = (
-    (
-        "before weights",
-        lambda r: (
-            r.target.weights_begin.avail.bytes if r.target and r.target.weights_begin else None
-        ),
-    ),
-    (
-        "after weights",
-        lambda r: r.target.weights_end.avail.bytes if r.target and r.target.weights_end else None,
-    ),
-    (
-        "after pools",
-        lambda r: r.target.pool_end.avail.bytes if r.target and r.target.pool_end else None,
-    ),
-    (
-        "capture begin",
-        # The first capture's own begin: a later capture's is not where capturing began.
-        lambda r: r.graphs[0].begin_bytes if r.graphs else None,
-    ),
-    (
-        "after capture",
-        lambda r: next((g.end_bytes for g in reversed(r.graphs) if g.end_bytes is not None), None),
-    ),
-)
-
-
-def ranks_table(led: LaunchLedger) -> Table | None:
-    L = led.launch
-    shown = {rl.rank for rl in led.ranks}  # the ranks the report shows (select)
-    if len(L.ranks) < 2 or len(shown) < 2:
-        return None
-    rows = []
-    unknown: set[Bound] = set()
-    for r in (r for r in L.ranks if r.label in shown):
-        total = total_cost(r.graphs)
-        bad = not total.bound.known
-        if bad:
-            unknown.add(total.bound)
-        mark = " *" if r.label == led.binding_rank and led.imbalance_bytes is not None else ""
-        rows.append(
-            (
-                rank_name(r.label) + mark,
-                *(_g(f(r)) for _, f in _RANK_COLUMNS),
-                "unknown"
-                if bad
-                else bounded(total.bytes, total.bound)
-                if total.bytes is not None
-                else "-",
-            )
-        )
-    notes = [f"graphs {bound_note(b)}." for b in sorted(unknown, key=lambda b: b.value)]
-    if any(r.label == led.binding_rank for r in L.ranks) and led.imbalance_bytes is not None:
-        notes.append(
-            "* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it."
-        )
-    if any(not r.prints_bars for r in L.ranks) and any(r.prints_bars for r in L.ranks):
-        notes.append(
-            "Only the rank that prints progress bars has per-bucket readings; others show totals."
-        )
-    return Table(
-        "Free memory per rank (GiB)",
-        ("rank", *(c for c, _ in _RANK_COLUMNS), "graphs"),
-        tuple(rows),
-        notes=tuple(notes),
-    )
-
-
-def bucket_tables(led: RankLedger) -> list[Table]:
-    out = []
-    for p in led.phases:
-        if not p.buckets:
-            continue
-        rows = tuple(
-            (
-                str(b.size) if b.size is not None else "?",
-                _g(b.avail_bytes),
-                bounded(b.cost_bytes, b.bound),
-                str(b.line),
-            )
-            for b in p.buckets
-        )
-        src = p.graph.sizes_source if p.graph is not None else None
-        notes = (
-            f"sizes from the {src}" if src else "sizes from the progress bar",
-            "cost = free at this bucket's start minus free at the next one's (or the end line)",
-            *sorted(
-                {f"cost {bound_note(b.bound)}." for b in p.buckets if b.bound is not Bound.EXACT}
-            ),
-        )
-        out.append(
-            Table(
-                f"Buckets of {phase_name(p)} on {rank_name(led.rank)} (GiB)",
-                ("size", "free at start", "cost", "line"),
-                rows,
-                notes=notes,
-            )
-        )
-    return out
 
 
 def sizing_table(led: LaunchLedger) -> Table | None:
@@ -265,12 +64,12 @@ def sizing_table(led: LaunchLedger) -> Table | None:
     rows = [
         (
             f"P: free before weights ({coverage_text(sz.pre_load_coverage)})",
-            _g(sz.pre_load_bytes),
+            gib_cell(sz.pre_load_bytes),
             sz.pre_load_rank or "(untagged)",
         ),
         (
             f"free after weights ({coverage_text(sz.after_weights_coverage)})",
-            _g(sz.after_weights_bytes),
+            gib_cell(sz.after_weights_bytes),
             "",
         ),
         ("mem_fraction_static", f"{sz.mem_fraction_static:g}", "server_args"),
@@ -282,8 +81,12 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             )
             for a in sz.adjustments
         ),
-        ("rest = after - P x (1 - mfs)", _g(sz.rest_bytes), "SGLang's KV rule (reference 12.2)"),
-        ("pools logged", _g(sz.logged_pool_bytes), "KV (+ Mamba) lines"),
+        (
+            "rest = after - P x (1 - mfs)",
+            gib_cell(sz.rest_bytes),
+            "SGLang's KV rule (reference 12.2)",
+        ),
+        ("pools logged", gib_cell(sz.logged_pool_bytes), "KV (+ Mamba) lines"),
     ]
     if sz.kv_tokens:
         rows.append(("KV tokens", f"{sz.kv_tokens:,}", ""))
@@ -314,14 +117,14 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             rows.append(
                 (
                     f"graph reserve: {reserve_term_text(term)}",
-                    _g(term.bytes),
+                    gib_cell(term.bytes),
                     "default-mfs reserve formula (12.3 b/c)",
                 )
             )
         rows.append(
             (
                 "graph reserve, total",
-                _g(led.reserve.reserve_bytes),
+                gib_cell(led.reserve.reserve_bytes),
                 measured_text(led),
             )
         )

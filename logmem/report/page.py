@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from logmem import __version__
 from logmem.frozen import frozen
-from logmem.report.model import Table
+from logmem.report.table import Table
 
 
 def esc(text: object) -> str:

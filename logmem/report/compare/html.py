@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from logmem.report.compare.jsonout import view_json
 from logmem.report.compare.layout import layout
 from logmem.report.compare.views import View
-from logmem.report.model import Table
 from logmem.report.page import Figure, esc, figure_html, page, table_html
+from logmem.report.table import Table
 
 
 class HtmlOut:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from logmem.compare.args import ArgChange, ArgsComparison
-from logmem.compare.diff import Diff, GraphChange
+from logmem.compare.diff import Diff
+from logmem.compare.diff_graphs import GraphChange
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint
 from logmem.compare.slope import Fit, Line, Slope

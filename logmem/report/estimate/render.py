@@ -17,8 +17,8 @@ from logmem.frozen import frozen
 from logmem.report.communication import plan_json, plan_view
 from logmem.report.estimate.words import component_why, notes_text, unknown_reason
 from logmem.report.markdown import md_escape, table_md
-from logmem.report.model import Table
 from logmem.report.safe_text import one_line, strip_controls
+from logmem.report.table import Table
 from logmem.report.text import WIDTH, table_lines
 from logmem.units import GIB, MIB
 

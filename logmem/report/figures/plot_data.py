@@ -21,7 +21,7 @@ from typing import Any
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.ledger import CaptureEnd, What
 from logmem.report.causes import cause_name, ledger_note, phase_name
-from logmem.report.model import rank_name
+from logmem.report.table import rank_name
 from logmem.sglang.rules import (
     DIFFERENCE_RESOLUTION_BYTES,
     DIFFERENCE_RESOLUTION_GIB,

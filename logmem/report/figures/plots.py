@@ -42,7 +42,7 @@ from logmem.report.figures.scene import Area, Line, Mark, Rect, Scene
 # A scene replayed on matplotlib (logmem.plot) saved as PNG; matplotlib loads when it is called.
 from logmem.report.figures.scene_mpl import figure_bytes
 from logmem.report.figures.svg import scene_svg
-from logmem.report.model import rank_name
+from logmem.report.table import rank_name
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
 KINDS = ("waterfall", "buckets", "ranks", "fit")

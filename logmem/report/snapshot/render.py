@@ -12,7 +12,7 @@ from typing import Any
 
 from logmem import __version__
 from logmem.report.markdown import md_escape, table_md
-from logmem.report.model import Section, Table, rank_name
+from logmem.report.table import Section, Table, rank_name
 from logmem.report.text import WIDTH, table_lines
 from logmem.torch_snapshot.analysis import SnapshotAnalysis, SnapshotFile
 from logmem.torch_snapshot.join import LOG_ROUNDING_BYTES, LogJoin

@@ -1,0 +1,120 @@
+"""What ``logmem whatif`` answers, as facts: a Prediction per setting (KV tokens, pools, graph
+memory, headroom and its verdict) and the WhatIf that holds the measured and the predicted
+setting, the feasible mem_fraction_static window and the notes (logmem.compare.whatif builds it).
+"""
+
+from __future__ import annotations
+
+from logmem.compare import notes as cn
+from logmem.compare.load import LaunchRef
+from logmem.compare.replay import Unfinished
+from logmem.compare.slope import GraphSlope
+from logmem.compare.whatif_facts import (
+    BucketSum,
+    GraphsDisabled,
+    NoBucketReadings,
+    PoolSize,
+    SlopeAbove,
+    TopUnknown,
+    WhatIfNote,
+)
+from logmem.frozen import frozen
+
+
+@frozen
+class Prediction:
+    mem_fraction_static: float
+    largest_bs: int | None
+    rest_bytes: int
+    kv_tokens: int
+    kv_bytes: int
+    pool_change_bytes: int  # KV (and other pools sized from rest) vs the measured launch
+    req_table_change_bytes: int
+    graph_bytes: int | None
+    graph_change_bytes: int
+    headroom_bytes: int | None
+    headroom_rank: str | None
+    max_running_requests: int | None
+    headroom_exact: bool = True  # False: an upper bound (a capture did not finish)
+    graph_exact: bool = True  # False: a lower bound (what the capture took before it stopped)
+    graph_known: bool = True  # False: the log does not show it (floored or masked readings)
+    # This setting runs out of memory again (the launch did, and this one asks no less), and
+    # whether it is the setting the launch ran with (its feasible cell is how start-up ended).
+    crashed: bool = False
+    as_launched: bool = False
+    # Every pool inside the KV budget (the full KV pool first), then the draft's, outside it.
+    pools: tuple[PoolSize, ...] = ()
+    draft_change_bytes: int = 0  # the draft's KV pool vs the measured launch (it follows tokens)
+    # A capture's low point of free memory is unknown (a release masks its cost) and this
+    # setting asks more than the launch did: headroom after capture does not settle it.
+    low_point_unknown: bool = False
+    # The log cannot tell which largest bs the new max bs captures, and the smaller one's
+    # verdict differs from this one's (priced at the larger): the verdict is unknown.
+    bs_unsure: bool = False
+
+    def verdict(self, reserve_bytes: int) -> bool | None:
+        """Feasible: True, False, or None when the bounds cannot tell."""
+        if self.bs_unsure:
+            return None
+        if self.crashed or self.kv_tokens <= 0:
+            return False
+        if self.headroom_bytes is None:
+            return None
+        if self.headroom_bytes < reserve_bytes:
+            return False  # an upper bound below the reserve rules it out too
+        return True if self.headroom_exact and not self.low_point_unknown else None
+
+    def feasible(self, reserve_bytes: int) -> bool:
+        return self.verdict(reserve_bytes) is True
+
+
+@frozen
+class WhatIf:
+    launch: LaunchRef
+    mem_fraction_static: float
+    pre_load_bytes: int
+    pre_load_rank: str
+    after_weights_bytes: int
+    bytes_per_token: int
+    bytes_per_token_likely: bool  # the round cell size the KV line's printed sizes allow
+    kv_share: float
+    logged_tokens: int | None
+    context_len: int | None
+    reserve_bytes: int
+    measured: Prediction
+    predicted: Prediction
+    slope: GraphSlope | None
+    lo_positive: float | None  # smallest mem_fraction_static with a positive KV pool
+    hi: float | None  # largest that leaves the activation reserve after capture
+    lo_context: float | None  # smallest that fits one full context
+    context: cn.ContextCheck
+    assumptions: tuple[cn.Note | WhatIfNote, ...]
+    notes: tuple[cn.Note | WhatIfNote, ...]
+    requested_mfs: float | None = None  # as passed; None: the launch's own
+    requested_max_bs: int | None = None
+    unfinished: Unfinished | None = None  # start-up did not finish
+    hi_exact: bool = True  # False: `hi` is only an upper bound on the window's top
+    floored: bool = False  # free memory after capture reads 0.00: headroom is an upper bound
+    graphs_disabled: GraphsDisabled | None = None  # CUDA graphs off: no graph figure at all
+    top_unknown: TopUnknown | None = None  # the window's top cannot be computed (hi is None)
+    # How the graph for --cuda-graph-max-bs was priced: the measured buckets, or a slope.
+    graph_method: BucketSum | SlopeAbove | NoBucketReadings | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.predicted.feasible(self.reserve_bytes)
+
+    @property
+    def verdict(self) -> bool | None:
+        return self.predicted.verdict(self.reserve_bytes)
+
+    @property
+    def window_empty(self) -> bool:
+        """No mem_fraction_static works (an unknown top is not an empty window)."""
+        return self.window is None and not (self.top_unknown and self.lo_positive is not None)
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        """[lo, hi], or None when it is empty."""
+        lo, hi = self.lo_positive, self.hi
+        return (lo, hi) if lo is not None and hi is not None and lo <= hi else None
