@@ -8,6 +8,7 @@ from functools import singledispatch
 
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.budget import fmt_mfs
+from logmem.parse.lazy import lazy
 from logmem.sglang import rules
 from logmem.units import GIB, MIB
 
@@ -209,7 +210,7 @@ def _(e: fx.DoubleTP) -> str:
             f"; the KV budget at mfs {fmt_mfs(e.mfs or 0)} becomes about {_g(e.rest_bytes)} + "
             f"{_g(w2)} = {_g(e.rest_bytes + w2)} GiB"
         )
-    return f"halves the weights per rank if they shard evenly; needs {e.tp * 2} GPUs{gain}"
+    return f"halves the weights per rank if they shard evenly{gain}; needs {e.tp * 2} GPUs"
 
 
 @effect_text.register
@@ -291,7 +292,7 @@ def _(e: fx.FewerWeights) -> str:
     also = "" if e.quantized else ", as would 8-bit instead of 16-bit weights (--quantization fp8)"
     return (
         f"halves the weights per rank ({_g(e.weights_bytes)} GiB now) if they shard evenly{also}: "
-        f"about {_g(w2)} GiB more per rank{gain}"
+        f"about {_g(w2)} GiB more per rank{gain}" + (f"; needs {e.gpus} GPUs" if e.gpus else "")
     )
 
 
@@ -440,14 +441,16 @@ def _(e: fx.NativeImpl) -> str:
         )
         return (
             f"{named}with model_impl 'auto' this build fell back to the Transformers backend, "
-            "which it does only for an architecture it does not implement, and that backend does "
-            "not shard the model over the TP ranks; pass --model-impl sglang there if 'auto' still "
-            "falls back; costs nothing in KV"
+            "which it does only for an architecture it does not implement, and that backend "
+            "shards only the linear layers of the model's Transformers TP plan over the TP ranks, "
+            "not fused MoE experts, which stay whole on each GPU; pass --model-impl sglang there "
+            "if 'auto' still falls back; costs nothing in KV"
         )
     arch = f" ({e.architecture})" if e.architecture else ""
     return (
         f"forces SGLang's own implementation of the model{arch} instead of the Transformers "
-        "backend that model_impl selected, which shards it over the TP ranks; it exists only in "
+        "backend that model_impl selected, which shards all of it over the TP ranks (the "
+        "Transformers backend shards only its TP plan's linear layers); it exists only in "
         "SGLang versions that implement the architecture; costs nothing in KV"
     )
 
@@ -461,7 +464,13 @@ def fix_value(f: fx.Fix) -> str | None:
     return f.value
 
 
+# An environment variable as a fix's flag: set as VAR=value, the form a shell accepts.
+_ENV_VAR = lazy(r"[A-Z][A-Z0-9_]{2,80}")
+
+
 def fix_text(f: fx.Fix) -> str:
-    """A fix as the verdict prints it: 'Fix: FLAG VALUE: effect.'"""
+    """A fix as the verdict prints it: 'Fix: FLAG VALUE: effect.' ('VAR=value' for a variable)."""
     value = fix_value(f)
+    if value and value == f.value and _ENV_VAR.fullmatch(f.flag):
+        return sentence(f"Fix: {f.flag}={value}: {effect_text(f.effect)}")
     return sentence(f"Fix: {f.flag}{' ' + value if value else ''}: {effect_text(f.effect)}")

@@ -290,8 +290,8 @@ def _(n: fx.RuleDoesNotExplain) -> str:
 def _(n: fx.TransformersFallback) -> str:
     shard = (
         f": the load needed more than {'the whole GPU' if n.beyond_capacity else 'the GPU had free'}, "
-        "so the fallback does not shard the model "
-        "(e.g. it keeps every expert on each GPU)"
+        "so the fallback did not spread the model over the GPUs (it shards only the linear "
+        "layers of the model's Transformers TP plan: e.g. fused experts stay whole on each GPU)"
         if n.whole_gpu
         else ""
     )

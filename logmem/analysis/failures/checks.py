@@ -58,7 +58,9 @@ def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
         notes.append(fx.NoMfsGivesPool(a))
     w, tp = b.weights_bytes, b.tp_size
     if w is not None:
-        effect2 = fx.FewerWeights(w, quantized(launch) is not None, b.mfs, rest)
+        effect2 = fx.FewerWeights(
+            w, quantized(launch) is not None, b.mfs, rest, tp * 2 if tp else None
+        )
         fixes.append(
             fx.Fix(
                 "--tp-size" if tp else "fewer weights per rank",

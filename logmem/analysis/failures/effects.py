@@ -165,6 +165,7 @@ class FewerWeights:
     quantized: bool
     mfs: float | None
     rest_bytes: int | None
+    gpus: int | None = None  # --tp-size's new value: the GPUs it needs (None: no TP known)
 
 
 @frozen
