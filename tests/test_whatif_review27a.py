@@ -90,3 +90,33 @@ def test_whatif_counts_tokens_with_the_cell_analyze_says_sglang_sized_with() -> 
     assert "As analyze reads this launch, SGLang sized the pool as budget / its cell size" in flat
     assert "this version sizes KV differently" not in flat
     assert "tokens = rest // 55,227 B per token" in flat
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        # 10.76 - 78.40 x 0.137 = 0.02; 10.76 - 78.40 x 0.15 = -1.00; 1 - 10.76 / 78.40 = 0.8628
+        (
+            "not-enough-memory-kv-constructed.log",
+            [
+                "= 0.02 GiB at 0.863",
+                "= -1.00 GiB at 0.85 (as logged)",
+                "positive above mem_fraction_static 0.8628",
+            ],
+        ),
+        # 5.17 - 78.63 x 0.137 = -5.60; from 1 - 5.17 / 78.63 = 0.9342
+        ("oom-load-weights-constructed.log", ["= -5.60 GiB at 0.863", "0.9342"]),
+        (
+            "not-enough-memory-rule-positive-constructed.log",
+            ["= 1.35 GiB at 0.88 (as logged)", "the rule does not explain that failure"],
+        ),
+    ],
+)
+def test_whatif_on_a_kv_sizing_failure_gives_the_budget_in_gib_and_no_tokens(
+    name: str, said: list[str]
+) -> None:
+    """No 'KV Cache is allocated' line: no cell size, so no tokens; the budget needs none (#10e)."""
+    out = _flat(_run("whatif", name, "--mem-fraction-static", "0.863", code=1))
+    assert "KV tokens, graphs and headroom are unknown" in out
+    for s in said:
+        assert s in out, (s, out)

@@ -16,6 +16,7 @@ from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Bound, Phase
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.projection import bytes_per_token as bytes_per_token
+from logmem.analysis.sizing import Sizing
 from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -25,7 +26,12 @@ from logmem.sglang.rules import (
     at_floor,
     default_max_running_requests,
     graph_sized_in_tokens,
+    kv_budget_bytes,
     req_to_token_bytes,
+    smallest_mfs_with_pool,
+)
+from logmem.sglang.rules import (
+    printed_sum_error_bytes as rules_error,
 )
 from logmem.units import format_gib
 
@@ -33,7 +39,13 @@ from logmem.units import format_gib
 class Replay(PoolProjection):
     """SGLang's sizing rule with this launch's readings; everything else held as measured."""
 
-    def __init__(self, launch: Launch, led: LaunchLedger, context_len: int | None) -> None:
+    def __init__(
+        self,
+        launch: Launch,
+        led: LaunchLedger,
+        context_len: int | None,
+        asked_mfs: float | None = None,
+    ) -> None:
         sz = led.sizing
         if sz is None:
             raise FitError(
@@ -45,7 +57,9 @@ class Replay(PoolProjection):
         bpt = bytes_per_token(sz)
         if not bpt:
             raise FitError(
-                "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per token"
+                "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per "
+                "token, so KV tokens, graphs and headroom are unknown"
+                + _budget_only(sz, asked_mfs, unfinished(launch))
             )
         # analyze's reading of a pool sized with a smaller cell than it allocates (003): the
         # token changes follow the sizing cell, the pool's GiB the allocated one.
@@ -97,6 +111,39 @@ class Replay(PoolProjection):
     def req_table(self, tokens: int, ctx: int | None) -> int:
         n = self.requests(tokens, ctx)
         return req_to_token_bytes(n, ctx) if n is not None and ctx else 0
+
+
+def _budget_only(sz: Sizing, asked: float | None, failed: Unfinished | None) -> str:
+    """What SGLang's rule still gives without a cell size (a launch that died sizing its KV
+    pool): the budget in GiB at the asked and the logged mem_fraction_static, and the smallest
+    value with a positive budget (review27a #10e)."""
+    a, p, m0 = sz.after_weights_bytes, sz.pre_load_bytes, sz.mem_fraction_static
+    lowest = smallest_mfs_with_pool(a, p)
+
+    def at(m: float) -> str:
+        rule = sz.rule_mfs_for(m)
+        rest = format_gib(kv_budget_bytes(a, p, rule))
+        return f"{format_gib(a)} - {format_gib(p)} x (1 - {rule:.4g}) = {rest} GiB at {m:g}"
+
+    said = [at(asked)] if asked is not None and asked != m0 else []
+    said.append(at(m0) + " (as logged)")
+    low = (
+        f"; it is positive above mem_fraction_static {sz.flag_mfs_for(lowest):.4f} "
+        f"(1 - {format_gib(a)} / {format_gib(p)})"
+        if lowest is not None and lowest < 1
+        else ""
+    )
+    odd = ""
+    if (
+        failed is not None
+        and failed.kind == "not_enough_memory"
+        and kv_budget_bytes(a, p, sz.rule_mfs_for(m0)) > rules_error(2)
+    ):
+        odd = (
+            f"; SGLang found no room at the logged {m0:g} although the rule gives a positive "
+            "budget there: the rule does not explain that failure (see logmem analyze)"
+        )
+    return f". SGLang's KV budget (rest) without it: {'; '.join(said)}{low}{odd}"
 
 
 def sizing_cell_gap(led: LaunchLedger) -> PoolsVsBudget | None:

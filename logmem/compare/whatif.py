@@ -70,7 +70,7 @@ def whatif_launch(
     if logged_mfs is not None:
         launch = with_logged_mfs(launch, logged_mfs)
     led = build_ledger(launch)
-    md = Replay(launch, led, context_len)
+    md = Replay(launch, led, context_len, mem_fraction_static)
     sz = md.sz
     notes: list[cn.Note | WhatIfNote] = []
     assumptions: list[cn.Note | WhatIfNote] = [
