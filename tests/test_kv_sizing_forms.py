@@ -152,3 +152,8 @@ def test_a_text_that_says_not_to_raise_mfs_is_not_taken_as_the_remedy(tmp_path: 
 def test_the_rule_positive_note_says_what_not_enough_memory_means_since_0514() -> None:
     says = _says(FIXTURES / "not-enough-memory-rule-positive-constructed.log")
     assert "from sglang 0.5.14 on, this message means exactly that" in says
+
+
+def test_a_generic_advice_names_its_type_once(tmp_path: Path) -> None:
+    says = _says(_with_error(tmp_path, DSV4))
+    assert "Crashed: RuntimeError asking to raise --mem-fraction-static (DSV4 c4 state pool" in says

@@ -250,7 +250,7 @@ def _record(e: ev.Event) -> ErrorRecord | None:
         text = f"{e.exc_type}: {e.message}"
         if asks_more_mfs(text):
             at, suggested = asked_values(text)
-            return KVSizing(at, "asks_mfs", suggested, e.exc_type, text)
+            return KVSizing(at, "asks_mfs", suggested, e.exc_type, e.message)
         lib = _COMM.search(text)
         memory = states_memory(text)
         if memory:
