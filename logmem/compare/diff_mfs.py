@@ -18,7 +18,8 @@ from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.compare import notes as cn
 from logmem.compare.args import graph_max_bs
 from logmem.model.records import Launch
-from logmem.sglang.default_mfs import LARGE_GPU_MIB, DefaultMfs, Era, Rule, reserved_mib
+from logmem.sglang.default_mfs import LARGE_GPU_MIB, DefaultMfs, MfsEra, Rule, formula_bands
+from logmem.sglang.mfs_versions import FORMULA_FORMS, forms_for
 from logmem.sglang.reserve import ReserveTerm
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 from logmem.units import MIB
@@ -81,15 +82,18 @@ def _graph_mib(d: DefaultMfs) -> float:
 
 
 def reserve_floor_binds(d: DefaultMfs | None, args: Mapping[str, Any]) -> bool:
-    """On this launch's GPU SGLang's reserve is its floor (default_mfs.reserved_mib: above
-    LARGE_GPU_MIB the reserve is at least RESERVE_FLOOR_MIB), so max bs does not move it: the
+    """On this launch's GPU SGLang's reserve is its floor (default_mfs.formula_bands: above
+    LARGE_GPU_MIB the reserve is at least its 10 GiB floor), so max bs does not move it: the
     GPU is known to be above that size (its capacity, else the free memory before loading P)
     and the formula's sum there is below the floor. False when the log cannot show it."""
-    if d is None or d.era not in (Era.B, Era.C) or d.reserve_terms is None:
+    if d is None or d.era not in (MfsEra.B, MfsEra.C) or d.reserve_terms is None:
         return False
     gpu = d.capacity_mib if d.capacity_mib is not None else d.free_mib
     if gpu is None or gpu <= LARGE_GPU_MIB:
         return False
-    below = reserved_mib(args, d.era, LARGE_GPU_MIB, d.reserve_terms)  # no floor at 60 GiB
-    above = reserved_mib(args, d.era, LARGE_GPU_MIB + 1, d.reserve_terms)
-    return below is not None and above is not None and above > below
+    forms = forms_for(FORMULA_FORMS, d.printed_on)
+    form = next((f for f in forms if f.form.versions == d.form), forms[0] if forms else None)
+    if form is None:
+        return False
+    bands = formula_bands(args, form, d.reserve_terms)  # (up to 60 GiB, above it: the floor)
+    return len(bands) == 2 and bands[1][2] > bands[0][2]

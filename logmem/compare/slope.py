@@ -27,7 +27,7 @@ from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.sglang.default_mfs import Era, Rule
+from logmem.sglang.default_mfs import MfsEra, Rule
 from logmem.sglang.eras import family_key
 from logmem.sglang.rules import (
     DIFFERENCE_RESOLUTION_GIB,
@@ -144,7 +144,10 @@ def reserve_rule_in_force(launches: Sequence[Launch]) -> bool:
     passed = [d is not None and (d.passed is True or d.rule is Rule.PASSED) for d in ds]
     reserve_era = all(
         d is not None
-        and (d.rule is Rule.RESERVE or (d.rule is not Rule.TP_TABLE and d.era in (Era.B, Era.C)))
+        and (
+            d.rule is Rule.RESERVE
+            or (d.rule is not Rule.TP_TABLE and d.era in (MfsEra.B, MfsEra.C))
+        )
         for d in ds
     )
     # The formula gives the dump on no GPU holding P (the value was passed), or its floor binds
@@ -287,13 +290,13 @@ def slope_across_models(
 def mfs_hint(launches: Sequence[Launch], cmp: ArgsComparison) -> bool:
     """Whether to advise passing --mem-fraction-static: the launches' values differ, it is the
     one confounder left, and some launch's era derives its default from max bs (the reserve
-    formula, or an undecided rule; not a passed value, era a's tp table nor the Aug-Oct 2025
-    GPU-tier rule: logmem.sglang.default_mfs, read through analysis.default_mfs)."""
+    formula, or an undecided rule; not a passed value, era a's tp table or large-GPU rule, nor
+    the GPU-tier rule: logmem.sglang.default_mfs, read through analysis.default_mfs)."""
     if cmp.confounders != ("mem_fraction_static",) or not any(
         c.key == "mem_fraction_static" for c in cmp.changed
     ):
         return False
-    fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.GPU_TIER)
+    fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.LARGE_GPU, Rule.GPU_TIER)
     ds = [launch_default_mfs(L) for L in launches]
     return any(d is None or d.rule not in fixed for d in ds)
 

@@ -421,6 +421,7 @@ def estimate(
     max_dispatch_tokens: int | None = None,
     max_running_requests: int | None = None,
     context_len: int | None = None,
+    request_padding_row: bool = True,
 ) -> Estimate:
     """Expected per-rank weights, KV bytes per token and static buffers for one deployment.
 
@@ -454,7 +455,7 @@ def estimate(
     logits = logits_buffer(d, cuda_graph_max_bs, tokens_per_req, notes)
     deepep, masked = deepep_buffers(d, par, max_dispatch_tokens, notes)
     max_pos = int_key(cfg, "max_position_embeddings")
-    req = request_table(max_running_requests, context_len, max_pos, notes)
+    req = request_table(max_running_requests, context_len, max_pos, notes, request_padding_row)
     figures = {
         "kv_bytes_per_token_per_rank": kv_rank,
         "logits_buffer_bytes": logits,

@@ -45,7 +45,7 @@ class Graph:
     begin: ev.CaptureBegin | None
     end: ev.CaptureEnd | None
     sizes: tuple[int, ...] | None
-    sizes_source: str | None  # "begin line" | "bs line" | "num tokens line"
+    sizes_source: str | None  # "begin line" | "bs line" | "num tokens line" | "end line"
     samples: tuple[Sample, ...]
     bars: int  # progress-bar renders seen, with or without a reading
     bar_total: int | None = None  # tqdm's total: the number of buckets, when sizes are not printed
@@ -286,6 +286,9 @@ class Launch:
     # A rank's lines printed again (same text and time) before the launch came up:
     # overlapping pastes of one log, read once (logmem.model.boundaries.Repeat).
     repeats: tuple[Repeat, ...] = field(default=(), compare=False)
+    # The last line of this launch read in the next launch's file (LaunchStart.after): lines
+    # after it and before next_start were not read, so the next launch may begin among them.
+    next_after: int | None = field(default=None, compare=False)
 
     @property
     def args(self) -> dict[str, Any]:

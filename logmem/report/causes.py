@@ -115,7 +115,7 @@ def _lib(f: Facts) -> str:
 
 
 def _car(f: Facts) -> bool:
-    """Custom all-reduce exists on CUDA and ROCm only (sglang.comm.custom_ar_possible)."""
+    """Custom all-reduce exists on CUDA and ROCm only (sglang.car.custom_ar_possible)."""
     return _lib(f) in ("NCCL", "RCCL")
 
 
@@ -230,7 +230,8 @@ def _cause_note(c: Cause) -> str:
     f, w = c.facts, c.what
     g = format_gib
     if w is What.REQ_TABLE:
-        return f"({f.n_req} + 1) x {f.ctx} x 4 B"
+        rows = f"({f.n_req} + 1)" if f.pad_row else f"{f.n_req}"
+        return f"{rows} x {f.ctx} x 4 B"
     if w is What.ROUNDING and f.bound_bytes is not None:
         return f"within +-{f.bound_bytes / GIB:.2f} GiB"
     if w is What.STATIC:

@@ -106,12 +106,7 @@ def _what(rec: ErrorRecord | None) -> str:
             return f"{rec.comm_library} could not allocate its buffer"
         return f"{rec.device or 'GPU'} out of memory"
     if isinstance(rec, KVSizing):
-        at = (
-            f" at mem_fraction_static={fmt_mfs(rec.mem_fraction_static)}"
-            if rec.mem_fraction_static
-            else ""
-        )
-        return f'"Not enough memory" for the KV cache{at}'
+        return _kv_sizing_what(rec)
     if isinstance(rec, Unbalanced):
         return '"The memory capacity is unbalanced"'
     if isinstance(rec, CaptureError):
@@ -125,6 +120,44 @@ def _what(rec: ErrorRecord | None) -> str:
     if isinstance(rec, CutTraceback):
         return "a traceback the log cuts before its exception line"
     return "a child process died without a traceback"
+
+
+# SGLang's pool-sizing errors by form (parse.events.KV_SIZING_FORMS): what failed, and
+# SGLang's words for it.
+_KV_SIZING_WHAT = {
+    "not_enough": ("", '"Not enough memory" for the KV cache'),
+    "no_kv_memory": (
+        "the KV budget is not positive",
+        '"Loaded weights leave no GPU memory for the KV cache"',
+    ),
+    "state_cache": (
+        "no room for the Mamba state cache",
+        '"Not enough GPU memory for hybrid (mamba/linear-attention) state cache"',
+    ),
+    "unified_pool": (
+        "the unified memory pool cannot fit one request",
+        '"byte budget ... cannot fit ONE worst-case request"',
+    ),
+    "swa_cap": (
+        "no room for the full KV pool beside the SWA pool",
+        '"SWA pool cap ... leaves no room for the full KV pool"',
+    ),
+}
+
+
+def _kv_sizing_what(rec: KVSizing) -> str:
+    at = (
+        f" at mem_fraction_static={fmt_mfs(rec.mem_fraction_static)}"
+        if rec.mem_fraction_static
+        else ""
+    )
+    if rec.form == "asks_mfs" or rec.form not in _KV_SIZING_WHAT:
+        said = f" ({quoted(rec.message)})" if rec.message else ""
+        return f"{rec.exc_type or 'an error'} asking to raise --mem-fraction-static{said}{at}"
+    what, words = _KV_SIZING_WHAT[rec.form]
+    if not what:
+        return f"{words}{at}"
+    return f"{what} (SGLang: {words}{at})"
 
 
 def short(text: str, n: int = 80) -> str:
@@ -234,6 +267,7 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
     else:
         lines.append("Incomplete: the log holds no rank lines, so start-up cannot be judged.")
     lines.extend(caveat_text(x, oc.status == "ready") for x in v.not_loaded)
+    lines.extend(_order_lines(v))
     if oc.runtime_errors:
         e = v.first_runtime_error
         what = short(message_of(e.record, e.source)) if e is not None else "an error"
@@ -305,3 +339,24 @@ def _rank_list(labels: tuple[str, ...]) -> str:
         return ""
     names = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
     return f", {names}"
+
+
+def _order_lines(v: fx.Verdict) -> list[str]:
+    """Ranks whose lines run back in time: whose figures are used instead, or that no rank's
+    are in order (findings_order.trusted)."""
+    if v.set_aside:
+        one = len(v.set_aside) == 1
+        used = [x for x in v.rank_labels if x not in v.set_aside]
+        return [
+            f"{_compress(v.set_aside)}: {'its' if one else 'their'} lines are out of time order "
+            f"(see Findings), so {'its' if one else 'their'} figures are not used; the sizing "
+            f"and the findings below use {_compress(used)}."
+        ]
+    if v.unreliable:
+        who = _compress(v.unreliable) or "the untagged rank"
+        return [
+            f"{who}: lines out of time order, and no rank's are in order (see Findings): the "
+            "figures below come from ledgers that pair readings in the wrong order and are "
+            "not reliable."
+        ]
+    return []
