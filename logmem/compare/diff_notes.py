@@ -1,5 +1,7 @@
-"""The facts of diff's sentences on what else changed (logmem.compare.diff_causes); worded in
-logmem.report.compare.causes. logmem.compare.notes re-exports them as part of its Note union."""
+"""The facts of diff's sentences on what else changed (logmem.compare.diff_causes), on launches
+that cannot be compared (logmem.compare.comparable) and on why there is no slope; worded in
+logmem.report.compare (causes, comparable, notes). logmem.compare.notes re-exports them as part
+of its Note union."""
 
 from __future__ import annotations
 
@@ -111,3 +113,32 @@ class ReserveFloorBinds:
     (compare.diff_mfs.reserve_floor_binds), so no per-bs reserve is set beside the slope."""
 
     labels: tuple[str, ...]
+
+
+# --- why there is no slope (compare.notes.SlopeNote) ---
+
+
+@frozen
+class SlopeNotAsked:  # --no-slope
+    pass
+
+
+@frozen
+class SlopeNoArgs:
+    missing: tuple[str, ...]  # launches that printed no server_args
+
+
+@frozen
+class SlopeNotVaried:
+    pass
+
+
+@frozen
+class SlopeConfounded:
+    parts: tuple[str, ...]  # compare.args.confounder_parts: key (values), shortened
+    mfs_hint: bool  # mem_fraction_static differs and SGLang derives it from max bs
+
+
+@frozen
+class SlopeNoRows:
+    pass

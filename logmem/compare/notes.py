@@ -17,7 +17,12 @@ from logmem.compare.diff_notes import MfsNotAllDerived as MfsNotAllDerived
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.compare.diff_notes import ReserveFloorBinds as ReserveFloorBinds
 from logmem.compare.diff_notes import SlopeAcrossModels as SlopeAcrossModels
+from logmem.compare.diff_notes import SlopeConfounded as SlopeConfounded
 from logmem.compare.diff_notes import SlopeFromOtherLaunches as SlopeFromOtherLaunches
+from logmem.compare.diff_notes import SlopeNoArgs as SlopeNoArgs
+from logmem.compare.diff_notes import SlopeNoRows as SlopeNoRows
+from logmem.compare.diff_notes import SlopeNotAsked as SlopeNotAsked
+from logmem.compare.diff_notes import SlopeNotVaried as SlopeNotVaried
 from logmem.compare.diff_notes import WeightsUninitializedIn as WeightsUninitializedIn
 from logmem.frozen import frozen
 from logmem.sglang.comm import Library
@@ -121,32 +126,6 @@ class NoTermSplit:
     # ("A" / "B", printed a server_args line): the rule's inputs are missing on that side (no
     # server_args, or one without mem_fraction_static or the readings: analysis.sizing is None).
     no_args: tuple[tuple[str, bool], ...] = ()
-
-
-@frozen
-class SlopeNotAsked:  # --no-slope
-    pass
-
-
-@frozen
-class SlopeNoArgs:
-    missing: tuple[str, ...]  # launches that printed no server_args
-
-
-@frozen
-class SlopeNotVaried:
-    pass
-
-
-@frozen
-class SlopeConfounded:
-    parts: tuple[str, ...]  # compare.args.confounder_parts: key (values), shortened
-    mfs_hint: bool  # mem_fraction_static differs and SGLang derives it from max bs
-
-
-@frozen
-class SlopeNoRows:
-    pass
 
 
 SlopeNote = (
