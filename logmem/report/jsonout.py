@@ -21,11 +21,11 @@ from logmem.parse.lines import Source
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
-from logmem.report.graph_lines import graph_sentences
+from logmem.report.graph_lines import launch_findings
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json, repeats_json, start_json
 from logmem.report.inputs_text import source_json as _line
-from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.sentences import reserve_term_text
 from logmem.report.sizing_json import _cov, default_mfs_json
 from logmem.report.uninitialized import uninitialized_json
 from logmem.report.verdict import headline_text
@@ -385,7 +385,7 @@ def launch_json(
         if led.reserve
         else None,
         "default_mfs": default_mfs_json(led.default_mfs),
-        "findings": [finding_text(f) for f in led.findings] + graph_sentences(L),
+        "findings": launch_findings(L, led),
         "context_capacity": context_json(led.context),
         "device_totals": device_totals_json(led.device_totals),
         "pre_start": pre_start_json(led.pre_start),

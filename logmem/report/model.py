@@ -20,14 +20,14 @@ from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.report.communication import comm_view
 from logmem.report.device_words import device_top
-from logmem.report.graph_lines import graph_sentences
+from logmem.report.graph_lines import launch_findings
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.launch_title import launch_title
 from logmem.report.ledger_tables import bucket_tables, ledger_table, ranks_table
 from logmem.report.memory_split import split_notes
 from logmem.report.mfs_words import coverage_text, default_mfs_text, measured_text
-from logmem.report.sentences import finding_text, reserve_term_text
+from logmem.report.sentences import reserve_term_text
 from logmem.report.table import Section, Table, gib_cell, rank_name
 from logmem.report.verdict import verdict_lines as verdict_text
 
@@ -243,7 +243,7 @@ def launch_report(
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     title = launch_title(L, n_launches)
-    found = tuple(finding_text(f) for f in led.findings) + tuple(graph_sentences(L))
+    found = tuple(launch_findings(L, led))
     return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led, com)
 
 
