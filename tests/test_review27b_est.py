@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -24,3 +25,47 @@ def test_api_findings_are_the_reports(prefix: str) -> None:
     assert a.findings == [f for L in doc["launches"] for f in L["findings"]]
     if prefix in ("008", "024"):
         assert any("memory not printed" in f for f in a.findings)
+
+
+# ----------------------------------------------------------------- 1: --model-config
+
+QWQ = FIXTURES / "configs" / "qwq-32b.json"
+LLAMA = FIXTURES / "configs" / "llama-3-70b.json"
+LOG001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
+
+
+def _analyze(*args: str) -> str:
+    res = CliRunner().invoke(cli, ["analyze", *args])
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
+def test_config_for_another_model_is_said_first_and_no_cause_is_guessed() -> None:
+    text = _analyze("--model-config", str(LLAMA), str(LOG001))
+    findings = text.split("Findings\n", 1)[1].split("\n\n", 1)[0]
+    first = findings.split("\n- ")[0]
+    assert "config.json is for LlamaForCausalLM" in first
+    assert "the log loads Qwen2ForCausalLM" in first and "line 53" in first
+    # The old findings blamed a KV layout ("holds more per token") and CPU offload.
+    assert "holds more per token" not in text
+    assert "cpu_offload_gb" not in text
+    doc = json.loads(_analyze("--model-config", str(LLAMA), str(LOG001), "-f", "json"))
+    found = doc["launches"][0]["expected"]["findings"]
+    assert len(found) == 1 and found[0].startswith("config.json is for LlamaForCausalLM")
+
+
+def test_same_architecture_smaller_cell_is_less_and_ruled_out_causes_are_not_offered(
+    tmp_path: Path,
+) -> None:
+    cfg = json.loads(QWQ.read_text())
+    cfg["num_hidden_layers"] = 80  # a bigger sibling: more KV per token, more weights
+    p = tmp_path / "bigger.json"
+    p.write_text(json.dumps(cfg))
+    text = _analyze("--model-config", str(p), str(LOG001))
+    joined = " ".join(text.split())
+    assert "(0.80x): the pool holds less per token than the config's attention layers" in joined
+    assert "holds more per token" not in joined
+    # 001 prints cpu_offload_gb=0 and quantization=None: neither is offered as the cause.
+    assert "likely CPU offload" not in joined
+    assert "stronger quantisation" not in joined
+    assert "rules out the usual causes (cpu_offload_gb=0, quantization=None)" in joined

@@ -12,7 +12,16 @@ from __future__ import annotations
 import logmem.estimate.notes as n
 import logmem.estimate.reasons as r
 from logmem.estimate.build import Component, Unknown
-from logmem.estimate.crosscheck import Check, Checked, KVDiffers, KVWidth, Mismatch
+from logmem.estimate.crosscheck import (
+    Check,
+    Checked,
+    KVDiffers,
+    KVWidth,
+    Mismatch,
+    ModelDiffers,
+    WeightsDiffer,
+)
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import format_gib
 
 # --------------------------------------------------------------------------- notes
@@ -342,25 +351,69 @@ _KV_WIDTH = {
     KVWidth.HALF: "the KV cache is half as wide as assumed: an 8-bit kv_cache_dtype",
     KVWidth.MORE: "the pool holds more per token than the attention layers "
     "(draft layers, an indexer, scales)",
+    KVWidth.LESS: "the pool holds less per token than the config's attention layers "
+    "(fewer layers with KV, as in hybrid or sliding-window models, or a narrower KV dtype)",
 }
 
 
 def mismatch_text(m: Mismatch) -> str:
     """A cross-check finding: what differs from config.json and the likely cause."""
+    if isinstance(m, ModelDiffers):
+        cfg = f"{m.config_arch} ({m.config_name})" if m.config_name else m.config_arch
+        log = (
+            f"{m.log_arch} ({m.log_path}, line {m.line})"
+            if m.log_path
+            else (f"{m.log_arch} (line {m.line})")
+        )
+        return (
+            f"config.json is for {cfg}; the log loads {log}: the config does not describe "
+            "this launch, so its expected figures are another model's and no cause is guessed."
+        )
     if isinstance(m, KVDiffers):
         return (
             f"A KV cell takes {m.measured_bytes:,} bytes per token; config.json predicts "
             f"{m.expected_bytes:,} ({m.ratio:.2f}x): {_KV_WIDTH[m.width]}."
         )
-    why = (
-        "memory held after load (loader temporaries still referenced), or weights not "
-        "sharded as assumed"
-        if m.gap_bytes > 0
-        else "CPU offload (cpu_offload_gb), tied or shared weights, or a stronger "
-        "quantisation than the config says"
-    )
-    return (
+    head = (
         f"Weights took {format_gib(m.measured_bytes)} GiB per rank; config.json predicts "
-        f"{format_gib(m.expected_bytes)} GiB ({format_gib(m.gap_bytes, signed=True)}): "
-        f"likely {why}."
+        f"{format_gib(m.expected_bytes)} GiB ({format_gib(m.gap_bytes, signed=True)})"
     )
+    if m.gap_bytes > 0:
+        return (
+            f"{head}: likely memory held after load (loader temporaries still referenced), "
+            "or weights not sharded as assumed."
+        )
+    causes, ruled = _smaller_weights_causes(m)
+    if not causes:
+        return (
+            f"{head}: the log rules out the usual causes ({', '.join(ruled)}), so the config "
+            "may describe another size or checkpoint of the model."
+        )
+    out = f"{head}: likely {_or(causes)}"
+    return out + (f" ({', '.join(ruled)} in server_args rules out the rest)." if ruled else ".")
+
+
+def _smaller_weights_causes(m: WeightsDiffer) -> tuple[list[str], list[str]]:
+    """The causes of weights smaller than predicted the launch allows, and the facts that
+    rule out the others (server_args values as printed)."""
+    causes: list[str] = []
+    ruled: list[str] = []
+    if m.cpu_offload_gb is None:
+        causes.append("CPU offload (cpu_offload_gb)")
+    elif m.cpu_offload_gb > 0:
+        causes.append(f"CPU offload (cpu_offload_gb={m.cpu_offload_gb:g})")
+    else:
+        ruled.append("cpu_offload_gb=0")
+    if m.tied_bound_bytes is None or -m.gap_bytes <= m.tied_bound_bytes + ROUNDING_BYTES:
+        causes.append("tied embedding and lm_head weights")
+    if m.quantization is not None:
+        causes.append(f"quantization={m.quantization!r} storing fewer bytes than assumed")
+    elif m.quantization_printed:
+        ruled.append("quantization=None")
+    else:
+        causes.append("a stronger quantisation than the config says")
+    return causes, ruled
+
+
+def _or(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" or {items[-1]}"
