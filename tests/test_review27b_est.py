@@ -12,7 +12,6 @@ from conftest import FIXTURES, corpus_log
 from logmem.api import read_log
 from logmem.cli.main import cli
 
-
 # ----------------------------------------------------------------- 9: one list of findings
 
 
