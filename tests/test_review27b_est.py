@@ -68,3 +68,24 @@ def test_same_architecture_smaller_cell_is_less_and_ruled_out_causes_are_not_off
     assert "likely CPU offload" not in joined
     assert "stronger quantisation" not in joined
     assert "rules out the usual causes (cpu_offload_gb=0, quantization=None)" in joined
+
+
+# ----------------------------------------------------------------- 8: the init step's label
+
+
+@pytest.mark.parametrize(
+    ("prefix", "car"),
+    [("001", False), ("040", False), ("011", True)],  # disabled (line 17); TP 1; TP 8 on H100
+)
+def test_init_label_names_custom_all_reduce_only_where_the_launch_has_it(
+    prefix: str, car: bool
+) -> None:
+    from logmem.analysis.attribution import build_ledger
+    from logmem.report.causes import cause_name
+
+    L = read_log(str(corpus_log(prefix))).launches[0]
+    led = build_ledger(L)
+    init = led.ranks[0].phases[0]
+    labels = [cause_name(c) for c in init.causes]
+    assert any(lb.startswith("NCCL / gloo") for lb in labels), labels
+    assert any("custom all-reduce" in lb for lb in labels) is car, labels
