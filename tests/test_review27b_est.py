@@ -89,3 +89,55 @@ def test_init_label_names_custom_all_reduce_only_where_the_launch_has_it(
     labels = [cause_name(c) for c in init.causes]
     assert any(lb.startswith("NCCL / gloo") for lb in labels), labels
     assert any("custom all-reduce" in lb for lb in labels) is car, labels
+
+
+# ----------------------------------------------------------------- 5, 9b, 9c: estimate with a LOG
+
+DSV3 = FIXTURES / "configs" / "deepseek-v3.json"
+
+
+def _estimate_json(*args: str) -> dict:
+    res = CliRunner().invoke(cli, ["estimate", *args, "-f", "json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_npu_deepep_has_no_cuda_formula_and_dp_lm_head_splits_over_attention_tp() -> None:
+    doc = _estimate_json("--model-config", str(DSV3), str(corpus_log("019")))
+    assert doc["deepep_buffer_bytes"] is None and doc["deepep_masked_gemm_bytes"] is None
+    why = {u["figure"]: u["reason"] for u in doc["unknown"]}
+    assert "npu" in why["deepep_buffer_bytes"] and "no formula" in why["deepep_buffer_bytes"]
+    assert "deepep_masked_gemm_bytes" in why
+    head = next(c for c in doc["components"] if c["name"] == "lm_head")
+    # enable_dp_lm_head=True, tp 16, dp 4, DP attention: attention TP 4.
+    assert head["bytes_per_rank"] == 129280 // 4 * 7168 * 2
+    assert "attention TP 4" in head["why"]
+    # modelslim came from the log: no "--quantization" to pass.
+    w = next(u for u in doc["unknown"] if u["figure"] == "weights_bytes_per_rank")
+    assert w["flags"] == []
+
+
+def test_logits_buffer_follows_the_logs_version() -> None:
+    old = _estimate_json("--model-config", str(QWQ), str(LOG001))  # 2025-03-08, v0.4.3
+    assert old["logits_buffer_bytes"] is None and old["logits_buffer_static"] is False
+    assert all(u["figure"] != "logits_buffer_bytes" for u in old["unknown"])
+    assert any("none as a static buffer in this version" in n for n in old["notes"])
+    new = _estimate_json(
+        "--model-config", str(QWQ), str(FIXTURES / "pair-e7-maxbs128-constructed.log")
+    )
+    assert new["logits_buffer_static"] is True and new["logits_buffer_bytes"]
+    bare = _estimate_json("--model-config", str(QWQ), "--cuda-graph-max-bs", "8")
+    assert bare["logits_buffer_static"] is None and bare["logits_buffer_bytes"]
+    assert any("from SGLang 0.5.1 on" in n for n in bare["notes"])
+
+
+def test_tp_from_rank_tags_without_server_args_and_another_model_said_first() -> None:
+    doc = _estimate_json("--model-config", str(QWQ), str(corpus_log("014")))
+    assert doc["parallel"]["tp"] == 2
+    assert any("TP 2 from the rank tags (TP0-TP1; no server_args)" in n for n in doc["notes"])
+    res = CliRunner().invoke(cli, ["estimate", "--model-config", str(QWQ), str(corpus_log("014"))])
+    head = res.stdout.split("Expected per rank")[0]
+    assert "the log loads Qwen3_5ForConditionalGeneration" in head
+    given = _estimate_json("--model-config", str(QWQ), str(corpus_log("014")), "--tp", "4")
+    assert given["parallel"]["tp"] == 4
+    assert not any("rank tags" in n for n in given["notes"])

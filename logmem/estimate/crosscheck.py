@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
+import logmem.estimate.notes as nf
 from logmem.analysis.attribution import LaunchLedger
 from logmem.estimate import Estimate, EstimateError, estimate
 from logmem.estimate.config import settings_for_launch, text_config
@@ -46,16 +47,8 @@ class Check:
         return gap > self.tolerance_bytes and gap > 0.05 * max(abs(self.expected_bytes), 1)
 
 
-@frozen
-class ModelDiffers:
-    """config.json names another architecture than the one the log's Load weight end line
-    loaded: the config does not describe this launch, so nothing else is compared."""
-
-    config_arch: str
-    config_name: str | None  # the config's _name_or_path (or its folder name)
-    log_arch: str
-    log_path: str | None  # server_args model_path
-    line: int  # the Load weight end line
+# config.json names another architecture than the log loaded (a note of the estimate too).
+ModelDiffers = nf.ModelDiffers
 
 
 @frozen

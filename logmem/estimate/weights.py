@@ -181,13 +181,19 @@ def embedding(d: Dims, par: Parallel, notes: list[Note]) -> Piece:
     )
 
 
-def lm_head(d: Dims, par: Parallel, notes: list[Note]) -> Piece | None:
-    """The output projection; None when it is the embedding (tied, one PP stage)."""
+def lm_head(d: Dims, par: Parallel, notes: list[Note], dp_lm_head: bool = False) -> Piece | None:
+    """The output projection; None when it is the embedding (tied, one PP stage).
+
+    With enable_dp_lm_head it is split over the attention TP group, not the whole TP group
+    (sglang 0.5.8, srt/models/deepseek_v2.py and llama.py, ``ParallelLMHead(...,
+    use_attn_tp_group=enable_dp_lm_head)``; 0.4.9 through 0.5.16 for DeepSeek)."""
     h, v = d.hidden, d.vocab
     if h is None or v is None:
         return Piece("lm_head", None, None, "split", SizesMissing(Part.VOCAB), False)
     padded = padded_vocab(v)
-    rank = ceil_div(padded, par.tp) * h
+    group = par.attn_tp if dp_lm_head else par.tp
+    spread = Spread(group, attention=dp_lm_head and group != par.tp)
+    rank = ceil_div(padded, group) * h
     if tied(d, notes):
         if par.pp == 1:
             return None
@@ -195,7 +201,7 @@ def lm_head(d: Dims, par: Parallel, notes: list[Note]) -> Piece | None:
             "lm_head",
             0,
             rank,
-            split(par.tp),
+            split(group),
             TiedCopy(),
             False,
         )
@@ -203,8 +209,8 @@ def lm_head(d: Dims, par: Parallel, notes: list[Note]) -> Piece | None:
         "lm_head",
         v * h,
         rank,
-        split(par.tp),
-        Vocab(v, padded, Spread(par.tp)),
+        split(group),
+        Vocab(v, padded, spread),
         False,
     )
 

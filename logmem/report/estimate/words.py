@@ -130,6 +130,22 @@ def _buffers_note(note: n.Note) -> str | None:
             f"logits buffer: {note.rows} rows ({note.max_bs} x {note.tokens_per_req}) x "
             f"vocab {note.vocab} x 4 bytes"
         )
+    if isinstance(note, n.LogitsNotStatic):
+        return (
+            "logits buffer: none as a static buffer in this version (the logits are graph "
+            f"outputs; SGLang allocates one from {note.first})"
+        )
+    if isinstance(note, n.LogitsFromVersion):
+        return f"the logits buffer is a static buffer from SGLang {note.first} on; none before"
+    if isinstance(note, n.ParallelFromLog):
+        if note.tp is None:
+            return (
+                "the log prints no server_args: parallel sizes are the defaults (TP 1); pass --tp"
+            )
+        return (
+            f"TP {note.tp} from the rank tags (TP0-TP{note.tp - 1}; no server_args): at least "
+            "that many ranks; DP, EP and PP unknown, so 1"
+        )
     if isinstance(note, n.DeepEPBuffer):
         return (
             "DeepEP low-latency buffer (only with moe_a2a_backend deepep): "
@@ -168,6 +184,8 @@ def _buffers_note(note: n.Note) -> str | None:
 
 def note_text(note: n.Note) -> str:
     """One note of the estimate, as a sentence fragment."""
+    if isinstance(note, n.ModelDiffers):
+        return model_differs_text(note)
     if isinstance(note, n.NoTorchDtype):
         return "config has no torch_dtype; assumed bfloat16 weights"
     if isinstance(note, n.Float32ServedAsBf16):
@@ -311,6 +329,8 @@ def component_why(c: Component) -> str:
 
 def unknown_reason(u: Unknown) -> str:
     """The short fact behind an unknown figure; "" when its settings or keys say it all."""
+    if u.device is not None:
+        return f"DeepEP on {u.device} is not the CUDA library: no formula"
     if u.unmodelled is not None:
         return f"quantization {u.unmodelled} is not modelled"
     if u.missing is not None:
@@ -359,16 +379,7 @@ _KV_WIDTH = {
 def mismatch_text(m: Mismatch) -> str:
     """A cross-check finding: what differs from config.json and the likely cause."""
     if isinstance(m, ModelDiffers):
-        cfg = f"{m.config_arch} ({m.config_name})" if m.config_name else m.config_arch
-        log = (
-            f"{m.log_arch} ({m.log_path}, line {m.line})"
-            if m.log_path
-            else (f"{m.log_arch} (line {m.line})")
-        )
-        return (
-            f"config.json is for {cfg}; the log loads {log}: the config does not describe "
-            "this launch, so its expected figures are another model's and no cause is guessed."
-        )
+        return model_differs_text(m) + " and no cause is guessed."
     if isinstance(m, KVDiffers):
         return (
             f"A KV cell takes {m.measured_bytes:,} bytes per token; config.json predicts "
@@ -417,3 +428,13 @@ def _smaller_weights_causes(m: WeightsDiffer) -> tuple[list[str], list[str]]:
 
 def _or(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" or {items[-1]}"
+
+
+def model_differs_text(m: ModelDiffers) -> str:
+    """config.json against the model the log loaded (no final stop: callers add the rest)."""
+    cfg = f"{m.config_arch} ({m.config_name})" if m.config_name else m.config_arch
+    where = f"{m.log_path}, line {m.line}" if m.log_path else f"line {m.line}"
+    return (
+        f"config.json is for {cfg}; the log loads {m.log_arch} ({where}): the config does "
+        "not describe this launch, so its expected figures are another model's"
+    )
