@@ -141,3 +141,14 @@ def test_tp_from_rank_tags_without_server_args_and_another_model_said_first() ->
     given = _estimate_json("--model-config", str(QWQ), str(corpus_log("014")), "--tp", "4")
     assert given["parallel"]["tp"] == 4
     assert not any("rank tags" in n for n in given["notes"])
+
+
+def test_static_buffers_above_the_logits_buffer_are_consistent() -> None:
+    from logmem.estimate.crosscheck import Check, Checked
+
+    above = Check(Checked.STATIC_VS_LOGITS, 96 << 20, 72 << 20, 1 << 20, "decode")
+    below = Check(Checked.STATIC_VS_LOGITS, 40 << 20, 72 << 20, 1 << 20, "decode")
+    assert not above.differs and below.differs
+    text = _analyze("--model-config", str(DSV3), str(corpus_log("019")))
+    row = next(ln for ln in text.splitlines() if "static buffers vs logits buffer" in ln)
+    assert row.rstrip().endswith("consistent"), row

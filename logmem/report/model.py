@@ -145,6 +145,7 @@ def expected_table(
     from logmem.report.estimate.words import (
         check_label,
         check_note,
+        check_verdict,
         gib_or_bytes,
         mismatch_text,
         notes_text,
@@ -153,13 +154,7 @@ def expected_table(
     cc = crosscheck(led, config)
     rows = []
     for c in cc.checks:
-        verdict = (
-            "differs"
-            if c.differs
-            else (
-                "agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-"
-            )
-        )
+        verdict = check_verdict(c)
         measured = gib_or_bytes(c, c.measured_bytes)
         if c.measured_range is not None and c.measured_range[0] != c.measured_range[1]:
             measured = f"{c.measured_range[0]:,} to {c.measured_range[1]:,} B"

@@ -352,9 +352,21 @@ def check_label(c: Check) -> str:
     return _CHECKED[c.what]
 
 
+def check_verdict(c: Check) -> str:
+    """A check's verdict cell: differs, agrees (consistent, for a part of a whole), or -."""
+    if c.differs:
+        return "differs"
+    if c.measured_bytes is None or c.expected_bytes is None:
+        return "-"
+    return "consistent" if c.what is Checked.STATIC_VS_LOGITS else "agrees"
+
+
 def check_note(c: Check) -> str:
     if c.what is Checked.STATIC_VS_LOGITS:
-        return "logits buffer = rows x vocab x 4 B; other static buffers add to it"
+        return (
+            "logits buffer = rows x vocab x 4 B; other static buffers add to it, so only static "
+            "buffers below it differ"
+        )
     return ""
 
 
