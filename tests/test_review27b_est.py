@@ -152,3 +152,38 @@ def test_static_buffers_above_the_logits_buffer_are_consistent() -> None:
     text = _analyze("--model-config", str(DSV3), str(corpus_log("019")))
     row = next(ln for ln in text.splitlines() if "static buffers vs logits buffer" in ln)
     assert row.rstrip().endswith("consistent"), row
+
+
+# ----------------------------------------------------------------- 4, 10a: snapshot --log
+
+SNAP = FIXTURES / "snapshots" / "capture-join.pickle"
+
+
+def _snapshot(*args: str) -> str:
+    res = CliRunner().invoke(cli, ["snapshot", str(SNAP), *args])
+    assert res.exit_code == 0, res.output
+    return " ".join(res.stdout.split())
+
+
+def test_negative_outside_is_a_mismatch_not_a_split() -> None:
+    text = _snapshot("--log", str(corpus_log("017")))
+    assert "Outside PyTorch" not in text and "-0.65" not in text
+    assert "more than the 0.60 GiB the log's capture took" in text
+    assert "the snapshot is not of this capture" in text
+    # 10a: the untagged rank has a subject.
+    assert "The GPU (no rank tag) also captured piecewise" in text
+    assert " also captured piecewise" not in text.replace("The GPU (no rank tag) also", "")
+
+
+def test_outside_causes_follow_the_launch() -> None:
+    text = _snapshot("--log", str(FIXTURES / "snapshots" / "capture-join-constructed.log"))
+    assert "Outside PyTorch: 2.00 - 1.25 = 0.75 GiB" in text
+    assert "DeepEP" not in text.split("Outside PyTorch")[1].split("no DeepEP")[0]
+    assert "one GPU: no NCCL peers, no DeepEP" in text
+
+
+def test_device_of_another_rank_is_flagged() -> None:
+    text = _snapshot("--log", str(LOG001), "--rank", "TP2")
+    assert "TP2 ran on cuda:2" in text and "snapshot is of device 0" in text
+    assert "Outside PyTorch" not in text
+    assert "TP2 ran on" not in _snapshot("--log", str(LOG001), "--rank", "TP0")

@@ -130,8 +130,10 @@ def _join_json(j: LogJoin) -> dict[str, Any]:
         "graph_pool_growth_bytes": j.graph_pool_bytes,
         "other_pools_growth_bytes": j.other_pools_bytes,
         "pytorch_bytes": j.pytorch_bytes,
-        "outside_pytorch_bytes": j.outside_bytes,
+        "outside_pytorch_bytes": None if j.mismatch else j.outside_bytes,
         "rounding_bytes": LOG_ROUNDING_BYTES,
+        "mismatch": j.mismatch,
+        "rank_device": j.rank_device,
         "basis": "measured" if j.measured else "assumed",
         "assumptions": list(j.assumptions),
         "other_captures": list(j.other_captures),
@@ -288,23 +290,57 @@ def join_paragraphs(j: LogJoin) -> tuple[str, ...]:
         if j.other_pools_bytes is not None
         else ""
     )
+    who = rank_name(j.rank)
+    if j.device_differs:
+        basis = "Not comparable"
     out = [
-        f"{basis}: the log's {j.graph} capture on {rank_name(j.rank)} dropped free memory by "
+        f"{basis}: the log's {j.graph} capture on {who} dropped free memory by "
         f"{format_gib(j.drop_bytes)} GiB ({j.start_label}, line {j.start_line}, to the end "
         f"line, line {j.end_line}; +-{format_gib(LOG_ROUNDING_BYTES)} GiB from the log's "
         "rounding).",
         f"In the snapshot (device {j.device}) the CUDA-graph pool grew "
         f"{format_gib(j.graph_pool_bytes)} GiB{other}.",
-        f"Outside PyTorch: {format_gib(j.drop_bytes)} - {format_gib(j.pytorch_bytes)} = "
-        f"{format_gib(j.outside_bytes)} GiB (DeepEP and NCCL buffers, cuBLAS workspaces, the "
-        "graphs' own driver memory).",
     ]
+    if j.device_differs:
+        out.append(
+            f"{who} ran on cuda:{j.rank_device} (base_gpu_id + TP rank x gpu_id_step), and the "
+            f"snapshot is of device {j.device}: it is another rank's process, so there is no "
+            "split (pass --device, or --rank for the rank of that GPU)."
+        )
+    elif j.pool_beyond_drop:
+        out.append(
+            f"The snapshot's PyTorch pools grew {format_gib(j.pytorch_bytes)} GiB, more than the "
+            f"{format_gib(j.drop_bytes)} GiB the log's capture took (line {j.start_line} to "
+            f"{j.end_line}): the snapshot is not of this capture, so there is no split (pass "
+            "the log of the run that wrote it, or --rank/--capture)."
+        )
+    else:
+        out.append(
+            f"Outside PyTorch: {format_gib(j.drop_bytes)} - {format_gib(j.pytorch_bytes)} = "
+            f"{format_gib(j.outside_bytes)} GiB ({_outside_causes(j)})."
+        )
     out.extend(f"Assumed: {a}." for a in j.assumptions)
     if j.other_captures:
         out.append(
-            f"{j.rank} also captured {', '.join(j.other_captures)}; --capture N picks another."
+            f"{who[0].upper()}{who[1:]} also captured {', '.join(j.other_captures)}; "
+            "--capture N picks another."
         )
     return tuple(out)
+
+
+def _outside_causes(j: LogJoin) -> str:
+    """What can hold memory outside PyTorch in this launch: DeepEP only with its backend,
+    NCCL only with peers."""
+    causes = []
+    if j.deepep:
+        causes.append("DeepEP buffers")
+    if j.peers is not False:
+        causes.append("NCCL buffers")
+    causes += ["cuBLAS workspaces", "the graphs' own driver memory"]
+    text = ", ".join(causes[:-1]) + f" and {causes[-1]}"
+    if j.peers is False:
+        text += "; one GPU: no NCCL peers" + ("" if j.deepep else ", no DeepEP")
+    return text
 
 
 def sections(a: SnapshotAnalysis) -> list[Section]:
