@@ -187,3 +187,30 @@ def test_device_of_another_rank_is_flagged() -> None:
     assert "TP2 ran on cuda:2" in text and "snapshot is of device 0" in text
     assert "Outside PyTorch" not in text
     assert "TP2 ran on" not in _snapshot("--log", str(LOG001), "--rank", "TP0")
+
+
+# ----------------------------------------------------------------- 7, 10e: snapshot trace
+
+
+def test_oom_entry_is_described() -> None:
+    p = FIXTURES / "snapshots" / "dict-2.5-full.pickle"
+    res = CliRunner().invoke(cli, ["snapshot", str(p)])
+    text = " ".join(res.stdout.split())
+    assert (
+        "Entry 10 (0.009 s): an allocation of 64.00 MiB failed with 3.00 MiB free on the device; "
+        "PyTorch then held 40.00 MiB reserved, 20.00 MiB allocated." in text
+    )
+    assert "1 out-of-memory event." in text and "event(s)" not in text
+    assert "1 segments" not in text
+    doc = json.loads(CliRunner().invoke(cli, ["snapshot", str(p), "-f", "json"]).stdout)
+    ooms = [o for t in doc["trace"]["devices"] for o in t["ooms"]]
+    assert ooms == [
+        {
+            "entry": 10,
+            "time_us": 1700000000009005,
+            "size_bytes": 64 << 20,
+            "device_free_bytes": 3 << 20,
+            "reserved_bytes": 40 << 20,
+            "allocated_bytes": 20 << 20,
+        }
+    ]

@@ -18,7 +18,7 @@ from logmem.torch_snapshot.analysis import SnapshotAnalysis, SnapshotFile
 from logmem.torch_snapshot.join import LOG_ROUNDING_BYTES, LogJoin
 from logmem.torch_snapshot.model import PoolId
 from logmem.torch_snapshot.summary import DeviceSummary, SiteTotal
-from logmem.torch_snapshot.trace import DeviceTrace, PoolTrace
+from logmem.torch_snapshot.trace import DeviceTrace, OomEntry, PoolTrace
 from logmem.units import format_gib
 
 SCHEMA = "logmem.snapshot/1"
@@ -115,6 +115,17 @@ def _trace_json(path: str, t: DeviceTrace) -> dict[str, Any]:
         "window": {"first_entry": t.window[0], "last_entry": t.window[1]} if t.window else None,
         "window_sites": _sites(t.window_sites),
         "pools": [_pool_trace_json(p) for p in t.pools],
+        "ooms": [
+            {
+                "entry": o.entry,
+                "time_us": o.time_us,
+                "size_bytes": o.size_bytes,
+                "device_free_bytes": o.device_free_bytes,
+                "reserved_bytes": o.reserved_bytes,
+                "allocated_bytes": o.allocated_bytes,
+            }
+            for o in t.oom_entries
+        ],
     }
 
 
@@ -178,7 +189,7 @@ def device_paragraph(d: DeviceSummary) -> str:
     return (
         f"Device {d.device}: reserved {size(d.reserved_bytes)}, allocated "
         f"{size(d.allocated_bytes)}, active {size(d.active_bytes)}{req}; reserved but "
-        f"unallocated {size(d.reserved_unallocated_bytes)}. {d.segments} segments{exp}."
+        f"unallocated {size(d.reserved_unallocated_bytes)}. {d.segments} segment{'' if d.segments == 1 else 's'}{exp}."
     )
 
 
@@ -234,6 +245,27 @@ def device_sections(path: str, d: DeviceSummary) -> list[Section]:
     return [Section(f"{path}, device {d.device}", tuple(tables), tuple(notes))]
 
 
+def _oom_text(t: DeviceTrace, o: OomEntry) -> str:
+    """One oom entry: what failed, the free memory it records, and PyTorch's levels there."""
+    when = ""
+    if o.time_us is not None and t.time_us is not None:
+        when = f" ({(o.time_us - t.time_us[0]) / 1e6:.3f} s)"
+    tried = (
+        f"an allocation of {size(o.size_bytes)} failed"
+        if o.size_bytes is not None
+        else "an allocation failed (size not recorded)"
+    )
+    free = (
+        f" with {size(o.device_free_bytes)} free on the device"
+        if o.device_free_bytes is not None
+        else ""
+    )
+    return (
+        f"Entry {o.entry}{when}: {tried}{free}; PyTorch then held {size(o.reserved_bytes)} "
+        f"reserved, {size(o.allocated_bytes)} allocated."
+    )
+
+
 def trace_section(path: str, t: DeviceTrace) -> Section:
     acts = ", ".join(f"{k} {v}" for k, v in t.actions)
     span = ""
@@ -241,7 +273,8 @@ def trace_section(path: str, t: DeviceTrace) -> Section:
         span = f" over {(t.time_us[1] - t.time_us[0]) / 1e6:.3f} s"
     paras = [f"Trace of device {t.device}: {t.entries} entries{span} ({acts})."]
     if t.ooms:
-        paras.append(f"The trace records {t.ooms} out-of-memory event(s).")
+        paras.append(f"The trace records {t.ooms} out-of-memory event{'s' if t.ooms != 1 else ''}.")
+    paras += [_oom_text(t, o) for o in t.oom_entries]
     rows = tuple(
         (
             pool_text(p.pool_id) if p.kind != "unknown" or p.pool_id else "unknown",
@@ -355,7 +388,10 @@ def sections(a: SnapshotAnalysis) -> list[Section]:
 def file_sections(f: SnapshotFile) -> list[Section]:
     s = f.snapshot
     settings = ", ".join(f"{k}={v}" for k, v in s.allocator_settings)
-    head = [f"{s.path}: {s.form} form, {len(s.segments)} segments on {len(f.devices)} device(s)."]
+    head = [
+        f"{s.path}: {s.form} form, {len(s.segments)} segment{'' if len(s.segments) == 1 else 's'} on "
+        f"{len(f.devices)} device(s)."
+    ]
     if settings:
         head.append(f"Allocator settings: {settings}.")
     if not s.segments:
