@@ -37,6 +37,7 @@ class PoolTrace:
     allocated_change: int  # alloc - free_completed over the trace
     points: tuple[tuple[int, int, int], ...]  # (entry index or time_us, reserved, allocated)
     covers_from_empty: bool
+    reserved_peak: int | None = None  # the highest level over the trace (before thinning)
 
     @property
     def reserved_growth(self) -> int:
@@ -226,6 +227,7 @@ def _device_trace(
                 allocated_change=alloc,
                 points=_thin(points),
                 covers_from_empty=end - growth == 0 and not isinstance(pool, str),
+                reserved_peak=max([end - growth, *(pt[1] for pt in points)]),
             )
         )
     graph = {p.pool_id for p in result if p.kind == "cuda_graph"}

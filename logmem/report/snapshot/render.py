@@ -99,6 +99,7 @@ def _pool_trace_json(p: PoolTrace) -> dict[str, Any]:
         "reserved_end_bytes": p.reserved_end,
         "reserved_growth_bytes": p.reserved_growth,
         "allocated_change_bytes": p.allocated_change,
+        "reserved_peak_bytes": p.reserved_peak,
         "covers_from_empty": p.covers_from_empty,
         "points": [list(x) for x in p.points],
     }
@@ -281,6 +282,7 @@ def trace_section(path: str, t: DeviceTrace) -> Section:
             p.kind,
             size(p.reserved_start),
             size(p.reserved_end),
+            size(p.reserved_peak),
             size(p.reserved_growth),
             size(p.allocated_change),
             "yes" if p.covers_from_empty else "no",
@@ -295,12 +297,18 @@ def trace_section(path: str, t: DeviceTrace) -> Section:
                 "kind",
                 "at first entry",
                 "at the end",
+                "peak",
                 "growth",
-                "allocated change",
+                "active change",
                 "from empty",
             ),
             rows,
-            ("l", "l", "r", "r", "r", "r", "l"),
+            ("l", "l", "r", "r", "r", "r", "r", "l"),
+            (
+                "active change: allocations minus completed frees, so blocks freed but still "
+                "pending (active_pending_free) count; the pool table's 'allocated' does not "
+                "count them.",
+            ),
         )
     ]
     if t.window is not None:
