@@ -222,4 +222,4 @@ def test_trace_table_has_a_peak_and_names_its_active_change() -> None:
     header = next(ln for ln in text.splitlines() if ln.startswith("pool ") and "peak" in ln)
     assert "active change" in header and "allocated change" not in header
     row = next(ln for ln in text.splitlines() if ln.startswith("(0, 0)") and "60.00 MiB" in ln)
-    assert row.split()[5:7] == ["60.00", "MiB"]  # the peak of the levels 20, 40, 60, 60, 40
+    assert row.split()[7:9] == ["60.00", "MiB"]  # the peak of the levels 20, 40, 60, 60, 40
