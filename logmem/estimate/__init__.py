@@ -12,13 +12,14 @@ SGLang's own layout rules are in logmem/sglang/.
 """
 
 from logmem.estimate.buffers import deepep_masked_gemm_bytes
-from logmem.estimate.build import Component, Estimate, Unknown, estimate
+from logmem.estimate.build import Component, Estimate, estimate
 from logmem.estimate.config import (
     EstimateError,
     Parallel,
     load_model_config,
     settings_from_server_args,
 )
+from logmem.estimate.unknowns import Unknown
 from logmem.sglang.comm import deepep_low_latency_bytes
 
 __all__ = [

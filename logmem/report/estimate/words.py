@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logmem.estimate.notes as n
 import logmem.estimate.reasons as r
-from logmem.estimate.build import Component, Unknown
+from logmem.estimate.build import Component
 from logmem.estimate.crosscheck import (
     Check,
     Checked,
@@ -21,6 +21,7 @@ from logmem.estimate.crosscheck import (
     ModelDiffers,
     WeightsDiffer,
 )
+from logmem.estimate.unknowns import Unknown
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import format_gib
 
