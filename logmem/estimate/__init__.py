@@ -5,9 +5,10 @@
 
 The stage, one concern per module: config (config.json and server_args in), dtypes (bytes
 per element), layers (layer plan and KV cells), attention and weights (the pieces of each
-layer), buffers (logits, DeepEP, request table), build (``estimate()``), crosscheck (the
-estimate against a measured ledger). What the stage assumed (notes.py) and why each piece
-is its size (reasons.py) are typed facts; logmem/report/estimate/words.py words them.
+layer), buffers (logits, DeepEP, request table), build (``estimate()``), unknowns (what fills
+a figure left None), crosscheck (the estimate against a measured ledger). What the stage
+assumed (notes.py) and why each piece is its size (reasons.py) are typed facts;
+logmem/report/estimate/words.py words them.
 SGLang's own layout rules are in logmem/sglang/.
 """
 
