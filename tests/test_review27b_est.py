@@ -223,3 +223,9 @@ def test_trace_table_has_a_peak_and_names_its_active_change() -> None:
     assert "active change" in header and "allocated change" not in header
     row = next(ln for ln in text.splitlines() if ln.startswith("(0, 0)") and "60.00 MiB" in ln)
     assert row.split()[7:9] == ["60.00", "MiB"]  # the peak of the levels 20, 40, 60, 60, 40
+
+
+def test_embedding_under_dp_attention_is_hedged_by_version() -> None:
+    doc = _estimate_json("--model-config", str(DSV3), str(corpus_log("019")))
+    note = next(n for n in doc["notes"] if n.startswith("embedding under DP attention"))
+    assert "0.5.1-0.5.7" in note and "attention TP 4" in note

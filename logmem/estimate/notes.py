@@ -223,6 +223,16 @@ class LogitsRows:
 
 
 @frozen
+class EmbeddingByVersion:
+    """Under DP attention the embedding is whole on every rank in SGLang 0.5.1-0.5.7, split
+    over the attention TP group (``attn_tp``) in 0.4.9 and 0.5.8 on (``split_params`` per
+    rank then)."""
+
+    attn_tp: int
+    split_params: int
+
+
+@frozen
 class LogitsNotStatic:
     """The log's SGLang predates the static logits buffer (first in ``first``): the logits
     are graph outputs in the graph pool, so there is no buffer to size."""
@@ -319,6 +329,7 @@ Note = (
     | DSAIndexKeys
     | LogitsRows
     | LogitsNotStatic
+    | EmbeddingByVersion
     | LogitsFromVersion
     | ParallelFromLog
     | DeepEPBuffer

@@ -14,7 +14,7 @@ from typing import Any
 from logmem.estimate.attention import attention, linear_attention
 from logmem.estimate.config import Dims, Parallel, int_key
 from logmem.estimate.layers import Layer
-from logmem.estimate.notes import Note, TieAssumed
+from logmem.estimate.notes import EmbeddingByVersion, Note, TieAssumed
 from logmem.estimate.pieces import Piece, ceil_div, repl, split
 from logmem.estimate.reasons import (
     DenseMLP,
@@ -162,7 +162,11 @@ def embedding(d: Dims, par: Parallel, notes: list[Note]) -> Piece:
     padded = padded_vocab(v)
     tie = tied(d, notes)
     if par.dp_attention and par.tp > 1:
-        # deepseek_v2-style models build the embedding without TP under DP attention.
+        # deepseek_v2-style models build the embedding without TP under DP attention in
+        # sglang 0.5.1-0.5.7 (srt/models/deepseek_v2.py, ``enable_tp=not
+        # is_dp_attention_enabled()``); 0.4.9 and 0.5.8 on split it over the attention TP
+        # group (``use_attn_tp_group``): the note gives that figure too.
+        notes.append(EmbeddingByVersion(par.attn_tp, ceil_div(padded, par.attn_tp) * h))
         return Piece(
             "embedding",
             v * h,

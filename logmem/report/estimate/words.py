@@ -131,6 +131,12 @@ def _buffers_note(note: n.Note) -> str | None:
             f"logits buffer: {note.rows} rows ({note.max_bs} x {note.tokens_per_req}) x "
             f"vocab {note.vocab} x 4 bytes"
         )
+    if isinstance(note, n.EmbeddingByVersion):
+        return (
+            "embedding under DP attention: whole on every rank in SGLang 0.5.1-0.5.7 (as "
+            f"counted); 0.4.9 and 0.5.8 on split it over attention TP {note.attn_tp} "
+            f"({note.split_params / 1e6:,.2f} M parameters per rank)"
+        )
     if isinstance(note, n.LogitsNotStatic):
         return (
             "logits buffer: none as a static buffer in this version (the logits are graph "
