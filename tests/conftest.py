@@ -8,8 +8,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from logmem.model.analysis import Analysis
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -84,6 +88,18 @@ def corpus_logs() -> list[Path]:
 
 def fixture_logs() -> list[Path]:
     return sorted(FIXTURES.glob("*.log")) if FIXTURES.is_dir() else []
+
+
+def read_text_log(text: str, name: str = "constructed.log") -> Analysis:
+    """read_log of ``text`` written (as UTF-8, newlines as given) to a temporary file."""
+    import tempfile
+
+    from logmem.api import read_log
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / name
+        p.write_bytes(text.encode())
+        return read_log(str(p))
 
 
 def bench_module(name: str) -> ModuleType:

@@ -32,7 +32,7 @@ def test_the_era_decides_when_the_lists_disagree() -> None:
 def test_lists_agree_on_their_common_start() -> None:
     assert largest_from_count(4, "bs", ListContext()) == (
         8,
-        "SGLang's lists (all 3 that apply agree)",
+        "SGLang's lists (all 4 that apply agree)",
     )
 
 
@@ -91,3 +91,61 @@ def test_any_prefix_of_a_rules_list_gives_its_last_entry(rule: object, data: st.
     seen = tuple((i, full[n - 1 - i]) for i in picks)
     got = largest_from_count(n, "bs", ListContext(month=month), seen)
     assert got is not None and got[0] == full[n - 1]
+
+
+# --- checked against the released wheels (docs/sglang-sources.md) -----------------------------
+
+
+def test_jun_sep_2025_speculative_and_no_padding_lists() -> None:
+    """0.4.7 - 0.5.2 (srt/model_executor/cuda_graph_runner.py, get_batch_sizes_to_capture):
+    speculative range(1, 9) + range(10, 33, 2) + range(40, 64, 8) + range(80, 161, 16) and no
+    padding range(1, 33) + range(48, 161, 16); 0.4.5 - 0.4.6.post5 had 40-160 by 16."""
+    spec = ListContext(month=(2025, 8), speculative=True)
+    assert largest_from_count(23, "bs", spec) == (56, "SGLang's Jun-Sep 2025 speculative list")
+    assert largest_from_count(24, "bs", spec)[0] == 80  # type: ignore[index]
+    assert largest_from_count(23, "bs", ListContext(month=(2025, 5), speculative=True))[0] == 72  # type: ignore[index]
+    nopad = ListContext(month=(2025, 8), no_padding=True)
+    assert largest_from_count(33, "bs", nopad)[0] == 48  # type: ignore[index]
+    assert largest_from_count(33, "bs", ListContext(month=(2025, 5), no_padding=True))[0] == 40  # type: ignore[index]
+    # 0.3.6 - 0.4.0: range(1, 32) + [64, 128]; 0.4.3: range(1, 33) + [64, 96, 128, 160].
+    assert largest_from_count(33, "bs", ListContext(month=(2024, 11), no_padding=True))[0] == 128  # type: ignore[index]
+    assert largest_from_count(34, "bs", ListContext(month=(2025, 2), no_padding=True))[0] == 96  # type: ignore[index]
+
+
+def test_the_largest_gpus_part_of_mid_2025() -> None:
+    """0.4.8 - 0.5.2 add range(256, 513, 16) over 160,000 MiB (B200, MI300X): 36 buckets end at
+    272, which no other list of the time has."""
+    assert largest_from_count(36, "bs", ListContext(month=(2025, 8)))[0] == 272  # type: ignore[index]
+    assert largest_from_count(51, "bs", ListContext(month=(2025, 8)))[0] == 512  # type: ignore[index]
+    assert largest_from_count(36, "bs", ListContext(month=(2025, 3))) is None
+
+
+def test_oct_2025_speculative_list_lacks_64() -> None:
+    """0.5.3 - 0.5.4 generate range(40, 64, 4) (no 64); 0.5.5 (2025-11-06) on range(40, 65, 4)."""
+    assert largest_from_count(27, "bs", ListContext(month=(2025, 10), speculative=True))[0] == 72  # type: ignore[index]
+    assert largest_from_count(27, "bs", ListContext(month=(2025, 12), speculative=True))[0] == 64  # type: ignore[index]
+    assert largest_from_count(27, "bs", ListContext(month=(2025, 11), speculative=True)) is None
+
+
+def test_max_bs_is_appended_from_0_5_10() -> None:
+    """0.5.10 on: ``if max_bs not in capture_bs: capture_bs.append(max_bs)``: max bs 300 captures
+    39 sizes ending at 300; before, 38 ending at 288."""
+    assert largest_from_count(39, "bs", ListContext(month=(2026, 6), max_bs=300))[0] == 300  # type: ignore[index]
+    assert largest_from_count(38, "bs", ListContext(month=(2025, 12), max_bs=300))[0] == 288  # type: ignore[index]
+    assert largest_from_count(39, "bs", ListContext(month=(2025, 12), max_bs=300)) is None
+
+
+def test_the_dumps_own_list_is_the_one_captured() -> None:
+    """A dump that prints cuda_graph_bs (the user's, or generated from 0.5.3) gives the list; the
+    runner clamps it to the request pool."""
+    ctx = ListContext.from_args(
+        {"cuda_graph_bs": [1, 2, 4, 8, 16, 32], "cuda_graph_max_bs": 32}, None
+    )
+    assert ctx.dumped_list == (1, 2, 4, 8, 16, 32)
+    assert largest_from_count(6, "bs", ctx) == (32, "the dump's cuda_graph_bs")
+    assert (
+        largest_from_count(5, "bs", ListContext(dumped_list=(1, 2, 4, 8, 16, 32), request_pool=10))[
+            0
+        ]
+        == 10
+    )  # type: ignore[index]

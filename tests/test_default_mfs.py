@@ -8,7 +8,7 @@ from conftest import corpus_log
 from logmem import api
 from logmem.analysis.attribution import build_ledger
 from logmem.report.mfs_words import coverage_text
-from logmem.sglang.default_mfs import Era, Rule, default_mfs
+from logmem.sglang.default_mfs import MfsEra, Rule, default_mfs
 
 
 def _led(name: str):  # type: ignore[no-untyped-def]
@@ -19,7 +19,7 @@ def _led(name: str):  # type: ignore[no-untyped-def]
 def test_era_a_table_no_reserve() -> None:
     led = _led("001")  # 2025-03, TP4, dump 0.85
     d = led.default_mfs
-    assert d is not None and d.rule is Rule.TP_TABLE and d.era is Era.A
+    assert d is not None and d.rule is Rule.TP_TABLE and d.era is MfsEra.A
     assert d.predicted == 0.85 and d.matches is True
     assert led.reserve is None
 
@@ -62,15 +62,15 @@ def test_era_b_formula_matches_reference_validation() -> None:
         "speculative_algorithm": None,
     }
     d = default_mfs(args, date(2026, 2, 26), None, 294891.0)
-    assert d.rule is Rule.RESERVE and d.era is Era.B
+    assert d.rule is Rule.RESERVE and d.era is MfsEra.B
     assert d.reserved_mib == 27136 and d.predicted == 0.908 and d.matches is True
 
 
 def test_era_c_and_unknown() -> None:
     d = default_mfs({"mem_fraction_static": 0.85, "tp_size": 1}, date(2026, 8, 1), None, None)
-    assert d.rule is Rule.RESERVE and d.era is Era.C and d.predicted is None
+    assert d.rule is Rule.RESERVE and d.era is MfsEra.C and d.predicted is None
     u = default_mfs({"mem_fraction_static": 0.85, "tp_size": 1}, None, None, None)
-    assert u.rule is Rule.UNKNOWN and u.era is Era.UNKNOWN
+    assert u.rule is Rule.UNKNOWN and u.era is MfsEra.UNKNOWN
 
 
 def test_an_unconfirmed_reserve_formula_claims_no_reserve() -> None:
@@ -117,19 +117,25 @@ def test_gpu_tier_rule_matches_011_arithmetic() -> None:
     args = _grok_011_args()
     assert tier_reserved_mib(args, 81559.0) == 13824
     d = default_mfs(args, date(2025, 9, 11), None, 81559.0)
-    assert d.rule is Rule.GPU_TIER and d.era is Era.TIER and d.era_from == "dump"
+    assert d.rule is Rule.GPU_TIER and d.era is MfsEra.TIER and d.era_from == "dump"
     assert d.predicted == 0.831 and d.matches is True and not d.reserve_applies
     # Another capacity: no match, so no claim (the era stays unknown).
     other = default_mfs(args, date(2025, 9, 11), None, 97000.0 + 2000)
     assert other.rule is Rule.UNKNOWN and other.tier_mfs is not None
-    # The tiers, speculative and DP-attention extras (recollection, reference-free).
+    # The tiers, speculative and DP-attention extras (sglang 0.4.8 - 0.5.2, srt/server_args.py,
+    # __post_init__).
     assert tier_reserved_mib({"tp_size": 1}, 16000.0) == (2.8 + 0.1) * 1024
     assert tier_reserved_mib({"tp_size": 2, "pp_size": 2}, 95000.0) == (12 + 2) * 1024
     assert tier_reserved_mib({"tp_size": 8}, 200000.0) == 32 * 1024
     dp = {"tp_size": 8, "enable_dp_attention": True, "speculative_algorithm": "EAGLE"}
     assert tier_reserved_mib(dp, 81559.0) == 13824 + 4096 + 2048
+    # Any algorithm adds 2 GiB (`if self.speculative_algorithm is not None`), STANDALONE 6 GiB
+    # in 0.5.2: NGRAM is not exempt in this rule (it is in the 0.5.3 formula).
     assert tier_reserved_mib({"tp_size": 1, "speculative_algorithm": "NGRAM"}, 16000.0) == (
-        2.9 * 1024
+        2.9 * 1024 + 2048
+    )
+    assert tier_reserved_mib({"tp_size": 1, "speculative_algorithm": "STANDALONE"}, 16000.0) == (
+        2.9 * 1024 + 6144
     )
 
 
@@ -145,7 +151,7 @@ def test_011_without_capacity_names_the_windows_but_claims_nothing() -> None:
     assert all(a >= 77.43 * 1024 for a, _ in d.tier_windows)  # none below P
     value, source = default_mfs_text(d)
     assert value == "unknown"
-    assert "GPU-tier reserve rule of about Aug-Oct 2025 (constants from recollection" in source
+    assert "GPU-tier reserve rule of sglang 0.4.8-0.5.2 (Jun-Oct 2025)" in source
     assert "81,558-82,041" in source and "unconfirmed" in source
 
 
@@ -162,17 +168,20 @@ def test_no_log_flips_to_the_tier_rule_without_its_arithmetic() -> None:
 
 
 def test_021_reads_the_e7_reserve_inputs() -> None:
-    """021 (E7) has no cuda_graph_max_bs but cuda_graph_max_bs_decode=8 and a breakable
-    prefill config of 58 sizes: 512 + 12288 + 16 + 464 + 2048 (DFLASH) = 15,328 MiB on
-    124,546 MiB gives 0.877; the dump's 0.85 was passed."""
+    """021 (E7, Aug 2026) has no cuda_graph_max_bs but cuda_graph_max_bs_decode=8 and a
+    breakable prefill config of 58 sizes: 512 + 12288 + 128 (tp 1 / 8 x 1024, a float) + 16 +
+    464 = 13,408 MiB on 124,546 MiB gives 0.892 (sglang 0.5.16, srt/server_args.py,
+    _handle_gpu_memory_settings: no speculative extra since 0.5.14, so DFLASH adds nothing);
+    the dump's 0.85 was passed."""
     from logmem.report.mfs_words import default_mfs_text
 
     d = _led("021").default_mfs
-    assert d is not None and d.rule is Rule.RESERVE and d.era is Era.C
-    assert d.reserved_mib == 15328 and d.predicted == 0.877 and d.matches is False
+    assert d is not None and d.rule is Rule.RESERVE and d.era is MfsEra.C
+    assert d.reserved_mib == 13408 and d.predicted == 0.892 and d.matches is False
+    assert d.form == "0.5.16"
     assert not d.reserve_applies
     value, source = default_mfs_text(d)
-    assert value == "passed (the formula gives 0.877)"
+    assert value == "passed (the formula gives 0.892)"
     assert "the dump has 0.85: not this rule" in source
 
 
@@ -264,7 +273,9 @@ def test_an_excluded_formula_is_not_passed_while_the_tier_rule_could_give_it() -
 
 def test_the_reserve_rows_name_the_e7_terms() -> None:
     """Where the formula gives the dump (kimi-k3's inputs on a GPU the windows name), the rows
-    are the terms the rule used: 6.0 GiB with the MLA and breakable-DeepEP prefill terms."""
+    are the terms the rule used: 6.0 GiB with the MLA and breakable-DeepEP prefill terms (sglang
+    0.5.20, srt/arg_groups/memory_hook.py, reserve_for_graph_mb: the form current from
+    2026-09-18; 0.5.16's has no breakable-DeepEP term)."""
     from conftest import FIXTURES
     from logmem.analysis.sizing import graph_reserve
     from logmem.report.sentences import reserve_term_text
@@ -272,10 +283,13 @@ def test_the_reserve_rows_name_the_e7_terms() -> None:
 
     log = FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log"
     args = dict(api.read_log(str(log), require_startup=False).launches[0].args)
-    d0 = default_mfs(args, date(2026, 9, 10), None, None, mla=True)
-    (lo, _), *_ = capacity_windows(formula_bands(args, Era.C, d0.reserve_terms), 0.85, 0.0)
-    d = default_mfs(args, date(2026, 9, 10), None, float(lo), mla=True)
-    assert d.reserve_applies and d.reserve_terms is not None
+    d0 = default_mfs(args, date(2026, 9, 20), None, None, mla=True)
+    from logmem.sglang.mfs_versions import NEWEST_FORMULA
+
+    bands = formula_bands(args, NEWEST_FORMULA, d0.reserve_terms)
+    (lo, _), *_ = capacity_windows(bands, 0.85, 0.0)
+    d = default_mfs(args, date(2026, 9, 20), None, float(lo), mla=True)
+    assert d.reserve_applies and d.reserve_terms is not None and d.form == "0.5.20-0.5.23"
     r = graph_reserve(d.reserve_terms, None)
     assert r is not None and r.reserve_bytes == 6 * 1024**3
     texts = [reserve_term_text(t) for t in r.terms]

@@ -12,6 +12,7 @@ from logmem.compare.diff import diff_launches
 from logmem.compare.load import LaunchRef
 from logmem.report.compare.jsonout import to_json
 from logmem.report.compare.render import render_text
+from logmem.sglang.comm import env_value_text
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 E2 = [FIX / f"pair-e2-maxbs{n}-constructed.log" for n in (80, 160)]
@@ -76,7 +77,10 @@ def test_the_communication_environment_that_differs_is_listed_with_its_lines() -
     assert {"key": "HCCL_BUFFSIZE", "a": "1600", "b": "720", "line_a": 233, "line_b": 69} in doc[
         "env_changed"
     ]
-    assert "1600 (l.233)" in render_text(d)
+    # HCCL_BUFFSIZE is in MB (Ascend HCCL docs): the table says so; JSON keeps the echoed text.
+    assert "1600 MB (l.233)" in render_text(d) and "720 MB (l.69)" in render_text(d)
+    assert env_value_text("NCCL_BUFFSIZE", "8388608") == "8388608 B"
+    assert env_value_text("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK", "96") == "96"
 
 
 def test_a_first_bucket_change_is_not_put_on_max_bs_when_comm_settings_differ() -> None:
@@ -89,7 +93,7 @@ def test_a_first_bucket_change_is_not_put_on_max_bs_when_comm_settings_differ() 
     }
     assert ("deepep_mode", "auto", "low_latency") in c.settings
     flat = _flat(render_text(d))
-    assert "HCCL_BUFFSIZE (1600 -> 720, A l.233 / B l.69)" in flat
+    assert "HCCL_BUFFSIZE (1600 MB -> 720 MB, A l.233 / B l.69)" in flat
     assert "the change cannot be put on cuda_graph_max_bs (36 -> 24) alone" in flat
     # Nothing communication-related differs in the e2 pair: its graphs are max bs's.
     assert _diff(*E2).graph_causes == () and _diff(*E2).env == ()

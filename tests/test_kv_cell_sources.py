@@ -33,7 +33,9 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 CELL = 32 * 8 * 128 * 2 * 2 // 2  # per rank at TP 2
 P, A, MFS, CTX, ROWS = 78.50, 70.98, 0.88, 131072, 2049
 TOKENS = int((A - P * (1 - MFS)) * GIB // CELL)
-TABLE = (ROWS + 1) * CTX * 4  # as logmem's request-to-token cause counts it
+# As logmem's request-to-token cause counts it: late 2024 (sglang 0.3.6) prints the pool size,
+# its padding row included, so the 2049 printed are the rows (rules.req_to_token_padding_row).
+TABLE = ROWS * CTX * 4
 
 LLAMA = {
     "_name_or_path": MODEL,

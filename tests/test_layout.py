@@ -125,3 +125,15 @@ def test_size_allow_list_is_current() -> None:
     assert not done, (
         f"under {LIMIT} lines now: remove from SPLITTING in tests/test_layout.py: {done}"
     )
+
+
+def test_sglang_rules_have_one_name_each() -> None:
+    """logmem.sglang holds SGLang's rules, one home per rule: no two of its modules define the
+    same public class or function (default_mfs.Era / era_of beside eras.Era / era_of named two
+    different eras; comm.decode_graph_on repeated reserve.decode_graph_on)."""
+    where: dict[str, list[str]] = {}
+    for p in sorted((PKG / "sglang").glob("*.py")):
+        for node in ast.parse(p.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(p.name)
+    assert {k: v for k, v in where.items() if len(v) > 1} == {}

@@ -249,6 +249,12 @@ def test_adjustments_by_era() -> None:
     assert aiter == [0.85]
     assert rules.mfs_adjustments(date(2025, 8, 1), None, "aiter", 8192) == ()
     assert rules.mfs_adjustments(date(2026, 3, 1), None, "aiter", 131072) == ()
+    # sglang 0.4.7 (2025-06-10) already scales it in ModelRunner; 0.5.5 (2025-11-06) in
+    # server_args.py, before the dump (srt/server_args.py): no second factor from then.
+    assert [a.factor for a in rules.mfs_adjustments(date(2025, 6, 15), None, "aiter", 131072)] == [
+        0.85
+    ]
+    assert rules.mfs_adjustments(date(2025, 12, 1), None, "aiter", 131072) == ()
     assert rules.mfs_adjustments(None, mm, None, None) == ()
 
 

@@ -120,8 +120,8 @@ def test_the_token_count_gap_is_cited_in_analyzes_figure_and_words() -> None:
 
 def test_early_2025_speculative_lists_top_at_32() -> None:
     """SGLang 0.4.3 (Mar 2025) captured range(1, 33) for speculative decoding: a max bs of 100
-    gives 32 then, and 32 or 88 in April 2025, when 0.4.6 brought the longer list (the date
-    tells which)."""
+    gives 32 then, and 32 or 88 in April 2025, when 0.4.5 brought the longer list (the date
+    tells which), and 96 from Jun 2025 (0.4.7's list)."""
     from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
 
     def top(month: tuple[int, int]) -> tuple[int, ...]:
@@ -133,4 +133,6 @@ def test_early_2025_speculative_lists_top_at_32() -> None:
 
     assert top((2025, 3)) == (32,)
     assert top((2025, 4)) == (32, 88)
-    assert top((2025, 7)) == (88,)  # the rule's range(40, 161, 16), not extended past 100
+    # 0.4.7 - 0.5.2: range(40, 64, 8) + range(80, 161, 16): 96 is the last at or below 100
+    # (srt/model_executor/cuda_graph_runner.py, get_batch_sizes_to_capture).
+    assert top((2025, 7)) == (96,)

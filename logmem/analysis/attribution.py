@@ -20,7 +20,7 @@ from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.analysis.device_total import DeviceTotals, PreStart, device_totals, pre_starts
 from logmem.analysis.findings import Finding, findings
-from logmem.analysis.findings_order import rank_out_of_order
+from logmem.analysis.findings_order import rank_out_of_order, trusted
 from logmem.analysis.findings_sizing import pools_vs_budget
 from logmem.analysis.ledger import (
     Bound,
@@ -86,6 +86,12 @@ class LaunchLedger:
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
+
+    @property
+    def used(self) -> Launch:
+        """The launch with the ranks its figures are taken from: those whose lines are in
+        time order (findings_order.trusted)."""
+        return trusted(self.launch)
 
     def pre_start_of(self, label: str) -> PreStart | None:
         return next((p for p in self.pre_start if p.rank == label), None)
@@ -353,12 +359,14 @@ def build_ledger(
     """The launch's ledger. ``peers`` (every launch of the input, ``Analysis.ledger`` passes
     them) and ``model_config`` (a parsed config.json) give the bytes per token of a pool step
     that printed no KV line when no rank of the launch printed one."""
-    sz = sizing(launch)
-    hint = kv_hint(launch, sz, peers, model_config)
+    # Figures taken across ranks come from the ranks whose lines are in time order.
+    used = trusted(launch)
+    sz = sizing(used)
+    hint = kv_hint(used, sz, peers, model_config)
     plat = platform(launch)
     lib = comms_facts(launch, plat)
     ranks = tuple(rank_ledger(launch, r, sz, hint, plat, lib) for r in launch.ranks)
-    pre = [(e.avail.bytes, r.label) for r in launch.ranks if (e := rules.pre_load_reading(r))]
+    pre = [(e.avail.bytes, r.label) for r in used.ranks if (e := rules.pre_load_reading(r))]
     binding = min(pre)[1] if pre else None
     imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None
     imb_tokens = None
@@ -366,14 +374,14 @@ def build_ledger(
     # budget gives with it (the draft's pool is sized from what the target left, not from it);
     # where the pools show SGLang sized with another cell than it allocates, that one (the
     # tokens SGLang would have added are budget // its cell).
-    sizing_cell = _sizing_cell(launch, sz, ranks)
+    sizing_cell = _sizing_cell(used, sz, ranks)
     cell = sizing_cell or (sz.budget_bytes_per_token if sz is not None else None)
     if imbalance is not None and sz is not None and cell:
         # The KV rule takes P and the after-weights reading as minimums over ranks, so a rank
         # with g GiB less of both lowers everyone's budget by mfs x g.
         imb_tokens = int(rules.imbalance_budget_loss_bytes(imbalance, sz.rule_mfs) // cell)
     measured, measured_bound = None, Bound.EXACT
-    bar_rank = launch.main_rank
+    bar_rank = used.main_rank
     if bar_rank is not None:
         total = total_cost(bar_rank.graphs)
         measured, measured_bound = total.bytes, total.bound
@@ -396,7 +404,7 @@ def build_ledger(
         (),
         hint,
         platform=plat,
-        context=context_vs_pool(launch, sz, _least_free(ranks, binding)),
+        context=context_vs_pool(used, sz, _least_free(ranks, binding)),
         device_totals=totals,
         pre_start=tuple(pre_starts(launch, ranks, totals).values()),
         default_mfs=dmfs,

@@ -19,7 +19,13 @@ from logmem.analysis.ledger import (
     What,
     remainder,
 )
-from logmem.analysis.sizing import Sizing, line_cell, req_to_token, rule_fits_step
+from logmem.analysis.sizing import (
+    Sizing,
+    line_cell,
+    req_to_token,
+    req_to_token_padded,
+    rule_fits_step,
+)
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
@@ -317,7 +323,9 @@ def pool_causes(
         causes.extend(_no_kv_line(delta, table, req is not None, sz, hint or KVHint(), lines))
     if req is not None:
         n_req, ctx, amount = req
-        causes.append(Cause(What.REQ_TABLE, amount, "estimated", (), Facts(n_req=n_req, ctx=ctx)))
+        pad = req_to_token_padded(launch)
+        facts = Facts(n_req=n_req, ctx=ctx, pad_row=pad)
+        causes.append(Cause(What.REQ_TABLE, amount, "estimated", (), facts))
     left = delta - sum(c.bytes for c in causes)
     what, facts = _pool_rest(rest, left, req is not None, model)
     return remainder(

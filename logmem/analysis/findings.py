@@ -70,6 +70,7 @@ from logmem.frozen import frozen
 from logmem.model.records import Rank
 from logmem.parse import events as ev
 from logmem.sglang import rules
+from logmem.units import GIB
 
 if TYPE_CHECKING:
     from logmem.analysis.attribution import LaunchLedger
@@ -173,7 +174,10 @@ def findings(led: LaunchLedger) -> list[Finding]:
     L = led.launch
     # First: where it begins in its file, and whether its ranks' lines are in time order.
     out: list[Finding] = list(order_findings(L))
-    main = L.main_rank
+    # The figures below come from the ranks whose lines are in time order (U, trusted): an
+    # out-of-order rank's ledger pairs readings in the wrong order.
+    U = led.used
+    main = U.main_rank
     if main is None:
         return out
     # First: it changes what every free-memory figure below means.
@@ -196,14 +200,14 @@ def findings(led: LaunchLedger) -> list[Finding]:
     out.extend(weights_not_loaded(L))
     rl = led.rank(main.label)
     if led.sizing is not None:
-        out.extend(sizing_findings(led.sizing, main, L, rl))
+        out.extend(sizing_findings(led.sizing, main, U, rl))
     # Right after the KV budget: whether that pool holds the context the server advertises.
     if led.context is not None and led.context.applies:
         out.append(led.context)
-    slots = mamba_slots_limit(L)
+    slots = mamba_slots_limit(U)
     if slots is not None:
         out.append(slots)
-    disagree = kv_sources_disagree(led.kv_hint, main, L, rl)
+    disagree = kv_sources_disagree(led.kv_hint, main, U, rl)
     if disagree is not None:
         out.append(disagree)
     device = led.platform.device
@@ -211,7 +215,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
         unmeasured = any(g.captured_without_memory for g in main.graphs)
         end = StartupEnd(outcome(L).status)
         out.extend(_rank(rl, end, device, served_line(L), unmeasured, main))
-        out.extend(unexplained(rl, L, device))
+        out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:
         out.append(imbalance)
@@ -223,7 +227,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
     ):
         out.append(Reserve(main.label, led.reserve.reserve_bytes, led.reserve.measured_bytes))
     out.extend(reuse_findings(rl, L, led.platform.library))
-    out.extend(rank_graph_spread(L, main))
+    out.extend(rank_graph_spread(U, main))
     return out
 
 
@@ -258,6 +262,8 @@ def _rank(
 
 
 def _pool_step(rank: str, p: Phase) -> PoolStep:
-    """A pool step's drop and its causes above print rounding."""
-    parts = tuple(c for c in p.causes if abs(c.bytes) >= TINY)
+    """A pool step's drop and the causes that print as more than 0.00 GiB, as the ledger table
+    lists them: a rounding row of -0.01 stays, so the parts add up to the drop as printed
+    (036's draft step: 0.13 = draft KV pool 0.14 + rounding -0.01)."""
+    parts = tuple(c for c in p.causes if round(abs(c.bytes) / GIB, 2) > 0)
     return PoolStep(rank, p.delta_bytes, parts, p.lines, p.bound)

@@ -16,6 +16,7 @@ load that is the first one read late): its figures are not reliable.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import ClassVar
 
@@ -143,11 +144,42 @@ class OutOfOrder:
     later_line: int  # printed after it, dated earlier
     later_time: datetime
     count: int  # the rank's steps dated earlier than a step printed before them
+    # Other ranks' lines are in time order: the launch's figures (sizing, imbalance, the
+    # findings) are taken from them, not from this rank (trusted). False: no rank is in order,
+    # so the figures come from out-of-order ledgers.
+    set_aside: bool = False
 
 
 def out_of_order(launch: Launch) -> tuple[OutOfOrder, ...]:
     """Per rank (in the launch's order), its first step that runs back in time."""
-    return tuple(f for r in launch.ranks if (f := rank_out_of_order(r)) is not None)
+    found = tuple(f for r in launch.ranks if (f := rank_out_of_order(r)) is not None)
+    aside = len(found) < len(launch.ranks)
+    return tuple(replace(f, set_aside=aside) for f in found)
+
+
+def trusted(launch: Launch) -> Launch:
+    """The launch with only the ranks whose lines are in time order: the ranks the figures
+    derived from ledgers are taken from (KV sizing, imbalance, weights, pool step, captures).
+    An out-of-order rank's ledger pairs readings in the wrong order, so its readings may
+    belong to another step or model. When no rank is in order, the launch as it is (the
+    report then says its figures are not reliable)."""
+    kept = tuple(r for r in launch.ranks if rank_out_of_order(r) is None)
+    if not kept or len(kept) == len(launch.ranks):
+        return launch
+    return replace(launch, ranks=kept)
+
+
+def set_aside(launch: Launch) -> tuple[str, ...]:
+    """The ranks out of time order whose figures are not used (trusted)."""
+    kept = {r.label for r in trusted(launch).ranks}
+    return tuple(r.label for r in launch.ranks if r.label not in kept)
+
+
+def unreliable_source(launch: Launch) -> tuple[str, ...]:
+    """The ranks out of time order whose figures are used all the same: no rank is in order."""
+    if set_aside(launch):
+        return ()
+    return tuple(f.rank for f in out_of_order(launch))
 
 
 def rank_out_of_order(r: Rank) -> OutOfOrder | None:

@@ -46,14 +46,16 @@ def imbalance_finding(led: LaunchLedger, notable: int) -> Imbalance | None:
     shared = (
         price if sz and price and sz.full_cell_bytes and price > sz.full_cell_bytes + 0.5 else None
     )
-    pre = [(e.avail.bytes, r.label) for r in led.launch.ranks if (e := rules.pre_load_reading(r))]
+    used = led.used.ranks  # the ranks in time order
+    pre = [(e.avail.bytes, r.label) for r in used if (e := rules.pre_load_reading(r))]
     least = min(pre)[0]
     tied = tuple(
         label
         for b, label in sorted(pre, key=lambda x: x[1])
         if b - least < rules.PRINT_RESOLUTION_BYTES and label != led.binding_rank
     )
-    inits = [p for rl in led.ranks if (p := rl.phase("init")) is not None]
+    labels = {r.label for r in used}
+    inits = [p for rl in led.ranks if rl.rank in labels and (p := rl.phase("init")) is not None]
     usage = [p.delta_bytes for p in inits]
     before = [p.before_bytes for p in inits]
     return Imbalance(

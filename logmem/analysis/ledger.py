@@ -167,6 +167,7 @@ class Facts:
     summary_tokens: bool = False  # `tokens` is the summary's, not the KV line's
     slots: int | None = None  # Mamba state slots
     n_req: int | None = None  # request-to-token table: request slots and context length
+    pad_row: bool = True  # the table has one row more than n_req (rules.req_to_token_padding_row)
     ctx: int | None = None
     cell_bytes: float | None = None  # bytes per token of the full pool, from elsewhere
     cell_source: CellSource | None = None

@@ -394,7 +394,9 @@ def graph_reserve(
 
 
 def req_to_token(launch: Launch) -> tuple[int, int, int] | None:
-    """(requests, context, bytes) of the request-to-token table, from the summary or server_args."""
+    """(requests, context, bytes) of the request-to-token table, from the summary or server_args;
+    the rows are ``requests + 1`` where the launch's release adds a padding row
+    (``rules.req_to_token_padding_row``, ``req_to_token_padded``)."""
     s = launch.summary
     n_req = s.get_int("max_running_requests") if s else None
     ctx = s.get_int("context_len") if s else None
@@ -405,4 +407,10 @@ def req_to_token(launch: Launch) -> tuple[int, int, int] | None:
         ctx = args["context_length"]
     if n_req is None or ctx is None:
         return None
-    return n_req, ctx, rules.req_to_token_bytes(n_req, ctx)
+    return n_req, ctx, rules.req_to_token_bytes(n_req, ctx, req_to_token_padded(launch))
+
+
+def req_to_token_padded(launch: Launch) -> bool:
+    """Whether the launch's request-to-token table has a row beyond the printed requests."""
+    passed = isinstance(launch.args.get("max_running_requests"), int)
+    return rules.req_to_token_padding_row(printed_on(launch), passed)

@@ -267,9 +267,9 @@ def diff_launches(
         note = cn.SlopeNotVaried()
     elif cmp.confounders:
         # The hint holds only where SGLang's default depends on max bs: not where the user
-        # passed the value, nor in era a (a tp table) or under the Aug-Oct 2025 GPU-tier rule
-        # (capacity and tp x pp; logmem.sglang.default_mfs).
-        fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.GPU_TIER)
+        # passed the value, nor in era a (a tp table, or its large-GPU rule) or under the
+        # GPU-tier rule of 0.4.8-0.5.2 (capacity and tp x pp; logmem.sglang.default_mfs).
+        fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.LARGE_GPU, Rule.GPU_TIER)
         derived_from_bs = any(
             d is None or d.rule not in fixed for d in (la.default_mfs, lb.default_mfs)
         )

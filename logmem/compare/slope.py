@@ -20,7 +20,7 @@ from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.sglang.default_mfs import Era, Rule
+from logmem.sglang.default_mfs import MfsEra, Rule
 from logmem.sglang.eras import family_key
 from logmem.sglang.rules import (
     DIFFERENCE_RESOLUTION_GIB,
@@ -137,7 +137,10 @@ def reserve_rule_in_force(launches: Sequence[Launch]) -> bool:
     passed = [d is not None and (d.passed is True or d.rule is Rule.PASSED) for d in ds]
     reserve_era = all(
         d is not None
-        and (d.rule is Rule.RESERVE or (d.rule is not Rule.TP_TABLE and d.era in (Era.B, Era.C)))
+        and (
+            d.rule is Rule.RESERVE
+            or (d.rule is not Rule.TP_TABLE and d.era in (MfsEra.B, MfsEra.C))
+        )
         for d in ds
     )
     return reserve_era and not all(passed)

@@ -125,7 +125,8 @@ class WeightsOfABrokenLoad:
 @frozen
 class MfsHeld:
     mfs: float
-    # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED, TP_TABLE or GPU_TIER say
+    # The default-mfs rule of the launch (logmem.sglang.default_mfs): PASSED, TP_TABLE, LARGE_GPU or
+    # GPU_TIER say
     # SGLang's default would not move with max bs; None or another rule: it may.
     rule: Rule | None = None
     # Whether the rule's value is the dump's (DefaultMfs.matches; None: no value to compare):

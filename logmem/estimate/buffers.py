@@ -85,9 +85,11 @@ def request_table(
     context_len: int | None,
     max_position_embeddings: int | None,
     notes: list[n.Note],
+    padding_row: bool = True,
 ) -> int | None:
     """The request-to-token table; the context length falls back to max_position_embeddings,
-    as SGLang's does when --context-length is not given."""
+    as SGLang's does when --context-length is not given. ``padding_row``: whether the table has
+    a row beyond ``max_running_requests`` (``rules.req_to_token_padding_row``)."""
     if max_running_requests is None:
         return None
     ctx = context_len
@@ -95,4 +97,6 @@ def request_table(
         ctx = max_position_embeddings
         if ctx is not None:
             notes.append(n.ContextFromMaxPositions(ctx))
-    return rules.req_to_token_bytes(max_running_requests, ctx) if ctx is not None else None
+    if ctx is None:
+        return None
+    return rules.req_to_token_bytes(max_running_requests, ctx, padding_row)

@@ -352,6 +352,7 @@ def estimate(
     max_dispatch_tokens: int | None = None,
     max_running_requests: int | None = None,
     context_len: int | None = None,
+    request_padding_row: bool = True,
     device: str | None = None,
     dp_lm_head: bool = False,
     logits_static: bool | None = None,
@@ -399,7 +400,7 @@ def estimate(
     logits = logits_buffer(d, cuda_graph_max_bs, tokens_per_req, notes, logits_static)
     deepep, masked = deepep_buffers(d, par, max_dispatch_tokens, notes, device)
     max_pos = int_key(cfg, "max_position_embeddings")
-    req = request_table(max_running_requests, context_len, max_pos, notes)
+    req = request_table(max_running_requests, context_len, max_pos, notes, request_padding_row)
     figures = {
         "kv_bytes_per_token_per_rank": kv_rank,
         "logits_buffer_bytes": logits,

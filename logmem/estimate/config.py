@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from logmem.analysis.sizing import printed_kv_dtype
+from logmem.analysis.sizing import printed_kv_dtype, req_to_token_padded
 from logmem.errors import LogmemError
 from logmem.estimate.limits import LimitError, check_config, check_parallel
 from logmem.frozen import frozen
@@ -213,6 +213,8 @@ def settings_for_launch(launch: Launch) -> dict[str, Any]:
         value = summary.get_int(key) if summary is not None else None
         if value is not None:
             out[kwarg] = value
+    # Whether the table has a row beyond the printed requests: by the launch's release.
+    out["request_padding_row"] = req_to_token_padded(launch)
     printed = printed_kv_dtype(launch)
     if printed is not None and kv_element_bytes(printed) is not None:
         # What the pools hold, even where --kv-cache-dtype said auto (an fp8 checkpoint's KV

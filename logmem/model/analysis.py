@@ -82,9 +82,9 @@ class Analysis:
     @property
     def findings(self) -> list[str]:
         """Every launch's findings, as the report and the JSON's ``findings[]`` give them."""
-        from logmem.report.graph_lines import launch_findings
+        from logmem.report.finding_lines import finding_lines
 
-        return [f for L in self.launches for f in launch_findings(L, self.ledger(L))]
+        return [f for L in self.launches for f in finding_lines(self.ledger(L))]
 
     def ledger_frame(self) -> pd.DataFrame:
         from logmem.report.frames import ledger_frame

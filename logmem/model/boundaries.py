@@ -84,6 +84,10 @@ class LaunchStart:
     at: str | None = None  # the opening line's printed date and time, if dated
     # clock: this line's time minus the earlier line's (the sentence's "3 hours after").
     gap: timedelta | None = None
+    # The last line read before it in its file (the launch before it ends there). The lines
+    # between carry no keyword, so the reader drops them unread: the launch's first line (a
+    # warning, the new process's first log line) may be any of them, at or before ``line``.
+    after: int | None = None
 
 
 @frozen

@@ -65,6 +65,17 @@ class _Builder:
         # A launcher's echo (command line, environment) after a start-up has begun announces
         # the next start-up: held until its server_args (or restart) opens it.
         self.prelude: list[ev.Event] = []
+        # The line of the event read before the current one in this file, and the line read
+        # before the prelude's first event: where the launch before a new one ends.
+        self.line: int | None = None
+        self.prev_line: int | None = None
+        self.prelude_after: int | None = None
+
+    def hold(self, e: ev.Event) -> None:
+        """Hold a launcher's echo for the next start-up (prelude)."""
+        if not self.prelude:
+            self.prelude_after = self.prev_line
+        self.prelude.append(e)
 
     def flush_prelude(self, L: _LaunchB, front: bool = False) -> None:
         if self.prelude:
@@ -87,9 +98,10 @@ class _Builder:
             # launch's first line in this file.
             early = [x.source for x in self.prelude if x.source.path == start.line.path]
             line = min([start.line, *early], key=lambda s: s.line_no)
-            L.start = L.start or replace(start, line=line)
+            after = self.prelude_after if early else self.prev_line
+            L.start = L.start or replace(start, line=line, after=after)
             if prev is not None and prev.next_start is None:
-                prev.next_start = line
+                prev.next_start, prev.next_after = line, after
         return L
 
     def feed(self, e: ev.Event) -> None:
@@ -100,6 +112,8 @@ class _Builder:
             self.path = e.source.path
             self.cur = -1
             self.file_content = False
+            self.line = None
+        self.prev_line, self.line = self.line, e.source.line_no
         if isinstance(e, ev.Summarised):  # launches left out: the next one is a launch of its own
             self.next_launch().briefs, self.file_content = e.briefs, False
             return
@@ -121,7 +135,10 @@ class _Builder:
         if isinstance(e, (ev.DeviceTotal, ev.NSABackends)):
             # The launcher prints it before server_args: after other content of the file, it
             # belongs to the launch that server_args opens next (like a launch command).
-            (self.prelude if self.file_content else L.events).append(e)
+            if self.file_content:
+                self.hold(e)
+            else:
+                L.events.append(e)
             return
         if e.rank is None:
             if not L.repeats.ignored_bar(e, L):
@@ -189,7 +206,7 @@ class _Builder:
         if not isinstance(e, ev.BarRender):
             L.bar_candidates = None
         if isinstance(e, (ev.LaunchCommand, ev.LaunchEnv)) and self.file_content:
-            self.prelude.append(e)
+            self.hold(e)
             return
         if isinstance(e, ev.BarRender):
             r = L.bar_rank(e)

@@ -54,6 +54,7 @@ class _LaunchB:
     # launch of its file begins (logmem.model.boundaries).
     start: LaunchStart | None = None
     next_start: Source | None = None
+    next_after: int | None = None  # the last line read before next_start (LaunchStart.after)
     steps: dict[str, FileSteps] = field(default_factory=dict)  # per file: its steps so far
     repeats: Repeats = field(default_factory=Repeats)  # lines printed again before it came up
 
@@ -186,6 +187,7 @@ class _LaunchB:
             self.start,
             self.next_start,
             self.repeats.freeze(),
+            self.next_after,
         )
 
 

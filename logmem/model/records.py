@@ -286,6 +286,9 @@ class Launch:
     # A rank's lines printed again (same text and time) before the launch came up:
     # overlapping pastes of one log, read once (logmem.model.boundaries.Repeat).
     repeats: tuple[Repeat, ...] = field(default=(), compare=False)
+    # The last line of this launch read in the next launch's file (LaunchStart.after): lines
+    # after it and before next_start were not read, so the next launch may begin among them.
+    next_after: int | None = field(default=None, compare=False)
 
     @property
     def args(self) -> dict[str, Any]:

@@ -231,7 +231,8 @@ def _cause_note(c: Cause) -> str:
     f, w = c.facts, c.what
     g = format_gib
     if w is What.REQ_TABLE:
-        return f"({f.n_req} + 1) x {f.ctx} x 4 B"
+        rows = f"({f.n_req} + 1)" if f.pad_row else f"{f.n_req}"
+        return f"{rows} x {f.ctx} x 4 B"
     if w is What.ROUNDING and f.bound_bytes is not None:
         return f"within +-{f.bound_bytes / GIB:.2f} GiB"
     if w is What.STATIC:

@@ -12,7 +12,7 @@ from logmem.analysis import comm_join as cj
 from logmem.analysis.communication import Cell
 from logmem.analysis.ledger import Lazy
 from logmem.sglang import comm, rules
-from logmem.sglang.comm import Mechanism, When
+from logmem.sglang.comm import Mechanism, When, env_value_text
 from logmem.units import GIB, MIB, format_gib
 
 
@@ -53,7 +53,7 @@ def _env(key: str, fact: Any, default: str, unit: str = "") -> str:
         return f"{key} {default}"
     value, origin, line = fact
     where = f"log line {line}" if origin == "log" and line else origin
-    return f"{key}={value}{unit} ({where})"
+    return f"{key}={env_value_text(key, value)}{unit} ({where})"
 
 
 def bucket_name(graph: str, size: int | None) -> str:
@@ -82,7 +82,7 @@ def cell_note(c: Cell) -> str:
     if m is Mechanism.PEER_BUFFERS:
         lib = f.get("library", "NCCL")
         if lib == "HCCL":
-            size = _env("HCCL_BUFFSIZE", f.get("HCCL_BUFFSIZE"), "default", " MB")
+            size = _env("HCCL_BUFFSIZE", f.get("HCCL_BUFFSIZE"), "default")
         else:
             size = _env("NCCL_BUFFSIZE", f.get("NCCL_BUFFSIZE"), "default 4 MiB")
         when = "pre-warmed (--pre-warm-nccl)" if c.when is When.INIT else "at the first collective"
@@ -237,13 +237,12 @@ def shared_names(j: cj.DeepEPJoin) -> list[str]:
         f = dict(peers[0].facts)
         lib = f.get("library", "NCCL")
         key = "HCCL_BUFFSIZE" if lib == "HCCL" else "NCCL_BUFFSIZE"
-        unit = " MB" if lib == "HCCL" else ""
         fact = f.get(key)
         env = ""
         if fact:
             value, origin, line = fact
             where = f"log line {line}" if origin == "log" and line else origin
-            env = f" ({key}={value}{unit}, {where})"
+            env = f" ({key}={env_value_text(key, value)}, {where})"
         groups = _groups([c.group for c in peers])
         out.append(f"the {lib} peer buffers of the {groups} group{_s(len(peers))}{env}")
     if any(c.mechanism is Mechanism.SYMM_POOL for c in j.shared):

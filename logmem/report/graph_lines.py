@@ -4,19 +4,8 @@ rather than a printed list. The facts are the model's (:class:`logmem.model.reco
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from logmem.model.records import Graph, Launch
-from logmem.report.sentences import finding_text, graphs_name
-
-if TYPE_CHECKING:
-    from logmem.analysis.attribution import LaunchLedger
-
-
-def launch_findings(L: Launch, led: LaunchLedger) -> list[str]:
-    """A launch's findings as every output gives them: the ledger's, then the graph sentences.
-    The one list the text, the JSON's ``findings[]`` and ``Analysis.findings`` all print."""
-    return [finding_text(f) for f in led.findings] + graph_sentences(L)
+from logmem.report.sentences import graphs_name
 
 
 def graph_sentences(L: Launch) -> list[str]:

@@ -78,6 +78,7 @@ def start_json(s: LaunchStart | None) -> dict[str, Any] | None:
         "step": s.step or None,
         "at": s.at,
         "evidence": source_json(s.evidence),
+        "after": s.after,
         "values": {"what": s.values[0], "this": s.values[1], "earlier": s.values[2]}
         if s.values
         else None,

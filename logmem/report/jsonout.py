@@ -15,13 +15,14 @@ from logmem.analysis.comm_join import communication
 from logmem.analysis.context import ContextVsPool
 from logmem.analysis.failures import Failure, RankError, outcome, read_errors
 from logmem.analysis.failures.records import exc_type_of, message_of
+from logmem.analysis.findings_order import set_aside
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
-from logmem.report.graph_lines import launch_findings
+from logmem.report.finding_lines import finding_lines
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json, repeats_json, start_json
 from logmem.report.inputs_text import source_json as _line
@@ -370,6 +371,7 @@ def launch_json(
         "server_args": L.args if L.server_args else None,
         "server_args_line": _ln(L.server_args),
         "server_args_error": L.server_args.error if L.server_args else None,
+        "ranks_set_aside": list(set_aside(L)),
         "binding_rank": led.binding_rank,
         "imbalance_gib": gib(led.imbalance_bytes),
         "imbalance_kv_tokens": led.imbalance_tokens,
@@ -385,7 +387,7 @@ def launch_json(
         if led.reserve
         else None,
         "default_mfs": default_mfs_json(led.default_mfs),
-        "findings": launch_findings(L, led),
+        "findings": list(finding_lines(led)),
         "context_capacity": context_json(led.context),
         "device_totals": device_totals_json(led.device_totals),
         "pre_start": pre_start_json(led.pre_start),

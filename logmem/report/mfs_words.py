@@ -7,7 +7,7 @@ from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.ledger import Bound
 from logmem.analysis.sizing import RankCoverage
 from logmem.report.causes import bounded
-from logmem.sglang.default_mfs import DefaultMfs, Era, NoPrediction, Rule, era_of
+from logmem.sglang.default_mfs import DefaultMfs, MfsEra, NoPrediction, Rule, mfs_era_of
 
 
 def coverage_text(c: RankCoverage | None) -> str:
@@ -57,17 +57,14 @@ def _match(d: DefaultMfs) -> str:
     return f"{d.predicted:g}, {verdict}"
 
 
-TIER_RULE = (
-    "the GPU-tier reserve rule of about Aug-Oct 2025 (constants from recollection of "
-    "server_args.py, not a stored source)"
-)
+TIER_RULE = "the GPU-tier reserve rule of sglang 0.4.8-0.5.2 (Jun-Oct 2025)"
 
 
 def _tier_text(d: DefaultMfs, when: str) -> str:
     world = (d.tp_size or 0) * (d.pp_size or 1)
     older = (
         f"; {when}, so an image older than the log"
-        if d.printed_on and era_of(d.printed_on) in (Era.B, Era.C)
+        if d.printed_on and mfs_era_of(d.printed_on) in (MfsEra.B, MfsEra.C)
         else f" ({when})"
     )
     assert d.capacity_mib is not None and d.tier_reserved_mib is not None
@@ -84,15 +81,32 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         return "passed", "mem_fraction_static passed on the command line, no default rule"
     if d.rule is Rule.GPU_TIER:
         return "GPU-tier reserve", _tier_text(d, when)
+    form = f"sglang {d.form}" if d.form else ""
     if d.rule is Rule.TP_TABLE:
         how = "the dump fits it" if d.era_from == "dump" else when
         # A table the dump contradicts: the value was passed (the cell names the rule's value).
         value = f"passed (the tp table gives {d.predicted:g})" if d.matches is False else "tp table"
-        return value, f"era a ({how}): default for tp {d.tp_size}: {_match(d)}"
+        return value, f"era a ({how}; {form}): default for tp {d.tp_size}: {_match(d)}"
+    if d.rule is Rule.LARGE_GPU:
+        how = "the dump fits it" if d.era_from == "dump" else when
+        cap = f"gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else "a GPU"
+        value = (
+            f"passed (the large-GPU rule gives {d.predicted:.3f})"
+            if d.matches is False
+            else "large-GPU rule"
+        )
+        # The rule's value is unrounded (0.4.6 - 0.4.7): four places show what the dump prints.
+        tail = (
+            _match(d)
+            if d.predicted is None
+            else _match(d).replace(f"{d.predicted:g}", f"{d.predicted:.4f}", 1)
+        )
+        return value, f"era a ({how}; {form}): {cap} above 81,920 MiB leaves the tp table: {tail}"
     if d.rule is Rule.RESERVE:
         how = "the dump fits it" if d.era_from == "dump" else when
         cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
         res = f", reserve {d.reserved_mib:,.0f} MiB" if d.reserved_mib is not None else ""
+        how += f"; {form}'s form" if form else ""
         if d.matches is True:
             return "reserve", f"era {d.era.value} ({how}){cap}{res}: {_match(d)}"
         # Unconfirmed or contradicted: a derived value and a passed one look the same here.
@@ -123,7 +137,7 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
             value,
             f"era {d.era.value} ({how}) reserve formula{cap}{res}: {_match(d)}; {tail}",
         )
-    if d.era is Era.UNKNOWN:
+    if d.era is MfsEra.UNKNOWN:
         return "unknown", "era unknown (no date): no default rule assumed"
     table = (
         f"; the era-a table for tp {d.tp_size} gives {d.table_mfs:g}"
@@ -131,7 +145,7 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         else ""
     )
     tier = (
-        f"; the Aug-Oct 2025 GPU-tier rule (constants from recollection) gives {d.tier_mfs:g}"
+        f"; the GPU-tier rule of sglang 0.4.8-0.5.2 gives {d.tier_mfs:g}"
         if d.tier_mfs is not None
         else ""
     )

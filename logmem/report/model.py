@@ -15,12 +15,13 @@ from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
+from logmem.analysis.findings_order import trusted
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.report.communication import comm_view
 from logmem.report.device_words import device_top
-from logmem.report.graph_lines import launch_findings
+from logmem.report.finding_lines import finding_lines
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.launch_title import launch_title
@@ -53,8 +54,9 @@ class Report:
 
 
 def main_rank(launch: Launch) -> Rank | None:
-    """The rank a report leads with: the one with bucket readings, else the first."""
-    return launch.main_rank
+    """The rank a report leads with: the one with bucket readings, else the first, among the
+    ranks whose lines are in time order (the ranks the findings use: findings_order.trusted)."""
+    return trusted(launch).main_rank
 
 
 def sizing_table(led: LaunchLedger) -> Table | None:
@@ -245,7 +247,7 @@ def launch_report(
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     title = launch_title(L, n_launches)
-    found = lead + tuple(launch_findings(L, led)) + extra
+    found = lead + finding_lines(led) + extra
     return LaunchReport(title, tuple(verdict_lines(L)), found, tuple(sections), led, com)
 
 

@@ -14,6 +14,7 @@ from logmem.parse.events import Frame
 from logmem.report.fixes import gib_text as _g
 from logmem.report.fixes import ranks_who, sentence
 from logmem.report.formula import kv_rule_text
+from logmem.report.order_sentences import begins_at
 from logmem.sglang import rules
 
 # --- notes ---------------------------------------------------------------------------------------
@@ -315,8 +316,9 @@ def _(n: fx.CommUnknown) -> str:
 def _(n: fx.LogStops) -> str:
     if n.next_launch_line is not None:
         return (
-            f"the next launch begins at line {n.next_launch_line}: this one ended without an "
-            "error line (killed or restarted), so memory cannot be judged from it"
+            f"the next launch begins {begins_at(n.next_launch_line, n.next_launch_after)}: this "
+            "one ended without an error line (killed or restarted), so memory cannot be judged "
+            "from it"
         )
     return (
         "no error is in the log: it was cut, or the process hung or was killed (a kill leaves no "

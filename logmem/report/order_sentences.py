@@ -42,11 +42,25 @@ def _span(d: timedelta) -> str:
     return f"{s / 60:.0f} minutes"
 
 
+def begins_at(line: int, after: int | None, when: str | None = None) -> str:
+    """ "at line N (when)", or, when lines the reader drops lie between the launch before and
+    line N (LaunchStart.after), "at or before line N (when; ...)": its first line (a warning,
+    the new process's first log line) may be one of them."""
+    notes = [when] if when else []
+    if after is None or line <= after + 1:
+        return f"at line {line}" + (f" ({when})" if when else "")
+    unread = f"line {after + 1}" if after + 1 == line - 1 else f"lines {after + 1}-{line - 1}"
+    notes.append(
+        f"{unread} before it carry no start-up step and are not read, and its first line may "
+        "be among them"
+    )
+    return f"at or before line {line} ({'; '.join(notes)})"
+
+
 @finding_text.register
 def _(f: LaunchStarted) -> str:
     s = f.start
-    when = f" ({s.at})" if s.at else ""
-    at = f"This launch begins at line {s.line.line_no}{when}"
+    at = f"This launch begins {begins_at(s.line.line_no, s.after, s.at)}"
     prev = f"launch {f.previous}"
     ev_line = s.evidence.line_no if s.evidence is not None else None
     who = _rank(s.rank)
@@ -129,12 +143,17 @@ def _(f: RepeatedLines) -> str:
 def _(f: OutOfOrder) -> str:
     more = f.count - 1
     also = f" ({more} more of its lines run back likewise)" if more > 0 else ""
+    used = (
+        " and its figures are not used below (the other ranks' are)"
+        if f.set_aside
+        else " and, with no rank in order, the figures below come from it all the same"
+    )
     return (
         f"{f.rank or 'The untagged rank'}'s lines are not in time order: line {f.later_line} "
         f"({f.later_time:%H:%M:%S}) comes after line {f.earlier_line} ({f.earlier_time:%H:%M:%S})"
         f"{also}. Its ledger pairs readings in the wrong order (memory 'given back', steps "
-        f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable: pass "
-        f"the rank's own file, or a merge that keeps each file's order."
+        f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable"
+        f"{used}: pass the rank's own file, or a merge that keeps each file's order."
     )
 
 

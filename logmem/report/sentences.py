@@ -418,6 +418,8 @@ def reserve_term_text(t: rules.Reserve) -> str:
         )
     if t.term is rules.ReserveTerm.PIECEWISE:
         return f"piecewise graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
+    if t.term is rules.ReserveTerm.PIECEWISE_MAX_TOKENS:
+        return f"piecewise graph: max tokens {t.max_tokens} // {t.divisor} MB"
     if t.term is rules.ReserveTerm.PREFILL:
         return f"prefill graph: {t.sizes} sizes x {rules.PIECEWISE_MIB_PER_SIZE} MB"
     if t.term is rules.ReserveTerm.MLA_PREFILL:

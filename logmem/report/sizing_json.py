@@ -40,4 +40,5 @@ def default_mfs_json(d: Any) -> dict[str, Any] | None:
         "no_prediction": d.no_prediction.value if d.no_prediction else None,
         "dumped": d.dumped,
         "matches": d.matches,
+        "form": d.form,
     }

@@ -234,6 +234,7 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
     else:
         lines.append("Incomplete: the log holds no rank lines, so start-up cannot be judged.")
     lines.extend(caveat_text(x, oc.status == "ready") for x in v.not_loaded)
+    lines.extend(_order_lines(v))
     if oc.runtime_errors:
         e = v.first_runtime_error
         what = short(message_of(e.record, e.source)) if e is not None else "an error"
@@ -305,3 +306,24 @@ def _rank_list(labels: tuple[str, ...]) -> str:
         return ""
     names = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
     return f", {names}"
+
+
+def _order_lines(v: fx.Verdict) -> list[str]:
+    """Ranks whose lines run back in time: whose figures are used instead, or that no rank's
+    are in order (findings_order.trusted)."""
+    if v.set_aside:
+        one = len(v.set_aside) == 1
+        used = [x for x in v.rank_labels if x not in v.set_aside]
+        return [
+            f"{_compress(v.set_aside)}: {'its' if one else 'their'} lines are out of time order "
+            f"(see Findings), so {'its' if one else 'their'} figures are not used; the sizing "
+            f"and the findings below use {_compress(used)}."
+        ]
+    if v.unreliable:
+        who = _compress(v.unreliable) or "the untagged rank"
+        return [
+            f"{who}: lines out of time order, and no rank's are in order (see Findings): the "
+            "figures below come from ledgers that pair readings in the wrong order and are "
+            "not reliable."
+        ]
+    return []

@@ -74,10 +74,12 @@ MFS_ADJUSTMENTS = (
     MfsAdjustment(
         "aiter",
         0.85,
-        date(2025, 6, 24),
-        date(2026, 2, 23),
+        date(2025, 6, 10),
+        date(2025, 11, 6),
         "",
-        "0.4.8 - 0.5.3, 2025-06 - 2025-10",
+        # sglang 0.4.7 - 0.5.4, srt/model_executor/model_runner.py ModelRunner.__init__; from
+        # 0.5.5 (2025-11-06) srt/server_args.py scales it before the dump.
+        "0.4.7 - 0.5.4, 2025-06 - 2025-10",
     ),
 )
 """SGLang's own adjustments of mem_fraction_static before the KV rule, by era (E1-E5).
@@ -90,12 +92,13 @@ rule. 0.3.5 - 0.4.0 print "Automatically turn off --chunked-prefill-size and adj
 --mem-fraction-static for multimodal models.", 0.4.1 - 0.4.8 "Automatically reduce
 --mem-fraction-static to X because this is a multimodal model."; aiter (attention_backend 'aiter',
 context_len > 8192) prints nothing. From 0.4.9 (multimodal: x 0.90, later a ViT-size factor) and
-0.5.9 (aiter) ``server_args.py`` scales the value before the dump, so the dump already holds it. A log's date only bounds its version from above (an old
+0.5.5 (aiter; 0.4.7 - 0.5.4 scale it in ``ModelRunner.__init__``, re-read in round 25)
+``server_args.py`` scales the value before the dump, so the dump already holds it. A log's date only bounds its version from above (an old
 image can run later), which is why the sizing checks each adjustment against the logged pool."""
 
 AITER_LONG_CONTEXT = 8192
-"""The aiter adjustment applies when ``context_len`` exceeds this (``model_runner.py`` 0.4.8 -
-0.5.3, 2025; same as ``MFS_ADJUSTMENTS``)."""
+"""The aiter adjustment applies when ``context_len`` exceeds this (``model_runner.py`` 0.4.7 -
+0.5.4, 2025; same as ``MFS_ADJUSTMENTS``)."""
 
 
 def _qualifies(

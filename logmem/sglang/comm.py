@@ -354,22 +354,15 @@ def deepep_dispatch_tokens(env: Mapping[str, str]) -> int:
     )
 
 
-def decode_graph_on(args: Mapping[str, Any]) -> bool:
-    """The decode CUDA graph runs unless ``--disable-cuda-graph`` (or, 2026,
-    ``--disable-decode-cuda-graph``)."""
-    return (
-        args.get("disable_cuda_graph") is not True
-        and args.get("disable_decode_cuda_graph") is not True
-    )
-
-
 def deepep_reserve_applies(args: Mapping[str, Any]) -> bool:
     """Whether ``reserve_for_deepep_a2a_mb()`` (``server_args.py``, 2026) adds its
     ``rules.DEEPEP_A2A_RESERVE_MIB`` to SGLang's own mem_fraction_static: not a prefill node,
     the decode graph on, DeepEP the a2a backend. It counts only when SGLang derives the
     fraction itself: an explicit ``--mem-fraction-static`` is used as given."""
     return (
-        args.get("disaggregation_mode") != "prefill" and decode_graph_on(args) and deepep_on(args)
+        args.get("disaggregation_mode") != "prefill"
+        and rules.decode_graph_on(args)
+        and deepep_on(args)
     )
 
 
@@ -476,3 +469,14 @@ COMM_ENV_KEYS = (
     "HCCL_BUFFSIZE",
 )
 """The environment variables that size or switch a communication cell."""
+
+ENV_UNITS = {"NCCL_BUFFSIZE": "B", "HCCL_BUFFSIZE": "MB"}
+"""The unit of a variable whose name does not say it (SGLang's own say it: _KB, _MB, _GB_SIZE).
+NCCL_BUFFSIZE is in bytes (NCCL docs, Environment Variables: default 4194304, i.e. 4 MiB);
+HCCL_BUFFSIZE in MB (Ascend CANN docs, HCCL environment variables: default 200)."""
+
+
+def env_value_text(key: str, value: str) -> str:
+    """An echoed value with its unit when the name does not say it: ``720 MB``."""
+    unit = ENV_UNITS.get(key)
+    return f"{value} {unit}" if unit else value

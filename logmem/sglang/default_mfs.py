@@ -1,31 +1,35 @@
-"""SGLang's default ``mem_fraction_static`` by era (reference 12.3): which rule derived the
-value a server_args dump shows, what it predicts, and whether the dump matches.
+"""SGLang's default ``mem_fraction_static`` by era (reference 12.3, checked against the released
+wheels, docs/sglang-sources.md): which rule derived the value a server_args dump shows, what it
+predicts, and whether the dump matches.
 
 ``server_args.py`` derives mem_fraction_static only when the user did not pass it:
 
-* era (a), about <= mid 2025: a table keyed on ``tp_size`` (a later variant on tp x pp);
-* about Aug - Oct 2025 (v0.4.10 - v0.5.3): a reserve by GPU tier, ``reserved = (base + tp x pp
-  / d) x 1024`` MiB (``GPU_TIERS``; 32 GiB above 160 GiB), + 4096 with DP attention, + the
-  speculative extras, ``mfs = round((gpu_mem - reserved) / gpu_mem, 3)``. Its constants are the
-  lead's and a reviewer's recollection of ``server_args.py``, not a stored source, so the rule
-  is reported only where its value is the dump's (corpus 011: 81,559 MiB, TP8: 13,824 MiB,
-  0.831, as dumped); it is tried on logs dated after mid 2025 (a later date may run an
-  older image) and never claims a graph reserve;
-* era (b), about Oct 2025 - Feb 2026: ``_handle_gpu_memory_settings(gpu_mem)``, a reserve in
-  MiB (activation, decode graph, tp x pp, DP attention, piecewise graph; a 10240 floor above
-  60 GiB; speculative extras), ``mfs = round((gpu_mem - reserved) / gpu_mem, 3)``;
-* era (c), 2026 on: the same reserve with ``reserve_for_graph_mb()`` (an MLA model's prefill
-  graph a flat 1536 MiB, a breakable prefill graph with DeepEP + 1024) and
-  ``reserve_for_deepep_a2a_mb()``; the tp x pp term inferred to use integer division. The
-  inputs are read under E7's names too (``cuda_graph_config``, ``cuda_graph_max_bs_decode``;
-  logmem.sglang.reserve).
+* era (a), sglang 0.3.6 - 0.4.7 (to Jun 2025; srt/server_args.py, ``__post_init__``): a table
+  keyed on ``tp_size`` (tp x pp from 0.4.6.post5); from 0.4.6 a GPU above 81,920 MiB leaves the
+  table (logmem.sglang.mfs_versions ``TABLE_FORMS``);
+* sglang 0.4.8 - 0.5.2 (Jun - Oct 2025; srt/server_args.py, ``__post_init__``): a reserve by GPU
+  tier, ``reserved = (base + tp x pp / d) x 1024`` MiB (``GPU_TIERS``; 32 GiB from 160 GiB),
+  + 4096 with DP attention, + 2048 with speculative decoding (STANDALONE 6144 from 0.5.2),
+  ``mfs = round((gpu_mem - reserved) / gpu_mem, 3)``. Read in all five releases; it is still
+  reported only where its value is the dump's (corpus 011: 81,559 MiB, TP8: 13,824 MiB, 0.831,
+  as dumped) and never claims a graph reserve;
+* eras (b) and (c), sglang 0.5.3 on (srt/server_args.py ``_handle_gpu_memory_settings``;
+  srt/arg_groups/memory_hook.py ``handle_gpu_memory_settings`` from 0.5.20): ``reserved = 512
+  + max(chunk, 2048) x 1.5 + tp x pp / 8 x 1024 (a float) + graph terms``, a 10240 floor
+  above 60 GiB, the speculative extras, ``mfs = round((gpu_mem - reserved) / gpu_mem, 3)``.
+  Its graph and speculative terms changed in 0.5.6, 0.5.7, 0.5.8, 0.5.10, 0.5.14, 0.5.16 and
+  0.5.20 (``mfs_versions.FORMULA_FORMS``): the form whose value is the dump's is taken, else
+  the one current at the log's date. Era (b) / (c) is the date's label (before / from March
+  2026); the form does the arithmetic. The inputs are read under E7's names too
+  (``cuda_graph_config``, ``cuda_graph_max_bs_decode``; logmem.sglang.reserve).
 
 Between mid 2025 and Oct 2025 the era is not known by date; the dump then tells which rule
 it fits, if any. When the log prints no device capacity, ``capacity_windows`` gives the GPU
 sizes (at or above the free memory before loading, P) on which a rule yields the dump's value:
 a hint, never a match; where the reserve formula and the GPU-tier rule yield it on no such GPU,
-the value was passed (``DefaultMfs.excluded``). A log's date only bounds its SGLang version from above (an old image can
-run later). Like rules.py this imports nothing of the package at run time but the rules.
+the value was passed (``DefaultMfs.excluded``). A log's date only bounds its SGLang version from
+above (an old image can run later). Like rules.py this imports nothing of the package at run time
+but the rules.
 """
 
 from __future__ import annotations
@@ -39,68 +43,65 @@ from typing import Any
 
 from logmem.frozen import frozen
 from logmem.sglang import rules
-from logmem.sglang.reserve import Reserve, ReserveTerm
+from logmem.sglang.mfs_versions import (
+    FORMULA_FORMS,
+    GPU_TIERS,
+    RELEASES,
+    TABLE_FORMS,
+    TABLE_GPU_LIMIT_MIB,
+    TIER_FORM,
+    FormulaForm,
+    TableForm,
+    forms_for,
+    formula_spec_mib,
+    table_form_values,
+    tier_reserved_mib,
+)
+from logmem.sglang.reserve import AFTER_FLOOR, Reserve
 from logmem.units import MIB
 
-ERA_A_LAST = date(2025, 6, 30)
-"""The last date taken as era (a) (the tp_size table): "about <= mid 2025" (reference 12.3;
-checked on logs of 2024-10, 2025-01, 2025-03 and 2025-05)."""
+ERA_A_LAST = RELEASES["0.4.7"]
+"""The last date taken as era (a) (the tp_size table): sglang 0.4.7 (2025-06-10) is the last
+release read with it; 0.4.8 (2025-06-24) has the GPU-tier rule, so a log printed after 0.4.7
+may run either (srt/server_args.py, ``__post_init__``)."""
 
-ERA_B_FIRST = date(2025, 10, 1)
-"""The first date taken as era (b) (the reserve formula): "about Oct 2025" (reference 12.3)."""
+ERA_B_FIRST = RELEASES["0.5.3"]
+"""The first date taken as era (b) (the reserve formula): sglang 0.5.3 (2025-10-06), the first
+release read with ``_handle_gpu_memory_settings`` (0.5.2, 2025-09-11, has the GPU-tier rule)."""
 
 ERA_C_FIRST = date(2026, 3, 1)
-"""The first date taken as era (c) (reserve_for_graph_mb, DeepEP term): 2026 after Feb."""
+"""The first date labelled era (c): 2026 after Feb (the label only; the arithmetic is the form
+of ``mfs_versions.FORMULA_FORMS`` the date allows)."""
 
 TP_TABLE = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
-"""Era (a): ``mem_fraction_static`` by ``tp_size`` (>= 16, >= 8, >= 4, >= 2, otherwise),
-``server_args.py`` about <= mid 2025 (reference 12.3 a; an L4 TP4 dump of 2025-03 shows 0.85)."""
+"""Era (a): ``mem_fraction_static`` by ``tp_size`` (>= 16, >= 8, >= 4, >= 2, otherwise): sglang
+0.4.0 - 0.4.7, srt/server_args.py, ``__post_init__`` (0.3.6 gives 0.82 at tp >= 8; the forms are
+``mfs_versions.TABLE_FORMS``). An L4 TP4 dump of 2025-03 shows 0.85."""
 
 UNKNOWN_GPU_MEM_MFS = 0.95
-"""Era (c): the value when ``gpu_mem`` is unknown (reference 12.3 c)."""
+"""The value when ``gpu_mem`` is unknown: sglang 0.5.20, 0.5.23 (srt/arg_groups/memory_hook.py,
+``handle_gpu_memory_settings``); 0.88 in 0.4.8 - 0.5.16 (srt/server_args.py)."""
 
 BASE_RESERVE_MIB = 512
-"""The constant of the reserve (``reserved = 512 + ...``, eras b and c)."""
+"""The constant of the reserve (``reserved = 512 + ...``): sglang 0.5.3 - 0.5.23,
+srt/server_args.py ``_handle_gpu_memory_settings`` (memory_hook.py from 0.5.20)."""
 
 LARGE_GPU_MIB = 60 * 1024
-"""Above this capacity the reserve is at least ``RESERVE_FLOOR_MIB`` (eras b and c)."""
+"""Above this capacity the reserve is at least ``RESERVE_FLOOR_MIB`` (same source, 0.5.3 -
+0.5.23)."""
 
 RESERVE_FLOOR_MIB = 10240
-"""The reserve's floor on a GPU above 60 GiB (eras b and c)."""
-
-STANDALONE_SPEC_MIB = 6144
-"""Extra reserve for ``speculative_algorithm == 'STANDALONE'`` (eras b and c)."""
-
-OTHER_SPEC_MIB = 2048
-"""Extra reserve for the other speculative algorithms except NGRAM (eras b and c, and the
-GPU-tier rule)."""
-
-GPU_TIERS = (
-    (20 * 1024, 2.8, 10),
-    (35 * 1024, 2.8, 10),
-    (90 * 1024, 9.5, 2),
-    (100 * 1024, 12.0, 2),
-    (160 * 1024, 12.0, 2),
-)
-"""The GPU-tier rule of about Aug - Oct 2025 (v0.4.10 - v0.5.3, ``ServerArgs.
-_handle_gpu_memory_settings``): below each capacity (MiB), ``reserved = (base + tp x pp / d) x
-1024`` MiB. Recollection of ``server_args.py`` by the lead and a reviewer, not a stored source
-(unverified): used only where its value is the dump's."""
-
-GPU_TIER_TOP_MIB = 32 * 1024
-"""The GPU-tier rule's reserve at or above 160 GiB (same recollection, unverified)."""
-
-GPU_TIER_DP_ATTENTION_MIB = 4096
-"""The GPU-tier rule's extra reserve with ``enable_dp_attention`` (same recollection,
-unverified)."""
+"""The reserve's floor on a GPU above 60 GiB (same source, 0.5.3 - 0.5.23)."""
 
 
-class Era(Enum):
+class MfsEra(Enum):
     A = "a"  # tp_size table
     B = "b"  # _handle_gpu_memory_settings reserve
     C = "c"  # reserve_for_graph_mb + DeepEP term
     BETWEEN = "a_or_b"  # dated mid 2025 - Oct 2025: either
-    TIER = "aug_oct_2025"  # the GPU-tier rule's version (v0.4.10 - v0.5.3): the dump fits it
+    # The GPU-tier rule's releases (0.4.8 - 0.5.2, Jun - Oct 2025; the value is kept for the
+    # JSON): the dump fits it
+    TIER = "aug_oct_2025"
     UNKNOWN = "unknown"  # no date
 
 
@@ -108,7 +109,9 @@ class Rule(Enum):
     """Which rule gave the dumped mem_fraction_static."""
 
     TP_TABLE = "era_a_tp_table"
-    GPU_TIER = "aug_oct_2025_gpu_tier_reserve"  # only where its value is the dump's
+    # Era (a) on a GPU above 81,920 MiB (sglang 0.4.6 - 0.4.7): not the table
+    LARGE_GPU = "era_a_large_gpu_rule"
+    GPU_TIER = "aug_oct_2025_gpu_tier_reserve"  # 0.4.8 - 0.5.2; only where it gives the dump
     RESERVE = "era_bc_reserve_formula"
     PASSED = "passed_by_user"
     UNKNOWN = "unknown"
@@ -129,7 +132,7 @@ class DefaultMfs:
     """How the launch's mem_fraction_static came about (reference 12.3)."""
 
     rule: Rule
-    era: Era
+    era: MfsEra
     era_from: str  # "date" | "dump" (the dump fits one rule) | "none"
     printed_on: date | None
     passed: bool | None  # the echoed command line passes --mem-fraction-static (None: no line)
@@ -152,6 +155,9 @@ class DefaultMfs:
     tier_windows: tuple[tuple[int, int], ...] | None = None
     formula_windows: tuple[tuple[int, int], ...] | None = None
     free_mib: float | None = None  # P, the windows' lower bound (None: not printed)
+    # The releases read whose form of the rule gave ``predicted`` ("0.5.8-0.5.9";
+    # logmem.sglang.mfs_versions; None: no form computed)
+    form: str | None = None
 
     @property
     def matches(self) -> bool | None:
@@ -178,20 +184,20 @@ class DefaultMfs:
 
     @property
     def excluded(self) -> bool:
-        """``formula_excluded``, and the GPU-tier rule of Aug-Oct 2025 (an image older than the
+        """``formula_excluded``, and the GPU-tier rule of 0.4.8-0.5.2 (an image older than the
         log) gives the dump on no such GPU either: the value was passed (or not modelled)."""
         return self.formula_excluded and self.tier_windows == ()
 
 
-def era_of(printed: date | None) -> Era:
+def mfs_era_of(printed: date | None) -> MfsEra:
     """The default-mfs era of a log printed on ``printed`` (reference 12.3)."""
     if printed is None:
-        return Era.UNKNOWN
+        return MfsEra.UNKNOWN
     if printed <= ERA_A_LAST:
-        return Era.A
+        return MfsEra.A
     if printed < ERA_B_FIRST:
-        return Era.BETWEEN
-    return Era.B if printed < ERA_C_FIRST else Era.C
+        return MfsEra.BETWEEN
+    return MfsEra.B if printed < ERA_C_FIRST else MfsEra.C
 
 
 def table_mfs(tp_size: int) -> float:
@@ -204,22 +210,17 @@ def _int(args: Mapping[str, Any], key: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _spec_mib(args: Mapping[str, Any]) -> int:
-    spec = args.get("speculative_algorithm")
-    if spec == "STANDALONE":
-        return STANDALONE_SPEC_MIB
-    return OTHER_SPEC_MIB if spec not in (None, "NGRAM", "None") else 0
-
-
 def reserved_mib(
     args: Mapping[str, Any],
-    era: Era,
+    form: FormulaForm,
     gpu_mem_mib: float,
     terms: tuple[Reserve, ...] | None,
 ) -> float | None:
-    """The reserve (MiB) of eras (b) and (c) from resolved server_args, or None when an input
-    is missing (reference 12.3 b, c). ``terms``: the era's graph terms (``rules.graph_reserve``
-    with ``newest`` for era c; None: not computable)."""
+    """The reserve (MiB) of the formula's ``form`` from resolved server_args, or None when an
+    input is missing (sglang 0.5.3 - 0.5.23, srt/server_args.py ``_handle_gpu_memory_settings``;
+    srt/arg_groups/memory_hook.py from 0.5.20). ``terms``: the form's graph terms
+    (``rules.graph_reserve`` with ``form``; None: not computable). The tp x pp term is a float
+    in every release read (not integer division)."""
     chunk, tp, pp = _int(args, "chunked_prefill_size"), _int(args, "tp_size"), _int(args, "pp_size")
     if chunk is None or tp is None or terms is None:
         return None
@@ -230,29 +231,12 @@ def reserved_mib(
     reserved = BASE_RESERVE_MIB + max(tokens, rules.ACTIVATION_MIN_TOKENS) * (
         rules.ACTIVATION_MIB_PER_TOKEN
     )
-    reserved += (tp * pp // 8) * 1024 if era is Era.C else tp * pp / 8 * 1024
-    deepep = sum(t.bytes for t in terms if t.term is ReserveTerm.DEEPEP) / MIB
-    reserved += sum(t.bytes for t in terms if t.term is not ReserveTerm.DEEPEP) / MIB
+    reserved += tp * pp / 8 * 1024
+    after = sum(t.bytes for t in terms if t.term in AFTER_FLOOR) / MIB
+    reserved += sum(t.bytes for t in terms if t.term not in AFTER_FLOOR) / MIB
     if gpu_mem_mib > LARGE_GPU_MIB:
         reserved = max(reserved, RESERVE_FLOOR_MIB)
-    return reserved + deepep + _spec_mib(args)
-
-
-def tier_reserved_mib(args: Mapping[str, Any], gpu_mem_mib: float) -> float | None:
-    """The GPU-tier rule's reserve (MiB, ``GPU_TIERS``, about Aug - Oct 2025), None without
-    tp_size."""
-    tp, pp = _int(args, "tp_size"), _int(args, "pp_size") or 1
-    if tp is None:
-        return None
-    world = tp * pp
-    reserved: float = GPU_TIER_TOP_MIB
-    for below, base, div in GPU_TIERS:
-        if gpu_mem_mib < below:
-            reserved = (base + world / div) * 1024
-            break
-    if args.get("enable_dp_attention"):
-        reserved += GPU_TIER_DP_ATTENTION_MIB
-    return reserved + _spec_mib(args)
+    return reserved + after + formula_spec_mib(form, args)
 
 
 def _unmodelled(args: Mapping[str, Any], multimodal: bool) -> bool:
@@ -308,15 +292,63 @@ def tier_bands(args: Mapping[str, Any]) -> tuple[tuple[float, float, float], ...
 
 
 def formula_bands(
-    args: Mapping[str, Any], era: Era, terms: tuple[Reserve, ...] | None
+    args: Mapping[str, Any], form: FormulaForm, terms: tuple[Reserve, ...] | None
 ) -> tuple[tuple[float, float, float], ...]:
-    """``capacity_windows``'s bands of the reserve formula: up to 60 GiB, and above it (the
-    10240 floor); empty when an input is missing."""
-    small = reserved_mib(args, era, LARGE_GPU_MIB, terms)
-    large = reserved_mib(args, era, LARGE_GPU_MIB + 1, terms)
+    """``capacity_windows``'s bands of the reserve formula's ``form``: up to 60 GiB, and above it
+    (the 10240 floor); empty when an input is missing."""
+    small = reserved_mib(args, form, LARGE_GPU_MIB, terms)
+    large = reserved_mib(args, form, LARGE_GPU_MIB + 1, terms)
     if small is None or large is None:
         return ()
     return ((0.0, LARGE_GPU_MIB + 1.0, small), (LARGE_GPU_MIB + 1.0, _NO_CAP, large))
+
+
+def _merged(wins: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(wins):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return tuple(out)
+
+
+def _tier_windows(
+    args: Mapping[str, Any], dumped: float | None, free_mib: float | None, multimodal: bool
+) -> tuple[tuple[int, int], ...] | None:
+    """The GPU-tier rule's capacity windows for a dump with no capacity printed (None: none)."""
+    if dumped is None or _unmodelled(args, multimodal):
+        return None
+    tb = tier_bands(args)
+    floor = max((free_mib or 0.0) - rules.PRINT_RESOLUTION_GIB * 1024, 0.0)
+    return capacity_windows(tb, dumped, floor) if tb else None
+
+
+def _table(
+    args: Mapping[str, Any],
+    printed: date | None,
+    capacity_mib: float | None,
+    free_mib: float | None,
+    dumped: float | None,
+) -> tuple[TableForm, float | None, bool]:
+    """The era-a form and its value: the first form the date allows (the current one first)
+    whose values hold the dump; else the current form with its value, None unless every form
+    the date allows is settled by the log (none needs an unprinted capacity)."""
+    forms: tuple[TableForm, ...] = forms_for(TABLE_FORMS, printed) or TABLE_FORMS[-1:]
+    settled = True
+    for t in forms:
+        vals, complete = table_form_values(t, args, capacity_mib, free_mib)
+        settled = settled and complete
+        hit = next((v for v in vals if dumped is not None and _same(v, dumped)), None)
+        if hit is not None:
+            return t, hit, True
+    vals, complete = table_form_values(forms[0], args, capacity_mib, free_mib)
+    return forms[0], vals[0] if settled and vals else None, settled
+
+
+def _table_rule(t: TableForm, capacity_mib: float | None, free_mib: float | None) -> Rule:
+    over = (capacity_mib if capacity_mib is not None else free_mib or 0.0) > TABLE_GPU_LIMIT_MIB
+    return Rule.LARGE_GPU if t.large_gpu is not None and over else Rule.TP_TABLE
 
 
 def default_mfs(
@@ -328,23 +360,24 @@ def default_mfs(
     mla: bool | None = None,
     free_mib: float | None = None,
 ) -> DefaultMfs:
-    """Which rule gave the dump's mem_fraction_static (reference 12.3).
+    """Which rule gave the dump's mem_fraction_static (reference 12.3, checked against the
+    released wheels: docs/sglang-sources.md).
 
     ``passed``: whether the echoed command line passes --mem-fraction-static (None: the log
     echoes none); ``capacity_mib``: the device capacity SGLang's gpu_mem is (None: not printed);
-    ``mla``: whether the model's KV pool is MLA's (None: not known; era c's prefill-graph term);
+    ``mla``: whether the model's KV pool is MLA's (None: not known; the flat MLA prefill term);
     ``free_mib``: the free memory before loading (P), a lower bound of the capacity for
-    ``capacity_windows`` when none is printed.
+    ``capacity_windows`` and the era-a large-GPU test when none is printed.
     """
     mfs = args.get("mem_fraction_static")
     dumped = float(mfs) if isinstance(mfs, (int, float)) and not isinstance(mfs, bool) else None
     tp, pp = _int(args, "tp_size"), _int(args, "pp_size")
     table = table_mfs(tp) if tp is not None and tp >= 1 else None
-    era = era_of(printed)
+    era = mfs_era_of(printed)
     seed = DefaultMfs(
         Rule.UNKNOWN,
         era,
-        "none" if era is Era.UNKNOWN else "date",
+        "none" if era is MfsEra.UNKNOWN else "date",
         printed,
         passed,
         dumped,
@@ -355,19 +388,27 @@ def default_mfs(
     )
     if passed:
         return replace(seed, rule=Rule.PASSED)
-    if era is Era.A:
-        world = tp * pp if tp is not None and pp is not None and pp > 1 else None
-        # The later tp x pp variant: the dump tells which when pp > 1.
-        pred = table_mfs(world) if world is not None and dumped == table_mfs(world) else table
-        return replace(
+    if era in (MfsEra.A, MfsEra.BETWEEN):
+        t, pred, settled = _table(args, printed, capacity_mib, free_mib, dumped)
+        as_table = replace(
             seed,
-            rule=Rule.TP_TABLE,
+            rule=_table_rule(t, capacity_mib, free_mib),
             predicted=pred,
-            no_prediction=NoPrediction.NO_TP if pred is None else None,
+            capacity_mib=capacity_mib,
+            form=t.form.versions,
+            no_prediction=(
+                None
+                if pred is not None
+                else NoPrediction.NO_TP
+                if tp is None
+                else NoPrediction.NO_CAPACITY
+            ),
         )
-    if era is Era.BETWEEN and table is not None and dumped is not None and dumped == table:
-        return replace(seed, rule=Rule.TP_TABLE, era=Era.A, era_from="dump", predicted=table)
-    if era is Era.UNKNOWN:
+        if era is MfsEra.A:
+            return as_table
+        if pred is not None and _same(pred, dumped):
+            return replace(as_table, era=MfsEra.A, era_from="dump")
+    if era is MfsEra.UNKNOWN:
         return seed
     why: NoPrediction | None = None
     if capacity_mib is None:
@@ -377,32 +418,51 @@ def default_mfs(
     tier_res = tier_reserved_mib(args, capacity_mib) if capacity_mib and why is None else None
     tier = _mfs(capacity_mib, tier_res) if capacity_mib and tier_res is not None else None
     seed = replace(seed, capacity_mib=capacity_mib, tier_mfs=tier, tier_reserved_mib=tier_res)
-    as_tier = replace(seed, rule=Rule.GPU_TIER, era=Era.TIER, era_from="dump", predicted=tier)
-    if era is Era.BETWEEN and _same(tier, dumped):
+    as_tier = replace(
+        seed,
+        rule=Rule.GPU_TIER,
+        era=MfsEra.TIER,
+        era_from="dump",
+        predicted=tier,
+        form=TIER_FORM.versions,
+    )
+    if era is MfsEra.BETWEEN and _same(tier, dumped):
         return as_tier
-    formula_era = Era.B if era is Era.BETWEEN else era
-    terms = rules.graph_reserve(args, newest=formula_era is Era.C, mla=mla)
-    pred, reserved = None, None
-    if why is None and capacity_mib is not None:
-        reserved = reserved_mib(args, formula_era, capacity_mib, terms)
-        if reserved is not None:
-            pred = _mfs(capacity_mib, reserved)
-        elif terms is None and rules.decode_max_bs(args) is not None:
-            why = NoPrediction.MLA_UNKNOWN
-        else:
-            why = NoPrediction.INPUTS
+    formula_era = MfsEra.B if era is MfsEra.BETWEEN else era
+    forms: tuple[FormulaForm, ...] = forms_for(FORMULA_FORMS, printed)
+    if not forms:
+        # Printed before any build could have the formula (0.5.2 is 2025-09-11): not tried.
+        if capacity_mib is not None:
+            return seed
+        wins = _tier_windows(args, dumped, free_mib, multimodal)
+        return replace(seed, free_mib=free_mib, tier_windows=wins)
+    tried = []
+    for f in forms:
+        terms = rules.graph_reserve(args, mla=mla, form=f)
+        res = None
+        if why is None and capacity_mib is not None:
+            res = reserved_mib(args, f, capacity_mib, terms)
+        tried.append((f, terms, res, _mfs(capacity_mib, res) if capacity_mib and res else None))
+    form, terms, reserved, pred = next((x for x in tried if _same(x[3], dumped)), tried[0])
+    if why is None and capacity_mib is not None and reserved is None:
+        missing_mla = terms is None and rules.decode_max_bs(args) is not None
+        why = NoPrediction.MLA_UNKNOWN if missing_mla else NoPrediction.INPUTS
     if why is NoPrediction.NO_CAPACITY and dumped is not None and not _unmodelled(args, multimodal):
         # P is printed to +-0.005 GiB: a capacity that much below the reading is not excluded.
         floor = max((free_mib or 0.0) - rules.PRINT_RESOLUTION_GIB * 1024, 0.0)
-        tb, fb = tier_bands(args), formula_bands(args, formula_era, terms)
+        bands = [fb for f, t, _, _ in tried if (fb := formula_bands(args, f, t))]
         seed = replace(
             seed,
             free_mib=free_mib,
-            tier_windows=capacity_windows(tb, dumped, floor) if tb else None,
-            formula_windows=capacity_windows(fb, dumped, floor) if fb else None,
+            tier_windows=_tier_windows(args, dumped, free_mib, multimodal),
+            formula_windows=(
+                _merged([w for fb in bands for w in capacity_windows(fb, dumped, floor)])
+                if bands
+                else None
+            ),
         )
     fits = _same(pred, dumped)
-    if era is Era.BETWEEN and not fits:
+    if era is MfsEra.BETWEEN and not fits:
         return seed  # no rule is shown to apply: the era stays unknown
     if pred is not None and not fits and _same(tier, dumped):
         return as_tier  # dated later, an older image: its value is the tier rule's
@@ -410,9 +470,10 @@ def default_mfs(
         seed,
         rule=Rule.RESERVE,
         era=formula_era,
-        era_from="dump" if era is Era.BETWEEN else "date",
+        era_from="dump" if era is MfsEra.BETWEEN else "date",
         predicted=pred,
         no_prediction=why,
         reserved_mib=reserved,
         reserve_terms=terms,
+        form=form.form.versions,
     )

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from logmem.frozen import frozen
+from logmem.sglang.mfs_versions import ERA_B_FORMULA, NEWEST_FORMULA, FormulaForm
 from logmem.units import MIB
 
 ACTIVATION_MIB_PER_TOKEN = 1.5
@@ -70,6 +71,8 @@ class ReserveTerm(Enum):
     DP_ATTENTION = "dp_attention"  # max_bs x dp x 3 MiB
     DP_ATTENTION_LARGE_BS = "dp_attention_large_bs"  # max_bs x dp x 1.5 MiB, max_bs > 300
     PIECEWISE = "piecewise"  # len(piecewise sizes) x 8 MiB (E4-E6)
+    # piecewise_cuda_graph_max_tokens // 4 (0.5.6) or // 8 (0.5.7) MiB, added after the floor
+    PIECEWISE_MAX_TOKENS = "piecewise_max_tokens"
     PREFILL = "prefill"  # E7's prefill graph, not MLA: len(sizes) x 8 MiB (2026)
     MLA_PREFILL = "mla_prefill"  # an MLA model's prefill graph: 1536 MiB (2026)
     BREAKABLE_DEEPEP = "breakable_deepep"  # breakable prefill graph with DeepEP: 1024 MiB (2026)
@@ -85,6 +88,8 @@ class Reserve:
     max_bs: int | None = None
     dp_size: int | None = None
     sizes: int | None = None  # piecewise / prefill graph: how many sizes
+    max_tokens: int | None = None  # PIECEWISE_MAX_TOKENS: piecewise_cuda_graph_max_tokens
+    divisor: int | None = None  # PIECEWISE_MAX_TOKENS: 4 (0.5.6) or 8 (0.5.7)
 
 
 def graph_reserve_mib_per_bs(dp_attention: bool, dp_size: int | None, max_bs: int | None) -> float:
@@ -162,58 +167,81 @@ def prefill_graph(args: Mapping[str, Any]) -> PrefillGraph | None:
     return PrefillGraph(len(pw), None) if on and isinstance(pw, list) else None
 
 
-def graph_reserve(
-    args: Mapping[str, Any], newest: bool = True, mla: bool | None = False
-) -> tuple[Reserve, ...] | None:
-    """The graph terms of SGLang's default-mem_fraction_static reserve, from resolved server_args
-    (``server_args.py``).
+AFTER_FLOOR = frozenset({ReserveTerm.DEEPEP, ReserveTerm.PIECEWISE_MAX_TOKENS})
+"""Terms added after the 10 GiB floor: ``reserve_for_deepep_a2a_mb()`` (sglang 0.5.16 on) and
+the piecewise term of sglang 0.5.6 / 0.5.7 (srt/server_args.py, ``_handle_gpu_memory_settings``;
+Dec 2025 on)."""
 
-    ``newest``: the 2026 ``reserve_for_graph_mb()`` + ``reserve_for_deepep_a2a_mb()`` (reference
-    12.3 c: the prefill graph of an MLA model a flat ``MLA_PREFILL_GRAPH_MIB``, a breakable
-    prefill graph with DeepEP ``+ BREAKABLE_DEEPEP_MIB``, DeepEP ``DEEPEP_A2A_RESERVE_MIB``);
-    otherwise the Oct 2025 - Feb 2026 terms (12.3 b: decode, DP attention, piecewise only).
-    ``mla``: whether the model uses MLA (None: not known). Empty when no graph is captured;
-    None when an input is missing: the decode graph's max bs, or (``newest``, with a prefill
-    graph) whether the model is MLA."""
+
+def graph_reserve(
+    args: Mapping[str, Any],
+    newest: bool = True,
+    mla: bool | None = False,
+    form: FormulaForm | None = None,
+) -> tuple[Reserve, ...] | None:
+    """The graph terms of SGLang's default-mem_fraction_static reserve, from resolved server_args,
+    in the reserve formula's ``form`` (logmem.sglang.mfs_versions; None: the newest form read
+    when ``newest``, else 0.5.8-0.5.9's, reference 12.3 b).
+
+    sglang 0.5.3-0.5.23, Oct 2025 - Oct 2026 (srt/server_args.py ``_handle_gpu_memory_settings``; from 0.5.16
+    ``reserve_for_graph_mb`` and ``reserve_for_deepep_a2a_mb``; from 0.5.20 in
+    srt/arg_groups/memory_hook.py): the decode term ``max_bs x 2`` (counted even with the
+    decode graph disabled before 0.5.14), DP attention ``max_bs x dp x 3`` (+ ``x 1.5`` above
+    max bs 300; never gated on the decode graph), the piecewise / prefill graph by form, and
+    DeepEP's terms. ``mla``: whether the model uses MLA (None: not known). None when an input
+    is missing: the decode graph's max bs, piecewise_cuda_graph_max_tokens (0.5.6, 0.5.7), or
+    (a form with the flat MLA term and a prefill graph) whether the model is MLA."""
+    f = form if form is not None else (NEWEST_FORMULA if newest else ERA_B_FORMULA)
     terms: list[Reserve] = []
     max_bs = decode_max_bs(args)
     decode = decode_graph_on(args)
-    if decode:
-        if max_bs is None:
-            return None
+    dp = _int_arg(args, "dp_size", 1 << 16)
+    dp_on = bool(args.get("enable_dp_attention")) and dp is not None
+    counts_decode = decode or not f.decode_gated
+    if (counts_decode or dp_on) and max_bs is None:
+        return None
+    if counts_decode and max_bs is not None:
         terms.append(
             Reserve(ReserveTerm.DECODE, round(max_bs * DECODE_GRAPH_MIB_PER_BS * MIB), max_bs)
         )
-        dp = _int_arg(args, "dp_size", 1 << 16)
-        if args.get("enable_dp_attention") and dp is not None:
-            per = DP_ATTENTION_MIB_PER_BS_DP
+    if dp_on and max_bs is not None and dp is not None:
+        per = DP_ATTENTION_MIB_PER_BS_DP
+        terms.append(Reserve(ReserveTerm.DP_ATTENTION, round(max_bs * dp * per * MIB), max_bs, dp))
+        if max_bs > DP_ATTENTION_LARGE_BS:
+            per = DP_ATTENTION_LARGE_BS_MIB
             terms.append(
-                Reserve(ReserveTerm.DP_ATTENTION, round(max_bs * dp * per * MIB), max_bs, dp)
-            )
-            if max_bs > DP_ATTENTION_LARGE_BS:
-                per = DP_ATTENTION_LARGE_BS_MIB
-                terms.append(
-                    Reserve(
-                        ReserveTerm.DP_ATTENTION_LARGE_BS,
-                        round(max_bs * dp * per * MIB),
-                        max_bs,
-                        dp,
-                    )
+                Reserve(
+                    ReserveTerm.DP_ATTENTION_LARGE_BS, round(max_bs * dp * per * MIB), max_bs, dp
                 )
-    pre = prefill_graph(args)
+            )
+    pre = prefill_graph(args) if f.piecewise != "none" else None
     deepep = args.get("moe_a2a_backend") == "deepep"
     if pre is not None:
-        if newest and mla is None:
+        if f.piecewise in ("max_tokens_div4", "max_tokens_div8"):
+            top = _int_arg(args, "piecewise_cuda_graph_max_tokens", 1 << 24)
+            if top is None:
+                return None
+            div = 4 if f.piecewise == "max_tokens_div4" else 8
+            terms.append(
+                Reserve(
+                    ReserveTerm.PIECEWISE_MAX_TOKENS,
+                    top // div * MIB,
+                    sizes=pre.sizes,
+                    max_tokens=top,
+                    divisor=div,
+                )
+            )
+        elif f.mla_flat and mla is None:
             return None
-        if newest and mla:
+        elif f.mla_flat and mla:
             terms.append(Reserve(ReserveTerm.MLA_PREFILL, MLA_PREFILL_GRAPH_MIB * MIB))
         else:
             mib = pre.sizes * PIECEWISE_MIB_PER_SIZE
             kind = ReserveTerm.PIECEWISE if pre.backend is None else ReserveTerm.PREFILL
             terms.append(Reserve(kind, mib * MIB, sizes=pre.sizes))
-        if newest and deepep and pre.backend == "breakable":
+        if f.breakable_deepep and deepep and pre.backend == "breakable":
             terms.append(Reserve(ReserveTerm.BREAKABLE_DEEPEP, BREAKABLE_DEEPEP_MIB * MIB))
-    if newest and decode and deepep:
+    if f.deepep and decode and deepep:
         terms.append(Reserve(ReserveTerm.DEEPEP, DEEPEP_A2A_RESERVE_MIB * MIB))
     return tuple(terms)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from logmem.frozen import frozen
@@ -22,6 +23,7 @@ from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARC
 from logmem.sglang.adjustments import MfsAdjustment as MfsAdjustment
 from logmem.sglang.adjustments import adjustment_candidates as adjustment_candidates
 from logmem.sglang.adjustments import mfs_adjustments as mfs_adjustments
+from logmem.sglang.mfs_versions import RELEASES
 from logmem.sglang.reserve import ACTIVATION_MIB_PER_TOKEN as ACTIVATION_MIB_PER_TOKEN
 from logmem.sglang.reserve import ACTIVATION_MIN_TOKENS as ACTIVATION_MIN_TOKENS
 from logmem.sglang.reserve import BREAKABLE_DEEPEP_MIB as BREAKABLE_DEEPEP_MIB
@@ -282,13 +284,38 @@ def kv_rule_tolerance_bytes(mfs: float, parts: int, cell_bytes: float | None) ->
 # --- small pools ------------------------------------------------------------------------------
 
 
-def req_to_token_bytes(max_running_requests: int, context_len: int) -> int:
-    """The request-to-token table: ``(max_running_requests + 1) x context_len x 4 B``.
+def req_to_token_bytes(
+    max_running_requests: int, context_len: int, padding_row: bool = True
+) -> int:
+    """The request-to-token table: ``(max_running_requests + 1) x context_len x 4 B`` with a
+    padding row, ``max_running_requests x context_len x 4 B`` without.
 
     ``ReqToTokenPool`` (``mem_cache/memory_pool.py``) holds one int32 row of ``context_len``
-    per request slot, plus one padding slot; allocated inside the pool step before
-    ``Memory pool end`` and never logged (all eras E0-E7)."""
-    return (max_running_requests + 1) * context_len * 4
+    per slot; allocated inside the pool step before ``Memory pool end`` and never logged (all
+    eras E0-E7). Whether the printed max_running_requests counts the padding row depends on the
+    release: ``req_to_token_padding_row``."""
+    return (max_running_requests + (1 if padding_row else 0)) * context_len * 4
+
+
+def req_to_token_padding_row(printed: date | None, passed: bool) -> bool:
+    """Whether the request-to-token table holds one row more than the printed
+    ``max_running_requests`` (the scheduler's ``min(..., req_to_token_pool.size)``), read in the
+    released wheels (srt/model_executor/model_runner.py ``init_memory_pool``; from 0.5.9
+    model_runner_kv_cache_mixin.py; srt/mem_cache/memory_pool.py ``ReqToTokenPool``):
+
+    * sglang 0.3.6 - 0.4.6.post5 (to 2025-06-09): ``ReqToTokenPool(size=max_num_reqs + 1)``:
+      the default prints that size (2049), the padding row included; a passed
+      --max-running-requests prints itself, one row less;
+    * 0.4.7 - 0.5.10 (2025-06-10 on): ``size=max_num_reqs``, no padding row;
+    * 0.5.13 (2026-06-11) - 0.5.23: ``_alloc_size = size + 1``: one row more than printed.
+
+    Undated: True (the larger table). A printed value the token count bounds (``tokens // 2``
+    below the pool) understates the rows in every release."""
+    if printed is None:
+        return True
+    if printed < RELEASES["0.4.7"]:
+        return passed
+    return printed >= RELEASES["0.5.13"]
 
 
 DEFAULT_REQUEST_ROWS = (2048, 4096)
@@ -307,10 +334,12 @@ def default_max_running_requests(max_total_tokens: int, context_len: int) -> int
     return min(max(int(max_total_tokens / context_len * 512), lo), hi)
 
 
-def req_to_token_context(table_bytes: int, max_running_requests: int) -> int:
+def req_to_token_context(
+    table_bytes: int, max_running_requests: int, padding_row: bool = True
+) -> int:
     """The context length at which ``req_to_token_bytes`` gives ``table_bytes``: its inverse in
     ``context_len`` (same source and eras)."""
-    return round(table_bytes / req_to_token_bytes(max_running_requests, 1))
+    return round(table_bytes / req_to_token_bytes(max_running_requests, 1, padding_row))
 
 
 # --- the context against the KV pool ---------------------------------------------------------
@@ -354,8 +383,10 @@ def smallest_mfs_holding(tokens_at: Callable[[float], int], context_len: int) ->
 
 DEEPEP_DEFAULT_DISPATCH_TOKENS = 128
 """Default ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK``: the T the DeepEP low-latency
-buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``; the
-default is SGLang's environment default, 2025-2026, whose file was not read: unverified)."""
+buffer is proportional to (DeepEP ``csrc/config.hpp`` ``get_low_latency_rdma_size_hint``).
+SGLang's default read in the released wheels: sglang 0.4.10, srt/layers/moe/ep_moe/
+token_dispatcher.py, ``get_int_env_var(..., 128)``; 0.5.5, srt/layers/moe/token_dispatcher/
+deepep.py, the same; 0.5.9 - 0.5.23, srt/environ.py, ``EnvInt(128)`` (2025-07 - 2026-10)."""
 
 
 # --- CUDA graphs ------------------------------------------------------------------------------

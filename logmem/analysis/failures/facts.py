@@ -315,6 +315,9 @@ class LogStops:
     # The line the next launch of the same file begins at (Launch.next_start): the launch
     # did not just stop, another start-up followed it without an error line before.
     next_launch_line: int | None = None
+    # The last line of this launch read before it (Launch.next_after): unread lines between
+    # may hold the next launch's first line.
+    next_launch_after: int | None = None
 
 
 Note = (
@@ -425,3 +428,8 @@ class Verdict:
     # Weights the checkpoint did not fill ("Some weights are not initialized from checkpoints"):
     # a start-up can finish with them, so the verdict says so (logmem.analysis.weights_loaded).
     not_loaded: tuple[WeightsNotLoaded, ...] = ()
+    # Ranks whose lines run back in time (findings_order): their figures are not used, the
+    # other ranks' are (set_aside); or no rank is in order and the figures are theirs all the
+    # same (unreliable).
+    set_aside: tuple[str, ...] = ()
+    unreliable: tuple[str, ...] = ()

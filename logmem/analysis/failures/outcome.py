@@ -274,7 +274,7 @@ def _stopped(launch: Launch) -> fx.Failure | None:
         capacity_bytes=None,
         message="the log stops before start-up finished (no error, no ready line)",
         line=last,
-        notes=(fx.LogStops(_next_launch_line(launch, last)),),
+        notes=(fx.LogStops(*_next_launch_line(launch, last)),),
         bucket_free_bytes=free,
         ranks_total=len(launch.ranks),
         bar_rank=place.bar_rank,
@@ -286,12 +286,13 @@ def _stopped(launch: Launch) -> fx.Failure | None:
     )
 
 
-def _next_launch_line(launch: Launch, last: Source | None) -> int | None:
-    """The line the next launch of this file begins at, when it follows where this one stops."""
+def _next_launch_line(launch: Launch, last: Source | None) -> tuple[int | None, int | None]:
+    """The line the next launch of this file begins at, when it follows where this one stops,
+    and the last line read before it (Launch.next_after)."""
     nxt = launch.next_start
     if nxt is None or (last is not None and nxt.path != last.path):
-        return None
-    return nxt.line_no
+        return None, None
+    return nxt.line_no, launch.next_after
 
 
 def _capture_state(place: Place) -> tuple[int | None, int | None]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from logmem.compare import notes as cn
 from logmem.report.causes import on_gpu as _on
+from logmem.sglang.comm import env_value_text
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
@@ -19,6 +20,9 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
         if rule is Rule.TP_TABLE:
             off = ", whose value is not the dump's" if matches is False else ""
             how = f"era a, a tp_size table{off}"
+        elif rule is Rule.LARGE_GPU:
+            off = ", whose value is not the dump's" if matches is False else ""
+            how = f"era a, its large-GPU rule{off}"
         elif rule is Rule.PASSED:
             how = "passed by the user"
         elif rule is Rule.RESERVE:
@@ -72,10 +76,10 @@ def first_bucket_text(n: cn.FirstBucketShared) -> str:
         at = [f"{w} l.{x}" for w, x in (("A", a), ("B", b)) if x is not None]
         return f", {' / '.join(at)}" if at else ""
 
-    env = [
-        f"{k} ({a or 'not echoed'} -> {b or 'not echoed'}{line(la, lb)})"
-        for k, a, b, la, lb in n.env
-    ]
+    def value(k: str, v: str | None) -> str:
+        return env_value_text(k, v) if v else "not echoed"
+
+    env = [f"{k} ({value(k, a)} -> {value(k, b)}{line(la, lb)})" for k, a, b, la, lb in n.env]
     args = [
         f"{k} ({x!r} -> {y!r})" if isinstance(x, str) else f"{k} ({x} -> {y})"
         for k, x, y in n.settings

@@ -19,6 +19,7 @@ from logmem.report.compare.view import (
     SlopeView,
 )
 from logmem.report.compare.views import View
+from logmem.sglang.comm import env_value_text
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
 # A change of a bucket cost between two launches is a difference of two differences: four
@@ -217,7 +218,10 @@ def _diff_settings(d: DiffView, o: Out) -> None:
         def val(v: str | None, line: int | None) -> str:
             return "-" if v is None else f"{v} (l.{line})" if line is not None else v
 
-        rows = [[k, val(a, la), val(b, lb)] for k, a, b, la, lb in d.env]
+        rows = [
+            [k, val(a and env_value_text(k, a), la), val(b and env_value_text(k, b), lb)]
+            for k, a, b, la, lb in d.env
+        ]
         o.table(["environment (communication)", "A", "B"], rows, left=1)
         o.para(
             "Variables that size communication buffers, as each log echoed them before its "

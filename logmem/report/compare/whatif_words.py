@@ -143,6 +143,11 @@ def _(n: wf.CappedAtRequestPool) -> str:
 def _(n: wf.MfsHeld) -> str:
     if n.rule is Rule.PASSED:
         return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
+    if n.rule is Rule.LARGE_GPU:
+        return (
+            f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
+            "the GPU's capacity and tp size, so max bs does not move it."
+        )
     if n.rule is Rule.TP_TABLE:
         return (
             f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
@@ -151,7 +156,7 @@ def _(n: wf.MfsHeld) -> str:
     if n.rule is Rule.GPU_TIER:
         return (
             f"mem_fraction_static is held at {n.mfs:g}: it matches SGLang's GPU-tier default of "
-            "about Aug-Oct 2025, which comes from the GPU's capacity and tp x pp, so max bs does "
+            "sglang 0.4.8-0.5.2 (Jun-Oct 2025), which comes from the GPU's capacity and tp x pp, so max bs does "
             "not move it."
         )
     if n.rule is Rule.RESERVE and n.matches is False:

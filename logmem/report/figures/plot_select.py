@@ -17,7 +17,7 @@ def plot_data(analysis: Analysis, kind: str, wanted: Sequence[str]) -> Any:
     led = analysis.shown_ledger(analysis.ledger(L))
     if kind == "ranks":
         return ranks_data(led)
-    main = L.main_rank
+    main = led.used.main_rank  # among the ranks in time order, as the report leads with
     chosen = [
         r
         for r in led.ranks

@@ -1,0 +1,30 @@
+"""The findings every format prints, as sentences: the typed findings worded
+(logmem.report.sentences), then the graph sentences. When no rank's lines are in time order
+(logmem.analysis.findings_order.unreliable_source) each sentence read off the ledgers says so.
+"""
+
+from __future__ import annotations
+
+from logmem.analysis.attribution import LaunchLedger
+from logmem.analysis.findings import (
+    ClockOffset,
+    LaunchStarted,
+    OutOfOrder,
+    RepeatedLines,
+    WeightsNotLoaded,
+)
+from logmem.analysis.findings_order import unreliable_source
+from logmem.report.graph_lines import graph_sentences
+from logmem.report.sentences import finding_text
+
+# Findings not read off a rank's ledger (the input's order, a printed line): said as they are.
+_NOT_FROM_LEDGERS = (LaunchStarted, RepeatedLines, OutOfOrder, ClockOffset, WeightsNotLoaded)
+_HEDGE = " (Not reliable: read off ledgers whose lines are out of time order.)"
+
+
+def finding_lines(led: LaunchLedger) -> tuple[str, ...]:
+    """The launch's findings as sentences, hedged when read off out-of-order ledgers only."""
+    hedge = _HEDGE if unreliable_source(led.launch) else ""
+    return tuple(
+        finding_text(f) + ("" if isinstance(f, _NOT_FROM_LEDGERS) else hedge) for f in led.findings
+    ) + tuple(t + hedge for t in graph_sentences(led.launch))
