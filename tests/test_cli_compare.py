@@ -166,7 +166,7 @@ def test_diff_of_different_eras_names_the_wording(logs: dict[str, Path]) -> None
     assert res.exit_code == 0, res.output
     assert (
         "A E2 (about Feb-Apr 2025; dated" in res.output
-        and "B E7 (about Aug 2026 on; dated" in res.output
+        and "B E7 (about Jun 2026 on; dated" in res.output
     )
     assert "elapsed=, usage, avail (E7)" in res.output
     flat = " ".join(res.output.split())

@@ -4,6 +4,7 @@ flags, environment and config (analysis/communication.py), and the worked figure
 from __future__ import annotations
 
 import re
+from datetime import date
 
 import pytest
 from hypothesis import given
@@ -15,6 +16,7 @@ from logmem.analysis.communication import derive
 from logmem.errors import EnvError
 from logmem.estimate import load_model_config
 from logmem.sglang import comm
+from logmem.sglang import custom_ar as car
 from logmem.sglang.comm import Layout, Mechanism, When
 from logmem.units import GIB, MIB
 
@@ -33,25 +35,71 @@ def _cells(plan: object) -> dict[tuple[str, str], object]:
 
 
 def test_v2_pointer_table_is_8_mib_at_w8() -> None:
-    assert comm.v2_pointer_table_bytes(8) == 131072 * 8 * 8 == 8 * MIB
+    assert car.v2_pointer_table_bytes(8) == 131072 * 8 * 8 == 8 * MIB
 
 
-def test_v2_workspace_with_the_16_mib_default() -> None:
-    push, pull = comm.v2_sizes({})
-    assert push == pull == 16 * MIB
-    assert comm.v2_workspace_bytes(8, push, pull) == 2 * 8 * 16 * MIB + 16 * MIB
+def test_v2_sizes_are_the_tuned_table_capped_not_16_mib_each() -> None:
+    # sglang 0.5.23 CustomAllReduceV2.__init__: min(tuned, max_size); the tuned table is per GPU
+    # architecture, so without forced sizes only the cap (an upper bound) is known.
+    s = car.v2_sizes({})
+    assert (s.push, s.pull, s.cap) == (None, None, 16 * MIB) and not s.exact
+    assert s.workspace_at_most(4) == 2 * 4 * 16 * MIB + 16 * MIB
+    # H200 at W = 4 (0.5.23 _sm90_configs: eager 896 KiB push, pull capped at 16 MiB) is far below.
+    assert car.v2_workspace_bytes(4, 896 * 1024, 16 * MIB) < s.workspace_at_most(4) / 6
 
 
 def test_v2_sizes_follow_the_environment() -> None:
-    push, pull = comm.v2_sizes({comm.ENV_V2_MAX: "4096", comm.ENV_V2_PUSH: "1024"})
-    assert (push, pull) == (1024 * 1024, 4096 * 1024)
+    s = car.v2_sizes({car.ENV_V2_MAX: "4096", car.ENV_V2_PUSH: "1024"})
+    assert (s.push, s.pull, s.cap) == (1024 * 1024, None, 4096 * 1024) and not s.exact
+    forced = car.v2_sizes({car.ENV_V2_PUSH: "1024", car.ENV_V2_PULL: "2048"})
+    assert forced.exact and car.v2_workspace_bytes(4, forced.push or 0, forced.pull or 0) == (
+        2 * 4 * MIB + 2 * MIB
+    )
     # A value SGLang would not parse falls back to the default, never to 0.
-    assert comm.v2_sizes({comm.ENV_V2_MAX: "lots"}) == (16 * MIB, 16 * MIB)
+    assert car.v2_sizes({car.ENV_V2_MAX: "lots"}).cap == 16 * MIB
 
 
 def test_legacy_custom_ar_is_three_buffers_of_8_mib_16_on_hip() -> None:
-    assert comm.legacy_custom_ar_bytes(hip=False) == 3 * 8 * MIB
-    assert comm.legacy_custom_ar_bytes(hip=True) == 3 * 16 * MIB
+    assert car.legacy_custom_ar_bytes(hip=False) == 3 * 8 * MIB
+    assert car.legacy_custom_ar_bytes(hip=True) == 3 * 16 * MIB
+
+
+def _choice(args: dict[str, object], printed: date | None, **env: str) -> tuple[str, str]:
+    c = car.custom_ar_choice(args, env, printed, v2_logged=False, from_log=True)
+    return c.impl.value, c.why
+
+
+def test_custom_ar_implementation_by_release_date() -> None:
+    tp4 = {"tp_size": 4}
+    # 0.5.9 (2026-02-23) has no v2; 0.5.10-0.5.11 have it opt-in; 0.5.12 makes it the default.
+    assert _choice(tp4, date(2026, 2, 18)) == ("legacy", "no_v2")
+    assert _choice(tp4, date(2026, 5, 7)) == ("legacy", "v2_opt_in")
+    assert _choice(tp4, date(2026, 5, 7), SGLANG_USE_JIT_ALL_REDUCE="1") == ("v2", "switch")
+    # Later, a missing 'All Reduce config' line proves nothing: an older image may run.
+    assert _choice(tp4, date(2026, 6, 1)) == ("either", "unknown")
+    assert _choice(tp4, date(2026, 11, 1)) == ("either", "unknown")
+    assert _choice(tp4, None) == ("either", "unknown")
+    assert _choice(tp4, date(2026, 11, 1), SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2="0") == (
+        "legacy",
+        "switch",
+    )
+    # An estimate from flags alone follows the newest default.
+    c = car.custom_ar_choice(tp4, {}, None, v2_logged=False, from_log=False)
+    assert c.impl is car.ArImpl.V2
+
+
+def test_no_custom_ar_on_a_tp_group_across_nodes() -> None:
+    # custom_all_reduce_utils.py can_use_custom_all_reduce_with_nvlink: "spans across nodes".
+    for args in ({"tp_size": 4, "nnodes": 2}, {"tp_size": 16, "nnodes": 2, "pp_size": 1}):
+        for d in (date(2026, 4, 1), date(2026, 9, 10), None):
+            assert _choice(args, d) == ("off", "spans"), (args, d)
+    # PP across the nodes keeps each TP group on one node; 0.5.12-0.5.16 force v2 off there.
+    assert _choice({"tp_size": 4, "pp_size": 2, "nnodes": 2}, date(2026, 7, 1)) == (
+        "legacy",
+        "nnodes",
+    )
+    cells = derive({"tp_size": 4, "nnodes": 2}, evidence=Evidence(log=True)).cells
+    assert not any("custom AR" in c.mechanism.value for c in cells)
 
 
 def test_deepep_low_latency_deepseek_v3_matches_the_reference_example() -> None:
@@ -123,7 +171,9 @@ def test_estimate_defaults_to_v2_on_cuda_and_legacy_by_switch() -> None:
     args = {"tp_size": 8}
     cells = _cells(derive(args))
     assert cells[("TP", "custom AR v2 pointers")].bytes == 8 * MIB  # type: ignore[attr-defined]
-    legacy = _cells(derive(args, _env(**{comm.ENV_V2_SWITCH: "0"})))
+    ws = cells[("TP", "custom AR v2 workspace")]
+    assert ws.bytes is None and ws.source == "measure"  # type: ignore[attr-defined]
+    legacy = _cells(derive(args, _env(**{car.ENV_V2_SWITCH: "0"})))
     assert legacy[("TP", "custom AR (legacy)")].bytes == 24 * MIB  # type: ignore[attr-defined]
     assert ("TP", "custom AR v2 pointers") not in legacy
 
@@ -203,7 +253,11 @@ def test_pd_registration_adds_no_hbm_and_staging_only_when_enabled() -> None:
 
 def test_symmetric_pool_prealloc_from_env() -> None:
     args = {"tp_size": 4, "enable_symm_mem": True}
-    grown = derive(args).cell(Mechanism.SYMM_POOL)
+    # --enable-symm-mem sets an unset SGLANG_SYMM_MEM_PREALLOC_GB_SIZE to 4 (sglang 0.5.9-0.5.23,
+    # srt/server_args.py, later srt/arg_groups/memory_hook.py); an explicit -1 keeps it off.
+    default = derive(args).cell(Mechanism.SYMM_POOL)
+    assert default is not None and default.bytes == 4 * GIB and default.when is When.AFTER_KV
+    grown = derive(args, _env(**{comm.ENV_SYMM_PREALLOC: "-1"})).cell(Mechanism.SYMM_POOL)
     assert grown is not None and grown.bytes is None and grown.when is When.FIRST_USE
     pre = derive(args, _env(**{comm.ENV_SYMM_PREALLOC: "4"})).cell(Mechanism.SYMM_POOL)
     assert pre is not None and pre.bytes == 4 * GIB and pre.when is When.AFTER_KV
@@ -247,13 +301,14 @@ TELLTALES = {
 
 
 def test_communication_rules_live_only_in_sglang_comm() -> None:
-    """A communication formula written anywhere else in the package fails (one copy only)."""
+    """A communication formula written anywhere but sglang/comm.py and its custom all-reduce
+    part (sglang/custom_ar.py) fails (one copy only)."""
     from test_rules import code_of
 
     pkg = REPO / "logmem"
     found = {}
     for path in sorted(pkg.rglob("*.py")):
-        if path == pkg / "sglang" / "comm.py":
+        if path in (pkg / "sglang" / "comm.py", pkg / "sglang" / "custom_ar.py"):
             continue
         code = code_of(path)
         hits = [name for name, rx in TELLTALES.items() if re.search(rx, code)]

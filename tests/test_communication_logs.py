@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +15,21 @@ from click.testing import CliRunner
 from conftest import FIXTURES, corpus_log, corpus_logs, fixture_logs
 from logmem.analysis import comm_join as cj
 from logmem.analysis.attribution import build_ledger
+from logmem.analysis.comm_inputs import EnvValue
+from logmem.analysis.comm_join import communication
 from logmem.api import communication_table, read_environment, read_log
 from logmem.cli.main import cli
 from logmem.report.causes import cause_note
-from logmem.report.comm_sentences import comm_finding_text
+from logmem.report.comm_sentences import cell_note, comm_finding_text
 from logmem.report.communication import measured_table
 from logmem.sglang import comm
+from logmem.sglang import custom_ar as car
 from logmem.sglang.comm import Mechanism
 from logmem.units import GIB, MIB
 
 DSV3 = FIXTURES / "configs" / "deepseek-v3.json"
 DEEPEP = FIXTURES / "deepep-ll-decode-explicit-mfs-constructed.log"
-MISMATCH = FIXTURES / "allreduce-v2-mismatch-constructed.log"
+V2_0523 = FIXTURES / "allreduce-v2-0523-constructed.log"
 
 
 def _json(path: Path, *extra: str) -> dict[str, Any]:
@@ -200,17 +204,47 @@ def test_deepep_low_latency_decode_with_explicit_mfs() -> None:
         "would give 20.88)" in comm_finding_text(no_res[0])
     )
     init = c.rank("TP0 EP0")
-    assert init is not None and init.formula_bytes == round(272 * MIB) + round(8.01 * MIB)
+    # 0.5.16's line at W = 8 on Hopper: 2 x 8 x 128 KiB + 16 MiB + 8 KiB, 8 MiB + 528 B.
+    assert init is not None and init.formula_bytes == round(18.01 * MIB) + round(8.00 * MIB)
     assert not any(isinstance(f, (cj.AllReduceDiffers, cj.InitBelowCells)) for f in c.findings)
 
 
-def test_all_reduce_config_that_is_not_the_v2_formula_is_a_finding() -> None:
-    c = _com(MISMATCH)
-    diffs = [f for f in c.findings if isinstance(f, cj.AllReduceDiffers)]
-    assert [(f.part, f.logged_bytes, f.expected_bytes) for f in diffs] == [
-        ("symmetric", 16 * MIB, comm.v2_workspace_bytes(4, 16 * MIB, 16 * MIB))
-    ]
+def test_all_reduce_config_is_the_size_not_a_mismatch_against_16_mib_slots() -> None:
+    # sglang 0.5.23 sizes the push slot and the pull buffer from a per-GPU tuned table capped at
+    # 16 MiB (896 KiB and 16 MiB on Hopper at W = 4): 23.01 MB is the rule, not an oddity.
+    c = _com(V2_0523)
+    assert not any(isinstance(f, cj.AllReduceDiffers) for f in c.findings)
+    ws = c.plan.cell(Mechanism.CUSTOM_AR_V2_WORKSPACE)
+    assert ws is not None and ws.source == "logged" and ws.bytes == round(23.01 * MIB)
+    assert "tuned table" in cell_note(ws) and "144" not in cell_note(ws)
     assert c.plan.mfs_explicit is None  # no command line in the log
+
+
+def test_a_v2_workspace_above_its_cap_is_a_finding(tmp_path: Path) -> None:
+    # (verify_formats 925a070) Above 2W x cap + cap no tuned size explains the line.
+    text = V2_0523.read_text().replace(
+        "symmetric_memory = 23.01 MB", "symmetric_memory = 200.00 MB"
+    )
+    p = tmp_path / "over-cap.log"
+    p.write_text(text)
+    diffs = [f for f in _com(p).findings if isinstance(f, cj.AllReduceDiffers)]
+    assert [(f.part, f.logged_bytes, f.expected_bytes) for f in diffs] == [
+        ("symmetric_cap", 200 * MIB, car.v2_workspace_bytes(4, 16 * MIB, 16 * MIB))
+    ]
+    assert "above the 144.00 MiB" in comm_finding_text(diffs[0])
+
+
+def test_all_reduce_config_against_forced_sizes_is_a_finding() -> None:
+    # SGLANG_FORCE_..._PUSH/PULL_SIZE_KB fix the workspace: 2 x 4 x 1 MiB + 16 MiB = 24 MiB.
+    user = [
+        EnvValue(car.ENV_V2_PUSH, "1024", "--env"),
+        EnvValue(car.ENV_V2_PULL, "16384", "--env"),
+    ]
+    c = communication(build_ledger(read_log(str(V2_0523)).launches[0]), None, user)
+    assert c is not None
+    diffs = [f for f in c.findings if isinstance(f, cj.AllReduceDiffers)]
+    assert [(f.part, f.expected_bytes) for f in diffs] == [("symmetric", 24 * MIB)]
+    assert "the forced sizes give 24.00 MiB at W = 4" in comm_finding_text(diffs[0])
 
 
 def test_custom_ar_turned_off_at_run_time() -> None:
@@ -224,16 +258,33 @@ def test_custom_ar_turned_off_at_run_time() -> None:
 def test_legacy_custom_ar_sits_inside_the_init_usage() -> None:
     c = _com(corpus_log("023-"))
     legacy = c.plan.cell(Mechanism.CUSTOM_AR_LEGACY)
-    assert legacy is not None and legacy.bytes == 24 * MIB and legacy.fact("why") == "no_v2_line"
+    # 2026-03-27: SGLang up to that date has v2 at most as an opt-in (0.5.12 made it the default).
+    assert legacy is not None and legacy.bytes == 24 * MIB and legacy.fact("why") == "v2_opt_in"
     r = c.rank("TP0")
     assert r is not None and r.usage_bytes > r.formula_bytes == 24 * MIB
+
+
+def test_the_v2_success_line_of_0_5_10_to_0_5_13_is_v2_not_legacy(tmp_path: Path) -> None:
+    # sglang 0.5.10-0.5.13 print "Custom allreduce v2 initialized successfully" on TP0 and no
+    # "All Reduce config" line (srt/distributed/device_communicators/custom_all_reduce_v2.py):
+    # such a log ran v2, although its TP0 init shows no config line.
+    lines = corpus_log("023-").read_text().splitlines(keepends=True)
+    at = next(i for i, t in enumerate(lines) if "TP0] Init torch distributed ends" in t)
+    lines.insert(at, "[2026-03-27 09:31:24 TP0] Custom allreduce v2 initialized successfully\n")
+    p = tmp_path / "v2-success.log"
+    p.write_text("".join(lines))
+    c = _com(p)
+    assert c.plan.cell(Mechanism.CUSTOM_AR_LEGACY) is None
+    pointers = c.plan.cell(Mechanism.CUSTOM_AR_V2_POINTERS)
+    assert pointers is not None and pointers.bytes == car.v2_pointer_table_bytes(2)
+    assert pointers.fact("W") == 2
 
 
 # --- estimate and analyze -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "path", [DEEPEP, MISMATCH, corpus_log("036-")], ids=["deepep", "mismatch", "036"]
+    "path", [DEEPEP, V2_0523, corpus_log("036-")], ids=["deepep", "v2-0523", "036"]
 )
 def test_estimate_with_the_log_is_analyzes_table(path: Path) -> None:
     cfg = DSV3 if path == DEEPEP else None
@@ -253,10 +304,13 @@ def test_estimate_from_flags_agrees_with_the_logged_deployment() -> None:
     key = lambda p: [(c.group, c.mechanism, c.when) for c in p.cells]  # noqa: E731
     assert key(flags) == key(logged)
     for a, b in zip(flags.cells, logged.cells):
-        if a.bytes is None or b.bytes is None:
+        if a.mechanism is Mechanism.CUSTOM_AR_V2_WORKSPACE:
+            # Flags alone: the tuned table is per GPU, so only the cap bounds the workspace.
+            assert a.bytes is None and b.bytes is not None and b.bytes <= a.fact("at_most")
+        elif a.bytes is None or b.bytes is None:
             assert a.bytes == b.bytes
         else:  # logged v2 figures carry the small push counter
-            assert 0 <= b.bytes - a.bytes <= comm.V2_SMALL_EXTRA_BYTES
+            assert 0 <= b.bytes - a.bytes <= car.V2_SMALL_EXTRA_BYTES
 
 
 # --- CLI ------------------------------------------------------------------------------------
@@ -281,7 +335,7 @@ def test_analyze_env_resizes_deepep(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args", [["--env", "NOEQUALS"], ["--env", "1X=2"]])
 def test_bad_env_is_a_usage_error(args: list[str]) -> None:
-    r = CliRunner().invoke(cli, ["analyze", str(MISMATCH), *args])
+    r = CliRunner().invoke(cli, ["analyze", str(V2_0523), *args])
     assert r.exit_code == 2 and "Traceback" not in r.output
 
 
@@ -292,7 +346,7 @@ def test_unreadable_env_file_is_an_error_not_a_traceback(tmp_path: Path, name: s
         f.write_bytes(b"\xff\xfe\x00garbage")
     elif name == "a-folder":
         f.mkdir()
-    r = CliRunner().invoke(cli, ["analyze", str(MISMATCH), "--env-file", str(f)])
+    r = CliRunner().invoke(cli, ["analyze", str(V2_0523), "--env-file", str(f)])
     assert r.exit_code == 1 and "cannot read" in r.output and "Traceback" not in r.output
 
 
@@ -443,3 +497,43 @@ def test_room_after_the_pools_includes_a_draft_pool_sized_at_once() -> None:
     rl = build_ledger(read_log(str(corpus_log("019-"))).launches[0]).ranks[0]
     got = rl.free_after_pools()
     assert got is not None and (round(got[0] / GIB, 2), got[1]) == (17.55, 959)
+
+
+# --- review 27a: custom all-reduce by release, ROCm in tracebacks, DeepEP reserve by date ----
+
+
+def test_multinode_tp_group_has_no_custom_ar_and_the_init_is_all_communicators() -> None:
+    # tp_size=4 over nnodes=2: can_use_custom_all_reduce_with_nvlink turns it off across nodes.
+    for name in (
+        "multinode-node1-runtime-error-constructed.log",
+        "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log",
+    ):
+        c = _com(FIXTURES / name)
+        assert not any(x.mechanism.value.startswith("custom AR") for x in c.plan.cells), name
+        assert all(r.formula_bytes == 0 for r in c.ranks), name
+        assert any(k == "custom_ar_none" and v[0] == "spans" for k, v in c.plan.notes), name
+
+
+def test_hip_oom_in_a_traceback_makes_the_table_rocm() -> None:
+    # The HIP OOMs are inside the tracebacks; aiter loads module_custom_all_reduce (l.48).
+    c = _com(FIXTURES / "hip-oom-rocm-constructed.log")
+    assert c.plan.library == "RCCL"
+    cell = c.plan.cell(Mechanism.CUSTOM_AR_AITER)
+    assert cell is not None and cell.bytes is None and cell.lines == (48,)
+    assert c.plan.cell(Mechanism.CUSTOM_AR_LEGACY) is None
+    assert all(r.formula_bytes == 0 for r in c.ranks)
+
+
+def test_deepep_reserve_only_for_sglang_that_has_it() -> None:
+    # reserve_for_deepep_a2a_mb first appears in sglang 0.5.16 (2026-07-25): a log of 2026-02
+    # reserves nothing either way; the deepep-ll fixture (2026-07-28) keeps the explicit-mfs reading.
+    assert comm.deepep_reserve_exists(date(2026, 7, 10)) is False
+    assert comm.deepep_reserve_exists(date(2026, 7, 26)) is True
+    assert comm.deepep_reserve_exists(None) is None
+    old = _com(FIXTURES / "deepep-buffer-failure-constructed.log")
+    f = next(x for x in old.findings if isinstance(x, cj.DeepEPNoReserve))
+    assert f.reserve_exists is False
+    text = comm_finding_text(f)
+    assert "reserves nothing for DeepEP" in text and "was passed" not in text
+    new = next(x for x in _com(DEEPEP).findings if isinstance(x, cj.DeepEPNoReserve))
+    assert new.reserve_exists is True and "was not set aside" in comm_finding_text(new)

@@ -324,8 +324,19 @@ def test_dispatch_tokens_fix_scales_the_t_the_launch_set(tmp_path: Path) -> None
     text = _dispatch_fix_text(src)
     assert f"{math.floor(256 * 1.20 / 3.55)} of the 256 this launch set on line 1" in text, text
     assert "default 128" not in text
-    # deepep_mode='auto': the normal-mode buffers do not scale with T, and the text says so.
-    assert "do not shrink with T" in text
+    # deepep_mode='auto': the buffer is the larger of the two sizes (deepep.py num_rdma_bytes =
+    # max(...)), not a sum: lowering T helps only if the low-latency size is the larger.
+    assert "the larger of the normal-mode and low-latency sizes" in text
+    assert "adds" not in text and "do not shrink with T" not in text
+    # DeepEP's low-latency dispatch takes at most T tokens per rank and SGLang does not cap the
+    # decode batch at T: the fix lowers --cuda-graph-max-bs (256 -> 80, the capture list's
+    # largest <= 86) and --max-running-requests (8 DP ranks x 86) with it.
+    assert (
+        "lower --cuda-graph-max-bs from 256 to 80 (the capture list's largest at or below 86)"
+        in (" ".join(text.split()))
+    ), text
+    assert "--max-running-requests to at most 8 x 86 = 688 (now 2048)" in " ".join(text.split())
+    assert "capped at T" not in text
 
     # Without the env word on the command line T is SGLang's default.
     data = src.read_text()

@@ -41,7 +41,7 @@ from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
 from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
-from logmem.sglang import comm, rules
+from logmem.sglang import custom_ar, rules
 from logmem.sglang.comm import Library
 from logmem.sglang.default_mfs import DefaultMfs
 from logmem.units import Mem
@@ -181,16 +181,22 @@ def _owner(rank: Rank, event: ev.Event) -> Model | None:
 def comms_facts(launch: Launch, plat: Platform) -> Facts:
     """The distributed-init step's facts: the platform's collective library, and whether the
     TP group can hold custom all-reduce buffers. It cannot on one rank, with
-    --disable-custom-all-reduce, off CUDA/ROCm (``comm.custom_ar_possible``) or where the log
-    says SGLang turned it off ("Custom allreduce is disabled because ...", any rank: every
+    --disable-custom-all-reduce, off CUDA/ROCm (``custom_ar.custom_ar_possible``), across
+    nodes (``custom_ar.tp_spans_nodes``) or where the log says SGLang turned it off ("Custom allreduce is disabled because ...", any rank: every
     rank of the group decides alike). An unknown TP size leaves it possible."""
     tp = launch.args.get("tp_size")
     off = any(
         isinstance(e, ev.CustomAllReduce) and e.state in ("disabled", "failed")
         for e in launch.all_events()
     )
-    possible = not off and (
-        not isinstance(tp, int) or isinstance(tp, bool) or comm.custom_ar_possible(launch.args, tp)
+    possible = (
+        not off
+        and custom_ar.tp_spans_nodes(launch.args) is None
+        and (
+            not isinstance(tp, int)
+            or isinstance(tp, bool)
+            or custom_ar.custom_ar_possible(launch.args, tp)
+        )
     )
     return Facts(library=plat.library, no_custom_ar=not possible)
 

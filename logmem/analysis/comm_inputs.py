@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from datetime import date
 from typing import Any
 
-from logmem.analysis.platform import is_hip
+from logmem.analysis.platform import is_hip, platform_events
 from logmem.errors import EnvError, InputError
 from logmem.frozen import frozen
 from logmem.parse import events as ev
+from logmem.sglang.eras import printed_on
 
 
 @frozen
@@ -122,10 +124,14 @@ class Evidence:
     tp0_init_seen: bool = False  # TP rank 0's init end printed: where v2 would print its line
     kv_bytes_per_token: int | None = None  # per rank, from the logged pools (staging size)
     command: ev.LaunchCommand | None = None
+    printed: date | None = None  # the log's date: it bounds the SGLang release from above
+    # ROCm's "[aiter] import [module_custom_all_reduce]": the aiter custom all-reduce loaded
+    aiter_ar: ev.RocmHint | None = None
+    log: bool = False  # the evidence of a log (an estimate from flags has none)
 
     @property
     def from_log(self) -> bool:
-        return self.tp0_init_seen or self.command is not None
+        return self.log or self.tp0_init_seen or self.command is not None
 
 
 def log_evidence(launch: Any, kv_bytes_per_token: int | None) -> Evidence:
@@ -134,7 +140,11 @@ def log_evidence(launch: Any, kv_bytes_per_token: int | None) -> Evidence:
     ar_lines = [e for e in events if isinstance(e, ev.CustomAllReduce)]
     off = next((e for e in ar_lines if e.state in ("disabled", "failed")), None)
     impl = next((e for e in ar_lines if e.state == "using"), None)
-    hip = is_hip(events, launch.args)
+    hip = is_hip(platform_events(launch), launch.args)
+    aiter = next(
+        (e for e in events if isinstance(e, ev.RocmHint) and "module_custom_all_reduce" in e.text),
+        None,
+    )
     tp0 = any(
         r.init_end is not None and dict(r.tags).get("TP", 0) == 0 and dict(r.tags).get("PP", 0) == 0
         for r in launch.ranks
@@ -151,6 +161,9 @@ def log_evidence(launch: Any, kv_bytes_per_token: int | None) -> Evidence:
         tp0_init_seen=tp0,
         kv_bytes_per_token=kv_bytes_per_token,
         command=cmd,
+        printed=printed_on(launch),
+        aiter_ar=aiter,
+        log=True,
     )
 
 

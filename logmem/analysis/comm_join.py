@@ -1,7 +1,8 @@
 """The communication table joined with what a log measured, and the findings where they differ.
 
 Joins (logmem.sglang.comm has the rules): ``Init torch distributed ends ... mem usage``
-against the cells allocated in that step; ``All Reduce config`` against the v2 formulas; the
+against the cells allocated in that step; ``All Reduce config`` against the v2 pointer table
+(and the workspace when forced sizes fix it); the
 DeepEP buffer, a process-wide singleton created at the first dispatch, against the largest
 bucket of the launch's first capture, once; SGLang's DeepEP reserve against an explicit
 ``--mem-fraction-static``. Facts only: logmem.report.communication words them.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from datetime import date
 from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger
@@ -21,6 +23,7 @@ from logmem.analysis.ledger import Lazy
 from logmem.frozen import frozen
 from logmem.parse import events as ev
 from logmem.sglang import comm, rules
+from logmem.sglang import custom_ar as car
 from logmem.sglang.comm import Mechanism, When
 from logmem.units import MIB
 
@@ -100,7 +103,7 @@ class InitNothing:
 
 @frozen
 class AllReduceDiffers:
-    part: str  # "symmetric" | "local"
+    part: str  # "symmetric" (forced sizes) | "symmetric_cap" (above the cap) | "local"
     logged_bytes: int
     expected_bytes: int
     world: int
@@ -140,7 +143,8 @@ class Headroom:
 @frozen
 class DeepEPNoReserve:
     """DeepEP with the decode graph, and a mem_fraction_static SGLang did not derive (or may not
-    have): nobody set the buffer's 2 GiB aside; it must fit in the 1 - mfs headroom."""
+    have), or an SGLang with no DeepEP reserve at all: nobody set the buffer's 2 GiB aside; it
+    must fit in the 1 - mfs headroom."""
 
     explicit: bool | None  # True: the command line passed it; None: no command line in the log
     mfs: float
@@ -148,6 +152,10 @@ class DeepEPNoReserve:
     deepep_bytes: int | None
     bucket_bytes: int | None
     line: int | None  # the command line
+    # comm.deepep_reserve_exists at the log's date: False, SGLang of that date has no such
+    # reserve (passed or derived alike); None, the log is undated
+    reserve_exists: bool | None = True
+    printed: date | None = None
 
 
 @frozen
@@ -356,17 +364,34 @@ def _init_findings(plan: Plan, inits: tuple[RankInit, ...]) -> list[CommFinding]
 
 
 def _all_reduce_findings(plan: Plan, ar: ev.AllReduceConfig | None) -> list[CommFinding]:
+    """``All Reduce config`` against what has a formula: the pointer table always; the
+    workspace only when the environment forces both its sizes, else against its cap (its sizes
+    come from SGLang's per-GPU tuned table, which the log does not show: below the cap the line
+    is the size)."""
     out: list[CommFinding] = []
     if ar is None:
         return out
     w = plan.layout.tp
-    push, pull = comm.v2_sizes(plan.env.mapping)
-    for part, logged, expected in (
-        ("symmetric", ar.symmetric.bytes, comm.v2_workspace_bytes(w, push, pull)),
-        ("local", ar.local.bytes, comm.v2_pointer_table_bytes(w)),
-    ):
+    sizes = car.v2_sizes(plan.env.mapping)
+    parts: list[tuple[str, int, int]] = [("local", ar.local.bytes, car.v2_pointer_table_bytes(w))]
+    if sizes.exact:
+        exact = car.v2_workspace_bytes(w, sizes.push or 0, sizes.pull or 0)
+        parts.insert(0, ("symmetric", ar.symmetric.bytes, exact))
+    elif ar.symmetric.bytes > sizes.workspace_at_most(w) + car.V2_SMALL_EXTRA_BYTES:
+        # Above every tuned size the cap allows: a raised cap, forced sizes, or a push plane a
+        # consumer grew (0.5.23 reserve_push_capacity) that the environment given does not show.
+        out.append(
+            AllReduceDiffers(
+                "symmetric_cap",
+                ar.symmetric.bytes,
+                sizes.workspace_at_most(w),
+                w,
+                ar.source.line_no,
+            )
+        )
+    for part, logged, expected in parts:
         gap = logged - expected
-        if not -comm.ALL_REDUCE_PRINT_RESOLUTION_BYTES <= gap <= comm.V2_SMALL_EXTRA_BYTES:
+        if not -car.ALL_REDUCE_PRINT_RESOLUTION_BYTES <= gap <= car.V2_SMALL_EXTRA_BYTES:
             out.append(AllReduceDiffers(part, logged, expected, w, ar.source.line_no))
     return out
 
@@ -381,7 +406,9 @@ def _reserve_findings(
     if dcell is not None:
         deepep = dcell.bytes if dcell.bytes is not None else dcell.fact("low_latency_bytes")
     reserve = rules.DEEPEP_A2A_RESERVE_MIB * MIB
-    if plan.mfs_explicit is False:
+    printed = plan.evidence.printed
+    exists = comm.deepep_reserve_exists(printed)
+    if plan.mfs_explicit is False and exists is not False:
         if deepep is not None and deepep > reserve and rules.reserve_heuristic_applies(args):
             return [DeepEPReserveShort(reserve, deepep)]
         return []
@@ -394,5 +421,7 @@ def _reserve_findings(
             deepep,
             join.bucket_bytes if join is not None and join.finished else None,
             cmd_line,
+            exists,
+            printed,
         )
     ]

@@ -18,6 +18,7 @@ from typing import Any
 from logmem.analysis.comm_inputs import Env, Evidence, mfs_explicit
 from logmem.frozen import frozen
 from logmem.sglang import comm
+from logmem.sglang import custom_ar as car
 from logmem.sglang.comm import Group, Mechanism, When
 
 # --- cells ----------------------------------------------------------------------------------
@@ -135,16 +136,18 @@ def _deepep_cell(
 def _custom_ar_cells(
     args: Mapping[str, Any], env: Env, lay: comm.Layout, evd: Evidence
 ) -> tuple[list[Cell], list[tuple[str, Any]]]:
-    """The TP group's custom all-reduce: which implementation, and its cells."""
+    """The TP group's custom all-reduce: which implementation (logmem.sglang.custom_ar), and its
+    cells."""
     notes: list[tuple[str, Any]] = []
-    if not comm.custom_ar_possible(args, lay.tp):
+    if not car.custom_ar_possible(args, lay.tp):
         return [], notes
     if evd.custom_ar_off is not None:
         notes.append(("custom_ar_off", evd.custom_ar_off))
         return [], notes
     w = lay.tp
-    if evd.custom_ar_impl is not None and "aiter" in evd.custom_ar_impl.text.lower():
-        line = (evd.custom_ar_impl.source.line_no,)
+    nodes = car.tp_spans_nodes(args)
+    aiter_line = evd.custom_ar_impl or evd.aiter_ar
+    if evd.hip and nodes is None and aiter_line is not None and "aiter" in aiter_line.text.lower():
         return [
             Cell(
                 "TP",
@@ -152,21 +155,40 @@ def _custom_ar_cells(
                 None,
                 When.INIT,
                 "measure",
-                facts=(("W", w),),
-                lines=line,
+                facts=(("W", w), ("import", evd.custom_ar_impl is None)),
+                lines=(aiter_line.source.line_no,),
             )
         ], notes
     ar = evd.all_reduce
-    switch = comm.env_flag(env.mapping, comm.ENV_V2_SWITCH)
-    push, pull = comm.v2_sizes(env.mapping)
+    env_map = env.mapping
+    # sglang 0.5.10-0.5.13 print "Custom allreduce v2 initialized successfully" on TP0.
+    v2_line = evd.custom_ar_impl is not None and "v2" in evd.custom_ar_impl.text.lower()
+    choice = car.custom_ar_choice(
+        args,
+        env_map,
+        evd.printed,
+        v2_logged=ar is not None,
+        from_log=evd.from_log,
+        v2_line=v2_line,
+    )
+    if evd.hip and choice.impl is not car.ArImpl.OFF:
+        # ROCm runs sglang's CustomAllreduce (16 MiB buffers) where aiter's is not loaded.
+        choice = car.ArChoice(car.ArImpl.LEGACY, "hip")
+    if choice.impl is car.ArImpl.OFF:
+        notes.append(("custom_ar_none", (choice.why, nodes, w, evd.printed)))
+        return [], notes
+    sizes = car.v2_sizes(env_map)
     v2_facts = (
         ("W", w),
-        ("push", push),
-        ("pull", pull),
-        _env_fact(env, comm.ENV_V2_MAX),
-        _env_fact(env, comm.ENV_V2_PUSH),
-        _env_fact(env, comm.ENV_V2_PULL),
+        ("push", sizes.push),
+        ("pull", sizes.pull),
+        ("cap", sizes.cap),
+        ("at_most", sizes.workspace_at_most(w)),
+        _env_fact(env, car.ENV_V2_MAX),
+        _env_fact(env, car.ENV_V2_PUSH),
+        _env_fact(env, car.ENV_V2_PULL),
     )
+    exact = car.v2_workspace_bytes(w, sizes.push or 0, sizes.pull or 0) if sizes.exact else None
     if ar is not None:
         line = (ar.source.line_no,)
         return [
@@ -176,7 +198,7 @@ def _custom_ar_cells(
                 ar.symmetric.bytes,
                 When.INIT,
                 "logged",
-                facts=(*v2_facts, ("formula_bytes", comm.v2_workspace_bytes(w, push, pull))),
+                facts=(*v2_facts, ("formula_bytes", exact)),
                 lines=line,
             ),
             Cell(
@@ -185,44 +207,47 @@ def _custom_ar_cells(
                 ar.local.bytes,
                 When.INIT,
                 "logged",
-                facts=(("W", w), ("formula_bytes", comm.v2_pointer_table_bytes(w))),
+                facts=(("W", w), ("formula_bytes", car.v2_pointer_table_bytes(w))),
                 lines=line,
             ),
         ], notes
-    # No v2 line: v2 prints "All Reduce config" on the group's rank 0, so a log showing that
-    # rank's init without it ran the legacy implementation; an estimate follows the switch
-    # (v2 is the newest default on CUDA).
-    legacy = switch is False or evd.hip or (switch is None and evd.tp0_init_seen)
-    if legacy:
-        why = "switch" if switch is False else ("hip" if evd.hip else "no_v2_line")
+    why_facts = (("why", choice.why), ("printed", evd.printed), _env_fact(env, car.ENV_V2_SWITCH))
+    legacy_bytes = car.legacy_custom_ar_bytes(evd.hip)
+    if choice.impl is car.ArImpl.LEGACY:
         return [
             Cell(
                 "TP",
                 Mechanism.CUSTOM_AR_LEGACY,
-                comm.legacy_custom_ar_bytes(evd.hip),
+                legacy_bytes,
                 When.INIT,
                 "formula",
-                facts=(
-                    ("W", w),
-                    ("hip", evd.hip),
-                    ("why", why),
-                    _env_fact(env, comm.ENV_V2_SWITCH),
-                ),
+                facts=(("W", w), ("hip", evd.hip), *why_facts),
+            )
+        ], notes
+    if choice.impl is car.ArImpl.EITHER:
+        return [
+            Cell(
+                "TP",
+                Mechanism.CUSTOM_AR_EITHER,
+                None,
+                When.INIT,
+                "measure",
+                facts=(("legacy_bytes", legacy_bytes), *v2_facts, *why_facts),
             )
         ], notes
     return [
         Cell(
             "TP",
             Mechanism.CUSTOM_AR_V2_WORKSPACE,
-            comm.v2_workspace_bytes(w, push, pull),
+            exact,
             When.INIT,
-            "formula",
-            facts=v2_facts,
+            "formula" if exact is not None else "measure",
+            facts=(*v2_facts, *why_facts),
         ),
         Cell(
             "TP",
             Mechanism.CUSTOM_AR_V2_POINTERS,
-            comm.v2_pointer_table_bytes(w),
+            car.v2_pointer_table_bytes(w),
             When.INIT,
             "formula",
             facts=(("W", w),),
@@ -340,7 +365,9 @@ def derive(
     ar_cells, notes = _custom_ar_cells(args, env, lay, evidence)
     cells.extend(ar_cells)
     if symm:
-        pre = comm.symm_prealloc_bytes(env.mapping)
+        # A log shows the pool by its own line (sglang 0.5.9 on); an estimate takes the 4 GiB
+        # that --enable-symm-mem sets when the variable is unset (comm.SYMM_PREALLOC_DEFAULT_GIB).
+        pre = comm.symm_prealloc_bytes(env.mapping, symm_default=not evidence.from_log)
         sp = evidence.symm_prealloc
         if sp is not None:
             cells.append(

@@ -51,7 +51,7 @@ def mamba_slots_relation(L: Launch) -> MambaSlotsRelation | None:
         return None
     pool = t.mamba_pools[0]
     n = s.get_int("max_running_requests")
-    if n is None or n != pool.max_size // _SLOTS_PER_REQUEST:
+    if n is None or pool.max_size is None or n != pool.max_size // _SLOTS_PER_REQUEST:
         return None
     return MambaSlotsRelation(pool.max_size, pool.source.line_no, n, s.source.line_no)
 

@@ -54,11 +54,20 @@ def is_hip(events: Iterable[ev.Event], args: Mapping[str, Any]) -> bool:
     return False
 
 
+def platform_events(launch: Any) -> list[ev.Event]:
+    """A launch's events and its tracebacks' errors: a HIP OOM inside a traceback is ROCm
+    evidence too (duck-typed: all_events(), tracebacks)."""
+    out = list(launch.all_events())
+    for tb in getattr(launch, "tracebacks", ()):
+        out.extend(tb.errors)
+    return out
+
+
 def platform(launch: Any) -> Platform:
-    """The platform of a Launch (duck-typed: args, all_events(), ranks' graphs)."""
+    """The platform of a Launch (duck-typed: args, all_events(), tracebacks, ranks' graphs)."""
     args = launch.args
     device = args.get("device") if isinstance(args.get("device"), str) else None
-    events = list(launch.all_events())
+    events = platform_events(launch)
     hip = is_hip(events, args)
     if device is None:
         # No server_args device: a printed backend ("npu graph") or OOM device still tells.

@@ -145,6 +145,9 @@ def end_capture(graphs: list[GraphB], e: ev.CaptureEnd) -> None:
         g = GraphB(e.name, e.backend, opened_by=OPENED_BY_END, opening=e)
         graphs.append(g)
     g.end = e
+    if g.sizes is None and e.sizes is not None:
+        g.sizes = e.sizes
+        g.sizes_source = "end line"
 
 
 def last_avail(g: GraphB | None) -> int:

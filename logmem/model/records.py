@@ -45,7 +45,7 @@ class Graph:
     begin: ev.CaptureBegin | None
     end: ev.CaptureEnd | None
     sizes: tuple[int, ...] | None
-    sizes_source: str | None  # "begin line" | "bs line" | "num tokens line"
+    sizes_source: str | None  # "begin line" | "bs line" | "num tokens line" | "end line"
     samples: tuple[Sample, ...]
     bars: int  # progress-bar renders seen, with or without a reading
     bar_total: int | None = None  # tqdm's total: the number of buckets, when sizes are not printed

@@ -30,7 +30,6 @@ from logmem.parse.events import (
     Frame,
     GraphDisabled,
     HttpUp,
-    Imbalance,
     InitBegin,
     InitEnd,
     KVAvailable,
@@ -39,9 +38,7 @@ from logmem.parse.events import (
     LaunchCommand,
     LaunchEnv,
     MambaPool,
-    MiscMemory,
     ModelBackend,
-    NotEnoughMemory,
     OtherRanksFailed,
     PoolEnd,
     Ready,
@@ -59,6 +56,7 @@ from logmem.parse.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc, b_not_enough
 from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
 from logmem.parse.patterns import BY_NAME
@@ -109,9 +107,11 @@ def parse_int_list(text: str | None) -> tuple[int, ...] | None:
         return None
 
 
-def _graph_name(name: str | None, backend: str) -> tuple[str, str]:
-    """('target verify', 'CUDA') -> ('target verify', 'CUDA graph'); no name is decode."""
-    return (name.strip() if name else "decode"), f"{backend} graph"
+def _graph_name(name: str | None, backend: str | None) -> tuple[str, str]:
+    """('target verify', 'CUDA') -> ('target verify', 'CUDA graph'); no name is decode. The
+    'single-CG draft extend' lines name no backend: a single CUDA graph (sglang 0.5.16-0.5.23,
+    srt/speculative/multi_layer_eagle_draft_extend_cuda_graph_runner.py)."""
+    return (name.strip() if name else "decode"), f"{backend or 'CUDA'} graph"
 
 
 def _kv_pairs(text: str) -> tuple[tuple[str, str], ...]:
@@ -152,7 +152,7 @@ def _b_capture_begin(m: regex.Match[str], r: Record) -> Event:
     sizes = parse_int_list(_search("bs", rest))
     if sizes is None:
         sizes = parse_int_list(_search("num_tokens", rest))
-    step = _search("step", rest)
+    step = m.group("step") or _search("step", rest)
     per_req = _search("per_req", rest)
     return CaptureBegin(
         rank=r.rank,
@@ -176,6 +176,9 @@ def _b_capture_end(m: regex.Match[str], r: Record) -> Event:
         source=r.source,
         name=name,
         backend=backend,
+        # sglang 0.5.22-0.5.23 print the decode list here, not in the begin line
+        # (srt/model_executor/model_runner_components/cuda_graph_setup.py).
+        sizes=parse_int_list(_search("bs", rest)),
         avail=_mem(_search("avail", rest)),
         usage=_mem(_search("usage", rest)),
         elapsed_s=_float(_search("elapsed", rest)),
@@ -272,52 +275,6 @@ def _b_frame(m: regex.Match[str], r: Record) -> Event:
     )
 
 
-def _b_imbalance(m: regex.Match[str], r: Record) -> Event:
-    rest = m.group("rest")
-    pre = regex.search(r"pre_model_load_memory=(-?[\d.]{1,30}(?:e-?\d{1,3})?)", rest)
-    loc = regex.search(r"local_gpu_memory=(-?[\d.]{1,30}(?:e-?\d{1,3})?)", rest)
-    head = r.message[: m.start()]
-    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
-    return Imbalance(
-        rank=r.rank,
-        source=r.source,
-        pre_model_load_gib=_safe_float(pre.group(1)) if pre else None,
-        local_gib=_safe_float(loc.group(1)) if loc else None,
-        exc_type=exc.group(1) if exc else None,
-    )
-
-
-def _safe_float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _b_not_enough(m: regex.Match[str], r: Record) -> Event:
-    head = r.message[: m.start()]
-    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
-    return NotEnoughMemory(
-        rank=r.rank,
-        source=r.source,
-        mem_fraction_static=_float(m.group("mfs")),
-        exc_type=exc.group(1) if exc else None,
-    )
-
-
-def _b_misc(what: str, group: str, unit: str = "GB") -> Builder:
-    def build(m: regex.Match[str], r: Record) -> Event:
-        # HiCache host sizes are decimal GB (1e9), unlike every other SGLang "GB".
-        amount = (
-            Mem.from_bytes(round(float(m.group(group)) * 1e9))
-            if unit == "decimal"
-            else Mem.parse(m.group(group), unit)
-        )
-        return MiscMemory(rank=r.rank, source=r.source, what=what, amount=amount, text=m.group(0))
-
-    return build
-
-
 _BAR_COUNT = lazy(r"(\d{1,9})/(\d{1,9}) {0,2}\[")
 
 
@@ -338,8 +295,8 @@ def _b_command(m: regex.Match[str], r: Record) -> Event:
 def _b_custom_ar(m: regex.Match[str], r: Record) -> Event:
     if m.group("path") is not None:
         state, text = "path", m.group("path")
-    elif m.group("impl") is not None:
-        state, text = "using", m.group("impl")
+    elif m.group("impl") is not None or m.group("v2") is not None:
+        state, text = "using", m.group("impl") or m.group("v2")
     else:
         state = "failed" if m.group("off").startswith("Setup") else "disabled"
         text = m.group("why").strip()
@@ -407,6 +364,7 @@ BUILDERS: dict[str, Builder] = {
         kv=_go("kv"),
         dtype=lambda m: m.group("dtype"),
     ),
+    "kv_not_allocated": b_kv_not_allocated,
     "kv_available": _mk(KVAvailable, avail=_g("avail")),
     "mamba_pool": _mk(
         MambaPool,
@@ -460,14 +418,14 @@ BUILDERS: dict[str, Builder] = {
     "rocm_hint": _mk(RocmHint, text=lambda m: m.string[m.start() :]),
     "device_total": build_device_total,
     "nsa_backends": build_nsa_backends,
-    "symm_prealloc": _b_misc("symm_prealloc", "gib", "GiB"),
-    "deepgemm_budget": _b_misc("deepgemm_budget", "budget", "GiB"),
-    "hicache_host": _b_misc("hicache_host", "gb", "decimal"),
-    "hicache_host_short": _b_misc("hicache_host_short", "want", "decimal"),
-    "runtime_reading": _b_misc("runtime_reading", "avail"),
+    "symm_prealloc": b_misc("symm_prealloc", "gib", "GiB"),
+    "deepgemm_budget": b_misc("deepgemm_budget", "budget", "GiB"),
+    "hicache_host": b_misc("hicache_host", "gb", "decimal"),
+    "hicache_host_short": b_misc("hicache_host_short", "want", "decimal"),
+    "runtime_reading": b_misc("runtime_reading", "avail"),
     "summary": _b_summary,
-    "imbalance": _b_imbalance,
-    "not_enough_memory": _b_not_enough,
+    "imbalance": b_imbalance,
+    "not_enough_memory": b_not_enough,
     "torch_oom": _b_torch_oom,
     "device_oom": _mk(
         TorchOOM,

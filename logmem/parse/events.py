@@ -102,7 +102,7 @@ class KVAvailable(Event):
 
 @frozen(kw_only=True)
 class MambaPool(Event):
-    max_size: int
+    max_size: int | None  # None: sglang 0.5.2-0.5.3 did not print max_mamba_cache_size
     conv: Mem
     ssm: Mem
     intermediate_ssm: Mem | None
@@ -158,6 +158,7 @@ class CaptureEnd(Event):
     usage: Mem | None
     elapsed_s: float | None
     step: int | None
+    sizes: tuple[int, ...] | None = None  # 'bs=[...]' of the end line (sglang 0.5.22 on)
 
 
 @frozen(kw_only=True)
@@ -270,7 +271,7 @@ class LaunchCommand(Event):
 class MiscMemory(Event):
     """A memory figure we recognise but that is not part of the start-up chain."""
 
-    what: str  # symm_prealloc | deepgemm_budget | hicache_host | runtime_reading
+    what: str  # symm_prealloc | deepgemm_budget | hicache_host | runtime_reading | kv_not_allocated
     amount: Mem
     text: str
 

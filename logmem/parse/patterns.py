@@ -16,6 +16,9 @@ from logmem.frozen import frozen
 from logmem.parse.lazy import lazy
 
 NUM = r"-?\d{1,9}(?:\.\d{1,9})?"
+# An unformatted Python float ("{x} GB" with no format spec): repr's up to 17 significant
+# digits and an exponent (sglang 0.5.4-0.5.6 SWAKVPool, srt/mem_cache/memory_pool.py).
+FLOAT = r"-?\d{1,9}(?:\.\d{1,20})?(?:e-?\d{1,3})?"
 
 
 @frozen
@@ -46,7 +49,8 @@ PATTERNS: tuple[LinePattern, ...] = (
         "server_args",
         r"server_args=(?P<body>(?:ServerArgs\(|\{).*)$",
         "server_args=ServerArgs(model_path='/home/model/Qwen/QwQ-32B', tp_size=4, mem_fraction_static=0.85)",
-        "launcher, no rank; repr form until ~Aug 2026, dict form after (10.1)",
+        "launcher, no rank; repr form sglang 0.2-0.5.18, dict form (resolved_dict) 0.5.19-0.5.23 "
+        "(srt/entrypoints/engine.py, 10.1)",
         needs=("server_args=",),
     ),
     _p(
@@ -58,10 +62,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "init_end",
-        rf"^Init torch distributed ends\.(?: elapsed=(?P<elapsed>{NUM}) s,)? mem usage=(?P<usage>{NUM}) GB",
+        rf"^(?:Init torch distributed ends\.(?: elapsed=(?P<elapsed>{NUM}) s,)?|Memory baseline taken\.)"
+        rf" mem usage=(?P<usage>{NUM}) GB",
         "Init torch distributed ends. elapsed=12.85 s, mem usage=3.69 GB",
-        "elapsed= from PR #15426 (Dec 2025)",
-        needs=("Init torch distributed ends.",),
+        "sglang 0.4.4-0.5.8 'ends. mem usage=', 0.5.9-0.5.20 with 'elapsed=' (srt/distributed/"
+        "bootstrap.py); 0.5.21-0.5.23 'Memory baseline taken. mem usage=X GB' (same file, "
+        "init_torch_distributed) and no 'Init torch distributed begin.' line",
+        needs=("Init torch distributed ends.", "Memory baseline taken. mem usage="),
     ),
     _p(
         "load_begin",
@@ -80,11 +87,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "weights_uninitialized",
-        r"^Some weights are not initialized from checkpoints: (?P<list>\[.{0,4194304})",
+        r"^Some weights are not initialized from checkpoints:? (?P<list>[\[{].{0,4194304})",
         "Some weights are not initialized from checkpoints: ['language_model.layers.0.moe.experts."
         "w13_weight', 'language_model.layers.0.moe.experts.w2_weight']",
         "model loader, per rank, before Load weight end (seen 2026-05, E6: corpus 006; "
-        "docs/reference.md 3.2); the list can be thousands of names: counted, never kept",
+        "docs/reference.md 3.2); the list can be thousands of names: counted, never kept. A "
+        "sorted list in sglang 0.5.x gemma4 loaders; the set '{...}' of params_dict.keys() - "
+        "loaded_params elsewhere (srt/models/deepseek_v4.py; mllama4.py has no colon)",
         needs=("Some weights are not initialized from checkpoint",),
     ),
     _p(
@@ -95,11 +104,32 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "kv_pool",
-        rf"^KV Cache is allocated\. (?:dtype: (?P<dtype>[^,]{{1,60}}), )?(?:#tokens: (?P<tokens>\d{{1,15}}), )?"
+        rf"^(?:(?P<label>[\w .-]{{1,60}}?) )?KV Cache is allocated\. (?:dtype: (?P<dtype>[^,]{{1,60}}), )?"
+        rf"(?:#tokens: (?P<tokens>\d{{1,15}}), )?"
         rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)",
         "KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB",
-        "MLA/NSA pools print one KV size; newest inserts 'dtype: ...'; Jan 2025 had no #tokens",
+        "sglang 0.4.2-0.4.3 no #tokens (and a final '.'), 0.4.4-0.5.12 '#tokens: N, ', 0.5.13-0.5.23 "
+        "'dtype: D, ' first (srt/mem_cache/memory_pool.py); 0.5.17-0.5.23 may put an "
+        "allocation_label before 'KV Cache' (_finalize_allocation_log). MLA/NSA print one KV size",
         needs=("KV Cache is allocated. ",),
+    ),
+    _p(
+        "kv_not_allocated",
+        rf"^(?:(?:(?:(?P<label>[\w .-]{{1,60}}?) )?KV Cache VA upper bound\.|Post-capture KV sizing: "
+        rf"(?:draft )?KV cache allocated\.) (?:dtype: [^,]{{1,60}}, )?#tokens: (?P<tokens>\d{{1,15}}), "
+        rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)"
+        rf"|SWAKVPool VA upper bound: (?P<swa>{NUM}) GB)",
+        "KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 925624, K size: 21.19 GB, "
+        "V size: 21.19 GB",
+        "sglang 0.5.17-0.5.23 (VA upper bound from 0.5.18), post-capture KV sizing (srt/mem_cache/memory_pool.py "
+        "_finalize_allocation_log: reserved address space, not memory; srt/model_executor/"
+        "model_runner_components/kv_pool_runtime.py: the pool backed after the graphs): "
+        "recognised, not put in the start-up chain",
+        needs=(
+            "KV Cache VA upper bound. ",
+            "Post-capture KV sizing: ",
+            "SWAKVPool VA upper bound: ",
+        ),
     ),
     _p(
         "kv_available",
@@ -110,34 +140,47 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "mamba_pool",
-        rf"^Mamba Cache is allocated\. max_mamba_cache_size: (?P<n>\d{{1,12}}), "
+        rf"^Mamba Cache is allocated\. (?:max_mamba_cache_size: (?P<n>\d{{1,12}}), )?"
         rf"conv_state size: (?P<conv>{NUM}) ?GB, ssm_state size: (?P<ssm>{NUM}) ?GB"
         rf"(?: {{0,2}}intermediate_ssm_state_cache size: (?P<iss>{NUM}) ?GB"
         rf" {{0,2}}intermediate_conv_window_cache size: (?P<icw>{NUM}) ?GB)?",
         "Mamba Cache is allocated. max_mamba_cache_size: 186, conv_state size: 0.10GB, "
         "ssm_state size: 4.38GB ",
-        needs=("Mamba Cache is allocated. max_mamba_cache_size: ",),
+        "sglang 0.5.2-0.5.3 have no 'max_mamba_cache_size: N, ' (srt/mem_cache/memory_pool.py "
+        "MambaPool); 0.5.4-0.5.23 print it",
+        needs=("Mamba Cache is allocated. ",),
     ),
     _p(
         "swa_plan",
-        r"^Use sliding window memory pool(?: \(all SWA\))?\. (?:full_layer_tokens=(?P<full>-?\d{1,15}), )?"
+        r"^Use [sS]liding window memory pool(?: \(all SWA\))?\. (?:full_layer_tokens=(?P<full>-?\d{1,15}), )?"
         r"swa_layer_tokens=(?P<swa>-?\d{1,15})",
         "Use sliding window memory pool. full_layer_tokens=61419, swa_layer_tokens=49135",
-        "negative values precede a crash",
-        needs=("Use sliding window memory pool",),
+        "negative values precede a crash. sglang 0.4.10-0.5.6 write 'Use Sliding window memory "
+        "pool.' (srt/model_executor/model_runner.py), 0.5.7-0.5.23 'sliding' (srt/model_executor/"
+        "pool_configurator.py), '(all SWA)' from 0.5.9",
+        needs=("Use sliding window memory pool", "Use Sliding window memory pool"),
     ),
     _p(
         "swa_summary",
-        rf"^SWAKVPool mem usage: (?P<usage>{NUM}) GB, swa size: (?P<swa>\d{{1,15}}), full size: (?P<full>\d{{1,15}})",
+        rf"^SWAKVPool mem usage: (?P<usage>{FLOAT}) GB, swa size: (?P<swa>\d{{1,15}}), full size: (?P<full>\d{{1,15}})",
         "SWAKVPool mem usage: 2.64 GB, swa size: 49135, full size: 61419",
+        "sglang 0.5.4-0.5.6 print the sum unformatted ('{self.mem_usage} GB', srt/mem_cache/"
+        "memory_pool.py), 0.5.7-0.5.23 '.2f' (srt/mem_cache/swa_memory_pool.py); 0.5.18-0.5.23 "
+        "print 'SWAKVPool VA upper bound: ...' instead under post-capture sizing (kv_not_allocated)",
         needs=("SWAKVPool mem usage: ",),
     ),
     _p(
         "dsv4_kv_plan",
-        rf"^DSv4 memory calculation: bytes_per_full_token=(?P<bpt>{NUM}), available_bytes=(?P<avail>{NUM}) GB, "
-        r"full_token=(?P<tokens>\d{1,15})",
-        "DSv4 memory calculation: bytes_per_full_token=176983.05, available_bytes=87.26 GB, full_token=529408",
-        needs=("DSv4 memory calculation: bytes_per_full_token=",),
+        rf"^DS[vV]4 memory calculation: (?:[a-z_0-9]{{1,40}}=[^,]{{0,40}}, ){{0,8}}"
+        rf"bytes_per_full_token=(?P<bpt>{NUM}), available_bytes=(?P<avail>{NUM}) GB, "
+        rf"(?:[a-z_0-9]{{1,40}}=[^,]{{0,40}}, ){{0,12}}full_token=(?P<tokens>\d{{1,15}})",
+        "DSV4 memory calculation: bytes_per_full_token=176983.05, available_bytes=87.26 GB, "
+        "full_token=529408",
+        "sglang 0.5.12-0.5.14 as the example (srt/model_executor/pool_configurator.py); 0.5.16-"
+        "0.5.19 add 'c128_state_fixed=X GB, ' before full_token, 0.5.20 'unified=, unified_fp8=, ' "
+        "first and more *_fixed= fields, 0.5.21-0.5.23 'dspark_draft_bf16=' too. Every version "
+        "says 'DSV4'; the 'DSv4' of the reference (4.5, [L]) is accepted",
+        needs=("DSV4 memory calculation: ", "DSv4 memory calculation: "),
     ),
     _p(
         "pool_end",
@@ -147,34 +190,49 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "capture_begin",
-        r"^Capture (?:(?P<name>[a-z][a-z ]{0,40}?) )?(?P<backend>(?i:cuda|npu|cpu|xpu|musa|hpu)) graph begin\."
-        r"(?P<rest>.{0,100000})$",
+        r"^Capture (?:(?P<name>[A-Za-z][A-Za-z -]{0,40}?) )?(?P<backend>(?i:cuda|npu|cpu|xpu|musa|hpu)) "
+        r"graph begin(?: \(step (?P<step>\d{1,6})\))?\.(?P<rest>.{0,100000})$"
+        r"|^Capture (?P<name>single-CG draft extend) begin\.(?P<rest>.{0,100000})$",
         "Capture cuda graph begin. This can take up to several minutes. avail mem=1.45 GB",
-        "G0-G2; 'piecewise CUDA', 'draft', 'draft extend', E7 'target decode CUDA' ...",
-        needs=(" graph begin.",),
+        "G0-G2; 'piecewise CUDA', 'draft', 'draft extend', E7 'target decode CUDA' ...; sglang "
+        "0.5.8-0.5.12 'draft extend cuda graph begin (step N).', 0.5.16-0.5.23 'single-CG draft "
+        "extend begin.' (no backend; srt/speculative/multi_layer_eagle_draft_extend_cuda_graph_"
+        "runner.py), 0.5.20-0.5.23 'UNO tree draft CUDA' (srt/speculative/uno_worker_v2.py), "
+        "0.5.12-0.5.23 'Frozen-KV MTP draft cuda' (no figures)",
+        needs=(" graph begin", "Capture single-CG draft extend begin."),
     ),
     _p(
         "capture_end",
-        r"^Capture (?:(?P<name>[a-z][a-z ]{0,40}?) )?(?P<backend>(?i:cuda|npu|cpu|xpu|musa|hpu)) graph end\."
-        r"(?P<rest>.{0,2000})$",
+        r"^Capture (?:(?P<name>[A-Za-z][A-Za-z -]{0,40}?) )?(?P<backend>(?i:cuda|npu|cpu|xpu|musa|hpu)) "
+        r"graph end\.(?P<rest>.{0,100000})$"
+        r"|^Capture (?P<name>single-CG draft extend) end\.(?P<rest>.{0,2000})$",
         "Capture cuda graph end. Time elapsed: 7.23 s. avail mem=0.53 GB. mem usage=0.93 GB.",
-        "field order differs by era: G1 avail first, G2 usage first, E7 'elapsed=' with commas",
-        needs=(" graph end.",),
+        "field order differs by era: G1 avail first (sglang 0.4.4-0.4.6), G2 usage first "
+        "(0.4.6.post5-0.5.13), "
+        "E7 'elapsed=' with commas (0.5.14-0.5.23); the decode end line of 0.5.22-0.5.23 starts "
+        "with 'bs=[...]', which the begin line no longer has (srt/model_executor/model_runner_"
+        "components/cuda_graph_setup.py)",
+        needs=(" graph end.", "Capture single-CG draft extend end."),
     ),
     _p(
         "capture_sizes",
-        r"^Capture (?i:cuda) graph (?P<kind>bs|num tokens) (?P<list>\[.{0,100000})$",
+        r"^Capture (?i:cuda|cpu) graph (?P<kind>bs|num tokens) (?P<list>\[.{0,100000})$",
         "Capture cuda graph bs [1, 2, 4, 8, 12, 16, 24]",
-        "TP0 only, E3-E6; 'num tokens' for piecewise",
+        "TP0 only: sglang 0.4.6.postN-0.5.13 (srt/model_executor/cuda_graph_runner.py); 'num "
+        "tokens' for piecewise 0.5.4-0.5.13 (piecewise_cuda_graph_runner.py); 'Capture cpu graph "
+        "bs' 0.5.2-0.5.23 (cpu_graph_runner.py). 0.5.14 on put the lists in the begin line",
         needs=(" graph bs [", " graph num tokens ["),
     ),
     _p(
         "capture_bar",
-        rf"Capturing (?P<kind>batches|num tokens) \((?:bs=(?P<bs>\d{{1,9}}) |num_tokens=(?P<nt>\d{{1,9}}) )?"
+        rf"Capturing (?P<kind>batches|num tokens|prefill shape) \((?:bs=(?P<bs>\d{{1,9}}) |num_tokens=(?P<nt>\d{{1,9}}) )?"
         rf"(?:variant=\S{{1,40}} )?avail_mem=(?P<avail>{NUM}) GB\)",
         "Capturing batches (bs=24 avail_mem=4.00 GB):   0%|          | 0/7 [00:00<?, ?it/s]",
-        "tqdm render, no prefix; TP0 only; largest size first",
-        needs=("Capturing batches (", "Capturing num tokens ("),
+        "tqdm render, no prefix; TP0 only; largest size first. sglang 0.4.5 '(avail_mem=X GB)', "
+        "0.4.9-0.5.23 '(bs=N avail_mem=X GB)'; piecewise 'Capturing num tokens (num_tokens=N "
+        "avail_mem=X GB)' 0.5.4-0.5.20, 'Capturing prefill shape (...)' 0.5.21-0.5.23 "
+        "(srt/model_executor/runner/prefill_cuda_graph_runner.py)",
+        needs=("Capturing batches (", "Capturing num tokens (", "Capturing prefill shape ("),
     ),
     _p(
         "compile_bar",
@@ -202,17 +260,28 @@ PATTERNS: tuple[LinePattern, ...] = (
         rf"All Reduce config: symmetric_memory = (?P<sym>{NUM}) MB, local_buffer = (?P<local>{NUM}) MB, "
         r"multicast = (?P<mc>True|False)",
         "All Reduce config: symmetric_memory = 16.00 MB, local_buffer = 8.01 MB, multicast = False",
-        "format string only (8.1); MB is MiB",
+        "sglang 0.5.16-0.5.18; 0.5.19-0.5.23 append ', pull = True|False' (srt/distributed/"
+        "device_communicators/custom_all_reduce_v2.py); MB is MiB",
         needs=("All Reduce config: symmetric_memory = ",),
     ),
     _p(
         "custom_ar",
         r"^(?:\[AR\] (?:All-reduce call path: (?P<path>.{1,200})|Using (?P<impl>\w{1,80}))"
-        r"|(?P<off>Custom allreduce is disabled because|Setup Custom allreduce failed)(?P<why>.{0,500}))",
+        r"|(?P<off>Custom allreduce is disabled (?:because|due to)|Setup Custom allreduce failed)(?P<why>.{0,500})"
+        r"|(?P<v2>Custom allreduce v2) initialized successfully)",
         "Setup Custom allreduce failed with CUDART error: peer access is not supported between "
         "these two devices. To silence this warning, specify --disable-custom-all-reduce explicitly.",
-        "legacy custom AR warnings (8.2); [AR] lines of ROCm builds (corpus 003, 005)",
-        needs=("[AR] ", "Custom allreduce is disabled because", "Setup Custom allreduce failed"),
+        "legacy custom AR warnings (8.2; sglang 0.4.0-0.5.9 custom_all_reduce.py, 'Setup ... "
+        "failed with {e}' 0.4.5-0.5.23 parallel_state.py); [AR] lines of ROCm builds (corpus 003, "
+        "005); 'Custom allreduce v2 initialized successfully' on TP0, sglang 0.5.10-0.5.13 "
+        "(srt/distributed/device_communicators/custom_all_reduce_v2.py)",
+        needs=(
+            "[AR] ",
+            "Custom allreduce is disabled because",
+            "Custom allreduce is disabled due to",
+            "Setup Custom allreduce failed",
+            "Custom allreduce v2 initialized successfully",
+        ),
     ),
     _p(
         "device_name",
@@ -226,11 +295,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "rocm_hint",
-        r"^Failed to import amdsmi with ",
+        r"^(?:Failed to import amdsmi with |(?:\[aiter\] )?import \[module_custom_all_reduce\] )",
         "Failed to import amdsmi with ModuleNotFoundError(\"No module named 'amdsmi'\")",
         "custom_all_reduce.py tries amdsmi only on ROCm builds (pynvml on CUDA; corpus 005, 006); "
-        "the keyword is the exception's 'Error'",
-        needs=("Failed to import amdsmi with ",),
+        "the keyword is the exception's 'Error'. aiter (a ROCm-only library) prints '[aiter] "
+        "import [module_custom_all_reduce] under ...' when its custom all-reduce loads, the "
+        "default on ROCm from sglang 0.5.6 (custom_all_reduce.py dispatch_custom_allreduce)",
+        needs=("Failed to import amdsmi with ", "import [module_custom_all_reduce] "),
     ),
     _p(
         "device_total",
@@ -286,10 +357,13 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "hicache_host",
-        rf"^Allocating (?P<gb>{NUM}) GB host memory for hierarchical KV cache",
+        rf"^Allocating (?P<gb>{NUM}) GB host memory for hierarchical (?:KV|Mamba) cache"
+        rf"|^Allocating [\w-]{{1,40}} hierarchical KV host pool: \d{{1,15}} tokens, (?P<gb>{NUM}) GB host memory",
         "Allocating 100.00 GB host memory for hierarchical KV cache.",
-        "host memory, decimal GB",
-        needs=(" GB host memory for hierarchical KV cache",),
+        "host memory, decimal GB: sglang 0.4.2-0.5.16 as the example; 0.5.17-0.5.23 'Allocating "
+        "<Pool> hierarchical KV host pool: N tokens, X GB host memory.' (srt/mem_cache/pool_host/"
+        "base.py) and 'for hierarchical Mamba cache' (pool_host/mamba.py)",
+        needs=(" GB host memory for hierarchical ", " hierarchical KV host pool: "),
     ),
     _p(
         "hicache_host_short",
@@ -301,20 +375,28 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "runtime_reading",
-        rf"^(?P<what>Update engine weights online from disk begin|LoRA adapter loading starts: .{{0,300}})\. "
-        rf"avail mem=(?P<avail>{NUM}) GB",
+        rf"^(?P<what>Update (?:engine weights online from disk|weights) begin"
+        rf"|LoRA adapter (?:un)?loading (?:starts|completes): .{{0,300}})\. avail mem=(?P<avail>{NUM}) GB",
         "Update engine weights online from disk begin. avail mem=12.00 GB",
+        "sglang 0.4.0-0.5.23 as the example, 0.2.15-0.3.6 'Update weights begin. avail mem=' "
+        "(srt/model_executor/model_runner.py); LoRA load/unload starts/completes 0.4.9-0.5.23 "
+        "(srt/lora/lora_manager.py)",
         needs=(
             "Update engine weights online from disk begin. avail mem=",
-            "LoRA adapter loading starts: ",
+            "Update weights begin. avail mem=",
+            "LoRA adapter loading ",
+            "LoRA adapter unloading ",
         ),
     ),
     _p(
         "summary",
-        r"max_total_num_tokens=(?P<tokens>\d{1,15})(?P<rest>.{0,2000})$",
+        r"^(?:\[gpu(?:_id)?=\d{1,4}\] )?max_total_num_tokens=(?P<tokens>\d{1,15})(?P<rest>.{0,2000})$",
         "max_total_num_tokens=46611, chunked_prefill_size=2048, max_prefill_tokens=16384, "
         "max_running_requests=2049, context_len=131072",
-        "scheduler; key=value list, fields vary by era",
+        "scheduler; key=value list, fields vary by era ('[gpu=N] ' first in sglang 0.2.9, "
+        "srt/managers/tp_worker.py). Anchored: 'Warning: available_size=..., max_total_num_tokens="
+        "...' (0.2.9-0.3.3 KV leak check) and '[unified-memory-pool] total_bytes=..., "
+        "max_total_num_tokens=...' (0.5.16-0.5.23, srt/mem_cache/unified_memory_pool.py) are not it",
         needs=("max_total_num_tokens=",),
     ),
     _p(
@@ -351,10 +433,15 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "capture_failed",
-        r"Capture (?i:cuda) graph failed: ?(?P<msg>.{0,4000})$",
+        r"Capture (?:(?:prefill|frozen-KV MTP) )?(?i:cuda|cpu) graph failed: ?(?P<msg>.{0,4000})$"
+        r"|Capture single-CG draft extend failed: ?(?P<msg>.{0,4000})$",
         # As the failure reads inside its exception (raised as "Exception: Capture ...").
         "Capture CUDA graph failed: CUDA out of memory. Tried to allocate 2.00 MiB.",
-        needs=(" graph failed:",),
+        "sglang 0.2.15-0.4.6 'cuda graph', 0.4.6.postN-0.5.23 'CUDA graph' (srt/model_executor/"
+        "cuda_graph_runner.py, later runner/decode_cuda_graph_runner.py); 'CPU graph' 0.5.2-0.5.23 "
+        "(cpu_graph_runner.py), 'prefill CUDA graph' 0.5.14-0.5.23 (runner/prefill_cuda_graph_"
+        "runner.py), 'frozen-KV MTP cuda graph' 0.5.12-0.5.23, 'single-CG draft extend' 0.5.16-0.5.23",
+        needs=(" graph failed:", "Capture single-CG draft extend failed:"),
     ),
     _p(
         "scheduler_exception",
@@ -389,12 +476,17 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "graph_disabled",
-        r"^(?:Disable (?P<which>piecewise|prefill) CUDA graph because (?P<why>.{0,500})"
+        r"^(?:Disable (?P<which>piecewise|prefill) CUDA graph (?:capture )?(?:because|for|due to) (?P<why>.{0,500})"
         r"|Breakable CUDA graph is incompatible with (?P<why2>.{0,200}); disabling prefill CUDA graph)",
         "Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set",
+        note="sglang 0.5.4-0.5.12 'Disable piecewise CUDA graph because ...', 0.5.14-0.5.23 "
+        "'Disable prefill CUDA graph because|for|capture because ...' (srt/model_executor/"
+        "model_runner_components/cuda_graph_setup.py), 'Breakable ...' 0.5.14-0.5.23 "
+        "(srt/arg_groups/cuda_graph_hook.py)",
         needs=(
             "Disable piecewise CUDA graph because ",
-            "Disable prefill CUDA graph because ",
+            "Disable piecewise CUDA graph due to ",
+            "Disable prefill CUDA graph ",
             "Breakable CUDA graph is incompatible with ",
         ),
     ),
@@ -409,11 +501,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "serving",
-        r"^(?P<kind>Decode|Prefill) batch[.,]",
+        r"^(?P<kind>Decode|Prefill) batch(?: \[\d{1,12}\])?[.,]",
         "Decode batch. #running-req: 1, #token: 52, token usage: 0.00, cuda graph: True, "
         "gen throughput (token/s): 5.29, #queue-req: 0",
         "the scheduler served; the reader yields only the first per file and per start-up "
-        "(ONCE_LITERALS), never every one",
+        "(ONCE_LITERALS), never every one. sglang 0.5.23 may print ' [iter]' before the comma "
+        "(srt/managers/scheduler_components/metrics_reporter.py, LOG_FORWARD_ITERS)",
         needs=("Decode batch", "Prefill batch"),
     ),
     _p(
@@ -469,14 +562,14 @@ BY_NAME: dict[str, LinePattern] = {p.name: p for p in PATTERNS}
 KEYWORDS: tuple[str, ...] = (
     "GB", "GiB", "MiB", "MB", "avail mem", "avail_mem", "mem usage=",
     "server_args", "max_total_num_tokens", "Init torch distributed", "Init nccl",
-    "KV cache", "KV Cache", "sliding window memory", "Capture", "Capturing",
+    "KV cache", "KV Cache", "sliding window memory", "Sliding window memory", "Capture", "Capturing",
     "Compiling num tokens", "%|", "Registering", "memory capacity is unbalanced",
     "Not enough memory", "out of memory", "Error", "Exception", "exception", "Traceback",
     "didn't finish", "Received sigquit", "ready to roll", "Uvicorn running",
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
-    "not initialized from checkpoint",
+    "not initialized from checkpoint", "jit/module_custom_all_reduce",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

@@ -40,7 +40,7 @@ def build_uninitialized(m: regex.Match[str], r: Record) -> Event:
         rank=r.rank,
         source=r.source,
         names=names,
-        complete=text.rstrip().endswith("]"),
+        complete=text.rstrip().endswith("]" if text.startswith("[") else "}"),
         kinds=top,
         other_kinds=len(kinds) - len(top),
         layers=len(layers),

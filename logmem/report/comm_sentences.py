@@ -12,6 +12,7 @@ from logmem.analysis import comm_join as cj
 from logmem.analysis.communication import Cell
 from logmem.analysis.ledger import Lazy
 from logmem.sglang import comm, rules
+from logmem.sglang import custom_ar as car
 from logmem.sglang.comm import Mechanism, When, env_value_text
 from logmem.units import GIB, MIB, format_gib
 
@@ -89,18 +90,24 @@ def cell_note(c: Cell) -> str:
         return f"per channel and peer, {size}; {when}"
     if m is Mechanism.CUSTOM_AR_LEGACY:
         each = "16 MiB (ROCm)" if f.get("hip") else "8 MiB"
-        why = {
-            "switch": _env(comm.ENV_V2_SWITCH, f.get(comm.ENV_V2_SWITCH), "off"),
-            "hip": "ROCm",
-            "no_v2_line": "no 'All Reduce config' line from TP rank 0, which v2 prints",
-        }.get(f.get("why", ""), "")
-        return f"3 own buffers x {each}; peers' are mapped, not copied; legacy: {why}"
+        return f"3 own buffers x {each}; peers' are mapped, not copied; legacy: {_ar_why(f)}"
+    if m is Mechanism.CUSTOM_AR_EITHER:
+        return (
+            f"legacy, 3 x 8 MiB = {size_text(f.get('legacy_bytes'))}, or v2, {_v2_formula(f)}; "
+            f"{_ar_why(f)}"
+        )
     if m is Mechanism.CUSTOM_AR_V2_WORKSPACE:
-        w, push, pull = f.get("W"), f.get("push", 0), f.get("pull", 0)
-        formula = f"2 x {w} x {_mib(push)} push + {_mib(pull)} pull (+128 B per pull block)"
         if c.source == "logged":
-            return f"symmetric_memory as logged; formula {formula} = {size_text(f.get('formula_bytes'))}"
-        return formula
+            exact = f.get("formula_bytes")
+            if exact is not None:
+                return f"symmetric_memory as logged; forced sizes give {size_text(exact)}"
+            return (
+                "symmetric_memory as logged: 2W push slots + a pull buffer, sized by SGLang's "
+                "per-GPU tuned table"
+            )
+        if c.bytes is not None:
+            return f"2 x {f.get('W')} x {_mib(f.get('push') or 0)} push + {_mib(f.get('pull') or 0)} pull (forced)"
+        return _v2_formula(f)
     if m is Mechanism.CUSTOM_AR_V2_POINTERS:
         if c.source == "logged":
             return (
@@ -109,13 +116,23 @@ def cell_note(c: Cell) -> str:
             )
         return f"131072 x {f.get('W')} x 8 B pointer table (torch allocator)"
     if m is Mechanism.CUSTOM_AR_AITER:
+        if f.get("import"):
+            return (
+                "ROCm aiter custom all-reduce (aiter loaded module_custom_all_reduce; SGLang's ROCm "
+                "default from 0.5.6): size not logged"
+            )
         return "ROCm aiter custom all-reduce ([AR] Using AiterCustomAllreduce): size not logged"
     if m is Mechanism.SYMM_POOL:
         if c.source == "logged":
             return "pre-allocated at graph set-up, as logged"
         if c.bytes is not None:
             return (
-                _env(comm.ENV_SYMM_PREALLOC, f.get(comm.ENV_SYMM_PREALLOC), "", " GiB")
+                _env(
+                    comm.ENV_SYMM_PREALLOC,
+                    f.get(comm.ENV_SYMM_PREALLOC),
+                    f"unset: {comm.SYMM_PREALLOC_DEFAULT_GIB} GiB, as --enable-symm-mem sets it",
+                    " GiB",
+                )
                 + ", at graph set-up"
             )
         return f"one MemPool for every group, grown on use ({comm.ENV_SYMM_PREALLOC} unset)"
@@ -145,6 +162,64 @@ def cell_note(c: Cell) -> str:
             "per transfer queue: max(1, chunk // page) x page x KV bytes per token (not all known)"
         )
     return ""
+
+
+def _v2_formula(f: dict[str, Any]) -> str:
+    """The v2 workspace without a logged line: its sizes come from a per-GPU tuned table."""
+    return (
+        f"2 x {f.get('W')} push slots + a pull buffer from a per-GPU tuned table, at most "
+        f"{size_text(f.get('at_most'))} (each capped at {_mib(f.get('cap') or 0)}, "
+        f"{car.ENV_V2_MAX})"
+    )
+
+
+def _ar_release(d: Any) -> str:
+    return f"SGLang up to this log's date ({d.isoformat()})" if d is not None else "this SGLang"
+
+
+def _ar_why(f: dict[str, Any]) -> str:
+    """Why the table takes this custom all-reduce (logmem.sglang.custom_ar.custom_ar_choice)."""
+    why, d = f.get("why", ""), f.get("printed")
+    if why == "switch":
+        return _env(car.ENV_V2_SWITCH, f.get(car.ENV_V2_SWITCH), "off")
+    if why == "hip":
+        return "ROCm (aiter's all-reduce not loaded)"
+    if why == "nnodes":
+        return f"{_ar_release(d)} turns v2 off with more than one node (nnodes > 1)"
+    if why == "no_v2":
+        return f"{_ar_release(d)} has no v2 (sglang 0.5.10, 2026-04-05, added it)"
+    if why == "v2_opt_in":
+        return (
+            f"{_ar_release(d)} has v2 at most as an opt-in ({car.ENV_V2_OLD_SWITCH}=1); "
+            "it is the default from sglang 0.5.12 (2026-05-16)"
+        )
+    if why == "unknown":
+        return (
+            "the log does not say which (v2 is CUDA's default from sglang 0.5.12, falls back to "
+            "legacy without full NVLink, and prints 'All Reduce config' only from 0.5.16)"
+        )
+    return ""
+
+
+def custom_ar_none_text(
+    why: str, nodes: int | None, world: int, library: str, printed: Any = None
+) -> str:
+    """Why the TP group has no custom all-reduce although the flags allow it."""
+    if why == "spans":
+        mnnvl = (
+            " (from sglang 0.5.17 an MNNVL system such as GB200 NVL72 may run v2 across nodes, and "
+            "would print 'All Reduce config')"
+            if printed is None or printed > car.LAST_V2_INTRA_NODE
+            else ""
+        )
+        return (
+            f"No custom all-reduce: the TP group spans {nodes} nodes, and SGLang sets it up only "
+            f"within one node{mnnvl}; all-reduce goes through {library}."
+        )
+    return (
+        f"No custom all-reduce: TP {world} is above the 8 ranks custom all-reduce supports; "
+        f"all-reduce goes through {library}."
+    )
 
 
 def _deepep_note(f: dict[str, Any]) -> str:
@@ -210,16 +285,29 @@ def _(f: cj.InitNothing) -> str:
 
 @comm_finding_text.register
 def _(f: cj.AllReduceDiffers) -> str:
-    what = "symmetric_memory" if f.part == "symmetric" else "local_buffer"
+    what = "local_buffer" if f.part == "local" else "symmetric_memory"
+    if f.part == "symmetric_cap":
+        return (
+            f"All Reduce config (line {f.line}) logged symmetric_memory = {f.logged_bytes / MIB:.2f} "
+            f"MiB, above the {f.expected_bytes / MIB:.2f} MiB that 2 x {f.world} push slots and a "
+            f"pull buffer reach at the {car.ENV_V2_MAX} cap: the cap was raised or the sizes "
+            "forced (SGLANG_CUSTOM_ALL_REDUCE_V2_* variables: pass them with --env), or a "
+            "consumer grew the push plane (sglang 0.5.23 reserve_push_capacity)."
+        )
     cause = (
-        "the push/pull sizes differ from the 16 MiB default (SGLANG_CUSTOM_ALL_REDUCE_V2_* "
-        "variables: pass them with --env) or this SGLang lays the workspace out differently"
+        "the forced SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_* sizes are not the ones this launch ran with "
+        "(pass them with --env) or this SGLang lays the workspace out differently"
         if f.part == "symmetric"
         else "the pointer table has another row count in this SGLang, or the group is not the TP group"
     )
+    expected = (
+        f"the forced sizes give {f.expected_bytes / MIB:.2f} MiB at W = {f.world}"
+        if f.part == "symmetric"
+        else f"the v2 pointer table at W = {f.world} is {f.expected_bytes / MIB:.2f} MiB"
+    )
     return (
-        f"All Reduce config (line {f.line}) logged {what} = {f.logged_bytes / MIB:.2f} MiB; the v2 formula "
-        f"at W = {f.world} gives {f.expected_bytes / MIB:.2f} MiB: {cause}."
+        f"All Reduce config (line {f.line}) logged {what} = {f.logged_bytes / MIB:.2f} MiB; "
+        f"{expected}: {cause}."
     )
 
 
@@ -312,6 +400,8 @@ def _(f: cj.DeepEPAttributed) -> str:
 
 @comm_finding_text.register
 def _(f: cj.DeepEPNoReserve) -> str:
+    if f.reserve_exists is False:
+        return _no_reserve_yet(f)
     if f.explicit:
         where = f" (command line, line {f.line})" if f.line else ""
         head = f"--mem-fraction-static {f.mfs:g} was passed{where}, so"
@@ -320,6 +410,19 @@ def _(f: cj.DeepEPNoReserve) -> str:
             f"The log shows no command line; if mem_fraction_static {f.mfs:g} was passed "
             "explicitly, then"
         )
+    since = (
+        ", in sglang 0.5.16 and later; an undated log may run an older one without it"
+        if f.reserve_exists is None
+        else ""
+    )
+    return (
+        f"{head} SGLang's {rules.DEEPEP_A2A_RESERVE_MIB} MiB DeepEP reserve "
+        f"(reserve_for_deepep_a2a_mb, applied only when SGLang derives mem_fraction_static{since}) "
+        f"was not set aside: {_deepep_must_fit(f)}."
+    )
+
+
+def _deepep_must_fit(f: cj.DeepEPNoReserve) -> str:
     size = (
         f" ({format_gib(f.deepep_bytes)} GiB by the formula)" if f.deepep_bytes is not None else ""
     )
@@ -335,9 +438,17 @@ def _(f: cj.DeepEPNoReserve) -> str:
         else ""
     )
     return (
-        f"{head} SGLang's {rules.DEEPEP_A2A_RESERVE_MIB} MiB DeepEP reserve "
-        "(reserve_for_deepep_a2a_mb, applied only when SGLang derives mem_fraction_static) was not "
-        f"set aside: the DeepEP buffer{size}, allocated lazily after KV sizing, has to fit in {room}{bucket}."
+        f"the DeepEP buffer{size}, allocated lazily after KV sizing, has to fit in {room}{bucket}"
+    )
+
+
+def _no_reserve_yet(f: cj.DeepEPNoReserve) -> str:
+    """An SGLang of the log's date has no DeepEP reserve: passing mfs or not changes nothing."""
+    when = f.printed.isoformat() if f.printed is not None else "this date"
+    return (
+        f"SGLang up to this log's date ({when}) reserves nothing for DeepEP's lazily created buffer, whether "
+        "mem_fraction_static is passed or derived (reserve_for_deepep_a2a_mb came with sglang "
+        f"0.5.16, 2026-07-25): {_deepep_must_fit(f)}."
     )
 
 

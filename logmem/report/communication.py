@@ -17,6 +17,7 @@ from logmem.report.comm_sentences import (
     after_pools_text,
     cell_note,
     comm_finding_text,
+    custom_ar_none_text,
     lands_label,
     shared_names,
     size_text,
@@ -93,6 +94,9 @@ def cells_table(plan: Plan, from_log: bool = True) -> Grid | None:
     ]
     if known:
         notes.insert(0, f"Cells with a size add up to {size_text(sum(known))} per rank.")
+    none = _custom_ar_none_json(plan)
+    if none is not None:
+        notes.insert(0, none["text"])
     if not rows:
         return None
     return Grid(
@@ -234,8 +238,21 @@ def cell_json(c: Cell) -> dict[str, Any]:
     }
 
 
+def _custom_ar_none_json(plan: Plan) -> dict[str, Any] | None:
+    for key, value in plan.notes:
+        if key == "custom_ar_none":
+            why, nodes, world, printed = value
+            return {
+                "why": why,
+                "nodes": nodes,
+                "text": custom_ar_none_text(why, nodes, world, plan.library, printed),
+            }
+    return None
+
+
 def plan_json(plan: Plan) -> dict[str, Any]:
     return {
+        "custom_all_reduce_none": _custom_ar_none_json(plan),
         "groups": [{"name": g.name, "size": g.size, "reuses": g.reuses} for g in plan.groups],
         "cells": [cell_json(c) for c in plan.cells],
         "pd_role": plan.pd_role,

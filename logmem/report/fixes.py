@@ -8,6 +8,7 @@ from functools import singledispatch
 
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.budget import fmt_mfs
+from logmem.report.deepep_fix_words import dispatch_half_text, dispatch_ratio_text
 from logmem.sglang import rules
 from logmem.units import GIB, MIB
 
@@ -162,42 +163,14 @@ def _(e: fx.HalveChunk) -> str:
     )
 
 
-def _dispatch_tokens(tokens: int, line: int | None) -> str:
-    """Which T the change is relative to: the one the launch set, or SGLang's default."""
-    if line is not None:
-        return f"the {tokens} this launch set on line {line}"
-    return f"the default {tokens}"
-
-
 @effect_text.register
 def _(e: fx.DispatchTokensRatio) -> str:
-    part = (
-        "it is the low-latency buffer (deepep_mode='low_latency'), proportional to"
-        if e.low_latency_only
-        else "its low-latency part is proportional to"
-    )
-    rest = (
-        ""
-        if e.low_latency_only
-        else " (the normal-mode buffers that deepep_mode 'auto' or 'normal' adds do not shrink "
-        "with T, so T may have to drop further)"
-    )
-    return (
-        f"the buffer asked for {_g(e.tried_bytes)} GiB with {_g(e.free_bytes)} GiB free; {part} "
-        f"the dispatch tokens per rank T, so T must drop to at most {_g(e.free_bytes)} / "
-        f"{_g(e.tried_bytes)} = {e.ratio:.2f} of its value, {e.at_current} of "
-        f"{_dispatch_tokens(e.tokens, e.set_on_line)}{rest}; costs: decode batches (and decode "
-        "CUDA graphs) per rank are capped at T"
-    )
+    return dispatch_ratio_text(e)
 
 
 @effect_text.register
 def _(e: fx.DispatchTokensHalf) -> str:
-    return (
-        "the DeepEP low-latency buffer is proportional to the dispatch tokens per rank T "
-        f"(reference 12.5), so {e.half}, half of {_dispatch_tokens(e.tokens, e.set_on_line)}, "
-        f"halves it; costs: decode batches per rank are capped at {e.half}"
-    )
+    return dispatch_half_text(e)
 
 
 @effect_text.register

@@ -5,17 +5,28 @@ Paths are relative to SGLang's ``python/sglang/srt/`` (2025-2026 sources, docs/r
 and the shared comm-memory reference); DeepEP's sizes are from ``deepseek-ai/DeepEP``
 ``csrc/config.hpp``. Inputs are plain numbers and mappings (server_args as dumped, the
 environment as strings), so every stage can import this module without a cycle; it imports
-only ``logmem.units`` and ``logmem.sglang.rules``.
+only ``logmem.units`` and rules of ``logmem.sglang`` (rules, comm_env, custom_ar: the custom
+all-reduce's own rules, by release).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from enum import Enum
 from typing import Any
 
 from logmem.frozen import frozen
 from logmem.sglang import rules
+from logmem.sglang.comm_env import env_flag as env_flag
+from logmem.sglang.comm_env import env_int as env_int
+from logmem.sglang.custom_ar import (
+    ENV_V2_MAX,
+    ENV_V2_OLD_SWITCH,
+    ENV_V2_PULL,
+    ENV_V2_PUSH,
+    ENV_V2_SWITCH,
+)
 from logmem.units import GIB, MIB
 
 # --- when a cell is allocated ---------------------------------------------------------------
@@ -43,6 +54,7 @@ class Mechanism(Enum):
     COMMUNICATORS = "communicators"  # torch ProcessGroupNCCL / pynccl ncclComm (HCCL on NPU)
     PEER_BUFFERS = "peer buffers"  # NCCL's per-channel, per-peer buffers
     CUSTOM_AR_LEGACY = "custom AR (legacy)"
+    CUSTOM_AR_EITHER = "custom AR (legacy or v2)"
     CUSTOM_AR_V2_WORKSPACE = "custom AR v2 workspace"
     CUSTOM_AR_V2_POINTERS = "custom AR v2 pointers"
     CUSTOM_AR_AITER = "custom AR (aiter)"
@@ -193,89 +205,26 @@ def peer_buffers_when(args: Mapping[str, Any]) -> When:
     return When.INIT if args.get("pre_warm_nccl") is True else When.FIRST_USE
 
 
-# --- custom all-reduce ----------------------------------------------------------------------
-
-LEGACY_CUSTOM_AR_MAX_BYTES = 8192 * 1024
-"""``_MAX_CAR_SIZE`` of the legacy custom all-reduce: 8 MiB on CUDA
-(``distributed/device_communicators/custom_all_reduce.py``, 2024-2026)."""
-
-LEGACY_CUSTOM_AR_MAX_BYTES_HIP = 2 * LEGACY_CUSTOM_AR_MAX_BYTES
-"""The same on HIP (ROCm): 16 MiB (same file)."""
-
-LEGACY_CUSTOM_AR_BUFFERS = 3
-"""Per rank the legacy implementation allocates ``meta_ptrs`` (``meta_size() + max_size``),
-``buffer_ptrs`` (``max_size``) and ``rank_data`` (``max_size``): three buffers of max_size
-plus a few KiB of signal flags (``meta_size()``, not counted). Mapping the peers' buffers
-(``cudaIpcOpenMemHandle``) costs no local memory (same file)."""
-
-
-def legacy_custom_ar_bytes(hip: bool) -> int:
-    """The legacy custom all-reduce's own buffers on one rank: 3 x 8 MiB (3 x 16 MiB on HIP),
-    allocated in ``GroupCoordinator.__init__``, inside ``init_torch_distributed`` (before P)."""
-    return LEGACY_CUSTOM_AR_BUFFERS * (
-        LEGACY_CUSTOM_AR_MAX_BYTES_HIP if hip else LEGACY_CUSTOM_AR_MAX_BYTES
-    )
-
-
-V2_DEFAULT_MAX_SIZE_KB = 16 * 1024
-"""``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` default: 16 MiB
-(``distributed/device_communicators/custom_all_reduce_v2.py``, 2026)."""
-
-V2_POINTER_TABLE_ROWS = 131072
-"""``graph_params = torch.zeros((131072, world_size), uint64)``: the v2 device pointer table
-(same file); the torch allocator sees it."""
-
-V2_SEMAPHORE_BYTES_PER_PULL_BLOCK = 128
-"""Bytes of pull semaphore per pull block at the end of the v2 workspace (same file). The
-number of pull blocks is a kernel launch constant not read here."""
-
-ENV_V2_SWITCH = "SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2"
-ENV_V2_MAX = "SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB"
-ENV_V2_PULL = "SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PULL_SIZE_KB"
-ENV_V2_PUSH = "SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PUSH_SIZE_KB"
-
-
-def v2_pointer_table_bytes(world: int) -> int:
-    """``131072 x W x 8`` bytes: 8 MiB at W = 8 (``custom_all_reduce_v2.py``)."""
-    return V2_POINTER_TABLE_ROWS * world * 8
-
-
-def v2_workspace_bytes(world: int, push_bytes: int, pull_bytes: int) -> int:
-    """The v2 symmetric allocation ``[2W push buffers | pull buffer | pull semaphores]`` without
-    the semaphores (128 B per pull block): ``2W x max_push + max_pull`` (``custom_all_reduce_v2.py``,
-    2026). The ``All Reduce config: symmetric_memory`` line states the allocation itself."""
-    return 2 * world * push_bytes + pull_bytes
-
-
-def v2_sizes(env: Mapping[str, str]) -> tuple[int, int]:
-    """(max push, max pull) bytes: ``SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB`` (default 16 MiB)
-    unless ``SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PUSH_SIZE_KB`` / ``..._PULL_SIZE_KB`` set one."""
-    base = env_int(env, ENV_V2_MAX, 1, 1 << 30) or V2_DEFAULT_MAX_SIZE_KB
-    push = env_int(env, ENV_V2_PUSH, 1, 1 << 30) or base
-    pull = env_int(env, ENV_V2_PULL, 1, 1 << 30) or base
-    return push * 1024, pull * 1024
-
-
-def custom_ar_possible(args: Mapping[str, Any], tp: int) -> bool:
-    """Custom all-reduce is set up on the TP group when it has peers, ``--disable-custom-all-reduce``
-    is off and the device is CUDA or ROCm (``parallel_state.py`` ``GroupCoordinator``; NPU, MUSA
-    and XPU use the collective library). At run time it may still turn itself off (no P2P, more
-    than two PCIe-only GPUs, a group across nodes): those lines are read from the log."""
-    device = args.get("device")
-    return tp > 1 and args.get("disable_custom_all_reduce") is not True and device in (None, "cuda")
-
-
 # --- symmetric memory -----------------------------------------------------------------------
 
 ENV_SYMM_PREALLOC = "SGLANG_SYMM_MEM_PREALLOC_GB_SIZE"
-"""GiB the symmetric memory pool is pre-allocated with at graph set-up (default -1: none;
-``model_executor/model_runner_components/cuda_graph_setup.py``, 2026); the pool is one
-``torch.cuda.MemPool`` shared by every group."""
+"""GiB the symmetric memory pool is pre-allocated with (``EnvInt(-1)``: none; sglang 0.5.9-0.5.23,
+srt/environ.py; allocated and logged in srt/distributed/device_communicators/pynccl_allocator.py);
+the pool is one ``torch.cuda.MemPool`` shared by every group."""
+
+SYMM_PREALLOC_DEFAULT_GIB = 4
+"""What ``--enable-symm-mem`` sets an unset ``SGLANG_SYMM_MEM_PREALLOC_GB_SIZE`` to, with a
+warning (sglang 0.5.9-0.5.18 srt/server_args.py, 0.5.20-0.5.23 srt/arg_groups/memory_hook.py).
+The reference's "default -1: none" holds only without --enable-symm-mem; the source wins."""
 
 
-def symm_prealloc_bytes(env: Mapping[str, str]) -> int | None:
-    """The pre-allocated symmetric pool, or None when the variable is unset or not positive."""
+def symm_prealloc_bytes(env: Mapping[str, str], symm_default: bool = False) -> int | None:
+    """The pre-allocated symmetric pool, or None when the variable is not positive, or unset
+    and ``symm_default`` is off. ``symm_default``: the variable being unset means
+    ``SYMM_PREALLOC_DEFAULT_GIB`` (the newest SGLang with --enable-symm-mem)."""
     v = env.get(ENV_SYMM_PREALLOC)
+    if v is None and symm_default:
+        return SYMM_PREALLOC_DEFAULT_GIB * GIB
     try:
         gib = float(v) if v is not None else -1.0
     except ValueError:
@@ -287,7 +236,8 @@ def symm_prealloc_bytes(env: Mapping[str, str]) -> int | None:
 
 ENV_DEEPEP_TOKENS = "SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK"
 DEEPEP_MAX_DISPATCH_TOKENS = 1024
-"""SGLang caps the dispatch tokens per rank at 1024 (``layers/moe/token_dispatcher/deepep.py``)."""
+"""SGLang asserts ``num_max_dispatch_tokens_per_rank <= 1024`` (sglang 0.5.3-0.5.23,
+srt/layers/moe/token_dispatcher/deepep.py, _DeepEPDispatcherImplLowLatency)."""
 
 DEEPEP_ALIGNMENT = 128
 """DeepEP's ``NUM_BUFFER_ALIGNMENT_BYTES`` (``csrc/config.hpp``)."""
@@ -354,10 +304,28 @@ def deepep_dispatch_tokens(env: Mapping[str, str]) -> int:
     )
 
 
+LAST_WITHOUT_DEEPEP_RESERVE = date(2026, 7, 10)
+"""sglang 0.5.15 (the wheel's file date of srt/server_args.py): its default mem_fraction_static
+reserves nothing for DeepEP; 0.5.16 (2026-07-25) adds ``reserve_for_deepep_a2a_mb()``
+(srt/server_args.py; srt/arg_groups/memory_hook.py from 0.5.20). Not in 0.5.9 (server_args.py
+l.1022-1062) nor 0.5.14 (l.3276-3312)."""
+
+
+def deepep_reserve_exists(printed: date | None) -> bool | None:
+    """Whether the SGLang of a log printed on ``printed`` can have ``reserve_for_deepep_a2a_mb``:
+    False up to the last release without it (no SGLang of that date has it; a log's date bounds
+    its release from above), True after (the rule is current; an older image would lack it),
+    None undated."""
+    if printed is None:
+        return None
+    return printed > LAST_WITHOUT_DEEPEP_RESERVE
+
+
 def deepep_reserve_applies(args: Mapping[str, Any]) -> bool:
-    """Whether ``reserve_for_deepep_a2a_mb()`` (``server_args.py``, 2026) adds its
-    ``rules.DEEPEP_A2A_RESERVE_MIB`` to SGLang's own mem_fraction_static: not a prefill node,
-    the decode graph on, DeepEP the a2a backend. It counts only when SGLang derives the
+    """Whether ``reserve_for_deepep_a2a_mb()`` (sglang 0.5.16-0.5.23, srt/server_args.py, then
+    srt/arg_groups/memory_hook.py; ``deepep_reserve_exists`` says whether a log's SGLang has it)
+    adds its ``rules.DEEPEP_A2A_RESERVE_MIB`` to SGLang's own mem_fraction_static: not a prefill
+    node, the decode graph on, DeepEP the a2a backend. It counts only when SGLang derives the
     fraction itself: an explicit ``--mem-fraction-static`` is used as given."""
     return (
         args.get("disaggregation_mode") != "prefill"
@@ -371,8 +339,8 @@ def deepep_reserve_applies(args: Mapping[str, Any]) -> bool:
 ENV_STAGING = "SGLANG_DISAGG_STAGING_BUFFER"
 ENV_STAGING_POOL = "SGLANG_DISAGG_STAGING_POOL_SIZE_MB"
 STAGING_POOL_DEFAULT_MB = 4096
-"""The decode side's staging ring, ``SGLANG_DISAGG_STAGING_POOL_SIZE_MB`` (default 4096, MiB;
-``disaggregation/`` staging buffers, 2026)."""
+"""The decode side's staging ring, ``SGLANG_DISAGG_STAGING_POOL_SIZE_MB`` (``EnvInt(4096)``, MiB;
+sglang 0.5.10-0.5.23 srt/environ.py; srt/disaggregation/common/staging_buffer.py)."""
 
 ENV_MOONCAKE_POOL = "SGLANG_MOONCAKE_CUSTOM_MEM_POOL"
 
@@ -413,49 +381,12 @@ def staging_decode_bytes(env: Mapping[str, str]) -> int:
     return (env_int(env, ENV_STAGING_POOL, 1, 1 << 24) or STAGING_POOL_DEFAULT_MB) * MIB
 
 
-# --- print resolution of the custom all-reduce line -----------------------------------------
-
-ALL_REDUCE_PRINT_RESOLUTION_BYTES = round(MIB / 200)
-"""``All Reduce config: symmetric_memory = %.2f MB, local_buffer = %.2f MB`` (``custom_all_reduce_v2.py``,
-2026; MB is MiB): each figure is known to +-0.005 MiB."""
-
-V2_SMALL_EXTRA_BYTES = MIB
-"""What the v2 figures may hold beyond ``v2_workspace_bytes`` / ``v2_pointer_table_bytes``: the
-local buffer's push counter and the workspace's pull semaphores (128 B per pull block) are
-small and their sizes not read here; up to 1 MiB above the formula counts as agreeing."""
-
-
 # --- environment values ---------------------------------------------------------------------
-
-
-def env_int(env: Mapping[str, str], key: str, lo: int, hi: int) -> int | None:
-    """An integer environment value in [lo, hi], None when unset or not such a number."""
-    v = env.get(key)
-    if v is None:
-        return None
-    try:
-        n = int(v.strip())
-    except ValueError:
-        return None
-    return n if lo <= n <= hi else None
-
-
-def env_flag(env: Mapping[str, str], key: str) -> bool | None:
-    """SGLang's boolean environment parsing (``environ.py``: 1/true/yes/on and 0/false/no/off)."""
-    v = env.get(key)
-    if v is None:
-        return None
-    s = v.strip().lower()
-    if s in ("1", "true", "yes", "on"):
-        return True
-    if s in ("0", "false", "no", "off", ""):
-        return False
-    return None
-
 
 COMM_ENV_KEYS = (
     ENV_DEEPEP_TOKENS,
     ENV_V2_SWITCH,
+    ENV_V2_OLD_SWITCH,
     ENV_V2_MAX,
     ENV_V2_PULL,
     ENV_V2_PUSH,

@@ -19,6 +19,12 @@ def _int(args: Mapping[str, Any], key: str, default: int) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def nodes_per_tp_group(nnodes: int, pp: int) -> int:
+    """The nodes one TP group spans: ``nnodes_per_tp_group = max(nnodes // pp_size, 1)`` (sglang
+    0.5.9 and 0.5.23, srt/entrypoints/engine.py, ``_launch_scheduler_processes``)."""
+    return max(nnodes // max(pp, 1), 1)
+
+
 def local_gpu_id(args: Mapping[str, Any], tp_rank: int | None, pp_rank: int | None) -> int | None:
     """The local device index of a rank by SGLang's rule, or None when it cannot be known
     (no server_args, no TP tag, replicated data parallelism, odd settings)."""
@@ -41,7 +47,7 @@ def local_gpu_id(args: Mapping[str, Any], tp_rank: int | None, pp_rank: int | No
     if pp > 1 and pp_rank is None:
         return None
     pp_per_node = max(pp // nnodes, 1)
-    tp_per_node = tp // max(nnodes // pp, 1)
+    tp_per_node = tp // nodes_per_tp_group(nnodes, pp)
     if tp_per_node < 1:
         return None
     return base + ((pp_rank or 0) % pp_per_node) * tp_per_node + (tp_rank % tp_per_node) * step

@@ -161,13 +161,27 @@ class Era:
     last: tuple[int, int] | None  # (year, month) it was last current; None: still current
 
 
+# The windows, checked against the released wheels on PyPI (docs/log-lines-by-version.md; the
+# release month is the newest file date in the wheel). The source wins over the reference's
+# dates from logs: a window runs from the first release printing the wording (or the month its
+# change reached main, for dev images) to the month the next wording was released.
+#   E0-E1: sglang <= 0.4.2 (2025-01-27): no 'Init torch distributed ends', no capture figures.
+#   E2: 0.4.3.postN-0.4.6 (2025-02/03 .. 2025-04-27); 'Init ... ends. mem usage=' in 0.4.4;
+#     the capture end line avail-first in 0.4.4-0.4.6.
+#   E3-E4: 0.4.6.post5 (2025-05-24: usage-first end line and the bs line together) and 0.4.7
+#     (2025-06-10, RankZeroFilter) .. 0.5.8 (2026-01-23), the last release without elapsed=.
+#   E5: 0.5.9 (2026-02-23; PR #15426 reached main about 2025-12-23): elapsed= with dtype=.
+#   E6: 0.5.10 (2026-04-05) .. 0.5.13 (2026-06-11): no dtype=.
+#   E7: 0.5.14 (2026-06-26) on: 'Capture target decode CUDA graph ...' (srt/model_executor/
+#     model_runner_components/cuda_graph_setup.py); the reference's 'about Aug 2026' came from
+#     the first logs seen, not the source.
 ERAS = {
     "E0-E1": Era("E0-E1", "2024-Jan 2025", None, (2025, 1)),
     "E2": Era("E2", "about Feb-Apr 2025", (2025, 2), (2025, 4)),
-    "E3-E4": Era("E3-E4", "about May-Dec 2025", (2025, 5), (2025, 12)),
+    "E3-E4": Era("E3-E4", "about May 2025-Jan 2026", (2025, 5), (2026, 1)),
     "E5": Era("E5", "about Dec 2025-Mar 2026", (2025, 12), (2026, 3)),
-    "E6": Era("E6", "about Apr-Jul 2026", (2026, 4), (2026, 7)),
-    "E7": Era("E7", "about Aug 2026 on", (2026, 8), None),
+    "E6": Era("E6", "about Apr-Jun 2026", (2026, 4), (2026, 6)),
+    "E7": Era("E7", "about Jun 2026 on", (2026, 6), None),
 }
 
 

@@ -98,6 +98,42 @@ class HalveChunk:
 
 
 @frozen
+class DecodeWithinT:
+    """What has to shrink with DeepEP's dispatch tokens T: its low-latency dispatch takes at most
+    T tokens per rank (DeepEP ``low_latency_dispatch`` asserts it; sglang 0.5.23
+    srt/arg_groups/moe_hook.py makes "graph bs x tokens per request > T" a start-up error), and
+    nothing in SGLang lowers the decode batch or its graphs to T."""
+
+    new_tokens: int  # the T the fix proposes
+    per_request: int  # tokens per request in a decode step (spec decoding: draft tokens)
+    flag: str  # the flag that caps the decode graph (rules.graph_cap_flag)
+    graph_max_bs: int | None  # the decode graph's max bs now (None: not in server_args)
+    graph_bs: int | None  # the capture list's largest bs whose tokens fit the new T
+    dp: int  # DP-attention ranks: each runs its own decode batch
+    max_running: int | None  # --max-running-requests now (None: not in server_args)
+    auto: bool  # deepep_mode 'auto': the buffer is the larger of normal and low-latency sizes
+
+    @property
+    def bs_limit(self) -> int:
+        """The largest decode batch per rank whose tokens fit in the new T."""
+        return max(1, self.new_tokens // max(1, self.per_request))
+
+    @property
+    def graph_too_big(self) -> bool:
+        return self.graph_max_bs is not None and self.graph_max_bs > self.bs_limit
+
+    @property
+    def running_limit(self) -> int:
+        """--max-running-requests whose share per DP rank (max_running_requests // dp, sglang
+        0.5.9 model_executor/model_runner.py) fits the new T."""
+        return self.bs_limit * self.dp
+
+    @property
+    def running_too_big(self) -> bool:
+        return self.max_running is not None and self.max_running > self.running_limit
+
+
+@frozen
 class DispatchTokensRatio:
     tried_bytes: int
     free_bytes: int
@@ -106,6 +142,7 @@ class DispatchTokensRatio:
     tokens: int  # T this launch ran with
     set_on_line: int | None  # the log line that set T; None: SGLang's default
     low_latency_only: bool  # deepep_mode='low_latency': the whole buffer scales with T
+    within: DecodeWithinT | None = None
 
 
 @frozen
@@ -113,6 +150,7 @@ class DispatchTokensHalf:
     half: int
     tokens: int  # T this launch ran with
     set_on_line: int | None  # the log line that set T; None: SGLang's default
+    within: DecodeWithinT | None = None
 
 
 @frozen

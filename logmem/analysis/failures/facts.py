@@ -28,6 +28,9 @@ from logmem.analysis.failures.effects import (
     CpuOffload as CpuOffload,
 )
 from logmem.analysis.failures.effects import (
+    DecodeWithinT as DecodeWithinT,
+)
+from logmem.analysis.failures.effects import (
     DisableGraph as DisableGraph,
 )
 from logmem.analysis.failures.effects import (

@@ -15,7 +15,6 @@ from dataclasses import replace
 import regex
 
 import logmem.analysis.failures.facts as fx
-from logmem.analysis.comm_inputs import echoed_env
 from logmem.analysis.failures.budget import (
     MFS_STEP,
     Budget,
@@ -25,6 +24,7 @@ from logmem.analysis.failures.budget import (
     fmt_mfs,
     min_mfs_for_pool,
 )
+from logmem.analysis.failures.deepep_fix import dispatch_tokens_fix
 from logmem.analysis.failures.fallback import native_fix, transformers_fallback
 from logmem.analysis.failures.place import Place
 from logmem.analysis.failures.records import (
@@ -33,7 +33,7 @@ from logmem.analysis.failures.records import (
 from logmem.analysis.failures.traces import RaisedIn, Where
 from logmem.model.records import Graph, Launch, Rank
 from logmem.parse import events as ev
-from logmem.sglang import comm, rules
+from logmem.sglang import rules
 from logmem.units import GIB
 
 Fixes = tuple[list[fx.Fix], list[fx.Note]]
@@ -285,7 +285,7 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
         # inside the first capture bucket: the OOM may be that buffer, not the graph.
         if r.comm_library is None:
             notes.append(fx.DeepEPLazy())
-        fixes.append(_dispatch_tokens_fix(launch, r))
+        fixes.append(dispatch_tokens_fix(launch, r))
     if mfs_fix is not None and blocker is not None:
         notes.append(fx.MfsCannotFix(blocker))
     if b.mfs is None:
@@ -320,38 +320,6 @@ def _outside_pytorch(r: OutOfMemory, shortfall: int | None) -> fx.OutsidePyTorch
     this = split.this_process.bytes if split is not None and split.this_process else None
     fits = shortfall is not None and outside >= shortfall
     return fx.OutsidePyTorch(cap, used, held, outside, this, fits, r.device)
-
-
-def _dispatch_tokens_fix(launch: Launch, r: OutOfMemory) -> fx.Fix:
-    """Fewer DeepEP dispatch tokens: its low-latency buffer is proportional to them (reference
-    12.5). The change is relative to the T this launch ran with: the one its environment set
-    (the launch command's ``K=V`` words, a harness's env lines), else SGLang's default."""
-    env = comm.ENV_DEEPEP_TOKENS
-    echoed = echoed_env(launch)
-    tokens = comm.deepep_dispatch_tokens(echoed.mapping)
-    set_by = echoed.get(env)
-    # A value SGLang would reject leaves T at its default: then no line set it.
-    valid = comm.env_int(echoed.mapping, env, 1, comm.DEEPEP_MAX_DISPATCH_TOKENS) is not None
-    line = set_by.line if set_by is not None and valid else None
-    if (
-        r.comm_library is not None
-        and r.tried_bytes
-        and r.free_bytes is not None
-        and r.free_bytes < r.tried_bytes
-    ):
-        ratio = r.free_bytes / r.tried_bytes
-        effect = fx.DispatchTokensRatio(
-            r.tried_bytes,
-            r.free_bytes,
-            ratio,
-            math.floor(tokens * ratio),
-            tokens,
-            line,
-            str(launch.args.get("deepep_mode", "")).lower() == "low_latency",
-        )
-        return fx.Fix(env, None, effect, fx.AtMostTimes(ratio))
-    half = tokens // 2
-    return fx.Fix(env, str(half), fx.DispatchTokensHalf(half, tokens, line))
 
 
 def _weights_floor(launch: Launch, rank: Rank | None, r: OutOfMemory) -> fx.WeightsFloor | None:

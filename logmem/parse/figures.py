@@ -1,0 +1,79 @@
+"""Builders of the figures outside the start-up chain (HiCache host, symmetric pool, post-capture
+KV sizing ...) and of SGLang's own memory failure lines (imbalance, not enough memory), split
+from logmem.parse.builders by concern."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import regex
+
+from logmem.parse.events import Event, Imbalance, MiscMemory, NotEnoughMemory
+from logmem.parse.lines import Record
+from logmem.units import Mem
+
+Builder = Callable[[regex.Match[str], Record], "Event | None"]
+
+
+def b_imbalance(m: regex.Match[str], r: Record) -> Event:
+    rest = m.group("rest")
+    # sglang 0.4.4-0.5.8 name the global minimum min_per_gpu_memory, 0.5.9-0.5.23
+    # pre_model_load_memory (srt/model_executor/model_runner.py, later distributed/bootstrap.py).
+    pre = regex.search(
+        r"(?:pre_model_load_memory|min_per_gpu_memory)=(-?[\d.]{1,30}(?:e-?\d{1,3})?)", rest
+    )
+    loc = regex.search(r"local_gpu_memory=(-?[\d.]{1,30}(?:e-?\d{1,3})?)", rest)
+    head = r.message[: m.start()]
+    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
+    return Imbalance(
+        rank=r.rank,
+        source=r.source,
+        pre_model_load_gib=_safe_float(pre.group(1)) if pre else None,
+        local_gib=_safe_float(loc.group(1)) if loc else None,
+        exc_type=exc.group(1) if exc else None,
+    )
+
+
+def _safe_float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def b_not_enough(m: regex.Match[str], r: Record) -> Event:
+    head = r.message[: m.start()]
+    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
+    return NotEnoughMemory(
+        rank=r.rank,
+        source=r.source,
+        mem_fraction_static=float(mfs) if (mfs := m.group("mfs")) is not None else None,
+        exc_type=exc.group(1) if exc else None,
+    )
+
+
+def b_misc(what: str, group: str, unit: str = "GB") -> Builder:
+    def build(m: regex.Match[str], r: Record) -> Event:
+        # HiCache host sizes are decimal GB (1e9), unlike every other SGLang "GB".
+        amount = (
+            Mem.from_bytes(round(float(m.group(group)) * 1e9))
+            if unit == "decimal"
+            else Mem.parse(m.group(group), unit)
+        )
+        return MiscMemory(rank=r.rank, source=r.source, what=what, amount=amount, text=m.group(0))
+
+    return build
+
+
+def b_kv_not_allocated(m: regex.Match[str], r: Record) -> Event:
+    """Post-capture KV sizing (sglang 0.5.17-0.5.23): the pool's reserved address space before
+    the graphs, or its backed size after them; a figure, not an allocation of the chain."""
+    k, v, kv, swa = (m.group(g) for g in ("k", "v", "kv", "swa"))
+    gib = float(k) + float(v) if k is not None and v is not None else float(kv or swa)
+    return MiscMemory(
+        rank=r.rank,
+        source=r.source,
+        what="kv_not_allocated",
+        amount=Mem.from_bytes(round(gib * (1 << 30))),
+        text=m.group(0),
+    )
