@@ -75,7 +75,8 @@ def test_same_architecture_smaller_cell_is_less_and_ruled_out_causes_are_not_off
 
 @pytest.mark.parametrize(
     ("prefix", "car"),
-    [("001", False), ("040", False), ("011", True)],  # disabled (line 17); TP 1; TP 8 on H100
+    # disabled (line 17); TP 1; TP 8 on H100; a TP group across two nodes
+    [("001", False), ("040", False), ("011", True), ("multinode-node1", False)],
 )
 def test_init_label_names_custom_all_reduce_only_where_the_launch_has_it(
     prefix: str, car: bool
