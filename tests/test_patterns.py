@@ -26,6 +26,10 @@ NAMES = [p.name for p in PATTERNS]
 # sits last in the table, so the specific error patterns before it win by first match.
 ALSO_MATCHES: frozenset[tuple[str, str]] = frozenset({
     ("not_enough_memory", "exception"),
+    ("kv_no_memory", "exception"),
+    ("state_cache_no_memory", "exception"),
+    ("unified_pool_no_memory", "exception"),
+    ("swa_cap_no_room", "exception"),
     ("torch_oom", "exception"),
     ("device_oom", "exception"),
 })  # fmt: skip

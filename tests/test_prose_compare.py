@@ -25,7 +25,8 @@ ESTIMATE = PACKAGE / "estimate"
 ERROR_TEXT = {
     ("compare", "args.py"): {"key_list", "confounder_parts", "confounder_message"},
     ("compare", "load.py"): {"_text"},  # LaunchChoiceError's message
-    ("compare", "replay.py"): {"missing_sizing", "_logged_mfs_hint"},  # the FitError of Replay
+    # The FitError of Replay (_budget_only: what the rule still gives without a KV line).
+    ("compare", "replay.py"): {"missing_sizing", "_logged_mfs_hint", "_budget_only"},
     # SGLang's start-up refusal, raised as EstimateError (the CLI shows it as a usage error).
     ("estimate", "build.py"): {"_check_sharding", "_group_words"},
 }
@@ -102,7 +103,7 @@ def test_every_fact_has_a_sentence() -> None:
         and c.__module__ == cn.__name__
     ]
     sources = {cn.RowsSource, cn.HeuristicTerms, cn.MeasuredGrowth, cn.ContextCheck}
-    sources |= {cn.MeasuredSlope, cn.GivenSlope, cn.HeuristicSlope}
+    sources |= {cn.MeasuredSlope, cn.GivenSlope, cn.HeuristicSlope, cn.FailedBucketSlope}
     for c in facts:
         if c in sources:
             continue
@@ -126,6 +127,14 @@ def _sample(t: object) -> object:
         from logmem.sglang.eras import EraGuess
 
         return EraGuess(None, None)
+    if "FailedBucketSlope" in text:
+        from logmem.compare.notes import FailedBucketSlope
+
+        return FailedBucketSlope("decode", 8, True)
+    if "PoolsVsBudget" in text:
+        from logmem.analysis.findings_sizing import GapReason, PoolsVsBudget
+
+        return PoolsVsBudget(1 << 30, GapReason.CELLS_BIGGER, rule_bytes=1 << 30, tokens=1000)
     if "SlopeSource" in text:
         from logmem.compare.notes import GivenSlope
 

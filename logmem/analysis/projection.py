@@ -42,9 +42,14 @@ def _positive_int(v: object) -> int | None:
 class PoolProjection:
     """The launch's KV pool as a function of mem_fraction_static (readings held as measured)."""
 
-    def __init__(self, sz: Sizing, bpt: int, args: Mapping[str, Any]) -> None:
+    def __init__(
+        self, sz: Sizing, bpt: int, args: Mapping[str, Any], sizing_cell: float | None = None
+    ) -> None:
         self.sz = sz
-        self.bpt = bpt
+        self.bpt = bpt  # what the pool allocates per slot: its GiB
+        # The cell SGLang divided the budget by, when analyze shows it differs from the
+        # allocated one (findings_sizing.PoolsVsBudget.sizing_cell_bytes, 003): token counts.
+        self.sizing_bpt: float = sizing_cell or bpt
         # The KV cache's share of what the budget buys (a Mamba / SWA split takes the rest).
         self.share = 1.0
         if sz.logged_pool_bytes and sz.kv_bytes and sz.logged_pool_bytes > sz.kv_bytes:
@@ -103,7 +108,7 @@ class PoolProjection:
         kv = int(self.rest(m) * self.share)
         if kv <= 0:
             return 0
-        t = kv // self.bpt
+        t = int(kv // self.sizing_bpt)
         if self.max_total_tokens is not None:
             t = min(t, self.max_total_tokens)
         return t // self.page * self.page
@@ -116,7 +121,7 @@ class PoolProjection:
             return 0
         if self.base is None:
             return self.tokens(m)
-        t = self.base + (kv - self._kv0) // self.bpt // self.page * self.page
+        t = self.base + int((kv - self._kv0) // self.sizing_bpt) // self.page * self.page
         if self.max_total_tokens is not None:
             t = min(t, self.max_total_tokens)
         return max(t, 0)

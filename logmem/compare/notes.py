@@ -75,7 +75,19 @@ class HeuristicSlope:
     terms: HeuristicTerms
 
 
-SlopeSource = MeasuredSlope | GivenSlope | HeuristicSlope
+@frozen
+class FailedBucketSlope:
+    """The per-row cost analyze's capture-OOM Fix prices a lower max bs by
+    (analysis.failures.effects.CapPerRow): the failed largest bucket's, one shared pool assumed."""
+
+    graph: str
+    largest: int  # the bucket that failed
+    measured: (
+        bool  # from two bar readings; False: what the failed bucket needed (the OOM's figures)
+    )
+
+
+SlopeSource = MeasuredSlope | GivenSlope | HeuristicSlope | FailedBucketSlope
 
 
 class TermKind(Enum):
@@ -210,6 +222,15 @@ class RuleDisagrees:
 
 
 @frozen
+class SizedWithAnotherCell:
+    """analyze's reading of the launch: SGLang sized the pool as budget / a smaller cell than the
+    pools allocate (PoolsVsBudget.sizing_cell_bytes); token changes use that cell."""
+
+    finding: PoolsVsBudget
+    allocated_cell_bytes: int  # what the pools allocate per slot (the pool's GiB)
+
+
+@frozen
 class StartupUnfinished:
     headline: str  # the verdict's first line (report.verdict renders it for analyze too)
     in_capture: bool
@@ -219,6 +240,17 @@ class StartupUnfinished:
 @frozen
 class NoMeasuredSlope:
     mib_per_bs: float | None = None  # the heuristic slope used (rules.graph_reserve_mib_per_bs)
+
+
+@frozen
+class SlopeFromFailedBucket:
+    """No slope measured or given, but the capture failed in its largest bucket: the new max bs
+    is priced by the per-row cost analyze's Fix uses, so the two agree; SGLang's reserve
+    heuristic (not a measurement) is named beside it."""
+
+    mib_per_row: float
+    source: FailedBucketSlope
+    heuristic_mib_per_bs: float
 
 
 @frozen
@@ -285,7 +317,7 @@ class HeuristicReserve:
 class KVRuleReplayed:
     after_weights_bytes: int
     pre_load_bytes: int
-    bytes_per_token: int
+    bytes_per_token: float  # the cell SGLang's sizing divides by (PoolProjection.sizing_bpt)
     pre_load_rank: str
     # How many ranks P was read on, of how many the log should hold (Sizing.pre_load_coverage).
     ranks_printed: int | None = None
@@ -344,7 +376,7 @@ class DraftAsMeasured:
 
 @frozen
 class TokensFromLogged:
-    bytes_per_token: int
+    bytes_per_token: float  # the sizing cell (PoolProjection.sizing_bpt)
     page: int
     share: float = 1.0  # the full pool's share of rest (PoolProjection.share)
 
@@ -434,6 +466,8 @@ Note = (
     | RuleDisagrees
     | StartupUnfinished
     | NoMeasuredSlope
+    | SizedWithAnotherCell
+    | SlopeFromFailedBucket
     | LazyInLargest
     | GBIsGiB
     | PhasesMatchedByKey

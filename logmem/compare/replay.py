@@ -11,9 +11,12 @@ from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
+from logmem.analysis.failures.effects import CapPerRow
+from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Bound, Phase
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.projection import bytes_per_token as bytes_per_token
+from logmem.analysis.sizing import Sizing
 from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -23,7 +26,12 @@ from logmem.sglang.rules import (
     at_floor,
     default_max_running_requests,
     graph_sized_in_tokens,
+    kv_budget_bytes,
     req_to_token_bytes,
+    smallest_mfs_with_pool,
+)
+from logmem.sglang.rules import (
+    printed_sum_error_bytes as rules_error,
 )
 from logmem.units import format_gib
 
@@ -31,7 +39,13 @@ from logmem.units import format_gib
 class Replay(PoolProjection):
     """SGLang's sizing rule with this launch's readings; everything else held as measured."""
 
-    def __init__(self, launch: Launch, led: LaunchLedger, context_len: int | None) -> None:
+    def __init__(
+        self,
+        launch: Launch,
+        led: LaunchLedger,
+        context_len: int | None,
+        asked_mfs: float | None = None,
+    ) -> None:
         sz = led.sizing
         if sz is None:
             raise FitError(
@@ -43,9 +57,15 @@ class Replay(PoolProjection):
         bpt = bytes_per_token(sz)
         if not bpt:
             raise FitError(
-                "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per token"
+                "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per "
+                "token, so KV tokens, graphs and headroom are unknown"
+                + _budget_only(sz, asked_mfs, unfinished(launch))
             )
-        super().__init__(sz, bpt, launch.args)
+        # analyze's reading of a pool sized with a smaller cell than it allocates (003): the
+        # token changes follow the sizing cell, the pool's GiB the allocated one.
+        self.sizing_gap = sizing_cell_gap(led)
+        cell = self.sizing_gap.sizing_cell_bytes if self.sizing_gap is not None else None
+        super().__init__(sz, bpt, launch.args, cell)
         a = launch.args
         mrr = a.get("max_running_requests")
         self.fixed_requests = mrr if isinstance(mrr, int) and mrr > 0 else None
@@ -91,6 +111,48 @@ class Replay(PoolProjection):
     def req_table(self, tokens: int, ctx: int | None) -> int:
         n = self.requests(tokens, ctx)
         return req_to_token_bytes(n, ctx) if n is not None and ctx else 0
+
+
+def _budget_only(sz: Sizing, asked: float | None, failed: Unfinished | None) -> str:
+    """What SGLang's rule still gives without a cell size (a launch that died sizing its KV
+    pool): the budget in GiB at the asked and the logged mem_fraction_static, and the smallest
+    value with a positive budget (review27a #10e)."""
+    a, p, m0 = sz.after_weights_bytes, sz.pre_load_bytes, sz.mem_fraction_static
+    lowest = smallest_mfs_with_pool(a, p)
+
+    def at(m: float) -> str:
+        rule = sz.rule_mfs_for(m)
+        rest = format_gib(kv_budget_bytes(a, p, rule))
+        return f"{format_gib(a)} - {format_gib(p)} x (1 - {rule:.4g}) = {rest} GiB at {m:g}"
+
+    said = [at(asked)] if asked is not None and asked != m0 else []
+    said.append(at(m0) + " (as logged)")
+    low = (
+        f"; it is positive above mem_fraction_static {sz.flag_mfs_for(lowest):.4f} "
+        f"(1 - {format_gib(a)} / {format_gib(p)})"
+        if lowest is not None and lowest < 1
+        else ""
+    )
+    odd = ""
+    if (
+        failed is not None
+        and failed.kind == "not_enough_memory"
+        and kv_budget_bytes(a, p, sz.rule_mfs_for(m0)) > rules_error(2)
+    ):
+        odd = (
+            f"; SGLang found no room at the logged {m0:g} although the rule gives a positive "
+            "budget there: the rule does not explain that failure (see logmem analyze)"
+        )
+    return f". SGLang's KV budget (rest) without it: {'; '.join(said)}{low}{odd}"
+
+
+def sizing_cell_gap(led: LaunchLedger) -> PoolsVsBudget | None:
+    """analyze's finding that SGLang sized the pool with a smaller cell than the pools allocate
+    (PoolsVsBudget.sizing_cell_bytes): whatif counts tokens with that cell, and cites it."""
+    return next(
+        (f for f in led.findings if isinstance(f, PoolsVsBudget) and f.sizing_cell_bytes),
+        None,
+    )
 
 
 def _weights_readings(launch: Launch) -> bool:
@@ -186,6 +248,10 @@ class Unfinished:
     shortfall_bytes: int | None  # what the failed allocation lacked, when printed
     in_capture: bool  # a capture did not finish: graph memory and headroom are bounds
     rank: str | None = None  # the rank whose error the verdict quotes
+    # analyze's capture-OOM Fix "--cuda-graph-max-bs N" priced per row (effects.CapPerRow):
+    # whatif prices a lower max bs by the same figure when none is measured or given.
+    cap_per_row: CapPerRow | None = None
+    cap_graph: str | None = None
 
 
 def unfinished(launch: Launch) -> Unfinished | None:
@@ -204,6 +270,7 @@ def unfinished(launch: Launch) -> Unfinished | None:
         graph = next((g.name for r in launch.ranks for g in r.graphs if not g.complete), None)
     unit = "num_tokens" if graph is not None and graph_sized_in_tokens(graph) else "bs"
     raised = next((e.rank for e in f.errors if f.line is not None and e.source == f.line), None)
+    cap = next((x.effect for x in f.fixes if isinstance(x.effect, CapPerRow)), None)
     return Unfinished(
         oc.status,
         f.headline,
@@ -217,6 +284,8 @@ def unfinished(launch: Launch) -> Unfinished | None:
         f.shortfall_bytes if f.memory_related else None,
         in_capture,
         raised,
+        cap,
+        graph if cap is not None else None,
     )
 
 

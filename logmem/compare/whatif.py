@@ -70,14 +70,14 @@ def whatif_launch(
     if logged_mfs is not None:
         launch = with_logged_mfs(launch, logged_mfs)
     led = build_ledger(launch)
-    md = Replay(launch, led, context_len)
+    md = Replay(launch, led, context_len, mem_fraction_static)
     sz = md.sz
     notes: list[cn.Note | WhatIfNote] = []
     assumptions: list[cn.Note | WhatIfNote] = [
         cn.KVRuleReplayed(
             sz.after_weights_bytes,
             sz.pre_load_bytes,
-            md.bpt,
+            md.sizing_bpt,
             sz.pre_load_rank,
             sz.pre_load_coverage.printed if sz.pre_load_coverage else None,
             sz.pre_load_coverage.expected if sz.pre_load_coverage else None,
@@ -112,12 +112,16 @@ def whatif_launch(
 
     rule0 = md.tokens(md.m0)
     logged = sz.kv_tokens
+    if md.sizing_gap is not None:
+        notes.append(cn.SizedWithAnotherCell(md.sizing_gap, md.bpt))
     if logged and not rule_agrees(rule0, logged, md.bpt):
         notes.append(cn.RuleDisagrees(rule0, logged, wf.more_tokens_gap(led)))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens
     assumptions.append(
-        cn.TokensFromLogged(md.bpt, md.page, md.share) if md.base is not None else cn.TokensByRule()
+        cn.TokensFromLogged(md.sizing_bpt, md.page, md.share)
+        if md.base is not None
+        else cn.TokensByRule()
     )
 
     # Hybrid Mamba: where the log shows max_running_requests = slots // 3, the slots scale with
@@ -183,6 +187,7 @@ def whatif_launch(
             slope,
             rows_per_bs,
             at_mfs[1] if at_mfs and at_mfs[1] > 0 else None,
+            ended,
         )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
         other_bs = change.other_bs

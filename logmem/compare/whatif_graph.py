@@ -14,6 +14,7 @@ from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import GraphPoint, graph_points, main_point
+from logmem.compare.replay import Unfinished
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
 from logmem.compare.whatif_facts import (
     BucketSum,
@@ -52,6 +53,7 @@ def max_bs_change(
     slope: GraphSlope | None,
     rows_per_bs: int,
     pool_at_mfs: int | None = None,
+    failed: Unfinished | None = None,
 ) -> MaxBsChange:
     """The largest captured batch at ``--cuda-graph-max-bs requested`` and how it is priced.
     ``pool_at_mfs``: the request pool at the predicted setting, when it moves with it (a hybrid
@@ -86,6 +88,12 @@ def max_bs_change(
     elif new_bs > cur_bs:
         method = SlopeAbove(cur_bs, new_bs)
     if bsum is None:
+        if use is None and (from_fix := _failed_bucket_slope(failed, main, new_bs, cur_bs)):
+            h, _terms = heuristic_mib_per_bs(launch.args, new_bs)
+            use = from_fix
+            assert isinstance(use.source, cn.FailedBucketSlope)
+            notes.append(cn.SlopeFromFailedBucket(use.mib_per_row * rows_per_bs, use.source, h))
+            use = replace(use, mib_per_row=use.mib_per_row / rows_per_bs)
         if use is None:
             h, terms = heuristic_mib_per_bs(launch.args, new_bs)
             use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
@@ -105,6 +113,20 @@ def max_bs_change(
         assumptions.append(cn.OnlyMainGraph(main.graph))
     other = sizes[0] if top is not None and len(sizes) > 1 else None
     return MaxBsChange(new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other)
+
+
+def _failed_bucket_slope(
+    failed: Unfinished | None, main: GraphPoint | None, new_bs: int, cur_bs: int
+) -> GraphSlope | None:
+    """analyze's per-row figure for a capture that failed in its largest bucket (per unit of
+    the bucket's size), when whatif lowers that graph's max bs: one source for both."""
+    if failed is None or failed.cap_per_row is None or main is None or new_bs >= cur_bs:
+        return None
+    c = failed.cap_per_row
+    if failed.cap_graph != main.graph or c.largest != cur_bs:
+        return None
+    src = cn.FailedBucketSlope(main.graph, c.largest, c.second_bytes is not None)
+    return GraphSlope(c.per_row_bytes / MIB, None, src)
 
 
 def list_top(

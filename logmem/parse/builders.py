@@ -56,7 +56,8 @@ from logmem.parse.events import (
     WeightsBegin,
     WeightsEnd,
 )
-from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc, b_not_enough
+from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc
+from logmem.parse.kv_sizing import kv_sizing_builder
 from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
 from logmem.parse.patterns import BY_NAME
@@ -425,7 +426,11 @@ BUILDERS: dict[str, Builder] = {
     "runtime_reading": b_misc("runtime_reading", "avail"),
     "summary": _b_summary,
     "imbalance": b_imbalance,
-    "not_enough_memory": b_not_enough,
+    "not_enough_memory": kv_sizing_builder("not_enough"),
+    "kv_no_memory": kv_sizing_builder("no_kv_memory"),
+    "state_cache_no_memory": kv_sizing_builder("state_cache"),
+    "unified_pool_no_memory": kv_sizing_builder("unified_pool"),
+    "swa_cap_no_room": kv_sizing_builder("swa_cap"),
     "torch_oom": _b_torch_oom,
     "device_oom": _mk(
         TorchOOM,

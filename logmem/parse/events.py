@@ -299,10 +299,33 @@ class Imbalance(Event):
     exc_type: str | None
 
 
+# The forms of SGLang's "no room for the pools at this --mem-fraction-static" errors, each
+# raised while the KV / state pools are sized, each asking to raise --mem-fraction-static:
+#   not_enough   "Not enough memory. Please try to increase --mem-fraction-static." (all eras;
+#                from 0.5.14 only when the budget is positive but the pools get no token)
+#   no_kv_memory "Loaded weights leave no GPU memory for the KV cache ... Raise
+#                --mem-fraction-static above X" (0.5.14+: the budget is not positive)
+#   state_cache  "Not enough GPU memory for hybrid (mamba/linear-attention) state cache" (0.5.13+)
+#   unified_pool "[unified-memory-pool] ...: byte budget N cannot fit ONE worst-case request" (0.5.20+)
+#   swa_cap      "SWA pool cap ... leaves no room for the full KV pool" (0.5.14+)
+#   asks_mfs     any other error whose text says to raise/increase --mem-fraction-static
+KV_SIZING_FORMS = (
+    "not_enough",
+    "no_kv_memory",
+    "state_cache",
+    "unified_pool",
+    "swa_cap",
+    "asks_mfs",
+)
+
+
 @frozen(kw_only=True)
 class NotEnoughMemory(Event):
     mem_fraction_static: float | None
     exc_type: str | None
+    form: str = "not_enough"  # one of KV_SIZING_FORMS
+    # The value SGLang's own message suggests ("Raise --mem-fraction-static above 0.863").
+    suggested_mfs: float | None = None
 
 
 @frozen(kw_only=True)

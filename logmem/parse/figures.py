@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import regex
 
-from logmem.parse.events import Event, Imbalance, MiscMemory, NotEnoughMemory
+from logmem.parse.events import Event, Imbalance, MiscMemory
 from logmem.parse.lines import Record
 from logmem.units import Mem
 
@@ -39,17 +39,6 @@ def _safe_float(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
-
-
-def b_not_enough(m: regex.Match[str], r: Record) -> Event:
-    head = r.message[: m.start()]
-    exc = regex.search(r"([A-Za-z_.]{0,60}Error): ?$", head)
-    return NotEnoughMemory(
-        rank=r.rank,
-        source=r.source,
-        mem_fraction_static=float(mfs) if (mfs := m.group("mfs")) is not None else None,
-        exc_type=exc.group(1) if exc else None,
-    )
 
 
 def b_misc(what: str, group: str, unit: str = "GB") -> Builder:

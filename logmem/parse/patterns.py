@@ -415,6 +415,54 @@ PATTERNS: tuple[LinePattern, ...] = (
         "Current value: mem_fraction_static=0.84",
         needs=("Not enough memory. Please try to increase --mem-fraction-static.",),
     ),
+    # SGLang's newer pool-sizing errors (the forms of events.KV_SIZING_FORMS), each with the
+    # released wording. sglang 0.5.14, srt/model_executor/model_runner_kv_cache_mixin.py,
+    # _profile_available_bytes (0.5.23: srt/mem_cache/kv_cache_configurator.py).
+    _p(
+        "kv_no_memory",
+        rf"Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static="
+        rf"(?P<mfs>{NUM})\.?(?: Raise --mem-fraction-static above (?P<suggest>{NUM}))?",
+        "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.85. Raise --mem-fraction-static above 0.863 (minimum viable = "
+        "1 - available/pre = 0.8628). If using speculative decoding, draft weights are now counted.",
+        "0.5.14+: raised when the KV budget is not positive",
+        needs=("Loaded weights leave no GPU memory for the KV cache",),
+    ),
+    # sglang 0.5.13, srt/model_executor/model_runner_kv_cache_mixin.py, handle_max_mamba_cache;
+    # 0.5.23 srt/mem_cache/kv_cache_configurator.py ("is too small to serve any requests" too).
+    _p(
+        "state_cache_no_memory",
+        r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache\.|"
+        r"Hybrid \(mamba/linear-attention\) state cache is too small to serve any requests\.",
+        "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+        "Computed max_mamba_cache_size=0 (total_rest_memory=-1.00 GB, mamba_cache_per_req=52.31 "
+        "MB). Try: (1) reduce --max-running-requests, (2) increase --mem-fraction-static, (3) "
+        "reduce --speculative-num-draft-tokens, or (4) use GPUs with more memory.",
+        "0.5.13+",
+        needs=("state cache",),
+    ),
+    # sglang 0.5.20, srt/mem_cache/unified_memory_pool.py (the bs=1 floor check).
+    _p(
+        "unified_pool_no_memory",
+        r"\[unified-memory-pool\] [^:]{1,120}: byte budget -?\d{1,20} cannot fit ONE worst-case "
+        r"request",
+        "RuntimeError: [unified-memory-pool] MHATokenToKVPool: byte budget 0 cannot fit ONE "
+        "worst-case request (bs=1 floor 1073741824 = kv=1073741824). A pool this size "
+        "retract-livelocks at runtime. Raise --mem-fraction-static, lower the model context "
+        "length, or reduce reserved memory.",
+        "0.5.20+",
+        needs=("[unified-memory-pool] ",),
+    ),
+    # sglang 0.5.14, srt/model_executor/pool_configurator.py (SWA and DSV4 SWA pool caps).
+    _p(
+        "swa_cap_no_room",
+        r"SWA pool cap \(.{0,120}?\) leaves no room for the full KV pool",
+        "RuntimeError: SWA pool cap (65536 tokens, 12.50 GiB) leaves no room for the full KV "
+        "pool within the available 10.20 GiB. Reduce --max-running-requests, lower "
+        "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.",
+        "0.5.14+",
+        needs=("leaves no room for the full KV pool",),
+    ),
     _p(
         "torch_oom",
         # The type starts a word (the lookbehind) and the rest is not anchored at the end: a

@@ -23,7 +23,7 @@ _GAP_WHY = {
 }
 
 
-def _cells_bigger(f: fd.PoolsVsBudget) -> str:
+def cells_bigger(f: fd.PoolsVsBudget) -> str:
     """SGLang sized the pool as budget // its cell: a larger pool means a larger allocated cell."""
     assert f.tokens
     slots = f.tokens + f.page_size  # what the buffers hold (reference 4.1)
@@ -79,7 +79,7 @@ def _(f: fd.PoolsVsBudget) -> str:
         if f.fits is not None
         else more_tokens(f)
         if f.reason is fd.GapReason.MORE_TOKENS
-        else _cells_bigger(f)
+        else cells_bigger(f)
         if f.reason is fd.GapReason.CELLS_BIGGER and f.tokens
         else _GAP_WHY.get(f.reason, "")
     )

@@ -8,6 +8,7 @@ from functools import singledispatch
 
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.budget import fmt_mfs
+from logmem.parse.lazy import lazy
 from logmem.report.deepep_fix_words import dispatch_half_text, dispatch_ratio_text
 from logmem.sglang import rules
 from logmem.units import GIB, MIB
@@ -182,7 +183,7 @@ def _(e: fx.DoubleTP) -> str:
             f"; the KV budget at mfs {fmt_mfs(e.mfs or 0)} becomes about {_g(e.rest_bytes)} + "
             f"{_g(w2)} = {_g(e.rest_bytes + w2)} GiB"
         )
-    return f"halves the weights per rank if they shard evenly; needs {e.tp * 2} GPUs{gain}"
+    return f"halves the weights per rank if they shard evenly{gain}; needs {e.tp * 2} GPUs"
 
 
 @effect_text.register
@@ -207,6 +208,11 @@ def _(e: fx.CpuOffload) -> str:
 
 @effect_text.register
 def _(e: fx.RaiseMfsNoFigures) -> str:
+    if e.suggested is not None:
+        return (
+            f"SGLang's own value (its message: 'Raise --mem-fraction-static above "
+            f"{e.suggested:.3f}'); the log has no Load weight lines to check it by"
+        )
     return "raise it: the KV pool came out empty (no Load weight lines to compute by how much)"
 
 
@@ -217,12 +223,36 @@ def _(e: fx.SmallestMfs) -> str:
         if e.factor != 1
         else ""
     )
+    fixed = _FIXED_PART.get(e.form)
+    lower = (
+        f"; a positive budget is only the start: {fixed} must fit in it too, so go higher"
+        if fixed
+        else ""
+    )
     return (
-        f"the smallest value with a KV pool at all: mfs > 1 - {_g(e.after_weights_bytes)} / "
-        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}{scaled}; each further {e.step:g} adds "
+        f"the smallest value with a {'positive KV budget' if fixed else 'KV pool at all'}: "
+        f"mfs > 1 - {_g(e.after_weights_bytes)} / "
+        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}{scaled}{_sglang_says(e.suggested)}; each "
+        f"further {e.step:g} adds "
         f"{_g(e.step_bytes)} GiB of KV; costs headroom: {_g(e.headroom_bytes)} GiB is left outside "
         "the budget for activations and CUDA graphs, so too high a value fails later in capture"
+        + lower
     )
+
+
+# What SGLang's pool needs from a positive budget before it has room, by records.KVSizing.form.
+_FIXED_PART = {
+    "state_cache": "the Mamba state cache (its size per request is in SGLang's message)",
+    "unified_pool": "one worst-case request (the floor in SGLang's message)",
+    "swa_cap": "the SWA pool at its cap",
+}
+
+
+def _sglang_says(suggested: float | None) -> str:
+    """SGLang's own value from its message, quoted next to logmem's."""
+    if suggested is None:
+        return ""
+    return f" (SGLang's message: 'Raise --mem-fraction-static above {suggested:.3f}')"
 
 
 @effect_text.register
@@ -235,7 +265,7 @@ def _(e: fx.FewerWeights) -> str:
     also = "" if e.quantized else ", as would 8-bit instead of 16-bit weights (--quantization fp8)"
     return (
         f"halves the weights per rank ({_g(e.weights_bytes)} GiB now) if they shard evenly{also}: "
-        f"about {_g(w2)} GiB more per rank{gain}"
+        f"about {_g(w2)} GiB more per rank{gain}" + (f"; needs {e.gpus} GPUs" if e.gpus else "")
     )
 
 
@@ -348,8 +378,9 @@ def _(e: fx.LowerMfsRelative) -> str:
 @effect_text.register
 def _(e: fx.RaiseMfsUnexplained) -> str:
     return (
-        f"raise it above {fmt_mfs(e.mfs)}, as SGLang's message asks; the KV rule cannot say by "
-        "how much, since it finds a positive budget at this value"
+        f"raise it above {fmt_mfs(e.mfs)}, as SGLang's message asks"
+        + (f" (its value: above {e.suggested:.3f})" if e.suggested is not None else "")
+        + "; the KV rule cannot say by how much, since it finds a positive budget at this value"
     )
 
 
@@ -383,14 +414,16 @@ def _(e: fx.NativeImpl) -> str:
         )
         return (
             f"{named}with model_impl 'auto' this build fell back to the Transformers backend, "
-            "which it does only for an architecture it does not implement, and that backend does "
-            "not shard the model over the TP ranks; pass --model-impl sglang there if 'auto' still "
-            "falls back; costs nothing in KV"
+            "which it does only for an architecture it does not implement, and that backend "
+            "shards only the linear layers of the model's Transformers TP plan over the TP ranks, "
+            "not fused MoE experts, which stay whole on each GPU; pass --model-impl sglang there "
+            "if 'auto' still falls back; costs nothing in KV"
         )
     arch = f" ({e.architecture})" if e.architecture else ""
     return (
         f"forces SGLang's own implementation of the model{arch} instead of the Transformers "
-        "backend that model_impl selected, which shards it over the TP ranks; it exists only in "
+        "backend that model_impl selected, which shards all of it over the TP ranks (the "
+        "Transformers backend shards only its TP plan's linear layers); it exists only in "
         "SGLang versions that implement the architecture; costs nothing in KV"
     )
 
@@ -404,7 +437,13 @@ def fix_value(f: fx.Fix) -> str | None:
     return f.value
 
 
+# An environment variable as a fix's flag: set as VAR=value, the form a shell accepts.
+_ENV_VAR = lazy(r"[A-Z][A-Z0-9_]{2,80}")
+
+
 def fix_text(f: fx.Fix) -> str:
-    """A fix as the verdict prints it: 'Fix: FLAG VALUE: effect.'"""
+    """A fix as the verdict prints it: 'Fix: FLAG VALUE: effect.' ('VAR=value' for a variable)."""
     value = fix_value(f)
+    if value and value == f.value and _ENV_VAR.fullmatch(f.flag):
+        return sentence(f"Fix: {f.flag}={value}: {effect_text(f.effect)}")
     return sentence(f"Fix: {f.flag}{' ' + value if value else ''}: {effect_text(f.effect)}")

@@ -272,6 +272,14 @@ def _(n: fx.RuleDoesNotExplain) -> str:
         else "a draft model's weights and KV pool, if one runs"
     )
     might.append("a reserve for a multimodal encoder")
+    # sglang 0.5.14, srt/model_executor/pool_configurator.py MemoryPoolConfig.__post_init__:
+    # from 0.5.14 a non-positive budget raises "Loaded weights leave no GPU memory for the KV
+    # cache" instead, and this message means the pools got no token from a positive budget.
+    might.append(
+        "a fixed part the pool configurator takes from the budget before any token (Mamba, "
+        "SWA or DSA state, a draft's cell, page alignment, --max-total-tokens): from sglang "
+        "0.5.14 on, this message means exactly that, a positive budget that gave no token"
+    )
     return (
         f"SGLang's KV rule gives rest = {_rule(n)}, a positive budget, yet SGLang "
         f"found not enough memory: the rule does not explain this failure. What might: "
@@ -283,8 +291,8 @@ def _(n: fx.RuleDoesNotExplain) -> str:
 def _(n: fx.TransformersFallback) -> str:
     shard = (
         f": the load needed more than {'the whole GPU' if n.beyond_capacity else 'the GPU had free'}, "
-        "so the fallback does not shard the model "
-        "(e.g. it keeps every expert on each GPU)"
+        "so the fallback did not spread the model over the GPUs (it shards only the linear "
+        "layers of the model's Transformers TP plan: e.g. fused experts stay whole on each GPU)"
         if n.whole_gpu
         else ""
     )

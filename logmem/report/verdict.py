@@ -106,12 +106,7 @@ def _what(rec: ErrorRecord | None) -> str:
             return f"{rec.comm_library} could not allocate its buffer"
         return f"{rec.device or 'GPU'} out of memory"
     if isinstance(rec, KVSizing):
-        at = (
-            f" at mem_fraction_static={fmt_mfs(rec.mem_fraction_static)}"
-            if rec.mem_fraction_static
-            else ""
-        )
-        return f'"Not enough memory" for the KV cache{at}'
+        return _kv_sizing_what(rec)
     if isinstance(rec, Unbalanced):
         return '"The memory capacity is unbalanced"'
     if isinstance(rec, CaptureError):
@@ -125,6 +120,44 @@ def _what(rec: ErrorRecord | None) -> str:
     if isinstance(rec, CutTraceback):
         return "a traceback the log cuts before its exception line"
     return "a child process died without a traceback"
+
+
+# SGLang's pool-sizing errors by form (parse.events.KV_SIZING_FORMS): what failed, and
+# SGLang's words for it.
+_KV_SIZING_WHAT = {
+    "not_enough": ("", '"Not enough memory" for the KV cache'),
+    "no_kv_memory": (
+        "the KV budget is not positive",
+        '"Loaded weights leave no GPU memory for the KV cache"',
+    ),
+    "state_cache": (
+        "no room for the Mamba state cache",
+        '"Not enough GPU memory for hybrid (mamba/linear-attention) state cache"',
+    ),
+    "unified_pool": (
+        "the unified memory pool cannot fit one request",
+        '"byte budget ... cannot fit ONE worst-case request"',
+    ),
+    "swa_cap": (
+        "no room for the full KV pool beside the SWA pool",
+        '"SWA pool cap ... leaves no room for the full KV pool"',
+    ),
+}
+
+
+def _kv_sizing_what(rec: KVSizing) -> str:
+    at = (
+        f" at mem_fraction_static={fmt_mfs(rec.mem_fraction_static)}"
+        if rec.mem_fraction_static
+        else ""
+    )
+    if rec.form == "asks_mfs" or rec.form not in _KV_SIZING_WHAT:
+        said = f" ({quoted(rec.message)})" if rec.message else ""
+        return f"{rec.exc_type or 'an error'} asking to raise --mem-fraction-static{said}{at}"
+    what, words = _KV_SIZING_WHAT[rec.form]
+    if not what:
+        return f"{words}{at}"
+    return f"{what} (SGLang: {words}{at})"
 
 
 def short(text: str, n: int = 80) -> str:

@@ -27,8 +27,10 @@ def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
     the value in use. When the KV rule leaves a positive budget at that value, the rule does
     not explain the failure: say so, and what might, instead of computing a value."""
     b = budget(launch, draft=draft_sized(place), mfs=r.mem_fraction_static)
+    said = r.suggested_mfs  # SGLang's own value ("Raise --mem-fraction-static above X")
     if b.pre_load_bytes is None or b.post_load_bytes is None:
-        return [fx.Fix("--mem-fraction-static", None, fx.RaiseMfsNoFigures())], []
+        value = fmt_mfs(said) if said is not None else None
+        return [fx.Fix("--mem-fraction-static", value, fx.RaiseMfsNoFigures(said))], []
     p, a = b.pre_load_bytes, b.post_load_bytes
     notes: list[fx.Note] = []
     rest = b.rest_bytes
@@ -39,7 +41,7 @@ def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
         draft = args.get("speculative_algorithm") not in (None, "", "None")
         multimodal = bool(args.get("enable_multimodal"))
         notes.append(fx.RuleDoesNotExplain(a, p, b.mfs, rest, draft, multimodal, b.factor))
-        fixes.append(fx.Fix("--mem-fraction-static", None, fx.RaiseMfsUnexplained(b.mfs)))
+        fixes.append(fx.Fix("--mem-fraction-static", None, fx.RaiseMfsUnexplained(b.mfs, said)))
         return fixes, notes
     if b.mfs is not None and rest is not None:
         notes.append(fx.BudgetCameOut(a, p, b.mfs, rest, b.factor))
@@ -50,13 +52,15 @@ def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
     if lowest is not None and lowest < 1 and exact is not None:
         step = rules.mfs_step_bytes(p, b.scaling.rule_mfs_for(MFS_STEP))
         headroom = rules.outside_budget_bytes(p, b.scaling.rule_mfs_for(lowest))
-        effect = fx.SmallestMfs(a, p, exact, MFS_STEP, step, headroom, b.factor)
+        effect = fx.SmallestMfs(a, p, exact, MFS_STEP, step, headroom, b.factor, said, r.form)
         fixes.append(fx.Fix("--mem-fraction-static", fmt_mfs(lowest), effect))
     else:
         notes.append(fx.NoMfsGivesPool(a))
     w, tp = b.weights_bytes, b.tp_size
     if w is not None:
-        effect2 = fx.FewerWeights(w, quantized(launch) is not None, b.mfs, rest)
+        effect2 = fx.FewerWeights(
+            w, quantized(launch) is not None, b.mfs, rest, tp * 2 if tp else None
+        )
         fixes.append(
             fx.Fix(
                 "--tp-size" if tp else "fewer weights per rank",

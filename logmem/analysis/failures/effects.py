@@ -177,7 +177,7 @@ class CpuOffload:
 
 @frozen
 class RaiseMfsNoFigures:
-    pass
+    suggested: float | None = None  # SGLang's own "Raise --mem-fraction-static above X"
 
 
 @frozen
@@ -189,6 +189,10 @@ class SmallestMfs:
     step_bytes: int
     headroom_bytes: int
     factor: float = 1.0  # SGLang scales the flag by this before the rule: mfs > exact / factor
+    suggested: float | None = None  # SGLang's own "Raise --mem-fraction-static above X"
+    # The failing pool needs a fixed part on top of a positive budget (records.KVSizing.form
+    # "state_cache", "unified_pool", "swa_cap"): the value is a lower bound.
+    form: str = "not_enough"
 
 
 @frozen
@@ -199,6 +203,7 @@ class FewerWeights:
     quantized: bool
     mfs: float | None
     rest_bytes: int | None
+    gpus: int | None = None  # --tp-size's new value: the GPUs it needs (None: no TP known)
 
 
 @frozen
@@ -258,6 +263,7 @@ class RaiseMfsUnexplained:
     advice), by an amount the rule cannot give."""
 
     mfs: float
+    suggested: float | None = None  # SGLang's own "Raise --mem-fraction-static above X"
 
 
 @frozen

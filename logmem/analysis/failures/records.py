@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import regex
 
+from logmem.analysis.failures.mfs_advice import asked_values, asks_more_mfs
 from logmem.frozen import frozen
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
@@ -52,9 +53,17 @@ class OutOfMemory:
 
 @frozen
 class KVSizing:
-    """SGLang's "Not enough memory. Please try to increase --mem-fraction-static." (KV pool <= 0)."""
+    """SGLang's pool sizing found no room at this --mem-fraction-static and asked to raise it:
+    "Not enough memory. Please try to increase --mem-fraction-static.", or one of the newer
+    forms (events.KV_SIZING_FORMS: 0.5.14's "Loaded weights leave no GPU memory for the KV
+    cache", the Mamba state cache, the unified memory pool ...), or any error whose text says
+    to raise --mem-fraction-static."""
 
     mem_fraction_static: float | None
+    form: str = "not_enough"  # events.KV_SIZING_FORMS
+    suggested_mfs: float | None = None  # "Raise --mem-fraction-static above X": SGLang's X
+    exc_type: str | None = None
+    message: str | None = None  # form "asks_mfs": the error's text (no pattern names it)
 
 
 @frozen
@@ -138,7 +147,7 @@ class RankError:
 # Wording of an allocation failure outside PyTorch's OOM sentence (cuBLAS, NVSHMEM, DeepEP, NPU).
 _MEMORY_WORDS = lazy(
     r"out of memory|outofmemory|\bOOM\b|ALLOC_FAILED|failed to allocate|cannot allocate memory|"
-    r"insufficient (?:device )?memory|not enough (?:device )?memory|memory allocation failed|"
+    r"insufficient (?:device )?memory|not enough (?:device |GPU )?memory|memory allocation failed|"
     r"malloc failed|mspace|unable to allocate",
     regex.IGNORECASE,
 )
@@ -226,7 +235,7 @@ def _record(e: ev.Event) -> ErrorRecord | None:
     if isinstance(e, ev.TorchOOM):
         return _oom_from_event(e)
     if isinstance(e, ev.NotEnoughMemory):
-        return KVSizing(e.mem_fraction_static)
+        return KVSizing(e.mem_fraction_static, e.form, e.suggested_mfs, e.exc_type)
     if isinstance(e, ev.Imbalance):
         return Unbalanced(e.pre_model_load_gib, e.local_gib)
     if isinstance(e, ev.OtherRanksFailed):
@@ -239,6 +248,9 @@ def _record(e: ev.Event) -> ErrorRecord | None:
         return CaptureError(e.message)
     if isinstance(e, ev.ExceptionLine):
         text = f"{e.exc_type}: {e.message}"
+        if asks_more_mfs(text):
+            at, suggested = asked_values(text)
+            return KVSizing(at, "asks_mfs", suggested, e.exc_type, e.message)
         lib = _COMM.search(text)
         memory = states_memory(text)
         if memory:
@@ -419,6 +431,8 @@ def is_memory(r: ErrorRecord) -> bool | None:
         return None  # a hint names memory as one possible cause: cannot tell
     if isinstance(r, (CaptureError, PythonError)):
         text = r.message if isinstance(r, CaptureError) else f"{r.exc_type}: {r.message}"
+        if asks_more_mfs(text):
+            return True  # SGLang's own remedy is more memory, whatever the exception type
         exc = r.exc_type if isinstance(r, PythonError) else leading_type(r.message)
         if exc is not None and exc.rsplit(".", 1)[-1] in _NOT_MEMORY_TYPES:
             return False
@@ -463,7 +477,7 @@ def message_of(r: ErrorRecord, src: Source | None) -> str:
 
 
 def exc_type_of(r: ErrorRecord) -> str | None:
-    if isinstance(r, (OutOfMemory, PythonError, CommBufferError)):
+    if isinstance(r, (OutOfMemory, PythonError, CommBufferError, KVSizing)):
         return r.exc_type
     if isinstance(r, CaptureError):
         return leading_type(r.message)

@@ -19,7 +19,12 @@ from logmem.report.compare.causes import (
     ranks_matched_text,
     uninitialized_text,
 )
-from logmem.report.compare.words import era_text, slope_source_text
+from logmem.report.compare.words import (
+    era_text,
+    failed_bucket_slope_text,
+    no_measured_slope_text,
+    slope_used_text,
+)
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,
@@ -204,6 +209,18 @@ def _(n: cn.RuleDisagrees) -> str:
 
 
 @note_text.register
+def _(n: cn.SizedWithAnotherCell) -> str:
+    from logmem.report.budget_words import cells_bigger
+
+    f = n.finding
+    return (
+        f"As analyze reads this launch, {cells_bigger(f)}. Predicted tokens move by the budget's "
+        f"change / {f.sizing_cell_bytes or 0:,.0f} B (the sizing cell), the pool's GiB by tokens x "
+        f"{n.allocated_cell_bytes:,} B (the allocated cell)."
+    )
+
+
+@note_text.register
 def _(n: cn.StartupUnfinished) -> str:
     if not n.in_capture:
         return f"{n.headline} The memory figures are complete; the crash is judged by `logmem analyze`."
@@ -216,17 +233,6 @@ def _(n: cn.StartupUnfinished) -> str:
         f"{n.headline} Graph memory is at least what the capture took before it stopped, and the "
         f"headroom after capture at most the free memory then{lacked}: '>=' and '<=' mark these "
         "bounds."
-    )
-
-
-@note_text.register
-def _(n: cn.NoMeasuredSlope) -> str:
-    h = n.mib_per_bs if n.mib_per_bs is not None else DECODE_GRAPH_MIB_PER_BS
-    return (
-        "No measured slope: graph memory for the new max bs uses SGLang's own graph-reserve "
-        f"heuristic, {h:g} MiB per unit of max bs (its terms are under Assumptions). Measure it "
-        "with --slope-from A B (two launches that differ only in --cuda-graph-max-bs) or give "
-        "--mib-per-row."
     )
 
 
@@ -331,7 +337,7 @@ def _(n: cn.KVRuleReplayed) -> str:
     return (
         f"SGLang's KV rule: rest = after-weights free {_gs(n.after_weights_bytes)} GiB - P "
         f"{_gs(n.pre_load_bytes)} GiB x (1 - mem_fraction_static); tokens = {share} // "
-        f"{n.bytes_per_token:,} B per token. {who}."
+        f"{n.bytes_per_token:,.0f} B per token. {who}."
     )
 
 
@@ -410,7 +416,7 @@ def _(n: cn.TokensFromLogged) -> str:
     share = f"{n.share:.1%} x " if n.share < 1 else ""
     return (
         f"Predicted KV tokens = the logged pool + {share}(rest at the new setting - rest as "
-        f"logged) // {n.bytes_per_token:,} B per token{pages}: the pool does not depend on max "
+        f"logged) // {n.bytes_per_token:,.0f} B per token{pages}: the pool does not depend on max "
         "bs, and an unchanged mem_fraction_static gives the logged pool."
     )
 
@@ -460,12 +466,6 @@ def _(n: cn.ActivationReserve) -> str:
     return f"The window's top keeps {_gs(n.bytes)} GiB free after capture (--activation-reserve)."
 
 
-@note_text.register
-def _(n: cn.SlopeUsed) -> str:
-    unit = "MiB per unit of bs" if n.per_bs else "MiB per row"
-    return f"Graph slope {n.mib_per_row:.3f} {unit}: {slope_source_text(n.source)}."
-
-
 def no_slope_text(e: NoSlopeError) -> str:
     """The message of a NoSlopeError: its lead and, in words, why."""
     why = texts(e.reasons)
@@ -493,3 +493,6 @@ note_text.register(cn.AttentionTPChanged)(attention_tp_text)
 note_text.register(cn.NoReserveComparison)(no_reserve_text)
 note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
 note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
+note_text.register(cn.NoMeasuredSlope)(no_measured_slope_text)
+note_text.register(cn.SlopeFromFailedBucket)(failed_bucket_slope_text)
+note_text.register(cn.SlopeUsed)(slope_used_text)

@@ -116,8 +116,16 @@ def _window(w: WhatIfView) -> str:
                 )
         else:
             at = f" {u.at}" if u else ""
+            smaller = w.predicted.largest_bs != w.measured.largest_bs
+            versus = (
+                # Smaller graphs than the ones that failed: the top need not be below that mfs.
+                f" with graphs up to bs {w.predicted.largest_bs} ({crashed_mfs:.3f} ran out of "
+                f"memory{at})"
+                if smaller
+                else f", below the {crashed_mfs:.3f} that ran out of memory{at}"
+            )
             text += (
-                f"the top is at most {hi:.3f}, below the {crashed_mfs:.3f} that ran out of memory{at}. The rest "
+                f"the top is at most {hi:.3f}{versus}. The rest "
                 "of the capture was not measured, so the real top may be lower."
             )
         if w.window_top_exact and u is not None and u.memory_related:

@@ -67,6 +67,12 @@ def slope_source_text(s: cn.SlopeSource) -> str:
             else ""
         )
         return f"given: --mib-per-row {s.mib_per_row:g}{static}"
+    if isinstance(s, cn.FailedBucketSlope):
+        basis = "its cost between two bar readings" if s.measured else "what it needed at the OOM"
+        return (
+            f"from the failed {s.graph} bucket at {s.largest} ({basis}), one shared pool assumed, "
+            "as analyze's --cuda-graph-max-bs Fix"
+        )
     return f"SGLang's heuristic, not measured: {heuristic_terms_text(s.terms)}"
 
 
@@ -165,3 +171,30 @@ def era_text(g: EraGuess) -> str:
         return f"{e.name}, approximate ({e.window} wording; its lines carry no date)"
     why = "after it: an older SGLang run later, or a fork" if g.after_window else "before it"
     return f"{e.name} wording, approximate ({e.window}, but dated {d.isoformat()}, {why})"
+
+
+# whatif's slope notes (registered in logmem.report.compare.notes).
+
+
+def no_measured_slope_text(n: cn.NoMeasuredSlope) -> str:
+    h = n.mib_per_bs if n.mib_per_bs is not None else DECODE_GRAPH_MIB_PER_BS
+    return (
+        "No measured slope: graph memory for the new max bs uses SGLang's own graph-reserve "
+        f"heuristic, {h:g} MiB per unit of max bs (its terms are under Assumptions). Measure it "
+        "with --slope-from A B (two launches that differ only in --cuda-graph-max-bs) or give "
+        "--mib-per-row."
+    )
+
+
+def failed_bucket_slope_text(n: cn.SlopeFromFailedBucket) -> str:
+    return (
+        f"No measured slope: graph memory for the new max bs is priced at {n.mib_per_row:.2f} MiB "
+        f"per unit of bs, {slope_source_text(n.source)}, so the two agree. SGLang's graph-reserve "
+        f"heuristic ({n.heuristic_mib_per_bs:g} MiB per unit of max bs) is a budget, not a "
+        "measurement of this GPU. Measure the slope with --slope-from A B or give --mib-per-row."
+    )
+
+
+def slope_used_text(n: cn.SlopeUsed) -> str:
+    unit = "MiB per unit of bs" if n.per_bs else "MiB per row"
+    return f"Graph slope {n.mib_per_row:.3f} {unit}: {slope_source_text(n.source)}."
