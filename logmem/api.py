@@ -206,8 +206,12 @@ def expected_sizes(
     config = (
         dict(model_config) if isinstance(model_config, Mapping) else load_model_config(model_config)
     )
+    from logmem.estimate.crosscheck import model_differs
+
     L = _launch_of(log, launch, "LOG")[0] if log is not None else None
     kwargs = deployment_settings(L, settings)
+    if L is not None and (other := model_differs(L, config)) is not None:
+        kwargs["other_model"] = other
     try:
         return estimate(config, **kwargs)
     except EstimateError as e:

@@ -488,8 +488,14 @@ def test_unknowns_from_the_config_name_its_keys() -> None:
     assert "pass --context-length" in render_text(no_ctx)
     exotic = estimate(cfg("qwq-32b"), quantization="exotic_q3")
     u = exotic.unknown_for("weights_bytes_per_rank")
-    assert u is not None and u.settings == ("quantization",) and u.unmodelled == "exotic_q3"
+    # The quantization was given (a flag, or a log's server_args): another value would describe
+    # another checkpoint, so no flag is offered (review27b #5).
+    assert u is not None and u.settings == () and u.unmodelled == "exotic_q3"
     assert "exotic_q3" in unknown_reason(u)
+    from_config = estimate(
+        dict(cfg("qwq-32b"), quantization_config={"quant_method": "exotic_q3"})
+    ).unknown_for("weights_bytes_per_rank")
+    assert from_config is not None and from_config.settings == ("quantization",)
 
 
 # --------------------------------------------------------------------------- what must divide

@@ -41,7 +41,7 @@ from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
 from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch, Model, Rank
 from logmem.parse import events as ev
-from logmem.sglang import rules
+from logmem.sglang import custom_ar, rules
 from logmem.sglang.comm import Library
 from logmem.sglang.default_mfs import DefaultMfs
 from logmem.units import Mem
@@ -178,18 +178,43 @@ def _owner(rank: Rank, event: ev.Event) -> Model | None:
     return next((m for m in rank.models if any(p is event for p in m.pools)), None)
 
 
+def comms_facts(launch: Launch, plat: Platform) -> Facts:
+    """The distributed-init step's facts: the platform's collective library, and whether the
+    TP group can hold custom all-reduce buffers. It cannot on one rank, with
+    --disable-custom-all-reduce, off CUDA/ROCm (``custom_ar.custom_ar_possible``), across
+    nodes (``custom_ar.tp_spans_nodes``) or where the log says SGLang turned it off ("Custom allreduce is disabled because ...", any rank: every
+    rank of the group decides alike). An unknown TP size leaves it possible."""
+    tp = launch.args.get("tp_size")
+    off = any(
+        isinstance(e, ev.CustomAllReduce) and e.state in ("disabled", "failed")
+        for e in launch.all_events()
+    )
+    possible = (
+        not off
+        and custom_ar.tp_spans_nodes(launch.args) is None
+        and (
+            not isinstance(tp, int)
+            or isinstance(tp, bool)
+            or custom_ar.custom_ar_possible(launch.args, tp)
+        )
+    )
+    return Facts(library=plat.library, no_custom_ar=not possible)
+
+
 def rank_ledger(
     launch: Launch,
     rank: Rank,
     sz: Sizing | None = None,
     hint: KVHint | None = None,
     plat: Platform | None = None,
+    lib: Facts | None = None,
 ) -> RankLedger:
-    """The phases of one rank, in log order; conservation is checked before returning."""
+    """The phases of one rank, in log order; conservation is checked before returning.
+    ``lib`` is the launch's ``comms_facts`` (build_ledger computes it once)."""
     sz = sz if sz is not None else sizing(launch)
     hint = hint if hint is not None else kv_hint(launch, sz)
     plat = plat if plat is not None else platform(launch)
-    lib = Facts(library=plat.library)
+    lib = lib if lib is not None else comms_facts(launch, plat)
     readings, pending = _readings(rank)
     phases: list[Phase] = []
     # Distributed init: only its usage is printed; the reading before it is derived.
@@ -345,7 +370,8 @@ def build_ledger(
     sz = sizing(used)
     hint = kv_hint(used, sz, peers, model_config)
     plat = platform(launch)
-    ranks = tuple(rank_ledger(launch, r, sz, hint, plat) for r in launch.ranks)
+    lib = comms_facts(launch, plat)
+    ranks = tuple(rank_ledger(launch, r, sz, hint, plat, lib) for r in launch.ranks)
     pre = [(e.avail.bytes, r.label) for r in used.ranks if (e := rules.pre_load_reading(r))]
     binding = min(pre)[1] if pre else None
     imbalance = (max(pre)[0] - min(pre)[0]) if len(pre) > 1 else None

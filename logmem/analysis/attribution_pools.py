@@ -162,7 +162,10 @@ def _config_hint(launch: Launch, config: Mapping[str, Any] | None, tokens: int) 
         return KVHint(tokens)
     from logmem.estimate.build import estimate
     from logmem.estimate.config import EstimateError, settings_for_launch
+    from logmem.estimate.crosscheck import model_differs
 
+    if model_differs(launch, config) is not None:
+        return KVHint(tokens)  # the config names another architecture: not this launch's cell
     try:
         est = estimate(config, **settings_for_launch(launch))
     except EstimateError:

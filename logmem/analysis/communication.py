@@ -95,7 +95,7 @@ def _deepep_cell(
     ]
     ll = None
     why = None
-    if args.get("device") not in (None, "cuda"):
+    if not comm.deepep_formula_applies(args.get("device")):
         why = "device"  # Ascend's DeepEP is another library: the CUDA formula does not apply
         facts.append(("device", args.get("device")))
     elif config is None:

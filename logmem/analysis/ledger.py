@@ -184,6 +184,7 @@ class Facts:
     lazy: tuple[Lazy, ...] = ()
     ep_size: int | None = None
     library: Library | None = None  # the collective library: comms, peer buffers
+    no_custom_ar: bool = False  # the launch has no custom all-reduce (TP 1, disabled, platform)
     assumed: bool = False  # bar renders carried no bucket count: consecutive assumed
     not_bar_rank: bool = False  # a capture total on a rank that prints no bar
     bound_bytes: int | None = None  # rounding: what the printed figures can be off by

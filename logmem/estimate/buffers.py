@@ -12,7 +12,8 @@ import logmem.estimate.notes as n
 from logmem.estimate.config import Dims, Parallel
 from logmem.estimate.pieces import ceil_div
 from logmem.sglang import rules, sharding
-from logmem.sglang.comm import deepep_low_latency_bytes
+from logmem.sglang.comm import deepep_formula_applies, deepep_low_latency_bytes
+from logmem.sglang.eras import STATIC_LOGITS_FIRST
 
 
 def deepep_masked_gemm_bytes(
@@ -34,21 +35,37 @@ def deepep_masked_gemm_bytes(
 
 
 def logits_buffer(
-    d: Dims, cuda_graph_max_bs: int | None, tokens_per_req: int, notes: list[n.Note]
+    d: Dims,
+    cuda_graph_max_bs: int | None,
+    tokens_per_req: int,
+    notes: list[n.Note],
+    static: bool | None = None,
 ) -> int | None:
-    """The decode graph's logits buffer; None without a max bs or a vocabulary."""
+    """The decode graph's logits buffer; None without a max bs or a vocabulary, and None
+    (with a note) for a version that allocates none (``static`` False: before 0.5.1, the
+    logits are graph outputs in the graph pool; ``eras.static_logits_buffer``)."""
+    if static is False:
+        notes.append(n.LogitsNotStatic(STATIC_LOGITS_FIRST))
+        return None
     if cuda_graph_max_bs is None or d.vocab is None:
         return None
     rows = cuda_graph_max_bs * tokens_per_req
     notes.append(n.LogitsRows(rows, cuda_graph_max_bs, tokens_per_req, d.vocab))
+    if static is None:
+        notes.append(n.LogitsFromVersion(STATIC_LOGITS_FIRST))
     return sharding.logits_buffer_bytes(cuda_graph_max_bs, tokens_per_req, d.vocab)
 
 
 def deepep_buffers(
-    d: Dims, par: Parallel, max_dispatch_tokens: int | None, notes: list[n.Note]
+    d: Dims,
+    par: Parallel,
+    max_dispatch_tokens: int | None,
+    notes: list[n.Note],
+    device: str | None = None,
 ) -> tuple[int | None, int | None]:
-    """DeepEP's low-latency buffer and the masked-GEMM intermediates, per rank (MoE only)."""
-    if d.experts is None or d.routed_hidden is None:
+    """DeepEP's low-latency buffer and the masked-GEMM intermediates, per rank (MoE only);
+    None on a device whose DeepEP is not the CUDA library (``comm.deepep_formula_applies``)."""
+    if d.experts is None or d.routed_hidden is None or not deepep_formula_applies(device):
         return None, None
     t = max_dispatch_tokens or rules.DEEPEP_DEFAULT_DISPATCH_TOKENS
     deepep = deepep_low_latency_bytes(t, d.routed_hidden, d.experts, par.ep)

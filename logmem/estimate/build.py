@@ -14,11 +14,20 @@ from typing import Any
 
 import logmem.estimate.notes as nf
 from logmem.estimate.buffers import deepep_buffers, logits_buffer, request_table
-from logmem.estimate.config import Dims, EstimateError, Parallel, int_key, read_dims, text_config
+from logmem.estimate.config import (
+    Dims,
+    EstimateError,
+    Parallel,
+    ParallelFrom,
+    int_key,
+    read_dims,
+    text_config,
+)
 from logmem.estimate.dtypes import Quant, resolve_dtype, resolve_kv_dtype, resolve_quant
 from logmem.estimate.layers import KVWidth, Layer, kv_cells, layer_plan
 from logmem.estimate.pieces import Piece
 from logmem.estimate.reasons import Part, Reason, SizesMissing
+from logmem.estimate.unknowns import Unknown, unknowns
 from logmem.estimate.weights import embedding, final_norm, layer_pieces, lm_head, vision_piece
 from logmem.frozen import frozen
 from logmem.sglang import sharding
@@ -40,22 +49,6 @@ class Component:
     sharding: str
     why: Reason
     off_stage: int | None = None  # the reported PP stage, when this component is not on it
-
-
-@frozen
-class Unknown:
-    """A figure the estimate leaves unknown (None), and what would fill it.
-
-    ``figure`` is the Estimate field; ``settings`` the estimate() keywords (SGLang's server
-    flags of the same names) that would give it a value; ``config_keys`` the config.json
-    keys it needs and the config lacks; ``missing`` the components without sizes, or
-    ``unmodelled`` the quantisation without a byte rule, when neither applies."""
-
-    figure: str
-    settings: tuple[str, ...] = ()
-    config_keys: tuple[str, ...] = ()
-    missing: tuple[str, ...] | None = None
-    unmodelled: str | None = None
 
 
 @frozen
@@ -82,6 +75,9 @@ class Estimate:
     deepep_masked_gemm_bytes: int | None = None
     unknown: tuple[Unknown, ...] = ()
     has_experts: bool = False
+    # The version allocates a static logits buffer: False before SGLang 0.5.1 (the logits
+    # are graph outputs), None when the version is not known (no log, or it does not tell).
+    logits_static: bool | None = None
 
     def unknown_for(self, figure: str) -> Unknown | None:
         return next((u for u in self.unknown if u.figure == figure), None)
@@ -217,10 +213,11 @@ def _stages(
     ranges: Sequence[range],
     vision: Mapping[str, Any] | None,
     notes: list[nf.Note],
+    dp_lm_head: bool = False,
 ) -> list[list[Piece]]:
     """The pieces each PP stage holds: the embedding on the first, lm_head and the final norm
     on the last, as SGLang's PPMissingLayer placement does."""
-    emb, head = embedding(d, par, notes), lm_head(d, par, notes)
+    emb, head = embedding(d, par, notes), lm_head(d, par, notes, dp_lm_head)
     vis = vision_piece(vision, d.hidden, par.tp) if vision is not None else None
     stages: list[list[Piece]] = []
     for s, layer_range in enumerate(ranges):
@@ -317,72 +314,6 @@ def _weights(
     )
 
 
-# --------------------------------------------------------------------------- unknowns
-
-
-def _unknowns(
-    d: Dims,
-    plan: Sequence[Layer] | None,
-    w: _Weights,
-    quant: Quant,
-    est: Mapping[str, Any],
-    settings: Mapping[str, Any],
-) -> tuple[Unknown, ...]:
-    """For each figure left None, the settings or config keys that would fill it."""
-    out: list[Unknown] = []
-    missing = tuple(c.name for c in w.components if c.params is None)
-    if w.params_total is None:
-        out.append(Unknown("params_total", missing=missing))
-    if w.bytes_per_rank is None:
-        if w.params_total is not None and quant.name is not None:
-            out.append(
-                Unknown(
-                    "weights_bytes_per_rank",
-                    ("quantization",),
-                    unmodelled=quant.name,
-                )
-            )
-        else:
-            out.append(Unknown("weights_bytes_per_rank", missing=missing))
-    has_full = plan is None or any(layer.attn == "full" for layer in plan)
-    if est["kv_bytes_per_token_per_rank"] is None and has_full:
-        keys: tuple[str, ...] = ("num_hidden_layers",) if plan is None else ()
-        if d.mla:
-            keys += tuple(
-                k
-                for k, v in (("kv_lora_rank", d.kv_lora), ("qk_rope_head_dim", d.rope))
-                if v is None
-            )
-        else:
-            keys += tuple(
-                k
-                for k, v in (("num_key_value_heads", d.kv_heads), ("head_dim", d.head_dim))
-                if v is None
-            )
-        out.append(Unknown("kv_bytes_per_token_per_rank", config_keys=keys))
-    if est["logits_buffer_bytes"] is None:
-        out.append(
-            Unknown(
-                "logits_buffer_bytes",
-                ("cuda_graph_max_bs",) if settings.get("cuda_graph_max_bs") is None else (),
-                ("vocab_size",) if d.vocab is None else (),
-            )
-        )
-    if d.experts is not None:
-        if est["deepep_buffer_bytes"] is None:
-            out.append(Unknown("deepep_buffer_bytes", config_keys=("hidden_size",)))
-        if est["deepep_masked_gemm_bytes"] is None:
-            out.append(Unknown("deepep_masked_gemm_bytes", config_keys=("moe_intermediate_size",)))
-    if est["req_to_token_bytes"] is None:
-        need: tuple[str, ...] = (
-            ("max_running_requests",) if settings.get("max_running_requests") is None else ()
-        )
-        if settings.get("context_len") is None and est["max_position_embeddings"] is None:
-            need += ("context_len",)
-        out.append(Unknown("req_to_token_bytes", need))
-    return tuple(out)
-
-
 # --------------------------------------------------------------------------- estimate
 
 
@@ -422,12 +353,25 @@ def estimate(
     max_running_requests: int | None = None,
     context_len: int | None = None,
     request_padding_row: bool = True,
+    device: str | None = None,
+    dp_lm_head: bool = False,
+    logits_static: bool | None = None,
+    parallel_from: ParallelFrom | None = None,
+    other_model: nf.ModelDiffers | None = None,
 ) -> Estimate:
     """Expected per-rank weights, KV bytes per token and static buffers for one deployment.
 
+    ``device`` is server_args' (DeepEP's formulas are CUDA's), ``dp_lm_head`` its
+    enable_dp_lm_head (the lm_head over the attention TP group), ``logits_static`` whether the
+    version allocates the static logits buffer (``eras.static_logits_buffer``; None: not
+    known), ``parallel_from`` where a log without server_args got its parallel sizes and
+    ``other_model`` a log whose loaded architecture is not the config's (noted first).
+
     Raises EstimateError (its ``setting`` naming the size at fault) when a parallel size does
     not divide a dimension SGLang splits by it: SGLang itself would refuse to start."""
-    notes: list[nf.Note] = []
+    notes: list[nf.Note] = [other_model] if other_model is not None else []
+    if parallel_from is not None:
+        notes.append(nf.ParallelFromLog(parallel_from.tp))
     cfg, vision = text_config(config)
     par = parallel
     dt = resolve_dtype(dtype, cfg, notes)
@@ -442,7 +386,8 @@ def estimate(
     ranges = (
         sharding.pp_layer_ranges(len(plan), par.pp) if plan is not None else [range(0)] * par.pp
     )
-    w = _weights(_stages(d, par, plan, ranges, vision, notes), ranges, par, dt[1], quant, notes)
+    stages = _stages(d, par, plan, ranges, vision, notes, dp_lm_head)
+    w = _weights(stages, ranges, par, dt[1], quant, notes)
 
     kv_rank: int | None = None
     kv_swa: int | None = None
@@ -452,8 +397,8 @@ def estimate(
         notes.append(nf.NextNExcluded(d.nextn_layers))
     if par.dp_attention:
         notes.append(nf.DPAttentionSplit(par.attn_tp))
-    logits = logits_buffer(d, cuda_graph_max_bs, tokens_per_req, notes)
-    deepep, masked = deepep_buffers(d, par, max_dispatch_tokens, notes)
+    logits = logits_buffer(d, cuda_graph_max_bs, tokens_per_req, notes, logits_static)
+    deepep, masked = deepep_buffers(d, par, max_dispatch_tokens, notes, device)
     max_pos = int_key(cfg, "max_position_embeddings")
     req = request_table(max_running_requests, context_len, max_pos, notes, request_padding_row)
     figures = {
@@ -465,6 +410,9 @@ def estimate(
         "max_position_embeddings": max_pos,
     }
     given = {
+        "quantization": quantization,
+        "device": device,
+        "logits_static": logits_static,
         "cuda_graph_max_bs": cuda_graph_max_bs,
         "max_running_requests": max_running_requests,
         "context_len": context_len,
@@ -487,6 +435,7 @@ def estimate(
         weights_bytes_total=w.bytes_total,
         kv_swa_bytes_per_token_per_rank=kv_swa,
         deepep_masked_gemm_bytes=masked,
-        unknown=_unknowns(d, plan, w, quant, figures, given),
+        unknown=unknowns(d, plan, w, quant, figures, given),
         has_experts=d.experts is not None,
+        logits_static=logits_static,
     )

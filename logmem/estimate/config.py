@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,6 +151,12 @@ def settings_from_server_args(server_args: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(quant, str) and quant:
         out["quantization"] = quant
 
+    device = server_args.get("device")
+    if isinstance(device, str) and device:
+        out["device"] = device
+    if server_args.get("enable_dp_lm_head") is True:
+        out["dp_lm_head"] = True
+
     if server_args.get("disable_cuda_graph") is not True:
         # Under any era's name (E7: cuda_graph_config's decode phase; rules.decode_max_bs).
         max_bs = rules.decode_max_bs(server_args)
@@ -169,11 +176,35 @@ def settings_from_server_args(server_args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@frozen
+class ParallelFrom:
+    """Where a launch without server_args got its parallel sizes: ``tp`` from the rank tags
+    (TP0 .. TP{tp-1}: at least that many ranks ran), or the defaults (``defaults``)."""
+
+    tp: int | None
+    defaults: bool
+
+
+def tp_from_rank_tags(launch: Launch) -> int | None:
+    """The TP size the rank tags show (the highest TPn + 1), None when no rank is tagged or
+    the tags show one rank (one untagged GPU says nothing of the TP size)."""
+    found = [int(m.group(1)) for r in launch.ranks if (m := re.search(r"\bTP(\d+)\b", r.label))]
+    return max(found) + 1 if found and max(found) > 0 else None
+
+
 def settings_for_launch(launch: Launch) -> dict[str, Any]:
     """``settings_from_server_args`` for a launch, with the request slots and context length
     the scheduler summary printed (``max_running_requests=``, ``context_len=``: the values
     SGLang resolved, which the server_args dump often leaves None)."""
+    from logmem.sglang.eras import static_logits_buffer
+
     out = settings_from_server_args(launch.args)
+    if launch.server_args is None:
+        tags = tp_from_rank_tags(launch)
+        out["parallel_from"] = ParallelFrom(tags, tags is None)
+        if tags is not None:
+            out["parallel"] = Parallel(tp=tags)
+    out["logits_static"] = static_logits_buffer(launch)
     summary = launch.summary
     for key, kwarg in (
         ("max_running_requests", "max_running_requests"),
@@ -358,6 +389,8 @@ def deployment_settings(launch: Launch | None, overrides: Mapping[str, Any]) -> 
         "pp": par.pp,
         "dp_attention": par.dp_attention,
     }
+    if "tp" in given:
+        out.pop("parallel_from", None)  # the user's size, not the log's tags or a default
     sizes.update({k: given.pop(k) for k in _PARALLEL if k in given})
     out["parallel"] = Parallel(**sizes)
     out.update(given)

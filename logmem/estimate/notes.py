@@ -11,6 +11,21 @@ from enum import Enum
 
 from logmem.frozen import frozen
 
+# --------------------------------------------------------------------------- identity
+
+
+@frozen
+class ModelDiffers:
+    """config.json names another architecture than the one the log's Load weight end line
+    loaded: the config does not describe this launch (estimate/crosscheck.model_differs)."""
+
+    config_arch: str
+    config_name: str | None  # the config's _name_or_path (or its folder name)
+    log_arch: str
+    log_path: str | None  # server_args model_path
+    line: int  # the Load weight end line
+
+
 # --------------------------------------------------------------------------- dtypes
 
 
@@ -208,6 +223,38 @@ class LogitsRows:
 
 
 @frozen
+class EmbeddingByVersion:
+    """Under DP attention the embedding is whole on every rank in SGLang 0.5.1-0.5.7, split
+    over the attention TP group (``attn_tp``) in 0.4.9 and 0.5.8 on (``split_params`` per
+    rank then)."""
+
+    attn_tp: int
+    split_params: int
+
+
+@frozen
+class LogitsNotStatic:
+    """The log's SGLang predates the static logits buffer (first in ``first``): the logits
+    are graph outputs in the graph pool, so there is no buffer to size."""
+
+    first: str
+
+
+@frozen
+class LogitsFromVersion:
+    """The logits buffer is static only from SGLang ``first``; the version is not known."""
+
+    first: str
+
+
+@frozen
+class ParallelFromLog:
+    """The log prints no server_args: TP ``tp`` from its rank tags, or (None) the defaults."""
+
+    tp: int | None
+
+
+@frozen
 class DeepEPBuffer:
     """The low-latency buffer's inputs; ``scaled_bytes`` what versions with combine scales need."""
 
@@ -257,7 +304,8 @@ class DPAttentionSplit:
 
 
 Note = (
-    NoTorchDtype
+    ModelDiffers
+    | NoTorchDtype
     | Float32ServedAsBf16
     | KVElement
     | WeightBytes
@@ -280,6 +328,10 @@ Note = (
     | MLACell
     | DSAIndexKeys
     | LogitsRows
+    | LogitsNotStatic
+    | EmbeddingByVersion
+    | LogitsFromVersion
+    | ParallelFromLog
     | DeepEPBuffer
     | DispatchDefault
     | MaskedGemm

@@ -14,7 +14,7 @@ from typing import Any
 from logmem.estimate.attention import attention, linear_attention
 from logmem.estimate.config import Dims, Parallel, int_key
 from logmem.estimate.layers import Layer
-from logmem.estimate.notes import Note, TieAssumed
+from logmem.estimate.notes import EmbeddingByVersion, Note, TieAssumed
 from logmem.estimate.pieces import Piece, ceil_div, repl, split
 from logmem.estimate.reasons import (
     DenseMLP,
@@ -162,7 +162,11 @@ def embedding(d: Dims, par: Parallel, notes: list[Note]) -> Piece:
     padded = padded_vocab(v)
     tie = tied(d, notes)
     if par.dp_attention and par.tp > 1:
-        # deepseek_v2-style models build the embedding without TP under DP attention.
+        # deepseek_v2-style models build the embedding without TP under DP attention in
+        # sglang 0.5.1-0.5.7 (srt/models/deepseek_v2.py, ``enable_tp=not
+        # is_dp_attention_enabled()``); 0.4.9 and 0.5.8 on split it over the attention TP
+        # group (``use_attn_tp_group``): the note gives that figure too.
+        notes.append(EmbeddingByVersion(par.attn_tp, ceil_div(padded, par.attn_tp) * h))
         return Piece(
             "embedding",
             v * h,
@@ -181,13 +185,19 @@ def embedding(d: Dims, par: Parallel, notes: list[Note]) -> Piece:
     )
 
 
-def lm_head(d: Dims, par: Parallel, notes: list[Note]) -> Piece | None:
-    """The output projection; None when it is the embedding (tied, one PP stage)."""
+def lm_head(d: Dims, par: Parallel, notes: list[Note], dp_lm_head: bool = False) -> Piece | None:
+    """The output projection; None when it is the embedding (tied, one PP stage).
+
+    With enable_dp_lm_head it is split over the attention TP group, not the whole TP group
+    (sglang 0.5.8, srt/models/deepseek_v2.py and llama.py, ``ParallelLMHead(...,
+    use_attn_tp_group=enable_dp_lm_head)``; 0.4.9 through 0.5.16 for DeepSeek)."""
     h, v = d.hidden, d.vocab
     if h is None or v is None:
         return Piece("lm_head", None, None, "split", SizesMissing(Part.VOCAB), False)
     padded = padded_vocab(v)
-    rank = ceil_div(padded, par.tp) * h
+    group = par.attn_tp if dp_lm_head else par.tp
+    spread = Spread(group, attention=dp_lm_head and group != par.tp)
+    rank = ceil_div(padded, group) * h
     if tied(d, notes):
         if par.pp == 1:
             return None
@@ -195,7 +205,7 @@ def lm_head(d: Dims, par: Parallel, notes: list[Note]) -> Piece | None:
             "lm_head",
             0,
             rank,
-            split(par.tp),
+            split(group),
             TiedCopy(),
             False,
         )
@@ -203,8 +213,8 @@ def lm_head(d: Dims, par: Parallel, notes: list[Note]) -> Piece | None:
         "lm_head",
         v * h,
         rank,
-        split(par.tp),
-        Vocab(v, padded, Spread(par.tp)),
+        split(group),
+        Vocab(v, padded, spread),
         False,
     )
 

@@ -81,9 +81,10 @@ class Analysis:
 
     @property
     def findings(self) -> list[str]:
-        from logmem.report.sentences import finding_text
+        """Every launch's findings, as the report and the JSON's ``findings[]`` give them."""
+        from logmem.report.finding_lines import finding_lines
 
-        return [finding_text(f) for L in self.launches for f in self.ledger(L).findings]
+        return [f for L in self.launches for f in finding_lines(self.ledger(L))]
 
     def ledger_frame(self) -> pd.DataFrame:
         from logmem.report.frames import ledger_frame

@@ -115,8 +115,9 @@ def _lib(f: Facts) -> str:
 
 
 def _car(f: Facts) -> bool:
-    """Custom all-reduce exists on CUDA and ROCm only (sglang.car.custom_ar_possible)."""
-    return _lib(f) in ("NCCL", "RCCL")
+    """Custom all-reduce exists on CUDA and ROCm only, and not where the launch has none
+    (TP 1, disabled: analysis.attribution.comms_facts)."""
+    return _lib(f) in ("NCCL", "RCCL") and not f.no_custom_ar
 
 
 _SECOND = "second model's"

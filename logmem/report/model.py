@@ -138,11 +138,16 @@ def sizing_table(led: LaunchLedger) -> Table | None:
     )
 
 
-def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tuple[str, ...]]:
-    from logmem.estimate.crosscheck import crosscheck
+def expected_table(
+    led: LaunchLedger, config: dict[str, Any]
+) -> tuple[Table, tuple[str, ...], tuple[str, ...]]:
+    """The cross-check table, the findings that go first (a config for another model: every
+    finding after it reads differently) and the mismatch findings that go last."""
+    from logmem.estimate.crosscheck import ModelDiffers, crosscheck
     from logmem.report.estimate.words import (
         check_label,
         check_note,
+        check_verdict,
         gib_or_bytes,
         mismatch_text,
         notes_text,
@@ -151,13 +156,7 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
     cc = crosscheck(led, config)
     rows = []
     for c in cc.checks:
-        verdict = (
-            "differs"
-            if c.differs
-            else (
-                "agrees" if c.measured_bytes is not None and c.expected_bytes is not None else "-"
-            )
-        )
+        verdict = check_verdict(c)
         measured = gib_or_bytes(c, c.measured_bytes)
         if c.measured_range is not None and c.measured_range[0] != c.measured_range[1]:
             measured = f"{c.measured_range[0]:,} to {c.measured_range[1]:,} B"
@@ -178,7 +177,9 @@ def expected_table(led: LaunchLedger, config: dict[str, Any]) -> tuple[Table, tu
         ("l", "r", "r", "l"),
         notes,
     )
-    return t, tuple(mismatch_text(m) for m in cc.findings)
+    first = tuple(mismatch_text(m) for m in cc.findings if isinstance(m, ModelDiffers))
+    last = tuple(mismatch_text(m) for m in cc.findings if not isinstance(m, ModelDiffers))
+    return t, first, last
 
 
 def communication_section(c: Communication) -> Section:
@@ -226,9 +227,10 @@ def launch_report(
     st = sizing_table(led)
     if st is not None:
         sections.append(Section("Sizing checks", (st,)))
+    lead: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     if config is not None:
-        et, extra = expected_table(led, config)
+        et, lead, extra = expected_table(led, config)
         sections.append(Section("Expected from config.json", (et,)))
     com = communication(led, config, env)
     if com is not None:
@@ -245,8 +247,8 @@ def launch_report(
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     title = launch_title(L, n_launches)
-    found = finding_lines(led)
-    return LaunchReport(title, tuple(verdict_lines(L)), found + extra, tuple(sections), led, com)
+    found = lead + finding_lines(led) + extra
+    return LaunchReport(title, tuple(verdict_lines(L)), found, tuple(sections), led, com)
 
 
 def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:

@@ -247,6 +247,13 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def deepep_formula_applies(device: str | None) -> bool:
+    """DeepEP's size formulas (and DeepGEMM's masked intermediates) are the CUDA library's:
+    on another device (Ascend's ``npu``: its own DeepEP) they describe nothing. No device
+    printed means CUDA, SGLang's default."""
+    return device in (None, "cuda")
+
+
 def deepep_low_latency_bytes(
     max_dispatch_tokens: int,
     hidden: int,

@@ -27,6 +27,31 @@ def printed_on(launch: Launch) -> date | None:
     return None
 
 
+# sglang 0.5.1, srt/model_executor/cuda_graph_runner.py, CudaGraphRunner.__init__: first
+# release with ``next_token_logits_buffer = torch.zeros((max_num_token, vocab_size),
+# dtype=torch.float)``; 0.4.10 (wheel of 2025-07-31) and every earlier wheel have none (the
+# logits are graph outputs in the graph pool). 0.5.1's wheel is dated 2025-08-23.
+STATIC_LOGITS_FIRST = "0.5.1"
+STATIC_LOGITS_RELEASED = date(2025, 8, 23)
+_STATIC_LOGITS_LATER = ("E5", "E6", "E7")  # wording that first appears after 0.5.1
+_STATIC_LOGITS_EARLIER = ("E0-E1", "E2")  # wording of versions before it
+
+
+def static_logits_buffer(launch: Launch) -> bool | None:
+    """Whether the launch's SGLang allocates the decode graph's static logits buffer: False
+    when a line is dated before 0.5.1 was released or the wording is older, True when the
+    wording is newer, None when neither tells (E3-E4 wording printed after August 2025)."""
+    when = printed_on(launch)
+    era = era_of(era_markers(launch))
+    if (when is not None and when < STATIC_LOGITS_RELEASED) or (
+        era is not None and era.name in _STATIC_LOGITS_EARLIER
+    ):
+        return False
+    if era is not None and era.name in _STATIC_LOGITS_LATER:
+        return True
+    return None
+
+
 @frozen
 class Marker:
     name: str

@@ -21,12 +21,15 @@ Readings are printed to 0.01 GiB, so the log's drop is known to +-0.01 GiB.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from logmem.errors import SelectionError
 from logmem.frozen import frozen
 from logmem.model.analysis import Analysis
-from logmem.model.records import Graph, Rank
+from logmem.model.records import Graph, Launch, Rank
+from logmem.sglang import comm
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 from logmem.torch_snapshot.summary import DeviceSummary
 from logmem.torch_snapshot.trace import DeviceTrace
@@ -51,6 +54,29 @@ class LogJoin:
     measured: bool
     assumptions: tuple[str, ...]
     other_captures: tuple[str, ...]  # captures on the rank not used
+    # The GPU the rank's process ran on by SGLang's rule (None: the log does not say).
+    rank_device: int | None = None
+    peers: bool | None = None  # the launch has NCCL peers (more than one rank); None: unknown
+    deepep: bool = False  # moe_a2a_backend='deepep'
+
+    @property
+    def device_differs(self) -> bool:
+        """The snapshot's device is not the GPU this rank ran on: another process's memory."""
+        return self.rank_device is not None and self.rank_device != self.device
+
+    @property
+    def mismatch(self) -> str | None:
+        """Why the snapshot and the capture do not describe one process and capture:
+        "device" (another rank's GPU), "pool_beyond_drop"; None when they can be split."""
+        if self.device_differs:
+            return "device"
+        return "pool_beyond_drop" if self.pool_beyond_drop else None
+
+    @property
+    def pool_beyond_drop(self) -> bool:
+        """PyTorch grew by more than free memory fell, beyond the log's rounding: the snapshot
+        is not of this capture (another run, rank or capture), so there is no split."""
+        return self.outside_bytes < -LOG_ROUNDING_BYTES
 
     @property
     def drop_bytes(self) -> int:
@@ -63,6 +89,21 @@ class LogJoin:
     @property
     def outside_bytes(self) -> int:
         return self.drop_bytes - self.pytorch_bytes
+
+
+def rank_gpu(args: Mapping[str, Any], label: str) -> int | None:
+    """The CUDA device a TP rank's process uses, on one node: base_gpu_id + tp_rank x
+    gpu_id_step (sglang 0.5.8, srt/entrypoints/engine.py, _launch_subprocesses; the PP term
+    is 0 at pp_size 1). None when server_args does not say, or on several nodes / PP stages."""
+    base, step = args.get("base_gpu_id"), args.get("gpu_id_step")
+    if not isinstance(base, int) or not isinstance(step, int):
+        return None
+    if args.get("nnodes") not in (None, 1) or args.get("pp_size") not in (None, 1):
+        return None
+    m = re.search(r"\bTP(\d+)\b", label)
+    if m is None and label:
+        return None
+    return base + (int(m.group(1)) if m else 0) * step
 
 
 def _rank(a: Analysis, launch: int | None, rank: str | None) -> Rank:
@@ -116,6 +157,7 @@ def join(
     if summary is None:
         raise SelectionError(f"--device {device}: the snapshot has device(s) {devices}")
     r = _rank(a, launch, rank)
+    L = _launch_of(a, r)
     g = _capture(r, capture)
     assumptions: list[str] = []
     assert g.end is not None and g.begin is not None and g.end_bytes is not None
@@ -168,4 +210,19 @@ def join(
         measured=not assumptions,
         assumptions=tuple(assumptions),
         other_captures=tuple(x.label for x in r.graphs if x is not g),
+        rank_device=rank_gpu(L.args, r.label),
+        peers=_peers(L),
+        deepep=comm.deepep_on(L.args),
     )
+
+
+def _launch_of(a: Analysis, r: Rank) -> Launch:
+    return next(L for L in a.launches if any(x is r for x in L.ranks))
+
+
+def _peers(L: Launch) -> bool | None:
+    """More than one rank in the launch (NCCL peers): by server_args' sizes, else by ranks."""
+    if isinstance(L.args.get("tp_size"), int):
+        sizes = [L.args.get(k) for k in ("tp_size", "pp_size", "dp_size")]
+        return any(isinstance(n, int) and n > 1 for n in sizes)
+    return True if len(L.ranks) > 1 else None

@@ -37,10 +37,26 @@ class PoolTrace:
     allocated_change: int  # alloc - free_completed over the trace
     points: tuple[tuple[int, int, int], ...]  # (entry index or time_us, reserved, allocated)
     covers_from_empty: bool
+    reserved_peak: int | None = None  # the highest level over the trace (before thinning)
 
     @property
     def reserved_growth(self) -> int:
         return self.reserved_end - self.reserved_start
+
+
+@frozen
+class OomEntry:
+    """An "oom" entry of the trace: the allocation that failed and the device's free memory
+    as the entry records them (None where it lacks the key), and what PyTorch's allocator
+    held at that point by replaying the trace back from the snapshot (reserved: segments;
+    allocated: active_allocated blocks)."""
+
+    entry: int  # 0-based index among the device's entries
+    time_us: int | None
+    size_bytes: int | None
+    device_free_bytes: int | None
+    reserved_bytes: int
+    allocated_bytes: int
 
 
 @frozen
@@ -54,6 +70,7 @@ class DeviceTrace:
     window: tuple[int, int] | None  # entry indexes of the capture window
     window_sites: tuple[SiteTotal, ...]  # bytes allocated in the window, by site
     ooms: int
+    oom_entries: tuple[OomEntry, ...] = ()
 
 
 class _Ranges:
@@ -109,6 +126,28 @@ def _thin(points: list[tuple[int, int, int]]) -> tuple[tuple[int, int, int], ...
     step = len(points) / MAX_POINTS
     keep = sorted({int(i * step) for i in range(MAX_POINTS)} | {len(points) - 1})
     return tuple(points[i] for i in keep)
+
+
+def _ooms(
+    entries: Sequence[TraceEntry], deltas: Sequence[tuple[int, int]], segs: Sequence[Segment]
+) -> tuple[OomEntry, ...]:
+    """The "oom" entries, with the allocator's levels there: the snapshot's end levels minus
+    every change recorded after the entry."""
+    reserved = sum(s.total_size for s in segs)
+    allocated = sum(b.size for s in segs for b in s.blocks if b.allocated)
+    out: list[OomEntry] = []
+    later_g = later_u = 0
+    for i in range(len(entries) - 1, -1, -1):
+        e = entries[i]
+        if e.action == "oom":
+            out.append(
+                OomEntry(
+                    i, e.time_us, e.size, e.device_free, reserved - later_g, allocated - later_u
+                )
+            )
+        later_g += deltas[i][0]
+        later_u += deltas[i][1]
+    return tuple(reversed(out))
 
 
 def replay(
@@ -188,6 +227,7 @@ def _device_trace(
                 allocated_change=alloc,
                 points=_thin(points),
                 covers_from_empty=end - growth == 0 and not isinstance(pool, str),
+                reserved_peak=max([end - growth, *(pt[1] for pt in points)]),
             )
         )
     graph = {p.pool_id for p in result if p.kind == "cuda_graph"}
@@ -206,6 +246,7 @@ def _device_trace(
     ranked = sorted(sites.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top]
     stamps = [e.time_us for e in entries if e.time_us is not None]
     return DeviceTrace(
+        oom_entries=_ooms(entries, deltas, segs),
         device=dev,
         entries=len(entries),
         actions=tuple(sorted(counts.items())),

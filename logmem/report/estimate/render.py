@@ -13,9 +13,15 @@ from typing import Any
 
 from logmem.analysis.communication import Plan
 from logmem.estimate import Estimate, Unknown
+from logmem.estimate.notes import ModelDiffers
 from logmem.frozen import frozen
 from logmem.report.communication import plan_json, plan_view
-from logmem.report.estimate.words import component_why, notes_text, unknown_reason
+from logmem.report.estimate.words import (
+    component_why,
+    model_differs_text,
+    notes_text,
+    unknown_reason,
+)
 from logmem.report.markdown import md_escape, table_md
 from logmem.report.safe_text import one_line, strip_controls
 from logmem.report.table import Table
@@ -43,6 +49,7 @@ class EstimateView:
     summary: Table
     components: Table | None
     notes: tuple[str, ...]
+    lead: tuple[str, ...] = ()  # said before the tables: a config for another model
 
 
 def _bytes(n: int | None) -> str:
@@ -117,7 +124,12 @@ def _summary(est: Estimate) -> Table:
     ]
     if est.kv_swa_bytes_per_token_per_rank is not None:
         rows.append(("SWA KV", f"{est.kv_swa_bytes_per_token_per_rank:,} B per token per rank"))
-    rows.append(("logits buffer", _figure(est, "logits_buffer_bytes", est.logits_buffer_bytes)))
+    logits = (
+        "none: this SGLang version has no static logits buffer (the logits are graph outputs)"
+        if est.logits_static is False
+        else _figure(est, "logits_buffer_bytes", est.logits_buffer_bytes)
+    )
+    rows.append(("logits buffer", logits))
     if est.has_experts:
         rows.append(
             ("DeepEP LL buffer", _figure(est, "deepep_buffer_bytes", est.deepep_buffer_bytes))
@@ -153,7 +165,8 @@ def estimate_view(est: Estimate) -> EstimateView:
         f"Expected sizes for {one_line(est.model or 'an unnamed model')}",  # from config.json
         _summary(est),
         _components(est),
-        notes_text(est.notes),
+        notes_text(tuple(x for x in est.notes if not isinstance(x, ModelDiffers))),
+        tuple(model_differs_text(x) + "." for x in est.notes if isinstance(x, ModelDiffers)),
     )
 
 
@@ -173,6 +186,8 @@ def render_text(est: Estimate, plan: Plan | None = None) -> str:
     """Plain text, at most 100 columns wide."""
     v = estimate_view(est)
     out = [v.title, "=" * len(v.title)]
+    for lead in v.lead:
+        out += ["", *textwrap.wrap(lead, WIDTH)]
     for t in _tables(v):
         out += ["", t.title, *table_lines(t)]
     comm_tables, comm_notes = _comm_tables(plan)
@@ -191,6 +206,7 @@ def render_markdown(est: Estimate, plan: Plan | None = None) -> str:
     """GitHub Markdown: the summary and component tables, the communication table, the notes."""
     v = estimate_view(est)
     out = [f"## {md_escape(v.title)}"]
+    out += [x for lead in v.lead for x in ("", md_escape(lead))]
     comm_tables, comm_notes = _comm_tables(plan)
     for t in [*_tables(v), *comm_tables]:
         out += ["", *table_md(t)]
@@ -236,6 +252,7 @@ def to_json(est: Estimate, plan: Plan | None = None) -> dict[str, Any]:
             for c in est.components
         ],
         "logits_buffer_bytes": est.logits_buffer_bytes,
+        "logits_buffer_static": est.logits_static,
         "deepep_buffer_bytes": est.deepep_buffer_bytes,
         "deepep_masked_gemm_bytes": est.deepep_masked_gemm_bytes,
         "req_to_token_bytes": est.req_to_token_bytes,

@@ -11,8 +11,18 @@ from __future__ import annotations
 
 import logmem.estimate.notes as n
 import logmem.estimate.reasons as r
-from logmem.estimate.build import Component, Unknown
-from logmem.estimate.crosscheck import Check, Checked, KVDiffers, KVWidth, Mismatch
+from logmem.estimate.build import Component
+from logmem.estimate.crosscheck import (
+    Check,
+    Checked,
+    KVDiffers,
+    KVWidth,
+    Mismatch,
+    ModelDiffers,
+    WeightsDiffer,
+)
+from logmem.estimate.unknowns import Unknown
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES as ROUNDING_BYTES
 from logmem.units import format_gib
 
 # --------------------------------------------------------------------------- notes
@@ -121,6 +131,28 @@ def _buffers_note(note: n.Note) -> str | None:
             f"logits buffer: {note.rows} rows ({note.max_bs} x {note.tokens_per_req}) x "
             f"vocab {note.vocab} x 4 bytes"
         )
+    if isinstance(note, n.EmbeddingByVersion):
+        return (
+            "embedding under DP attention: whole on every rank in SGLang 0.5.1-0.5.7 (as "
+            f"counted); 0.4.9 and 0.5.8 on split it over attention TP {note.attn_tp} "
+            f"({note.split_params / 1e6:,.2f} M parameters per rank)"
+        )
+    if isinstance(note, n.LogitsNotStatic):
+        return (
+            "logits buffer: none as a static buffer in this version (the logits are graph "
+            f"outputs; SGLang allocates one from {note.first})"
+        )
+    if isinstance(note, n.LogitsFromVersion):
+        return f"the logits buffer is a static buffer from SGLang {note.first} on; none before"
+    if isinstance(note, n.ParallelFromLog):
+        if note.tp is None:
+            return (
+                "the log prints no server_args: parallel sizes are the defaults (TP 1); pass --tp"
+            )
+        return (
+            f"TP {note.tp} from the rank tags (TP0-TP{note.tp - 1}; no server_args): at least "
+            "that many ranks; DP, EP and PP unknown, so 1"
+        )
     if isinstance(note, n.DeepEPBuffer):
         return (
             "DeepEP low-latency buffer (only with moe_a2a_backend deepep): "
@@ -159,6 +191,8 @@ def _buffers_note(note: n.Note) -> str | None:
 
 def note_text(note: n.Note) -> str:
     """One note of the estimate, as a sentence fragment."""
+    if isinstance(note, n.ModelDiffers):
+        return model_differs_text(note)
     if isinstance(note, n.NoTorchDtype):
         return "config has no torch_dtype; assumed bfloat16 weights"
     if isinstance(note, n.Float32ServedAsBf16):
@@ -302,6 +336,8 @@ def component_why(c: Component) -> str:
 
 def unknown_reason(u: Unknown) -> str:
     """The short fact behind an unknown figure; "" when its settings or keys say it all."""
+    if u.device is not None:
+        return f"DeepEP on {u.device} is not the CUDA library: no formula"
     if u.unmodelled is not None:
         return f"quantization {u.unmodelled} is not modelled"
     if u.missing is not None:
@@ -323,9 +359,21 @@ def check_label(c: Check) -> str:
     return _CHECKED[c.what]
 
 
+def check_verdict(c: Check) -> str:
+    """A check's verdict cell: differs, agrees (consistent, for a part of a whole), or -."""
+    if c.differs:
+        return "differs"
+    if c.measured_bytes is None or c.expected_bytes is None:
+        return "-"
+    return "consistent" if c.what is Checked.STATIC_VS_LOGITS else "agrees"
+
+
 def check_note(c: Check) -> str:
     if c.what is Checked.STATIC_VS_LOGITS:
-        return "logits buffer = rows x vocab x 4 B; other static buffers add to it"
+        return (
+            "logits buffer = rows x vocab x 4 B; other static buffers add to it, so only static "
+            "buffers below it differ"
+        )
     return ""
 
 
@@ -342,25 +390,70 @@ _KV_WIDTH = {
     KVWidth.HALF: "the KV cache is half as wide as assumed: an 8-bit kv_cache_dtype",
     KVWidth.MORE: "the pool holds more per token than the attention layers "
     "(draft layers, an indexer, scales)",
+    KVWidth.LESS: "the pool holds less per token than the config's attention layers "
+    "(fewer layers with KV, as in hybrid or sliding-window models, or a narrower KV dtype)",
 }
 
 
 def mismatch_text(m: Mismatch) -> str:
     """A cross-check finding: what differs from config.json and the likely cause."""
+    if isinstance(m, ModelDiffers):
+        return model_differs_text(m) + " and no cause is guessed."
     if isinstance(m, KVDiffers):
         return (
             f"A KV cell takes {m.measured_bytes:,} bytes per token; config.json predicts "
             f"{m.expected_bytes:,} ({m.ratio:.2f}x): {_KV_WIDTH[m.width]}."
         )
-    why = (
-        "memory held after load (loader temporaries still referenced), or weights not "
-        "sharded as assumed"
-        if m.gap_bytes > 0
-        else "CPU offload (cpu_offload_gb), tied or shared weights, or a stronger "
-        "quantisation than the config says"
-    )
-    return (
+    head = (
         f"Weights took {format_gib(m.measured_bytes)} GiB per rank; config.json predicts "
-        f"{format_gib(m.expected_bytes)} GiB ({format_gib(m.gap_bytes, signed=True)}): "
-        f"likely {why}."
+        f"{format_gib(m.expected_bytes)} GiB ({format_gib(m.gap_bytes, signed=True)})"
+    )
+    if m.gap_bytes > 0:
+        return (
+            f"{head}: likely memory held after load (loader temporaries still referenced), "
+            "or weights not sharded as assumed."
+        )
+    causes, ruled = _smaller_weights_causes(m)
+    if not causes:
+        return (
+            f"{head}: the log rules out the usual causes ({', '.join(ruled)}), so the config "
+            "may describe another size or checkpoint of the model."
+        )
+    out = f"{head}: likely {_or(causes)}"
+    return out + (f" ({', '.join(ruled)} in server_args rules out the rest)." if ruled else ".")
+
+
+def _smaller_weights_causes(m: WeightsDiffer) -> tuple[list[str], list[str]]:
+    """The causes of weights smaller than predicted the launch allows, and the facts that
+    rule out the others (server_args values as printed)."""
+    causes: list[str] = []
+    ruled: list[str] = []
+    if m.cpu_offload_gb is None:
+        causes.append("CPU offload (cpu_offload_gb)")
+    elif m.cpu_offload_gb > 0:
+        causes.append(f"CPU offload (cpu_offload_gb={m.cpu_offload_gb:g})")
+    else:
+        ruled.append("cpu_offload_gb=0")
+    if m.tied_bound_bytes is None or -m.gap_bytes <= m.tied_bound_bytes + ROUNDING_BYTES:
+        causes.append("tied embedding and lm_head weights")
+    if m.quantization is not None:
+        causes.append(f"quantization={m.quantization!r} storing fewer bytes than assumed")
+    elif m.quantization_printed:
+        ruled.append("quantization=None")
+    else:
+        causes.append("a stronger quantisation than the config says")
+    return causes, ruled
+
+
+def _or(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" or {items[-1]}"
+
+
+def model_differs_text(m: ModelDiffers) -> str:
+    """config.json against the model the log loaded (no final stop: callers add the rest)."""
+    cfg = f"{m.config_arch} ({m.config_name})" if m.config_name else m.config_arch
+    where = f"{m.log_path}, line {m.line}" if m.log_path else f"line {m.line}"
+    return (
+        f"config.json is for {cfg}; the log loads {m.log_arch} ({where}): the config does "
+        "not describe this launch, so its expected figures are another model's"
     )

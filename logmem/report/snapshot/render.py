@@ -18,7 +18,7 @@ from logmem.torch_snapshot.analysis import SnapshotAnalysis, SnapshotFile
 from logmem.torch_snapshot.join import LOG_ROUNDING_BYTES, LogJoin
 from logmem.torch_snapshot.model import PoolId
 from logmem.torch_snapshot.summary import DeviceSummary, SiteTotal
-from logmem.torch_snapshot.trace import DeviceTrace, PoolTrace
+from logmem.torch_snapshot.trace import DeviceTrace, OomEntry, PoolTrace
 from logmem.units import format_gib
 
 SCHEMA = "logmem.snapshot/1"
@@ -99,6 +99,7 @@ def _pool_trace_json(p: PoolTrace) -> dict[str, Any]:
         "reserved_end_bytes": p.reserved_end,
         "reserved_growth_bytes": p.reserved_growth,
         "allocated_change_bytes": p.allocated_change,
+        "reserved_peak_bytes": p.reserved_peak,
         "covers_from_empty": p.covers_from_empty,
         "points": [list(x) for x in p.points],
     }
@@ -115,6 +116,17 @@ def _trace_json(path: str, t: DeviceTrace) -> dict[str, Any]:
         "window": {"first_entry": t.window[0], "last_entry": t.window[1]} if t.window else None,
         "window_sites": _sites(t.window_sites),
         "pools": [_pool_trace_json(p) for p in t.pools],
+        "ooms": [
+            {
+                "entry": o.entry,
+                "time_us": o.time_us,
+                "size_bytes": o.size_bytes,
+                "device_free_bytes": o.device_free_bytes,
+                "reserved_bytes": o.reserved_bytes,
+                "allocated_bytes": o.allocated_bytes,
+            }
+            for o in t.oom_entries
+        ],
     }
 
 
@@ -130,8 +142,10 @@ def _join_json(j: LogJoin) -> dict[str, Any]:
         "graph_pool_growth_bytes": j.graph_pool_bytes,
         "other_pools_growth_bytes": j.other_pools_bytes,
         "pytorch_bytes": j.pytorch_bytes,
-        "outside_pytorch_bytes": j.outside_bytes,
+        "outside_pytorch_bytes": None if j.mismatch else j.outside_bytes,
         "rounding_bytes": LOG_ROUNDING_BYTES,
+        "mismatch": j.mismatch,
+        "rank_device": j.rank_device,
         "basis": "measured" if j.measured else "assumed",
         "assumptions": list(j.assumptions),
         "other_captures": list(j.other_captures),
@@ -176,7 +190,7 @@ def device_paragraph(d: DeviceSummary) -> str:
     return (
         f"Device {d.device}: reserved {size(d.reserved_bytes)}, allocated "
         f"{size(d.allocated_bytes)}, active {size(d.active_bytes)}{req}; reserved but "
-        f"unallocated {size(d.reserved_unallocated_bytes)}. {d.segments} segments{exp}."
+        f"unallocated {size(d.reserved_unallocated_bytes)}. {d.segments} segment{'' if d.segments == 1 else 's'}{exp}."
     )
 
 
@@ -232,6 +246,27 @@ def device_sections(path: str, d: DeviceSummary) -> list[Section]:
     return [Section(f"{path}, device {d.device}", tuple(tables), tuple(notes))]
 
 
+def _oom_text(t: DeviceTrace, o: OomEntry) -> str:
+    """One oom entry: what failed, the free memory it records, and PyTorch's levels there."""
+    when = ""
+    if o.time_us is not None and t.time_us is not None:
+        when = f" ({(o.time_us - t.time_us[0]) / 1e6:.3f} s)"
+    tried = (
+        f"an allocation of {size(o.size_bytes)} failed"
+        if o.size_bytes is not None
+        else "an allocation failed (size not recorded)"
+    )
+    free = (
+        f" with {size(o.device_free_bytes)} free on the device"
+        if o.device_free_bytes is not None
+        else ""
+    )
+    return (
+        f"Entry {o.entry}{when}: {tried}{free}; PyTorch then held {size(o.reserved_bytes)} "
+        f"reserved, {size(o.allocated_bytes)} allocated."
+    )
+
+
 def trace_section(path: str, t: DeviceTrace) -> Section:
     acts = ", ".join(f"{k} {v}" for k, v in t.actions)
     span = ""
@@ -239,13 +274,15 @@ def trace_section(path: str, t: DeviceTrace) -> Section:
         span = f" over {(t.time_us[1] - t.time_us[0]) / 1e6:.3f} s"
     paras = [f"Trace of device {t.device}: {t.entries} entries{span} ({acts})."]
     if t.ooms:
-        paras.append(f"The trace records {t.ooms} out-of-memory event(s).")
+        paras.append(f"The trace records {t.ooms} out-of-memory event{'s' if t.ooms != 1 else ''}.")
+    paras += [_oom_text(t, o) for o in t.oom_entries]
     rows = tuple(
         (
             pool_text(p.pool_id) if p.kind != "unknown" or p.pool_id else "unknown",
             p.kind,
             size(p.reserved_start),
             size(p.reserved_end),
+            size(p.reserved_peak),
             size(p.reserved_growth),
             size(p.allocated_change),
             "yes" if p.covers_from_empty else "no",
@@ -260,12 +297,18 @@ def trace_section(path: str, t: DeviceTrace) -> Section:
                 "kind",
                 "at first entry",
                 "at the end",
+                "peak",
                 "growth",
-                "allocated change",
+                "active change",
                 "from empty",
             ),
             rows,
-            ("l", "l", "r", "r", "r", "r", "l"),
+            ("l", "l", "r", "r", "r", "r", "r", "l"),
+            (
+                "active change: allocations minus completed frees, so blocks freed but still "
+                "pending (active_pending_free) count; the pool table's 'allocated' does not "
+                "count them.",
+            ),
         )
     ]
     if t.window is not None:
@@ -288,23 +331,57 @@ def join_paragraphs(j: LogJoin) -> tuple[str, ...]:
         if j.other_pools_bytes is not None
         else ""
     )
+    who = rank_name(j.rank)
+    if j.device_differs:
+        basis = "Not comparable"
     out = [
-        f"{basis}: the log's {j.graph} capture on {rank_name(j.rank)} dropped free memory by "
+        f"{basis}: the log's {j.graph} capture on {who} dropped free memory by "
         f"{format_gib(j.drop_bytes)} GiB ({j.start_label}, line {j.start_line}, to the end "
         f"line, line {j.end_line}; +-{format_gib(LOG_ROUNDING_BYTES)} GiB from the log's "
         "rounding).",
         f"In the snapshot (device {j.device}) the CUDA-graph pool grew "
         f"{format_gib(j.graph_pool_bytes)} GiB{other}.",
-        f"Outside PyTorch: {format_gib(j.drop_bytes)} - {format_gib(j.pytorch_bytes)} = "
-        f"{format_gib(j.outside_bytes)} GiB (DeepEP and NCCL buffers, cuBLAS workspaces, the "
-        "graphs' own driver memory).",
     ]
+    if j.device_differs:
+        out.append(
+            f"{who} ran on cuda:{j.rank_device} (base_gpu_id + TP rank x gpu_id_step), and the "
+            f"snapshot is of device {j.device}: it is another rank's process, so there is no "
+            "split (pass --device, or --rank for the rank of that GPU)."
+        )
+    elif j.pool_beyond_drop:
+        out.append(
+            f"The snapshot's PyTorch pools grew {format_gib(j.pytorch_bytes)} GiB, more than the "
+            f"{format_gib(j.drop_bytes)} GiB the log's capture took (line {j.start_line} to "
+            f"{j.end_line}): the snapshot is not of this capture, so there is no split (pass "
+            "the log of the run that wrote it, or --rank/--capture)."
+        )
+    else:
+        out.append(
+            f"Outside PyTorch: {format_gib(j.drop_bytes)} - {format_gib(j.pytorch_bytes)} = "
+            f"{format_gib(j.outside_bytes)} GiB ({_outside_causes(j)})."
+        )
     out.extend(f"Assumed: {a}." for a in j.assumptions)
     if j.other_captures:
         out.append(
-            f"{j.rank} also captured {', '.join(j.other_captures)}; --capture N picks another."
+            f"{who[0].upper()}{who[1:]} also captured {', '.join(j.other_captures)}; "
+            "--capture N picks another."
         )
     return tuple(out)
+
+
+def _outside_causes(j: LogJoin) -> str:
+    """What can hold memory outside PyTorch in this launch: DeepEP only with its backend,
+    NCCL only with peers."""
+    causes = []
+    if j.deepep:
+        causes.append("DeepEP buffers")
+    if j.peers is not False:
+        causes.append("NCCL buffers")
+    causes += ["cuBLAS workspaces", "the graphs' own driver memory"]
+    text = ", ".join(causes[:-1]) + f" and {causes[-1]}"
+    if j.peers is False:
+        text += "; one GPU: no NCCL peers" + ("" if j.deepep else ", no DeepEP")
+    return text
 
 
 def sections(a: SnapshotAnalysis) -> list[Section]:
@@ -319,7 +396,10 @@ def sections(a: SnapshotAnalysis) -> list[Section]:
 def file_sections(f: SnapshotFile) -> list[Section]:
     s = f.snapshot
     settings = ", ".join(f"{k}={v}" for k, v in s.allocator_settings)
-    head = [f"{s.path}: {s.form} form, {len(s.segments)} segments on {len(f.devices)} device(s)."]
+    head = [
+        f"{s.path}: {s.form} form, {len(s.segments)} segment{'' if len(s.segments) == 1 else 's'} on "
+        f"{len(f.devices)} device(s)."
+    ]
     if settings:
         head.append(f"Allocator settings: {settings}.")
     if not s.segments:
