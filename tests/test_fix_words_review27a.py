@@ -46,6 +46,10 @@ def test_every_tp_size_fix_says_how_many_gpus_it_needs(name: str, gpus: int) -> 
     says = _says(name)
     fix = says.split(f"Fix: --tp-size {gpus}: ", 1)[1].split("Fix: ", 1)[0]
     assert f"needs {gpus} GPUs" in fix, fix
+    # ... beside the --tp-size change, not after the fp8 alternative the Fix also names
+    if "--quantization fp8" in fix:
+        flat = " ".join(fix.split())
+        assert flat.index(f"needs {gpus} GPUs") < flat.index("--quantization fp8"), fix
 
 
 def test_the_transformers_backend_is_said_to_shard_its_linear_layers_only() -> None:

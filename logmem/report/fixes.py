@@ -262,10 +262,12 @@ def _(e: fx.FewerWeights) -> str:
     if e.mfs is not None and e.rest_bytes is not None:
         # Halving W raises the after-weights reading by W/2 and leaves P alone: rest grows by W/2.
         gain = f", so at mfs {fmt_mfs(e.mfs)} the KV pool gets about {_g(e.rest_bytes + w2)} GiB"
+    # The GPU count belongs to the --tp-size change, not to the fp8 alternative named after it.
+    gpus = f" (needs {e.gpus} GPUs)" if e.gpus else ""
     also = "" if e.quantized else ", as would 8-bit instead of 16-bit weights (--quantization fp8)"
     return (
-        f"halves the weights per rank ({_g(e.weights_bytes)} GiB now) if they shard evenly{also}: "
-        f"about {_g(w2)} GiB more per rank{gain}" + (f"; needs {e.gpus} GPUs" if e.gpus else "")
+        f"halves the weights per rank ({_g(e.weights_bytes)} GiB now) if they shard evenly{gpus}"
+        f"{also}: about {_g(w2)} GiB more per rank{gain}"
     )
 
 
