@@ -16,6 +16,8 @@ load that is the first one read late): its figures are not reliable.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import ClassVar
@@ -182,8 +184,35 @@ def unreliable_source(launch: Launch) -> tuple[str, ...]:
     return tuple(f.rank for f in out_of_order(launch))
 
 
+_SEEN: dict[int, tuple[weakref.ref[Rank], OutOfOrder | None]] = {}
+"""rank_out_of_order's answer per Rank object, for as long as the rank lives. trusted() is asked
+by the ledger, the sizing, the imbalance, the findings and the report model, and every ask
+re-dated each rank's steps: 14,336 scans for 1,024 ranks. Keyed by identity, not by value
+(a Rank's hash would walk its events), and checked against the live object, so a reused id
+never answers for another rank."""
+
+
 def rank_out_of_order(r: Rank) -> OutOfOrder | None:
     """The rank's first step dated earlier than a step it printed before it, if any."""
+    key = id(r)
+    hit = _SEEN.get(key)
+    if hit is not None and hit[0]() is r:
+        return hit[1]
+    found = _scan(r)
+    _SEEN[key] = (weakref.ref(r, _forget(key)), found)
+    return found
+
+
+def _forget(key: int) -> Callable[[weakref.ref[Rank]], None]:
+    """The weakref callback that drops a dead rank's entry (before its id can be reused)."""
+
+    def drop(_ref: weakref.ref[Rank]) -> None:
+        _SEEN.pop(key, None)
+
+    return drop
+
+
+def _scan(r: Rank) -> OutOfOrder | None:
     latest: dict[str, tuple[datetime, Source]] = {}  # per file: the latest dated step so far
     first: OutOfOrder | None = None
     count = 0
