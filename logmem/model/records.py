@@ -324,13 +324,20 @@ class Launch:
         return next((e for e in self.events if isinstance(e, ev.Ready)), None)
 
     def all_events(self) -> list[ev.Event]:
+        """Every event of the launch in file and line order (a new list: the caller's own)."""
+        return list(self._in_line_order)
+
+    # Asked by a dozen analyses (platform, eras, failures, communication, the HTML sources):
+    # sorting 82 thousand events each time was a tenth of a 4,096-rank report.
+    @cached_property
+    def _in_line_order(self) -> tuple[ev.Event, ...]:
         out: list[ev.Event] = []
         if self.server_args:
             out.append(self.server_args)
         for r in self.ranks:
             out.extend(r.events)
         out.extend(self.events)
-        return sorted(out, key=lambda e: (e.source.path, e.source.line_no))
+        return tuple(sorted(out, key=lambda e: (e.source.path, e.source.line_no)))
 
 
 def _is_reading(e: ev.Event) -> bool:

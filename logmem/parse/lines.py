@@ -37,22 +37,26 @@ MAX_SOURCE_CHARS = 4096
 @frozen
 class Source:
     """Where a record came from: file, 1-based line number, and the record's text (an
-    excerpt of at most MAX_SOURCE_CHARS, ending with a note of what was cut; see excerpt())."""
+    excerpt of at most MAX_SOURCE_CHARS, ending with a note of what was cut; see excerpt()).
+    ``ts`` is the timestamp of the SGLang prefix the text starts with, as printed: the lines
+    stage reads it once, so the model dates a record without matching the prefix again
+    (model.clock; a Source made without it is dated from its text)."""
 
     path: str
     line_no: int
     text: str
+    ts: str | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line_no}"
 
 
-def excerpt(path: str, line_no: int, text: str) -> Source:
+def excerpt(path: str, line_no: int, text: str, ts: str | None = None) -> Source:
     """A Source that keeps at most MAX_SOURCE_CHARS of `text`."""
     if len(text) > MAX_SOURCE_CHARS:
         cut = len(text) - MAX_SOURCE_CHARS
         text = f"{text[:MAX_SOURCE_CHARS]} [... {cut:,} more characters not kept]"
-    return Source(path, line_no, text)
+    return Source(path, line_no, text, ts)
 
 
 @frozen
@@ -110,9 +114,8 @@ def split_records(seg: Segment) -> Iterator[Record]:
         body = text[m.end() : end]
         tags = m.group("tags").strip()
         raw = text[m.start() : end]
-        yield Record(
-            tags, rank_tags(tags), m.group("ts"), body, excerpt(seg.path, seg.line_no, raw)
-        )
+        ts = m.group("ts")
+        yield Record(tags, rank_tags(tags), ts, body, excerpt(seg.path, seg.line_no, raw, ts))
 
 
 # What container tooling puts in front of every physical line: docker --timestamps (RFC 3339),

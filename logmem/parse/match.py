@@ -203,7 +203,8 @@ def _simple(seg: Segment, found: _Class, unmatched: UnmatchedSink) -> Event | No
     tags = text[tags0:tags1].strip()
     body = text[body0:]
     # At most _MASK_BYTES, far below MAX_SOURCE_CHARS: excerpt() would keep all of it.
-    record = Record(tags, rank_tags(tags), text[ts0:ts1], body, Source(seg.path, seg.line_no, text))
+    ts = text[ts0:ts1]
+    record = Record(tags, rank_tags(tags), ts, body, Source(seg.path, seg.line_no, text, ts))
     for pat in patterns:
         m = pat.regex.search(body)
         if m is None:

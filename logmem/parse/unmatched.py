@@ -167,7 +167,7 @@ class UnmatchedCounter:
         if len(s.examples) < EXAMPLES_PER_SHAPE:
             src = record.source
             text = src.text if len(src.text) <= EXAMPLE_CHARS else src.text[:EXAMPLE_CHARS]
-            u = Unmatched(record.rank, Source(src.path, src.line_no, text))
+            u = Unmatched(record.rank, Source(src.path, src.line_no, text, src.ts))
             s.examples.append(u)
             self._examples.append(u)
 
