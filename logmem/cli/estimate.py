@@ -200,9 +200,7 @@ def estimate(
         raise
     fmt = guess_format(output, fmt, allowed=("text", "markdown", "json"))
     if fmt == "json":
-        import json
-
-        text = json.dumps(estimate_render.to_json(result, plan), indent=2) + "\n"
+        text = estimate_render.render_json(result, plan)
     elif fmt == "markdown":
         text = estimate_render.render_markdown(result, plan)
     else:

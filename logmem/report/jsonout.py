@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +17,7 @@ from logmem.analysis.findings_order import set_aside
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
+from logmem.report import json_text
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
@@ -477,21 +476,5 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
     }
 
 
-def _finite(v: Any) -> Any:
-    """Strict JSON has no NaN or Infinity; a log can print them (server_args, hostile input)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    if isinstance(v, dict):
-        return {str(k): _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
-
-
 def render(a: Analysis) -> str:
-    return (
-        json.dumps(
-            _finite(analysis_json(a)), indent=2, sort_keys=False, default=str, allow_nan=False
-        )
-        + "\n"
-    )
+    return json_text.dumps(analysis_json(a)) + "\n"

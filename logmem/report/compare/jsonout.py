@@ -6,13 +6,13 @@ part of the contract (tests/golden/compare pins them), so each is written out he
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from logmem import __version__
 from logmem.compare.diff import Diff
 from logmem.compare.slope import Fit
 from logmem.compare.whatif import WhatIf
+from logmem.report import json_text
 from logmem.report.compare.view import (
     ArgsView,
     DiffView,
@@ -341,4 +341,4 @@ def to_json(model: Diff | Fit | WhatIf) -> dict[str, Any]:
 
 
 def render(v: View) -> str:
-    return json.dumps(view_json(v), indent=2) + "\n"
+    return json_text.dumps(view_json(v)) + "\n"

@@ -15,6 +15,7 @@ from logmem.analysis.communication import Plan
 from logmem.estimate import Estimate, Unknown
 from logmem.estimate.notes import ModelDiffers
 from logmem.frozen import frozen
+from logmem.report import json_text
 from logmem.report.communication import plan_json, plan_view
 from logmem.report.estimate.words import (
     component_why,
@@ -268,3 +269,7 @@ def to_json(est: Estimate, plan: Plan | None = None) -> dict[str, Any]:
             for u in est.unknown
         ],
     }
+
+
+def render_json(est: Estimate, plan: Plan | None = None) -> str:
+    return json_text.dumps(to_json(est, plan)) + "\n"

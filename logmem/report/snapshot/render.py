@@ -442,9 +442,9 @@ def render_markdown(a: SnapshotAnalysis) -> str:
 
 def render(a: SnapshotAnalysis, fmt: str) -> str:
     if fmt == "json":
-        import json
+        from logmem.report import json_text
 
-        return json.dumps(to_json(a), indent=2) + "\n"
+        return json_text.dumps(to_json(a)) + "\n"
     if fmt == "markdown":
         return render_markdown(a)
     if fmt == "html":

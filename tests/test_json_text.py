@@ -1,0 +1,71 @@
+"""report.json_text.dumps writes what json.dumps(strict(v), indent=2) writes, byte for byte."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logmem.report.json_text import dumps, strict
+
+
+class _Kind(str, enum.Enum):
+    A = "a"
+
+
+class _Level(enum.IntEnum):
+    LOW = 1
+
+
+class _Opaque:
+    def __str__(self) -> str:
+        return "opaque <&>"
+
+
+def _reference(v: Any) -> str:
+    return json.dumps(strict(v), indent=2, sort_keys=False, default=str, allow_nan=False)
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),  # any code point: surrogates, controls, non-ASCII
+    st.sampled_from([_Kind.A, _Level.LOW, _Opaque()]),
+)
+_keys = st.one_of(
+    st.text(max_size=8), st.integers(-5, 5), st.booleans(), st.none(), st.floats(width=16)
+)
+_documents = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=4).map(tuple),
+        st.dictionaries(_keys, inner, max_size=4),
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_documents)
+def test_dumps_is_the_standard_librarys_indented_strict_json(doc: Any) -> None:
+    assert dumps(doc) == _reference(doc)
+
+
+def test_what_strict_json_cannot_hold_becomes_a_string() -> None:
+    doc = {"a": math.nan, "b": [math.inf, -math.inf], 3: (1, 2.5), None: {}, "e": []}
+    text = dumps(doc)
+    assert json.loads(text) == {
+        "a": "nan",
+        "b": ["inf", "-inf"],
+        "3": [1, 2.5],
+        "None": {},
+        "e": [],
+    }
+    assert text == _reference(doc)
