@@ -23,13 +23,12 @@ from logmem.report.compare.causes import (
 from logmem.report.compare.words import (
     era_text,
     failed_bucket_slope_text,
+    heuristic_reserve_text,
     no_measured_slope_text,
     slope_used_text,
 )
 from logmem.sglang.rules import (
-    DECODE_GRAPH_MIB_PER_BS,
     DIFFERENCE_RESOLUTION_GIB,
-    DP_ATTENTION_MIB_PER_BS_DP,
     PRINT_RESOLUTION_GIB,
 )
 from logmem.units import format_gib as _gs
@@ -311,15 +310,7 @@ def _(n: cn.CaptureTotalSlopes) -> str:
 
 @note_text.register
 def _(n: cn.HeuristicReserve) -> str:
-    return (
-        f"SGLang's default mem_fraction_static (eras b and c) reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) "
-        f"per unit of cuda_graph_max_bs (+ {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with "
-        "DP attention), meant to cover all graph memory; the ratio compares it with the growth of the "
-        "capture total (the capture end's mem usage) per unit of max bs. It is set beside a slope "
-        "where every launch is of those eras and not every one is known to have passed its value: "
-        "it is what SGLang's default would reserve, not a finding that these launches' values came "
-        "from it (a launch's 'default mfs rule' row in analyze says what its log shows)."
-    )
+    return heuristic_reserve_text()
 
 
 @note_text.register

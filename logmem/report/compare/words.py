@@ -8,6 +8,7 @@ from logmem.compare import notes as cn
 from logmem.compare.replay import Unfinished
 from logmem.report.causes import on_gpu as _on
 from logmem.sglang.eras import EraGuess
+from logmem.sglang.mfs_versions import FORMULA_FORMS
 from logmem.sglang.rules import (
     DECODE_GRAPH_MIB_PER_BS,
     DP_ATTENTION_LARGE_BS,
@@ -204,3 +205,17 @@ def failed_bucket_slope_text(n: cn.SlopeFromFailedBucket) -> str:
 def slope_used_text(n: cn.SlopeUsed) -> str:
     unit = "MiB per unit of bs" if n.per_bs else "MiB per row"
     return f"Graph slope {n.mib_per_row:.3f} {unit}: {slope_source_text(n.source)}."
+
+
+def heuristic_reserve_text() -> str:
+    """The assumption beside a slope of launches that may run SGLang's reserve formula."""
+    return (
+        f"SGLang's default mem_fraction_static (its reserve formula, sglang {FORMULA_FORMS[0].form.first}"
+        f" on) reserves {DECODE_GRAPH_MIB_PER_BS:g} MB (MiB) per unit of cuda_graph_max_bs (+"
+        f" {DP_ATTENTION_MIB_PER_BS_DP:g} MB x dp_size with DP attention), meant to cover all graph"
+        " memory; the ratio compares it with the growth of the capture total (the capture end's mem"
+        " usage) per unit of max bs. It is set beside a slope where every launch may run that"
+        " formula and not every one is known to have passed its value: it is what SGLang's default"
+        " would reserve, not a finding that these launches' values came from it (a launch's"
+        " 'default mfs rule' row in analyze says what its log shows)."
+    )
