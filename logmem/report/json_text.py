@@ -48,6 +48,13 @@ def _scalar(o: Any) -> str | None:
     """A scalar's JSON, None for a container. isinstance in json.encoder's order: str
     subclasses are strings, bool before int, int and float subclasses are numbers written
     with the base type's repr; any other object is ``str(obj)`` (``default=str``)."""
+    t = type(o)  # the exact types first: nearly every value is one of them
+    if t is str:
+        return encode_basestring_ascii(o)
+    if t is dict or t is list or t is tuple:
+        return None
+    if t is int:
+        return int.__repr__(o)
     if isinstance(o, str):
         return encode_basestring_ascii(o)
     if o is None:
