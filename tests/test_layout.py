@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,19 @@ def test_sglang_rules_have_one_name_each() -> None:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and not node.name.startswith("_"):
                 where.setdefault(node.name, []).append(p.name)
     assert {k: v for k, v in where.items() if len(v) > 1} == {}
+
+
+def test_sglang_release_dates_have_one_home() -> None:
+    """A release's date is written once, in logmem/sglang/releases.py: the rules name the
+    release (``RELEASES["0.5.15"]``). Two copies of one date had drifted apart before."""
+    literal = re.compile(r"\bdate\(\s*20\d\d\s*,")
+    # Not a release: the month logmem's era (c) label starts (default_mfs says so).
+    labels = ("ERA_C_FIRST = ",)
+    found = [
+        f"{p.name}:{n}"
+        for p in sorted((PKG / "sglang").glob("*.py"))
+        if p.name != "releases.py"
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if literal.search(line) and not line.startswith(labels)
+    ]
+    assert found == [], f"dates written outside sglang/releases.py: {found}"

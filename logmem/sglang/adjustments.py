@@ -1,7 +1,7 @@
 """SGLang's own adjustments of mem_fraction_static before the KV rule, by era (part of the
 rules of logmem.sglang.rules, which re-exports every name; split off for its length).
 
-Like rules.py, it imports nothing of the package: every stage may call it.
+Like rules.py, it imports nothing of the package but the release table: every stage may call it.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import date
 
 from logmem.frozen import frozen
+from logmem.sglang.releases import RELEASES
 
 MULTIMODAL_ARCHITECTURES = frozenset(
     {
@@ -58,24 +59,24 @@ MFS_ADJUSTMENTS = (
     MfsAdjustment(
         "multimodal",
         0.95,
-        date(2024, 11, 3),
-        date(2025, 4, 7),
+        RELEASES["0.3.5"],
+        RELEASES["0.4.5"],
         "adjust --mem-fraction-static for multimodal models",
         "0.3.5 - 0.4.4, 2024-11 - 2025-03",
     ),
     MfsAdjustment(
         "multimodal",
         0.90,
-        date(2025, 4, 7),
-        date(2025, 7, 6),
+        RELEASES["0.4.5"],
+        RELEASES["0.4.9"],
         "because this is a multimodal model",
         "0.4.5 - 0.4.8, 2025-04 - 2025-06",
     ),
     MfsAdjustment(
         "aiter",
         0.85,
-        date(2025, 6, 10),
-        date(2025, 11, 6),
+        RELEASES["0.4.7"],
+        RELEASES["0.5.5"],
         "",
         # sglang 0.4.7 - 0.5.4, srt/model_executor/model_runner.py ModelRunner.__init__; from
         # 0.5.5 (2025-11-06) srt/server_args.py scales it before the dump.

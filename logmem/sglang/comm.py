@@ -27,6 +27,7 @@ from logmem.sglang.custom_ar import (
     ENV_V2_PUSH,
     ENV_V2_SWITCH,
 )
+from logmem.sglang.releases import RELEASES
 from logmem.units import GIB, MIB
 
 # --- when a cell is allocated ---------------------------------------------------------------
@@ -304,7 +305,7 @@ def deepep_dispatch_tokens(env: Mapping[str, str]) -> int:
     )
 
 
-LAST_WITHOUT_DEEPEP_RESERVE = date(2026, 7, 10)
+LAST_WITHOUT_DEEPEP_RESERVE = RELEASES["0.5.15"]
 """sglang 0.5.15 (the wheel's file date of srt/server_args.py): its default mem_fraction_static
 reserves nothing for DeepEP; 0.5.16 (2026-07-25) adds ``reserve_for_deepep_a2a_mb()``
 (srt/server_args.py; srt/arg_groups/memory_hook.py from 0.5.20). Not in 0.5.9 (server_args.py

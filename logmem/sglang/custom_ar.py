@@ -14,6 +14,7 @@ from typing import Any
 from logmem.frozen import frozen
 from logmem.sglang.comm_env import env_flag, env_int
 from logmem.sglang.devices import nodes_per_tp_group
+from logmem.sglang.releases import RELEASES
 from logmem.units import MIB
 
 
@@ -72,17 +73,17 @@ ENV_V2_MAX = "SGLANG_CUSTOM_ALL_REDUCE_V2_MAX_SIZE_KB"
 ENV_V2_PULL = "SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PULL_SIZE_KB"
 ENV_V2_PUSH = "SGLANG_FORCE_CUSTOM_ALL_REDUCE_V2_PUSH_SIZE_KB"
 
-# The releases that changed which custom all-reduce runs (the wheel's file dates of
-# srt/server_args.py; a log's date bounds its SGLang from above, an old image can run later).
-LAST_WITHOUT_V2 = date(2026, 2, 23)
+# The releases that changed which custom all-reduce runs (their dates: sglang/releases.py; a
+# log's date bounds its SGLang from above, an old image can run later).
+LAST_WITHOUT_V2 = RELEASES["0.5.9"]
 """sglang 0.5.9: no custom_all_reduce_v2.py (0.5.10, 2026-04-05, has it)."""
-LAST_V2_OPT_IN = date(2026, 5, 7)
+LAST_V2_OPT_IN = RELEASES["0.5.11"]
 """sglang 0.5.11: v2 only with ``SGLANG_USE_JIT_ALL_REDUCE=1``; from 0.5.12 (2026-05-16) v2 is
 the default on CUDA (environ.py ``SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2 = EnvBool(True)``)."""
-LAST_WITHOUT_AR_LINE = date(2026, 7, 10)
+LAST_WITHOUT_AR_LINE = RELEASES["0.5.15"]
 """sglang 0.5.15: v2 logs nothing; 0.5.16 (2026-07-25) first prints ``All Reduce config`` on the
 group's rank 0 (custom_all_reduce_v2.py ``_init_workspace``)."""
-LAST_V2_INTRA_NODE = date(2026, 7, 25)
+LAST_V2_INTRA_NODE = RELEASES["0.5.16"]
 """sglang 0.5.16: ``nnodes > 1`` forces ``SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2=0`` (server_args.py,
 0.5.12-0.5.16); 0.5.17 (2026-08-08) keeps v2 across nodes on MNNVL fabric devices (GB200 /
 GB300, ``_handle_custom_all_reduce_v2_multinode``), 0.5.19 on for one NVLink clique

@@ -46,7 +46,6 @@ from logmem.sglang import rules
 from logmem.sglang.mfs_versions import (
     FORMULA_FORMS,
     GPU_TIERS,
-    RELEASES,
     TABLE_FORMS,
     TABLE_GPU_LIMIT_MIB,
     TIER_FORM,
@@ -57,6 +56,7 @@ from logmem.sglang.mfs_versions import (
     table_form_values,
     tier_reserved_mib,
 )
+from logmem.sglang.releases import RELEASES
 from logmem.sglang.reserve import AFTER_FLOOR, Reserve
 from logmem.units import MIB
 

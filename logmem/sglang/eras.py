@@ -14,6 +14,7 @@ from logmem.frozen import frozen
 from logmem.model.clock import printed_at
 from logmem.model.records import Launch
 from logmem.parse import events as ev
+from logmem.sglang.releases import RELEASES
 
 
 def printed_on(launch: Launch) -> date | None:
@@ -32,7 +33,7 @@ def printed_on(launch: Launch) -> date | None:
 # dtype=torch.float)``; 0.4.10 (wheel of 2025-07-31) and every earlier wheel have none (the
 # logits are graph outputs in the graph pool). 0.5.1's wheel is dated 2025-08-23.
 STATIC_LOGITS_FIRST = "0.5.1"
-STATIC_LOGITS_RELEASED = date(2025, 8, 23)
+STATIC_LOGITS_RELEASED = RELEASES[STATIC_LOGITS_FIRST]
 _STATIC_LOGITS_LATER = ("E5", "E6", "E7")  # wording that first appears after 0.5.1
 _STATIC_LOGITS_EARLIER = ("E0-E1", "E2")  # wording of versions before it
 

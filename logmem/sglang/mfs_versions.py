@@ -8,9 +8,8 @@ form is *possible* for a log printed after the last release read without it, and
 the first release read with it. The callers (logmem.sglang.default_mfs) take the form whose
 value is the dump's, else the one current at the log's date.
 
-Release dates are the file dates inside each wheel (``sglang/srt/server_args.py``); PyPI's
-upload times were not reachable. Like rules.py this imports nothing of the package at run time
-but ``logmem.frozen``.
+Release dates are logmem.sglang.releases'. Like rules.py this imports nothing of the package at
+run time but ``logmem.frozen`` and that table.
 """
 
 from __future__ import annotations
@@ -20,36 +19,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from logmem.frozen import frozen
-
-RELEASES = {
-    "0.3.6": date(2024, 11, 22),
-    "0.4.0": date(2024, 12, 3),
-    "0.4.3.post4": date(2025, 3, 6),
-    "0.4.4": date(2025, 3, 13),
-    "0.4.5": date(2025, 4, 7),
-    "0.4.6": date(2025, 4, 27),
-    "0.4.6.post5": date(2025, 5, 24),
-    "0.4.7": date(2025, 6, 10),
-    "0.4.8": date(2025, 6, 24),
-    "0.4.9": date(2025, 7, 6),
-    "0.4.10": date(2025, 7, 31),
-    "0.5.1": date(2025, 8, 23),
-    "0.5.2": date(2025, 9, 11),
-    "0.5.3": date(2025, 10, 6),
-    "0.5.4": date(2025, 10, 24),
-    "0.5.5": date(2025, 11, 6),
-    "0.5.6": date(2025, 12, 3),
-    "0.5.7": date(2026, 1, 1),
-    "0.5.8": date(2026, 1, 23),
-    "0.5.9": date(2026, 2, 23),
-    "0.5.10": date(2026, 4, 5),
-    "0.5.13": date(2026, 6, 11),
-    "0.5.14": date(2026, 6, 26),
-    "0.5.16": date(2026, 7, 25),
-    "0.5.20": date(2026, 9, 18),
-    "0.5.23": date(2026, 10, 30),
-}
-"""The releases read (the wheel's file dates of ``sglang/srt/server_args.py``)."""
+from logmem.sglang.releases import RELEASES
 
 
 @frozen
