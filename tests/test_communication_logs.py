@@ -510,7 +510,7 @@ def test_multinode_tp_group_has_no_custom_ar_and_the_init_is_all_communicators()
     ):
         c = _com(FIXTURES / name)
         assert not any(x.mechanism.value.startswith("custom AR") for x in c.plan.cells), name
-        assert all(r.formula_bytes == 0 for r in c.ranks), name
+        assert all(r.formula_bytes is None for r in c.ranks), name
         assert any(k == "custom_ar_none" and v[0] == "spans" for k, v in c.plan.notes), name
 
 
@@ -521,7 +521,7 @@ def test_hip_oom_in_a_traceback_makes_the_table_rocm() -> None:
     cell = c.plan.cell(Mechanism.CUSTOM_AR_AITER)
     assert cell is not None and cell.bytes is None and cell.lines == (48,)
     assert c.plan.cell(Mechanism.CUSTOM_AR_LEGACY) is None
-    assert all(r.formula_bytes == 0 for r in c.ranks)
+    assert all(r.formula_bytes is None for r in c.ranks)  # aiter's size is unknown: no figure
 
 
 def test_deepep_reserve_only_for_sglang_that_has_it() -> None:

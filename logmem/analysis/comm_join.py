@@ -35,12 +35,14 @@ class RankInit:
     rank: str
     usage_bytes: int
     line: int
-    formula_bytes: int  # init cells with a size (custom all-reduce), the same on every rank
+    # The init cells with a size (custom all-reduce), the same on every rank; None when no
+    # init cell has one (none exists, or its size is unknown: aiter's), not a sum of nothing.
+    formula_bytes: int | None
 
     @property
     def rest_bytes(self) -> int:
         """What the communicators (and anything else in the step) took: no formula."""
-        return self.usage_bytes - self.formula_bytes
+        return self.usage_bytes - (self.formula_bytes or 0)
 
 
 @frozen
@@ -291,11 +293,12 @@ def communication(
         return None
     plan = launch_plan(led, config, user_env)
     evd = plan.evidence
-    formula_init = sum(
+    sized = [
         c.bytes
         for c in plan.cells
         if c.when is When.INIT and c.bytes is not None and c.memory == "device"
-    )
+    ]
+    formula_init = sum(sized) if sized else None
     inits = tuple(
         RankInit(r.label, r.init_end.usage.bytes, r.init_end.source.line_no, formula_init)
         for r in L.ranks
@@ -356,10 +359,15 @@ def _init_findings(plan: Plan, inits: tuple[RankInit, ...]) -> list[CommFinding]
         if any(c.mechanism is Mechanism.COMMUNICATORS for c in plan.cells):
             out.append(InitNothing(len(inits), plan.library))
         return out
-    low = [r for r in inits if r.formula_bytes > r.usage_bytes + rules.DIFFERENCE_RESOLUTION_BYTES]
+    low = [
+        (r, r.formula_bytes)
+        for r in inits
+        if r.formula_bytes is not None
+        and r.formula_bytes > r.usage_bytes + rules.DIFFERENCE_RESOLUTION_BYTES
+    ]
     if low:
-        r = min(low, key=lambda x: x.usage_bytes)
-        out.append(InitBelowCells(r.rank, r.usage_bytes, r.formula_bytes, r.line))
+        r, formula = min(low, key=lambda x: x[0].usage_bytes)
+        out.append(InitBelowCells(r.rank, r.usage_bytes, formula, r.line))
     return out
 
 
