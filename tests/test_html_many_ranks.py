@@ -1,4 +1,4 @@
-"""HTML for many ranks: the binding rank, the bar rank and the ranks whose readings differ in
+"""HTML and Markdown for many ranks: the binding rank, the bar rank and the ranks whose readings differ in
 full, the others folded into rows of the ranks table (issue 15 item 4)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import logmem
 from conftest import bench_module
-from logmem.report.html import MANY_RANKS, MAX_OUTLIERS, render
+from logmem.report.fold import MANY_RANKS, MAX_OUTLIERS
+from logmem.report.html import render
 
 
 def _log(tmp_path: Path, n: int, odd: dict[int, str]) -> Path:
@@ -32,7 +33,7 @@ def _ledger_titles(page: str) -> list[str]:
 def test_few_ranks_keep_a_ledger_each(tmp_path: Path) -> None:
     page = render(logmem.read_log(str(_log(tmp_path, MANY_RANKS, {}))))
     assert len(_ledger_titles(page)) == MANY_RANKS
-    assert "this page shows" not in page
+    assert "this report shows" not in page
 
 
 def test_many_ranks_show_the_binding_the_bar_rank_and_the_odd_ones(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_many_ranks_show_the_binding_the_bar_rank_and_the_odd_ones(tmp_path: Pat
     assert _ledger_titles(page) == ["TP0", "TP5", "TP17"]
     assert "TP1, TP2, TP3, ... TP39 (37 ranks)" in page
     assert (
-        "Of the 40 ranks, this page shows 3 ranks in full (TP0, TP5, TP17): the binding"
+        "Of the 40 ranks, this report shows 3 ranks in full (TP0, TP5, TP17): the binding"
         " rank, the rank that prints the bars and the ranks whose readings differ from the"
         " others. 37 print exactly the readings of TP0 and share a row" in page
     )
@@ -63,3 +64,18 @@ def test_many_different_ranks_show_at_most_the_cap(tmp_path: Path) -> None:
     more = 29 - MAX_OUTLIERS - 1
     assert f" {more} more print readings of their own" in page
     assert page.count(" (1 rank)") == more
+
+
+def test_markdown_and_text_fold_many_ranks_as_html_does(tmp_path: Path) -> None:
+    # A ticket of 40 near-identical ledgers is unreadable: Markdown shows the ranks HTML shows
+    # (report.fold), text still names how many ledgers it leaves out.
+    from logmem.report import render as render_as
+
+    a = logmem.read_log(str(_log(tmp_path, 40, {5: "19.63", 17: "20.63"})))
+    md = render_as(a, "markdown")
+    assert re.findall(r"Ledger of (TP\d+) \(GiB\)", md) == ["TP0", "TP5", "TP17"]
+    assert "TP1, TP2, TP3, ... TP39 (37 ranks)" in md and "Of the 40 ranks" in md
+    text = render_as(a, "text")
+    assert "(The ledgers of 39 more ranks: pick one with --rank" in text
+    one = render_as(logmem.analyze(str(_log(tmp_path, 40, {})), ranks=("TP7",)), "markdown")
+    assert "Of the 40 ranks" not in one  # the ranks the user picked are shown in full

@@ -17,94 +17,17 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
-from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse.lines import Source
-from logmem.report.device_words import device_top
-from logmem.report.ledger_tables import ledger_table
+from logmem.report.fold import Fold
 from logmem.report.model import LaunchReport, Report, analysis_report, main_rank
 from logmem.report.page import Figure, esc, figure_html, page, table_html
-from logmem.report.table import Section, Table, rank_name
+from logmem.report.table import rank_name
 
 if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
 
 MAX_LINE_CHARS = 2000  # a raw line longer than this (a glued tqdm render) is cut in the page
-# Above this many ranks the page folds the ranks that print the same readings: the binding
-# rank, the bar rank and up to MAX_OUTLIERS ranks whose readings differ are shown in full,
-# the others as one row of the ranks table. A section per rank of a 4096-rank launch is
-# neither readable nor quick to draw.
-MANY_RANKS = 16
-MAX_OUTLIERS = 12
-
-
-@frozen
-class _Fold:
-    """Which ranks of a many-rank launch the page shows in full."""
-
-    shown: tuple[str, ...]  # labels, in rank order: binding, bar rank, typical, outliers
-    typical: str  # the first rank of the largest group of identical readings
-    same: int  # ranks not shown whose readings are the typical rank's
-    other: int  # ranks not shown whose readings differ (outliers beyond MAX_OUTLIERS)
-
-
-def _readings(rl: RankLedger) -> tuple[object, ...]:
-    return (rl.first_bytes, tuple((p.key, p.after_bytes) for p in rl.phases))
-
-
-def _fold(led: LaunchLedger) -> _Fold | None:
-    if len(led.ranks) <= MANY_RANKS:
-        return None
-    groups: dict[tuple[object, ...], list[str]] = {}
-    for rl in led.ranks:
-        groups.setdefault(_readings(rl), []).append(rl.rank)
-    typical_group = max(groups.values(), key=len)  # ties: the group seen first
-    main = main_rank(led.launch)
-    keep = {x for x in (led.binding_rank, main.label if main is not None else None) if x}
-    keep.add(typical_group[0])
-    outliers = [rl.rank for rl in led.ranks if rl.rank not in typical_group and rl.rank not in keep]
-    keep.update(outliers[:MAX_OUTLIERS])
-    shown = tuple(rl.rank for rl in led.ranks if rl.rank in keep)
-    same = sum(1 for r in typical_group if r not in keep)
-    return _Fold(shown, typical_group[0], same, len(led.ranks) - len(shown) - same)
-
-
-def _folded_ranks_table(t: Table, led: LaunchLedger, fold: _Fold) -> Table:
-    """The per-rank table with the ranks not shown in full merged by identical rows."""
-    labels = [r.label for r in led.launch.ranks]
-    if len(labels) != len(t.rows):  # not one row per rank: leave it as it is
-        return t
-    rows: list[tuple[str, ...]] = []
-    merged: dict[tuple[str, ...], list[str]] = {}
-    for label, row in zip(labels, t.rows):
-        if label in fold.shown:
-            rows.append(row)
-        else:
-            merged.setdefault(row[1:], []).append(rank_name(label))
-    for values, names in merged.items():
-        shown = ", ".join(names[:3]) + (f", ... {names[-1]}" if len(names) > 3 else "")
-        count = f"{len(names)} rank{'s' if len(names) > 1 else ''}"
-        rows.append((f"{shown} ({count})", *values))
-    return replace(t, rows=tuple(rows))
-
-
-def _fold_note(fold: _Fold, n: int) -> str:
-    names = ", ".join(rank_name(r) for r in fold.shown[:6]) + (
-        ", ..." if len(fold.shown) > 6 else ""
-    )
-    full = f"{len(fold.shown)} {'rank' if len(fold.shown) == 1 else 'ranks'}"
-    out = (
-        f"Of the {n} ranks, this page shows {full} in full ({names}): the binding rank, the rank"
-        f" that prints the bars and the ranks whose readings differ from the others. {fold.same}"
-        f" print exactly the readings of {rank_name(fold.typical)} and share a row of the table"
-        " above."
-    )
-    if fold.other:
-        out += (
-            f" {fold.other} more print readings of their own; the table above has them, one row"
-            " per set of readings."
-        )
-    return out + " Every rank's ledger is in the JSON report (-f json)."
 
 
 def sources_html(n: int, fig: Figure, multi_path: bool) -> str:
@@ -160,7 +83,7 @@ def _rank_lines(rl: RankLedger) -> list[int]:
 
 
 def launch_figures(
-    led: LaunchLedger, leading: Sequence[RankLedger], fold: _Fold | None = None
+    led: LaunchLedger, leading: Sequence[RankLedger], fold: Fold | None = None
 ) -> tuple[list[Figure], list[str]]:
     """The analyze plots of one launch, and notes on plots that could not be drawn; with
     `fold`, the ranks plot shows the ranks the page shows in full."""
@@ -271,8 +194,7 @@ def launch_html(lr: LaunchReport, first_figure: int, multi_path: bool) -> tuple[
         out.append(
             '<ul class="findings">' + "".join(f"<li>{esc(f)}</li>" for f in lr.findings) + "</ul>"
         )
-    fold = _fold(led)
-    for sec in lr.sections if fold is None else _folded_sections(lr, fold):
+    for sec in lr.sections:
         tables = "\n".join(table_html(t) for t in sec.tables)
         paras = "".join(f"<p>{esc(p)}</p>" for p in sec.paragraphs)
         if sec.details:
@@ -288,7 +210,7 @@ def launch_html(lr: LaunchReport, first_figure: int, multi_path: bool) -> tuple[
         for rl in led.ranks
         if len(led.ranks) <= 2 or (main is not None and rl.rank == main.label)
     ]
-    figs, notes = launch_figures(led, leading, fold)
+    figs, notes = launch_figures(led, leading, lr.fold)
     if lr.communication is not None and lr.communication.plan.cells:
         figs.append(communication_figure(lr))
     if figs or notes:
@@ -301,30 +223,6 @@ def launch_html(lr: LaunchReport, first_figure: int, multi_path: bool) -> tuple[
         out.extend(sources_html(first_figure + i, fig, multi_path) for i, fig in enumerate(figs))
     out.append("</section>")
     return "\n".join(out), first_figure + len(figs)
-
-
-def _folded_sections(lr: LaunchReport, fold: _Fold) -> list[Section]:
-    """The report's sections for a many-rank page: the per-rank ledgers of the ranks shown in
-    full only, the ranks table folded, and a note saying so."""
-    led = lr.ledger
-    out = []
-    for sec in lr.sections:
-        if sec.title == "Ranks":
-            tables = tuple(_folded_ranks_table(t, led, fold) for t in sec.tables)
-            note = _fold_note(fold, len(led.ranks))
-            sec = replace(sec, tables=tables, paragraphs=(*sec.paragraphs, note))
-        elif sec.title == "Other ranks":
-            main = main_rank(led.launch)
-            tables = tuple(
-                ledger_table(rl, top=device_top(led, rl.rank))
-                for rl in led.ranks
-                if rl.rank in fold.shown and (main is None or rl.rank != main.label)
-            )
-            if not tables:
-                continue
-            sec = replace(sec, tables=tables)
-        out.append(sec)
-    return out
 
 
 def render_report(rep: Report, paths: Sequence[str]) -> str:

@@ -22,6 +22,7 @@ from logmem.parse import events as ev
 from logmem.report.communication import comm_view
 from logmem.report.device_words import device_top
 from logmem.report.finding_lines import finding_lines
+from logmem.report.fold import Fold, fold_note, fold_of, folded_ranks_table
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.launch_title import launch_title
@@ -44,6 +45,9 @@ class LaunchReport:
     sections: tuple[Section, ...]
     ledger: LaunchLedger = field(compare=False, repr=False)
     communication: Communication | None = field(default=None, compare=False, repr=False)
+    # A launch of many ranks: the ranks shown in full (report.fold); None: all of them.
+    fold: Fold | None = field(default=None, compare=False, repr=False)
+    other_ranks: int = 0  # ranks whose ledger is not in the Ledger section (shown or folded)
 
 
 @frozen
@@ -221,8 +225,12 @@ def launch_report(
                 ),
             )
         )
+    fold = None if full else fold_of(led)
     rt = ranks_table(led)
-    if rt is not None:
+    if rt is not None and fold is not None:
+        rt = folded_ranks_table(rt, led, fold)
+        sections.append(Section("Ranks", (rt,), (fold_note(fold, len(led.ranks)),)))
+    elif rt is not None:
         sections.append(Section("Ranks", (rt,)))
     st = sizing_table(led)
     if st is not None:
@@ -242,13 +250,15 @@ def launch_report(
     others = [
         ledger_table(r, split.get(r.rank, ""), device_top(led, r.rank))
         for r in led.ranks
-        if r not in leading
+        if r not in leading and (fold is None or r.rank in fold.shown)
     ]
     if others:
         sections.append(Section("Other ranks", tuple(others), details=True))
     title = launch_title(L, n_launches)
     found = lead + finding_lines(led) + extra
-    return LaunchReport(title, tuple(verdict_lines(L)), found, tuple(sections), led, com)
+    n_other = len(led.ranks) - len(leading)
+    sections_t = tuple(sections)
+    return LaunchReport(title, tuple(verdict_lines(L)), found, sections_t, led, com, fold, n_other)
 
 
 def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:

@@ -91,7 +91,7 @@ def render_report(rep: Report) -> str:
             if sec.title == "Other ranks":
                 out.append("")
                 out.append(
-                    f"(The ledgers of {len(sec.tables)} more ranks: pick one with --rank, or see -f markdown/json.)"
+                    f"(The ledgers of {lr.other_ranks} more ranks: pick one with --rank, or see -f markdown/json.)"
                 )
                 continue
             for t in sec.tables:
