@@ -96,6 +96,42 @@ class KVPool(Event):
 
 
 @frozen(kw_only=True)
+class PostCaptureKV(KVPool):
+    """SGLang's post-capture KV sizing (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING): the KV pool
+    backed after the CUDA graphs were captured. sglang 0.5.17-0.5.23, srt/model_executor/
+    model_runner_components/kv_pool_runtime.py ``compute_post_capture_kv_resize``: ``#tokens``
+    is the final pool's, ``KV size`` the bytes backed (one figure, K and V together), ``avail
+    mem`` free memory after the backing (the target's line only; the draft's line, 0.5.22 on,
+    prints none). The pre-capture KV line of the same model was an address-space reservation."""
+
+    avail: Mem | None
+    draft: bool
+
+
+@frozen(kw_only=True)
+class KVReserved(KVPool):
+    """``[label ]KV Cache VA upper bound. dtype: ..., #tokens: N, K size: X GB, V size: Y GB``
+    (sglang 0.5.18-0.5.23, srt/mem_cache/memory_pool.py ``_finalize_allocation_log`` when
+    ``post_capture_active``): the pool's virtual address space, reserved before the graphs for
+    N tokens; the sizes are the tensors' reserved span, not memory (kv_vmm_backing.py backs one
+    page per buffer until the post-capture sizing)."""
+
+
+@frozen(kw_only=True)
+class WeightsCommitted(Event):
+    """``Load weight end. Committed real weights after CUDA graph capture in X s (capture
+    overlap window Y s, startup overlap total Z s)``: --startup-weight-load-mode overlap (sglang
+    0.5.18-0.5.23, srt/model_executor/model_runner_components/startup_weight_load.py
+    ``StartupWeightLoadManager.finalize``). The weights' GPU storage was allocated before the
+    capture (loader.py ``initialize_model_for_startup``); this commit copies the checkpoint
+    into it and prints no memory figure."""
+
+    commit_s: float
+    window_s: float
+    total_s: float
+
+
+@frozen(kw_only=True)
 class KVAvailable(Event):
     avail: Mem
 

@@ -55,10 +55,11 @@ def b_misc(what: str, group: str, unit: str = "GB") -> Builder:
 
 
 def b_kv_not_allocated(m: regex.Match[str], r: Record) -> Event:
-    """Post-capture KV sizing (sglang 0.5.17-0.5.23): the pool's reserved address space before
-    the graphs, or its backed size after them; a figure, not an allocation of the chain."""
-    k, v, kv, swa = (m.group(g) for g in ("k", "v", "kv", "swa"))
-    gib = float(k) + float(v) if k is not None and v is not None else float(kv or swa)
+    """Post-capture KV sizing (sglang 0.5.18-0.5.23 'SWAKVPool VA upper bound'): the SWA
+    pools' reserved address space before the graphs; a figure, not an allocation of the chain
+    (each pool's own 'VA upper bound' line is ev.KVReserved, the pool backed after the graphs
+    ev.PostCaptureKV)."""
+    gib = float(m.group("swa"))
     return MiscMemory(
         rank=r.rank,
         source=r.source,
