@@ -49,6 +49,8 @@ class PostCapture:
     headroom_bytes: int | None = None
     draft: tuple[tuple[int, int | None], ...] = ()  # (bytes, tokens) of draft post-capture lines
     reserved_pools: int = 0  # reservation lines of the target (2 for a sliding-window model)
+    # The reservation printed as 'KV Cache is allocated' (sglang 0.5.17), not 'VA upper bound'.
+    reserved_as_allocated: bool = False
 
     @property
     def capped(self) -> bool:
@@ -140,6 +142,7 @@ def post_capture(
         headroom,
         drafts,
         len(reserved),
+        main is not None and not isinstance(main, ev.KVReserved),
     )
 
 
