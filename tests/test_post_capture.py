@@ -62,10 +62,13 @@ def test_the_kv_pool_drop_is_the_step_after_the_capture() -> None:
     )
     assert cause_name(pool) == "KV pool (K+V, 807,795 tokens), backed after capture"
     # The pages the reservation backed before the graphs are in KV size: a negative remainder,
-    # not memory "given back".
+    # neither memory "given back" nor a consumer.
     rest = [c for c in kv.causes if c.kind == "unattributed"]
-    assert [c.what for c in rest] == [What.AFTER_CAPTURE_REST]
+    assert [(c.what, c.facts.after_capture) for c in rest] == [(What.UNATTRIBUTED, True)]
     assert _gib(rest[0].bytes) == -0.16
+    assert cause_name(rest[0]) == (
+        "unattributed: KV size also counts the pages backed before capture"
+    )
 
 
 def test_the_pool_step_before_the_graphs_holds_no_kv_pool() -> None:

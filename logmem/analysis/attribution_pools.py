@@ -385,8 +385,11 @@ def post_capture_causes(
         lines,
         tolerance=rules.printed_sum_error_bytes(printed),
     )
-    # Free memory that rose here is the reservation's first pages (counted in KV size, taken
-    # before the graphs), not a release: the remainder keeps its name.
+    # Free memory that rose beyond the causes is most likely the reservation's first pages,
+    # counted in KV size but taken before the graphs: neither a release nor a consumer.
     return [
-        replace(c, what=What.AFTER_CAPTURE_REST) if c.what is What.GIVEN_BACK else c for c in cl
+        replace(c, what=What.UNATTRIBUTED, facts=Facts(after_capture=True))
+        if c.what is What.GIVEN_BACK
+        else c
+        for c in cl
     ]

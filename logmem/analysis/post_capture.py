@@ -117,7 +117,7 @@ def post_capture(
     main = reserved[-1] if reserved else None  # a sliding-window model's full pool is last
     last = _before(rank, pc.source.line_no)
     headroom = (
-        round(pre_load_bytes * (1 - rule_mfs))
+        rules.outside_budget_bytes(pre_load_bytes, rule_mfs)
         if pre_load_bytes is not None and rule_mfs is not None
         else None
     )

@@ -46,7 +46,7 @@ _FIXED: dict[What, str] = {
     What.SMALL_POOLS_AND_WORKSPACES: "unlogged: small pools + workspaces",
     What.WEIGHTS_AND_POOLS: "weights + unlogged pools",
     What.WORKSPACES_BEFORE: "workspaces before it began (unlogged)",
-    What.AFTER_CAPTURE_REST: "unlogged: sampling warm-up, less the pool's pages backed before capture",
+    What.AFTER_CAPTURE_REST: "unlogged: between the capture and the pool (0.5.22 on: sampling warm-up)",
 }
 
 # Remainders before a capture: what they are, then "(unlogged)".
@@ -161,6 +161,9 @@ _WORDED: dict[What, Callable[[Facts], str]] = {
 def cause_name(c: Cause) -> str:
     """What a person reads for the cause (the ledger table's row, a plot's label)."""
     f, w = c.facts, c.what
+    if w is What.UNATTRIBUTED and f.after_capture:
+        # A post-capture pool's step (attribution_pools.post_capture_causes): free memory rose.
+        return "unattributed: KV size also counts the pages backed before capture"
     if w in _FIXED:
         return _FIXED[w]
     if w in _WORDED:
