@@ -289,3 +289,18 @@ def test_post_capture_reserve_forms_by_release() -> None:
     # Without the mode the same dump is held to the reserve formula, which never gives it.
     d = default_mfs({**args, "mem_fraction_static": 0.991}, date(2026, 8, 19), None, 81559.0)
     assert d.rule is Rule.RESERVE and d.matches is not True
+
+
+def test_whatif_says_the_pool_was_sized_after_the_graphs() -> None:
+    import logmem
+
+    w = logmem.whatif(str(K17), cuda_graph_max_bs=512)
+    text = w.render("text")
+    # The pool is not the pre-capture rule's: no "sizes KV differently" guess, but the sizing
+    # that ran, and that graph changes are not modelled for it.
+    assert "this version sizes KV differently" not in text
+    flat = " ".join(text.split())
+    assert (
+        "Post-capture KV sizing (line 22): SGLang sized the KV pool after the CUDA graphs" in flat
+    )
+    assert "the predictions hold the pool and move the headroom instead (not modelled)" in flat
