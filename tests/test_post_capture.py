@@ -304,3 +304,32 @@ def test_whatif_says_the_pool_was_sized_after_the_graphs() -> None:
         "Post-capture KV sizing (line 22): SGLang sized the KV pool after the CUDA graphs" in flat
     )
     assert "the predictions hold the pool and move the headroom instead (not modelled)" in flat
+
+
+def test_a_raised_headroom_is_explained_by_the_warning() -> None:
+    # kv_pool_runtime.py: decode max bs below max_running_requests raises the headroom to the
+    # pre-capture activation reserve (a warning says so), and a smaller pool caps the requests.
+    a = read_text_log(
+        _HEAD
+        + "[2026-10-20 10:00:09] Capture target decode CUDA graph end. bs=[1, 2], elapsed=5.00 s, "
+        "mem usage=1.70 GB, avail mem=60.00 GB.\n"
+        "[2026-10-20 10:00:10] Post-capture KV sizing: decode CUDA graph max_bs=2 < "
+        "max_running_requests=256; reserving activation headroom\n"
+        "[2026-10-20 10:00:10] Post-capture KV sizing: max_running_requests 256 -> 200\n"
+        "[2026-10-20 10:00:10] Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, "
+        "#tokens: 300000, KV size: 41.20 GB, avail mem=18.90 GB\n"
+        "[2026-10-20 10:00:11] max_total_num_tokens=300000, chunked_prefill_size=8192, "
+        "max_prefill_tokens=16384, max_running_requests=200, context_len=40960, "
+        "available_gpu_mem=18.80 GB\n"
+    )
+    led = a.ledger(a.launches[0])
+    flat = " ".join(" ".join(finding_text(f) for f in led.findings).split())
+    assert (
+        "78.00 x (1 - 0.9) = 7.80 GiB; 18.90 GiB stayed free (more than that headroom: SGLang "
+        in flat
+    )
+    assert (
+        "warned at line 8 that the decode graph's max bs 2 is below max_running_requests 256"
+        in flat
+    )
+    assert "it lowered max_running_requests 256 -> 200 for that pool (line 9)" in flat

@@ -51,6 +51,10 @@ class PostCapture:
     reserved_pools: int = 0  # reservation lines of the target (2 for a sliding-window model)
     # The reservation printed as 'KV Cache is allocated' (sglang 0.5.17), not 'VA upper bound'.
     reserved_as_allocated: bool = False
+    # The sizing's warnings on that rank (ev.PostCaptureNote): (a, b, line) of the decode graph's
+    # max bs below max_running_requests (the headroom raised), of max_running_requests capped.
+    eager_gap: tuple[int, int, int] | None = None
+    requests_capped: tuple[int, int, int] | None = None
 
     @property
     def capped(self) -> bool:
@@ -143,7 +147,23 @@ def post_capture(
         drafts,
         len(reserved),
         main is not None and not isinstance(main, ev.KVReserved),
+        _note(rank, "eager_gap", pc.source.line_no),
+        _note(rank, "requests_capped", pc.source.line_no),
     )
+
+
+def _note(rank: Rank, what: str, line: int) -> tuple[int, int, int] | None:
+    """(a, b, line) of the rank's last post-capture warning of kind ``what`` before ``line``."""
+    found = [
+        (e.a, e.b, e.source.line_no)
+        for e in rank.events
+        if isinstance(e, ev.PostCaptureNote)
+        and e.what == what
+        and e.a is not None
+        and e.b is not None
+        and e.source.line_no < line
+    ]
+    return found[-1] if found else None
 
 
 def reservation_cell_range(pc: PostCapture, page_size: int) -> tuple[int, int] | None:

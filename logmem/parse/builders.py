@@ -59,7 +59,7 @@ from logmem.parse.events import (
     WeightsCommitted,
     WeightsEnd,
 )
-from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc
+from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc, b_post_capture_note
 from logmem.parse.kv_sizing import kv_sizing_builder
 from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
@@ -384,6 +384,7 @@ BUILDERS: dict[str, Builder] = {
         avail=_go("avail"),
         draft=lambda m: m.group("draft") is not None,
     ),
+    "post_capture_note": b_post_capture_note,
     "kv_reserved": _mk(
         KVReserved,
         tokens=_i("tokens"),

@@ -109,6 +109,20 @@ class PostCaptureKV(KVPool):
 
 
 @frozen(kw_only=True)
+class PostCaptureNote(Event):
+    """The post-capture sizing's other lines (sglang 0.5.17-0.5.23, kv_pool_runtime.py
+    ``compute_post_capture_kv_resize``): ``eager_gap`` (decode graph max bs ``a`` below
+    max_running_requests ``b``: the headroom is raised to the pre-capture activation reserve),
+    ``requests_capped`` (max_running_requests ``a`` -> ``b``), ``canary`` (``amount`` of KV-canary
+    workspace kept out of the budget, 0.5.23)."""
+
+    what: str  # eager_gap | requests_capped | canary
+    a: int | None = None
+    b: int | None = None
+    amount: Mem | None = None
+
+
+@frozen(kw_only=True)
 class KVReserved(KVPool):
     """``[label ]KV Cache VA upper bound. dtype: ..., #tokens: N, K size: X GB, V size: Y GB``
     (sglang 0.5.18-0.5.23, srt/mem_cache/memory_pool.py ``_finalize_allocation_log`` when

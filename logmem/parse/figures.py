@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import regex
 
-from logmem.parse.events import Event, Imbalance, MiscMemory
+from logmem.parse.events import Event, Imbalance, MiscMemory, PostCaptureNote
 from logmem.parse.lines import Record
 from logmem.units import Mem
 
@@ -67,3 +67,16 @@ def b_kv_not_allocated(m: regex.Match[str], r: Record) -> Event:
         amount=Mem.from_bytes(round(gib * (1 << 30))),
         text=m.group(0),
     )
+
+
+def b_post_capture_note(m: regex.Match[str], r: Record) -> Event:
+    """The post-capture sizing's warnings and its canary workspace (ev.PostCaptureNote)."""
+    if m.group("bs") is not None:
+        what, a, b = "eager_gap", int(m.group("bs")), int(m.group("reqs"))
+    elif m.group("old") is not None:
+        what, a, b = "requests_capped", int(m.group("old")), int(m.group("new"))
+    else:
+        return PostCaptureNote(
+            rank=r.rank, source=r.source, what="canary", amount=Mem.parse(m.group("canary"))
+        )
+    return PostCaptureNote(rank=r.rank, source=r.source, what=what, a=a, b=b)

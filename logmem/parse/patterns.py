@@ -138,6 +138,19 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Post-capture KV sizing: ",),
     ),
     _p(
+        "post_capture_note",
+        rf"^Post-capture KV sizing: (?:decode CUDA graph max_bs=(?P<bs>\d{{1,9}}) < "
+        rf"max_running_requests=(?P<reqs>\d{{1,9}}); reserving activation headroom"
+        rf"|max_running_requests (?P<old>\d{{1,9}}) -> (?P<new>\d{{1,9}})"
+        rf"|KV-canary per-forward workspace (?P<canary>{NUM}) GB)",
+        "Post-capture KV sizing: decode CUDA graph max_bs=64 < max_running_requests=256; "
+        "reserving activation headroom",
+        "sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize: the headroom "
+        "raised to the pre-capture activation reserve (a warning), max_running_requests capped "
+        "for the smaller pool, and (0.5.23) the KV-canary workspace taken off the budget",
+        needs=("Post-capture KV sizing: ",),
+    ),
+    _p(
         "kv_reserved",
         rf"^(?:(?P<label>[\w .-]{{1,60}}?) )?KV Cache VA upper bound\. "
         rf"(?:dtype: (?P<dtype>[^,]{{1,60}}), )?#tokens: (?P<tokens>\d{{1,15}}), "
@@ -646,7 +659,7 @@ KEYWORDS: tuple[str, ...] = (
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
-    "not initialized from checkpoint", "jit/module_custom_all_reduce",
+    "not initialized from checkpoint", "jit/module_custom_all_reduce", "Post-capture KV sizing",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

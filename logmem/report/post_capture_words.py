@@ -39,9 +39,14 @@ def _(f: fd.PostCaptureKVBudget) -> str:
     left = ""
     if pc.avail_bytes is not None:
         left = f"; {_g(pc.avail_bytes)} GiB stayed free"
+        gap = pc.eager_gap
         if pc.headroom_bytes is not None and pc.avail_bytes - pc.headroom_bytes > _ABOVE_HEADROOM:
             left += (
-                " (more than that headroom: SGLang raises it to its pre-capture activation "
+                f" (more than that headroom: SGLang warned at line {gap[2]} that the decode "
+                f"graph's max bs {gap[0]} is below max_running_requests {gap[1]}, and then keeps "
+                "its pre-capture activation reserve instead)"
+                if gap is not None
+                else " (more than that headroom: SGLang raises it to its pre-capture activation "
                 "reserve when the decode graph's max bs is below max_running_requests, and for "
                 "Mamba-like models; 0.5.22 on also keeps sampling and multimodal reserves)"
             )
@@ -56,6 +61,9 @@ def _(f: fd.PostCaptureKVBudget) -> str:
         for b, t in pc.draft
     )
     cap = f"; the reservation's {pc.reserved_tokens:,} tokens capped it" if pc.capped else ""
+    if pc.requests_capped is not None:
+        a, b, line = pc.requests_capped
+        cap += f"; it lowered max_running_requests {a:,} -> {b:,} for that pool (line {line})"
     before = ""
     if pc.reserved_tokens is not None and pc.reserved_bytes is not None:
         per = _per_token(sz) if sz is not None else ""
