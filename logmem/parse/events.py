@@ -110,11 +110,9 @@ class PostCaptureKV(KVPool):
 
 @frozen(kw_only=True)
 class PostCaptureNote(Event):
-    """The post-capture sizing's other lines (sglang 0.5.17-0.5.23, kv_pool_runtime.py
-    ``compute_post_capture_kv_resize``): ``eager_gap`` (decode graph max bs ``a`` below
-    max_running_requests ``b``: the headroom is raised to the pre-capture activation reserve),
-    ``requests_capped`` (max_running_requests ``a`` -> ``b``), ``canary`` (``amount`` of KV-canary
-    workspace kept out of the budget, 0.5.23)."""
+    """The post-capture sizing's other lines (sglang 0.5.17-0.5.23, kv_pool_runtime.py):
+    ``eager_gap`` (decode max bs ``a`` < max_running_requests ``b``: the headroom is raised),
+    ``requests_capped`` (``a`` -> ``b``), ``canary`` (``amount`` kept out of the budget, 0.5.23)."""
 
     what: str  # eager_gap | requests_capped | canary
     a: int | None = None
@@ -133,12 +131,10 @@ class KVReserved(KVPool):
 
 @frozen(kw_only=True)
 class WeightsCommitted(Event):
-    """``Load weight end. Committed real weights after CUDA graph capture in X s (capture
-    overlap window Y s, startup overlap total Z s)``: --startup-weight-load-mode overlap (sglang
-    0.5.18-0.5.23, srt/model_executor/model_runner_components/startup_weight_load.py
-    ``StartupWeightLoadManager.finalize``). The weights' GPU storage was allocated before the
-    capture (loader.py ``initialize_model_for_startup``); this commit copies the checkpoint
-    into it and prints no memory figure."""
+    """``Load weight end. Committed real weights after CUDA graph capture in X s (...)``:
+    --startup-weight-load-mode overlap (sglang 0.5.18-0.5.23, model_runner_components/
+    startup_weight_load.py ``StartupWeightLoadManager.finalize``). The storage was allocated
+    before the capture (loader.py ``initialize_model_for_startup``); no memory figure."""
 
     commit_s: float
     window_s: float

@@ -155,7 +155,8 @@ def ranks_table(led: LaunchLedger) -> Table | None:
     if columns is not _RANK_COLUMNS:
         notes.append(
             "after KV pool: post-capture KV sizing backs the KV pool after the graphs, so "
-            "'after pools' is before it."
+            "'after pools' is before it; it sizes every rank's pool from the least free memory "
+            "after the graphs."
         )
     if any(not r.prints_bars for r in L.ranks) and any(r.prints_bars for r in L.ranks):
         notes.append(
