@@ -50,6 +50,8 @@ def _raw_ends(rank: Rank) -> tuple[int, int] | None:
             m = e.avail
         elif isinstance(e, ev.Summary):
             m = e.available
+        elif isinstance(e, ev.PostCaptureKV):
+            m = e.avail  # post-capture KV sizing (sglang 0.5.17 on): free after the pool
         elif isinstance(e, ev.BarRender) and e.source in opened_by_bar:
             m = e.avail  # a capture with no begin reading (a fragment) opens at its first bar
         if m is not None:

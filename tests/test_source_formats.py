@@ -44,29 +44,54 @@ def test_labelled_kv_pool_of_0_5_17_on() -> None:
     assert (e.tokens, e.kv.gib, e.dtype) == (600000, 3.21, "torch.uint8")
 
 
-@pytest.mark.parametrize(
-    "line, gib",
-    [
-        # sglang 0.5.18-0.5.23, srt/mem_cache/memory_pool.py (post_capture_active)
-        (
-            "KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 925624, "
-            "K size: 21.19 GB, V size: 21.19 GB",
-            42.38,
-        ),
-        # srt/model_executor/model_runner_components/kv_pool_runtime.py
-        (
-            "Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, "
-            "#tokens: 400000, KV size: 18.31 GB, avail mem=3.20 GB",
-            18.31,
-        ),
-        ("SWAKVPool VA upper bound: 12.50 GB, swa size: 100, full size: 200", 12.5),
-    ],
-)
-def test_post_capture_kv_lines_are_figures_not_allocations(line: str, gib: float) -> None:
-    e = event(f"[2026-11-02 10:00:09 TP0] {line}")
+def test_va_upper_bound_is_a_reservation_not_an_allocation() -> None:
+    # sglang 0.5.18-0.5.23, srt/mem_cache/memory_pool.py _finalize_allocation_log
+    # (post_capture_active): address space for #tokens, kept with the pools, never memory.
+    e = event(
+        "[2026-11-02 10:00:09 TP0] KV Cache VA upper bound. dtype: torch.bfloat16, "
+        "#tokens: 925624, K size: 21.19 GB, V size: 21.19 GB"
+    )
+    assert isinstance(e, ev.KVReserved)
+    assert (e.tokens, e.dtype) == (925624, "torch.bfloat16")
+    assert abs(e.total_bytes - 42.38 * GIB) < 1024
+
+
+def test_post_capture_kv_line_is_the_backed_pool() -> None:
+    # srt/model_executor/model_runner_components/kv_pool_runtime.py
+    # compute_post_capture_kv_resize (0.5.17-0.5.23); the draft's line from 0.5.22
+    e = event(
+        "[2026-11-02 10:00:09 TP0] Post-capture KV sizing: KV cache allocated. dtype: "
+        "torch.bfloat16, #tokens: 400000, KV size: 18.31 GB, avail mem=3.20 GB"
+    )
+    assert isinstance(e, ev.PostCaptureKV)
+    assert (e.tokens, e.draft) == (400000, False)
+    assert e.avail is not None and abs(e.avail.bytes - 3.20 * GIB) < 1024
+    assert abs(e.total_bytes - 18.31 * GIB) < 1024
+    d = event(
+        "[2026-11-02 10:00:09 TP0] Post-capture KV sizing: draft KV cache allocated. dtype: "
+        "torch.bfloat16, #tokens: 400000, KV size: 1.53 GB"
+    )
+    assert isinstance(d, ev.PostCaptureKV) and d.draft and d.avail is None
+
+
+def test_swa_va_upper_bound_is_a_figure() -> None:
+    # srt/mem_cache/swa_memory_pool.py (0.5.18-0.5.23): the two pools' reserved sum
+    e = event(
+        "[2026-11-02 10:00:09 TP0] SWAKVPool VA upper bound: 12.50 GB, swa size: 100, full size: 200"
+    )
     assert isinstance(e, ev.MiscMemory)
     assert e.what == "kv_not_allocated"
-    assert abs(e.amount.bytes - gib * GIB) < 1024
+    assert abs(e.amount.bytes - 12.5 * GIB) < 1024
+
+
+def test_weight_commit_after_capture() -> None:
+    # srt/model_executor/model_runner_components/startup_weight_load.py finalize (0.5.18 on)
+    e = event(
+        "[2026-11-02 10:00:09 TP0] Load weight end. Committed real weights after CUDA graph "
+        "capture in 6.42 s (capture overlap window 9.87 s, startup overlap total 31.05 s)"
+    )
+    assert isinstance(e, ev.WeightsCommitted)
+    assert (e.commit_s, e.window_s, e.total_s) == (6.42, 9.87, 31.05)
 
 
 def test_swa_summary_with_an_unformatted_float() -> None:

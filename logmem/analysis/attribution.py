@@ -14,7 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from logmem.analysis.attribution_pools import KVHint, is_draft, is_second, kv_hint, pool_causes
+from logmem.analysis.attribution_pools import (
+    KVHint,
+    is_draft,
+    is_second,
+    kv_hint,
+    pool_causes,
+    post_capture_causes,
+)
 from logmem.analysis.captures import captured_between, graph_kind, graph_phase, total_cost
 from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.default_mfs import launch_default_mfs
@@ -37,6 +44,7 @@ from logmem.analysis.ledger import (
     remainder,
 )
 from logmem.analysis.platform import Platform, platform
+from logmem.analysis.post_capture import committed_between
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
 from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch, Model, Rank
@@ -103,10 +111,14 @@ class LaunchLedger:
 def _readings(rank: Rank) -> tuple[list[Reading], dict[int, list[ev.Event]]]:
     """The rank's free-memory readings in print order, and the pool lines before each."""
     model_of: dict[int, Model] = {}
+    # KV lines before the graphs for a pool backed after them (post-capture KV sizing): address
+    # space, not memory, so no pool step takes them (Model.reserved_kv_pools).
+    reserved: set[int] = set()
     for m in rank.models:
-        for me in (m.weights_begin, m.weights_end, m.pool_end):
+        for me in (m.weights_begin, m.weights_end, m.pool_end, m.post_capture):
             if me is not None:
                 model_of[id(me)] = m
+        reserved.update(id(p) for p in m.reserved_kv_pools)
     graph_of: dict[int, Graph] = {}
     for g in rank.graphs:
         for ge in (g.begin, g.end):
@@ -119,13 +131,28 @@ def _readings(rank: Rank) -> tuple[list[Reading], dict[int, list[ev.Event]]]:
     pending: dict[int, list[ev.Event]] = {}
     pools: list[ev.Event] = []
     for e in rank.events:
+        if id(e) in reserved:
+            continue
+        if (
+            isinstance(e, ev.PostCaptureKV)
+            and e.avail is None
+            and not pools
+            and out
+            and out[-1].kind == "post_capture_kv"
+        ):
+            # A draft's post-capture line (sglang 0.5.22 on) follows the target's reading but
+            # was backed before it (kv_pool_runtime.py finalizes every pool, then logs).
+            pending[len(out) - 1].append(e)
+            continue
         if isinstance(e, ev.BarRender) and e.avail is not None and e.source in first_bar:
             g = first_bar.pop(e.source)
             pending[len(out)] = pools
             pools = []
             out.append(Reading("first_sample", e.avail.bytes, e.source.line_no, e, None, g))
             continue
-        if isinstance(
+        if isinstance(e, ev.PostCaptureKV) and e.avail is not None:
+            pools.append(e)  # its own step's pool, and the reading that closes the step
+        elif isinstance(
             e, (ev.KVPool, ev.MambaPool, ev.SWASummary, ev.DSv4Plan, ev.AllReduceConfig)
         ) or (
             isinstance(e, ev.InitEnd) and e is not rank.init_end  # a draft worker's own init
@@ -144,6 +171,8 @@ def _readings(rank: Rank) -> tuple[list[Reading], dict[int, list[ev.Event]]]:
             kind, amount = "capture_begin", e.avail
         elif isinstance(e, ev.CaptureEnd) and e.avail is not None:
             kind, amount = "capture_end", e.avail
+        elif isinstance(e, ev.PostCaptureKV) and e.avail is not None:
+            kind, amount = "post_capture_kv", e.avail
         elif isinstance(e, ev.Summary) and e.available is not None:
             kind, amount = "summary", e.available
         if kind is None or amount is None:
@@ -273,7 +302,14 @@ def rank_ledger(
         pool_model = _owner(rank, logged_pools[0]) if logged_pools else b.model
         role = _role(pool_model)
         facts = PhaseFacts()
-        if b.kind == "weights_end" and a.kind == "weights_begin":
+        # Post-capture KV sizing: the pool step before the graphs reserved the KV pool as
+        # address space; it is backed in the step that ends at the post-capture line.
+        deferred = pool_model is not None and pool_model.kv_deferred
+        if b.kind == "post_capture_kv":
+            key, what = f"{role}_kv_after_capture", PhaseWhat.KV_AFTER_CAPTURE
+            facts = PhaseFacts(is_draft(pool_model), second=is_second(pool_model), from_kind=a.kind)
+            cl = post_capture_causes(pools, pool_model, delta, lines)
+        elif b.kind == "weights_end" and a.kind == "weights_begin":
             we = b.event
             assert isinstance(we, ev.WeightsEnd)
             draft = is_draft(b.model)
@@ -294,21 +330,41 @@ def rank_ledger(
         elif b.kind == "pool_end" and a.kind == "weights_begin":
             # No Load weight end: weights and pools are one step here.
             key, what = f"{role}_weights_and_pools", PhaseWhat.WEIGHTS_AND_POOLS
-            facts = PhaseFacts(is_draft(pool_model), second=is_second(pool_model))
+            facts = PhaseFacts(
+                is_draft(pool_model),
+                second=is_second(pool_model),
+                kv_deferred=deferred,
+                committed=pool_model is not None and pool_model.committed is not None,
+            )
             cl = pool_causes(
-                pools, pool_model, launch, delta, lines, sz, What.WEIGHTS_AND_POOLS, hint
+                pools,
+                pool_model,
+                launch,
+                delta,
+                lines,
+                sz,
+                What.WEIGHTS_AND_POOLS,
+                hint,
+                deferred=deferred,
             )
         elif b.kind == "pool_end" or logged_pools:
             key, what = f"{role}_pools", PhaseWhat.POOLS
             rest = What.SMALL_POOLS
-            facts = PhaseFacts(is_draft(pool_model), second=is_second(pool_model))
+            facts = PhaseFacts(
+                is_draft(pool_model), second=is_second(pool_model), kv_deferred=deferred
+            )
             if b.kind != "pool_end":
                 # No Memory pool end line: the pools and what followed them share one step.
                 facts = PhaseFacts(
-                    is_draft(pool_model), second=is_second(pool_model), to_kind=b.kind
+                    is_draft(pool_model),
+                    second=is_second(pool_model),
+                    to_kind=b.kind,
+                    kv_deferred=deferred,
                 )
                 rest = What.SMALL_POOLS_AND_WORKSPACES
-            cl = pool_causes(pools, pool_model, launch, delta, lines, sz, rest, hint)
+            cl = pool_causes(
+                pools, pool_model, launch, delta, lines, sz, rest, hint, deferred=deferred
+            )
         elif b.kind in ("capture_begin", "first_sample") and b.graph is not None:
             key, what = f"pre_capture:{b.graph.name}", PhaseWhat.PRE_CAPTURE
             why = (
@@ -333,7 +389,9 @@ def rank_ledger(
             cl = remainder(delta, inits, What.UNLOGGED, lines)
         elif b.kind == "summary":
             key = "post_capture"
-            what = PhaseWhat.WARMUP if a.kind == "capture_end" else PhaseWhat.TO_SUMMARY
+            after = a.kind in ("capture_end", "post_capture_kv")
+            what = PhaseWhat.WARMUP if after else PhaseWhat.TO_SUMMARY
+            facts = PhaseFacts(from_kind=a.kind, committed=committed_between(rank, lines))
             cl = remainder(delta, [], What.UNLOGGED, lines)
         else:
             key, what = f"gap:{b.kind}", PhaseWhat.GAP

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.ledger import (
@@ -269,7 +270,11 @@ def pool_causes(
     sz: Sizing | None = None,
     rest: What = What.SMALL_POOLS,
     hint: KVHint | None = None,
+    deferred: bool = False,
 ) -> list[Cause]:
+    """The pool step's causes. ``deferred``: post-capture KV sizing reserved the KV pool here
+    as address space (its KV line, if any, was left out by the caller): no KV cache is derived
+    for this step, and its remainder also holds the pool's first pages."""
     causes: list[Cause] = []
     summary_tokens = launch.summary.max_total_num_tokens if launch.summary else None
     kvs = [p for p in pools if isinstance(p, ev.KVPool)]
@@ -318,7 +323,7 @@ def pool_causes(
     target = model is None or model.role == "target"
     req = req_to_token(launch) if target else None
     table = req[2] if req is not None else 0
-    if target and not kvs and not any(isinstance(p, ev.MambaPool) for p in pools):
+    if target and not deferred and not kvs and not any(isinstance(p, ev.MambaPool) for p in pools):
         # SGLang before Feb 2025 logs no KV line (and filtered logs drop it).
         causes.extend(_no_kv_line(delta, table, req is not None, sz, hint or KVHint(), lines))
     if req is not None:
@@ -328,6 +333,8 @@ def pool_causes(
         causes.append(Cause(What.REQ_TABLE, amount, "estimated", (), facts))
     left = delta - sum(c.bytes for c in causes)
     what, facts = _pool_rest(rest, left, req is not None, model)
+    if deferred:
+        facts = replace(facts, kv_deferred=True)
     return remainder(
         delta,
         causes,
@@ -337,3 +344,52 @@ def pool_causes(
         # One print unit more for the estimated causes (their inputs are printed figures too).
         tolerance=rules.printed_sum_error_bytes(printed + 1),
     )
+
+
+def post_capture_causes(
+    pools: Sequence[ev.Event], model: Model | None, delta: int, lines: tuple[int, int]
+) -> list[Cause]:
+    """The step from the last capture's reading to the post-capture KV line (sglang 0.5.17-
+    0.5.23, kv_pool_runtime.py ``compute_post_capture_kv_resize``): the KV pool (and, 0.5.22 on,
+    a draft's pool) backed after the graphs, as logged. Its KV size counts every backed page,
+    the first ones too, which the reservation backed before the graphs (kv_vmm_backing.py
+    ``ensure_prefix``): so the remainder may be negative by those, and positive by what ran
+    between the capture and the sizing (0.5.22 on: the sampling warm-up, scheduler.py
+    ``init_model_worker``)."""
+    causes: list[Cause] = []
+    printed = 2
+    for p in pools:
+        if not isinstance(p, ev.PostCaptureKV):
+            continue
+        printed += 1
+        owner_draft = p.draft or is_draft(model)
+        causes.append(
+            Cause(
+                What.KV_POOL,
+                p.total_bytes,
+                "logged",
+                (p.source.line_no,),
+                Facts(
+                    draft=owner_draft,
+                    second=is_second(model) and not p.draft,
+                    one_buffer=True,
+                    tokens=p.tokens,
+                    after_capture=True,
+                ),
+            )
+        )
+    cl = remainder(
+        delta,
+        causes,
+        What.AFTER_CAPTURE_REST,
+        lines,
+        tolerance=rules.printed_sum_error_bytes(printed),
+    )
+    # Free memory that rose beyond the causes is most likely the reservation's first pages,
+    # counted in KV size but taken before the graphs: neither a release nor a consumer.
+    return [
+        replace(c, what=What.UNATTRIBUTED, facts=Facts(after_capture=True))
+        if c.what is What.GIVEN_BACK
+        else c
+        for c in cl
+    ]

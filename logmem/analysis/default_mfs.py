@@ -7,6 +7,7 @@ from __future__ import annotations
 from logmem.analysis.comm_inputs import mfs_passed
 from logmem.analysis.device_total import device_totals, oom_totals
 from logmem.model.records import Launch
+from logmem.parse import events as ev
 from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES
 from logmem.sglang.default_mfs import DefaultMfs, default_mfs
 from logmem.sglang.eras import printed_on
@@ -29,7 +30,17 @@ def mla_pools(launch: Launch) -> bool | None:
     """Whether the target model's KV pool is MLA's: its line prints one ``KV size`` (MLA and
     NSA/DSA pools, reference 4.2) rather than ``K size`` and ``V size`` (MHA/GQA and SWA,
     4.1 and 4.3); None when no rank printed a target KV pool line."""
-    pools = [p for r in launch.ranks if r.target for p in r.target.kv_pools]
+    # Post-capture KV sizing is never MLA's (post_capture_kv_sizing_planned, sglang 0.5.17 on)
+    # and its line prints one KV size for K and V: its reservation lines are the pool's shape.
+    pools = [
+        p
+        for r in launch.ranks
+        if r.target
+        for p in (r.target.reserved_kv_pools or r.target.kv_pools)
+        if not isinstance(p, ev.PostCaptureKV)
+    ]
+    if any(r.target and r.target.kv_deferred for r in launch.ranks) and not pools:
+        return False
     if any(p.kv is not None for p in pools):
         return True
     return False if any(p.k is not None or p.v is not None for p in pools) else None
@@ -52,4 +63,5 @@ def launch_default_mfs(launch: Launch) -> DefaultMfs | None:
         multimodal=arch in MULTIMODAL_ARCHITECTURES,
         mla=mla_pools(launch),
         free_mib=free,
+        post_capture=any(r.target is not None and r.target.kv_deferred for r in launch.ranks),
     )

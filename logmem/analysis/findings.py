@@ -54,10 +54,16 @@ from logmem.analysis.findings_sizing import KVLoggedAvailable as KVLoggedAvailab
 from logmem.analysis.findings_sizing import KVSourcesDisagree as KVSourcesDisagree
 from logmem.analysis.findings_sizing import LikelyCause as LikelyCause
 from logmem.analysis.findings_sizing import PoolsVsBudget as PoolsVsBudget
+from logmem.analysis.findings_sizing import PostCaptureKVBudget as PostCaptureKVBudget
 from logmem.analysis.findings_sizing import RuleFit as RuleFit
 from logmem.analysis.findings_sizing import TableBounds as TableBounds
 from logmem.analysis.findings_sizing import Unexplained as Unexplained
-from logmem.analysis.findings_sizing import kv_sources_disagree, sizing_findings, unexplained
+from logmem.analysis.findings_sizing import (
+    kv_sources_disagree,
+    post_capture_budget,
+    sizing_findings,
+    unexplained,
+)
 from logmem.analysis.imbalance import Imbalance as Imbalance
 from logmem.analysis.imbalance import imbalance_finding
 from logmem.analysis.ledger import Bound, Cause, Phase, RankLedger, What
@@ -123,6 +129,21 @@ class Reserve:
 
 
 @frozen
+class WeightsCommittedLate:
+    """--startup-weight-load-mode overlap (sglang 0.5.18-0.5.23): the weights' real values were
+    committed after the capture into storage allocated before the pools (startup_weight_load.py
+    StartupWeightLoadManager.finalize; loader.py initialize_model_for_startup). The load prints
+    no 'Load weight end' reading, so the storage shares its step with the pools."""
+
+    kind: ClassVar[FindingKind] = FindingKind.WEIGHTS_COMMITTED
+    rank: str
+    line: int  # the commit line
+    commit_s: float
+    step_bytes: int | None  # the drop of the step that holds the storage (weights and pools)
+    step_lines: tuple[int, int] | None
+
+
+@frozen
 class UnifiedMemory:
     """SGLang fell back from nvidia-smi to torch for the device total, on a platform with
     unified-memory parts (GB10): its free-memory readings are then the system's available RAM
@@ -140,8 +161,10 @@ Finding = (
     | ClockOffset
     | UnifiedMemory
     | Weights
+    | WeightsCommittedLate
     | WeightsNotLoaded
     | KVBudget
+    | PostCaptureKVBudget
     | KVLoggedAvailable
     | DraftKVNegative
     | BudgetNotPositive
@@ -196,11 +219,28 @@ def findings(led: LaunchLedger) -> list[Finding]:
                 t.weights_end.source.line_no,
             )
         )
+    if t and t.committed and not t.weights_end:
+        rl0 = led.rank(main.label)
+        step = rl0.phase("target_weights_and_pools") if rl0 is not None else None
+        out.append(
+            WeightsCommittedLate(
+                main.label,
+                t.committed.source.line_no,
+                t.committed.commit_s,
+                step.delta_bytes if step is not None else None,
+                step.lines if step is not None else None,
+            )
+        )
     # Right after the weights: the server runs with the weights this line lists uninitialised.
     out.extend(weights_not_loaded(L))
     rl = led.rank(main.label)
     if led.sizing is not None:
         out.extend(sizing_findings(led.sizing, main, U, rl))
+    else:
+        # Post-capture KV sizing needs only P and mfs (an overlap load has no A reading).
+        post = post_capture_budget(U, None)
+        if post is not None:
+            out.append(post)
     # Right after the KV budget: whether that pool holds the context the server advertises.
     if led.context is not None and led.context.applies:
         out.append(led.context)

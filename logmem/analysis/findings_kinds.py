@@ -10,7 +10,9 @@ class FindingKind(Enum):
 
     WEIGHTS = "weights"
     WEIGHTS_NOT_LOADED = "weights_not_loaded"
+    WEIGHTS_COMMITTED = "weights_committed"
     KV_BUDGET = "kv_budget"
+    POST_CAPTURE_KV = "post_capture_kv"
     KV_LOGGED_AVAILABLE = "kv_logged_available"
     DRAFT_KV_NEGATIVE = "draft_kv_negative"
     BUDGET_NOT_POSITIVE = "budget_not_positive"

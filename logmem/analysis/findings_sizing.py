@@ -14,7 +14,15 @@ from typing import ClassVar
 from logmem.analysis.attribution_pools import KVHint
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import CellSource, Phase, RankLedger, What
-from logmem.analysis.sizing import RULE_STEP_SLACK, MfsScaling, Sizing, arg_number, req_to_token
+from logmem.analysis.post_capture import PostCapture, post_capture
+from logmem.analysis.sizing import (
+    RULE_STEP_SLACK,
+    MfsScaling,
+    Sizing,
+    arg_number,
+    mfs_scaling,
+    req_to_token,
+)
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
@@ -33,6 +41,42 @@ class KVBudget:
 
     kind: ClassVar[FindingKind] = FindingKind.KV_BUDGET
     sizing: Sizing
+
+
+@frozen
+class PostCaptureKVBudget:
+    """Post-capture KV sizing: the pool backed after the graphs, beside the reservation the
+    rule sized before them (logmem.analysis.post_capture). ``sizing`` is None where the log
+    lacks the rule's after-weights reading (--startup-weight-load-mode overlap prints no
+    Load weight end reading); the headroom needs only P and mem_fraction_static."""
+
+    kind: ClassVar[FindingKind] = FindingKind.POST_CAPTURE_KV
+    post: PostCapture
+    sizing: Sizing | None
+    pre_load_bytes: int | None
+    mfs: float | None  # the flag's value, as server_args printed it
+    factors: tuple[float, ...] = ()  # SGLang's own scaling of it (Sizing.adjustments)
+
+
+def post_capture_budget(L: Launch, sz: Sizing | None) -> PostCaptureKVBudget | None:
+    """The post-capture finding of a launch, with or without the rule's Sizing."""
+    if sz is not None:
+        if sz.post_capture is None:
+            return None
+        return PostCaptureKVBudget(
+            sz.post_capture,
+            sz,
+            sz.pre_load_bytes,
+            sz.mem_fraction_static,
+            tuple(a.factor for a in sz.adjustments),
+        )
+    mfs = arg_number(L.args, "mem_fraction_static", 1e-6, 1.0)
+    scaling = mfs_scaling(L)
+    pre = rules.budget_readings(L).pre_load_bytes
+    pc = post_capture(L, pre, scaling.rule_mfs_for(mfs) if mfs is not None else None)
+    if pc is None:
+        return None
+    return PostCaptureKVBudget(pc, None, pre, mfs, tuple(a.factor for a in scaling.adjustments))
 
 
 @frozen
@@ -198,14 +242,25 @@ def kv_sources_disagree(
 
 
 SizingFinding = (
-    KVBudget | KVLoggedAvailable | DraftKVNegative | BudgetNotPositive | PoolsVsBudget | Unexplained
+    KVBudget
+    | PostCaptureKVBudget
+    | KVLoggedAvailable
+    | DraftKVNegative
+    | BudgetNotPositive
+    | PoolsVsBudget
+    | Unexplained
 )
 
 
 def sizing_findings(
     sz: Sizing, main: Rank, L: Launch, rl: RankLedger | None
 ) -> list[SizingFinding]:
-    """SGLang's KV rule recomputed, beside what the pools took, and why they differ."""
+    """SGLang's KV rule recomputed, beside what the pools took, and why they differ. Under
+    post-capture KV sizing the rule sized only the reservation before the graphs: the finding
+    is the sizing after them (PostCaptureKVBudget), and the pools are not held to the rule."""
+    post = post_capture_budget(L, sz)
+    if post is not None:
+        return [post]
     out: list[SizingFinding] = [KVBudget(sz)]
     for m in main.models:
         for kva in (p for p in m.pools if isinstance(p, ev.KVAvailable)):
@@ -225,8 +280,9 @@ def sizing_findings(
 def pools_vs_budget(
     sz: Sizing, main: Rank, L: Launch, rl: RankLedger | None
 ) -> PoolsVsBudget | None:
-    """The pools against the rule's budget, when they differ beyond print rounding, and why."""
-    if sz.rest_bytes <= 0:
+    """The pools against the rule's budget, when they differ beyond print rounding, and why
+    (never under post-capture KV sizing: the pool is not the rule's)."""
+    if sz.rest_bytes <= 0 or sz.post_capture is not None:
         return None
     pool, derived = sz.logged_pool_bytes, False
     if pool is None and rl is not None:

@@ -71,6 +71,9 @@ class What(Enum):
     ATTENTION_WORKSPACES = "attention_workspaces"  # before the first capture
     BETWEEN_CAPTURES = "between_captures"
     WORKSPACES_BEFORE = "workspaces_before"  # before a capture that printed no begin line
+    # After the graphs, beside a pool backed then (post-capture KV sizing): sampling warm-up
+    # buffers, less the pool's first pages, which the reservation backed in the pool step.
+    AFTER_CAPTURE_REST = "after_capture_rest"
 
 
 class Bound(Enum):
@@ -188,6 +191,8 @@ class Facts:
     assumed: bool = False  # bar renders carried no bucket count: consecutive assumed
     not_bar_rank: bool = False  # a capture total on a rank that prints no bar
     bound_bytes: int | None = None  # rounding: what the printed figures can be off by
+    after_capture: bool = False  # a KV pool backed after the graphs (post-capture KV sizing)
+    kv_deferred: bool = False  # a pool step whose KV pool is only reserved (backed after capture)
 
 
 @frozen
@@ -226,6 +231,7 @@ class PhaseWhat(Enum):
     PRE_CAPTURE = "pre_capture"
     PRE_WEIGHTS = "pre_weights"
     WARMUP = "warmup"  # after capture, until the summary
+    KV_AFTER_CAPTURE = "kv_after_capture"  # post-capture KV sizing: the pool backed then
     TO_SUMMARY = "to_summary"  # until the scheduler summary, no capture before it
     GAP = "gap"  # between two readings no other phase names
     CAPTURE = "capture"
@@ -259,6 +265,8 @@ class PhaseFacts:
     first_bar: bool = False  # pre_capture: runs to the capture's first bar reading
     start: CaptureStart | None = None
     end: CaptureEnd | None = None
+    kv_deferred: bool = False  # pools: the KV pool is reserved here, backed after capture
+    committed: bool = False  # the weights' real values were committed after capture (overlap)
 
 
 @frozen

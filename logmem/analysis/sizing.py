@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from logmem.analysis.ledger import Bound
+from logmem.analysis.post_capture import PostCapture, post_capture, reservation_cell_range
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Model
 from logmem.parse import events as ev
@@ -84,6 +85,11 @@ class Sizing:
             return rules.rule_bytes_per_token_range(
                 self.rest_bytes, self.rule_tokens, self.rule_mfs
             )
+        if self.post_capture is not None:
+            # The backed KV size is rounded up to whole pages per buffer; the reservation's
+            # tensors span exactly its tokens' cells.
+            # Without the reservation's line the cell is not known to print rounding.
+            return reservation_cell_range(self.post_capture, self.page_size)
         return rules.bytes_per_token_range(
             self.kv_bytes, self.kv_tokens, self.kv_parts, self.page_size
         )
@@ -118,6 +124,9 @@ class Sizing:
     # The Mamba / linear-attention state pools of the target, as logged (inside logged_pool_bytes).
     mamba_bytes: int | None = None
     page_size: int = 1  # the pools hold #tokens + page_size slots (rules.bytes_per_token_range)
+    # Post-capture KV sizing (logmem.analysis.post_capture): the pool above is the one backed
+    # after the graphs, and the rule's rest sized only the reservation before them.
+    post_capture: PostCapture | None = None
 
     @property
     def scaling(self) -> MfsScaling:
@@ -262,6 +271,7 @@ def sizing(launch: Launch) -> Sizing | None:
         coverage(launch, readings.after_weights_ranks_seen, readings.after_weights_rank),
         sum(p.total_bytes for p in mamba) if mamba else None,
         page,
+        post_capture(launch, pre_bytes, scaling.rule_mfs_for(mfs)),
     )
 
 

@@ -146,7 +146,7 @@ def reserve_rule_in_force(launches: Sequence[Launch]) -> bool:
         d is not None
         and (
             d.rule is Rule.RESERVE
-            or (d.rule is not Rule.TP_TABLE and d.era in (MfsEra.B, MfsEra.C))
+            or (d.rule not in (Rule.TP_TABLE, Rule.POST_CAPTURE) and d.era in (MfsEra.B, MfsEra.C))
         )
         for d in ds
     )
@@ -296,7 +296,8 @@ def mfs_hint(launches: Sequence[Launch], cmp: ArgsComparison) -> bool:
         c.key == "mem_fraction_static" for c in cmp.changed
     ):
         return False
-    fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.LARGE_GPU, Rule.GPU_TIER)
+    # Post-capture KV sizing's default has no graph term (mfs_versions.POST_CAPTURE_FORMS).
+    fixed = (Rule.PASSED, Rule.TP_TABLE, Rule.LARGE_GPU, Rule.GPU_TIER, Rule.POST_CAPTURE)
     ds = [launch_default_mfs(L) for L in launches]
     return any(d is None or d.rule not in fixed for d in ds)
 

@@ -25,6 +25,7 @@ from logmem.compare.whatif_facts import (
     BucketSum,
     GraphsDisabled,
     NoBucketReadings,
+    PostCaptureSized,
     SlopeAbove,
     WhatIfNote,
     bucket_change,
@@ -114,7 +115,10 @@ def whatif_launch(
     logged = sz.kv_tokens
     if md.sizing_gap is not None:
         notes.append(cn.SizedWithAnotherCell(md.sizing_gap, md.bpt))
-    if logged and not rule_agrees(rule0, logged, md.bpt):
+    if sz.post_capture is not None:
+        # The pool was sized after the graphs: not the rule's, and not held by graph changes.
+        notes.append(PostCaptureSized(sz.post_capture.line, cuda_graph_max_bs is not None))
+    elif logged and not rule_agrees(rule0, logged, md.bpt):
         notes.append(cn.RuleDisagrees(rule0, logged, wf.more_tokens_gap(led)))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens

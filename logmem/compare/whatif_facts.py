@@ -155,8 +155,20 @@ class MambaRequestsHeld:
     the count is held as logged."""
 
 
+@frozen
+class PostCaptureSized:
+    """Post-capture KV sizing (sglang 0.5.17-0.5.23, kv_pool_runtime.py; logmem.analysis.
+    post_capture): SGLang sized the pool after the graphs and kept P x (1 - mfs) free. A change of
+    mfs moves the pool by P x the change, as the rule does; a change of graph memory moves the
+    pool, not the headroom, which the replay (the rule before the graphs) does not model."""
+
+    line: int  # the post-capture KV line
+    graphs_asked: bool  # --cuda-graph-max-bs was given
+
+
 WhatIfNote = (
     GraphsDisabled
+    | PostCaptureSized
     | DraftFollows
     | BucketSum
     | SlopeAbove

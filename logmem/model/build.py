@@ -51,7 +51,14 @@ _POOL_EVENTS = (ev.KVPool, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailab
 _ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed)
 # Start-up steps that come after a capture: one printed on the capture's rank shows that a
 # capture without an end line had finished.
-_LATER_STEPS = (ev.CaptureBegin, ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd, ev.Summary)
+_LATER_STEPS = (
+    ev.CaptureBegin,
+    ev.WeightsBegin,
+    ev.WeightsEnd,
+    ev.PoolEnd,
+    ev.PostCaptureKV,
+    ev.Summary,
+)
 
 
 class _Builder:
@@ -261,6 +268,11 @@ class _Builder:
         elif isinstance(e, ev.WeightsUninitialized):  # printed during the load, before its end
             m = r.model_loading()
             m.uninitialized = m.uninitialized or e
+        elif isinstance(e, ev.PostCaptureKV):  # after the graphs: every pool step is closed
+            r.model_post_capture(e.draft).pools.append(e)
+        elif isinstance(e, ev.WeightsCommitted):
+            m = r.model_post_capture(False)
+            m.committed = m.committed or e
         elif isinstance(e, _POOL_EVENTS):
             r.model_for_pools().pools.append(e)
         elif isinstance(e, ev.PoolEnd):

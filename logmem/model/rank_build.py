@@ -23,6 +23,7 @@ class ModelB:
     pool_end: ev.PoolEnd | None = None
     kv_dtype: ev.KVDtype | None = None
     uninitialized: ev.WeightsUninitialized | None = None
+    committed: ev.WeightsCommitted | None = None
 
     def freeze(self, announced: ev.KVDtype | None) -> Model:
         return Model(
@@ -33,6 +34,7 @@ class ModelB:
             self.pool_end,
             self.kv_dtype or announced,
             self.uninitialized,
+            self.committed,
         )
 
     @property
@@ -71,6 +73,17 @@ class RankB:
     def model_loading(self) -> ModelB:
         """The model whose weights are loading: the first without its Load weight end."""
         return next((m for m in self.models if m.loading), None) or self.new_model()
+
+    def model_post_capture(self, draft: bool) -> ModelB:
+        """The model a post-capture KV line (or a weight commit) belongs to: printed after the
+        graphs, when every model's pools are closed. The target's line is the first model's;
+        a draft's line (sglang 0.5.22 on) the second model's, else the first's (a draft pool
+        that aliases the target's is finalized as the target: kv_pool_runtime.py)."""
+        if not self.models:
+            return self.new_model()
+        if draft and len(self.models) > 1:
+            return self.models[1]
+        return self.models[0]
 
     def model_for_pools(self) -> ModelB:
         for m in self.models:

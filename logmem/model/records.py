@@ -188,10 +188,43 @@ class Model:
     # "Some weights are not initialized from checkpoints: [...]", printed by this rank while
     # it loaded this model: parameters the load left as allocated, not from the checkpoint.
     uninitialized: ev.WeightsUninitialized | None = None
+    # --startup-weight-load-mode overlap (sglang 0.5.18-0.5.23): the line saying the real
+    # weights were committed after the graphs; such a load prints no 'Load weight end' reading.
+    committed: ev.WeightsCommitted | None = None
 
     @property
     def kv_pools(self) -> tuple[ev.KVPool, ...]:
-        return tuple(p for p in self.pools if isinstance(p, ev.KVPool))
+        """The KV pools that hold memory: under post-capture KV sizing the line printed after
+        the graphs (ev.PostCaptureKV), else every KV line."""
+        kv = tuple(
+            p for p in self.pools if isinstance(p, ev.KVPool) and not isinstance(p, ev.KVReserved)
+        )
+        post = tuple(p for p in kv if isinstance(p, ev.PostCaptureKV))
+        return post or kv
+
+    @property
+    def post_capture(self) -> ev.PostCaptureKV | None:
+        """The KV pool SGLang backed after the CUDA graphs (post-capture KV sizing), if any."""
+        return next((p for p in self.pools if isinstance(p, ev.PostCaptureKV)), None)
+
+    @property
+    def reserved_kv_pools(self) -> tuple[ev.KVPool, ...]:
+        """KV lines printed before the graphs for a pool backed after them: address space, not
+        memory. sglang 0.5.17 prints them as 'KV Cache is allocated' (memory_pool.py
+        _finalize_allocation_log, the tensors' reserved span of KvVmmBufferOwner); 0.5.18 on
+        says 'VA upper bound' (ev.KVReserved, reserved whether or not the sizing ran)."""
+        if self.post_capture is None:
+            return tuple(p for p in self.pools if isinstance(p, ev.KVReserved))
+        return tuple(
+            p
+            for p in self.pools
+            if isinstance(p, ev.KVPool) and not isinstance(p, ev.PostCaptureKV)
+        )
+
+    @property
+    def kv_deferred(self) -> bool:
+        """Post-capture KV sizing: the pool step before the graphs only reserved the KV pool."""
+        return bool(self.reserved_kv_pools) or self.post_capture is not None
 
     def pool_dtype(self, p: ev.KVPool) -> tuple[str | None, ev.Event | None]:
         """A KV pool's dtype and the line that printed it: its own KV line (E7), else this

@@ -35,12 +35,14 @@ from logmem.parse.events import (
     KVAvailable,
     KVDtype,
     KVPool,
+    KVReserved,
     LaunchCommand,
     LaunchEnv,
     MambaPool,
     ModelBackend,
     OtherRanksFailed,
     PoolEnd,
+    PostCaptureKV,
     Ready,
     RegisterGraphs,
     RocmHint,
@@ -54,9 +56,10 @@ from logmem.parse.events import (
     TorchOOM,
     TracebackStart,
     WeightsBegin,
+    WeightsCommitted,
     WeightsEnd,
 )
-from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc
+from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc, b_post_capture_note
 from logmem.parse.kv_sizing import kv_sizing_builder
 from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
@@ -355,10 +358,35 @@ BUILDERS: dict[str, Builder] = {
     "init_end": _mk(InitEnd, usage=_g("usage"), elapsed_s=lambda m: _float(m.group("elapsed"))),
     "load_begin": _mk(WeightsBegin, avail=_g("avail")),
     "load_end": _b_load_end,
+    "weights_committed": _mk(
+        WeightsCommitted,
+        commit_s=lambda m: float(m.group("commit")),
+        window_s=lambda m: float(m.group("window")),
+        total_s=lambda m: float(m.group("total")),
+    ),
     "weights_uninitialized": build_uninitialized,
     "kv_dtype": _mk(KVDtype, dtype=lambda m: m.group("dtype")),
     "kv_pool": _mk(
         KVPool,
+        tokens=_i("tokens"),
+        k=_go("k"),
+        v=_go("v"),
+        kv=_go("kv"),
+        dtype=lambda m: m.group("dtype"),
+    ),
+    "kv_post_capture": _mk(
+        PostCaptureKV,
+        tokens=_i("tokens"),
+        k=lambda m: None,
+        v=lambda m: None,
+        kv=_g("kv"),
+        dtype=lambda m: m.group("dtype"),
+        avail=_go("avail"),
+        draft=lambda m: m.group("draft") is not None,
+    ),
+    "post_capture_note": b_post_capture_note,
+    "kv_reserved": _mk(
+        KVReserved,
         tokens=_i("tokens"),
         k=_go("k"),
         v=_go("v"),

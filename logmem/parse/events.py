@@ -96,6 +96,52 @@ class KVPool(Event):
 
 
 @frozen(kw_only=True)
+class PostCaptureKV(KVPool):
+    """SGLang's post-capture KV sizing (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING): the KV pool
+    backed after the CUDA graphs were captured. sglang 0.5.17-0.5.23, srt/model_executor/
+    model_runner_components/kv_pool_runtime.py ``compute_post_capture_kv_resize``: ``#tokens``
+    is the final pool's, ``KV size`` the bytes backed (one figure, K and V together), ``avail
+    mem`` free memory after the backing (the target's line only; the draft's line, 0.5.22 on,
+    prints none). The pre-capture KV line of the same model was an address-space reservation."""
+
+    avail: Mem | None
+    draft: bool
+
+
+@frozen(kw_only=True)
+class PostCaptureNote(Event):
+    """The post-capture sizing's other lines (sglang 0.5.17-0.5.23, kv_pool_runtime.py):
+    ``eager_gap`` (decode max bs ``a`` < max_running_requests ``b``: the headroom is raised),
+    ``requests_capped`` (``a`` -> ``b``), ``canary`` (``amount`` kept out of the budget, 0.5.23)."""
+
+    what: str  # eager_gap | requests_capped | canary
+    a: int | None = None
+    b: int | None = None
+    amount: Mem | None = None
+
+
+@frozen(kw_only=True)
+class KVReserved(KVPool):
+    """``[label ]KV Cache VA upper bound. dtype: ..., #tokens: N, K size: X GB, V size: Y GB``
+    (sglang 0.5.18-0.5.23, srt/mem_cache/memory_pool.py ``_finalize_allocation_log`` when
+    ``post_capture_active``): the pool's virtual address space, reserved before the graphs for
+    N tokens; the sizes are the tensors' reserved span, not memory (kv_vmm_backing.py backs one
+    page per buffer until the post-capture sizing)."""
+
+
+@frozen(kw_only=True)
+class WeightsCommitted(Event):
+    """``Load weight end. Committed real weights after CUDA graph capture in X s (...)``:
+    --startup-weight-load-mode overlap (sglang 0.5.18-0.5.23, model_runner_components/
+    startup_weight_load.py ``StartupWeightLoadManager.finalize``). The storage was allocated
+    before the capture (loader.py ``initialize_model_for_startup``); no memory figure."""
+
+    commit_s: float
+    window_s: float
+    total_s: float
+
+
+@frozen(kw_only=True)
 class KVAvailable(Event):
     avail: Mem
 

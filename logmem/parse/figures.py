@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import regex
 
-from logmem.parse.events import Event, Imbalance, MiscMemory
+from logmem.parse.events import Event, Imbalance, MiscMemory, PostCaptureNote
 from logmem.parse.lines import Record
 from logmem.units import Mem
 
@@ -55,10 +55,11 @@ def b_misc(what: str, group: str, unit: str = "GB") -> Builder:
 
 
 def b_kv_not_allocated(m: regex.Match[str], r: Record) -> Event:
-    """Post-capture KV sizing (sglang 0.5.17-0.5.23): the pool's reserved address space before
-    the graphs, or its backed size after them; a figure, not an allocation of the chain."""
-    k, v, kv, swa = (m.group(g) for g in ("k", "v", "kv", "swa"))
-    gib = float(k) + float(v) if k is not None and v is not None else float(kv or swa)
+    """Post-capture KV sizing (sglang 0.5.18-0.5.23 'SWAKVPool VA upper bound'): the SWA
+    pools' reserved address space before the graphs; a figure, not an allocation of the chain
+    (each pool's own 'VA upper bound' line is ev.KVReserved, the pool backed after the graphs
+    ev.PostCaptureKV)."""
+    gib = float(m.group("swa"))
     return MiscMemory(
         rank=r.rank,
         source=r.source,
@@ -66,3 +67,16 @@ def b_kv_not_allocated(m: regex.Match[str], r: Record) -> Event:
         amount=Mem.from_bytes(round(gib * (1 << 30))),
         text=m.group(0),
     )
+
+
+def b_post_capture_note(m: regex.Match[str], r: Record) -> Event:
+    """The post-capture sizing's warnings and its canary workspace (ev.PostCaptureNote)."""
+    if m.group("bs") is not None:
+        what, a, b = "eager_gap", int(m.group("bs")), int(m.group("reqs"))
+    elif m.group("old") is not None:
+        what, a, b = "requests_capped", int(m.group("old")), int(m.group("new"))
+    else:
+        return PostCaptureNote(
+            rank=r.rank, source=r.source, what="canary", amount=Mem.parse(m.group("canary"))
+        )
+    return PostCaptureNote(rank=r.rank, source=r.source, what=what, a=a, b=b)

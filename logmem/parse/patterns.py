@@ -86,6 +86,17 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Load weight end. ",),
     ),
     _p(
+        "weights_committed",
+        rf"^Load weight end\. Committed real weights after CUDA graph capture in (?P<commit>{NUM}) s "
+        rf"\(capture overlap window (?P<window>{NUM}) s, startup overlap total (?P<total>{NUM}) s\)",
+        "Load weight end. Committed real weights after CUDA graph capture in 6.42 s (capture "
+        "overlap window 9.87 s, startup overlap total 31.05 s)",
+        "sglang 0.5.18-0.5.23 --startup-weight-load-mode overlap (srt/model_executor/"
+        "model_runner_components/startup_weight_load.py StartupWeightLoadManager.finalize): no "
+        "memory figure; the storage was allocated before the capture",
+        needs=("Committed real weights after CUDA graph capture",),
+    ),
+    _p(
         "weights_uninitialized",
         r"^Some weights are not initialized from checkpoints:? (?P<list>[\[{].{0,4194304})",
         "Some weights are not initialized from checkpoints: ['language_model.layers.0.moe.experts."
@@ -114,22 +125,53 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("KV Cache is allocated. ",),
     ),
     _p(
-        "kv_not_allocated",
-        rf"^(?:(?:(?:(?P<label>[\w .-]{{1,60}}?) )?KV Cache VA upper bound\.|Post-capture KV sizing: "
-        rf"(?:draft )?KV cache allocated\.) (?:dtype: [^,]{{1,60}}, )?#tokens: (?P<tokens>\d{{1,15}}), "
-        rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)"
-        rf"|SWAKVPool VA upper bound: (?P<swa>{NUM}) GB)",
+        "kv_post_capture",
+        rf"^Post-capture KV sizing: (?P<draft>draft )?KV cache allocated\. "
+        rf"(?:dtype: (?P<dtype>[^,]{{1,60}}), )?#tokens: (?P<tokens>\d{{1,15}}), "
+        rf"KV size: (?P<kv>{NUM}) GB(?:, avail mem=(?P<avail>{NUM}) GB)?",
+        "Post-capture KV sizing: KV cache allocated. dtype: torch.bfloat16, #tokens: 236544, "
+        "KV size: 36.10 GB, avail mem=11.81 GB",
+        "sglang 0.5.17-0.5.23, srt/model_executor/model_runner_components/kv_pool_runtime.py "
+        "compute_post_capture_kv_resize: the KV pool backed after the CUDA graphs (avail mem is "
+        "free memory after it); 0.5.22-0.5.23 add 'draft KV cache allocated' lines after it, "
+        "without avail mem",
+        needs=("Post-capture KV sizing: ",),
+    ),
+    _p(
+        "post_capture_note",
+        rf"^Post-capture KV sizing: (?:decode CUDA graph max_bs=(?P<bs>\d{{1,9}}) < "
+        rf"max_running_requests=(?P<reqs>\d{{1,9}}); reserving activation headroom"
+        rf"|max_running_requests (?P<old>\d{{1,9}}) -> (?P<new>\d{{1,9}})"
+        rf"|KV-canary per-forward workspace (?P<canary>{NUM}) GB)",
+        "Post-capture KV sizing: decode CUDA graph max_bs=64 < max_running_requests=256; "
+        "reserving activation headroom",
+        "sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize: the headroom "
+        "raised to the pre-capture activation reserve (a warning), max_running_requests capped "
+        "for the smaller pool, and (0.5.23) the KV-canary workspace taken off the budget",
+        needs=("Post-capture KV sizing: ",),
+    ),
+    _p(
+        "kv_reserved",
+        rf"^(?:(?P<label>[\w .-]{{1,60}}?) )?KV Cache VA upper bound\. "
+        rf"(?:dtype: (?P<dtype>[^,]{{1,60}}), )?#tokens: (?P<tokens>\d{{1,15}}), "
+        rf"(?:K size: (?P<k>{NUM}) GB, V size: (?P<v>{NUM}) GB|KV size: (?P<kv>{NUM}) GB)",
         "KV Cache VA upper bound. dtype: torch.bfloat16, #tokens: 925624, K size: 21.19 GB, "
         "V size: 21.19 GB",
-        "sglang 0.5.17-0.5.23 (VA upper bound from 0.5.18), post-capture KV sizing (srt/mem_cache/memory_pool.py "
-        "_finalize_allocation_log: reserved address space, not memory; srt/model_executor/"
-        "model_runner_components/kv_pool_runtime.py: the pool backed after the graphs): "
-        "recognised, not put in the start-up chain",
-        needs=(
-            "KV Cache VA upper bound. ",
-            "Post-capture KV sizing: ",
-            "SWAKVPool VA upper bound: ",
-        ),
+        "sglang 0.5.18-0.5.23 under post-capture KV sizing (srt/mem_cache/memory_pool.py "
+        "_finalize_allocation_log): address space reserved before the graphs for #tokens, not "
+        "memory (kv_vmm_backing.py backs one page per buffer); kept with the model's pools, "
+        "never put in the start-up chain. 0.5.17 prints 'KV Cache is allocated' for the same "
+        "reservation (kv_pool; logmem.model.records.Model.reserved_kv_pools)",
+        needs=("KV Cache VA upper bound. ",),
+    ),
+    _p(
+        "kv_not_allocated",
+        rf"^SWAKVPool VA upper bound: (?P<swa>{NUM}) GB",
+        "SWAKVPool VA upper bound: 2.64 GB, swa size: 49135, full size: 61419",
+        "sglang 0.5.18-0.5.23 under post-capture KV sizing (srt/mem_cache/swa_memory_pool.py): "
+        "the sum of the two reserved pools, address space, not memory: a figure, not put in "
+        "the start-up chain",
+        needs=("SWAKVPool VA upper bound: ",),
     ),
     _p(
         "kv_available",
@@ -617,7 +659,7 @@ KEYWORDS: tuple[str, ...] = (
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
-    "not initialized from checkpoint", "jit/module_custom_all_reduce",
+    "not initialized from checkpoint", "jit/module_custom_all_reduce", "Post-capture KV sizing",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

@@ -43,10 +43,10 @@ _FIXED: dict[What, str] = {
     What.ROUNDING: "rounding of printed values",
     What.GIVEN_BACK: "given back: free memory rose (unlogged)",
     What.UNATTRIBUTED: "unattributed",
-    What.SMALL_POOLS: "unlogged (small pools, allocator)",
     What.SMALL_POOLS_AND_WORKSPACES: "unlogged: small pools + workspaces",
     What.WEIGHTS_AND_POOLS: "weights + unlogged pools",
     What.WORKSPACES_BEFORE: "workspaces before it began (unlogged)",
+    What.AFTER_CAPTURE_REST: "unlogged: between the capture and the pool (0.5.22 on: sampling warm-up)",
 }
 
 # Remainders before a capture: what they are, then "(unlogged)".
@@ -90,6 +90,9 @@ def _kv_what(f: Facts) -> str:
 
 
 def _kv_pool(f: Facts) -> str:
+    if f.after_capture:
+        tok = f", {f.tokens:,} tokens" if f.tokens is not None else ""
+        return f"{_role(f)}KV pool (K+V{tok}), backed after capture"
     tok = ""
     if f.tokens is not None:
         tok = f"; {f.tokens:,} tokens per summary" if f.summary_tokens else f", {f.tokens:,} tokens"
@@ -134,6 +137,11 @@ _WORDED: dict[What, Callable[[Facts], str]] = {
     What.LIKELY_TABLE: lambda f: (
         f"unlogged: likely the request-to-token table (size not printed){_ws(f)}"
     ),
+    What.SMALL_POOLS: lambda f: (
+        "unlogged (small pools, allocator, the reserved KV pool's first pages)"
+        if f.kv_deferred
+        else "unlogged (small pools, allocator)"
+    ),
     What.WEIGHTS: lambda f: f"{_role(f)}weights",
     What.KV_POOL: _kv_pool,
     What.MAMBA: lambda f: f"{_role(f)}Mamba state ({f.slots} slots)",
@@ -153,6 +161,9 @@ _WORDED: dict[What, Callable[[Facts], str]] = {
 def cause_name(c: Cause) -> str:
     """What a person reads for the cause (the ledger table's row, a plot's label)."""
     f, w = c.facts, c.what
+    if w is What.UNATTRIBUTED and f.after_capture:
+        # A post-capture pool's step (attribution_pools.post_capture_causes): free memory rose.
+        return "unattributed: KV size also counts the pages backed before capture"
     if w in _FIXED:
         return _FIXED[w]
     if w in _WORDED:
@@ -270,15 +281,31 @@ def phase_name(p: Phase) -> str:
     if w is PhaseWhat.WEIGHTS:
         return f"{role}weights"
     if w is PhaseWhat.WEIGHTS_AND_POOLS:
-        return f"{role}weights and pools (no Load weight end)"
+        if f.committed:
+            # --startup-weight-load-mode overlap: the storage is allocated here, the real
+            # values are copied in after capture (startup_weight_load.py).
+            kv = "; KV pool reserved, backed after capture" if f.kv_deferred else ""
+            return (
+                f"{role}weights and pools (weight storage here, real weights committed after "
+                f"capture{kv})"
+            )
+        kv = "; KV pool reserved, backed after capture" if f.kv_deferred else ""
+        return f"{role}weights and pools (no Load weight end{kv})"
     if w is PhaseWhat.POOLS:
-        to = f" (no pool end line; to {f.to_kind.replace('_', ' ')})" if f.to_kind else ""
-        return f"{role}KV and other pools{to}"
+        to = f"no pool end line; to {f.to_kind.replace('_', ' ')}" if f.to_kind else ""
+        kv = "KV pool reserved, backed after capture" if f.kv_deferred else ""
+        note = "; ".join(x for x in (kv, to) if x)
+        name = "other pools" if f.kv_deferred else "KV and other pools"
+        return f"{role}{name}" + (f" ({note})" if note else "")
+    if w is PhaseWhat.KV_AFTER_CAPTURE:
+        return f"{role}KV pool after capture (post-capture KV sizing)"
     if w is PhaseWhat.PRE_CAPTURE:
         return f"before capture {f.graph}" + (" (to its first bar)" if f.first_bar else "")
     if w is PhaseWhat.PRE_WEIGHTS:
         return f"before {role}weights"
     if w is PhaseWhat.WARMUP:
+        if f.committed:
+            return "after capture (warm-up, weight commit)"
         return "after capture (warm-up)"
     if w is PhaseWhat.TO_SUMMARY:
         return "until the scheduler summary"

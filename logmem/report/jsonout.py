@@ -26,7 +26,7 @@ from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json, repeats_json, start_json
 from logmem.report.inputs_text import source_json as _line
 from logmem.report.sentences import reserve_term_text
-from logmem.report.sizing_json import _cov, default_mfs_json
+from logmem.report.sizing_json import default_mfs_json, sizing_json
 from logmem.report.uninitialized import uninitialized_json
 from logmem.report.verdict import headline_text
 from logmem.units import Mem, gib
@@ -49,8 +49,22 @@ def model_json(m: Model) -> dict[str, Any]:
     wb, we = m.weights_begin, m.weights_end
     pools: list[dict[str, Any]] = []
     other: list[dict[str, Any]] = []
+    reserved = {id(p) for p in m.reserved_kv_pools}
     for p in m.pools:
-        if isinstance(p, ev.KVPool):
+        if isinstance(p, ev.KVPool) and id(p) in reserved:
+            # Post-capture KV sizing: address space reserved before the graphs, not memory.
+            other.append(
+                {
+                    "kind": "kv_reserved",
+                    "tokens": p.tokens,
+                    "k_gib": _g(p.k),
+                    "v_gib": _g(p.v),
+                    "kv_gib": _g(p.kv),
+                    "bytes": p.total_bytes,
+                    "line": _ln(p),
+                }
+            )
+        elif isinstance(p, ev.KVPool):
             dtype, dtype_by = m.pool_dtype(p)
             pools.append(
                 {
@@ -64,6 +78,11 @@ def model_json(m: Model) -> dict[str, Any]:
                     "line": _ln(p),
                 }
             )
+            if isinstance(p, ev.PostCaptureKV):
+                # Only on such pools, so that every other pool stays as it was.
+                pools[-1]["allocated"] = "after_capture"
+                pools[-1]["draft_line"] = p.draft
+                pools[-1]["avail_gib"] = _g(p.avail)
         elif isinstance(p, ev.MambaPool):
             other.append(
                 {
@@ -108,23 +127,34 @@ def model_json(m: Model) -> dict[str, Any]:
                     "line": _ln(p),
                 }
             )
-    return {
+    weights: dict[str, Any] = {
+        "begin_avail_gib": _g(wb.avail) if wb else None,
+        "end_avail_gib": _g(we.avail) if we else None,
+        "usage_gib": _g(we.usage) if we else None,
+        "elapsed_s": we.elapsed_s if we else None,
+        "details": dict(we.details) if we else {},
+        "lines": [_ln(wb), _ln(we)],
+    }
+    out: dict[str, Any] = {
         "role": m.role,
         "type": we.model_type if we else None,
-        "weights": {
-            "begin_avail_gib": _g(wb.avail) if wb else None,
-            "end_avail_gib": _g(we.avail) if we else None,
-            "usage_gib": _g(we.usage) if we else None,
-            "elapsed_s": we.elapsed_s if we else None,
-            "details": dict(we.details) if we else {},
-            "lines": [_ln(wb), _ln(we)],
-        },
+        "weights": weights,
         "uninitialized_weights": uninitialized_json(m.uninitialized),
         "kv_pools": pools,
         "other_pools": other,
         "memory_pool_end_avail_gib": _g(m.pool_end.avail) if m.pool_end else None,
         "memory_pool_end_line": _ln(m.pool_end),
     }
+    c = m.committed
+    if c is not None:
+        # --startup-weight-load-mode overlap; only where it was printed.
+        weights["committed_after_capture"] = {
+            "commit_s": c.commit_s,
+            "capture_overlap_window_s": c.window_s,
+            "startup_overlap_total_s": c.total_s,
+            "line": _ln(c),
+        }
+    return out
 
 
 def graph_json(g: Graph) -> dict[str, Any]:
@@ -269,36 +299,6 @@ def _opening(t: Traceback) -> Source | None:
     if t.opening is not None:
         return t.opening.source
     return t.errors[0].source if t.errors else None
-
-
-def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
-    sz = led.sizing
-    if sz is None:
-        return None
-    return {
-        "mem_fraction_static": sz.mem_fraction_static,
-        "pre_load_gib": gib(sz.pre_load_bytes),
-        "pre_load_rank": sz.pre_load_rank,
-        "after_weights_gib": gib(sz.after_weights_bytes),
-        "rest_gib": gib(sz.rest_bytes),
-        "logged_pool_gib": gib(sz.logged_pool_bytes),
-        "kv_gib": gib(sz.kv_bytes),
-        "kv_tokens": sz.kv_tokens,
-        "bytes_per_token": round(sz.bytes_per_token) if sz.bytes_per_token else None,
-        "bytes_per_token_range": list(sz.bytes_per_token_range)
-        if sz.bytes_per_token_range
-        else None,
-        "bytes_per_token_likely": sz.likely_bytes_per_token,
-        "rule_mem_fraction_static": round(sz.rule_mfs, 6),
-        "mfs_adjustments": [
-            {"scope": a.scope, "factor": a.factor, "versions": a.versions} for a in sz.adjustments
-        ],
-        "rule_tokens": sz.rule_tokens,
-        "budget_bytes_per_token": _round(sz.budget_bytes_per_token),
-        "all_pools_bytes_per_token": _round(sz.all_pools_bytes_per_token),
-        "pre_load_ranks": _cov(sz.pre_load_coverage),
-        "after_weights_ranks": _cov(sz.after_weights_coverage),
-    }
 
 
 def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:

@@ -109,11 +109,25 @@ _RANK_COLUMNS: tuple[tuple[str, Callable[[Rank], int | None]], ...] = (
 )
 
 
+def _post_capture_free(r: Rank) -> int | None:
+    """Free memory after the KV pool SGLang backed after the graphs (post-capture KV sizing)."""
+    pc = r.target.post_capture if r.target else None
+    return pc.avail.bytes if pc is not None and pc.avail is not None else None
+
+
+# Only for a launch whose ranks print a post-capture KV line (sglang 0.5.17 on): there the
+# "after pools" column is before the KV pool, which is backed after the graphs.
+_POST_CAPTURE_COLUMN = ("after KV pool", _post_capture_free)
+
+
 def ranks_table(led: LaunchLedger) -> Table | None:
     L = led.launch
     shown = {rl.rank for rl in led.ranks}  # the ranks the report shows (select)
     if len(L.ranks) < 2 or len(shown) < 2:
         return None
+    columns = _RANK_COLUMNS
+    if any(_post_capture_free(r) is not None for r in L.ranks):
+        columns = (*_RANK_COLUMNS, _POST_CAPTURE_COLUMN)
     rows = []
     unknown: set[Bound] = set()
     for r in (r for r in L.ranks if r.label in shown):
@@ -125,7 +139,7 @@ def ranks_table(led: LaunchLedger) -> Table | None:
         rows.append(
             (
                 rank_name(r.label) + mark,
-                *(gib_cell(f(r)) for _, f in _RANK_COLUMNS),
+                *(gib_cell(f(r)) for _, f in columns),
                 "unknown"
                 if bad
                 else bounded(total.bytes, total.bound)
@@ -138,13 +152,19 @@ def ranks_table(led: LaunchLedger) -> Table | None:
         notes.append(
             "* the binding rank: least free memory before loading; SGLang sizes every rank's KV pool from it."
         )
+    if columns is not _RANK_COLUMNS:
+        notes.append(
+            "after KV pool: post-capture KV sizing backs the KV pool after the graphs, so "
+            "'after pools' is before it; it sizes every rank's pool from the least free memory "
+            "after the graphs."
+        )
     if any(not r.prints_bars for r in L.ranks) and any(r.prints_bars for r in L.ranks):
         notes.append(
             "Only the rank that prints progress bars has per-bucket readings; others show totals."
         )
     return Table(
         "Free memory per rank (GiB)",
-        ("rank", *(c for c, _ in _RANK_COLUMNS), "graphs"),
+        ("rank", *(c for c, _ in columns), "graphs"),
         tuple(rows),
         notes=tuple(notes),
     )

@@ -102,6 +102,8 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
             else _match(d).replace(f"{d.predicted:g}", f"{d.predicted:.4f}", 1)
         )
         return value, f"era a ({how}; {form}): {cap} above 81,920 MiB leaves the tp table: {tail}"
+    if d.rule is Rule.POST_CAPTURE:
+        return _post_capture_text(d, when, form)
     if d.rule is Rule.RESERVE:
         how = "the dump fits it" if d.era_from == "dump" else when
         cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
@@ -155,6 +157,27 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
     )
     cap = " (the log prints no device capacity)" if fits else ""
     return "unknown", f"era a or b ({when}): no rule shown to apply{cap}{table}{tier}{dump}{fits}"
+
+
+def _post_capture_text(d: DefaultMfs, when: str, form: str) -> tuple[str, str]:
+    """The post-capture reserve (sglang.default_mfs._post_capture): no graph reserve."""
+    base = (
+        d.reserved_mib - (d.tp_size or 0) * (d.pp_size or 1) / 8 * 1024 if d.reserved_mib else None
+    )
+    res = (
+        f"reserve {base:,.0f} + tp x pp / 8 x 1024 = {d.reserved_mib:,.0f} MiB"
+        if base is not None and d.reserved_mib is not None
+        else "reserve unknown"
+    )
+    head = f"post-capture KV sizing ({when}; {form}'s form): {res}, no graph reserve"
+    cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
+    if d.matches is True:
+        return "post-capture reserve", f"{head}{cap}: {_match(d)}"
+    if d.matches is False:
+        return f"passed (the rule gives {d.predicted:g})", f"{head}{cap}: {_match(d)}"
+    fits = _fits_on(d, d.formula_windows, "a post-capture form").removeprefix("; ")
+    tail = f"; {fits}" if fits else ""
+    return "unknown", f"{head}: {_match(d)}{tail}; derived or passed cannot be told"
 
 
 def measured_text(led: LaunchLedger) -> str:

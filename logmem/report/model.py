@@ -90,17 +90,51 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         (
             "rest = after - P x (1 - mfs)",
             gib_cell(sz.rest_bytes),
-            "SGLang's KV rule (reference 12.2)",
+            "SGLang's KV rule (reference 12.2)"
+            + ("; it sized only the reservation" if sz.post_capture else ""),
         ),
-        ("pools logged", gib_cell(sz.logged_pool_bytes), "KV (+ Mamba) lines"),
     ]
+    pc = sz.post_capture
+    if pc is None:
+        rows.append(("pools logged", gib_cell(sz.logged_pool_bytes), "KV (+ Mamba) lines"))
+    else:
+        # Post-capture KV sizing (logmem.analysis.post_capture, kv_pool_runtime.py).
+        if pc.reserved_bytes is not None:
+            tok = f", {pc.reserved_tokens:,} tokens" if pc.reserved_tokens else ""
+            rows.append(
+                (
+                    "reserved before capture",
+                    gib_cell(pc.reserved_bytes),
+                    f"address space, not memory{tok} (line {pc.reserved_line})",
+                )
+            )
+        rows += [
+            (
+                f"free after capture ({rank_name(pc.rank)})",
+                gib_cell(pc.before_bytes),
+                f"line {pc.before_line}" if pc.before_line else "",
+            ),
+            ("headroom P x (1 - mfs)", gib_cell(pc.headroom_bytes), "kept free by the sizing"),
+            (
+                "pool backed after capture",
+                gib_cell(pc.kv_bytes),
+                f"Post-capture KV sizing line {pc.line}",
+            ),
+            ("free after the pool", gib_cell(pc.avail_bytes), f"line {pc.line}"),
+        ]
     if sz.kv_tokens:
         rows.append(("KV tokens", f"{sz.kv_tokens:,}", ""))
     if sz.bytes_per_token_range:
         lo, hi = sz.bytes_per_token_range
         # No round cell in the range: the range itself is the figure (003's 61,462-61,464).
         likely = f"{sz.likely_bytes_per_token:,}" if sz.likely_bytes_per_token else f"{lo:,}-{hi:,}"
-        what = "the rule and max_total_num_tokens" if sz.rule_tokens else "the printed sizes"
+        what = (
+            "the rule and max_total_num_tokens"
+            if sz.rule_tokens
+            else "the reservation's printed sizes"
+            if pc is not None and pc.reserved_bytes is not None
+            else "the printed sizes"
+        )
         note = (
             f"consistent with {what}: {lo:,} to {hi:,}"
             if sz.likely_bytes_per_token

@@ -13,6 +13,7 @@ from logmem.analysis.sizing import Sizing
 from logmem.report import budget_words as budget_words  # registers PoolsVsBudget's words
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
 from logmem.report import order_sentences as order_sentences  # registers its findings' words
+from logmem.report import post_capture_words as post_capture_words  # registers its words
 from logmem.report import uninitialized as uninitialized  # registers its finding's words
 from logmem.report.budget_words import adjustment_text
 from logmem.report.capture_sentences import unified_clause

@@ -34,7 +34,6 @@ but the rules.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import date
@@ -46,16 +45,23 @@ from logmem.sglang import rules
 from logmem.sglang.mfs_versions import (
     FORMULA_FORMS,
     GPU_TIERS,
+    POST_CAPTURE_FORMS,
     TABLE_FORMS,
     TABLE_GPU_LIMIT_MIB,
     TIER_FORM,
     FormulaForm,
+    PostCaptureForm,
     TableForm,
     forms_for,
     formula_spec_mib,
     table_form_values,
     tier_reserved_mib,
 )
+from logmem.sglang.mfs_windows import NO_CAP as _NO_CAP
+from logmem.sglang.mfs_windows import capacity_windows as capacity_windows
+from logmem.sglang.mfs_windows import merged as _merged
+from logmem.sglang.mfs_windows import mfs_of as _mfs
+from logmem.sglang.mfs_windows import same as _same
 from logmem.sglang.releases import RELEASES
 from logmem.sglang.reserve import AFTER_FLOOR, Reserve
 from logmem.units import MIB
@@ -113,6 +119,8 @@ class Rule(Enum):
     LARGE_GPU = "era_a_large_gpu_rule"
     GPU_TIER = "aug_oct_2025_gpu_tier_reserve"  # 0.4.8 - 0.5.2; only where it gives the dump
     RESERVE = "era_bc_reserve_formula"
+    # Post-capture KV sizing (sglang 0.5.16 on): no graph reserve (mfs_versions.POST_CAPTURE_FORMS)
+    POST_CAPTURE = "post_capture_reserve"
     PASSED = "passed_by_user"
     UNKNOWN = "unknown"
 
@@ -244,41 +252,6 @@ def _unmodelled(args: Mapping[str, Any], multimodal: bool) -> bool:
     return multimodal or pd not in (None, "null") or bool(args.get("enable_symm_mem"))
 
 
-def _mfs(capacity_mib: float, reserved: float) -> float:
-    return round((capacity_mib - reserved) / capacity_mib, 3)
-
-
-def _same(a: float | None, b: float | None) -> bool:
-    return a is not None and b is not None and abs(a - b) < 5e-4
-
-
-_NO_CAP = float(1 << 24)  # MiB: above any GPU (16 TiB)
-
-
-def capacity_windows(
-    bands: tuple[tuple[float, float, float], ...], dumped: float, at_least: float
-) -> tuple[tuple[int, int], ...]:
-    """The gpu_mem values (integer MiB, inclusive windows) at or above ``at_least`` on which
-    ``round((gpu_mem - reserved) / gpu_mem, 3)`` is ``dumped``, for ``bands`` of
-    ``(from, below, reserved)``: a rule whose reserve is constant within each band."""
-    out: list[tuple[int, int]] = []
-    for lo_band, hi_band, res in bands:
-        if res <= 0 or not 0 < dumped < 1:
-            continue
-        lo = res / (1 - dumped + 5e-4)
-        hi = res / (1 - dumped - 5e-4) if dumped + 5e-4 < 1 else _NO_CAP
-        a = max(math.ceil(lo) - 1, math.ceil(lo_band), math.ceil(at_least), 1)
-        b = min(math.floor(hi) + 1, math.ceil(hi_band) - 1)
-        # Exact ends by the rule's own rounding: the float bounds are off by at most one.
-        while a <= b and not _same(_mfs(a, res), dumped):
-            a += 1
-        while b >= a and not _same(_mfs(b, res), dumped):
-            b -= 1
-        if a <= b:
-            out.append((a, b))
-    return tuple(out)
-
-
 def tier_bands(args: Mapping[str, Any]) -> tuple[tuple[float, float, float], ...]:
     """``capacity_windows``'s bands of the GPU-tier rule (empty without tp_size)."""
     edges = [0.0] + [float(b) for b, _, _ in GPU_TIERS] + [_NO_CAP]
@@ -301,16 +274,6 @@ def formula_bands(
     if small is None or large is None:
         return ()
     return ((0.0, LARGE_GPU_MIB + 1.0, small), (LARGE_GPU_MIB + 1.0, _NO_CAP, large))
-
-
-def _merged(wins: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(wins):
-        if out and a <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return tuple(out)
 
 
 def _tier_windows(
@@ -359,6 +322,7 @@ def default_mfs(
     multimodal: bool = False,
     mla: bool | None = None,
     free_mib: float | None = None,
+    post_capture: bool = False,
 ) -> DefaultMfs:
     """Which rule gave the dump's mem_fraction_static (reference 12.3, checked against the
     released wheels: docs/sglang-sources.md).
@@ -367,7 +331,8 @@ def default_mfs(
     echoes none); ``capacity_mib``: the device capacity SGLang's gpu_mem is (None: not printed);
     ``mla``: whether the model's KV pool is MLA's (None: not known; the flat MLA prefill term);
     ``free_mib``: the free memory before loading (P), a lower bound of the capacity for
-    ``capacity_windows`` and the era-a large-GPU test when none is printed.
+    ``capacity_windows`` and the era-a large-GPU test when none is printed; ``post_capture``:
+    the log shows post-capture KV sizing, whose rule skips the graph reserve (``_post_capture``).
     """
     mfs = args.get("mem_fraction_static")
     dumped = float(mfs) if isinstance(mfs, (int, float)) and not isinstance(mfs, bool) else None
@@ -388,6 +353,8 @@ def default_mfs(
     )
     if passed:
         return replace(seed, rule=Rule.PASSED)
+    if post_capture and era is MfsEra.C:
+        return _post_capture(seed, args, printed, capacity_mib, free_mib, multimodal)
     if era in (MfsEra.A, MfsEra.BETWEEN):
         t, pred, settled = _table(args, printed, capacity_mib, free_mib, dumped)
         as_table = replace(
@@ -476,4 +443,45 @@ def default_mfs(
         reserved_mib=reserved,
         reserve_terms=terms,
         form=form.form.versions,
+    )
+
+
+def _post_capture(
+    seed: DefaultMfs,
+    args: Mapping[str, Any],
+    printed: date | None,
+    capacity_mib: float | None,
+    free_mib: float | None,
+    multimodal: bool,
+) -> DefaultMfs:
+    """The post-capture reserve (mfs_versions.POST_CAPTURE_FORMS): the form whose value is the
+    dump's, else the one current at the log's date. A VLM's further adjustment (8 GiB / gpu_mem
+    under post-capture sizing, 0.5.2x ``adjust_mem_fraction_for_vlm``) is not modelled."""
+    tp, pp = _int(args, "tp_size"), _int(args, "pp_size") or 1
+    forms: tuple[PostCaptureForm, ...] = forms_for(POST_CAPTURE_FORMS, printed)
+    out = replace(seed, rule=Rule.POST_CAPTURE, era=MfsEra.C, reserve_terms=(), free_mib=free_mib)
+    if tp is None or not forms:
+        return replace(out, no_prediction=NoPrediction.NO_TP)
+    if multimodal:
+        return replace(out, no_prediction=NoPrediction.UNMODELLED)
+    tried = [(f, f.base_mib + tp * pp / 8 * 1024) for f in forms]
+    if capacity_mib is None:
+        floor = max((free_mib or 0.0) - rules.PRINT_RESOLUTION_GIB * 1024, 0.0)
+        d = seed.dumped
+        wins = [capacity_windows(((0.0, _NO_CAP, r),), d, floor) if d else () for _, r in tried]
+        f, res = next((x for x, w in zip(tried, wins) if w), tried[0])
+        return replace(
+            out,
+            no_prediction=NoPrediction.NO_CAPACITY,
+            reserved_mib=res,
+            formula_windows=_merged([x for w in wins for x in w]) if d is not None else None,
+            form=f.form.versions,
+        )
+    f, res = next((x for x in tried if _same(_mfs(capacity_mib, x[1]), seed.dumped)), tried[0])
+    return replace(
+        out,
+        capacity_mib=capacity_mib,
+        predicted=_mfs(capacity_mib, res),
+        reserved_mib=res,
+        form=f.form.versions,
     )

@@ -264,6 +264,28 @@ FORMULA_FORMS = (
 """The reserve formula's forms read (sglang 0.5.3 - 0.5.23). Every one adds ``tp_size x pp_size /
 8 x 1024`` as a float (not integer division) and the 10 GiB floor above 60 GiB."""
 
+
+@frozen
+class PostCaptureForm:
+    """A form of the default mem_fraction_static under post-capture KV sizing
+    (``post_capture_kv_sizing_planned()``, SGLANG_ENABLE_POST_CAPTURE_KV_SIZING): ``reserved =
+    base + tp x pp / 8 x 1024`` MiB, no activation or graph term and no 10 GiB floor, then
+    ``round((gpu_mem - reserved) / gpu_mem, 3)`` (sglang 0.5.17, srt/server_args.py
+    ``_handle_gpu_memory_settings``; 0.5.22-0.5.23 srt/arg_groups/memory_hook.py
+    ``handle_gpu_memory_settings``)."""
+
+    form: Form
+    base_mib: int
+
+
+POST_CAPTURE_FORMS = (
+    # 0.5.16 (read in round 25), 0.5.17: 512.
+    PostCaptureForm(Form("0.5.16-0.5.17", "0.5.16", "0.5.14"), 512),
+    # 0.5.18, 0.5.20, 0.5.22, 0.5.23: 1536.
+    PostCaptureForm(Form("0.5.18-0.5.23", "0.5.18", "0.5.17"), 1536),
+)
+"""The post-capture reserve's forms read (a log shows the mode by its post-capture KV line)."""
+
 NEWEST_FORMULA = FORMULA_FORMS[-1]
 ERA_B_FORMULA = FORMULA_FORMS[3]  # 0.5.8-0.5.9: the form reference 12.3 (b) describes
 

@@ -132,7 +132,9 @@ def outside_budget_bytes(pre_load_bytes: int, mfs: float) -> int:
 
     ``ModelRunner.profile_max_num_token`` (``model_executor/model_runner.py``; from
     ``model_runner_kv_cache_mixin.py`` about Nov 2025, ``pool_configurator.py`` 2026), all eras
-    E0-E7; P is ``pre_model_load_memory`` (``pre_load_reading``)."""
+    E0-E7; P is ``pre_model_load_memory`` (``pre_load_reading``). Post-capture KV sizing keeps
+    the same headroom free after the graphs (sglang 0.5.17-0.5.23, srt/model_executor/
+    model_runner_components/kv_pool_runtime.py ``compute_post_capture_kv_resize``)."""
     return round(pre_load_bytes * (1 - mfs))
 
 

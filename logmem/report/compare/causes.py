@@ -41,6 +41,8 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
             )
         elif rule is Rule.RESERVE:
             how = "the reserve formula" + (", the command line passes it" if passed else "")
+        elif rule is Rule.POST_CAPTURE:
+            how = "post-capture KV sizing's reserve (no graph term), which max bs does not move"
         else:
             how = "unknown (era or dump)"
         return f"{label}: {how}"

@@ -43,6 +43,22 @@ def _(n: wf.GraphsDisabled) -> str:
 
 
 @note_text.register
+def _(n: wf.PostCaptureSized) -> str:
+    # sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize.
+    graphs = (
+        "; the predictions hold the pool and move the headroom instead (not modelled)"
+        if n.graphs_asked
+        else ""
+    )
+    return (
+        f"Post-capture KV sizing (line {n.line}): SGLang sized the KV pool after the CUDA graphs "
+        "from the free memory they left, keeping P x (1 - mem_fraction_static) free. A change of "
+        "mem_fraction_static moves the pool by P x the change, as the rule does; a change of "
+        f"graph memory would move the KV pool by the same GiB and leave the headroom as it is{graphs}."
+    )
+
+
+@note_text.register
 def _(n: wf.DraftFollows) -> str:
     if n.follows:
         return (

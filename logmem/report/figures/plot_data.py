@@ -146,6 +146,8 @@ def milestone(key: str, name: str) -> str:
         return f"at {name.removeprefix('before ')} begin"
     if base == "post_capture":
         return "last reading (after warm-up)"
+    if base.endswith("_kv_after_capture"):
+        return "after the KV pool (post-capture sizing)"
     return f"after {name}"
 
 
