@@ -392,6 +392,7 @@ class LargestBecomes:
     per_bs: bool  # SGLang's heuristic, per unit of bs
     rows_per_bs: int
     static_slope: bool
+    adds: bool = False  # the new list adds buckets below its top, priced apart (AddedBuckets)
 
 
 @frozen

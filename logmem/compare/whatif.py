@@ -166,6 +166,10 @@ def whatif_launch(
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
     other_bs: int | None = None  # a smaller largest bs the log cannot rule out
+    extra = 0  # added buckets, or the first bucket's shrink, at new_bs
+    extra_err: int | None = 0
+    priced = False  # a slope prices the change (not the measured buckets alone)
+    change = None
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
         raise FitError("--cuda-graph-max-bs must be at least 1")
     if cuda_graph_max_bs is not None and disabled is None:
@@ -191,8 +195,10 @@ def whatif_launch(
         )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
         other_bs = change.other_bs
+        extra, extra_err = change.extra_bytes, change.extra_error_bytes
         notes.extend(change.notes)
-        src = use.source if use is not None and bsum is None else None
+        priced = bsum is None or change.shrinks is not None  # a slope prices the change
+        src = use.source if use is not None and priced else None
         if isinstance(src, cn.MeasuredSlope) and src.mismatches:
             notes.insert(0, cn.SlopeFromOtherLaunches(src.mismatches))
         assumptions.extend(change.assumptions)
@@ -204,7 +210,7 @@ def whatif_launch(
 
     def graph_delta(bs: int | None) -> int:
         if bsum is not None and bs == bsum.new_bs:
-            return bsum.change_bytes
+            return bsum.change_bytes + extra
         if bs is not None and cur_bs is not None and bs < cur_bs and found is not None:
             b = bucket_change(found[0], found[1], bs)  # a Mamba request count capping the list
             if b is not None:
@@ -215,13 +221,13 @@ def whatif_launch(
             return round(use.mib_per_row * (bs - cur_bs) * MIB)
         d_rows = (bs - cur_bs) * rows_per_bs
         per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
-        return round(per_row * d_rows * MIB)
+        return round(per_row * d_rows * MIB) + (extra if bs == new_bs else 0)
 
     def graph_error(bs: int | None) -> int | None:
         """The bound on graph_delta(bs) a slope carries: 0 where no slope prices it (measured
         buckets, or no change), None where the slope's error is not known (given, heuristic)."""
         if bsum is not None and bs == bsum.new_bs:
-            return 0
+            return extra_err
         if bs is None or cur_bs is None or use is None or bs == cur_bs or graph_delta(bs) == 0:
             return 0
         if bs < cur_bs and found is not None and bucket_change(found[0], found[1], bs) is not None:
@@ -230,7 +236,8 @@ def whatif_launch(
         if use.per_bs or err is None:
             return None
         static = use.static_mib_per_row_error or 0.0 if use.static_mib_per_row is not None else 0.0
-        return round((err + static) * abs(bs - cur_bs) * rows_per_bs * MIB)
+        added = extra_err if bs == new_bs and extra_err else 0
+        return round((err + static) * abs(bs - cur_bs) * rows_per_bs * MIB) + added
 
     req0 = md.req_table(tokens(md.m0), md.logged_ctx)
     n0 = md.requests(tokens(md.m0), md.logged_ctx)
@@ -388,7 +395,7 @@ def whatif_launch(
             used_outside_bytes=c.used_outside_bytes,
         )
     assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
-    if use is not None and cuda_graph_max_bs is not None and bsum is None and disabled is None:
+    if use is not None and cuda_graph_max_bs is not None and priced and disabled is None:
         assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))
     return WhatIf(
         ref,
@@ -419,4 +426,6 @@ def whatif_launch(
         disabled,
         unknown_top,
         method,
+        change.added if change else None,
+        change.shrinks if change else None,
     )

@@ -14,6 +14,7 @@ from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.sizing import Sizing
 from logmem.analysis.weights_loaded import WeightsNotLoaded, weights_not_loaded
 from logmem.compare import notes as cn
+from logmem.compare.whatif_sizes import AddedBuckets, FirstBucketShrinks
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.capture_lists import CaptureTop
@@ -62,6 +63,7 @@ class BucketSum:
     stand_in: int | None  # new_bs is not a measured size: the measured bucket standing in for it
     change_bytes: int
     lines: tuple[int, int]
+    shrunk: bool = False  # a slope moves the first bucket's extra (FirstBucketShrinks follows)
 
 
 @frozen
@@ -159,7 +161,9 @@ WhatIfNote = (
     GraphsDisabled
     | DraftFollows
     | BucketSum
+    | FirstBucketShrinks
     | SlopeAbove
+    | AddedBuckets
     | NoBucketReadings
     | TopUnknown
     | CappedAtRequestPool

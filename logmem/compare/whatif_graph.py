@@ -26,6 +26,13 @@ from logmem.compare.whatif_facts import (
     fixed_lazy,
     main_buckets,
 )
+from logmem.compare.whatif_sizes import (
+    AddedBuckets,
+    FirstBucketShrinks,
+    added_buckets,
+    first_bucket_shrinks,
+    measured_per_row,
+)
 from logmem.errors import NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.captures import month
@@ -43,6 +50,20 @@ class MaxBsChange:
     notes: tuple[cn.Note | WhatIfNote, ...]
     assumptions: tuple[cn.Note | WhatIfNote, ...]
     other_bs: int | None = None  # the smaller largest bs the log cannot rule out
+    added: AddedBuckets | None = None  # the buckets a larger max bs adds below its top
+    shrinks: FirstBucketShrinks | None = None  # a smaller max bs: the slope on the first bucket
+
+    @property
+    def extra_bytes(self) -> int:
+        """What the added buckets or the first bucket's shrink change beyond the method."""
+        return (self.added.bytes if self.added else 0) + (self.shrinks.bytes if self.shrinks else 0)
+
+    @property
+    def extra_error_bytes(self) -> int | None:
+        """Their bound (None: the slope's error is not known)."""
+        if self.shrinks is not None:
+            return self.shrinks.error_bytes
+        return self.added.error_bytes if self.added else 0
 
 
 def max_bs_change(
@@ -81,11 +102,18 @@ def max_bs_change(
         return MaxBsChange(new_bs, None, None, None, tuple(notes), ())
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
+    shrinks: FirstBucketShrinks | None = None
     use = slope
+    found = main_buckets(led, main.rank, main.graph) if main is not None else None
     if new_bs < cur_bs and main is not None:
-        found = main_buckets(led, main.rank, main.graph)
         bsum = bucket_change(found[0], found[1], new_bs) if found else None
         method = bsum or NoBucketReadings(found[0] if found else main.graph, new_bs)
+        if bsum is not None and slope is not None and measured_per_row(slope):
+            b = bsum
+            shrinks = first_bucket_shrinks(
+                b.graph, b.first_size, b.first_bytes, b.next_bytes, new_bs, rows_per_bs, slope
+            )
+            bsum = method = replace(b, shrunk=True)
     elif new_bs > cur_bs:
         method = SlopeAbove(cur_bs, new_bs)
     if bsum is None:
@@ -99,8 +127,21 @@ def max_bs_change(
             h, terms = heuristic_mib_per_bs(launch.args, new_bs)
             use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
             notes.append(cn.NoMeasuredSlope(h))
+    added = None
+    if bsum is None and new_bs > cur_bs and measured_per_row(use) and main is not None:
+        graph = found[0] if found else main.graph
+        buckets = found[1] if found else None
+        added = added_buckets(graph, top.top if top else None, cur_bs, new_bs, buckets)
+    if bsum is None:
+        assert use is not None
         assumptions.append(
-            cn.LargestBecomes(new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None)
+            cn.LargestBecomes(
+                new_bs,
+                use.per_bs,
+                rows_per_bs,
+                use.static_mib_per_row is not None,
+                added is not None,
+            )
         )
     # Either way the first capture's lazy allocations stay: name what they hold.
     lazy = fixed_lazy(led, main.rank if main else None, main.graph if main else None)
@@ -108,12 +149,18 @@ def max_bs_change(
         notes.append(lazy)
     if method is not None:
         assumptions.append(method)
+    if added is not None:
+        assumptions.append(added)
+    if shrinks is not None:
+        assumptions.append(shrinks)
     if main is not None and any(
         p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
     ):
         assumptions.append(cn.OnlyMainGraph(main.graph))
     other = sizes[0] if top is not None and len(sizes) > 1 else None
-    return MaxBsChange(new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other)
+    return MaxBsChange(
+        new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other, added, shrinks
+    )
 
 
 def _failed_bucket_slope(

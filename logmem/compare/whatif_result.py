@@ -18,6 +18,7 @@ from logmem.compare.whatif_facts import (
     TopUnknown,
     WhatIfNote,
 )
+from logmem.compare.whatif_sizes import AddedBuckets, FirstBucketShrinks
 from logmem.frozen import frozen
 
 
@@ -109,6 +110,9 @@ class WhatIf:
     top_unknown: TopUnknown | None = None  # the window's top cannot be computed (hi is None)
     # How the graph for --cuda-graph-max-bs was priced: the measured buckets, or a slope.
     graph_method: BucketSum | SlopeAbove | NoBucketReadings | None = None
+    # What a slope adds to it: the buckets a larger list adds, or the first bucket's shrink.
+    added: AddedBuckets | None = None
+    shrinks: FirstBucketShrinks | None = None
 
     @property
     def feasible(self) -> bool:

@@ -317,6 +317,8 @@ def whatif_json(w: WhatIfView) -> dict[str, Any]:
         "window_top_at_least": w.window_top_at_least,
         "graphs_disabled_by": w.graphs_disabled_by,
         "max_bs_method": w.max_bs_method,
+        "added_buckets": w.added_buckets,
+        "first_bucket_shrink": w.first_bucket_shrink,
         "window_empty": w.window_empty,
         "lo_positive_kv": lo,
         "lo_full_context": w.lo_full_context,

@@ -440,7 +440,12 @@ def _(n: cn.LargestBecomes) -> str:
             f"rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change in rows"
             + static
         )
-    return f"The largest captured batch becomes {n.bs}; {how}; the other buckets stay as measured."
+    rest = (
+        "the measured buckets below it stay (the added ones: below)"
+        if n.adds
+        else "the other buckets stay as measured"
+    )
+    return f"The largest captured batch becomes {n.bs}; {how}; {rest}."
 
 
 @note_text.register

@@ -62,7 +62,12 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
             f"Graphs and headroom at max bs {p.largest_bs} are estimates from the graph slope "
             "(Assumptions): "
             + (
-                "+- the measured slope's printing bound over the change in rows."
+                "+- the measured slope's printing bound over the change in rows"
+                + (
+                    ", plus that of the added buckets' average."
+                    if w.added_buckets and w.added_buckets["gib"] is not None
+                    else "."
+                )
                 if p.graph_error_gib is not None
                 else "'~': the slope's error is not known."
             )

@@ -1,0 +1,73 @@
+"""whatif --cuda-graph-max-bs against launches that were actually run at the new max bs, review
+28: the pair-e7 fixtures are one model and GPU at max bs 128, 256 and 512 (E7, capture list
+generated up to max bs). A prediction from one of them at another max bs must land on the launch
+that ran there, within the error it states."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from logmem.cli.main import cli
+from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
+
+E7 = {n: str(FIXTURES / f"pair-e7-maxbs{n}-constructed.log") for n in (128, 256, 512)}
+
+
+def _json(*args: str) -> dict:  # type: ignore[type-arg]
+    r = CliRunner().invoke(cli, ["whatif", *args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)  # type: ignore[no-any-return]
+
+
+def _measured_graphs(n: int) -> float:
+    return float(_json(E7[n])["measured"]["graph_gib"])
+
+
+def test_raising_max_bs_prices_the_buckets_the_list_adds() -> None:
+    """256 -> 512 adds bs 272-496 (15 buckets, about 0.02 GiB each) below the new top: the old
+    prediction priced only the largest bucket and static buffers (3.64 +- 0.08 GiB against the
+    3.95 the 512 launch measured)."""
+    doc = _json(E7[256], "--cuda-graph-max-bs", "512", "--slope-from", E7[128], E7[256])
+    p = doc["predicted"]
+    assert doc["added_buckets"]["sizes"] == list(range(272, 512, 16))
+    assert abs(p["graph_gib"] - _measured_graphs(512)) <= p["graph_error_gib"] + 0.01
+
+
+def test_lowering_max_bs_with_a_measured_slope_shrinks_the_first_buckets_pool() -> None:
+    """256 -> 64 with a slope measured on 128 and 512: the first bucket's extra allocation holds
+    the graph pool the largest batch sizes, so it shrinks by slope x rows. The old prediction kept
+    it whole (2.27 GiB at max bs 64, more than the 1.96 the 128 launch measured)."""
+    doc = _json(E7[256], "--cuda-graph-max-bs", "64", "--slope-from", E7[128], E7[512])
+    p = doc["predicted"]
+    assert p["graph_gib"] < _measured_graphs(128)
+    # The e7 launches: static 0.05 + 0.4 MiB/row, largest bucket 1.10 + 3.2 MiB/row, 0.02 GiB
+    # per later bucket: at 64, 0.075 + 1.30 + 11 x 0.02 = 1.595 GiB.
+    assert abs(p["graph_gib"] - 1.595) <= p["graph_error_gib"] + 0.01
+    assert doc["first_bucket_shrink"]["pool_gib"] == 0.6
+    assert p["graph_bound"] == "estimated"
+    # And the same from 256 -> 128 lands on the 128 launch.
+    down = _json(E7[256], "--cuda-graph-max-bs", "128", "--slope-from", E7[128], E7[512])
+    q = down["predicted"]
+    assert abs(q["graph_gib"] - _measured_graphs(128)) <= q["graph_error_gib"] + 0.01
+
+
+def test_lowering_max_bs_without_a_slope_says_the_buckets_give_an_upper_bound() -> None:
+    r = CliRunner().invoke(cli, ["whatif", E7[256], "--cuda-graph-max-bs", "64"])
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.output.split())
+    assert "extra allocation stays whole" in flat
+    assert "this is at most what max bs 64 takes" in flat
+    assert "lines 12-12" not in flat and "(progress bar avail_mem, line 12)" in flat
+
+
+def test_capture_top_lists_every_captured_list() -> None:
+    ctx = ListContext.from_args({"cuda_graph_max_bs": 256}, 3199)
+    from dataclasses import replace
+
+    top = largest_at_max_bs(512, replace(ctx, month=(2026, 9)), GpuFacts(None, 80_000))
+    assert top is not None and top.sizes == (512,)
+    assert all(x[-1] == 512 for x in top.lists)
+    assert any(256 in x and 272 in x and 264 not in x for x in top.lists)
