@@ -71,3 +71,20 @@ def test_capture_top_lists_every_captured_list() -> None:
     assert top is not None and top.sizes == (512,)
     assert all(x[-1] == 512 for x in top.lists)
     assert any(256 in x and 272 in x and 264 not in x for x in top.lists)
+
+
+def test_the_window_top_carries_the_slopes_error() -> None:
+    """The window's top is where the estimated headroom stays >= the reserve; the slope's
+    printing bound on the graphs moves it, and the report gives that range (before, the top was
+    the last value whose verdict the error left open: graphs at the low end of their error)."""
+    args = ("--cuda-graph-max-bs", "512", "--slope-from", E7[128], E7[256])
+    doc = _json(E7[256], *args)
+    lo, hi = doc["mem_fraction_static_window"]
+    low, high = doc["window_top_low"], doc["window_top_high"]
+    assert low is not None and high is not None and low < hi < high
+    at_top = _json(E7[256], *args, "--mem-fraction-static", f"{hi:.3f}")["predicted"]
+    above = _json(E7[256], *args, "--mem-fraction-static", f"{hi + 0.001:.3f}")["predicted"]
+    assert at_top["headroom_gib"] >= 0 > above["headroom_gib"]
+    r = CliRunner().invoke(cli, ["whatif", E7[256], *args])
+    flat = " ".join(r.output.split())
+    assert f"the top is from {low:.3f} to {high:.3f}" in flat

@@ -362,13 +362,24 @@ def whatif_launch(
     grid = MFS_GRID
     lo_pos = next((m for m in grid if tokens(m) > 0), None)
     # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
+    at = {m: predict(m, new_bs, md.ctx) for m in grid}
     ok = [
         m
         for m in grid
-        if (p := predict(m, new_bs, md.ctx)).headroom_bytes is not None
+        if (p := at[m]).headroom_bytes is not None
         and p.verdict(activation_reserve_bytes) is not False
     ]
     hi = ok[-1] if ok else None
+    # The top with graphs at the top of the slope's error (None: no error, or not known).
+    # ``hi`` counts a value whose headroom the error spans (its verdict is unknown): the top with
+    # graphs at the low end of their error; the window's own top is the estimate's.
+    err = predicted.graph_error_bytes
+    hi_low = hi_high = None
+    if err and hi is not None:
+        mid = [m for m in ok if (at[m].headroom_bytes or 0) >= activation_reserve_bytes]
+        sure = [m for m in mid if (at[m].headroom_bytes or 0) - err >= activation_reserve_bytes]
+        hi_low, hi_high = (sure[-1] if sure else None), hi
+        hi = mid[-1] if mid else None
     lo_ctx = md.smallest_mfs_for_context(md.ctx) if md.ctx else None
     top_bounded = bounded or md.floored
     unknown_top = None
@@ -428,4 +439,6 @@ def whatif_launch(
         method,
         change.added if change else None,
         change.shrinks if change else None,
+        hi_low,
+        hi_high,
     )

@@ -113,6 +113,10 @@ class WhatIf:
     # What a slope adds to it: the buckets a larger list adds, or the first bucket's shrink.
     added: AddedBuckets | None = None
     shrinks: FirstBucketShrinks | None = None
+    # The window's top with graphs at the high end of the slope's printing error (None: the
+    # graphs carry no such error, or no value leaves the reserve then).
+    hi_low: float | None = None
+    hi_high: float | None = None  # and at the low end of it
 
     @property
     def feasible(self) -> bool:

@@ -190,6 +190,8 @@ class WhatIfView:
     window_top_at_least: float | None = None
     added_buckets: dict[str, Any] | None = None  # the buckets a larger max bs adds below its top
     first_bucket_shrink: dict[str, Any] | None = None  # a smaller one: the slope on the pool
+    window_top_low: float | None = None  # the top with graphs at the high end of their error
+    window_top_high: float | None = None  # and at the low end
 
 
 def _added(w: WhatIf) -> dict[str, Any] | None:
@@ -263,6 +265,8 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         window_top_at_least=w.top_unknown.at_least if w.top_unknown else None,
         added_buckets=_added(w),
         first_bucket_shrink=_shrink(w),
+        window_top_low=w.hi_low,
+        window_top_high=w.hi_high,
     )
 
 
