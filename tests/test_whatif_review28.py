@@ -88,3 +88,20 @@ def test_the_window_top_carries_the_slopes_error() -> None:
     r = CliRunner().invoke(cli, ["whatif", E7[256], *args])
     flat = " ".join(r.output.split())
     assert f"the top is from {low:.3f} to {high:.3f}" in flat
+
+
+def test_whatif_on_a_kv_sizing_failure_says_no_prediction_first_and_which_way() -> None:
+    """A launch that died sizing its KV cache has no KV line: exit 1 (README: an error logmem
+    explains), the message leading with why there is no table and then the rule's answer."""
+    for name in (
+        "not-enough-memory-kv-v0514-constructed.log",
+        "not-enough-memory-kv-constructed.log",
+    ):
+        r = CliRunner().invoke(
+            cli, ["whatif", str(FIXTURES / name), "--mem-fraction-static", "0.9"]
+        )
+        assert r.exit_code == 1
+        flat = " ".join(r.output.split())
+        assert flat.startswith("Error: no prediction: start-up died sizing the KV cache"), flat
+        assert "2.92 GiB at 0.9" in flat and "-1.00 GiB at 0.85 (as logged)" in flat
+        assert "positive above mem_fraction_static 0.8628 (1 - 10.76 / 78.40): raise it" in flat
