@@ -16,6 +16,7 @@ from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
 from logmem.compare.diff_notes import MfsNotAllDerived as MfsNotAllDerived
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.compare.diff_notes import ReserveFloorBinds as ReserveFloorBinds
+from logmem.compare.diff_notes import SameLaunch as SameLaunch
 from logmem.compare.diff_notes import SlopeAcrossModels as SlopeAcrossModels
 from logmem.compare.diff_notes import SlopeConfounded as SlopeConfounded
 from logmem.compare.diff_notes import SlopeFromOtherLaunches as SlopeFromOtherLaunches
@@ -456,6 +457,7 @@ Note = (
     | MfsNotAllDerived
     | DifferentModels
     | DifferentGpus
+    | SameLaunch
     | SlopeFromOtherLaunches
     | DifferentWording
     | BucketsNotCompared

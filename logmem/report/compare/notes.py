@@ -318,9 +318,11 @@ def _(n: cn.KVRuleReplayed) -> str:
     share = f"{n.share:.1%} of rest" if n.share < 1 else "rest"
     if n.ranks_printed == 1 and (n.ranks_expected or 1) > 1:
         # One rank prints (the rank filter): SGLang's own minimum may be lower.
+        k = (n.ranks_expected or 1) - 1
+        others = "the other rank prints" if k == 1 else f"the other {k} ranks print"
         who = (
-            f"P and after-weights are {_on(n.pre_load_rank)}'s readings (the other "
-            f"{(n.ranks_expected or 1) - 1} ranks print none; SGLang's minimum may be lower)"
+            f"P and after-weights are {_on(n.pre_load_rank)}'s readings ({others} none; "
+            "SGLang's minimum may be lower)"
         )
     elif n.ranks_printed == 1:
         who = f"P and after-weights are {_on(n.pre_load_rank)}'s readings"
