@@ -429,28 +429,6 @@ def _(n: cn.ContextChange) -> str:
 
 
 @note_text.register
-def _(n: cn.LargestBecomes) -> str:
-    if n.per_bs:
-        how = "graph memory changes by the heuristic x the change in bs"
-    else:
-        static = (
-            ", static buffers by their slope"
-            if n.static_slope
-            else "; static buffers stay as measured (no static slope given)"
-        )
-        how = (
-            f"rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change in rows"
-            + static
-        )
-    rest = (
-        "the measured buckets below it stay (the added ones: below)"
-        if n.adds
-        else "the other buckets stay as measured"
-    )
-    return f"The largest captured batch becomes {n.bs}; {how}; {rest}."
-
-
-@note_text.register
 def _(n: cn.OnlyMainGraph) -> str:
     return f"Only the {n.graph} graph is rescaled; other batch-sized graphs stay as measured."
 
