@@ -105,3 +105,16 @@ def test_whatif_on_a_kv_sizing_failure_says_no_prediction_first_and_which_way() 
         assert flat.startswith("Error: no prediction: start-up died sizing the KV cache"), flat
         assert "2.92 GiB at 0.9" in flat and "-1.00 GiB at 0.85 (as logged)" in flat
         assert "positive above mem_fraction_static 0.8628 (1 - 10.76 / 78.40): raise it" in flat
+
+
+def test_a_logged_mfs_the_log_contradicts_is_named_before_sglang() -> None:
+    """--logged-mem-fraction-static 0.9 on a log whose readings give back 0.970: the note on
+    SGLang allocating more than its rule gives must not be the only reading of the gap."""
+    log = str(FIXTURES / "capture-oom-no-server-args-constructed.log")
+    r = CliRunner().invoke(cli, ["whatif", log, "--logged-mem-fraction-static", "0.9"])
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.output.split())
+    said = flat.index("--logged-mem-fraction-static 0.9 does not give back the logged KV pool")
+    assert "gives back about 0.970" in flat and said < flat.index("more tokens")
+    ok = CliRunner().invoke(cli, ["whatif", log, "--logged-mem-fraction-static", "0.97"])
+    assert "does not give back" not in ok.output

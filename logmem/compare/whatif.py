@@ -19,7 +19,7 @@ from logmem.compare import whatif_facts as wf
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import main_point
-from logmem.compare.replay import Replay, unfinished, with_logged_mfs
+from logmem.compare.replay import Replay, backsolved_mfs, unfinished, with_logged_mfs
 from logmem.compare.slope import GraphSlope
 from logmem.compare.whatif_facts import (
     BucketSum,
@@ -67,6 +67,7 @@ def whatif_launch(
         if v is not None and not 0 < v <= 1:
             raise FitError(f"{flag} {v:g} is outside (0, 1]")
     given_mfs = logged_mfs
+    back = backsolved_mfs(launch) if logged_mfs is not None else None
     if logged_mfs is not None:
         launch = with_logged_mfs(launch, logged_mfs)
     led = build_ledger(launch)
@@ -115,6 +116,8 @@ def whatif_launch(
     if md.sizing_gap is not None:
         notes.append(cn.SizedWithAnotherCell(md.sizing_gap, md.bpt))
     if logged and not rule_agrees(rule0, logged, md.bpt):
+        if given_mfs is not None and back is not None and abs(back.mfs - given_mfs) > 0.002:
+            notes.append(wf.LoggedMfsDisagrees(given_mfs, back.mfs))
         notes.append(cn.RuleDisagrees(rule0, logged, wf.more_tokens_gap(led)))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens

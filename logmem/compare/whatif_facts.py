@@ -152,6 +152,15 @@ class MambaRequestsFollow:
 
 
 @frozen
+class LoggedMfsDisagrees:
+    """--logged-mem-fraction-static does not give back the logged pool, and SGLang's rule on the
+    log's readings gives another value: the given value is the first suspect, not SGLang."""
+
+    given: float
+    backsolved: float
+
+
+@frozen
 class MambaRequestsHeld:
     """A hybrid Mamba model whose log does not show how its slots set max_running_requests:
     the count is held as logged."""
@@ -172,6 +181,7 @@ WhatIfNote = (
     | MfsHeld
     | MambaRequestsFollow
     | MambaRequestsHeld
+    | LoggedMfsDisagrees
 )
 
 

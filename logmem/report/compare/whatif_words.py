@@ -366,3 +366,13 @@ def _(n: cn.LargestBecomes) -> str:
         f"{head}; rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change "
         f"in rows{static}; the {rest}."
     )
+
+
+@note_text.register
+def _(n: wf.LoggedMfsDisagrees) -> str:
+    return (
+        f"--logged-mem-fraction-static {n.given:g} does not give back the logged KV pool: "
+        f"SGLang's rule on this log's readings gives back about {n.backsolved:.3f}. The value "
+        "passed is the first suspect (the note below, on SGLang's rule, assumes it is right); "
+        "if the launch ran with the back-solved value, pass that instead."
+    )
