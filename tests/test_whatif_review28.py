@@ -118,3 +118,19 @@ def test_a_logged_mfs_the_log_contradicts_is_named_before_sglang() -> None:
     assert "gives back about 0.970" in flat and said < flat.index("more tokens")
     ok = CliRunner().invoke(cli, ["whatif", log, "--logged-mem-fraction-static", "0.97"])
     assert "does not give back" not in ok.output
+
+
+def test_other_batch_sized_graphs_held_say_which_way_the_figure_errs() -> None:
+    """SGLang's draft runners capture the same bs list (kimi-k3: draft decode 16-192 like target
+    verify): held as measured, graphs are at most the figure when max bs falls, too low when
+    it rises; the families are named once (not 'draft extend#2')."""
+    from logmem.compare import notes as cn
+    from logmem.report.compare.notes import note_text
+
+    log = str(FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log")
+    r = CliRunner().invoke(cli, ["whatif", log, "--cuda-graph-max-bs", "64"])
+    flat = " ".join(r.output.split())
+    assert "(draft decode, draft extend) stay as measured" in flat
+    assert "so graph memory is at most this" in flat and "#2" not in flat
+    up = note_text(cn.OnlyMainGraph("decode", ("draft",), True))
+    assert "too low by their growth" in up

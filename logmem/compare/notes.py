@@ -399,6 +399,8 @@ class LargestBecomes:
 @frozen
 class OnlyMainGraph:
     graph: str
+    others: tuple[str, ...] = ()  # the other batch-sized graphs on that rank
+    raised: bool | None = None  # max bs goes up (None: not said)
 
 
 @frozen

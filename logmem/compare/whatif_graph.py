@@ -153,10 +153,19 @@ def max_bs_change(
         assumptions.append(added)
     if shrinks is not None:
         assumptions.append(shrinks)
-    if main is not None and any(
-        p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
-    ):
-        assumptions.append(cn.OnlyMainGraph(main.graph))
+    others = (
+        tuple(
+            dict.fromkeys(
+                p.graph.split("#")[0]  # one name per family (draft extend steps: one)
+                for p in graph_points(launch)
+                if p.rank == main.rank and p.per_bs and p.graph.split("#")[0] != main.graph
+            )
+        )
+        if main is not None
+        else ()
+    )
+    if main is not None and others:
+        assumptions.append(cn.OnlyMainGraph(main.graph, others, new_bs > cur_bs))
     other = sizes[0] if top is not None and len(sizes) > 1 else None
     return MaxBsChange(
         new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other, added, shrinks

@@ -430,7 +430,15 @@ def _(n: cn.ContextChange) -> str:
 
 @note_text.register
 def _(n: cn.OnlyMainGraph) -> str:
-    return f"Only the {n.graph} graph is rescaled; other batch-sized graphs stay as measured."
+    who = f" ({', '.join(n.others)})" if n.others else ""
+    way = (
+        ""
+        if n.raised is None
+        else ": SGLang captures them up to the same max bs, so graph memory is too low by their growth"
+        if n.raised
+        else ": SGLang captures them up to the same max bs, so graph memory is at most this"
+    )
+    return f"Only the {n.graph} graph is rescaled; the other batch-sized graphs{who} stay as measured{way}."
 
 
 @note_text.register
