@@ -41,7 +41,7 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
         elif rule is Rule.RESERVE:
             how = "the reserve formula" + (", the command line passes it" if passed else "")
         else:
-            how = "unknown (era or dump)"
+            how = "unknown (the log gives no date, or no server_args value, to tell the rule by)"
         return f"{label}: {how}"
 
     (ra, rb), (pa, pb), (ma, mb) = _pair(n.rules), _pair(n.passed), _pair(n.matches)

@@ -218,7 +218,7 @@ def _only_in(args: ArgsView) -> str:
     if not parts:
         return ""
     text = "; ".join(parts)
-    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed dump."
+    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed server_args line."
 
 
 def _tag(key: str, args: ArgsView) -> str:
