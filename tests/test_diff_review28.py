@@ -26,3 +26,13 @@ def test_two_launches_of_one_file_are_not_the_same_launch() -> None:
     )
     assert r.exit_code == 0, r.output
     assert not any("same launch" in h for h in json.loads(r.output)["headlines"])
+
+
+def test_a_model_change_is_not_said_not_to_touch_memory() -> None:
+    a = FIXTURES / "allreduce-v2-0523-constructed.log"
+    b = FIXTURES / "pair-e7-maxbs256-constructed.log"
+    r = CliRunner().invoke(cli, ["diff", str(a), str(b)])
+    flat = " ".join(r.output.split())
+    assert flat.startswith("logmem diff") and "Different models" in flat
+    assert "do not touch memory" not in flat
+    assert "Ignored (names, paths, seeds: not memory settings; the model is compared by" in flat
