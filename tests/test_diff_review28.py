@@ -36,3 +36,15 @@ def test_a_model_change_is_not_said_not_to_touch_memory() -> None:
     assert flat.startswith("logmem diff") and "Different models" in flat
     assert "do not touch memory" not in flat
     assert "Ignored (names, paths, seeds: not memory settings; the model is compared by" in flat
+
+
+def test_token_sources_are_said_per_launch() -> None:
+    a = FIXTURES / "allreduce-v2-0523-constructed.log"
+    b = FIXTURES / "pair-e7-maxbs256-constructed.log"
+    r = CliRunner().invoke(cli, ["diff", str(a), str(b)])
+    flat = " ".join(r.output.split())
+    assert (
+        "Tokens by launch, A: none printed (no KV or summary line); B: max_total_num_tokens."
+        in flat
+    )
+    assert "Tokens from not printed" not in flat

@@ -246,10 +246,10 @@ def _diff_phases(d: DiffView, o: Out) -> None:
             f"SGLang's rule, rest = after-weights - P x (1 - mfs): A {_f(kv.after_weights_gib[0])} - "
             f"{_f(kv.pre_load_gib[0])} x (1 - {ma:g}) = {_f(kv.rest_gib[0])} GiB; B "
             f"{_f(kv.after_weights_gib[1])} - {_f(kv.pre_load_gib[1])} x (1 - {mb:g}) = "
-            f"{_f(kv.rest_gib[1])} GiB. Tokens from {kv.tokens_source}."
+            f"{_f(kv.rest_gib[1])} GiB. {_source(kv.tokens_source)}."
         )
     else:
-        o.para(f"Tokens from {kv.tokens_source}; bytes per token from the printed KV sizes.")
+        o.para(f"{_source(kv.tokens_source)}; bytes per token from the printed KV sizes.")
     if kv.terms:
         o.table(
             ["what accounts for the change", "GiB", "tokens"],
@@ -275,6 +275,11 @@ def _graph_sig(g: GraphRow) -> Sig:
 
     (ka, va), (kb, vb) = figs(g.a), figs(g.b)
     return (g.graph, ka, kb), va + vb
+
+
+def _source(src: str) -> str:
+    """Where the token counts come from: one source, or one per launch ('A: ...; B: ...')."""
+    return f"Tokens by launch, {src}" if src.startswith("A: ") else f"Tokens from {src}"
 
 
 def _diff_graphs(d: DiffView, o: Out) -> None:
