@@ -134,3 +134,13 @@ def test_other_batch_sized_graphs_held_say_which_way_the_figure_errs() -> None:
     assert "so graph memory is at most this" in flat and "#2" not in flat
     up = note_text(cn.OnlyMainGraph("decode", ("draft",), True))
     assert "too low by their growth" in up
+
+
+def test_unknown_context_length_does_not_deny_a_summary_line() -> None:
+    """017 prints a summary line, cut with '...' before context_len: 'no summary line' was
+    wrong there."""
+    log = str(FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log")
+    doc = _json(log, "--logged-mem-fraction-static", "0.854")
+    assert doc["full_context"] == (
+        "context length unknown (the log prints no context_len); pass --context-length"
+    )
