@@ -144,3 +144,16 @@ def test_unknown_context_length_does_not_deny_a_summary_line() -> None:
     assert doc["full_context"] == (
         "context length unknown (the log prints no context_len); pass --context-length"
     )
+
+
+def test_a_log_without_summary_caps_max_bs_at_server_args_request_pool() -> None:
+    """023 stops mid-capture (no summary line) and ran with max_running_requests=1 and
+    cuda_graph_max_bs=8, capturing bs [1]: --cuda-graph-max-bs 8 changes nothing (it was priced
+    as bs 1 -> 8 by the heuristic)."""
+    log = str(FIXTURES / "023-qwen3-14b-tp2-fp16-truncated-mid-capture.log")
+    doc = _json(log, "--cuda-graph-max-bs", "8")
+    assert doc["predicted"]["largest_bs"] == 1
+    assert doc["predicted"]["graph_change_gib"] == 0
+    assert any(
+        "capped by the request pool (max_running_requests 1, line 3)" in n for n in doc["notes"]
+    )

@@ -83,9 +83,7 @@ def max_bs_change(
     notes: list[cn.Note | WhatIfNote] = []
     assumptions: list[cn.Note | WhatIfNote] = []
     new_bs = requested
-    s = launch.summary
-    pool = s.get_int("max_running_requests") if s else None
-    line = s.source.line_no if s else None
+    pool, line = request_pool(launch)
     if pool_at_mfs is not None:
         pool, line = pool_at_mfs, None  # the predicted pool, not a line of the log
     top = list_top(launch, led, main, requested, pool, cur_bs)
@@ -172,6 +170,19 @@ def max_bs_change(
     )
 
 
+def request_pool(launch: Launch) -> tuple[int | None, int | None]:
+    """The request pool SGLang clamps the capture list to, and the line that prints it: the
+    summary's max_running_requests, else server_args' --max-running-requests (a log that stops
+    before the summary, 023: 1 request, so max bs 8 captured bs 1 only)."""
+    s = launch.summary
+    if s is not None and (n := s.get_int("max_running_requests")) is not None:
+        return n, s.source.line_no
+    v = launch.args.get("max_running_requests")
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        return v, launch.server_args.source.line_no if launch.server_args else None
+    return None, None
+
+
 def _failed_bucket_slope(
     failed: Unfinished | None, main: GraphPoint | None, new_bs: int, cur_bs: int
 ) -> GraphSlope | None:
@@ -226,7 +237,7 @@ def list_top(
     )
     own = ctx.max_bs
     if own is not None:
-        logged_pool = launch.summary.get_int("max_running_requests") if launch.summary else None
+        logged_pool, _ = request_pool(launch)
         back = largest_at_max_bs(own, replace(ctx, request_pool=logged_pool), gpu)
         if back is None or cur_bs not in back.sizes:
             return None
