@@ -157,3 +157,16 @@ def test_a_log_without_summary_caps_max_bs_at_server_args_request_pool() -> None
     assert any(
         "capped by the request pool (max_running_requests 1, line 3)" in n for n in doc["notes"]
     )
+
+
+def test_a_slope_from_unlike_launches_claims_no_printing_error() -> None:
+    """A slope from pair-e2 (another model, GPU, TP and era) priced e7 with '+- 0.13', as if
+    printing were its only error."""
+    e2 = [str(FIXTURES / f"pair-e2-maxbs{n}-constructed.log") for n in (80, 160)]
+    doc = _json(
+        E7[256], "--cuda-graph-max-bs", "512", "--slope-from", *e2, "--allow-diff", "model_path"
+    )
+    assert doc["predicted"]["graph_bound"] == "estimated"
+    assert doc["predicted"]["graph_error_gib"] is None
+    same = _json(E7[256], "--cuda-graph-max-bs", "512", "--slope-from", E7[128], E7[512])
+    assert same["predicted"]["graph_error_gib"] is not None

@@ -236,6 +236,8 @@ def whatif_launch(
         if bs < cur_bs and found is not None and bucket_change(found[0], found[1], bs) is not None:
             return 0
         err = use.mib_per_row_error
+        if isinstance(use.source, cn.MeasuredSlope) and use.source.mismatches:
+            return None  # measured on another model, GPU, TP or era: printing is not the error
         if use.per_bs or err is None:
             return None
         static = use.static_mib_per_row_error or 0.0 if use.static_mib_per_row is not None else 0.0
