@@ -170,3 +170,13 @@ def test_a_slope_from_unlike_launches_claims_no_printing_error() -> None:
     assert doc["predicted"]["graph_error_gib"] is None
     same = _json(E7[256], "--cuda-graph-max-bs", "512", "--slope-from", E7[128], E7[512])
     assert same["predicted"]["graph_error_gib"] is not None
+
+
+def test_a_setting_without_kv_pool_says_why_it_is_no_and_which_way() -> None:
+    log = str(FIXTURES / "001-qwq32b-tp4-l4-docs.log")
+    doc = _json(log, "--mem-fraction-static", "0.7")
+    assert doc["predicted"]["kv_tokens"] == 0 and doc["feasible"] is False
+    assert doc["notes"][0].startswith(
+        "At mem_fraction_static 0.700 SGLang's KV budget is -0.40 GiB"
+    )
+    assert "raise mem_fraction_static to 0.719 or more" in doc["notes"][0]

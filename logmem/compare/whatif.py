@@ -391,6 +391,8 @@ def whatif_launch(
     if md.masked is not None and md.masked.graph is not None and hi is not None:
         unknown_top = top_unknown(md.masked, md.m0, hi if hi < grid[-1] else None)
         hi = None
+    if predicted.kv_tokens <= 0 and mem_fraction_static is not None:
+        notes.insert(0, wf.NoKVAt(mfs, predicted.rest_bytes, lo_pos))
     context = context_check(
         md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
     )

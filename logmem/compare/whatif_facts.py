@@ -161,6 +161,16 @@ class LoggedMfsDisagrees:
 
 
 @frozen
+class NoKVAt:
+    """The asked mem_fraction_static leaves SGLang's KV budget at or below zero: start-up would
+    stop sizing the KV cache (model_runner's 'Not enough memory' RuntimeError)."""
+
+    mfs: float
+    rest_bytes: int
+    lo: float | None  # the smallest value with a positive pool
+
+
+@frozen
 class MambaRequestsHeld:
     """A hybrid Mamba model whose log does not show how its slots set max_running_requests:
     the count is held as logged."""
@@ -182,6 +192,7 @@ WhatIfNote = (
     | MambaRequestsFollow
     | MambaRequestsHeld
     | LoggedMfsDisagrees
+    | NoKVAt
 )
 
 

@@ -376,3 +376,18 @@ def _(n: wf.LoggedMfsDisagrees) -> str:
         "passed is the first suspect (the note below, on SGLang's rule, assumes it is right); "
         "if the launch ran with the back-solved value, pass that instead."
     )
+
+
+@note_text.register
+def _(n: wf.NoKVAt) -> str:
+    fix = (
+        f": raise mem_fraction_static to {n.lo:.3f} or more for any KV pool"
+        if n.lo is not None
+        else ": no mem_fraction_static gives a KV pool on this machine"
+    )
+    return (
+        f"At mem_fraction_static {n.mfs:.3f} SGLang's KV budget is {_gs(n.rest_bytes)} GiB, no "
+        "KV pool: start-up would stop sizing the KV cache (SGLang's 'Not enough memory', from "
+        "0.5.14 'Loaded weights leave no GPU memory for the KV cache'), "
+        f"so the graph and headroom figures of that column never happen{fix}."
+    )
