@@ -136,7 +136,7 @@ def _tokens(L: Launch, sz: Sizing | None) -> tuple[int | None, str]:
         return L.summary.max_total_num_tokens, "max_total_num_tokens"
     if sz is not None and sz.kv_tokens is not None:
         return sz.kv_tokens, "KV line #tokens"
-    return None, "none printed (no KV or summary line)"
+    return None, "not printed"
 
 
 def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVChange | None:
@@ -193,7 +193,7 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
             terms.append(KVTerm(cn.TermKind.OTHER, None, rest))
     return KVChange(
         (ta, tb),
-        src_a if src_a == src_b else f"A: {src_a}; B: {src_b}",
+        src_a if src_a == src_b else f"{src_a} / {src_b}",
         (ba, bb),
         (sa.mem_fraction_static, sb.mem_fraction_static),
         (sa.pre_load_bytes, sb.pre_load_bytes),
@@ -245,7 +245,7 @@ def printed_kv_change(
     xa, xb = side(sa), side(sb)
     return KVChange(
         (ta, tb),
-        src_a if src_a == src_b else f"A: {src_a}; B: {src_b}",
+        src_a if src_a == src_b else f"{src_a} / {src_b}",
         (ba, bb),
         (xa[0], xb[0]),
         (xa[1], xb[1]),

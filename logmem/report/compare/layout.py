@@ -278,8 +278,12 @@ def _graph_sig(g: GraphRow) -> Sig:
 
 
 def _source(src: str) -> str:
-    """Where the token counts come from: one source, or one per launch ('A: ...; B: ...')."""
-    return f"Tokens by launch, {src}" if src.startswith("A: ") else f"Tokens from {src}"
+    """Where the token counts come from: one source, or one per launch ('a / b')."""
+    said = {"not printed": "none printed (no KV or summary line)"}
+    parts = [said.get(x, x) for x in src.split(" / ")]
+    if len(parts) == 2:
+        return f"Tokens by launch, A: {parts[0]}; B: {parts[1]}"
+    return f"Tokens from {parts[0]}"
 
 
 def _diff_graphs(d: DiffView, o: Out) -> None:

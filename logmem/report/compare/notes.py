@@ -20,6 +20,7 @@ from logmem.report.compare.causes import (
     ranks_matched_text,
     uninitialized_text,
 )
+from logmem.report.compare.graph_words import largest_becomes_text
 from logmem.report.compare.words import (
     era_text,
     failed_bucket_slope_text,
@@ -482,3 +483,4 @@ note_text.register(cn.NoMeasuredSlope)(no_measured_slope_text)
 note_text.register(cn.SlopeFromFailedBucket)(failed_bucket_slope_text)
 note_text.register(cn.SlopeUsed)(slope_used_text)
 cmpw.register(note_text)  # the comparability notes (logmem.report.compare.comparable)
+note_text.register(cn.LargestBecomes)(largest_becomes_text)

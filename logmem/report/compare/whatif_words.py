@@ -3,7 +3,6 @@ that were off, how a new max bs was priced, and why the window's top is unknown.
 
 from __future__ import annotations
 
-from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.compare import whatif_sizes as ws
 from logmem.report.compare.notes import note_text
@@ -341,30 +340,6 @@ def _(n: wf.WeightsOfABrokenLoad) -> str:
         f"{size} are those of a broken load, not a working model's: a load that fills them may "
         "take other memory, and the KV budget, the headroom and the window, which rest on the "
         "weights, would move with it."
-    )
-
-
-@note_text.register
-def _(n: cn.LargestBecomes) -> str:
-    head = f"The largest captured batch becomes {n.bs}"
-    if n.per_bs:
-        return (
-            f"{head}; graph memory changes by the heuristic x the change in bs, which stands for "
-            "all of it (buckets added or dropped included)."
-        )
-    static = (
-        ", static buffers by their slope"
-        if n.static_slope
-        else ("; static buffers stay as measured (no static slope given)")
-    )
-    rest = (
-        "measured buckets below it stay (the added ones: below)"
-        if n.adds
-        else "other buckets stay as measured"
-    )
-    return (
-        f"{head}; rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change "
-        f"in rows{static}; the {rest}."
     )
 
 
