@@ -326,7 +326,11 @@ def test_whatif_max_bs_with_a_measured_or_heuristic_slope(logs: dict[str, Path])
             ["whatif", a, "--cuda-graph-max-bs", "160", "--mib-per-row", "2.5", "-f", "json"]
         ).output
     )
-    assert given["predicted"]["graph_change_gib"] == round(2.5 * 80 / 1024, 2)
+    # The slope prices the largest bucket; the buckets the list adds below 160 (88-152) are
+    # priced apart, at the launch's own later buckets' average.
+    added = given["added_buckets"]
+    assert added["sizes"] == list(range(88, 160, 8)) and added["gib"] is not None
+    assert abs(given["predicted"]["graph_change_gib"] - (2.5 * 80 / 1024 + added["gib"])) <= 0.01
     heur = run(["whatif", a, "--cuda-graph-max-bs", "160"])
     assert heur.exit_code == 0 and "heuristic, not measured" in heur.output
     bad = run(["whatif", a, "--cuda-graph-max-bs", "160", "--slope-from", a, str(logs["mfs"])])

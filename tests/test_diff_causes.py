@@ -33,7 +33,12 @@ def test_no_graph_reserve_comparison_where_the_tp_table_and_a_passed_mfs_rule() 
     assert all(s["heuristic"] is None for s in to_json(d)["slopes"])
     # ... and says why there is none, without naming the table as the value's source.
     why = next(n for n in to_json(d)["notes"] if "No comparison with SGLang's graph reserve" in n)
-    assert "A: era a, a tp_size table, whose value is not the dump's" in why
+    # Named by release, not logmem's internal era letter; one clause for A and B (review 28).
+    assert (
+        "A and B: SGLang up to 0.4.7 sets it from a tp_size table, which does not give the value "
+        "server_args prints" in why
+    )
+    assert "era a" not in why and "dump" not in why
 
 
 def test_graph_reserve_is_set_against_all_graph_memory() -> None:

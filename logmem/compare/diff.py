@@ -10,6 +10,7 @@ logmem.compare.diff_causes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
@@ -293,6 +294,15 @@ def _keyed(r: RankLedger | None) -> dict[str, tuple[Phase, int]]:
     return out
 
 
+def _same_inputs(a: LaunchRef, b: LaunchRef) -> bool:
+    """The same launch of the same files (standard input is never the same twice)."""
+    if a.index != b.index or "-" in a.paths or "-" in b.paths:
+        return False
+    return sorted(os.path.realpath(p) for p in a.paths) == sorted(
+        os.path.realpath(p) for p in b.paths
+    )
+
+
 def diff_launches(
     a: Launch,
     ref_a: LaunchRef,
@@ -349,6 +359,8 @@ def diff_launches(
         if k not in {c.key for c in cmp.changed} and k not in {c.key for c in cmp.ignored}:
             notes.append(cn.AllowDiffUnused(k))
     headlines: list[cn.Note] = []
+    if _same_inputs(ref_a, ref_b):
+        headlines.append(cn.SameLaunch(ref_a.index))
     models = (_model_name(a), _model_name(b))
     if _models_differ(a, b):
         ta, tb = _model_type(a), _model_type(b)

@@ -108,6 +108,14 @@ class DifferentGpus:
 
 
 @frozen
+class SameLaunch:
+    """diff: A and B are one launch of one input (the same files, the same launch number):
+    every change is zero by construction, which says nothing about any setting."""
+
+    launch: int
+
+
+@frozen
 class ReserveFloorBinds:
     """fit: on these launches' GPU SGLang's default reserve is its floor at every max bs
     (compare.diff_mfs.reserve_floor_binds), so no per-bs reserve is set beside the slope."""

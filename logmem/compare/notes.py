@@ -16,6 +16,7 @@ from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
 from logmem.compare.diff_notes import MfsNotAllDerived as MfsNotAllDerived
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.compare.diff_notes import ReserveFloorBinds as ReserveFloorBinds
+from logmem.compare.diff_notes import SameLaunch as SameLaunch
 from logmem.compare.diff_notes import SlopeAcrossModels as SlopeAcrossModels
 from logmem.compare.diff_notes import SlopeConfounded as SlopeConfounded
 from logmem.compare.diff_notes import SlopeFromOtherLaunches as SlopeFromOtherLaunches
@@ -392,11 +393,14 @@ class LargestBecomes:
     per_bs: bool  # SGLang's heuristic, per unit of bs
     rows_per_bs: int
     static_slope: bool
+    adds: bool = False  # the new list adds buckets below its top, priced apart (AddedBuckets)
 
 
 @frozen
 class OnlyMainGraph:
     graph: str
+    others: tuple[str, ...] = ()  # the other batch-sized graphs on that rank
+    raised: bool | None = None  # max bs goes up (None: not said)
 
 
 @frozen
@@ -455,6 +459,7 @@ Note = (
     | MfsNotAllDerived
     | DifferentModels
     | DifferentGpus
+    | SameLaunch
     | SlopeFromOtherLaunches
     | DifferentWording
     | BucketsNotCompared

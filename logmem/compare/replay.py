@@ -56,10 +56,18 @@ class Replay(PoolProjection):
             )
         bpt = bytes_per_token(sz)
         if not bpt:
+            ended = unfinished(launch)
+            died = ended is not None and ended.kind == "not_enough_memory"
             raise FitError(
-                "whatif needs a 'KV Cache is allocated' line with #tokens to know the bytes per "
-                "token, so KV tokens, graphs and headroom are unknown"
-                + _budget_only(sz, asked_mfs, unfinished(launch))
+                (
+                    "no prediction: start-up died sizing the KV cache (logmem analyze says "
+                    "how), before the 'KV Cache is allocated' line that gives the bytes per token"
+                    if died
+                    else "whatif needs a 'KV Cache is allocated' line with #tokens to know the "
+                    "bytes per token"
+                )
+                + ", so KV tokens, graphs and headroom are unknown"
+                + _budget_only(sz, asked_mfs, ended)
             )
         # analyze's reading of a pool sized with a smaller cell than it allocates (003): the
         # token changes follow the sizing cell, the pool's GiB the allocated one.
@@ -129,6 +137,10 @@ def _budget_only(sz: Sizing, asked: float | None, failed: Unfinished | None) -> 
     said.append(at(m0) + " (as logged)")
     low = (
         f"; it is positive above mem_fraction_static {sz.flag_mfs_for(lowest):.4f} "
+        f"(1 - {format_gib(a)} / {format_gib(p)}): raise it at least that far for any KV pool, "
+        "and further for a useful one (the log does not say how many tokens a GiB holds)"
+        if lowest is not None and m0 < lowest < 1
+        else f"; it is positive above mem_fraction_static {sz.flag_mfs_for(lowest):.4f} "
         f"(1 - {format_gib(a)} / {format_gib(p)})"
         if lowest is not None and lowest < 1
         else ""

@@ -19,7 +19,7 @@ from logmem.compare import whatif_facts as wf
 from logmem.compare.args import graph_max_bs
 from logmem.compare.load import LaunchRef
 from logmem.compare.points import main_point
-from logmem.compare.replay import Replay, unfinished, with_logged_mfs
+from logmem.compare.replay import Replay, backsolved_mfs, unfinished, with_logged_mfs
 from logmem.compare.slope import GraphSlope
 from logmem.compare.whatif_facts import (
     BucketSum,
@@ -68,6 +68,7 @@ def whatif_launch(
         if v is not None and not 0 < v <= 1:
             raise FitError(f"{flag} {v:g} is outside (0, 1]")
     given_mfs = logged_mfs
+    back = backsolved_mfs(launch) if logged_mfs is not None else None
     if logged_mfs is not None:
         launch = with_logged_mfs(launch, logged_mfs)
     led = build_ledger(launch)
@@ -119,6 +120,8 @@ def whatif_launch(
         # The pool was sized after the graphs: not the rule's, and not held by graph changes.
         notes.append(PostCaptureSized(sz.post_capture.line, cuda_graph_max_bs is not None))
     elif logged and not rule_agrees(rule0, logged, md.bpt):
+        if given_mfs is not None and back is not None and abs(back.mfs - given_mfs) > 0.002:
+            notes.append(wf.LoggedMfsDisagrees(given_mfs, back.mfs))
         notes.append(cn.RuleDisagrees(rule0, logged, wf.more_tokens_gap(led)))
     # A prediction is the logged pool moved by the budget's change (Replay.pool_tokens).
     tokens = md.pool_tokens
@@ -170,6 +173,10 @@ def whatif_launch(
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
     other_bs: int | None = None  # a smaller largest bs the log cannot rule out
+    extra = 0  # added buckets, or the first bucket's shrink, at new_bs
+    extra_err: int | None = 0
+    priced = False  # a slope prices the change (not the measured buckets alone)
+    change = None
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
         raise FitError("--cuda-graph-max-bs must be at least 1")
     if cuda_graph_max_bs is not None and disabled is None:
@@ -195,8 +202,10 @@ def whatif_launch(
         )
         new_bs, use, method, bsum = change.new_bs, change.slope, change.method, change.bucket_sum
         other_bs = change.other_bs
+        extra, extra_err = change.extra_bytes, change.extra_error_bytes
         notes.extend(change.notes)
-        src = use.source if use is not None and bsum is None else None
+        priced = bsum is None or change.shrinks is not None  # a slope prices the change
+        src = use.source if use is not None and priced else None
         if isinstance(src, cn.MeasuredSlope) and src.mismatches:
             notes.insert(0, cn.SlopeFromOtherLaunches(src.mismatches))
         assumptions.extend(change.assumptions)
@@ -208,7 +217,7 @@ def whatif_launch(
 
     def graph_delta(bs: int | None) -> int:
         if bsum is not None and bs == bsum.new_bs:
-            return bsum.change_bytes
+            return bsum.change_bytes + extra
         if bs is not None and cur_bs is not None and bs < cur_bs and found is not None:
             b = bucket_change(found[0], found[1], bs)  # a Mamba request count capping the list
             if b is not None:
@@ -219,22 +228,25 @@ def whatif_launch(
             return round(use.mib_per_row * (bs - cur_bs) * MIB)
         d_rows = (bs - cur_bs) * rows_per_bs
         per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
-        return round(per_row * d_rows * MIB)
+        return round(per_row * d_rows * MIB) + (extra if bs == new_bs else 0)
 
     def graph_error(bs: int | None) -> int | None:
         """The bound on graph_delta(bs) a slope carries: 0 where no slope prices it (measured
         buckets, or no change), None where the slope's error is not known (given, heuristic)."""
         if bsum is not None and bs == bsum.new_bs:
-            return 0
+            return extra_err
         if bs is None or cur_bs is None or use is None or bs == cur_bs or graph_delta(bs) == 0:
             return 0
         if bs < cur_bs and found is not None and bucket_change(found[0], found[1], bs) is not None:
             return 0
         err = use.mib_per_row_error
+        if isinstance(use.source, cn.MeasuredSlope) and use.source.mismatches:
+            return None  # measured on another model, GPU, TP or era: printing is not the error
         if use.per_bs or err is None:
             return None
         static = use.static_mib_per_row_error or 0.0 if use.static_mib_per_row is not None else 0.0
-        return round((err + static) * abs(bs - cur_bs) * rows_per_bs * MIB)
+        added = extra_err if bs == new_bs and extra_err else 0
+        return round((err + static) * abs(bs - cur_bs) * rows_per_bs * MIB) + added
 
     req0 = md.req_table(tokens(md.m0), md.logged_ctx)
     n0 = md.requests(tokens(md.m0), md.logged_ctx)
@@ -359,19 +371,32 @@ def whatif_launch(
     grid = MFS_GRID
     lo_pos = next((m for m in grid if tokens(m) > 0), None)
     # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
+    at = {m: predict(m, new_bs, md.ctx) for m in grid}
     ok = [
         m
         for m in grid
-        if (p := predict(m, new_bs, md.ctx)).headroom_bytes is not None
+        if (p := at[m]).headroom_bytes is not None
         and p.verdict(activation_reserve_bytes) is not False
     ]
     hi = ok[-1] if ok else None
+    # The top with graphs at the top of the slope's error (None: no error, or not known).
+    # ``hi`` counts a value whose headroom the error spans (its verdict is unknown): the top with
+    # graphs at the low end of their error; the window's own top is the estimate's.
+    err = predicted.graph_error_bytes
+    hi_low = hi_high = None
+    if err and hi is not None:
+        mid = [m for m in ok if (at[m].headroom_bytes or 0) >= activation_reserve_bytes]
+        sure = [m for m in mid if (at[m].headroom_bytes or 0) - err >= activation_reserve_bytes]
+        hi_low, hi_high = (sure[-1] if sure else None), hi
+        hi = mid[-1] if mid else None
     lo_ctx = md.smallest_mfs_for_context(md.ctx) if md.ctx else None
     top_bounded = bounded or md.floored
     unknown_top = None
     if md.masked is not None and md.masked.graph is not None and hi is not None:
         unknown_top = top_unknown(md.masked, md.m0, hi if hi < grid[-1] else None)
         hi = None
+    if predicted.kv_tokens <= 0 and mem_fraction_static is not None:
+        notes.insert(0, wf.NoKVAt(mfs, predicted.rest_bytes, lo_pos))
     context = context_check(
         md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
     )
@@ -392,7 +417,7 @@ def whatif_launch(
             used_outside_bytes=c.used_outside_bytes,
         )
     assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
-    if use is not None and cuda_graph_max_bs is not None and bsum is None and disabled is None:
+    if use is not None and cuda_graph_max_bs is not None and priced and disabled is None:
         assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))
     return WhatIf(
         ref,
@@ -423,4 +448,8 @@ def whatif_launch(
         disabled,
         unknown_top,
         method,
+        change.added if change else None,
+        change.shrinks if change else None,
+        hi_low,
+        hi_high,
     )

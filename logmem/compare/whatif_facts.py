@@ -14,6 +14,7 @@ from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
 from logmem.analysis.sizing import Sizing
 from logmem.analysis.weights_loaded import WeightsNotLoaded, weights_not_loaded
 from logmem.compare import notes as cn
+from logmem.compare.whatif_sizes import AddedBuckets, FirstBucketShrinks
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.capture_lists import CaptureTop
@@ -62,6 +63,7 @@ class BucketSum:
     stand_in: int | None  # new_bs is not a measured size: the measured bucket standing in for it
     change_bytes: int
     lines: tuple[int, int]
+    shrunk: bool = False  # a slope moves the first bucket's extra (FirstBucketShrinks follows)
 
 
 @frozen
@@ -150,6 +152,25 @@ class MambaRequestsFollow:
 
 
 @frozen
+class LoggedMfsDisagrees:
+    """--logged-mem-fraction-static does not give back the logged pool, and SGLang's rule on the
+    log's readings gives another value: the given value is the first suspect, not SGLang."""
+
+    given: float
+    backsolved: float
+
+
+@frozen
+class NoKVAt:
+    """The asked mem_fraction_static leaves SGLang's KV budget at or below zero: start-up would
+    stop sizing the KV cache (model_runner's 'Not enough memory' RuntimeError)."""
+
+    mfs: float
+    rest_bytes: int
+    lo: float | None  # the smallest value with a positive pool
+
+
+@frozen
 class MambaRequestsHeld:
     """A hybrid Mamba model whose log does not show how its slots set max_running_requests:
     the count is held as logged."""
@@ -171,7 +192,9 @@ WhatIfNote = (
     | PostCaptureSized
     | DraftFollows
     | BucketSum
+    | FirstBucketShrinks
     | SlopeAbove
+    | AddedBuckets
     | NoBucketReadings
     | TopUnknown
     | CappedAtRequestPool
@@ -180,6 +203,8 @@ WhatIfNote = (
     | MfsHeld
     | MambaRequestsFollow
     | MambaRequestsHeld
+    | LoggedMfsDisagrees
+    | NoKVAt
 )
 
 

@@ -26,6 +26,13 @@ from logmem.compare.whatif_facts import (
     fixed_lazy,
     main_buckets,
 )
+from logmem.compare.whatif_sizes import (
+    AddedBuckets,
+    FirstBucketShrinks,
+    added_buckets,
+    first_bucket_shrinks,
+    measured_per_row,
+)
 from logmem.errors import NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.captures import month
@@ -43,6 +50,20 @@ class MaxBsChange:
     notes: tuple[cn.Note | WhatIfNote, ...]
     assumptions: tuple[cn.Note | WhatIfNote, ...]
     other_bs: int | None = None  # the smaller largest bs the log cannot rule out
+    added: AddedBuckets | None = None  # the buckets a larger max bs adds below its top
+    shrinks: FirstBucketShrinks | None = None  # a smaller max bs: the slope on the first bucket
+
+    @property
+    def extra_bytes(self) -> int:
+        """What the added buckets or the first bucket's shrink change beyond the method."""
+        return (self.added.bytes if self.added else 0) + (self.shrinks.bytes if self.shrinks else 0)
+
+    @property
+    def extra_error_bytes(self) -> int | None:
+        """Their bound (None: the slope's error is not known)."""
+        if self.shrinks is not None:
+            return self.shrinks.error_bytes
+        return self.added.error_bytes if self.added else 0
 
 
 def max_bs_change(
@@ -62,9 +83,7 @@ def max_bs_change(
     notes: list[cn.Note | WhatIfNote] = []
     assumptions: list[cn.Note | WhatIfNote] = []
     new_bs = requested
-    s = launch.summary
-    pool = s.get_int("max_running_requests") if s else None
-    line = s.source.line_no if s else None
+    pool, line = request_pool(launch)
     if pool_at_mfs is not None:
         pool, line = pool_at_mfs, None  # the predicted pool, not a line of the log
     top = list_top(launch, led, main, requested, pool, cur_bs)
@@ -81,11 +100,18 @@ def max_bs_change(
         return MaxBsChange(new_bs, None, None, None, tuple(notes), ())
     method: BucketSum | SlopeAbove | NoBucketReadings | None = None
     bsum: BucketSum | None = None
+    shrinks: FirstBucketShrinks | None = None
     use = slope
+    found = main_buckets(led, main.rank, main.graph) if main is not None else None
     if new_bs < cur_bs and main is not None:
-        found = main_buckets(led, main.rank, main.graph)
         bsum = bucket_change(found[0], found[1], new_bs) if found else None
         method = bsum or NoBucketReadings(found[0] if found else main.graph, new_bs)
+        if bsum is not None and slope is not None and measured_per_row(slope):
+            b = bsum
+            shrinks = first_bucket_shrinks(
+                b.graph, b.first_size, b.first_bytes, b.next_bytes, new_bs, rows_per_bs, slope
+            )
+            bsum = method = replace(b, shrunk=True)
     elif new_bs > cur_bs:
         method = SlopeAbove(cur_bs, new_bs)
     if bsum is None:
@@ -99,8 +125,21 @@ def max_bs_change(
             h, terms = heuristic_mib_per_bs(launch.args, new_bs)
             use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
             notes.append(cn.NoMeasuredSlope(h))
+    added = None
+    if bsum is None and new_bs > cur_bs and measured_per_row(use) and main is not None:
+        graph = found[0] if found else main.graph
+        buckets = found[1] if found else None
+        added = added_buckets(graph, top.top if top else None, cur_bs, new_bs, buckets)
+    if bsum is None:
+        assert use is not None
         assumptions.append(
-            cn.LargestBecomes(new_bs, use.per_bs, rows_per_bs, use.static_mib_per_row is not None)
+            cn.LargestBecomes(
+                new_bs,
+                use.per_bs,
+                rows_per_bs,
+                use.static_mib_per_row is not None,
+                added is not None,
+            )
         )
     # Either way the first capture's lazy allocations stay: name what they hold.
     lazy = fixed_lazy(led, main.rank if main else None, main.graph if main else None)
@@ -108,12 +147,40 @@ def max_bs_change(
         notes.append(lazy)
     if method is not None:
         assumptions.append(method)
-    if main is not None and any(
-        p.per_bs and p.graph != main.graph for p in graph_points(launch) if p.rank == main.rank
-    ):
-        assumptions.append(cn.OnlyMainGraph(main.graph))
+    if added is not None:
+        assumptions.append(added)
+    if shrinks is not None:
+        assumptions.append(shrinks)
+    others = (
+        tuple(
+            dict.fromkeys(
+                p.graph.split("#")[0]  # one name per family (draft extend steps: one)
+                for p in graph_points(launch)
+                if p.rank == main.rank and p.per_bs and p.graph.split("#")[0] != main.graph
+            )
+        )
+        if main is not None
+        else ()
+    )
+    if main is not None and others:
+        assumptions.append(cn.OnlyMainGraph(main.graph, others, new_bs > cur_bs))
     other = sizes[0] if top is not None and len(sizes) > 1 else None
-    return MaxBsChange(new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other)
+    return MaxBsChange(
+        new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other, added, shrinks
+    )
+
+
+def request_pool(launch: Launch) -> tuple[int | None, int | None]:
+    """The request pool SGLang clamps the capture list to, and the line that prints it: the
+    summary's max_running_requests, else server_args' --max-running-requests (a log that stops
+    before the summary, 023: 1 request, so max bs 8 captured bs 1 only)."""
+    s = launch.summary
+    if s is not None and (n := s.get_int("max_running_requests")) is not None:
+        return n, s.source.line_no
+    v = launch.args.get("max_running_requests")
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        return v, launch.server_args.source.line_no if launch.server_args else None
+    return None, None
 
 
 def _failed_bucket_slope(
@@ -170,7 +237,7 @@ def list_top(
     )
     own = ctx.max_bs
     if own is not None:
-        logged_pool = launch.summary.get_int("max_running_requests") if launch.summary else None
+        logged_pool, _ = request_pool(launch)
         back = largest_at_max_bs(own, replace(ctx, request_pool=logged_pool), gpu)
         if back is None or cur_bs not in back.sizes:
             return None

@@ -18,6 +18,7 @@ from logmem.compare.whatif_facts import (
     TopUnknown,
     WhatIfNote,
 )
+from logmem.compare.whatif_sizes import AddedBuckets, FirstBucketShrinks
 from logmem.frozen import frozen
 
 
@@ -109,6 +110,13 @@ class WhatIf:
     top_unknown: TopUnknown | None = None  # the window's top cannot be computed (hi is None)
     # How the graph for --cuda-graph-max-bs was priced: the measured buckets, or a slope.
     graph_method: BucketSum | SlopeAbove | NoBucketReadings | None = None
+    # What a slope adds to it: the buckets a larger list adds, or the first bucket's shrink.
+    added: AddedBuckets | None = None
+    shrinks: FirstBucketShrinks | None = None
+    # The window's top with graphs at the high end of the slope's printing error (None: the
+    # graphs carry no such error, or no value leaves the reserve then).
+    hi_low: float | None = None
+    hi_high: float | None = None  # and at the low end of it
 
     @property
     def feasible(self) -> bool:

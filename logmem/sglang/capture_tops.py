@@ -52,6 +52,9 @@ class CaptureTop:
     generated: bool  # the list is generated up to max bs (since Oct 2025)
     why: str | None = None  # "gpu" | "date": why more than one size
     gpu_part: bool = False  # the old list has a large-GPU part (168-256; not the 2024 list)
+    # Every list the rules that apply may capture at ``requested`` (ascending, clamped to the
+    # pool): whatif prices the buckets a larger max bs adds from them.
+    lists: tuple[tuple[int, ...], ...] = ()
 
 
 def _big(month: Month | None, gpu: GpuFacts) -> bool | None:
@@ -105,7 +108,7 @@ def _extends(month: Month | None) -> bool | None:
     return False if month <= _NOT_EXTENDED_UNTIL else None
 
 
-def _old_top(base: list[int], requested: int, pool: int | None, extend: bool) -> int | None:
+def _old_list(base: list[int], requested: int, pool: int | None, extend: bool) -> tuple[int, ...]:
     """SGLang's steps on an old list: add the pool size when the list's top exceeds it, cut at
     max bs, extend in steps of 16 up to it (from mid 2025), clamp to the pool."""
     sizes = list(base)
@@ -113,11 +116,23 @@ def _old_top(base: list[int], requested: int, pool: int | None, extend: bool) ->
         sizes.append(pool)
     sizes = [x for x in sizes if x <= requested]
     if not sizes:
-        return None
+        return ()
     if extend and max(sizes) < requested:
         sizes += list(range(max(sizes), requested + 1, 16))
-    sizes = [x for x in sizes if pool is None or x <= pool]
-    return max(sizes) if sizes else None
+    return tuple(sorted({x for x in sizes if pool is None or x <= pool}))
+
+
+def _generated_list(
+    full: list[int], requested: int, pool: int | None, appends: bool
+) -> tuple[int, ...]:
+    """A list generated up to max bs (0.5.3 on, + max bs itself from 0.5.10), then the runner's
+    clamp to the request pool (the pool's size added when the list exceeds it)."""
+    cut = [x for x in full if x <= requested]
+    if appends and cut and cut[-1] != requested:
+        cut.append(requested)
+    if pool is not None and cut and cut[-1] > pool:
+        cut = [x for x in cut if x < pool] + [pool]
+    return tuple(cut)
 
 
 def _old_bases(rule: ListRule, month: Month | None, gpu: GpuFacts) -> list[list[int]]:
@@ -150,6 +165,7 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
     list_tops: set[int] = set()
     names: list[str] = []
     per_rule: list[frozenset[int]] = []
+    lists: set[tuple[int, ...]] = set()
     ext_seen: set[bool | None] = set()
     generated = gpu_part = False
     for rule in RULES:
@@ -164,6 +180,7 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
             # 0.5.10 on: max bs itself is added when the list skips it.
             last = requested if rule.appends_max_bs else cut[-1]
             top = last if pool is None or last <= pool else pool
+            lists.add(_generated_list(full, requested, pool, rule.appends_max_bs))
             tops.add(top)
             per_rule.append(frozenset({top}))
             names.append(rule.name)
@@ -175,12 +192,14 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
             bases = [[*b, *range(168, 257, 8)] for b in bases]  # 0.4.3: + 168-256 on ROCm
         extends = False if rule.max_len is not None else _extends(ctx.month)
         ext_seen.add(extends)
-        found = {
-            t
+        captured = {
+            x
             for base in bases
             for e in ((extends,) if extends is not None else (False, True))
-            if (t := _old_top(base, requested, pool, e)) is not None
+            if (x := _old_list(base, requested, pool, e))
         }
+        lists |= captured
+        found = {x[-1] for x in captured}
         list_tops.update(max(b) for b in bases)
         tops |= found
         per_rule.append(frozenset(found))
@@ -203,4 +222,5 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
         generated,
         why,
         gpu_part,
+        tuple(sorted(lists)),
     )

@@ -24,12 +24,11 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
         excluded: bool,
         floor: bool,
     ) -> str:
+        off = ", which does not give the value server_args prints" if matches is False else ""
         if rule is Rule.TP_TABLE:
-            off = ", whose value is not the dump's" if matches is False else ""
-            how = f"era a, a tp_size table{off}"
+            how = f"SGLang up to 0.4.7 sets it from a tp_size table{off}"
         elif rule is Rule.LARGE_GPU:
-            off = ", whose value is not the dump's" if matches is False else ""
-            how = f"era a, its large-GPU rule{off}"
+            how = f"SGLang 0.4.6 - 0.4.7's rule for GPUs above 80 GiB{off}"
         elif rule is Rule.PASSED:
             how = "passed by the user"
         elif rule is Rule.RESERVE and excluded:
@@ -44,7 +43,7 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
         elif rule is Rule.POST_CAPTURE:
             how = "post-capture KV sizing's reserve (no graph term), which max bs does not move"
         else:
-            how = "unknown (era or dump)"
+            how = "unknown (the log gives no date, or no server_args value, to tell the rule by)"
         return f"{label}: {how}"
 
     (ra, rb), (pa, pb), (ma, mb) = _pair(n.rules), _pair(n.passed), _pair(n.matches)
@@ -54,11 +53,11 @@ def no_reserve_text(n: cn.NoReserveComparison) -> str:
         if (fa or fb) and not (xa or xb)
         else "it is not the default-mfs rule of these launches"
     )
+    sa, sb = one("A", ra, pa, ma, xa, fa), one("B", rb, pb, mb, xb, fb)
+    both = f"A and B{sa[1:]}" if sa[1:] == sb[1:] else f"{sa}; {sb}"
     return (
         f"No comparison with SGLang's graph reserve ({DECODE_GRAPH_MIB_PER_BS:g} MB per unit of "
-        f"max bs): {what} "
-        f"({one('A', ra, pa, ma, xa, fa)}; {one('B', rb, pb, mb, xb, fb)}; analyze's 'default mfs "
-        "rule' row)."
+        f"max bs): {what} ({both}; analyze's 'default mfs rule' row)."
     )
 
 

@@ -115,9 +115,18 @@ def rule_inputs_missing_text(label: str, printed_args: bool) -> str:
     )
 
 
+def same_launch_text(n: cn.SameLaunch) -> str:
+    return (
+        f"A and B are the same launch (launch {n.launch} of the same input): every change below "
+        "is zero by construction and says nothing about any setting. To compare settings, give "
+        "two launches (another file, or --launch-b M of a restarted server)."
+    )
+
+
 def register(note_text: Any) -> None:
     """Give report.compare.notes' ``note_text`` these notes' sentences."""
     note_text.register(cn.SlopeAcrossModels)(slope_across_models_text)
     note_text.register(cn.SlopeFromOtherLaunches)(slope_from_other_text)
     note_text.register(cn.DifferentGpus)(different_gpus_text)
+    note_text.register(cn.SameLaunch)(same_launch_text)
     note_text.register(cn.ReserveFloorBinds)(reserve_floor_text)

@@ -315,8 +315,12 @@ def whatif_json(w: WhatIfView) -> dict[str, Any]:
             else {}
         ),
         "window_top_at_least": w.window_top_at_least,
+        "window_top_low": w.window_top_low,
+        "window_top_high": w.window_top_high,
         "graphs_disabled_by": w.graphs_disabled_by,
         "max_bs_method": w.max_bs_method,
+        "added_buckets": w.added_buckets,
+        "first_bucket_shrink": w.first_bucket_shrink,
         "window_empty": w.window_empty,
         "lo_positive_kv": lo,
         "lo_full_context": w.lo_full_context,

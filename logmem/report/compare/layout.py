@@ -4,14 +4,12 @@ shows the same sections, sentences and figures."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from logmem.compare.args import key_list
 from logmem.report.compare.out import Out
+from logmem.report.compare.settings import arg_tag, arg_values, diff_args, only_in_text
 from logmem.report.compare.view import (
-    ArgsView,
     DiffView,
     FitView,
     GraphRow,
@@ -39,38 +37,6 @@ def _n(v: int | None, signed: bool = False) -> str:
     if v is None:
         return "-"
     return f"{v:+,}" if signed else f"{v:,}"
-
-
-def _val(v: Any) -> str:
-    if isinstance(v, list) and len(v) > 6 and all(isinstance(x, int) for x in v):
-        return (
-            f"[{v[0]}, {v[1]}, ..., {v[-1]}] ({len(v)})"  # a bs list: its ends and length tell it
-        )
-    text = json.dumps(v) if not isinstance(v, str) else repr(v)
-    return text if len(text) <= 36 else text[:33] + "..."
-
-
-def _flat(v: Any, pre: str = "") -> dict[str, Any]:
-    if not isinstance(v, dict):
-        return {pre: v}
-    out: dict[str, Any] = {}
-    for k, x in v.items():
-        out.update(_flat(x, f"{pre}.{k}" if pre else str(k)))
-    return out
-
-
-def _vals(values: tuple[Any, ...]) -> list[str]:
-    """Each launch's value of one key; dicts (cuda_graph_config) by the first sub-key that
-    differs, so a shared prefix does not hide the difference."""
-    if len(values) < 2 or not all(isinstance(v, dict) for v in values):
-        return [_val(v) for v in values]
-    flats = [_flat(v) for v in values]
-    keys = list(dict.fromkeys(k for f in flats for k in f))
-    differ = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
-    if not differ:
-        return [_val(v) for v in values]
-    more = ", ..." if len(differ) > 1 else ""
-    return [f"{differ[0]} {_val(f.get(differ[0]))}{more}" for f in flats]
 
 
 def _size(p: PointView | None) -> str:
@@ -209,39 +175,9 @@ def _ranks(names: Sequence[str]) -> str:
     return f"{_rank(names[0])}, {_rank(names[1])}, ..., {_rank(names[-1])} ({len(names)} ranks)"
 
 
-def _only_in(args: ArgsView) -> str:
-    """'Only in A: x, y; only in B: z.' for keys one launch does not print (another version)."""
-    parts = [
-        f"only in {'launch ' if lab.isdigit() else ''}{lab} ({len(keys)}): {key_list(keys)}"
-        for lab, keys in args.only_in
-    ]
-    if not parts:
-        return ""
-    text = "; ".join(parts)
-    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed dump."
-
-
-def _tag(key: str, args: ArgsView) -> str:
-    return "varied" if key in args.varied else ("allowed" if key in args.allowed else "")
-
-
 def _diff_settings(d: DiffView, o: Out) -> None:
-    args = d.args
     o.heading("Settings that differ (memory-relevant)")
-    if args.changed:
-        rows = [[r.key, *_vals(r.values[:2]), _tag(r.key, args)] for r in args.changed]
-        o.table(["server_args key", "A", "B", "note"], rows, left=4)
-    elif args.missing:
-        o.para(f"Cannot tell: no server_args line in {' and '.join(args.missing)}.")
-    elif args.only_in:
-        o.para("None among the keys both launches print.")
-    else:
-        o.para("None.")
-    if args.only_in:
-        o.para(_only_in(args))
-    if args.ignored:
-        ign = "; ".join(f"{r.key} {_val(r.values[0])} -> {_val(r.values[1])}" for r in args.ignored)
-        o.para(f"Ignored (they do not touch memory): {ign}.")
+    diff_args(d.args, o)
     if d.env:
 
         def val(v: str | None, line: int | None) -> str:
@@ -310,10 +246,10 @@ def _diff_phases(d: DiffView, o: Out) -> None:
             f"SGLang's rule, rest = after-weights - P x (1 - mfs): A {_f(kv.after_weights_gib[0])} - "
             f"{_f(kv.pre_load_gib[0])} x (1 - {ma:g}) = {_f(kv.rest_gib[0])} GiB; B "
             f"{_f(kv.after_weights_gib[1])} - {_f(kv.pre_load_gib[1])} x (1 - {mb:g}) = "
-            f"{_f(kv.rest_gib[1])} GiB. Tokens from {kv.tokens_source}."
+            f"{_f(kv.rest_gib[1])} GiB. {_source(kv.tokens_source)}."
         )
     else:
-        o.para(f"Tokens from {kv.tokens_source}; bytes per token from the printed KV sizes.")
+        o.para(f"{_source(kv.tokens_source)}; bytes per token from the printed KV sizes.")
     if kv.terms:
         o.table(
             ["what accounts for the change", "GiB", "tokens"],
@@ -339,6 +275,15 @@ def _graph_sig(g: GraphRow) -> Sig:
 
     (ka, va), (kb, vb) = figs(g.a), figs(g.b)
     return (g.graph, ka, kb), va + vb
+
+
+def _source(src: str) -> str:
+    """Where the token counts come from: one source, or one per launch ('a / b')."""
+    said = {"not printed": "none printed (no KV or summary line)"}
+    parts = [said.get(x, x) for x in src.split(" / ")]
+    if len(parts) == 2:
+        return f"Tokens by launch, A: {parts[0]}; B: {parts[1]}"
+    return f"Tokens from {parts[0]}"
 
 
 def _diff_graphs(d: DiffView, o: Out) -> None:
@@ -481,10 +426,12 @@ def _fit(f: FitView, o: Out) -> str:
     o.title(f"logmem fit: {len(f.launches)} launches")
     o.table(["#", "launch"], [[str(i + 1), v.name] for i, v in enumerate(f.launches)], left=2)
     o.heading("Settings that differ (memory-relevant)")
-    rows = [[r.key, " | ".join(_vals(r.values)), _tag(r.key, f.args)] for r in f.args.changed]
+    rows = [
+        [r.key, " | ".join(arg_values(r.values)), arg_tag(r.key, f.args)] for r in f.args.changed
+    ]
     o.table(["server_args key", "values (in launch order)", "note"], rows, left=3)
     if f.args.only_in:
-        o.para(_only_in(f.args))
+        o.para(only_in_text(f.args))
     _slopes(o, f.slopes)
     return _tail(o, f.notes, f.assumptions)
 

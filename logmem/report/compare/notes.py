@@ -20,6 +20,7 @@ from logmem.report.compare.causes import (
     ranks_matched_text,
     uninitialized_text,
 )
+from logmem.report.compare.graph_words import largest_becomes_text
 from logmem.report.compare.words import (
     era_text,
     failed_bucket_slope_text,
@@ -318,9 +319,11 @@ def _(n: cn.KVRuleReplayed) -> str:
     share = f"{n.share:.1%} of rest" if n.share < 1 else "rest"
     if n.ranks_printed == 1 and (n.ranks_expected or 1) > 1:
         # One rank prints (the rank filter): SGLang's own minimum may be lower.
+        k = (n.ranks_expected or 1) - 1
+        others = "the other rank prints" if k == 1 else f"the other {k} ranks print"
         who = (
-            f"P and after-weights are {_on(n.pre_load_rank)}'s readings (the other "
-            f"{(n.ranks_expected or 1) - 1} ranks print none; SGLang's minimum may be lower)"
+            f"P and after-weights are {_on(n.pre_load_rank)}'s readings ({others} none; "
+            "SGLang's minimum may be lower)"
         )
     elif n.ranks_printed == 1:
         who = f"P and after-weights are {_on(n.pre_load_rank)}'s readings"
@@ -427,25 +430,16 @@ def _(n: cn.ContextChange) -> str:
 
 
 @note_text.register
-def _(n: cn.LargestBecomes) -> str:
-    if n.per_bs:
-        how = "graph memory changes by the heuristic x the change in bs"
-    else:
-        static = (
-            ", static buffers by their slope"
-            if n.static_slope
-            else "; static buffers stay as measured (no static slope given)"
-        )
-        how = (
-            f"rows = bs x {n.rows_per_bs}; the largest bucket changes by slope x the change in rows"
-            + static
-        )
-    return f"The largest captured batch becomes {n.bs}; {how}; the other buckets stay as measured."
-
-
-@note_text.register
 def _(n: cn.OnlyMainGraph) -> str:
-    return f"Only the {n.graph} graph is rescaled; other batch-sized graphs stay as measured."
+    who = f" ({', '.join(n.others)})" if n.others else ""
+    way = (
+        ""
+        if n.raised is None
+        else ": SGLang captures them up to the same max bs, so graph memory is too low by their growth"
+        if n.raised
+        else ": SGLang captures them up to the same max bs, so graph memory is at most this"
+    )
+    return f"Only the {n.graph} graph is rescaled; the other batch-sized graphs{who} stay as measured{way}."
 
 
 @note_text.register
@@ -489,3 +483,4 @@ note_text.register(cn.NoMeasuredSlope)(no_measured_slope_text)
 note_text.register(cn.SlopeFromFailedBucket)(failed_bucket_slope_text)
 note_text.register(cn.SlopeUsed)(slope_used_text)
 cmpw.register(note_text)  # the comparability notes (logmem.report.compare.comparable)
+note_text.register(cn.LargestBecomes)(largest_becomes_text)

@@ -62,7 +62,12 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
             f"Graphs and headroom at max bs {p.largest_bs} are estimates from the graph slope "
             "(Assumptions): "
             + (
-                "+- the measured slope's printing bound over the change in rows."
+                "+- the measured slope's printing bound over the change in rows"
+                + (
+                    ", plus that of the added buckets' average."
+                    if w.added_buckets and w.added_buckets["gib"] is not None
+                    else "."
+                )
                 if p.graph_error_gib is not None
                 else "'~': the slope's error is not known."
             )
@@ -122,6 +127,7 @@ def _window(w: WhatIfView) -> str:
         text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "
         if w.window_top_exact:
             text += f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB."
+            text += _top_error(w, hi, reserve)
             if not reserve:
                 # The top keeps nothing for prefill activations: a bound, not a setting to run.
                 text += (
@@ -154,6 +160,33 @@ def _window(w: WhatIfView) -> str:
         else f"the headroom stays >= {reserve:.2f} GiB only up to {hi:.3f}",
     ]
     return f"EMPTY: no mem_fraction_static works: {why[0]}, but {why[1]}."
+
+
+def _top_error(w: WhatIfView, hi: float, reserve: float) -> str:
+    """How far the window's top moves with the estimated graphs' error."""
+    p = w.predicted
+    if p.graph_bound != "estimated":
+        return ""
+    if p.graph_error_gib is None:
+        return (
+            f" That top is for graphs as estimated at max bs {p.largest_bs}; the estimate's "
+            "error is not known, so neither is the top's."
+        )
+    if not p.graph_error_gib:
+        return ""
+    err = f"+- {p.graph_error_gib:.2f} GiB"
+    low, high = w.window_top_low, w.window_top_high
+    if low == hi == high:
+        return ""
+    span = (
+        f"from {low:.3f} to {high:.3f}"
+        if low is not None and high is not None
+        else f"up to {high:.3f}, and with graphs at their largest no value leaves {reserve:.2f} GiB"
+    )
+    return (
+        f" That is for graphs as estimated at max bs {p.largest_bs}; within their {err} (the "
+        f"slope's printing bound) the top is {span}."
+    )
 
 
 def whatif_layout(w: WhatIfView, o: Out) -> str:

@@ -3,6 +3,8 @@ start-up ended, and the mem_fraction_static window (see report.compare.view)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from logmem.compare import whatif_facts as wf
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
@@ -18,7 +20,7 @@ from logmem.report.compare.words import (
     unfinished_label,
 )
 from logmem.report.input_notes import ref_notes
-from logmem.units import gib
+from logmem.units import GIB, gib
 
 WHATIF_SCHEMA = "logmem.whatif/1"
 
@@ -186,6 +188,36 @@ class WhatIfView:
     max_bs_method: str | None = None  # "buckets" | "slope above" | "slope, no bucket readings"
     window_top_unknown: str | None = None  # why the top is '?' (what reading is missing)
     window_top_at_least: float | None = None
+    added_buckets: dict[str, Any] | None = None  # the buckets a larger max bs adds below its top
+    first_bucket_shrink: dict[str, Any] | None = None  # a smaller one: the slope on the pool
+    window_top_low: float | None = None  # the top with graphs at the high end of their error
+    window_top_high: float | None = None  # and at the low end
+
+
+def _added(w: WhatIf) -> dict[str, Any] | None:
+    a = w.added
+    if a is None:
+        return None
+    return {
+        "sizes": list(a.sizes),
+        "per_bucket_gib": rounded(a.per_bucket_bytes / GIB, 4) if a.per_bucket_bytes else None,
+        "measured_buckets": a.measured,
+        "gib": gib(a.bytes) if a.per_bucket_bytes else None,
+        "error_gib": rounded(a.error_bytes / GIB, 4),
+    }
+
+
+def _shrink(w: WhatIf) -> dict[str, Any] | None:
+    f = w.shrinks
+    if f is None:
+        return None
+    return {
+        "extra_gib": gib(f.extra_bytes),
+        "pool_gib": gib(f.pool_bytes),
+        "static_gib": gib(f.static_bytes),
+        "capped": f.capped,
+        "error_gib": gib(f.error_bytes) if f.error_bytes is not None else None,
+    }
 
 
 def whatif_view(w: WhatIf) -> WhatIfView:
@@ -231,6 +263,10 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         max_bs_method=_METHODS.get(type(w.graph_method)) if w.graph_method else None,
         window_top_unknown=top_unknown_text(w.top_unknown) if w.top_unknown else None,
         window_top_at_least=w.top_unknown.at_least if w.top_unknown else None,
+        added_buckets=_added(w),
+        first_bucket_shrink=_shrink(w),
+        window_top_low=w.hi_low,
+        window_top_high=w.hi_high,
     )
 
 

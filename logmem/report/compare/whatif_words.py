@@ -4,6 +4,7 @@ that were off, how a new max bs was priced, and why the window's top is unknown.
 from __future__ import annotations
 
 from logmem.compare import whatif_facts as wf
+from logmem.compare import whatif_sizes as ws
 from logmem.report.compare.notes import note_text
 from logmem.report.uninitialized import listed
 from logmem.sglang.default_mfs import Rule
@@ -84,15 +85,80 @@ def _(n: wf.BucketSum) -> str:
         if n.stand_in is not None
         else ""
     )
+    extra = (
+        f"bs {n.first_size}'s {_gs(n.first_bytes)} GiB less the next bucket's "
+        f"{_gs(n.next_bytes)} GiB: what the first capture allocates lazily, and the graph memory "
+        "pool, which the largest batch sizes, land on whichever bucket is captured first"
+    )
+    if n.shrunk:
+        first = f"the first-captured bucket's extra allocation ({extra}) moves by the slope (below)"
+        change = "Change from the buckets"
+        bound = ""
+    else:
+        first = f"the first-captured bucket's extra allocation stays whole ({extra})"
+        change = "Change"
+        bound = (
+            " Its pool part shrinks with the largest batch, so this is at most what max bs "
+            f"{n.new_bs} takes (graphs an upper bound, headroom a lower one); --slope-from A B "
+            "(two launches that differ only in max bs) or --mib-per-row prices the shrink."
+        )
     return (
         f"Graph memory at max bs {n.new_bs} is from the {n.graph} graph's measured per-bucket "
-        f"readings (progress bar avail_mem, lines {n.lines[0]}-{n.lines[1]}), not a slope: "
-        f"{gone} go; the first-captured bucket's extra allocation stays (bs {n.first_size}'s "
-        f"{_gs(n.first_bytes)} GiB less the next bucket's {_gs(n.next_bytes)} GiB: what the "
-        "first capture allocates lazily, and the graph pool the largest batch sized, land on "
-        f"whichever bucket is captured first), and {kept} their measured cost.{stand} Change: "
-        f"{_gs(n.change_bytes, signed=True)} GiB (each bucket is a difference of two readings "
-        "printed to 0.01 GB)."
+        f"readings (progress bar avail_mem, {line_range(n.lines)}): {gone} go; {first}, and "
+        f"{kept} their measured cost.{stand} {change}: {_gs(n.change_bytes, signed=True)} GiB "
+        f"(each bucket is a difference of two readings printed to 0.01 GB).{bound}"
+    )
+
+
+def line_range(lines: tuple[int, int]) -> str:
+    """'line 12' or 'lines 12-40'."""
+    return f"line {lines[0]}" if lines[0] == lines[1] else f"lines {lines[0]}-{lines[1]}"
+
+
+def _few(sizes: tuple[int, ...]) -> str:
+    return _sizes(sizes) if len(sizes) <= 6 else f"{_sizes(sizes[:3])}, ..., {sizes[-1]}"
+
+
+@note_text.register
+def _(n: ws.FirstBucketShrinks) -> str:
+    rows = f"{n.mib_per_row:.3f} MiB x {n.rows:,} rows"
+    pool = (
+        f"by slope x the change in rows ({rows}), more than the whole extra: all of it, "
+        f"{_gs(n.pool_bytes)} GiB, is taken off (the slope does not hold that far down)"
+        if n.capped
+        else f"by slope x the change in rows, {rows} = {_gs(n.pool_bytes)} GiB"
+    )
+    static = (
+        f"; static buffers by their slope, {n.static_mib_per_row:.3f} MiB x {n.rows:,} rows = "
+        f"{_gs(n.static_bytes)} GiB"
+        if n.static_mib_per_row is not None
+        else "; static buffers stay as measured (no static slope)"
+    )
+    return (
+        f"At max bs {n.new_bs} the first-captured bucket's extra allocation ({_gs(n.extra_bytes)} "
+        f"GiB at bs {n.first_size}) shrinks with the graph memory pool the largest batch sizes, "
+        f"{pool}{static}; the rest of it (lazy allocations) stays: "
+        f"{_gs(n.bytes, signed=True)} GiB beyond the buckets' change."
+    )
+
+
+@note_text.register
+def _(n: ws.AddedBuckets) -> str:
+    count = f"{len(n.sizes)} bucket{'s' if len(n.sizes) != 1 else ''}"
+    text = (
+        f"The capture list at the new max bs adds {count} below its top (bs {_few(n.sizes)}), "
+        "each captured after the largest and costing its own graph"
+    )
+    if n.per_bucket_bytes is None or n.lines is None:
+        return text + (
+            ": the log has no per-bucket readings to price them, so graph memory leaves them "
+            "out and is too low by their cost."
+        )
+    return text + (
+        f": priced at the average of this launch's {n.measured} later buckets of the {n.graph} "
+        f"graph ({line_range(n.lines)}), {n.per_bucket_bytes / 2**30:.3f} GiB each, "
+        f"{_gs(n.bytes)} GiB in all, +- {n.error_bytes / 2**30:.3f} GiB (their sum is one "
+        "difference of two readings); larger batches' graphs may cost somewhat more."
     )
 
 
@@ -290,4 +356,29 @@ def _(n: wf.WeightsOfABrokenLoad) -> str:
         f"{size} are those of a broken load, not a working model's: a load that fills them may "
         "take other memory, and the KV budget, the headroom and the window, which rest on the "
         "weights, would move with it."
+    )
+
+
+@note_text.register
+def _(n: wf.LoggedMfsDisagrees) -> str:
+    return (
+        f"--logged-mem-fraction-static {n.given:g} does not give back the logged KV pool: "
+        f"SGLang's rule on this log's readings gives back about {n.backsolved:.3f}. The value "
+        "passed is the first suspect (the note below, on SGLang's rule, assumes it is right); "
+        "if the launch ran with the back-solved value, pass that instead."
+    )
+
+
+@note_text.register
+def _(n: wf.NoKVAt) -> str:
+    fix = (
+        f": raise mem_fraction_static to {n.lo:.3f} or more for any KV pool"
+        if n.lo is not None
+        else ": no mem_fraction_static gives a KV pool on this machine"
+    )
+    return (
+        f"At mem_fraction_static {n.mfs:.3f} SGLang's KV budget is {_gs(n.rest_bytes)} GiB, no "
+        "KV pool: start-up would stop sizing the KV cache (SGLang's 'Not enough memory', from "
+        "0.5.14 'Loaded weights leave no GPU memory for the KV cache'), "
+        f"so the graph and headroom figures of that column never happen{fix}."
     )

@@ -96,7 +96,7 @@ def context_text(c: cn.ContextCheck) -> str:
     """Whether one full context fits, and from which mem_fraction_static."""
     f = cn.ContextFit
     if c.fit is f.UNKNOWN:
-        return "context length unknown (no summary line); pass --context-length"
+        return "context length unknown (the log prints no context_len); pass --context-length"
     if c.fit is f.IMPOSSIBLE:
         return (
             f"impossible: it needs {_gs((c.context or 0) * c.bytes_per_token)} GiB of KV, and even "
