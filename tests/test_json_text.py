@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logmem.report.json_text import dumps, strict
+from logmem.report.json_text import dumps
 
 
 class _Kind(str, enum.Enum):
@@ -24,6 +24,18 @@ class _Level(enum.IntEnum):
 class _Opaque:
     def __str__(self) -> str:
         return "opaque <&>"
+
+
+def strict(v: Any) -> Any:
+    """What the reports applied before json.dumps: non-finite floats as strings, str keys,
+    tuples as lists (report/jsonout.py's _finite, which json_text replaced)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): strict(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [strict(x) for x in v]
+    return v
 
 
 def _reference(v: Any) -> str:

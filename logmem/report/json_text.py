@@ -5,9 +5,9 @@ through a chain of Python generators (``json.encoder._make_iterencode``), which 
 of ``analyze -f json`` on a 4,096-rank launch. :func:`dumps` writes the same bytes with one
 recursive function that appends to a list, and uses the C string encoder for every string.
 
-It is byte-for-byte ``json.dumps(strict(obj), indent=2, default=str, allow_nan=False)``,
-where ``strict`` is what the reports have always applied first (tests/test_json_text.py
-compares the two on generated documents):
+It is byte-for-byte ``json.dumps(obj, indent=2, default=str, allow_nan=False)`` of ``obj``
+made strict JSON as the reports have always done first (tests/test_json_text.py compares the
+two on generated documents):
 
 * NaN and the infinities, which strict JSON lacks and a log can print (server_args, hostile
   input), become the strings "nan", "inf" and "-inf";
@@ -30,18 +30,6 @@ def dumps(obj: Any) -> str:
     out: list[str] = []
     _write(obj, "\n", out.append)
     return "".join(out)
-
-
-def strict(v: Any) -> Any:
-    """``v`` with what strict JSON cannot hold made into strings: the rule :func:`dumps`
-    applies as it writes (kept for the tests and for callers that pass the value on)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    if isinstance(v, dict):
-        return {str(k): strict(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [strict(x) for x in v]
-    return v
 
 
 def _scalar(o: Any) -> str | None:
