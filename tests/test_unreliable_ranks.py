@@ -17,8 +17,9 @@ from conftest import FIXTURES, read_text_log
 from logmem.analysis.findings import OutOfOrder, WeightsNotLoaded
 from logmem.analysis.findings_order import ClockOffset, LaunchStarted, RepeatedLines
 from logmem.api import read_log
+from logmem.report.fold import main_rank
 from logmem.report.jsonout import launch_json
-from logmem.report.model import analysis_report, main_rank
+from logmem.report.model import analysis_report
 from logmem.units import GIB
 
 REORDERED = FIXTURES / "reordered-001-tp1-constructed.log"

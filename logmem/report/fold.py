@@ -1,4 +1,5 @@
-"""Many-rank launches: which ranks a report shows in full, and the ranks table folded.
+"""Which ranks a report shows in full: the rank it leads with, the rank whose graph buckets
+it shows, and, for many-rank launches, the ranks table folded.
 
 Markdown and HTML print a ledger per rank; for a launch of thousands of ranks that is
 thousands of near-identical tables. report.model folds them (text prints only a count):
@@ -13,6 +14,7 @@ from dataclasses import replace
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.findings_order import trusted
 from logmem.frozen import frozen
+from logmem.model.records import Launch, Rank
 from logmem.report.table import Table, rank_name
 
 # Above this many ranks a report folds the ranks that print the same readings: the binding
@@ -21,6 +23,30 @@ from logmem.report.table import Table, rank_name
 # neither readable (a ticket of 4,096 tables) nor quick to draw.
 MANY_RANKS = 16
 MAX_OUTLIERS = 12
+
+
+def main_rank(launch: Launch) -> Rank | None:
+    """The rank a report leads with: the one with bucket readings, else the first, among the
+    ranks whose lines are in time order (the ranks the findings use: findings_order.trusted)."""
+    return trusted(launch).main_rank
+
+
+def leading_ranks(led: LaunchLedger, full: bool) -> tuple[str, ...]:
+    """The ranks whose ledgers head the report (text, Markdown and HTML, and HTML's
+    waterfall): every rank `full` (few ranks, --all-ranks, or the ranks picked with --rank),
+    else the main rank. `led` holds the ranks the report shows (report.model.shown_ledger)."""
+    main = main_rank(led.launch)
+    return tuple(r.rank for r in led.ranks if full or (main is not None and r.rank == main.label))
+
+
+def bucket_rank(led: LaunchLedger) -> RankLedger | None:
+    """The rank whose graph buckets a report shows: the main rank when it is shown, else (the
+    ranks picked with --rank leave it out) the first shown rank with bucket readings."""
+    main = main_rank(led.launch)
+    rl = led.rank(main.label) if main is not None else None
+    if rl is not None:
+        return rl
+    return next((r for r in led.ranks if any(p.buckets for p in r.phases)), None)
 
 
 @frozen
@@ -45,7 +71,7 @@ def fold_of(led: LaunchLedger) -> Fold | None:
     for rl in led.ranks:
         groups.setdefault(_readings(rl), []).append(rl.rank)
     typical_group = max(groups.values(), key=len)  # ties: the group seen first
-    main = trusted(led.launch).main_rank  # report.model.main_rank
+    main = main_rank(led.launch)
     keep = {x for x in (led.binding_rank, main.label if main is not None else None) if x}
     keep.add(typical_group[0])
     outliers = [rl.rank for rl in led.ranks if rl.rank not in typical_group and rl.rank not in keep]

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.model.records import Launch
 from logmem.parse.lines import Source
-from logmem.report.fold import Fold
-from logmem.report.model import LaunchReport, Report, analysis_report, main_rank
+from logmem.report.fold import Fold, bucket_rank
+from logmem.report.model import LaunchReport, Report, analysis_report
 from logmem.report.page import Figure, esc, figure_html, page, table_html
 from logmem.report.table import rank_name
 
@@ -106,10 +106,13 @@ def launch_figures(
                 _sources(L, drawn[0].rank, lines),
             )
         )
+    elif leading and any(rl.phases for rl in led.ranks):
+        who = ", ".join(rank_name(rl.rank) for rl in leading)
+        notes.append(f"No waterfall of {who}: it printed fewer than two free-memory readings.")
     else:
-        notes.append("No waterfall: no rank printed two free-memory readings.")
-    main = main_rank(L)
-    rl_main = led.rank(main.label) if main is not None else None
+        who = "no rank" if len(led.ranks) == len(L.ranks) else "no rank shown"
+        notes.append(f"No waterfall: {who} printed two free-memory readings.")
+    rl_main = bucket_rank(led)
     families = plots.buckets_data(rl_main) if rl_main is not None else []
     if families and rl_main is not None:
         lines = [
@@ -125,8 +128,10 @@ def launch_figures(
             )
         )
     else:
+        # A --rank pick leaves some ranks out: the note speaks of the ranks shown only.
+        whose = "this log" if len(led.ranks) == len(L.ranks) else "the ranks shown"
         notes.append(
-            "No bucket plot: the capture progress bars of this log print no free memory per bucket."
+            f"No bucket plot: the capture progress bars of {whose} print no free memory per bucket."
         )
     if len(led.ranks) >= 2:
         drawn_led = led
@@ -203,13 +208,8 @@ def launch_html(lr: LaunchReport, first_figure: int, multi_path: bool) -> tuple[
             )
         else:
             out.append(f"<h3>{esc(sec.title)}</h3>\n{tables}{paras}")
-    # The ranks whose ledgers the report shows in full (report.model's rule) get a waterfall.
-    main = main_rank(led.launch)
-    leading = [
-        rl
-        for rl in led.ranks
-        if len(led.ranks) <= 2 or (main is not None and rl.rank == main.label)
-    ]
+    # The ranks whose ledgers the report shows in full (report.fold's rule) get a waterfall.
+    leading = [rl for rl in led.ranks if rl.rank in lr.leading]
     figs, notes = launch_figures(led, leading, lr.fold)
     if lr.communication is not None and lr.communication.plan.cells:
         figs.append(communication_figure(lr))

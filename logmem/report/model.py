@@ -15,14 +15,20 @@ from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.failures import verdict
-from logmem.analysis.findings_order import trusted
 from logmem.frozen import frozen
-from logmem.model.records import Launch, Rank
+from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.report.communication import comm_view
 from logmem.report.device_words import device_top
 from logmem.report.finding_lines import finding_lines
-from logmem.report.fold import Fold, fold_note, fold_of, folded_ranks_table
+from logmem.report.fold import (
+    Fold,
+    bucket_rank,
+    fold_note,
+    fold_of,
+    folded_ranks_table,
+    leading_ranks,
+)
 from logmem.report.input_notes import input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.launch_title import launch_title
@@ -48,6 +54,7 @@ class LaunchReport:
     # A launch of many ranks: the ranks shown in full (report.fold); None: all of them.
     fold: Fold | None = field(default=None, compare=False, repr=False)
     other_ranks: int = 0  # ranks whose ledger is not in the Ledger section (shown or folded)
+    leading: tuple[str, ...] = ()  # the ranks of the Ledger section (report.fold.leading_ranks)
 
 
 @frozen
@@ -55,12 +62,6 @@ class Report:
     title: str
     launches: tuple[LaunchReport, ...]
     input_notes: tuple[str, ...]
-
-
-def main_rank(launch: Launch) -> Rank | None:
-    """The rank a report leads with: the one with bucket readings, else the first, among the
-    ranks whose lines are in time order (the ranks the findings use: findings_order.trusted)."""
-    return trusted(launch).main_rank
 
 
 def sizing_table(led: LaunchLedger) -> Table | None:
@@ -240,10 +241,10 @@ def launch_report(
     other launches' KV lines and the --model-config)."""
     led = shown_ledger(led, ranks_shown)
     sections: list[Section] = []
-    main = main_rank(L)
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
     full = all_ranks or bool(ranks_shown) or len(led.ranks) <= 2
-    leading = [r for r in led.ranks if full or (main is not None and r.rank == main.label)]
+    lead_labels = leading_ranks(led, full)
+    leading = [r for r in led.ranks if r.rank in lead_labels]
     split = split_notes(L)  # PyTorch's OOM split, on the failing rank's ledger
     if leading:
         shown = dict(split)
@@ -277,7 +278,7 @@ def launch_report(
     com = communication(led, config, env)
     if com is not None:
         sections.append(communication_section(com))
-    if main is not None and (rl := led.rank(main.label)) is not None:
+    if (rl := bucket_rank(led)) is not None:
         bts = bucket_tables(rl)
         if bts:
             sections.append(Section("Graph buckets", tuple(bts), details=True))
@@ -292,7 +293,9 @@ def launch_report(
     found = lead + finding_lines(led) + extra
     n_other = len(led.ranks) - len(leading)
     sections_t = tuple(sections)
-    return LaunchReport(title, tuple(verdict_lines(L)), found, sections_t, led, com, fold, n_other)
+    return LaunchReport(
+        title, tuple(verdict_lines(L)), found, sections_t, led, com, fold, n_other, lead_labels
+    )
 
 
 def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:
