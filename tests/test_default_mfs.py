@@ -182,7 +182,7 @@ def test_021_reads_the_e7_reserve_inputs() -> None:
     assert not d.reserve_applies
     value, source = default_mfs_text(d)
     assert value == "passed (the formula gives 0.892)"
-    assert "the dump has 0.85: not this rule" in source
+    assert "server_args prints 0.85: not this rule" in source
 
 
 def test_a_contradicted_tp_table_is_labelled_passed() -> None:
@@ -295,3 +295,25 @@ def test_the_reserve_rows_name_the_e7_terms() -> None:
     texts = [reserve_term_text(t) for t in r.terms]
     assert "prefill graph, MLA model: a flat 1536 MB" in texts
     assert "breakable prefill graph with DeepEP: 1024 MB" in texts
+
+
+def test_sizing_rows_name_releases_not_era_labels() -> None:
+    """The default-mfs row speaks of SGLang releases and server_args, never of logmem's era
+    labels ("era a", "era c") or "the dump", which a user cannot decode."""
+    import re
+
+    from conftest import FIXTURES
+    from logmem.report.mfs_words import default_mfs_text
+
+    seen = set()
+    for path in sorted(FIXTURES.glob("*.log")):
+        a = api.read_log(str(path), require_startup=False)
+        for L in a.launches:
+            d = build_ledger(L).default_mfs
+            if d is None:
+                continue
+            seen.add((d.rule, d.era))
+            _, source = default_mfs_text(d)
+            assert not re.search(r"\bera[- ][abc]\b|\bthe dump\b|dump's", source), source
+    assert {Rule.TP_TABLE, Rule.RESERVE} <= {r for r, _ in seen}
+    assert MfsEra.BETWEEN in {e for _, e in seen}

@@ -1,5 +1,5 @@
 """Words for the KV-sizing facts: how many ranks a minimum is over, and which SGLang rule gave
-mem_fraction_static (logmem.sglang.default_mfs, reference 12.3)."""
+mem_fraction_static (logmem.sglang.default_mfs, reference 12.3), named by release."""
 
 from __future__ import annotations
 
@@ -7,7 +7,19 @@ from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.ledger import Bound
 from logmem.analysis.sizing import RankCoverage
 from logmem.report.causes import bounded
-from logmem.sglang.default_mfs import DefaultMfs, MfsEra, NoPrediction, Rule, mfs_era_of
+from logmem.sglang.default_mfs import (
+    ERA_A_LAST_RELEASE,
+    ERA_B_FIRST_RELEASE,
+    DefaultMfs,
+    MfsEra,
+    NoPrediction,
+    Rule,
+    mfs_era_of,
+)
+
+# The rules' names as a user knows them: by release, not by logmem's era labels.
+TP_TABLE_RULE = f"the tp_size table of sglang up to {ERA_A_LAST_RELEASE}"
+FORMULA_RULE = f"the reserve formula of sglang {ERA_B_FIRST_RELEASE} on"
 
 
 def coverage_text(c: RankCoverage | None) -> str:
@@ -28,9 +40,9 @@ def coverage_text(c: RankCoverage | None) -> str:
 
 
 _WHY = {
-    NoPrediction.NO_TP: "no tp_size in the dump",
+    NoPrediction.NO_TP: "no tp_size in server_args",
     NoPrediction.NO_CAPACITY: "the log prints no device capacity",
-    NoPrediction.INPUTS: "chunked_prefill_size or the decode graph's max bs missing from the dump",
+    NoPrediction.INPUTS: "chunked_prefill_size or the decode graph's max bs missing from server_args",
     NoPrediction.MLA_UNKNOWN: (
         "no KV pool line tells whether the model is MLA, which sets the prefill-graph term"
     ),
@@ -44,16 +56,18 @@ def _windows(w: tuple[tuple[int, int], ...]) -> str:
 
 
 def _fits_on(d: DefaultMfs, w: tuple[tuple[int, int], ...] | None, rule: str) -> str:
-    """What the dump needs of the unprinted capacity under a rule ('' without a window)."""
+    """What server_args' value needs of the unprinted capacity under a rule ('' without a window)."""
     if not w or d.dumped is None:
         return ""
-    return f"; {rule} gives the dump's {d.dumped:g} only on a GPU of {_windows(w)} (unconfirmed)"
+    return f"; {rule} gives the {d.dumped:g} server_args prints only on a GPU of {_windows(w)} (unconfirmed)"
 
 
 def _match(d: DefaultMfs) -> str:
     if d.matches is None:
         return f"value unknown ({_WHY[d.no_prediction]})" if d.no_prediction else "value unknown"
-    verdict = "matches the dump" if d.matches else f"the dump has {d.dumped:g}: not this rule"
+    verdict = (
+        "matches server_args" if d.matches else f"server_args prints {d.dumped:g}: not this rule"
+    )
     return f"{d.predicted:g}, {verdict}"
 
 
@@ -70,7 +84,7 @@ def _tier_text(d: DefaultMfs, when: str) -> str:
     assert d.capacity_mib is not None and d.tier_reserved_mib is not None
     return (
         f"matches {TIER_RULE}{older}: gpu_mem {d.capacity_mib:,.0f} MiB, tp x pp {world}: "
-        f"reserve {d.tier_reserved_mib:,.0f} MiB gives {d.predicted:g}, the dump's value"
+        f"reserve {d.tier_reserved_mib:,.0f} MiB gives {d.predicted:g}, the value server_args prints"
     )
 
 
@@ -83,12 +97,15 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         return "GPU-tier reserve", _tier_text(d, when)
     form = f"sglang {d.form}" if d.form else ""
     if d.rule is Rule.TP_TABLE:
-        how = "the dump fits it" if d.era_from == "dump" else when
+        how = "server_args' value fits it" if d.era_from == "dump" else when
         # A table the dump contradicts: the value was passed (the cell names the rule's value).
         value = f"passed (the tp table gives {d.predicted:g})" if d.matches is False else "tp table"
-        return value, f"era a ({how}; {form}): default for tp {d.tp_size}: {_match(d)}"
+        return (
+            value,
+            f"tp_size table ({how}; {form}'s form): default for tp {d.tp_size}: {_match(d)}",
+        )
     if d.rule is Rule.LARGE_GPU:
-        how = "the dump fits it" if d.era_from == "dump" else when
+        how = "server_args' value fits it" if d.era_from == "dump" else when
         cap = f"gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else "a GPU"
         value = (
             f"passed (the large-GPU rule gives {d.predicted:.3f})"
@@ -101,16 +118,17 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
             if d.predicted is None
             else _match(d).replace(f"{d.predicted:g}", f"{d.predicted:.4f}", 1)
         )
-        return value, f"era a ({how}; {form}): {cap} above 81,920 MiB leaves the tp table: {tail}"
+        head = f"large-GPU rule ({how}; {form}'s form)"
+        return value, f"{head}: {cap} above 81,920 MiB leaves the tp table: {tail}"
     if d.rule is Rule.POST_CAPTURE:
         return _post_capture_text(d, when, form)
     if d.rule is Rule.RESERVE:
-        how = "the dump fits it" if d.era_from == "dump" else when
+        how = "server_args' value fits it" if d.era_from == "dump" else when
         cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
         res = f", reserve {d.reserved_mib:,.0f} MiB" if d.reserved_mib is not None else ""
         how += f"; {form}'s form" if form else ""
         if d.matches is True:
-            return "reserve", f"era {d.era.value} ({how}){cap}{res}: {_match(d)}"
+            return "reserve", f"reserve formula ({how}){cap}{res}: {_match(d)}"
         # Unconfirmed or contradicted: a derived value and a passed one look the same here.
         tail = (
             "passed, or a case the formula does not model; no reserve assumed"
@@ -127,7 +145,7 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
             assert d.free_mib is not None and d.dumped is not None
             none = (
                 f"no GPU of at least the {d.free_mib / 1024:.2f} GiB free before loading gives "
-                f"the dump's {d.dumped:g} by the formula"
+                f"the {d.dumped:g} server_args prints by the formula"
             )
             if d.excluded:
                 value = "passed (no GPU size gives it)"
@@ -137,12 +155,12 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
                 tail = f"{none}{older}; no reserve assumed"
         return (
             value,
-            f"era {d.era.value} ({how}) reserve formula{cap}{res}: {_match(d)}; {tail}",
+            f"reserve formula ({how}){cap}{res}: {_match(d)}; {tail}",
         )
     if d.era is MfsEra.UNKNOWN:
-        return "unknown", "era unknown (no date): no default rule assumed"
+        return "unknown", "the log carries no date, so no default rule is assumed"
     table = (
-        f"; the era-a table for tp {d.tp_size} gives {d.table_mfs:g}"
+        f"; {TP_TABLE_RULE} gives {d.table_mfs:g} for tp {d.tp_size}"
         if d.table_mfs is not None
         else ""
     )
@@ -151,12 +169,11 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         if d.tier_mfs is not None
         else ""
     )
-    dump = f", the dump {d.dumped:g}" if d.dumped is not None and (table or tier) else ""
-    fits = _fits_on(d, d.tier_windows, TIER_RULE) + _fits_on(
-        d, d.formula_windows, "the era-b reserve formula"
-    )
+    dump = f", server_args prints {d.dumped:g}" if d.dumped is not None and (table or tier) else ""
+    fits = _fits_on(d, d.tier_windows, TIER_RULE) + _fits_on(d, d.formula_windows, FORMULA_RULE)
     cap = " (the log prints no device capacity)" if fits else ""
-    return "unknown", f"era a or b ({when}): no rule shown to apply{cap}{table}{tier}{dump}{fits}"
+    between = f"between sglang {ERA_A_LAST_RELEASE} and {ERA_B_FIRST_RELEASE}"
+    return "unknown", f"{between} ({when}): no rule shown to apply{cap}{table}{tier}{dump}{fits}"
 
 
 def _post_capture_text(d: DefaultMfs, when: str, form: str) -> tuple[str, str]:

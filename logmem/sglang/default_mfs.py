@@ -66,12 +66,14 @@ from logmem.sglang.releases import RELEASES
 from logmem.sglang.reserve import AFTER_FLOOR, Reserve
 from logmem.units import MIB
 
-ERA_A_LAST = RELEASES["0.4.7"]
+ERA_A_LAST_RELEASE = "0.4.7"
+ERA_A_LAST = RELEASES[ERA_A_LAST_RELEASE]
 """The last date taken as era (a) (the tp_size table): sglang 0.4.7 (2025-06-10) is the last
 release read with it; 0.4.8 (2025-06-24) has the GPU-tier rule, so a log printed after 0.4.7
 may run either (srt/server_args.py, ``__post_init__``)."""
 
-ERA_B_FIRST = RELEASES["0.5.3"]
+ERA_B_FIRST_RELEASE = "0.5.3"
+ERA_B_FIRST = RELEASES[ERA_B_FIRST_RELEASE]
 """The first date taken as era (b) (the reserve formula): sglang 0.5.3 (2025-10-06), the first
 release read with ``_handle_gpu_memory_settings`` (0.5.2, 2025-09-11, has the GPU-tier rule)."""
 
