@@ -87,8 +87,22 @@ def test_blank_segment_gives_no_record() -> None:
         b"sglang-router-7f9c | ",  # kubectl logs --prefix style
         b"2026-09-26T19:55:58.468Z pod INFO ",  # a log shipper
         b"\x1b[36msglang-1  |\x1b[0m ",  # compose with colours
+        b"2026-12-03T22:00:00.123456789Z stdout F ",  # CRI files (/var/log/pods)
+        b"2026-12-03T22:00:00.123+00:00 ",  # RFC 3339 with an offset
+        b"Dec  3 22:00:01 gpu-7 python3[4242]: ",  # journald / syslog
+        b"3: ",  # srun --label
     ],
-    ids=["docker-timestamps", "compose", "kubectl", "shipper", "compose-colour"],
+    ids=[
+        "docker-timestamps",
+        "compose",
+        "kubectl",
+        "shipper",
+        "compose-colour",
+        "cri",
+        "offset",
+        "journald",
+        "srun",
+    ],
 )
 def test_wrapper_prefixes_are_dropped(wrapper: bytes) -> None:
     rec = one(wrapper + b"[2025-03-08 12:29:21 TP1] " + POOL_END.encode())
@@ -198,8 +212,16 @@ def test_record_splitting_is_linear_in_segment_length(fragment: str) -> None:
 
 @pytest.mark.parametrize(
     "wrapper",
-    [b"2026-02-26T05:35:13.123456789Z ", b"sglang-1  | ", b"[pod/sglang-0/sglang] ", b"pod INFO "],
-    ids=["docker-timestamps", "compose", "kubectl-prefix", "shipper"],
+    [
+        b"2026-02-26T05:35:13.123456789Z ",
+        b"sglang-1  | ",
+        b"[pod/sglang-0/sglang] ",
+        b"pod INFO ",
+        b"2026-02-26T05:35:13.123456789Z stderr F ",
+        b"Feb 26 05:35:13 gpu-7 python3[4242]: ",
+        b"12: ",
+    ],
+    ids=["docker-timestamps", "compose", "kubectl-prefix", "shipper", "cri", "journald", "srun"],
 )
 def test_wrapper_is_stripped_from_lines_without_an_sglang_prefix(wrapper: bytes) -> None:
     """Tracebacks and bare tqdm renders have no SGLang prefix; under docker or compose they still

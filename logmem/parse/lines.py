@@ -118,11 +118,19 @@ def split_records(seg: Segment) -> Iterator[Record]:
         yield Record(tags, rank_tags(tags), ts, body, excerpt(seg.path, seg.line_no, raw, ts))
 
 
-# What container tooling puts in front of every physical line: docker --timestamps (RFC 3339),
-# compose `name | `, `kubectl logs --prefix` (`[pod/NAME/CONTAINER] `), shippers (`pod INFO `).
+# What log tooling puts in front of every physical line: docker --timestamps and
+# `kubectl logs --timestamps` (RFC 3339, Z or an offset), a container runtime's own files
+# (CRI, /var/log/pods: `TIME stdout F `), compose `name | `, `kubectl logs --prefix`
+# (`[pod/NAME/CONTAINER] `), shippers (`pod INFO `), journald / syslog (`Dec  3 22:00:01 host
+# python3[4242]: `) and `srun --label` (`3: `). SGLang's own lines are found anywhere in a
+# segment, but a bare tqdm render or a traceback line only after this is taken off.
 _WRAPPER_PART = (
-    r"(?:\d{4}-\d{2}-\d{2}T[\d:.]{8,20}Z?\s{0,4}|[\w.-]{1,80}\s{0,40}\|\s{0,4}"
-    r"|\[pod/[\w.-]{1,253}/[\w.-]{1,63}\]\s{1,4}|[\w.-]{1,80}\s{1,4}(?:INFO|WARNING|ERROR|DEBUG)\s{1,4})"
+    r"(?:\d{4}-\d{2}-\d{2}T[\d:.]{8,20}(?:Z|[+-]\d{2}:?\d{2})?\s{0,4}"
+    r"(?:(?:stdout|stderr)\s[FP]\s)?"
+    r"|[\w.-]{1,80}\s{0,40}\|\s{0,4}"
+    r"|\[pod/[\w.-]{1,253}/[\w.-]{1,63}\]\s{1,4}|[\w.-]{1,80}\s{1,4}(?:INFO|WARNING|ERROR|DEBUG)\s{1,4}"
+    r"|[A-Z][a-z]{2}\s[\s\d]\d\s\d{2}:\d{2}:\d{2}\s[\w.-]{1,253}\s[\w./-]{1,80}(?:\[\d{1,10}\])?:\s"
+    r"|\d{1,5}:\s)"
 )
 _WRAPPER = lazy(rf"^\s{{0,40}}{_WRAPPER_PART}{{0,4}}\s{{0,40}}$")
 _WRAPPER_LEAD = lazy(rf"^\s{{0,40}}{_WRAPPER_PART}{{1,4}}")

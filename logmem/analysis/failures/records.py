@@ -18,7 +18,7 @@ from logmem.frozen import frozen
 from logmem.model.records import Traceback
 from logmem.parse import events as ev
 from logmem.parse.lazy import lazy
-from logmem.parse.lines import Source
+from logmem.parse.lines import Source, strip_wrapper
 from logmem.parse.oom_split import Figure, MemorySplit, parse_oom_split
 from logmem.units import Mem
 
@@ -464,7 +464,8 @@ def message_of(r: ErrorRecord, src: Source | None) -> str:
     if isinstance(r, OutOfMemory) and r.message is not None:
         return r.message.strip()[:4000]
     if isinstance(r, (OutOfMemory, KVSizing, Unbalanced, OtherRanksUnfinished)) and src is not None:
-        return src.text.strip()[:2000]
+        # The source is the physical line: a wrapper's prefix (docker, journald) is not the message.
+        return strip_wrapper(src.text).strip()[:2000]
     if isinstance(r, CaptureError):
         return f"Capture CUDA graph failed: {r.message}".strip()
     if isinstance(r, PythonError):
