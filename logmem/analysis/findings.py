@@ -43,6 +43,7 @@ from logmem.analysis.findings_order import ClockOffset as ClockOffset
 from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
 from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
 from logmem.analysis.findings_order import RepeatedLines as RepeatedLines
+from logmem.analysis.findings_order import SharedLabel as SharedLabel
 from logmem.analysis.findings_order import order_findings
 
 # The sizing records are part of this module's Finding union (and its public names).
@@ -158,6 +159,7 @@ Finding = (
     LaunchStarted
     | RepeatedLines
     | OutOfOrder
+    | SharedLabel
     | ClockOffset
     | UnifiedMemory
     | Weights

@@ -39,6 +39,7 @@ class FindingKind(Enum):
     UNIFIED_MEMORY = "unified_memory"
     MAMBA_SLOTS = "mamba_slots"
     OUT_OF_ORDER = "out_of_order"
+    SHARED_LABEL = "shared_label"
     LAUNCH_START = "launch_start"
     REPEATED_LINES = "repeated_lines"
     CLOCK_OFFSET = "clock_offset"

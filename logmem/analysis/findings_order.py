@@ -1,5 +1,6 @@
-"""Findings about the order of the input: where a launch begins inside its file, and a
-rank's lines out of time order (a log sorted, or reordered by a log shipper).
+"""Findings about the order of the input: where a launch begins inside its file, a rank's
+lines out of time order (a log sorted, or reordered by a log shipper), and a rank label two
+processes print at once (two servers writing one file).
 
 Lines a rank printed again (same text and time) before the launch came up are a repeat of
 the input (overlapping pastes of one log): the model stage read them once (Launch.repeats),
@@ -12,6 +13,13 @@ One process prints a rank's start-up steps in order, so their timestamps never r
 more than the clock's resolution (logmem.model.boundaries.CLOCK_SLACK). When they do, the
 ledger of that rank pairs readings in the wrong order (memory "given back", a second model
 load that is the first one read late): its figures are not reliable.
+
+One process also runs a rank's steps one at a time: it loads one model at a time (a draft
+model's load begins after the target's Load weight end: the draft worker is built after the
+target's model runner), and initialises distributed once. A rank whose Load weight begin, or
+Init torch distributed begin, comes while the same step it began has not ended is two
+processes printing one label (two servers, or two docker services, writing one file); its
+ledger mixes their readings, so it is not reliable either (SharedLabel).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from logmem.frozen import frozen
 from logmem.model.boundaries import CLOCK_SLACK, STEPS, LaunchStart
 from logmem.model.clock import printed_at
 from logmem.model.records import Launch, Rank
+from logmem.parse import events as ev
 from logmem.parse.lines import Source
 
 
@@ -56,6 +65,9 @@ class RepeatedLines:
     last: int
     again: int
     again_last: int
+    # Two processes print as one of ``ranks`` (SharedLabel): the copies are likely the second
+    # process's lines that carry no figure, not a paste of the log twice.
+    shared: bool = False
 
 
 def repeated_lines(launch: Launch) -> tuple[RepeatedLines, ...]:
@@ -74,6 +86,11 @@ def repeated_lines(launch: Launch) -> tuple[RepeatedLines, ...]:
                 max(r.last for r in rs),
                 min(r.again for r in rs),
                 max(r.again_last for r in rs),
+                shared=any(
+                    rank_shared_label(r) is not None
+                    for r in launch.ranks
+                    if r.label in {x.rank for x in rs}
+                ),
             )
         )
     return tuple(out)
@@ -125,13 +142,62 @@ def clock_offsets(launch: Launch) -> tuple[ClockOffset, ...]:
 
 def order_findings(
     launch: Launch,
-) -> tuple[LaunchStarted | RepeatedLines | OutOfOrder | ClockOffset, ...]:
+) -> tuple[LaunchStarted | RepeatedLines | OutOfOrder | SharedLabel | ClockOffset, ...]:
     """Where the launch begins in its file (when not first), lines the input repeats, then
     each rank out of time order: they change how far the launch's other figures can be
     trusted."""
     started = launch_started(launch)
     first = (started,) if started is not None else ()
-    return (*first, *repeated_lines(launch), *out_of_order(launch), *clock_offsets(launch))
+    return (
+        *first,
+        *repeated_lines(launch),
+        *shared_labels(launch),
+        *out_of_order(launch),
+        *clock_offsets(launch),
+    )
+
+
+@frozen
+class SharedLabel:
+    """Two processes print as ``rank``: its ``step`` ("load" or "init") begun at
+    ``again_line`` begins while the one begun at ``first_line`` has not ended."""
+
+    kind: ClassVar[FindingKind] = FindingKind.SHARED_LABEL
+    rank: str
+    step: str
+    first_line: int
+    again_line: int
+    # As OutOfOrder.set_aside: other ranks are reliable and the figures are theirs.
+    set_aside: bool = False
+
+
+# The steps one process runs one at a time: (begin, end, step name).
+_ONE_AT_A_TIME: tuple[tuple[type[ev.Event], type[ev.Event], str], ...] = (
+    (ev.WeightsBegin, ev.WeightsEnd, "load"),
+    (ev.InitBegin, ev.InitEnd, "init"),
+)
+
+
+def _shared_scan(r: Rank) -> SharedLabel | None:
+    """The rank's first step begun while the same step it began is still open."""
+    open_at: dict[str, Source] = {}  # step -> its begin line, while not ended
+    for e in r.events:
+        for begin, end, step in _ONE_AT_A_TIME:
+            if isinstance(e, begin):
+                first = open_at.get(step)
+                if first is not None:
+                    return SharedLabel(r.label, step, first.line_no, e.source.line_no)
+                open_at[step] = e.source
+            elif isinstance(e, end):
+                open_at.pop(step, None)
+    return None
+
+
+def shared_labels(launch: Launch) -> tuple[SharedLabel, ...]:
+    """Per rank (in the launch's order), the first sign that two processes print its label."""
+    found = tuple(f for r in launch.ranks if (f := rank_shared_label(r)) is not None)
+    aside = any(rank_unreliable(r) is None for r in launch.ranks)
+    return tuple(replace(f, set_aside=aside) for f in found)
 
 
 @frozen
@@ -155,36 +221,41 @@ class OutOfOrder:
 def out_of_order(launch: Launch) -> tuple[OutOfOrder, ...]:
     """Per rank (in the launch's order), its first step that runs back in time."""
     found = tuple(f for r in launch.ranks if (f := rank_out_of_order(r)) is not None)
-    aside = len(found) < len(launch.ranks)
+    aside = any(rank_unreliable(r) is None for r in launch.ranks)
     return tuple(replace(f, set_aside=aside) for f in found)
 
 
 def trusted(launch: Launch) -> Launch:
-    """The launch with only the ranks whose lines are in time order: the ranks the figures
-    derived from ledgers are taken from (KV sizing, imbalance, weights, pool step, captures).
-    An out-of-order rank's ledger pairs readings in the wrong order, so its readings may
-    belong to another step or model. When no rank is in order, the launch as it is (the
-    report then says its figures are not reliable)."""
-    kept = tuple(r for r in launch.ranks if rank_out_of_order(r) is None)
+    """The launch with only the ranks whose ledgers are reliable (lines in time order, one
+    process per label): the ranks the figures derived from ledgers are taken from (KV sizing,
+    imbalance, weights, pool step, captures). An out-of-order rank's ledger pairs readings in
+    the wrong order, a shared label's mixes two processes' readings. When no rank is
+    reliable, the launch as it is (the report then says its figures are not reliable)."""
+    kept = tuple(r for r in launch.ranks if rank_unreliable(r) is None)
     if not kept or len(kept) == len(launch.ranks):
         return launch
     return replace(launch, ranks=kept)
 
 
 def set_aside(launch: Launch) -> tuple[str, ...]:
-    """The ranks out of time order whose figures are not used (trusted)."""
+    """The unreliable ranks whose figures are not used (trusted)."""
     kept = {r.label for r in trusted(launch).ranks}
     return tuple(r.label for r in launch.ranks if r.label not in kept)
 
 
 def unreliable_source(launch: Launch) -> tuple[str, ...]:
-    """The ranks out of time order whose figures are used all the same: no rank is in order."""
+    """The unreliable ranks whose figures are used all the same: no rank is reliable."""
     if set_aside(launch):
         return ()
-    return tuple(f.rank for f in out_of_order(launch))
+    return tuple(r.label for r in launch.ranks if rank_unreliable(r) is not None)
 
 
-_SEEN: dict[int, tuple[weakref.ref[Rank], OutOfOrder | None]] = {}
+def shared_label_ranks(launch: Launch) -> tuple[str, ...]:
+    """The ranks two processes print as (their unreliability is a shared label)."""
+    return tuple(r.label for r in launch.ranks if rank_shared_label(r) is not None)
+
+
+_SEEN: dict[int, tuple[weakref.ref[Rank], tuple[OutOfOrder | None, SharedLabel | None]]] = {}
 """rank_out_of_order's answer per Rank object, for as long as the rank lives. trusted() is asked
 by the ledger, the sizing, the imbalance, the findings and the report model, and every ask
 re-dated each rank's steps: 14,336 scans for 1,024 ranks. Keyed by identity, not by value
@@ -192,15 +263,30 @@ re-dated each rank's steps: 14,336 scans for 1,024 ranks. Keyed by identity, not
 never answers for another rank."""
 
 
-def rank_out_of_order(r: Rank) -> OutOfOrder | None:
-    """The rank's first step dated earlier than a step it printed before it, if any."""
+def _scans(r: Rank) -> tuple[OutOfOrder | None, SharedLabel | None]:
     key = id(r)
     hit = _SEEN.get(key)
     if hit is not None and hit[0]() is r:
         return hit[1]
-    found = _scan(r)
+    found = (_scan(r), _shared_scan(r))
     _SEEN[key] = (weakref.ref(r, _forget(key)), found)
     return found
+
+
+def rank_out_of_order(r: Rank) -> OutOfOrder | None:
+    """The rank's first step dated earlier than a step it printed before it, if any."""
+    return _scans(r)[0]
+
+
+def rank_shared_label(r: Rank) -> SharedLabel | None:
+    """The first sign that two processes print the rank's label, if any."""
+    return _scans(r)[1]
+
+
+def rank_unreliable(r: Rank) -> OutOfOrder | SharedLabel | None:
+    """Why the rank's ledger is not reliable (out of time order, or a shared label), if so."""
+    ooo, shared = _scans(r)
+    return ooo or shared
 
 
 def _forget(key: int) -> Callable[[weakref.ref[Rank]], None]:

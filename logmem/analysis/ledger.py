@@ -316,6 +316,9 @@ class RankLedger:
     # Its start-up lines run back in time (logmem.analysis.findings_order): the ledger pairs
     # readings in the wrong order and is not reliable.
     out_of_order: bool = False
+    # Two processes print its label (findings_order.SharedLabel): the ledger mixes their
+    # readings and is not reliable.
+    shared_label: bool = False
 
     @property
     def first_bytes(self) -> int | None:

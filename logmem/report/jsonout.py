@@ -239,6 +239,7 @@ def rank_json(r: Rank, led: RankLedger | None = None) -> dict[str, Any]:
         out["ledger"] = ledger_rows(led)
         out["ledger_note"] = ledger_note(led) or None
         out["ledger_out_of_order"] = led.out_of_order
+        out["ledger_shared_label"] = led.shared_label
     return out
 
 

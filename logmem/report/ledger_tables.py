@@ -21,6 +21,7 @@ from logmem.report.device_words import DeviceTop, in_use_note, pre_start_rows
 from logmem.report.table import Table, gib_cell, rank_name
 
 _UNORDERED = "out of time order: not reliable"
+_SHARED = "two processes: not reliable"
 
 
 def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None) -> Table:
@@ -58,6 +59,12 @@ def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None)
         notes.insert(
             0, f"Not reliable: {rank_name(led.rank)}'s lines run back in time (see Findings)."
         )
+    elif led.shared_label:
+        notes.insert(
+            0,
+            f"Not reliable: two processes print as {rank_name(led.rank)}, and its readings are "
+            "theirs mixed (see Findings).",
+        )
     if led.phases:
         total = sum(p.delta_bytes for p in led.phases)
         floored = led.last_bytes is not None and led.phases[-1].bound is not Bound.EXACT
@@ -73,7 +80,10 @@ def ledger_table(led: RankLedger, extra: str = "", top: DeviceTop | None = None)
     if extra:
         notes.append(extra)
     return Table(
-        f"Ledger of {rank_name(led.rank)} (GiB" + (f"; {_UNORDERED})" if led.out_of_order else ")"),
+        f"Ledger of {rank_name(led.rank)} (GiB"
+        + (
+            f"; {_UNORDERED})" if led.out_of_order else f"; {_SHARED})" if led.shared_label else ")"
+        ),
         ("phase / cause", "before", "after", "drop", "kind", "lines"),
         tuple(rows),
         ("l", "r", "r", "r", "l", "r"),

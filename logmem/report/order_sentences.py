@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from logmem.analysis.findings_order import ClockOffset, LaunchStarted, OutOfOrder, RepeatedLines
+from logmem.analysis.findings_order import (
+    ClockOffset,
+    LaunchStarted,
+    OutOfOrder,
+    RepeatedLines,
+    SharedLabel,
+)
 from logmem.parse import events as ev
 from logmem.report.finding_base import finding_text
 
@@ -131,6 +137,13 @@ def _lines(a: int, b: int) -> str:
 @finding_text.register
 def _(f: RepeatedLines) -> str:
     who = ", ".join(_rank(r) for r in f.ranks)
+    if f.shared:
+        return (
+            f"The start-up lines of {who} at {_lines(f.first, f.last)} are printed again at "
+            f"{_lines(f.again, f.again_last)} (same text and time): two processes print as "
+            f"{who} (below), so these are likely the other process's lines that carry no "
+            "figure; they are left out of the ledgers."
+        )
     return (
         f"The start-up lines of {who} at {_lines(f.first, f.last)} are printed again at "
         f"{_lines(f.again, f.again_last)} (same text and time), before the server came up: "
@@ -154,6 +167,33 @@ def _(f: OutOfOrder) -> str:
         f"{also}. Its ledger pairs readings in the wrong order (memory 'given back', steps "
         f"that did not happen), so the ledger of {f.rank or 'that rank'} is not reliable"
         f"{used}: pass the rank's own file, or a merge that keeps each file's order."
+    )
+
+
+@finding_text.register
+def _(f: SharedLabel) -> str:
+    who = f.rank or "the untagged rank"
+    if f.step == "load":
+        step = (
+            f"its 'Load weight begin' at line {f.again_line} comes while the load begun at line "
+            f"{f.first_line} has not ended, and one process loads one model at a time (a draft "
+            "model's load begins after the target's 'Load weight end')"
+        )
+    else:
+        step = (
+            f"its 'Init torch distributed begin' at line {f.again_line} comes while the one at "
+            f"line {f.first_line} has not ended, and one process initialises once"
+        )
+    used = (
+        "its figures are not used below (the other ranks' are)"
+        if f.set_aside
+        else "with no other rank to use, the figures below come from it all the same and are "
+        "not reliable"
+    )
+    return (
+        f"Two processes print as {who}: {step}. Two servers (or two containers) write this "
+        f"file, so the ledger of {who} mixes their readings, and {used}. Split the log by "
+        "process (one log file per server, or `docker compose logs SERVICE`) and analyse each."
     )
 
 

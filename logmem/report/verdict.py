@@ -344,16 +344,30 @@ def _rank_list(labels: tuple[str, ...]) -> str:
 def _order_lines(v: fx.Verdict) -> list[str]:
     """Ranks whose lines run back in time: whose figures are used instead, or that no rank's
     are in order (findings_order.trusted)."""
+    shared = set(v.shared)
     if v.set_aside:
         one = len(v.set_aside) == 1
         used = [x for x in v.rank_labels if x not in v.set_aside]
+        mine = "its" if one else "their"
+        why = (
+            ("printed by two processes" if one else "each printed by two processes")
+            if shared >= set(v.set_aside)
+            else f"{mine} lines are out of time order"
+            if not shared & set(v.set_aside)
+            else f"{mine} lines are out of time order, or printed by two processes"
+        )
         return [
-            f"{_compress(v.set_aside)}: {'its' if one else 'their'} lines are out of time order "
-            f"(see Findings), so {'its' if one else 'their'} figures are not used; the sizing "
-            f"and the findings below use {_compress(used)}."
+            f"{_compress(v.set_aside)}: {why} (see Findings), so {mine} figures are not used; "
+            f"the sizing and the findings below use {_compress(used)}."
         ]
     if v.unreliable:
         who = _compress(v.unreliable) or "the untagged rank"
+        if shared >= set(v.unreliable):
+            return [
+                f"{who}: {'printed' if len(v.unreliable) == 1 else 'each printed'} by two "
+                "processes (see Findings): the figures below come from ledgers that mix two processes' "
+                "readings and are not reliable."
+            ]
         return [
             f"{who}: lines out of time order, and no rank's are in order (see Findings): the "
             "figures below come from ledgers that pair readings in the wrong order and are "

@@ -436,3 +436,4 @@ class Verdict:
     # same (unreliable).
     set_aside: tuple[str, ...] = ()
     unreliable: tuple[str, ...] = ()
+    shared: tuple[str, ...] = ()  # of those, the ranks two processes print as (SharedLabel)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.failures.records import message_of, read_errors
-from logmem.analysis.findings_order import set_aside, unreliable_source
+from logmem.analysis.findings_order import set_aside, shared_label_ranks, unreliable_source
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.model.records import Launch
 from logmem.parse.lazy import lazy
@@ -32,6 +32,7 @@ def verdict(launch: Launch) -> fx.Verdict:
         weights_not_loaded(launch),
         set_aside(launch),
         unreliable_source(launch),
+        shared_label_ranks(launch),
     )
 
 
