@@ -412,13 +412,8 @@ def rank_ledger(
         )
         r0 = readings[0] if len(readings) == 1 else None
         empty = NoLedger((r0.kind, r0.bytes, r0.line) if r0 else None, e3)
-    led = RankLedger(
-        rank.label,
-        tuple(phases),
-        empty,
-        rank_out_of_order(rank) is not None,
-        rank_shared_label(rank) is not None,
-    )
+    unordered, shared = rank_out_of_order(rank) is not None, rank_shared_label(rank) is not None
+    led = RankLedger(rank.label, tuple(phases), empty, unordered, shared)
     led.check()
     return led
 
