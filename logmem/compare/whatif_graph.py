@@ -225,6 +225,8 @@ def list_top(
         ListContext.from_args(launch.args, pool),
         month=month(at) if at is not None else None,
         draft_loaded=any(r.draft for r in launch.ranks),
+        verify_graph=main is not None and "draft" not in main.graph,
+        logged=g.sizes or () if g is not None else (),
     )
     totals = led.device_totals
     sz = led.sizing

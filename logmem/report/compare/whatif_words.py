@@ -7,6 +7,7 @@ from logmem.compare import whatif_facts as wf
 from logmem.compare import whatif_sizes as ws
 from logmem.report.compare.notes import note_text
 from logmem.report.uninitialized import listed
+from logmem.sglang.capture_align import Alignment
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
@@ -318,14 +319,24 @@ def _(n: wf.ListTopAt) -> str:
         )
     size = t.sizes[0]
     binds = pool is not None and t.pool is not None and size == t.pool
+    padded = t.filters[0].pool(t.pool) if len(t.filters) == 1 and t.pool is not None else None
+    if pool is not None and padded is not None and padded != t.pool and size == padded:
+        binds = True  # 0.5.10 on: the pool is padded up to the alignment
+        pool += f", which the runner pads up to a multiple of {t.filters[0].base} ({padded:,}),"
+    largest = "" if binds else f": the largest up to {n.requested:,} is {size:,}"
     if t.generated:
         how = (
-            f"{t.rule} is generated up to max bs and its largest entry up to {n.requested:,} is "
-            f"{size:,}"
+            f"{t.rule} is generated up to max bs, and {_filter_words(t.filters)} of it{largest}"
+            if t.filters
+            else f"{t.rule} is generated up to max bs and its largest entry up to "
+            f"{n.requested:,} is {size:,}"
         )
     elif t.extended:
         how = (
-            f"{t.rule} (top {_list_top(n)}) is extended in steps of 16 up to max bs by SGLang "
+            f"{t.rule} (top {_list_top(n)}) is cut at max bs, {_filter_words(t.filters)} of it, "
+            f"and SGLang of this date extends it in steps of 16 up to max bs{largest}"
+            if t.filters
+            else f"{t.rule} (top {_list_top(n)}) is extended in steps of 16 up to max bs by SGLang "
             f"of this date, so its largest entry up to {n.requested:,} is {size:,}"
         )
     else:
@@ -338,8 +349,28 @@ def _(n: wf.ListTopAt) -> str:
             f"{t.rule} tops at {_list_top(n)}{gpu}, and SGLang of this date cuts the list at max "
             "bs and at the request pool without extending it up to max bs"
         )
+        if t.filters:
+            how += f"; {_filter_words(t.filters)}"
     tail = f"; {pool} caps it there." if binds else f"; {pool} does not bind." if pool else "."
     return f"{at}the largest captured batch becomes {size:,}: {how}{tail}"
+
+
+def _form_words(f: Alignment) -> str:
+    if not f.filters:
+        return "every size (a release without the filter)"
+    if f.min_two and f.step == 1:
+        return "bs 2 and up (two-batch overlap, SGLang 0.4.7 - 0.4.8)"
+    why = " x ".join(name if k == 2 and "overlap" in name else f"{name} {k}" for name, k in f.parts)
+    per = f"; bs x {f.per_token} draft tokens a multiple of {f.base}" if f.per_token > 1 else ""
+    return f"the multiples of {f.step} ({why}{per})"
+
+
+def _filter_words(forms: tuple[Alignment, ...]) -> str:
+    """What SGLang's decode runner keeps of the list (logmem.sglang.capture_align)."""
+    words = list(dict.fromkeys(_form_words(f) for f in forms))
+    if len(words) == 1:
+        return f"SGLang's decode runner keeps only {words[0]}"
+    return "SGLang's decode runner keeps " + " or ".join(words) + " (the release decides)"
 
 
 @note_text.register
