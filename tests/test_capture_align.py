@@ -158,3 +158,35 @@ def test_whatif_says_what_the_runner_drops() -> None:
         "the request pool (max_running_requests 30, line 70), which the runner pads up to a "
         "multiple of 4 (32), caps it there." in text
     )
+
+
+def test_a_default_max_bs_lowered_to_max_running_requests_is_said(tmp_path: Any) -> None:
+    """sglang 0.5.22 on (srt/arg_groups/memory_hook.py): ``--max-running-requests 256`` with no
+    max bs lowers the H100's default decode max bs (512 at TP >= 4; here the dump's 256) to 256.
+    pair-e7-maxbs256 moved to Nov 2026 with max_running_requests 256: whatif at max bs 512 says
+    so; in Sep 2026 (0.5.20) no clamp existed and nothing is said."""
+    import json
+
+    from click.testing import CliRunner
+
+    from conftest import FIXTURES
+    from logmem.cli.main import cli
+    from logmem.sglang.decode_max_bs import clamped_to_requests
+
+    text = (FIXTURES / "pair-e7-maxbs256-constructed.log").read_text()
+    text = text.replace("'max_running_requests': None", "'max_running_requests': 256")
+    text = text.replace("max_running_requests=3199", "max_running_requests=256")
+    for when, said in (("2026-09-", False), ("2026-11-", True)):
+        log = tmp_path / f"{when}log"
+        log.write_text(text.replace("2026-09-", when))
+        r = CliRunner().invoke(
+            cli, ["whatif", str(log), "--cuda-graph-max-bs", "512", "-f", "json"]
+        )
+        assert r.exit_code == 0, r.output
+        notes = " ".join(json.loads(r.output)["notes"])
+        assert ("is its --max-running-requests: SGLang 0.5.22 - 0.5.23 lowers" in notes) is said
+    args = {"max_running_requests": 256, "cuda_graph_config": {"decode": {"max_bs": 256}}}
+    assert clamped_to_requests(args, (2026, 11)) is not None
+    assert clamped_to_requests({**args, "cuda_graph_max_bs_decode": 256}, (2026, 11)) is None
+    c = clamped_to_requests(args, (2026, 10))  # 0.5.21 (10-01) and 0.5.22 (10-15)
+    assert c is not None and not c.certain

@@ -106,6 +106,16 @@ class CappedAtRequestPool:
 
 
 @frozen
+class MaxBsWasClamped:
+    """The launch's decode max bs is SGLang's default lowered to --max-running-requests
+    (logmem.sglang.decode_max_bs, 0.5.22 on): a larger --cuda-graph-max-bs is not lowered, but
+    the runner still clamps the list to the request pool."""
+
+    max_bs: int
+    certain: bool  # False: the log's month holds releases without the clamp too
+
+
+@frozen
 class ListTopAt:
     """The largest batch --cuda-graph-max-bs gives by SGLang's capture list of the launch's era
     (logmem.sglang.capture_lists.largest_at_max_bs), clamped to the request pool."""
@@ -199,6 +209,7 @@ WhatIfNote = (
     | TopUnknown
     | CappedAtRequestPool
     | ListTopAt
+    | MaxBsWasClamped
     | WeightsOfABrokenLoad
     | MfsHeld
     | MambaRequestsFollow

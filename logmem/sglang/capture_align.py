@@ -228,4 +228,3 @@ def alignments(
 
 def _key(a: Alignment) -> tuple[int, bool, int, bool]:
     return (a.base, a.min_two, a.per_token, a.pads_pool)
-

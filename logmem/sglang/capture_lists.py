@@ -275,13 +275,16 @@ class ListContext:
     def from_args(args: Mapping[str, Any] | None, request_pool: int | None) -> ListContext:
         if not args:
             return ListContext(request_pool=request_pool)
+        from logmem.sglang.reserve import decode_max_bs
+
         spec = args.get("speculative_algorithm", "absent")
-        max_bs = args.get("cuda_graph_max_bs")
         pad = args.get("disable_cuda_graph_padding")
         return ListContext(
             speculative=None if spec == "absent" else spec not in (None, "None"),
             no_padding=pad if isinstance(pad, bool) else None,
-            max_bs=max_bs if isinstance(max_bs, int) and not isinstance(max_bs, bool) else None,
+            # As resolved: 0.5.14 on the dump has no cuda_graph_max_bs, only cuda_graph_config's
+            # decode max_bs (0.5.22 on lowered to --max-running-requests: decode_max_bs.py).
+            max_bs=decode_max_bs(args),
             request_pool=request_pool,
             dumped_list=_dumped_list(args),
             align=AlignInputs.from_args(args),

@@ -8,6 +8,7 @@ from logmem.compare import whatif_sizes as ws
 from logmem.report.compare.notes import note_text
 from logmem.report.uninitialized import listed
 from logmem.sglang.capture_align import Alignment
+from logmem.sglang.decode_max_bs import CLAMP_RELEASES
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
@@ -203,6 +204,16 @@ def top_unknown_text(t: wf.TopUnknown) -> str:
 
 
 # --- whatif's own notes of logmem.compare.notes -------------------------------------------
+
+
+@note_text.register
+def _(n: wf.MaxBsWasClamped) -> str:
+    may = "" if n.certain else ", if the build has it (releases of this month may not)"
+    return (
+        f"The launch's decode max bs {n.max_bs:,} is its --max-running-requests: SGLang "
+        f"{CLAMP_RELEASES} lowers a max bs left at its GPU default to it{may}. A max bs passed "
+        "explicitly is not lowered; the decode runner still clamps the list to the request pool."
+    )
 
 
 @note_text.register
