@@ -18,6 +18,7 @@ from logmem.compare.whatif_sizes import AddedBuckets, FirstBucketShrinks
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.capture_lists import CaptureTop
+from logmem.sglang.deepep_v2_budget import V2Refusal
 from logmem.sglang.default_mfs import Rule
 
 
@@ -116,6 +117,15 @@ class MaxBsWasClamped:
 
 
 @frozen
+class DeepEPv2Refuses:
+    """--cuda-graph-max-bs that SGLang's DeepEP v2 budget check refuses at start-up
+    (logmem.sglang.deepep_v2_budget)."""
+
+    requested: int
+    refusal: V2Refusal
+
+
+@frozen
 class ListTopAt:
     """The largest batch --cuda-graph-max-bs gives by SGLang's capture list of the launch's era
     (logmem.sglang.capture_lists.largest_at_max_bs), clamped to the request pool."""
@@ -210,6 +220,7 @@ WhatIfNote = (
     | CappedAtRequestPool
     | ListTopAt
     | MaxBsWasClamped
+    | DeepEPv2Refuses
     | WeightsOfABrokenLoad
     | MfsHeld
     | MambaRequestsFollow

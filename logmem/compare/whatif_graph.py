@@ -39,6 +39,7 @@ from logmem.model.captures import month
 from logmem.model.records import Graph, Launch
 from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
 from logmem.sglang.decode_max_bs import clamped_to_requests
+from logmem.sglang.deepep_v2_budget import V2_ENV, v2_refusal
 from logmem.units import MIB
 
 
@@ -92,6 +93,9 @@ def max_bs_change(
     clamp = clamped_to_requests(launch.args, _graph_month(_main_graph(launch, main)))
     if clamp is not None and requested > clamp.max_bs:
         notes.append(wf.MaxBsWasClamped(clamp.max_bs, clamp.certain))
+    refusal = v2_refusal(launch.args, requested, _v2_capacity(launch))
+    if refusal is not None:
+        notes.append(wf.DeepEPv2Refuses(requested, refusal))
     if top is not None and not (pool is not None and sizes == (pool,) and pool < requested):
         new_bs = sizes[-1]  # more than one: priced at the larger (the note says so)
         if sizes != (requested,):
@@ -199,6 +203,16 @@ def _failed_bucket_slope(
         return None
     src = cn.FailedBucketSlope(main.graph, c.largest, c.second_bytes is not None)
     return GraphSlope(c.per_row_bytes / MIB, None, src)
+
+
+def _v2_capacity(launch: Launch) -> int | None:
+    """SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK as the launcher echoed it, if it did."""
+    from logmem.analysis.comm_inputs import log_env
+    from logmem.sglang.comm_env import env_int
+
+    line = launch.server_args.source.line_no if launch.server_args else None
+    env = {v.key: v.value for v in log_env(launch.events, line)}
+    return env_int(env, V2_ENV, 1, 1 << 30)
 
 
 def _main_graph(launch: Launch, main: GraphPoint | None) -> Graph | None:

@@ -9,6 +9,7 @@ from logmem.report.compare.notes import note_text
 from logmem.report.uninitialized import listed
 from logmem.sglang.capture_align import Alignment
 from logmem.sglang.decode_max_bs import CLAMP_RELEASES
+from logmem.sglang.deepep_v2_budget import V2_ENV, V2_RELEASES
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
@@ -213,6 +214,28 @@ def _(n: wf.MaxBsWasClamped) -> str:
         f"The launch's decode max bs {n.max_bs:,} is its --max-running-requests: SGLang "
         f"{CLAMP_RELEASES} lowers a max bs left at its GPU default to it{may}. A max bs passed "
         "explicitly is not lowered; the decode runner still clamps the list to the request pool."
+    )
+
+
+@note_text.register
+def _(n: wf.DeepEPv2Refuses) -> str:
+    r = n.refusal
+    cap = (
+        f"{r.capacity:,}, as the log's environment sets it"
+        if r.capacity_given
+        else f"{r.capacity:,}: its default; the log does not show the variable set"
+    )
+    tokens = (
+        f"{r.requests:,} requests x {r.tokens_per_request} draft tokens = {r.tokens:,} tokens"
+        if r.tokens_per_request > 1
+        else f"{r.tokens:,} tokens (one per request)"
+    )
+    return (
+        f"--cuda-graph-max-bs {n.requested:,} with --moe-a2a-backend deepep_v2: SGLang "
+        f"{V2_RELEASES} refuses to start (validate_deepep_v2_dispatch_token_budget): the largest "
+        f"decode graph dispatches {tokens} per rank, "
+        f"above {V2_ENV} ({cap}). Raise it to {r.tokens:,} or more, or keep max bs at "
+        f"{r.max_bs_that_fits:,} or less; the figures here assume the start-up went on."
     )
 
 
