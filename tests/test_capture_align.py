@@ -190,3 +190,23 @@ def test_a_default_max_bs_lowered_to_max_running_requests_is_said(tmp_path: Any)
     assert clamped_to_requests({**args, "cuda_graph_max_bs_decode": 256}, (2026, 11)) is None
     c = clamped_to_requests(args, (2026, 10))  # 0.5.21 (10-01) and 0.5.22 (10-15)
     assert c is not None and not c.certain
+
+
+def test_a_month_between_forms_gives_both_tops_and_says_why() -> None:
+    """Mar 2026 falls between 0.5.9 (no pool padding) and 0.5.10 (padding): at
+    max_running_requests 30 and attention TP 4 the top is 24 or 32, and whatif says it is the
+    padding the date leaves open. Jul 2025 (0.4.9 / 0.4.10) at max bs 4: the aligned form keeps no
+    size (SGLang would fail), so only the unfiltered list is priced and no filter is named."""
+    import logmem.report.compare.whatif_words  # noqa: F401  (registers the sentences)
+    from logmem.compare import whatif_facts as wf
+    from logmem.report.compare.notes import note_text
+
+    mar = _ctx(
+        (2026, 3), 30, tp_size=16, dp_size=4, enable_dp_attention=True, cuda_graph_max_bs=160
+    )
+    top = largest_at_max_bs(160, mar, H100)
+    assert top is not None and top.sizes == (24, 32) and top.why == "date"
+    text = note_text(wf.ListTopAt(160, top, 24, 70))
+    assert "nor whether the decode runner pads the request pool up to a multiple of 4" in text
+    jul = largest_at_max_bs(4, _ctx((2025, 7), 2048, moe_a2a_backend="deepep"), H100)
+    assert jul is not None and jul.sizes == (4,) and jul.filters == ()

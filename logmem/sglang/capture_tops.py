@@ -58,8 +58,9 @@ class CaptureTop:
     # Every list the rules that apply may capture at ``requested`` (ascending, clamped to the
     # pool): whatif prices the buckets a larger max bs adds from them.
     lists: tuple[tuple[int, ...], ...] = ()
-    # The runner's filter forms that applied (capture_align), when one drops sizes (the sizes
-    # two-batch overlap and the attention-TP / CP alignment keep); () when none does.
+    # The runner's filter forms that applied and left a list (capture_align), when one drops
+    # sizes (the sizes two-batch overlap and the attention-TP / CP alignment keep); () when none
+    # does. A form that leaves no size fails SGLang's start-up (assert len(capture_bs) > 0).
     filters: tuple[Alignment, ...] = ()
 
 
@@ -179,6 +180,7 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
     ext_seen: set[bool | None] = set()
     generated = gpu_part = False
     forms = ctx.filter_forms()
+    used: set[Alignment] = set()  # the forms that leave a list (an empty one fails start-up)
     for rule in RULES:
         if not _applies(rule, "bs", ctx):
             continue
@@ -186,11 +188,11 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
         if rule.until is None or rule.until >= (2025, 10):  # generated up to max bs
             generated = True
             # 0.5.10 on: max bs itself is added when the list skips it.
-            made = {
-                x
-                for form in forms
-                if (x := _generated_list(full, requested, pool, rule.appends_max_bs, form))
-            }
+            made = set()
+            for form in forms:
+                if x := _generated_list(full, requested, pool, rule.appends_max_bs, form):
+                    made.add(x)
+                    used.add(form)
             if not made:
                 continue
             lists |= made
@@ -206,13 +208,13 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
             bases = [[*b, *range(168, 257, 8)] for b in bases]  # 0.4.3: + 168-256 on ROCm
         extends = False if rule.max_len is not None else _extends(ctx.month)
         ext_seen.add(extends)
-        captured = {
-            x
-            for base in bases
-            for e in ((extends,) if extends is not None else (False, True))
-            for form in forms
-            if (x := _old_list(base, requested, pool, e, form))
-        }
+        captured = set()
+        for base in bases:
+            for e in (extends,) if extends is not None else (False, True):
+                for form in forms:
+                    if x := _old_list(base, requested, pool, e, form):
+                        captured.add(x)
+                        used.add(form)
         lists |= captured
         found = {x[-1] for x in captured}
         list_tops.update(max(b) for b in bases)
@@ -225,7 +227,7 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
     if len(tops) > 1:
         # Filter forms differ by release (capture_align), as the rules' windows do.
         by_date = ctx.month is None or None in ext_seen or len(set(per_rule)) > 1
-        by_date = by_date or len(forms) > 1
+        by_date = by_date or len(used) > 1
         why = "date" if by_date else "gpu"
     names = list(dict.fromkeys(names))  # a list split by a later change keeps its name
     name = names[0] if len(names) == 1 else f"SGLang's lists ({len(names)} apply)"
@@ -240,5 +242,5 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
         why,
         gpu_part,
         tuple(sorted(lists)),
-        forms if any(f.filters for f in forms) else (),
+        tuple(f for f in forms if f in used) if any(f.filters for f in used) else (),
     )

@@ -345,6 +345,8 @@ def _(n: wf.ListTopAt) -> str:
             "first extended up to max bs in May-June 2025 and generated from server_args from "
             "Oct 2025)"
         )
+        if len(t.filters) > 1 and t.why != "gpu":
+            why += f", nor {_filter_difference(t.filters)}"
         sizes = ", ".join(f"{x:,}" for x in t.sizes[:-1]) + f" or {t.sizes[-1]:,}"
         return (
             f"{at}the largest captured batch is {sizes}: {why}. The figures are for "
@@ -397,6 +399,18 @@ def _form_words(f: Alignment) -> str:
     why = " x ".join(name if k == 2 and "overlap" in name else f"{name} {k}" for name, k in f.parts)
     per = f"; bs x {f.per_token} draft tokens a multiple of {f.base}" if f.per_token > 1 else ""
     return f"the multiples of {f.step} ({why}{per})"
+
+
+def _filter_difference(forms: tuple[Alignment, ...]) -> str:
+    """What the releases' forms of the runner's filter differ in, for a top the date leaves open."""
+    if len({(f.step, f.min_two) for f in forms}) == 1 and len({f.pads_pool for f in forms}) > 1:
+        return (
+            f"whether the decode runner pads the request pool up to a multiple of {forms[0].base} "
+            "before clamping to it (sglang 0.5.10 on)"
+        )
+    return "what the decode runner keeps: " + _filter_words(forms).removeprefix(
+        "SGLang's decode runner "
+    )
 
 
 def _filter_words(forms: tuple[Alignment, ...]) -> str:
