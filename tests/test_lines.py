@@ -256,3 +256,23 @@ def test_only_ascii_digits_are_digits() -> None:
     assert all(r.rank != "TP\u0663" for r in recs)
     wide = "Load weight begin. avail mem=\uff12\uff11.63 GB"
     assert match_record(Record("TP0", (), None, wide, Source("x", 1, wide))) is None
+
+
+def test_sglang_0_2_9_gpu_tagged_lines_are_read_per_gpu() -> None:
+    """sglang 0.2.9 logs ``%(message)s`` (srt/server.py): no time, no rank prefix, each GPU's
+    lines start ``[gpu={gpu_id}] `` (model_runner.py, tp_worker.py). Every GPU is its own rank
+    with its own chain (before: the summary alone matched, the memory lines were unmatched)."""
+    from conftest import FIXTURES
+    from logmem.analysis.attribution import build_ledger
+    from logmem.api import read_log
+
+    (launch,) = read_log(str(FIXTURES / "gpu-tag-v029-tp2-constructed.log")).launches
+    assert sorted(r.label for r in launch.ranks) == ["GPU0", "GPU1"]
+    led = build_ledger(launch)
+    for rank, pool_end in (("GPU0", 10.03), ("GPU1", 10.05)):
+        rl = led.rank(rank)
+        assert rl is not None
+        weights, pools = rl.phase("target_weights"), rl.phase("target_pools")
+        assert weights is not None and pools is not None
+        assert round(weights.delta_bytes / 2**30, 2) == 7.54
+        assert round(pools.after_bytes / 2**30, 2) == pool_end

@@ -367,3 +367,28 @@ def test_summary_of_0_2_9_with_its_gpu_tag() -> None:
     e = event("[gpu=0] max_total_num_tokens=56524, max_prefill_tokens=16384, context_len=32768")
     assert isinstance(e, ev.Summary)
     assert e.max_total_num_tokens == 56524
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # sglang 0.2.9, srt/model_executor/model_runner.py (the logger prints "%(message)s")
+        ("[gpu=1] Init nccl begin.", ev.InitBegin),
+        ("[gpu=1] Load weight begin. avail mem=78.52 GB", ev.WeightsBegin),
+        (
+            "[gpu=1] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, "
+            "avail mem=70.98 GB",
+            ev.WeightsEnd,
+        ),
+        ("[gpu=1] Memory pool end. avail mem=10.05 GB", ev.PoolEnd),
+        ("[gpu=1] Capture cuda graph begin. This can take up to several minutes.", ev.CaptureBegin),
+        (
+            "[gpu=1] max_total_num_tokens=56524, max_prefill_tokens=16384, context_len=32768",
+            ev.Summary,
+        ),
+    ],
+)
+def test_the_gpu_tagged_lines_of_0_2_9_are_that_gpus(line: str, kind: type) -> None:
+    e = event(line)
+    assert isinstance(e, kind)
+    assert e.rank == "GPU1"

@@ -18,6 +18,7 @@ from logmem.compare.whatif_sizes import AddedBuckets, FirstBucketShrinks
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.capture_lists import CaptureTop
+from logmem.sglang.deepep_v2_budget import V2Refusal
 from logmem.sglang.default_mfs import Rule
 
 
@@ -103,6 +104,25 @@ class CappedAtRequestPool:
     requested: int | None = None  # --cuda-graph-max-bs as asked
     unchanged: bool = False  # the cap is the largest size the launch captured: nothing changes
     line: int | None = None  # the summary line that prints max_running_requests
+
+
+@frozen
+class MaxBsWasClamped:
+    """The launch's decode max bs is SGLang's default lowered to --max-running-requests
+    (logmem.sglang.decode_max_bs, 0.5.22 on): a larger --cuda-graph-max-bs is not lowered, but
+    the runner still clamps the list to the request pool."""
+
+    max_bs: int
+    certain: bool  # False: the log's month holds releases without the clamp too
+
+
+@frozen
+class DeepEPv2Refuses:
+    """--cuda-graph-max-bs that SGLang's DeepEP v2 budget check refuses at start-up
+    (logmem.sglang.deepep_v2_budget)."""
+
+    requested: int
+    refusal: V2Refusal
 
 
 @frozen
@@ -199,6 +219,8 @@ WhatIfNote = (
     | TopUnknown
     | CappedAtRequestPool
     | ListTopAt
+    | MaxBsWasClamped
+    | DeepEPv2Refuses
     | WeightsOfABrokenLoad
     | MfsHeld
     | MambaRequestsFollow

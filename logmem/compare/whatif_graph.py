@@ -36,8 +36,10 @@ from logmem.compare.whatif_sizes import (
 from logmem.errors import NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.captures import month
-from logmem.model.records import Launch
+from logmem.model.records import Graph, Launch
 from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
+from logmem.sglang.decode_max_bs import clamped_to_requests
+from logmem.sglang.deepep_v2_budget import V2_ENV, v2_refusal
 from logmem.units import MIB
 
 
@@ -88,6 +90,12 @@ def max_bs_change(
         pool, line = pool_at_mfs, None  # the predicted pool, not a line of the log
     top = list_top(launch, led, main, requested, pool, cur_bs)
     sizes = top.top.sizes if top is not None else ()
+    clamp = clamped_to_requests(launch.args, _graph_month(_main_graph(launch, main)))
+    if clamp is not None and requested > clamp.max_bs:
+        notes.append(wf.MaxBsWasClamped(clamp.max_bs, clamp.certain))
+    refusal = v2_refusal(launch.args, requested, _v2_capacity(launch))
+    if refusal is not None:
+        notes.append(wf.DeepEPv2Refuses(requested, refusal))
     if top is not None and not (pool is not None and sizes == (pool,) and pool < requested):
         new_bs = sizes[-1]  # more than one: priced at the larger (the note says so)
         if sizes != (requested,):
@@ -197,6 +205,34 @@ def _failed_bucket_slope(
     return GraphSlope(c.per_row_bytes / MIB, None, src)
 
 
+def _v2_capacity(launch: Launch) -> int | None:
+    """SGLANG_DEEPEP_V2_NUM_MAX_DISPATCH_TOKENS_PER_RANK as the launcher echoed it, if it did."""
+    from logmem.analysis.comm_inputs import log_env
+    from logmem.sglang.comm_env import env_int
+
+    line = launch.server_args.source.line_no if launch.server_args else None
+    env = {v.key: v.value for v in log_env(launch.events, line)}
+    return env_int(env, V2_ENV, 1, 1 << 30)
+
+
+def _main_graph(launch: Launch, main: GraphPoint | None) -> Graph | None:
+    return next(
+        (
+            x
+            for r in launch.ranks
+            if main is not None and r.label == main.rank
+            for x in r.graphs
+            if x.name == main.graph.split("#")[0]
+        ),
+        None,
+    )
+
+
+def _graph_month(g: Graph | None) -> tuple[int, int] | None:
+    at = g.opening or g.end if g is not None else None
+    return month(at) if at is not None else None
+
+
 def list_top(
     launch: Launch,
     led: LaunchLedger,
@@ -210,21 +246,13 @@ def list_top(
     with), clamped to the request pool as SGLang does; None when no rule applies, or when the
     rule does not give back the largest size this launch captured at its own setting (the
     request pool alone caps it then)."""
-    g = next(
-        (
-            x
-            for r in launch.ranks
-            if main is not None and r.label == main.rank
-            for x in r.graphs
-            if x.name == main.graph.split("#")[0]
-        ),
-        None,
-    )
-    at = g.opening or g.end if g is not None else None
+    g = _main_graph(launch, main)
     ctx = replace(
         ListContext.from_args(launch.args, pool),
-        month=month(at) if at is not None else None,
+        month=_graph_month(g),
         draft_loaded=any(r.draft for r in launch.ranks),
+        verify_graph=main is not None and "draft" not in main.graph,
+        logged=g.sizes or () if g is not None else (),
     )
     totals = led.device_totals
     sz = led.sizing

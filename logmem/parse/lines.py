@@ -26,6 +26,10 @@ PREFIX = lazy(
     regex.ASCII,
 )
 _TAG = lazy(r"([A-Z][A-Z_]*?)(\d+)", regex.ASCII)
+# sglang 0.2.9 (srt/model_executor/model_runner.py, managers/tp_worker.py): the logger's format is
+# "%(message)s" (srt/server.py basicConfig), and each GPU's lines start "[gpu={gpu_id}] "
+# ("[gpu_id=N] " in v0.1's summary): the GPU is that record's rank (tag GPU), not text.
+_GPU_TAG = lazy(r"\[gpu(?:_id)?=(\d{1,4})\] ", regex.ASCII)
 
 
 # What a record keeps of its own text: every report quotes far less (an OOM message is ~600
@@ -103,7 +107,15 @@ def split_records(seg: Segment) -> Iterator[Record]:
     matches = list(PREFIX.finditer(text))
     if not matches:
         if text.strip():
-            yield Record(None, (), None, strip_wrapper(text), excerpt(seg.path, seg.line_no, text))
+            body = strip_wrapper(text)
+            g = _GPU_TAG.match(body)
+            src = excerpt(seg.path, seg.line_no, text)
+            if g is None:
+                yield Record(None, (), None, body, src)
+            else:
+                yield Record(
+                    f"GPU{g.group(1)}", (("GPU", int(g.group(1))),), None, body[g.end() :], src
+                )
         return
     head = text[: matches[0].start()]
     # Text before the first prefix is a tqdm render or a foreign prefix (docker, kubectl).

@@ -13,8 +13,8 @@ srt/model_executor/cuda_graph_runner.py of sglang 0.3.6 - 0.5.2 (the list by var
 ``_generate_decode_cuda_graph_batch_sizes`` 0.5.14 - 0.5.16, srt/arg_groups/cuda_graph_hook.py
 ``generate_decode_cuda_graph_batch_sizes`` 0.5.20 - 0.5.23), and the piecewise token lists
 (reference 12.4). Corpus dates agree: 2025-09-11 (corpus 011, v0.5.2, old list) and 2025-10-16
-(corpus 029, new list). Not modelled: the attention-TP / context-parallel divisibility filter
-(``require_gathered_buffer``, 0.4.10 on) and DeepEP's dispatch cap (newest runner).
+(corpus 029, new list). The runner then drops sizes for two-batch overlap and the attention-TP /
+context-parallel alignment (logmem.sglang.capture_align), before its clamp to the request pool.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from logmem.frozen import frozen
+from logmem.sglang.capture_align import NO_FILTER, AlignInputs, Alignment, alignments
 
 Month = tuple[int, int]
 _BIG_BS = 8192
@@ -256,20 +257,37 @@ class ListContext:
     # the generated one; E7 ``cuda_graph_config.decode.bs``): the list the capture took, before
     # the runner's pool clamp. None: the dump prints none.
     dumped_list: tuple[int, ...] | None = None
+    # What the dump says that the runner's filter reads (two-batch overlap, the attention-TP /
+    # CP alignment); None: no dump, or one that cannot tell it (capture_align.AlignInputs).
+    align: AlignInputs | None = None
+    verify_graph: bool = False  # the target's graph (a verify graph when speculative)
+    logged: tuple[int, ...] = ()  # the sizes this graph's capture logged (whatif's own launch)
+
+    def filter_forms(self) -> tuple[Alignment, ...]:
+        """The runner's filter forms at this context's month that keep every size the launch
+        logged; no filter when the dump cannot tell it (no server_args: the list's variant is
+        taken as the default's too) or the logged list contradicts every form (the log wins)."""
+        forms = alignments(self.align, self.month, self.verify_graph) or (NO_FILTER,)
+        fit = tuple(f for f in forms if all(f.keeps(x) for x in self.logged))
+        return fit or (NO_FILTER,)
 
     @staticmethod
     def from_args(args: Mapping[str, Any] | None, request_pool: int | None) -> ListContext:
         if not args:
             return ListContext(request_pool=request_pool)
+        from logmem.sglang.reserve import decode_max_bs
+
         spec = args.get("speculative_algorithm", "absent")
-        max_bs = args.get("cuda_graph_max_bs")
         pad = args.get("disable_cuda_graph_padding")
         return ListContext(
             speculative=None if spec == "absent" else spec not in (None, "None"),
             no_padding=pad if isinstance(pad, bool) else None,
-            max_bs=max_bs if isinstance(max_bs, int) and not isinstance(max_bs, bool) else None,
+            # As resolved: 0.5.14 on the dump has no cuda_graph_max_bs, only cuda_graph_config's
+            # decode max_bs (0.5.22 on lowered to --max-running-requests: decode_max_bs.py).
+            max_bs=decode_max_bs(args),
             request_pool=request_pool,
             dumped_list=_dumped_list(args),
+            align=AlignInputs.from_args(args),
         )
 
 
@@ -302,10 +320,26 @@ def _applies(rule: ListRule, family: str, ctx: ListContext) -> bool:
     return ctx.no_padding is not True
 
 
-def _captured(rule: ListRule, family: str, ctx: ListContext, count: int) -> list[int] | None:
-    """The sizes a capture of ``count`` buckets took under ``rule``, or None if it cannot have
-    ``count``. SGLang cuts the list at cuda_graph_max_bs (when known, the cut list must have
-    exactly ``count`` sizes) and clamps it to the request pool, ending it at the pool size."""
+def filter_clamp(sizes: Sequence[int], pool: int | None, form: Alignment) -> list[int]:
+    """The runner's steps on a list cut at max bs: add the request pool's size (padded up to the
+    alignment from 0.5.10) when the list exceeds it, drop the sizes the filter does not keep
+    (capture_align), clamp to the pool. Up to 0.5.2 the pool is added before the cut, which
+    keeps the same sizes (the cut removes a pool above max bs either way)."""
+    p = form.pool(pool) if pool is not None else None
+    out = list(sizes)
+    if p is not None and out and max(out) > p:
+        out.append(p)
+    out = [x for x in out if form.keeps(x) and (p is None or x <= p)]
+    return sorted(set(out))
+
+
+def _captured(
+    rule: ListRule, family: str, ctx: ListContext, count: int, form: Alignment = NO_FILTER
+) -> list[int] | None:
+    """The sizes a capture of ``count`` buckets took under ``rule`` and the runner's filter
+    ``form``, or None if it cannot have ``count``. SGLang cuts the list at cuda_graph_max_bs
+    (when known, the cut list must have exactly ``count`` sizes), filters it and clamps it to the
+    request pool, ending it at the pool size."""
     full = rule.sizes()
     if rule.max_len is not None:
         full = full[: rule.max_len]
@@ -313,9 +347,8 @@ def _captured(rule: ListRule, family: str, ctx: ListContext, count: int) -> list
         full = [x for x in full if x <= ctx.max_bs]
         if rule.appends_max_bs and full and full[-1] < ctx.max_bs:
             full.append(ctx.max_bs)  # 0.5.10 on: "if max_bs not in capture_bs: append"
-    pool = ctx.request_pool if family == "bs" else None
-    if pool is not None and full and full[-1] > pool:
-        full = [*(x for x in full if x < pool), pool]
+    if family == "bs":
+        full = filter_clamp(full, ctx.request_pool, form)
     if len(full) < count or (family == "bs" and ctx.max_bs is not None and len(full) != count):
         return None
     return full[:count]
@@ -346,19 +379,21 @@ def largest_from_count(
     else:
         rules = RULES
     found: dict[int, list[str]] = {}
+    forms = ctx.filter_forms() if family == "bs" else (NO_FILTER,)
     for rule in rules:
         if rules is RULES and not _applies(rule, family, ctx):
             continue
-        ascending = _captured(rule, family, ctx, count)
-        if ascending is None:
-            continue
-        largest = ascending[-1]
-        if any(i is not None and not 0 <= i < count for i, _ in seen) or any(
-            i is not None and ascending[count - 1 - i] != size for i, size in seen
-        ):
-            continue
-        if rule.name not in found.get(largest, []):
-            found.setdefault(largest, []).append(rule.name)
+        for form in forms:
+            ascending = _captured(rule, family, ctx, count, form)
+            if ascending is None:
+                continue
+            largest = ascending[-1]
+            if any(i is not None and not 0 <= i < count for i, _ in seen) or any(
+                i is not None and ascending[count - 1 - i] != size for i, size in seen
+            ):
+                continue
+            if rule.name not in found.get(largest, []):
+                found.setdefault(largest, []).append(rule.name)
     if len(found) != 1:
         return None
     ((largest, names),) = found.items()

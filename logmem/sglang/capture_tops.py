@@ -9,7 +9,9 @@ released wheels (docs/sglang-sources.md): 0.4.3.post4 (Mar 2025: [1, 2, 4] + ran
 dp_size 1, not extended); 0.4.6.post5 / 0.4.7 (May-Jun 2025: over 96 GiB; 0.4.7 also 256-512
 over 180,000 MiB) and 0.4.8 - 0.5.2 (Jun-Sep 2025: over 90 GiB, 256-512 over 160,000 MiB), which
 extend a list whose top is below max bs in steps of 16 up to it. From 0.5.3 server_args
-generates the list up to max bs, adding max bs itself from 0.5.10.
+generates the list up to max bs, adding max bs itself from 0.5.10. In every era the runner then
+drops the sizes two-batch overlap and the attention-TP / CP alignment do not keep
+(logmem.sglang.capture_align), so the top at a max bs may be below it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from logmem.frozen import frozen
+from logmem.sglang.capture_align import NO_FILTER, Alignment
 
 if TYPE_CHECKING:
     from logmem.sglang.capture_lists import ListContext, ListRule, Month
@@ -55,6 +58,10 @@ class CaptureTop:
     # Every list the rules that apply may capture at ``requested`` (ascending, clamped to the
     # pool): whatif prices the buckets a larger max bs adds from them.
     lists: tuple[tuple[int, ...], ...] = ()
+    # The runner's filter forms that applied and left a list (capture_align), when one drops
+    # sizes (the sizes two-batch overlap and the attention-TP / CP alignment keep); () when none
+    # does. A form that leaves no size fails SGLang's start-up (assert len(capture_bs) > 0).
+    filters: tuple[Alignment, ...] = ()
 
 
 def _big(month: Month | None, gpu: GpuFacts) -> bool | None:
@@ -108,13 +115,17 @@ def _extends(month: Month | None) -> bool | None:
     return False if month <= _NOT_EXTENDED_UNTIL else None
 
 
-def _old_list(base: list[int], requested: int, pool: int | None, extend: bool) -> tuple[int, ...]:
-    """SGLang's steps on an old list: add the pool size when the list's top exceeds it, cut at
-    max bs, extend in steps of 16 up to it (from mid 2025), clamp to the pool."""
+def _old_list(
+    base: list[int], requested: int, pool: int | None, extend: bool, form: Alignment = NO_FILTER
+) -> tuple[int, ...]:
+    """SGLang's steps on an old list (cuda_graph_runner.py up to 0.5.2): add the pool size when
+    the list's top exceeds it, drop what two-batch overlap / the attention-TP alignment does not
+    keep (capture_align), cut at max bs, extend in steps of 16 up to it (from mid 2025; the
+    extension is not filtered), clamp to the pool."""
     sizes = list(base)
     if pool is not None and max(sizes) > pool:
         sizes.append(pool)
-    sizes = [x for x in sizes if x <= requested]
+    sizes = [x for x in sizes if x <= requested and form.keeps(x)]
     if not sizes:
         return ()
     if extend and max(sizes) < requested:
@@ -123,16 +134,16 @@ def _old_list(base: list[int], requested: int, pool: int | None, extend: bool) -
 
 
 def _generated_list(
-    full: list[int], requested: int, pool: int | None, appends: bool
+    full: list[int], requested: int, pool: int | None, appends: bool, form: Alignment = NO_FILTER
 ) -> tuple[int, ...]:
     """A list generated up to max bs (0.5.3 on, + max bs itself from 0.5.10), then the runner's
-    clamp to the request pool (the pool's size added when the list exceeds it)."""
+    filter and clamp to the request pool (capture_lists.filter_clamp)."""
+    from logmem.sglang.capture_lists import filter_clamp
+
     cut = [x for x in full if x <= requested]
     if appends and cut and cut[-1] != requested:
         cut.append(requested)
-    if pool is not None and cut and cut[-1] > pool:
-        cut = [x for x in cut if x < pool] + [pool]
-    return tuple(cut)
+    return tuple(filter_clamp(cut, pool, form))
 
 
 def _old_bases(rule: ListRule, month: Month | None, gpu: GpuFacts) -> list[list[int]]:
@@ -168,21 +179,26 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
     lists: set[tuple[int, ...]] = set()
     ext_seen: set[bool | None] = set()
     generated = gpu_part = False
+    forms = ctx.filter_forms()
+    used: set[Alignment] = set()  # the forms that leave a list (an empty one fails start-up)
     for rule in RULES:
         if not _applies(rule, "bs", ctx):
             continue
         full = rule.sizes()
         if rule.until is None or rule.until >= (2025, 10):  # generated up to max bs
             generated = True
-            cut = [x for x in full if x <= requested]
-            if not cut:
-                continue
             # 0.5.10 on: max bs itself is added when the list skips it.
-            last = requested if rule.appends_max_bs else cut[-1]
-            top = last if pool is None or last <= pool else pool
-            lists.add(_generated_list(full, requested, pool, rule.appends_max_bs))
-            tops.add(top)
-            per_rule.append(frozenset({top}))
+            made = set()
+            for form in forms:
+                if x := _generated_list(full, requested, pool, rule.appends_max_bs, form):
+                    made.add(x)
+                    used.add(form)
+            if not made:
+                continue
+            lists |= made
+            found = {x[-1] for x in made}
+            tops |= found
+            per_rule.append(frozenset(found))
             names.append(rule.name)
             continue
         bases = _old_bases(rule, ctx.month, gpu)
@@ -192,12 +208,13 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
             bases = [[*b, *range(168, 257, 8)] for b in bases]  # 0.4.3: + 168-256 on ROCm
         extends = False if rule.max_len is not None else _extends(ctx.month)
         ext_seen.add(extends)
-        captured = {
-            x
-            for base in bases
-            for e in ((extends,) if extends is not None else (False, True))
-            if (x := _old_list(base, requested, pool, e))
-        }
+        captured = set()
+        for base in bases:
+            for e in (extends,) if extends is not None else (False, True):
+                for form in forms:
+                    if x := _old_list(base, requested, pool, e, form):
+                        captured.add(x)
+                        used.add(form)
         lists |= captured
         found = {x[-1] for x in captured}
         list_tops.update(max(b) for b in bases)
@@ -208,7 +225,9 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
         return None
     why = None
     if len(tops) > 1:
+        # Filter forms differ by release (capture_align), as the rules' windows do.
         by_date = ctx.month is None or None in ext_seen or len(set(per_rule)) > 1
+        by_date = by_date or len(used) > 1
         why = "date" if by_date else "gpu"
     names = list(dict.fromkeys(names))  # a list split by a later change keeps its name
     name = names[0] if len(names) == 1 else f"SGLang's lists ({len(names)} apply)"
@@ -223,4 +242,5 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
         why,
         gpu_part,
         tuple(sorted(lists)),
+        tuple(f for f in forms if f in used) if any(f.filters for f in used) else (),
     )

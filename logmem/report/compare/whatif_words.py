@@ -7,6 +7,9 @@ from logmem.compare import whatif_facts as wf
 from logmem.compare import whatif_sizes as ws
 from logmem.report.compare.notes import note_text
 from logmem.report.uninitialized import listed
+from logmem.sglang.capture_align import Alignment
+from logmem.sglang.decode_max_bs import CLAMP_RELEASES
+from logmem.sglang.deepep_v2_budget import V2_ENV, V2_RELEASES
 from logmem.sglang.default_mfs import Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
@@ -205,6 +208,38 @@ def top_unknown_text(t: wf.TopUnknown) -> str:
 
 
 @note_text.register
+def _(n: wf.MaxBsWasClamped) -> str:
+    may = "" if n.certain else ", if the build has it (releases of this month may not)"
+    return (
+        f"The launch's decode max bs {n.max_bs:,} is its --max-running-requests: SGLang "
+        f"{CLAMP_RELEASES} lowers a max bs left at its GPU default to it{may}. A max bs passed "
+        "explicitly is not lowered; the decode runner still clamps the list to the request pool."
+    )
+
+
+@note_text.register
+def _(n: wf.DeepEPv2Refuses) -> str:
+    r = n.refusal
+    cap = (
+        f"{r.capacity:,}, as the log's environment sets it"
+        if r.capacity_given
+        else f"{r.capacity:,}: its default; the log does not show the variable set"
+    )
+    tokens = (
+        f"{r.requests:,} requests x {r.tokens_per_request} draft tokens = {r.tokens:,} tokens"
+        if r.tokens_per_request > 1
+        else f"{r.tokens:,} tokens (one per request)"
+    )
+    return (
+        f"--cuda-graph-max-bs {n.requested:,} with --moe-a2a-backend deepep_v2: SGLang "
+        f"{V2_RELEASES} refuses to start (validate_deepep_v2_dispatch_token_budget): the largest "
+        f"decode graph dispatches {tokens} per rank, "
+        f"above {V2_ENV} ({cap}). Raise it to {r.tokens:,} or more, or keep max bs at "
+        f"{r.max_bs_that_fits:,} or less; the figures here assume the start-up went on."
+    )
+
+
+@note_text.register
 def _(n: wf.CappedAtRequestPool) -> str:
     # No line: the pool predicted at the new setting (a hybrid Mamba model's slots // 3).
     line = f", line {n.line}" if n.line is not None else " at the predicted setting"
@@ -310,6 +345,8 @@ def _(n: wf.ListTopAt) -> str:
             "first extended up to max bs in May-June 2025 and generated from server_args from "
             "Oct 2025)"
         )
+        if len(t.filters) > 1 and t.why != "gpu":
+            why += f", nor {_filter_difference(t.filters)}"
         sizes = ", ".join(f"{x:,}" for x in t.sizes[:-1]) + f" or {t.sizes[-1]:,}"
         return (
             f"{at}the largest captured batch is {sizes}: {why}. The figures are for "
@@ -318,14 +355,24 @@ def _(n: wf.ListTopAt) -> str:
         )
     size = t.sizes[0]
     binds = pool is not None and t.pool is not None and size == t.pool
+    padded = t.filters[0].pool(t.pool) if len(t.filters) == 1 and t.pool is not None else None
+    if pool is not None and padded is not None and padded != t.pool and size == padded:
+        binds = True  # 0.5.10 on: the pool is padded up to the alignment
+        pool += f", which the runner pads up to a multiple of {t.filters[0].base} ({padded:,}),"
+    largest = "" if binds else f": the largest up to {n.requested:,} is {size:,}"
     if t.generated:
         how = (
-            f"{t.rule} is generated up to max bs and its largest entry up to {n.requested:,} is "
-            f"{size:,}"
+            f"{t.rule} is generated up to max bs, and {_filter_words(t.filters)} of it{largest}"
+            if t.filters
+            else f"{t.rule} is generated up to max bs and its largest entry up to "
+            f"{n.requested:,} is {size:,}"
         )
     elif t.extended:
         how = (
-            f"{t.rule} (top {_list_top(n)}) is extended in steps of 16 up to max bs by SGLang "
+            f"{t.rule} (top {_list_top(n)}) is cut at max bs, {_filter_words(t.filters)} of it, "
+            f"and SGLang of this date extends it in steps of 16 up to max bs{largest}"
+            if t.filters
+            else f"{t.rule} (top {_list_top(n)}) is extended in steps of 16 up to max bs by SGLang "
             f"of this date, so its largest entry up to {n.requested:,} is {size:,}"
         )
     else:
@@ -338,8 +385,40 @@ def _(n: wf.ListTopAt) -> str:
             f"{t.rule} tops at {_list_top(n)}{gpu}, and SGLang of this date cuts the list at max "
             "bs and at the request pool without extending it up to max bs"
         )
+        if t.filters:
+            how += f"; {_filter_words(t.filters)}"
     tail = f"; {pool} caps it there." if binds else f"; {pool} does not bind." if pool else "."
     return f"{at}the largest captured batch becomes {size:,}: {how}{tail}"
+
+
+def _form_words(f: Alignment) -> str:
+    if not f.filters:
+        return "every size (a release without the filter)"
+    if f.min_two and f.step == 1:
+        return "bs 2 and up (two-batch overlap, SGLang 0.4.7 - 0.4.8)"
+    why = " x ".join(name if k == 2 and "overlap" in name else f"{name} {k}" for name, k in f.parts)
+    per = f"; bs x {f.per_token} draft tokens a multiple of {f.base}" if f.per_token > 1 else ""
+    return f"the multiples of {f.step} ({why}{per})"
+
+
+def _filter_difference(forms: tuple[Alignment, ...]) -> str:
+    """What the releases' forms of the runner's filter differ in, for a top the date leaves open."""
+    if len({(f.step, f.min_two) for f in forms}) == 1 and len({f.pads_pool for f in forms}) > 1:
+        return (
+            f"whether the decode runner pads the request pool up to a multiple of {forms[0].base} "
+            "before clamping to it (sglang 0.5.10 on)"
+        )
+    return "what the decode runner keeps: " + _filter_words(forms).removeprefix(
+        "SGLang's decode runner "
+    )
+
+
+def _filter_words(forms: tuple[Alignment, ...]) -> str:
+    """What SGLang's decode runner keeps of the list (logmem.sglang.capture_align)."""
+    words = list(dict.fromkeys(_form_words(f) for f in forms))
+    if len(words) == 1:
+        return f"SGLang's decode runner keeps only {words[0]}"
+    return "SGLang's decode runner keeps " + " or ".join(words) + " (the release decides)"
 
 
 @note_text.register
