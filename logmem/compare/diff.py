@@ -132,10 +132,17 @@ class Diff:
 
 
 def _tokens(L: Launch, sz: Sizing | None) -> tuple[int | None, str]:
-    if L.summary is not None:
+    """The launch's KV tokens: the summary's max_total_num_tokens, else the KV line's #tokens.
+    The KV line is read from the sizing when there is one, else from the printed pool itself:
+    a launch without server_args (016) has no sizing, but its KV line still counts its tokens."""
+    if L.summary is not None and L.summary.max_total_num_tokens is not None:
         return L.summary.max_total_num_tokens, "max_total_num_tokens"
     if sz is not None and sz.kv_tokens is not None:
         return sz.kv_tokens, "KV line #tokens"
+    first = next((r for r in L.ranks if r.target and r.target.kv_pools), None)
+    main = full_pool(first.target) if first is not None and first.target is not None else None
+    if main is not None and main.tokens is not None:
+        return main.tokens, "KV line #tokens"
     return None, "not printed"
 
 

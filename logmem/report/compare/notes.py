@@ -52,7 +52,11 @@ def texts(ns: tuple[object, ...]) -> tuple[str, ...]:
 
 @note_text.register
 def _(n: cn.NoTermSplit) -> str:
-    why = [cmpw.rule_inputs_missing_text(x, has) for x, has in n.no_args]
+    sides = {has for _, has in n.no_args}
+    if len(n.no_args) == 2 and len(sides) == 1:  # both sides lack them alike: say it once
+        why = [cmpw.rule_inputs_missing_text("A and B", sides.pop(), plural=True)]
+    else:
+        why = [cmpw.rule_inputs_missing_text(x, has) for x, has in n.no_args]
     if n.ranges is not None:
         (a0, a1), (b0, b1) = n.ranges
         gap = max(0, b0 - a1, a0 - b1)

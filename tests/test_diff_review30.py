@@ -1,0 +1,32 @@
+"""diff, review 30: the KV section of launches without server_args; like-with-like pool steps of
+a post-capture launch; mem_fraction_static set aside as a slope confounder where no capture list
+is clamped."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from logmem.cli.main import cli
+
+LOG016 = FIXTURES / "016-ling3-tiny-dgx-spark-kda-mla-aug2026.log"
+
+
+def _diff_json(*args: str) -> dict:
+    r = CliRunner().invoke(cli, ["diff", *args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_kv_section_of_launches_without_server_args() -> None:
+    """016 prints a KV line but no server_args (so no sizing): the tokens are its #tokens."""
+    kv = _diff_json(str(LOG016), str(LOG016))["kv"]
+    assert kv is not None
+    assert kv["tokens"] == [1_933_682, 1_933_682] and kv["change_tokens"] == 0
+    assert kv["tokens_source"] == "KV line #tokens"
+    assert kv["mem_fraction_static"] == [None, None] and kv["terms"] == []
+    assert kv["terms_note"] == (
+        "No split into the rule's terms: A and B printed no server_args, so no mem_fraction_static."
+    )
