@@ -30,3 +30,13 @@ def test_kv_section_of_launches_without_server_args() -> None:
     assert kv["terms_note"] == (
         "No split into the rule's terms: A and B printed no server_args, so no mem_fraction_static."
     )
+
+
+def test_a_list_is_whole_only_below_the_request_pool() -> None:
+    """SGLang cuts the list at req_to_token_pool.size and adds that size: a largest bs equal to
+    the pool may be the cut, so only a smaller one proves the list whole."""
+    from logmem.sglang.capture_tops import pool_left_list_whole
+
+    assert pool_left_list_whole(256, 3071)
+    assert not pool_left_list_whole(256, 256)
+    assert not pool_left_list_whole(300, 256)

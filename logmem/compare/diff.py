@@ -30,6 +30,7 @@ from logmem.compare.diff_causes import (
 )
 from logmem.compare.diff_graphs import GraphChange, graph_changes, like_with_like
 from logmem.compare.load import LaunchRef
+from logmem.compare.mfs_aside import set_mfs_aside
 from logmem.compare.points import rank_map
 from logmem.compare.replay import bytes_per_token
 from logmem.compare.slope import Slope, mfs_hint, slope_across_models, slope_assumptions, slopes
@@ -326,29 +327,7 @@ def diff_launches(
     la, lb = build_ledger(a), build_ledger(b)
     ma, mb = era_markers(a), era_markers(b)
     markers = tuple(Marker(n, (ma.get(n, "-"), mb.get(n, "-"))) for n in MARKER_NAMES)
-    notes: list[cn.Note] = []
-    found: list[Slope] = []
-    note: cn.SlopeNote | None
-    if not slope:
-        note = cn.SlopeNotAsked()
-    elif cmp.missing:
-        note = cn.SlopeNoArgs(tuple(cmp.missing))
-    elif not cmp.varied:
-        note = cn.SlopeNotVaried()
-    elif "model_path" not in allow and (
-        across := slope_across_models((a, b), labels, confounder_parts(cmp, 4))
-    ):
-        note = across
-    elif cmp.confounders:
-        note = cn.SlopeConfounded(tuple(confounder_parts(cmp, 4)), mfs_hint((a, b), cmp))
-    else:
-        found, why = slopes((a, b), labels)
-        notes.extend(why)
-        if (
-            no_reserve := reserve_not_compared(found, (la.default_mfs, lb.default_mfs), (a, b))
-        ) is not None:
-            notes.append(no_reserve)
-        note = None if found else cn.SlopeNoRows()
+    cmp, note, found, notes = _slope_part((a, b), labels, cmp, allow, slope, (la, lb))
     moved = {
         x: y
         for x, y in rank_map([r.label for r in a.ranks], [r.label for r in b.ranks]).items()
@@ -410,6 +389,41 @@ def diff_launches(
         (why_w,) if why_w is not None else (),
         first_bucket_causes(graphs, env, cmp),
     )
+
+
+def _slope_part(
+    pair: tuple[Launch, Launch],
+    labels: tuple[str, str],
+    cmp: ArgsComparison,
+    allow: Sequence[str],
+    slope: bool,
+    ledgers: tuple[LaunchLedger, LaunchLedger],
+) -> tuple[ArgsComparison, cn.SlopeNote | None, list[Slope], list[cn.Note]]:
+    """The slope, or why there is none, with its notes; ``cmp`` with mem_fraction_static set
+    aside where no capture list was cut to the request pool (compare.mfs_aside)."""
+    a, b = pair
+    notes: list[cn.Note] = []
+    if not slope:
+        return cmp, cn.SlopeNotAsked(), [], notes
+    if cmp.missing:
+        return cmp, cn.SlopeNoArgs(tuple(cmp.missing)), [], notes
+    if not cmp.varied:
+        return cmp, cn.SlopeNotVaried(), [], notes
+    if "model_path" not in allow and (
+        across := slope_across_models(pair, labels, confounder_parts(cmp, 4))
+    ):
+        return cmp, across, [], notes
+    cmp, aside = set_mfs_aside(pair, labels, cmp)
+    if cmp.confounders:
+        parts = tuple(confounder_parts(cmp, 4))
+        return cmp, cn.SlopeConfounded(parts, mfs_hint(pair, cmp)), [], notes
+    found, why = slopes(pair, labels)
+    notes.extend((aside,) if aside is not None else ())
+    notes.extend(why)
+    defaults = (ledgers[0].default_mfs, ledgers[1].default_mfs)
+    if (no_reserve := reserve_not_compared(found, defaults, pair)) is not None:
+        notes.append(no_reserve)
+    return cmp, (None if found else cn.SlopeNoRows()), found, notes
 
 
 def _model_type(launch: Launch) -> str | None:

@@ -150,3 +150,17 @@ class SlopeConfounded:
 @frozen
 class SlopeNoRows:
     pass
+
+
+@frozen
+class MfsSetAside:
+    """diff / fit: mem_fraction_static differs besides the batch sizes but is not a confounder
+    of the slope (compare.mfs_aside): it sizes the KV pool, and every launch's request pool is
+    above its largest captured bs, so no capture list was cut to the pool. The KV section
+    carries its effect."""
+
+    labels: tuple[str, ...]
+    mfs: tuple[Any, ...]  # each launch's dumped value
+    pools: tuple[int, ...]  # each launch's request pool (max_running_requests)
+    pool_lines: tuple[int | None, ...]  # the lines that print them
+    largest: tuple[int, ...]  # each launch's largest captured bs over its bs-sized graphs

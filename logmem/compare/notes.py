@@ -11,6 +11,7 @@ from logmem.compare.diff_notes import AttentionTPChanged as AttentionTPChanged
 from logmem.compare.diff_notes import DifferentGpus as DifferentGpus
 from logmem.compare.diff_notes import FirstBucketShared as FirstBucketShared
 from logmem.compare.diff_notes import MfsNotAllDerived as MfsNotAllDerived
+from logmem.compare.diff_notes import MfsSetAside as MfsSetAside
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.compare.diff_notes import ReserveFloorBinds as ReserveFloorBinds
 from logmem.compare.diff_notes import SameLaunch as SameLaunch
@@ -247,6 +248,7 @@ Note = (
     | ReserveFloorBinds
     | WeightsUninitializedIn
     | MfsNotAllDerived
+    | MfsSetAside
     | DifferentModels
     | DifferentGpus
     | SameLaunch

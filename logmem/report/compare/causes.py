@@ -207,3 +207,21 @@ def mfs_not_all_derived_text(n: cn.MfsNotAllDerived) -> str:
 
 
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def mfs_set_aside_text(n: cn.MfsSetAside) -> str:
+    digits = bool(n.labels) and n.labels[0].isdigit()
+    vals = " vs ".join(f"{m:g}" if isinstance(m, float) else str(m) for m in n.mfs)
+    each = "; ".join(
+        f"{'launch ' if digits else ''}{lab}: {pool:,} requests{f' (line {line})' if line else ''} against "
+        f"bs {top}"
+        for lab, pool, line, top in zip(n.labels, n.pools, n.pool_lines, n.largest)
+    )
+    return (
+        f"mem_fraction_static differs ({vals}) but does not stand in the way of the slope: it "
+        "sizes the KV pool, and SGLang captures the graphs after the pool, from the list the "
+        "batch-size flags give; it reaches that list only through the request pool, which follows "
+        "the KV tokens and cuts the list where it is smaller. Each launch's request pool "
+        f"(max_running_requests) is above its largest captured bs ({each}), so no list was cut. "
+        "The KV cache section carries mem_fraction_static's effect."
+    )

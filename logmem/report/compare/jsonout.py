@@ -40,6 +40,7 @@ def _args(a: ArgsView) -> dict[str, Any]:
         "changed_args": {r.key: list(r.values) for r in a.changed},
         "varied_args": list(a.varied),
         "allowed_args": list(a.allowed),
+        "set_aside_args": list(a.set_aside),
         "ignored_args": {r.key: list(r.values) for r in a.ignored},
         "only_in": {lab: list(keys) for lab, keys in a.only_in},
         "one_sided_args": {r.key: list(r.values) for r in a.one_sided},

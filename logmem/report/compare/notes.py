@@ -16,6 +16,7 @@ from logmem.report.compare.causes import (
     attention_tp_text,
     first_bucket_text,
     mfs_not_all_derived_text,
+    mfs_set_aside_text,
     no_reserve_text,
     ranks_matched_text,
     uninitialized_text,
@@ -483,6 +484,7 @@ note_text.register(cn.AttentionTPChanged)(attention_tp_text)
 note_text.register(cn.NoReserveComparison)(no_reserve_text)
 note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
 note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
+note_text.register(cn.MfsSetAside)(mfs_set_aside_text)
 note_text.register(cn.NoMeasuredSlope)(no_measured_slope_text)
 note_text.register(cn.SlopeFromFailedBucket)(failed_bucket_slope_text)
 note_text.register(cn.SlopeUsed)(slope_used_text)
