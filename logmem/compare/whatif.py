@@ -230,6 +230,15 @@ def whatif_launch(
         per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
         return round(per_row * d_rows * MIB) + (extra if bs == new_bs else 0)
 
+    def graph_upper(bs: int | None) -> bool:
+        """Graphs at ``bs`` are an upper bound: a smaller max bs priced from the measured buckets
+        with the first-captured bucket's extra allocation whole (no slope shrinks its pool)."""
+        if bs is None or cur_bs is None or bs >= cur_bs:
+            return False
+        if bsum is not None and bs == bsum.new_bs:
+            return not bsum.shrunk
+        return found is not None and bucket_change(found[0], found[1], bs) is not None
+
     def graph_error(bs: int | None) -> int | None:
         """The bound on graph_delta(bs) a slope carries: 0 where no slope prices it (measured
         buckets, or no change), None where the slope's error is not known (given, heuristic)."""
@@ -343,6 +352,7 @@ def whatif_launch(
             draft_change_bytes=d_change,
             low_point_unknown=md.masked is not None and extra > 0,
             graph_error_bytes=graph_error(bs),
+            graph_upper=graph_upper(bs) and not bounded,
         )
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)
@@ -372,11 +382,15 @@ def whatif_launch(
     lo_pos = next((m for m in grid if tokens(m) > 0), None)
     # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
     at = {m: predict(m, new_bs, md.ctx) for m in grid}
+    # A lower bound of the headroom (graphs an upper bound) rules nothing out: the top is then
+    # at least the last value the bound settles.
+    at_least = predicted.graph_upper
     ok = [
         m
         for m in grid
         if (p := at[m]).headroom_bytes is not None
-        and p.verdict(activation_reserve_bytes) is not False
+        and (v := p.verdict(activation_reserve_bytes)) is not False
+        and (v is True or not at_least)
     ]
     hi = ok[-1] if ok else None
     # The top with graphs at the top of the slope's error (None: no error, or not known).
@@ -452,4 +466,5 @@ def whatif_launch(
         change.shrinks if change else None,
         hi_low,
         hi_high,
+        at_least and hi is not None,
     )

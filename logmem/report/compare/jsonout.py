@@ -305,6 +305,8 @@ def whatif_json(w: WhatIfView) -> dict[str, Any]:
         "mem_fraction_static_window": [lo, hi],
         "window_top_bound": "unknown"
         if w.window_top_unknown
+        else "at least"
+        if w.window_top_at_least_bound
         else "exact"
         if w.window_top_exact
         else "at most",
