@@ -63,3 +63,11 @@ def test_a_capture_oom_lowered_by_a_slope_is_an_estimated_lower_bound() -> None:
     assert "CUDA graphs, GiB >= 1.01 >= ~0.74" in text
     assert "headroom, GiB (TP0) <= -0.24 <= ~0.03" in text
     assert "Graphs at max bs 128 are an estimated lower bound" in text
+
+
+def test_a_context_above_an_at_least_top_is_not_ruled_out() -> None:
+    """The window's top is a lower bound: a context needing more is unsettled, not impossible."""
+    args = (E7[256], "--cuda-graph-max-bs", "128", "--activation-reserve", "8.5")
+    text = " ".join(_run(*args, "--context-length", "300000").split())
+    assert "above the window's top" not in text
+    assert "whether the graphs then fit is unknown (the window's top, at least" in text

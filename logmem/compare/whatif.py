@@ -412,7 +412,7 @@ def whatif_launch(
     if predicted.kv_tokens <= 0 and mem_fraction_static is not None:
         notes.insert(0, wf.NoKVAt(mfs, predicted.rest_bytes, lo_pos))
     context = context_check(
-        md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
+        md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt, at_least
     )
     if unknown_top is not None and lo_ctx is not None and lo_ctx > md.m0:
         context = replace(context, fit=cn.ContextFit.BOUNDED, masked=True)

@@ -248,5 +248,8 @@ class ContextCheck:
     full_bytes: int = 0  # KV at mfs 1.0
     full_tokens: int = 0
     masked: bool = False  # BOUNDED because a capture's low point is unknown (not unfinished)
+    # BOUNDED because the window's top is only a lower bound (graphs an upper bound) and the
+    # context needs more than it: above that top nothing is ruled out.
+    top_at_least: bool = False
     outside_at_fit_bytes: int | None = None  # TOO_LITTLE_OUTSIDE: P x (1 - lo)
     used_outside_bytes: int | None = None  # TOO_LITTLE_OUTSIDE: what the launch used there
