@@ -11,7 +11,7 @@ logmem.compare.diff_causes.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, Sizing, build_ledger
 from logmem.analysis.ledger import Phase
@@ -57,6 +57,10 @@ class PhaseChange:
     a_bytes: int | None  # drop in free memory over the phase, in A
     b_bytes: int | None
     rank_b: str | None = None  # B's label when it differs (matched by position)
+    # B's phase when it is another phase than A's, set beside it as like with like (the KV
+    # pool step of a launch sizing its KV pool at start-up beside the post-capture KV step of
+    # one with SGLang 0.5.17+'s post-capture KV sizing; _paired_pools). ``phase`` is then A's.
+    phase_b: Phase | None = None
 
     @property
     def change_bytes(self) -> int | None:
@@ -179,10 +183,15 @@ def kv_change(a: Launch, la: LaunchLedger, b: Launch, lb: LaunchLedger) -> KVCha
     else:
         bpt_differ = (ba, bb) if ba and bb and ba != bb else None
     caps_differ = (caps[0], caps[1]) if caps[0] != caps[1] else None
+    # One launch sizes its pool after capture from the free memory then (SGLang 0.5.17+,
+    # srt/model_executor/model_runner_components/kv_pool_runtime.py), the other at start-up.
+    post = None
+    if (sa.post_capture is None) != (sb.post_capture is None):
+        post = "A" if sa.post_capture is not None else "B"
     terms_note = None
-    if bpt_differ or caps_differ:
+    if bpt_differ or caps_differ or post:
         ranges = (ra, rb) if bpt_differ and ra is not None and rb is not None else None
-        terms_note = cn.NoTermSplit(bpt_differ, caps_differ, ranges)
+        terms_note = cn.NoTermSplit(bpt_differ, caps_differ, ranges, post_capture=post)
     elif cell and bb:
         d_p = sb.pre_load_bytes - sa.pre_load_bytes
         w_a = sa.pre_load_bytes - sa.after_weights_bytes
@@ -267,7 +276,26 @@ def printed_kv_change(
     )
 
 
+# The pool step of a launch (KV and other pools, or with post-capture KV sizing the other pools
+# and the reserved KV pool) and the post-capture KV step (logmem.analysis.attribution).
+POOLS_KEY, KV_AFTER_CAPTURE_KEY = "target_pools", "target_kv_after_capture"
+
+
+def _post_capture_side(pa: Mapping[str, object], pb: Mapping[str, object]) -> str | None:
+    """ "A" or "B": the side that backs its KV pool after capture while the other sizes it in its
+    pool step (both steps known on the rank), else None (the same mode, or a rank one lacks)."""
+    for side, post, other in (("A", pa, pb), ("B", pb, pa)):
+        mine = KV_AFTER_CAPTURE_KEY in post and POOLS_KEY in post
+        if mine and POOLS_KEY in other and KV_AFTER_CAPTURE_KEY not in other:
+            return side
+    return None
+
+
 def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
+    """Per rank pair, each phase of A beside B's of the same key. Where one launch backs its KV
+    pool after capture (SGLang 0.5.17+) and the other sizes it in the pool step, KV pool is set
+    beside KV pool: the start-up launch's pool step beside the other's post-capture KV step,
+    and the other's pool step (its other pools and the reserved KV pool) stands apart."""
     out: list[PhaseChange] = []
     m = rank_map([r.rank for r in la.ranks], [r.rank for r in lb.ranks])
     pairs: list[tuple[str | None, str | None]] = [(r.rank, m.get(r.rank)) for r in la.ranks]
@@ -275,17 +303,50 @@ def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
     for label_a, label_b in pairs:
         pa = _keyed(la.rank(label_a) if label_a is not None else None)
         pb = _keyed(lb.rank(label_b) if label_b is not None else None)
+        shown = label_a if label_a is not None else str(label_b)
+        other = label_b if label_b is not None and label_b != label_a else None
+        post = _post_capture_side(pa, pb)
         keys = list(pa) + [k for k in pb if k not in pa]
+        if post is not None:
+            keys = [k for k in keys if k != KV_AFTER_CAPTURE_KEY]
         for k in keys:
             a, b = pa.get(k), pb.get(k)
+            if post is not None and k == POOLS_KEY:
+                # The post-capture side's pool step alone, then KV pool beside KV pool.
+                pre, kv = (
+                    (a, pa[KV_AFTER_CAPTURE_KEY]) if post == "A" else (b, pb[KV_AFTER_CAPTURE_KEY])
+                )
+                assert pre is not None and a is not None and b is not None
+                a_alone = pre[1] if post == "A" else None
+                b_alone = None if post == "A" else pre[1]
+                out.append(PhaseChange(shown, POOLS_KEY, pre[0], a_alone, b_alone, other))
+                ka, kb = (kv, b) if post == "A" else (a, kv)
+                out.append(
+                    PhaseChange(shown, KV_AFTER_CAPTURE_KEY, ka[0], ka[1], kb[1], other, kb[0])
+                )
+                continue
             ref = a if a else b
             assert ref is not None  # k is one of A's or B's keys
-            shown = label_a if label_a is not None else str(label_b)
-            other = label_b if label_b is not None and label_b != label_a else None
             out.append(
                 PhaseChange(shown, k, ref[0], a[1] if a else None, b[1] if b else None, other)
             )
     return out
+
+
+def _sizing_modes(phases: Sequence[PhaseChange]) -> tuple[cn.SizingModesDiffer, ...]:
+    """The note on the first rank pair whose KV pools were set beside each other across sizing
+    modes (one launch's pool backed after capture), with that pair's figures."""
+    for i, p in enumerate(phases):
+        if p.phase_b is None or p.a_bytes is None or p.b_bytes is None or i == 0:
+            continue
+        alone = phases[i - 1]  # the post-capture side's own pool step, just before
+        post = "A" if alone.a_bytes is not None else "B"
+        step = alone.a_bytes if post == "A" else alone.b_bytes
+        if step is None:
+            continue
+        start, after = (p.b_bytes, p.a_bytes) if post == "A" else (p.a_bytes, p.b_bytes)
+        return (cn.SizingModesDiffer(post, p.rank, p.rank_b, step, start, after),)
+    return ()
 
 
 def _keyed(r: RankLedger | None) -> dict[str, tuple[Phase, int]]:
@@ -386,7 +447,7 @@ def diff_launches(
         tuple(headlines),
         models,
         (env := env_changes(a, b)),
-        (why_w,) if why_w is not None else (),
+        _sizing_modes(phases) + ((why_w,) if why_w is not None else ()),
         first_bucket_causes(graphs, env, cmp),
     )
 

@@ -15,6 +15,7 @@ from logmem.compare.diff_notes import MfsSetAside as MfsSetAside
 from logmem.compare.diff_notes import NoReserveComparison as NoReserveComparison
 from logmem.compare.diff_notes import ReserveFloorBinds as ReserveFloorBinds
 from logmem.compare.diff_notes import SameLaunch as SameLaunch
+from logmem.compare.diff_notes import SizingModesDiffer as SizingModesDiffer
 from logmem.compare.diff_notes import SlopeAcrossModels as SlopeAcrossModels
 from logmem.compare.diff_notes import SlopeConfounded as SlopeConfounded
 from logmem.compare.diff_notes import SlopeFromOtherLaunches as SlopeFromOtherLaunches
@@ -106,6 +107,9 @@ class NoTermSplit:
     # ("A" / "B", printed a server_args line): the rule's inputs are missing on that side (no
     # server_args, or one without mem_fraction_static or the readings: analysis.sizing is None).
     no_args: tuple[tuple[str, bool], ...] = ()
+    # "A" / "B": that launch backs its KV pool after capture (post-capture KV sizing) and the
+    # other sizes it in its pool step: one rule's terms do not split the change.
+    post_capture: str | None = None
 
 
 SlopeNote = (
@@ -252,6 +256,7 @@ Note = (
     | DifferentModels
     | DifferentGpus
     | SameLaunch
+    | SizingModesDiffer
     | SlopeFromOtherLaunches
     | DifferentWording
     | BucketsNotCompared

@@ -225,3 +225,19 @@ def mfs_set_aside_text(n: cn.MfsSetAside) -> str:
         f"(max_running_requests) is above its largest captured bs ({each}), so no list was cut. "
         "The KV cache section carries mem_fraction_static's effect."
     )
+
+
+def sizing_modes_text(n: cn.SizingModesDiffer) -> str:
+    post, start = n.post_capture, "B" if n.post_capture == "A" else "A"
+    rank = n.rank or "(GPU)"
+    if n.rank_b is not None:  # B's rank is another label ('' for an untagged GPU)
+        rank += f" ~ {n.rank_b or '(GPU)'}"
+    return (
+        f"The launches size the KV pool in different modes: {start} in its pool step, before the "
+        f"graphs; {post} after capture (SGLang 0.5.17+'s post-capture KV sizing), its pool step "
+        "holding only the other pools and the reserved KV pool. So KV pool is set beside KV "
+        f"pool: {start}'s pool step ({_gs(n.start_up_bytes)} GiB on {rank}, the KV pool with its "
+        f"other pools) beside {post}'s post-capture KV step ({_gs(n.after_capture_bytes)} GiB); "
+        f"{post}'s own pool step ({_gs(n.pool_step_bytes)} GiB) has no counterpart in {start}, "
+        "whose other pools are inside its pool step."
+    )

@@ -19,6 +19,7 @@ from logmem.report.compare.causes import (
     mfs_set_aside_text,
     no_reserve_text,
     ranks_matched_text,
+    sizing_modes_text,
     uninitialized_text,
 )
 from logmem.report.compare.graph_words import largest_becomes_text
@@ -71,6 +72,13 @@ def _(n: cn.NoTermSplit) -> str:
         why.append(
             f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
             "a token of A is not a token of B"
+        )
+    if n.post_capture is not None:
+        start = "B" if n.post_capture == "A" else "A"
+        why.append(
+            f"the launches size the KV pool in different modes ({n.post_capture} after capture, "
+            "from the free memory after the graphs: SGLang 0.5.17+'s post-capture KV sizing; "
+            f"{start} at start-up), so one rule's terms do not split the change"
         )
     if n.caps is not None:
         shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in n.caps)
@@ -485,6 +493,7 @@ note_text.register(cn.NoReserveComparison)(no_reserve_text)
 note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
 note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
 note_text.register(cn.MfsSetAside)(mfs_set_aside_text)
+note_text.register(cn.SizingModesDiffer)(sizing_modes_text)
 note_text.register(cn.NoMeasuredSlope)(no_measured_slope_text)
 note_text.register(cn.SlopeFromFailedBucket)(failed_bucket_slope_text)
 note_text.register(cn.SlopeUsed)(slope_used_text)

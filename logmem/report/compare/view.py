@@ -383,7 +383,8 @@ def diff_view(d: Diff) -> DiffView:
                 p.rank,
                 p.rank_b,
                 p.key,
-                phase_name(p.phase),
+                phase_name(p.phase)
+                + (f" ~ {phase_name(p.phase_b)}" if p.phase_b is not None else ""),
                 gib(p.a_bytes),
                 gib(p.b_bytes),
                 gib(p.change_bytes),
