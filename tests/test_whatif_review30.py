@@ -71,3 +71,18 @@ def test_a_context_above_an_at_least_top_is_not_ruled_out() -> None:
     text = " ".join(_run(*args, "--context-length", "300000").split())
     assert "above the window's top" not in text
     assert "whether the graphs then fit is unknown (the window's top, at least" in text
+
+
+def test_the_larger_of_two_possible_list_tops_is_an_upper_bound() -> None:
+    """011 (v0.5.2, no device total): max bs 200 captures 192 or 200; the figures priced at 200
+    (by SGLang's heuristic) are an estimated upper bound of graphs, as the note says."""
+    from conftest import corpus_log
+
+    log = str(corpus_log("011"))
+    p = _json(log, "--cuda-graph-max-bs", "200")["predicted"]
+    assert (p["graph_bound"], p["headroom_bound"]) == ("estimated at most", "estimated at least")
+    text = " ".join(_run(log, "--cuda-graph-max-bs", "200").split())
+    assert "CUDA graphs, GiB 0.89 <= ~0.97" in text
+    assert (
+        "it may be higher if the smaller largest batch the log allows is the one captured" in text
+    )

@@ -352,7 +352,7 @@ def whatif_launch(
             draft_change_bytes=d_change,
             low_point_unknown=md.masked is not None and extra > 0,
             graph_error_bytes=graph_error(bs),
-            graph_upper=graph_upper(bs) and not bounded,
+            graph_upper="first bucket" if graph_upper(bs) and not bounded else None,
         )
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)
@@ -361,6 +361,9 @@ def whatif_launch(
         alt = predict(mfs, other_bs, md.ctx).verdict(activation_reserve_bytes)
         if alt != predicted.verdict(activation_reserve_bytes):
             predicted = replace(predicted, bs_unsure=True)
+        if not bounded and predicted.largest_bs is not None and predicted.largest_bs > other_bs:
+            # Priced at the larger of the sizes the log allows: graphs at most, headroom at least.
+            predicted = replace(predicted, graph_upper=predicted.graph_upper or "larger list")
     now, then = mamba_requests(t_logged), mamba_requests(predicted.kv_tokens)
     if rel is not None and now is not None and then is not None:
         capped = predicted.largest_bs if predicted.largest_bs != new_bs else None
@@ -384,7 +387,7 @@ def whatif_launch(
     at = {m: predict(m, new_bs, md.ctx) for m in grid}
     # A lower bound of the headroom (graphs an upper bound) rules nothing out: the top is then
     # at least the last value the bound settles.
-    at_least = predicted.graph_upper
+    at_least = predicted.graph_upper is not None
     ok = [
         m
         for m in grid

@@ -55,10 +55,12 @@ class Prediction:
     # The bound a slope's error puts on graph_change_bytes (and so on the headroom): 0 where no
     # slope prices the graphs, None where it does with an unknown error (given, heuristic).
     graph_error_bytes: int | None = 0
-    # Graphs are an upper bound and the headroom a lower one: a smaller max bs priced from the
-    # measured buckets, the first-captured bucket's extra allocation (lazy allocations and the
-    # graph memory pool, which the largest batch sizes) kept whole without a slope.
-    graph_upper: bool = False
+    # Graphs are an upper bound and the headroom a lower one, and why (None: not a bound):
+    # "first bucket": a smaller max bs priced from the measured buckets, the first-captured
+    # bucket's extra allocation (lazy allocations and the graph memory pool, which the largest
+    # batch sizes) kept whole without a slope; "larger list": the log allows two largest sizes
+    # (capture_lists.CaptureTop.sizes) and the larger is priced.
+    graph_upper: str | None = None
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""

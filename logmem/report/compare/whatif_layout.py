@@ -148,8 +148,14 @@ def _window(w: WhatIfView) -> str:
             text += (
                 f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB even with the graphs at "
                 f"their upper bound at max bs {w.predicted.largest_bs}, so the top is at least "
-                f"{hi:.3f}; it may be higher by what the graph memory pool sheds with the largest "
-                "batch (--slope-from A B or --mib-per-row prices it)."
+                f"{hi:.3f}; "
+                + (
+                    "it may be higher if the smaller largest batch the log allows is the one "
+                    "captured (Notes)."
+                    if w.graph_upper == "larger list"
+                    else "it may be higher by what the graph memory pool sheds with the largest "
+                    "batch (--slope-from A B or --mib-per-row prices it)."
+                )
             )
             if not reserve:
                 text += (

@@ -70,7 +70,9 @@ def _bounds(p: Prediction) -> tuple[str, str]:
     if p.graph_error_bytes != 0:  # a slope prices the graphs
         # An estimate; on a bound (a capture that did not finish) an estimated bound.
         graph = {"exact": "estimated", "at least": "estimated at least"}.get(graph, graph)
+        graph = "estimated at most" if graph == "at most" else graph
         head = {"exact": "estimated", "at most": "estimated at most"}.get(head, head)
+        head = "estimated at least" if head == "at least" else head
     return graph, head
 
 
@@ -198,6 +200,8 @@ class WhatIfView:
     window_top_low: float | None = None  # the top with graphs at the high end of their error
     window_top_high: float | None = None  # and at the low end
     window_top_at_least_bound: bool = False  # the top is only a lower bound (graphs at most)
+    # Why graphs are at most: "first bucket" | "larger list" (Prediction.graph_upper)
+    graph_upper: str | None = None
 
 
 def _added(w: WhatIf) -> dict[str, Any] | None:
@@ -274,6 +278,7 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         window_top_low=w.hi_low,
         window_top_high=w.hi_high,
         window_top_at_least_bound=w.hi_at_least,
+        graph_upper=w.predicted.graph_upper,
     )
 
 
