@@ -86,3 +86,16 @@ def test_the_larger_of_two_possible_list_tops_is_an_upper_bound() -> None:
     assert (
         "it may be higher if the smaller largest batch the log allows is the one captured" in text
     )
+
+
+def test_held_draft_graphs_make_a_smaller_max_bs_an_upper_bound_with_a_slope() -> None:
+    """019 at max bs 16 with --mib-per-row: the decode graph moves by the slope, the draft
+    graphs (the same bs list in SGLang) are held as measured: an estimated upper bound."""
+    log = str(FIXTURES / "019-deepseek-r1-w4a8-ascend-a3-tp16-dp4-deepep-mtp.log")
+    args = (log, "--cuda-graph-max-bs", "16", "--mib-per-row", "5")
+    doc = _json(*args)
+    p = doc["predicted"]
+    assert (p["graph_bound"], p["headroom_bound"]) == ("estimated at most", "estimated at least")
+    assert doc["window_top_bound"] == "at least"
+    text = " ".join(_run(*args).split())
+    assert "the other batch-sized graphs held as measured, so '<=' and '>=' hold only" in text

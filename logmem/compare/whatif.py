@@ -177,6 +177,7 @@ def whatif_launch(
     extra_err: int | None = 0
     priced = False  # a slope prices the change (not the measured buckets alone)
     change = None
+    held = False  # other batch-sized graphs are held as measured while the main one moves
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
         raise FitError("--cuda-graph-max-bs must be at least 1")
     if cuda_graph_max_bs is not None and disabled is None:
@@ -209,6 +210,9 @@ def whatif_launch(
         if isinstance(src, cn.MeasuredSlope) and src.mismatches:
             notes.insert(0, cn.SlopeFromOtherLaunches(src.mismatches))
         assumptions.extend(change.assumptions)
+        # Other batch-sized graphs held as measured (SGLang's draft runners capture the same bs
+        # list): graphs at most when max bs falls (an underestimate when it rises: said only).
+        held = any(isinstance(x, cn.OnlyMainGraph) and x.others for x in change.assumptions)
         if mem_fraction_static is None:
             d = led.default_mfs
             assumptions.append(wf.MfsHeld(md.m0, d.rule if d else None, d.matches if d else None))
@@ -230,14 +234,17 @@ def whatif_launch(
         per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
         return round(per_row * d_rows * MIB) + (extra if bs == new_bs else 0)
 
-    def graph_upper(bs: int | None) -> bool:
-        """Graphs at ``bs`` are an upper bound: a smaller max bs priced from the measured buckets
-        with the first-captured bucket's extra allocation whole (no slope shrinks its pool)."""
+    def graph_upper(bs: int | None) -> str | None:
+        """Why graphs at a smaller ``bs`` are an upper bound (Prediction.graph_upper): priced from
+        the measured buckets with the first-captured bucket's extra allocation whole (no slope
+        shrinks its pool), or other batch-sized graphs held as measured; None: not a bound."""
         if bs is None or cur_bs is None or bs >= cur_bs:
-            return False
+            return None
         if bsum is not None and bs == bsum.new_bs:
-            return not bsum.shrunk
-        return found is not None and bucket_change(found[0], found[1], bs) is not None
+            whole = not bsum.shrunk
+        else:
+            whole = found is not None and bucket_change(found[0], found[1], bs) is not None
+        return "first bucket" if whole else "other graphs" if held else None
 
     def graph_error(bs: int | None) -> int | None:
         """The bound on graph_delta(bs) a slope carries: 0 where no slope prices it (measured
@@ -352,7 +359,7 @@ def whatif_launch(
             draft_change_bytes=d_change,
             low_point_unknown=md.masked is not None and extra > 0,
             graph_error_bytes=graph_error(bs),
-            graph_upper="first bucket" if graph_upper(bs) and not bounded else None,
+            graph_upper=graph_upper(bs) if not bounded else None,
         )
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)

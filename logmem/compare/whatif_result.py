@@ -59,7 +59,8 @@ class Prediction:
     # "first bucket": a smaller max bs priced from the measured buckets, the first-captured
     # bucket's extra allocation (lazy allocations and the graph memory pool, which the largest
     # batch sizes) kept whole without a slope; "larger list": the log allows two largest sizes
-    # (capture_lists.CaptureTop.sizes) and the larger is priced.
+    # (capture_lists.CaptureTop.sizes) and the larger is priced; "other graphs": other
+    # batch-sized graphs (the draft's) held as measured under a smaller max bs.
     graph_upper: str | None = None
 
     def verdict(self, reserve_bytes: int) -> bool | None:

@@ -75,6 +75,22 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
             f"so '>=' and '<=' hold only as far as the estimate does ({err}); the headroom is "
             "an estimated upper bound."
         )
+    if p.graph_bound == "estimated at most":
+        err = (
+            f"+- {p.graph_error_gib:.2f} GiB from the slope's printing bound"
+            if p.graph_error_gib is not None
+            else "'~': the slope's error is not known"
+        )
+        why = (
+            "priced at the larger of the largest batches the log allows"
+            if w.graph_upper == "larger list"
+            else "the other batch-sized graphs held as measured"
+        )
+        o.para(
+            f"Graphs at max bs {p.largest_bs} are an estimated upper bound: the graph slope's "
+            f"estimate (Assumptions), {why}, so '<=' and '>=' hold only as far as the estimate "
+            f"does ({err}); the headroom is an estimated lower bound."
+        )
     if p.graph_bound == "estimated":
         o.para(
             f"Graphs and headroom at max bs {p.largest_bs} are estimates from the graph slope "
@@ -153,6 +169,9 @@ def _window(w: WhatIfView) -> str:
                     "it may be higher if the smaller largest batch the log allows is the one "
                     "captured (Notes)."
                     if w.graph_upper == "larger list"
+                    else "it may be higher by what the other batch-sized graphs, held as "
+                    "measured, shed at the smaller max bs (Assumptions)."
+                    if w.graph_upper == "other graphs"
                     else "it may be higher by what the graph memory pool sheds with the largest "
                     "batch (--slope-from A B or --mib-per-row prices it)."
                 )
