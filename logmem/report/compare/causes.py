@@ -9,6 +9,7 @@ from typing import Any
 
 from logmem.compare import notes as cn
 from logmem.report.causes import on_gpu as _on
+from logmem.report.compare import comparable as cmpw
 from logmem.sglang.comm import env_value_text
 from logmem.sglang.default_mfs import LARGE_GPU_MIB, RESERVE_FLOOR_MIB, Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
@@ -241,3 +242,37 @@ def sizing_modes_text(n: cn.SizingModesDiffer) -> str:
         f"{post}'s own pool step ({_gs(n.pool_step_bytes)} GiB) has no counterpart in {start}, "
         "whose other pools are inside its pool step."
     )
+
+
+def no_term_split_text(n: cn.NoTermSplit) -> str:
+    """Why diff's KV block has no split into the rule's terms."""
+    sides = {has for _, has in n.no_args}
+    if len(n.no_args) == 2 and len(sides) == 1:  # both sides lack them alike: say it once
+        why = [cmpw.rule_inputs_missing_text("A and B", sides.pop(), plural=True)]
+    else:
+        why = [cmpw.rule_inputs_missing_text(x, has) for x, has in n.no_args]
+    if n.ranges is not None:
+        (a0, a1), (b0, b1) = n.ranges
+        gap = max(0, b0 - a1, a0 - b1)
+        why.append(
+            f"the bytes per token differ (A {a0:,}-{a1:,}, B {b0:,}-{b1:,} within print rounding: "
+            f"at least {gap:,} B apart; another model, KV dtype or TP split), so a token of A is "
+            "not a token of B"
+        )
+    elif n.bytes_per_token is not None:
+        ba, bb = n.bytes_per_token
+        why.append(
+            f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
+            "a token of A is not a token of B"
+        )
+    if n.post_capture is not None:
+        start = "B" if n.post_capture == "A" else "A"
+        why.append(
+            f"the launches size the KV pool in different modes ({n.post_capture} after capture, "
+            "from the free memory after the graphs: SGLang 0.5.17+'s post-capture KV sizing; "
+            f"{start} at start-up), so one rule's terms do not split the change"
+        )
+    if n.caps is not None:
+        shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in n.caps)
+        why.append(f"--max-total-tokens differs ({shown}), so a cap, not the rule, sets a pool")
+    return "No split into the rule's terms: " + "; and ".join(why) + "."
