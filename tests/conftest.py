@@ -165,3 +165,15 @@ def reaped(pids: list[int]) -> bool:
             continue
         return False
     return bool(pids)
+
+
+def mfs_differs_pool_at_top(tmp: Path) -> Path:
+    """fixtures/pair-e7-maxbs256-mfs-differs with its summary's request pool edited to 256, its
+    largest captured bs: a list the pool may have cut, so mem_fraction_static (0.83 against the
+    pair's 0.85) stays a confounder of the slope (compare.mfs_aside)."""
+    src = FIXTURES / "pair-e7-maxbs256-mfs-differs-constructed.log"
+    text = src.read_text()
+    assert text.count("max_running_requests=3071") == 1
+    out = tmp / "pair-e7-maxbs256-mfs-differs-pool256.log"
+    out.write_text(text.replace("max_running_requests=3071", "max_running_requests=256"))
+    return out

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from test_fit import Model, make_log
 
-from conftest import FIXTURES
+from conftest import FIXTURES, mfs_differs_pool_at_top
 from logmem.cli.main import cli, main
 
 LOG001 = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
@@ -26,11 +26,14 @@ def run(args: list[str], stdin: bytes | None = None) -> Result:
 
 @pytest.fixture
 def logs(tmp_path: Path) -> dict[str, Path]:
-    """A max-bs pair in E2 wording, an E7 triple, and a pair that also changes mfs."""
+    """A max-bs pair in E2 wording, an E7 triple, and a pair that also changes mfs (``mfs``:
+    no capture list cut to the request pool; ``mfs_pool``: the pool, 160 requests, ends the
+    list at bs 160, so mfs may have moved the graphs)."""
     made = {
         "a80": Model(max_bs=80, ranks=2),
         "b160": Model(max_bs=160, ranks=2, port=30001),
         "mfs": Model(max_bs=160, ranks=2, mfs=0.83),
+        "mfs_pool": Model(max_bs=160, ranks=2, mfs=0.83, request_pool=160),
         "e7_128": Model(era="E7", max_bs=128),
         "e7_256": Model(era="E7", max_bs=256),
         "e7_512": Model(era="E7", max_bs=512),
@@ -97,7 +100,7 @@ def test_diff_per_rank_files_as_a_comma_list(tmp_path: Path, logs: dict[str, Pat
 
 
 def test_diff_compares_a_pair_that_also_changes_mfs_without_a_slope(logs: dict[str, Path]) -> None:
-    res = run(["diff", str(logs["a80"]), str(logs["mfs"])])
+    res = run(["diff", str(logs["a80"]), str(logs["mfs_pool"])])
     assert res.exit_code == 0, res.output
     flat = " ".join(res.output.split())
     assert (
@@ -221,9 +224,9 @@ def test_main_returns_exit_codes(
     logs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["diff", str(logs["a80"]), str(logs["b160"]), "-f", "json"]) == 0
-    assert main(["diff", str(logs["a80"]), str(logs["mfs"])]) == 0
+    assert main(["diff", str(logs["a80"]), str(logs["mfs_pool"])]) == 0
     capsys.readouterr()
-    assert main(["fit", str(logs["a80"]), str(logs["mfs"])]) == 1
+    assert main(["fit", str(logs["a80"]), str(logs["mfs_pool"])]) == 1
     assert "mem_fraction_static (0.85 vs 0.83)" in capsys.readouterr().err
     assert main(["diff", str(logs["a80"]), str(tmp_path / "nope.log")]) == 1
     assert "Error: cannot open" in capsys.readouterr().err
@@ -269,7 +272,7 @@ def test_fit_of_two_equals_diff(logs: dict[str, Path]) -> None:
 
 
 def test_fit_refusals(logs: dict[str, Path]) -> None:
-    res = run(["fit", str(logs["a80"]), str(logs["mfs"])])
+    res = run(["fit", str(logs["a80"]), str(logs["mfs_pool"])])
     assert res.exit_code == 1 and "mem_fraction_static (0.85 vs 0.83)" in res.output
     same = run(["fit", str(logs["a80"]), str(logs["a80"])])
     assert same.exit_code == 1
@@ -333,7 +336,7 @@ def test_whatif_max_bs_with_a_measured_or_heuristic_slope(logs: dict[str, Path])
     assert abs(given["predicted"]["graph_change_gib"] - (2.5 * 80 / 1024 + added["gib"])) <= 0.01
     heur = run(["whatif", a, "--cuda-graph-max-bs", "160"])
     assert heur.exit_code == 0 and "heuristic, not measured" in heur.output
-    bad = run(["whatif", a, "--cuda-graph-max-bs", "160", "--slope-from", a, str(logs["mfs"])])
+    bad = run(["whatif", a, "--cuda-graph-max-bs", "160", "--slope-from", a, str(logs["mfs_pool"])])
     assert bad.exit_code == 1 and "mem_fraction_static" in bad.output
 
 
@@ -411,12 +414,33 @@ def test_constructed_pairs_recover_the_truth(era: str, names: list[str]) -> None
     assert abs(s["intercept_gib"] - intercept) <= s["intercept_error_gib"]
 
 
-def test_constructed_pair_with_a_different_mfs_is_refused() -> None:
+def test_constructed_pair_with_a_different_mfs_keeps_its_slope() -> None:
+    """mfs 0.85 vs 0.83 sizes the KV pool only: both request pools (3,199 and 3,071) are above
+    the largest captured bs (128, 256), so the slope is the one of the 0.85 pair."""
     pair = [str(PAIRS["pair-e7-maxbs128"]), str(PAIRS["pair-e7-maxbs256-mfs-differs"])]
+    res = run(["fit", *pair, "-f", "json"])
+    assert res.exit_code == 0, res.output
+    same = run(
+        ["fit", str(PAIRS["pair-e7-maxbs128"]), str(PAIRS["pair-e7-maxbs256"]), "-f", "json"]
+    )
+    (s,), (t,) = json.loads(res.output)["slopes"], json.loads(same.output)["slopes"]
+    assert s["mib_per_row"] == t["mib_per_row"] == 3.2
+    d = json.loads(run(["diff", *pair, "-f", "json"]).output)
+    assert d["set_aside_args"] == ["mem_fraction_static"] and d["slopes"]
+    assert d["changed_args"]["mem_fraction_static"] == [0.85, 0.83]
+    note = next(n for n in d["notes"] if n.startswith("mem_fraction_static differs"))
+    assert "(A: 3,199 requests (line 14) against bs 128; B: 3,071 requests (line 14)" in note
+    assert "the request pool, which follows the KV tokens and cuts the list" in note
+    assert "The KV cache section carries mem_fraction_static's effect." in note
+
+
+def test_constructed_pair_with_a_different_mfs_and_a_cut_list_is_refused(tmp_path: Path) -> None:
+    pair = [str(PAIRS["pair-e7-maxbs128"]), str(mfs_differs_pool_at_top(tmp_path))]
     res = run(["fit", *pair])
     assert res.exit_code == 1 and "mem_fraction_static (" in res.output
     d = run(["diff", *pair, "-f", "json"])
     assert d.exit_code == 0 and json.loads(d.output)["slopes"] == []
+    assert json.loads(d.output)["set_aside_args"] == []
     # docs/compare.md shows this pair's Slope section
     doc = (FIXTURES.parent / "docs" / "compare.md").read_text()
     shown = doc.split("```\nSlope\n", 1)[1].split("```", 1)[0]

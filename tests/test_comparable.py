@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, mfs_differs_pool_at_top
 from logmem import api
 from logmem.compare import notes as cn
 from logmem.compare.comparable import Aspect, identity, mismatches
@@ -65,11 +65,12 @@ def test_fit_refusal_names_the_model_and_tp_first_and_no_max_bs_hint_in_a_tp_tab
     assert msg.index("tp_size (4 vs 1)") < msg.index("trust_remote_code")
 
 
-def test_mfs_hint_only_when_it_is_the_one_confounder_of_a_reserve_era() -> None:
+def test_mfs_hint_only_when_it_is_the_one_confounder_of_a_reserve_era(tmp_path: Path) -> None:
+    cut = str(mfs_differs_pool_at_top(tmp_path))  # a request pool at its largest bs: confounds
     with pytest.raises(FitError) as e:
-        api.fit(str(E7[128]), str(FIXTURES / "pair-e7-maxbs256-mfs-differs-constructed.log"))
+        api.fit(str(E7[128]), cut)
     assert "SGLang derives its default mem_fraction_static from cuda_graph_max_bs" in str(e.value)
-    d = api.diff(str(E7[128]), str(FIXTURES / "pair-e7-maxbs256-mfs-differs-constructed.log"))
+    d = api.diff(str(E7[128]), cut)
     note = d.model.slope_note  # type: ignore[union-attr]
     assert isinstance(note, cn.SlopeConfounded) and note.mfs_hint
 

@@ -87,6 +87,7 @@ class Model:
     ranks: int = 1
     port: int = 30000
     seed: int = 1
+    request_pool: int = 2049  # the summary's max_running_requests
     extra_args: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -215,7 +216,7 @@ def make_log(m: Model) -> str:
     tail = f", available_gpu_mem={p2(end)} GB" if e7 else ""
     each(
         f"max_total_num_tokens={tokens}, chunked_prefill_size=2048, max_prefill_tokens=16384, "
-        f"max_running_requests=2049, context_len={m.context_len}{tail}"
+        f"max_running_requests={m.request_pool}, context_len={m.context_len}{tail}"
     )
     out.append(f"[{ts}] The server is fired up and ready to roll!")
     return "\n".join(out) + "\n"
@@ -384,7 +385,8 @@ def test_diff_of_a_max_bs_pair(tmp_path: Path) -> None:
 
 
 def test_diff_of_a_pair_that_also_differs_in_mfs_has_no_slope(tmp_path: Path) -> None:
-    a, b = Model(max_bs=80), Model(max_bs=160, mfs=0.83)
+    # B's request pool (160) ends its list at bs 160: mfs may have cut it, so it confounds.
+    a, b = Model(max_bs=80), Model(max_bs=160, mfs=0.83, request_pool=160)
     args = pair(tmp_path, a, b)
     refused = diff(*args)
     note = diff_view(refused).slope_note or ""
@@ -399,7 +401,8 @@ def test_diff_of_a_pair_that_also_differs_in_mfs_has_no_slope(tmp_path: Path) ->
 
 
 def test_fit_refuses_a_confounded_pair(tmp_path: Path) -> None:
-    la, ra, lb, rb = pair(tmp_path, Model(max_bs=80), Model(max_bs=160, mfs=0.83))
+    b = Model(max_bs=160, mfs=0.83, request_pool=160)
+    la, ra, lb, rb = pair(tmp_path, Model(max_bs=80), b)
     with pytest.raises(FitError, match="mem_fraction_static"):
         fit([la, lb], [ra, rb])
     assert fit([la, lb], [ra, rb], allow=["mem_fraction_static"]).slopes

@@ -21,6 +21,10 @@ CASES: dict[str, list[str]] = {
     "diff-e7-slope": ["diff", E7[0], E7[1]],
     "diff-e2-slope": ["diff", E2[0], E2[1]],
     "diff-mfs-confounder": ["diff", E7[1], f"{F}pair-e7-maxbs256-mfs-differs-constructed.log"],
+    # mfs differs besides max bs; both request pools above the largest bs: the slope stands
+    "diff-mfs-set-aside": ["diff", E7[0], f"{F}pair-e7-maxbs256-mfs-differs-constructed.log"],
+    # one launch sizes its KV pool at start-up, the other after capture (0.5.17+)
+    "diff-postcap-vs-start-up": ["diff", E7[1], f"{F}postcap-kv-0517-constructed.log"],
     "diff-mfs-allowed": [
         "diff",
         E7[1],

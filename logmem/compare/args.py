@@ -134,6 +134,9 @@ class ArgsComparison:
     # that another launch does not ("only in A" for two), and the same as rows (None where absent).
     only_in: tuple[tuple[str, tuple[str, ...]], ...] = ()
     one_sided: tuple[ArgChange, ...] = ()
+    # Differing keys that are not confounders by a rule (compare.mfs_aside: mem_fraction_static
+    # where no capture list was cut to the request pool).
+    set_aside: tuple[str, ...] = ()
 
 
 _ABSENT = object()

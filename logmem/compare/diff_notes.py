@@ -150,3 +150,32 @@ class SlopeConfounded:
 @frozen
 class SlopeNoRows:
     pass
+
+
+@frozen
+class MfsSetAside:
+    """diff / fit: mem_fraction_static differs besides the batch sizes but is not a confounder
+    of the slope (compare.mfs_aside): it sizes the KV pool, and every launch's request pool is
+    above its largest captured bs, so no capture list was cut to the pool. The KV section
+    carries its effect."""
+
+    labels: tuple[str, ...]
+    mfs: tuple[Any, ...]  # each launch's dumped value
+    pools: tuple[int, ...]  # each launch's request pool (max_running_requests)
+    pool_lines: tuple[int | None, ...]  # the lines that print them
+    largest: tuple[int, ...]  # each launch's largest captured bs over its bs-sized graphs
+
+
+@frozen
+class SizingModesDiffer:
+    """diff: one launch backs its KV pool after the graphs (SGLang 0.5.17+'s post-capture KV
+    sizing), the other sizes it in its pool step: the phases set the start-up launch's pool step
+    beside the other's post-capture KV step, and the other's pool step (its other pools and the
+    reserved KV pool) stands apart (compare.diff._phase_changes)."""
+
+    post_capture: str  # "A" | "B": the launch that backs its KV pool after capture
+    rank: str  # the first rank pair shown (as A prints it)
+    rank_b: str | None  # B's label when it differs
+    pool_step_bytes: int  # the post-capture launch's pool step on that rank
+    start_up_bytes: int  # the other launch's pool step (KV and other pools)
+    after_capture_bytes: int  # the post-capture KV step

@@ -24,6 +24,19 @@ def rank_map(a: Sequence[str], b: Sequence[str]) -> dict[str, str]:
     return m
 
 
+def request_pool(launch: Launch) -> tuple[int | None, int | None]:
+    """The request pool SGLang clamps the capture list to, and the line that prints it: the
+    summary's max_running_requests, else server_args' --max-running-requests (a log that stops
+    before the summary, 023: 1 request, so max bs 8 captured bs 1 only)."""
+    s = launch.summary
+    if s is not None and (n := s.get_int("max_running_requests")) is not None:
+        return n, s.source.line_no
+    v = launch.args.get("max_running_requests")
+    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        return v, launch.server_args.source.line_no if launch.server_args else None
+    return None, None
+
+
 # --- graph points: what one capture measured ------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from logmem.compare.args import (
 from logmem.compare.comparable import Aspect, Mismatch, mismatches
 from logmem.compare.diff_mfs import mfs_not_all_derived, reserve_floor_binds
 from logmem.compare.load import LaunchRef
+from logmem.compare.mfs_aside import set_mfs_aside
 from logmem.compare.points import GraphPoint, graph_points, rank_map
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
@@ -331,9 +332,11 @@ def fit_launches(
     parts = confounder_parts(cmp) if cmp.confounders else []
     if "model_path" not in allow and (across := slope_across_models(launches, labels, parts)):
         raise NoSlopeError("no slope", (across,), joined=False)
+    cmp, aside = set_mfs_aside(launches, labels, cmp)
     if cmp.confounders:
         raise FitError(confounder_message(cmp, labels, mfs_hint(launches, cmp)))
     found, notes = slopes(launches, labels)
+    notes[:0] = (aside,) if aside is not None else ()
     if any(s.rows_per_bs for s in found) and all(
         reserve_floor_binds(launch_default_mfs(L), L.args) for L in launches
     ):

@@ -177,6 +177,7 @@ def whatif_launch(
     extra_err: int | None = 0
     priced = False  # a slope prices the change (not the measured buckets alone)
     change = None
+    held = False  # other batch-sized graphs are held as measured while the main one moves
     if cuda_graph_max_bs is not None and cuda_graph_max_bs < 1:
         raise FitError("--cuda-graph-max-bs must be at least 1")
     if cuda_graph_max_bs is not None and disabled is None:
@@ -209,6 +210,9 @@ def whatif_launch(
         if isinstance(src, cn.MeasuredSlope) and src.mismatches:
             notes.insert(0, cn.SlopeFromOtherLaunches(src.mismatches))
         assumptions.extend(change.assumptions)
+        # Other batch-sized graphs held as measured (SGLang's draft runners capture the same bs
+        # list): graphs at most when max bs falls (an underestimate when it rises: said only).
+        held = any(isinstance(x, cn.OnlyMainGraph) and x.others for x in change.assumptions)
         if mem_fraction_static is None:
             d = led.default_mfs
             assumptions.append(wf.MfsHeld(md.m0, d.rule if d else None, d.matches if d else None))
@@ -229,6 +233,18 @@ def whatif_launch(
         d_rows = (bs - cur_bs) * rows_per_bs
         per_row = use.mib_per_row + (use.static_mib_per_row or 0.0)
         return round(per_row * d_rows * MIB) + (extra if bs == new_bs else 0)
+
+    def graph_upper(bs: int | None) -> str | None:
+        """Why graphs at a smaller ``bs`` are an upper bound (Prediction.graph_upper): priced from
+        the measured buckets with the first-captured bucket's extra allocation whole (no slope
+        shrinks its pool), or other batch-sized graphs held as measured; None: not a bound."""
+        if bs is None or cur_bs is None or bs >= cur_bs:
+            return None
+        if bsum is not None and bs == bsum.new_bs:
+            whole = not bsum.shrunk
+        else:
+            whole = found is not None and bucket_change(found[0], found[1], bs) is not None
+        return "first bucket" if whole else "other graphs" if held else None
 
     def graph_error(bs: int | None) -> int | None:
         """The bound on graph_delta(bs) a slope carries: 0 where no slope prices it (measured
@@ -343,6 +359,7 @@ def whatif_launch(
             draft_change_bytes=d_change,
             low_point_unknown=md.masked is not None and extra > 0,
             graph_error_bytes=graph_error(bs),
+            graph_upper=graph_upper(bs) if not bounded else None,
         )
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)
@@ -351,6 +368,9 @@ def whatif_launch(
         alt = predict(mfs, other_bs, md.ctx).verdict(activation_reserve_bytes)
         if alt != predicted.verdict(activation_reserve_bytes):
             predicted = replace(predicted, bs_unsure=True)
+        if not bounded and predicted.largest_bs is not None and predicted.largest_bs > other_bs:
+            # Priced at the larger of the sizes the log allows: graphs at most, headroom at least.
+            predicted = replace(predicted, graph_upper=predicted.graph_upper or "larger list")
     now, then = mamba_requests(t_logged), mamba_requests(predicted.kv_tokens)
     if rel is not None and now is not None and then is not None:
         capped = predicted.largest_bs if predicted.largest_bs != new_bs else None
@@ -372,11 +392,15 @@ def whatif_launch(
     lo_pos = next((m for m in grid if tokens(m) > 0), None)
     # With a capture that did not finish the headroom is an upper bound: `hi` bounds the top.
     at = {m: predict(m, new_bs, md.ctx) for m in grid}
+    # A lower bound of the headroom (graphs an upper bound) rules nothing out: the top is then
+    # at least the last value the bound settles.
+    at_least = predicted.graph_upper is not None
     ok = [
         m
         for m in grid
         if (p := at[m]).headroom_bytes is not None
-        and p.verdict(activation_reserve_bytes) is not False
+        and (v := p.verdict(activation_reserve_bytes)) is not False
+        and (v is True or not at_least)
     ]
     hi = ok[-1] if ok else None
     # The top with graphs at the top of the slope's error (None: no error, or not known).
@@ -398,7 +422,7 @@ def whatif_launch(
     if predicted.kv_tokens <= 0 and mem_fraction_static is not None:
         notes.insert(0, wf.NoKVAt(mfs, predicted.rest_bytes, lo_pos))
     context = context_check(
-        md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt
+        md.ctx, lo_ctx, hi, top_bounded, tokens(1.0) * md.bpt, tokens(1.0), md.bpt, at_least
     )
     if unknown_top is not None and lo_ctx is not None and lo_ctx > md.m0:
         context = replace(context, fit=cn.ContextFit.BOUNDED, masked=True)
@@ -452,4 +476,5 @@ def whatif_launch(
         change.shrinks if change else None,
         hi_low,
         hi_high,
+        at_least and hi is not None,
     )

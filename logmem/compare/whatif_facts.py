@@ -6,6 +6,7 @@ smaller max bs (``bucket_change``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
@@ -368,18 +369,22 @@ def context_check(
     full_bytes: int,
     full_tokens: int,
     bpt: int,
+    top_at_least: bool = False,
 ) -> cn.ContextCheck:
-    """Whether one full context fits, and from which mem_fraction_static."""
+    """Whether one full context fits, and from which mem_fraction_static (``top_at_least``:
+    ``hi`` is only a lower bound of the window's top, so above it nothing is ruled out)."""
     f = cn.ContextFit
     if not ctx:
         return cn.ContextCheck(f.UNKNOWN)
+    above = hi is not None and lo_ctx is not None and lo_ctx > hi
     if lo_ctx is None:
         fit = f.IMPOSSIBLE
-    elif hi is not None and lo_ctx > hi:
+    elif above and not top_at_least:
         fit = f.ABOVE_TOP
     else:
-        fit = f.BOUNDED if bounded else f.FITS
-    return cn.ContextCheck(fit, ctx, bpt, lo_ctx, hi, full_bytes, full_tokens)
+        fit = f.BOUNDED if bounded or above else f.FITS
+    check = cn.ContextCheck(fit, ctx, bpt, lo_ctx, hi, full_bytes, full_tokens)
+    return replace(check, top_at_least=True) if above and top_at_least else check
 
 
 def low_points(

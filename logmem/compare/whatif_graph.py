@@ -14,7 +14,7 @@ from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.compare.comparable import Aspect, mismatches
 from logmem.compare.load import LaunchRef
-from logmem.compare.points import GraphPoint, graph_points, main_point
+from logmem.compare.points import GraphPoint, graph_points, main_point, request_pool
 from logmem.compare.replay import Unfinished
 from logmem.compare.slope import GraphSlope, heuristic_mib_per_bs, slope_from_fit
 from logmem.compare.whatif_facts import (
@@ -176,19 +176,6 @@ def max_bs_change(
     return MaxBsChange(
         new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other, added, shrinks
     )
-
-
-def request_pool(launch: Launch) -> tuple[int | None, int | None]:
-    """The request pool SGLang clamps the capture list to, and the line that prints it: the
-    summary's max_running_requests, else server_args' --max-running-requests (a log that stops
-    before the summary, 023: 1 request, so max bs 8 captured bs 1 only)."""
-    s = launch.summary
-    if s is not None and (n := s.get_int("max_running_requests")) is not None:
-        return n, s.source.line_no
-    v = launch.args.get("max_running_requests")
-    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-        return v, launch.server_args.source.line_no if launch.server_args else None
-    return None, None
 
 
 def _failed_bucket_slope(

@@ -55,6 +55,13 @@ class Prediction:
     # The bound a slope's error puts on graph_change_bytes (and so on the headroom): 0 where no
     # slope prices the graphs, None where it does with an unknown error (given, heuristic).
     graph_error_bytes: int | None = 0
+    # Graphs are an upper bound and the headroom a lower one, and why (None: not a bound):
+    # "first bucket": a smaller max bs priced from the measured buckets, the first-captured
+    # bucket's extra allocation (lazy allocations and the graph memory pool, which the largest
+    # batch sizes) kept whole without a slope; "larger list": the log allows two largest sizes
+    # (capture_lists.CaptureTop.sizes) and the larger is priced; "other graphs": other
+    # batch-sized graphs (the draft's) held as measured under a smaller max bs.
+    graph_upper: str | None = None
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
@@ -72,7 +79,8 @@ class Prediction:
         if self.headroom_bytes is None:
             return None
         if self.headroom_bytes < reserve_bytes:
-            return False  # an upper bound below the reserve rules it out too
+            # An upper bound below the reserve rules it out too; a lower bound does not.
+            return None if self.graph_upper else False
         return True if self.headroom_exact and not self.low_point_unknown else None
 
     def feasible(self, reserve_bytes: int) -> bool:
@@ -117,6 +125,9 @@ class WhatIf:
     # graphs carry no such error, or no value leaves the reserve then).
     hi_low: float | None = None
     hi_high: float | None = None  # and at the low end of it
+    # `hi` is only a lower bound on the window's top: the headroom is a lower bound
+    # (Prediction.graph_upper), so values above it are not ruled out.
+    hi_at_least: bool = False
 
     @property
     def feasible(self) -> bool:

@@ -244,3 +244,16 @@ def largest_at_max_bs(requested: int, ctx: ListContext, gpu: GpuFacts) -> Captur
         tuple(sorted(lists)),
         tuple(f for f in forms if f in used) if any(f.filters for f in used) else (),
     )
+
+
+def pool_left_list_whole(largest_captured: int, request_pool: int) -> bool:
+    """Whether the request pool cut nothing from a decode-family capture list: SGLang drops every
+    size above ``req_to_token_pool.size`` (padded up to the bs alignment) and adds that size when
+    the list went past it, so a largest captured bs below the pool means the list the flags gave
+    was captured whole (0.5.17 srt/model_executor/runner/base_cuda_graph_runner.py
+    ``get_batch_sizes_to_capture``; the same filter in srt/model_executor/cuda_graph_runner.py
+    from 0.4.3.post4). The pool follows the KV tokens (``resolve_max_num_reqs``: min(max(tokens /
+    context_len x 512, 2048), 4096), at most tokens // 2), so ``mem_fraction_static`` reaches
+    the graphs only through this cut: the capture itself comes after the pool, from the same
+    list (the attention backends size their graph buffers from max bs and context_len)."""
+    return largest_captured < request_pool

@@ -9,6 +9,7 @@ from typing import Any
 
 from logmem.compare import notes as cn
 from logmem.report.causes import on_gpu as _on
+from logmem.report.compare import comparable as cmpw
 from logmem.sglang.comm import env_value_text
 from logmem.sglang.default_mfs import LARGE_GPU_MIB, RESERVE_FLOOR_MIB, Rule
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
@@ -207,3 +208,71 @@ def mfs_not_all_derived_text(n: cn.MfsNotAllDerived) -> str:
 
 
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def mfs_set_aside_text(n: cn.MfsSetAside) -> str:
+    digits = bool(n.labels) and n.labels[0].isdigit()
+    vals = " vs ".join(f"{m:g}" if isinstance(m, float) else str(m) for m in n.mfs)
+    each = "; ".join(
+        f"{'launch ' if digits else ''}{lab}: {pool:,} requests{f' (line {line})' if line else ''} against "
+        f"bs {top}"
+        for lab, pool, line, top in zip(n.labels, n.pools, n.pool_lines, n.largest)
+    )
+    return (
+        f"mem_fraction_static differs ({vals}) but does not stand in the way of the slope: it "
+        "sizes the KV pool, and SGLang captures the graphs after the pool, from the list the "
+        "batch-size flags give; it reaches that list only through the request pool, which follows "
+        "the KV tokens and cuts the list where it is smaller. Each launch's request pool "
+        f"(max_running_requests) is above its largest captured bs ({each}), so no list was cut. "
+        "The KV cache section carries mem_fraction_static's effect."
+    )
+
+
+def sizing_modes_text(n: cn.SizingModesDiffer) -> str:
+    post, start = n.post_capture, "B" if n.post_capture == "A" else "A"
+    rank = n.rank or "(GPU)"
+    if n.rank_b is not None:  # B's rank is another label ('' for an untagged GPU)
+        rank += f" ~ {n.rank_b or '(GPU)'}"
+    return (
+        f"The launches size the KV pool in different modes: {start} in its pool step, before the "
+        f"graphs; {post} after capture (SGLang 0.5.17+'s post-capture KV sizing), its pool step "
+        "holding only the other pools and the reserved KV pool. So KV pool is set beside KV "
+        f"pool: {start}'s pool step ({_gs(n.start_up_bytes)} GiB on {rank}, the KV pool with its "
+        f"other pools) beside {post}'s post-capture KV step ({_gs(n.after_capture_bytes)} GiB); "
+        f"{post}'s own pool step ({_gs(n.pool_step_bytes)} GiB) has no counterpart in {start}, "
+        "whose other pools are inside its pool step."
+    )
+
+
+def no_term_split_text(n: cn.NoTermSplit) -> str:
+    """Why diff's KV block has no split into the rule's terms."""
+    sides = {has for _, has in n.no_args}
+    if len(n.no_args) == 2 and len(sides) == 1:  # both sides lack them alike: say it once
+        why = [cmpw.rule_inputs_missing_text("A and B", sides.pop(), plural=True)]
+    else:
+        why = [cmpw.rule_inputs_missing_text(x, has) for x, has in n.no_args]
+    if n.ranges is not None:
+        (a0, a1), (b0, b1) = n.ranges
+        gap = max(0, b0 - a1, a0 - b1)
+        why.append(
+            f"the bytes per token differ (A {a0:,}-{a1:,}, B {b0:,}-{b1:,} within print rounding: "
+            f"at least {gap:,} B apart; another model, KV dtype or TP split), so a token of A is "
+            "not a token of B"
+        )
+    elif n.bytes_per_token is not None:
+        ba, bb = n.bytes_per_token
+        why.append(
+            f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
+            "a token of A is not a token of B"
+        )
+    if n.post_capture is not None:
+        start = "B" if n.post_capture == "A" else "A"
+        why.append(
+            f"the launches size the KV pool in different modes ({n.post_capture} after capture, "
+            "from the free memory after the graphs: SGLang 0.5.17+'s post-capture KV sizing; "
+            f"{start} at start-up), so one rule's terms do not split the change"
+        )
+    if n.caps is not None:
+        shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in n.caps)
+        why.append(f"--max-total-tokens differs ({shown}), so a cap, not the rule, sets a pool")
+    return "No split into the rule's terms: " + "; and ".join(why) + "."

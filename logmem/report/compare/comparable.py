@@ -106,13 +106,13 @@ def reserve_floor_text(n: cn.ReserveFloorBinds) -> str:
     )
 
 
-def rule_inputs_missing_text(label: str, printed_args: bool) -> str:
-    """Why diff's KV block has no rule terms on one side (compare.notes.NoTermSplit.no_args)."""
+def rule_inputs_missing_text(label: str, printed_args: bool, plural: bool = False) -> str:
+    """Why diff's KV block has no rule terms on one side (compare.notes.NoTermSplit.no_args);
+    ``plural``: ``label`` names both sides ("A and B")."""
     if not printed_args:
         return f"{label} printed no server_args, so no mem_fraction_static"
-    return (
-        f"{label}'s log lacks the rule's inputs (mem_fraction_static or the free-memory readings)"
-    )
+    whose = f"{label}'s logs lack" if plural else f"{label}'s log lacks"
+    return f"{whose} the rule's inputs (mem_fraction_static or the free-memory readings)"
 
 
 def same_launch_text(n: cn.SameLaunch) -> str:

@@ -40,6 +40,7 @@ def _args(a: ArgsView) -> dict[str, Any]:
         "changed_args": {r.key: list(r.values) for r in a.changed},
         "varied_args": list(a.varied),
         "allowed_args": list(a.allowed),
+        "set_aside_args": list(a.set_aside),
         "ignored_args": {r.key: list(r.values) for r in a.ignored},
         "only_in": {lab: list(keys) for lab, keys in a.only_in},
         "one_sided_args": {r.key: list(r.values) for r in a.one_sided},
@@ -304,6 +305,8 @@ def whatif_json(w: WhatIfView) -> dict[str, Any]:
         "mem_fraction_static_window": [lo, hi],
         "window_top_bound": "unknown"
         if w.window_top_unknown
+        else "at least"
+        if w.window_top_at_least_bound
         else "exact"
         if w.window_top_exact
         else "at most",

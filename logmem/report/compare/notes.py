@@ -16,8 +16,11 @@ from logmem.report.compare.causes import (
     attention_tp_text,
     first_bucket_text,
     mfs_not_all_derived_text,
+    mfs_set_aside_text,
     no_reserve_text,
+    no_term_split_text,
     ranks_matched_text,
+    sizing_modes_text,
     uninitialized_text,
 )
 from logmem.report.compare.graph_words import largest_becomes_text
@@ -48,29 +51,6 @@ def texts(ns: tuple[object, ...]) -> tuple[str, ...]:
 
 
 # --- why no slope, no split ------------------------------------------------------------------
-
-
-@note_text.register
-def _(n: cn.NoTermSplit) -> str:
-    why = [cmpw.rule_inputs_missing_text(x, has) for x, has in n.no_args]
-    if n.ranges is not None:
-        (a0, a1), (b0, b1) = n.ranges
-        gap = max(0, b0 - a1, a0 - b1)
-        why.append(
-            f"the bytes per token differ (A {a0:,}-{a1:,}, B {b0:,}-{b1:,} within print rounding: "
-            f"at least {gap:,} B apart; another model, KV dtype or TP split), so a token of A is "
-            "not a token of B"
-        )
-    elif n.bytes_per_token is not None:
-        ba, bb = n.bytes_per_token
-        why.append(
-            f"the bytes per token differ ({ba:,} vs {bb:,}: another model, KV dtype or TP split), so "
-            "a token of A is not a token of B"
-        )
-    if n.caps is not None:
-        shown = " vs ".join(f"{c:,}" if c is not None else "not set" for c in n.caps)
-        why.append(f"--max-total-tokens differs ({shown}), so a cap, not the rule, sets a pool")
-    return "No split into the rule's terms: " + "; and ".join(why) + "."
 
 
 @note_text.register
@@ -479,6 +459,9 @@ note_text.register(cn.AttentionTPChanged)(attention_tp_text)
 note_text.register(cn.NoReserveComparison)(no_reserve_text)
 note_text.register(cn.WeightsUninitializedIn)(uninitialized_text)
 note_text.register(cn.MfsNotAllDerived)(mfs_not_all_derived_text)
+note_text.register(cn.MfsSetAside)(mfs_set_aside_text)
+note_text.register(cn.NoTermSplit)(no_term_split_text)
+note_text.register(cn.SizingModesDiffer)(sizing_modes_text)
 note_text.register(cn.NoMeasuredSlope)(no_measured_slope_text)
 note_text.register(cn.SlopeFromFailedBucket)(failed_bucket_slope_text)
 note_text.register(cn.SlopeUsed)(slope_used_text)

@@ -56,6 +56,8 @@ def only_in_text(args: ArgsView) -> str:
 
 
 def arg_tag(key: str, args: ArgsView) -> str:
+    if key in args.set_aside:
+        return "KV pool only (Notes)"
     return "varied" if key in args.varied else ("allowed" if key in args.allowed else "")
 
 

@@ -90,6 +90,7 @@ class ArgsView:
     only_in: tuple[tuple[str, tuple[str, ...]], ...]  # label -> keys only it prints
     one_sided: tuple[ArgRow, ...]
     missing: tuple[str, ...]  # labels of launches without a server_args line
+    set_aside: tuple[str, ...] = ()  # differing keys a rule keeps from blocking the slope
 
 
 def _rows(changes: tuple[ArgChange, ...]) -> tuple[ArgRow, ...]:
@@ -105,6 +106,7 @@ def args_view(a: ArgsComparison) -> ArgsView:
         a.only_in,
         _rows(a.one_sided),
         a.missing,
+        a.set_aside,
     )
 
 
@@ -381,7 +383,8 @@ def diff_view(d: Diff) -> DiffView:
                 p.rank,
                 p.rank_b,
                 p.key,
-                phase_name(p.phase),
+                phase_name(p.phase)
+                + (f" ~ {phase_name(p.phase_b)}" if p.phase_b is not None else ""),
                 gib(p.a_bytes),
                 gib(p.b_bytes),
                 gib(p.change_bytes),

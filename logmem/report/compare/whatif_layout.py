@@ -15,17 +15,23 @@ def _feasible(x: PredictionView) -> str:
     return "yes" if v else ("NO" if v is False else "not ruled out")
 
 
+_SIGNS = {"at least": ">= ", "at most": "<= "}
+
+
 def _bound(value: float | None, bound: str, error: float | None = None) -> str:
+    """A table cell: '>=' / '<=' mark a bound, '~' or '+- E' an estimate; both an estimated
+    bound ('>= ~0.74': a capture that did not finish, less a slope's estimate)."""
     if bound == "unknown":
         return "unknown"
     shown = _f(value)
-    if bound == "estimated" and value is not None:
-        if error is None:
-            return f"~{shown}"
-        return f"{shown} +- {error:.2f}" if round(error, 2) > 0 else f"{shown} +- <0.01"
     if bound == "exact" or value is None:
         return shown
-    return (">= " if bound == "at least" else "<= ") + shown
+    sign = _SIGNS.get(bound.removeprefix("estimated").strip(), "")
+    if bound.startswith("estimated"):
+        if error is None:
+            return f"{sign}~{shown}"
+        return f"{sign}{shown} +- {error:.2f}" if round(error, 2) > 0 else f"{sign}{shown} +- <0.01"
+    return sign + shown
 
 
 def _whatif_table(w: WhatIfView, o: Out) -> None:
@@ -57,6 +63,34 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
     if w.graphs_disabled_by:
         rows.insert(1, [f"CUDA graphs ({w.graphs_disabled_by})", "off", "off"])
     o.table(["", "measured", "what if"], rows)
+    if p.graph_bound == "estimated at least":
+        err = (
+            f"+- {p.graph_error_gib:.2f} GiB from the slope's printing bound"
+            if p.graph_error_gib is not None
+            else "'~': the slope's error is not known"
+        )
+        o.para(
+            f"Graphs at max bs {p.largest_bs} are an estimated lower bound: what the capture took "
+            "before it stopped (a lower bound) changed by the graph slope's estimate (Assumptions), "
+            f"so '>=' and '<=' hold only as far as the estimate does ({err}); the headroom is "
+            "an estimated upper bound."
+        )
+    if p.graph_bound == "estimated at most":
+        err = (
+            f"+- {p.graph_error_gib:.2f} GiB from the slope's printing bound"
+            if p.graph_error_gib is not None
+            else "'~': the slope's error is not known"
+        )
+        why = (
+            "priced at the larger of the largest batches the log allows"
+            if w.graph_upper == "larger list"
+            else "the other batch-sized graphs held as measured"
+        )
+        o.para(
+            f"Graphs at max bs {p.largest_bs} are an estimated upper bound: the graph slope's "
+            f"estimate (Assumptions), {why}, so '<=' and '>=' hold only as far as the estimate "
+            f"does ({err}); the headroom is an estimated lower bound."
+        )
     if p.graph_bound == "estimated":
         o.para(
             f"Graphs and headroom at max bs {p.largest_bs} are estimates from the graph slope "
@@ -125,7 +159,29 @@ def _window(w: WhatIfView) -> str:
         return f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive; {w.window_top_unknown}"
     if not w.window_empty and lo is not None and hi is not None:
         text = f"[{lo:.3f}, {hi:.3f}]: from {lo:.3f} the KV pool is positive; "
-        if w.window_top_exact:
+        if w.window_top_at_least_bound:
+            # Graphs at most as priced (the first bucket's pool kept whole): the top is at least.
+            text += (
+                f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB even with the graphs at "
+                f"their upper bound at max bs {w.predicted.largest_bs}, so the top is at least "
+                f"{hi:.3f}; "
+                + (
+                    "it may be higher if the smaller largest batch the log allows is the one "
+                    "captured (Notes)."
+                    if w.graph_upper == "larger list"
+                    else "it may be higher by what the other batch-sized graphs, held as "
+                    "measured, shed at the smaller max bs (Assumptions)."
+                    if w.graph_upper == "other graphs"
+                    else "it may be higher by what the graph memory pool sheds with the largest "
+                    "batch (--slope-from A B or --mib-per-row prices it)."
+                )
+            )
+            if not reserve:
+                text += (
+                    " With no activation reserve such a top leaves no room for prefill "
+                    "activations (pass --activation-reserve GIB)."
+                )
+        elif w.window_top_exact:
             text += f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB."
             text += _top_error(w, hi, reserve)
             if not reserve:

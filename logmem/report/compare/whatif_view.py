@@ -48,10 +48,12 @@ class PredictionView:
     graph_change_gib: float | None
     headroom_gib: float | None
     headroom_rank: str | None
-    # "exact" | "at least" | "unknown" (floored or masked readings) | "estimated" (priced by a
-    # slope: +- graph_error_gib where its error is known)
+    # "exact" | "at least" | "at most" (a smaller max bs from the buckets, the first one's extra
+    # whole) | "unknown" (floored or masked readings) | "estimated" (priced by a slope: +-
+    # graph_error_gib where its error is known) | "estimated at least" (a capture that did not
+    # finish, less a slope's estimate)
     graph_bound: str
-    headroom_bound: str  # "exact" | "at most" | "estimated"
+    headroom_bound: str  # "exact" | "at most" | "at least" | "estimated" | "estimated at most"
     crashed: str | None
     feasible: bool | None
     feasible_label: str | None
@@ -63,9 +65,14 @@ class PredictionView:
 def _bounds(p: Prediction) -> tuple[str, str]:
     graph = "unknown" if not p.graph_known else "exact" if p.graph_exact else "at least"
     head = "exact" if p.headroom_exact else "at most"
-    if p.graph_error_bytes != 0:  # a slope prices the graphs: an estimate
-        graph = "estimated" if graph == "exact" else graph
-        head = "estimated" if head == "exact" else head
+    if p.graph_upper and graph == "exact":  # graphs at most, so the headroom at least
+        graph, head = "at most", "at least" if head == "exact" else head
+    if p.graph_error_bytes != 0:  # a slope prices the graphs
+        # An estimate; on a bound (a capture that did not finish) an estimated bound.
+        graph = {"exact": "estimated", "at least": "estimated at least"}.get(graph, graph)
+        graph = "estimated at most" if graph == "at most" else graph
+        head = {"exact": "estimated", "at most": "estimated at most"}.get(head, head)
+        head = "estimated at least" if head == "at least" else head
     return graph, head
 
 
@@ -192,6 +199,9 @@ class WhatIfView:
     first_bucket_shrink: dict[str, Any] | None = None  # a smaller one: the slope on the pool
     window_top_low: float | None = None  # the top with graphs at the high end of their error
     window_top_high: float | None = None  # and at the low end
+    window_top_at_least_bound: bool = False  # the top is only a lower bound (graphs at most)
+    # Why graphs are at most: "first bucket" | "larger list" (Prediction.graph_upper)
+    graph_upper: str | None = None
 
 
 def _added(w: WhatIf) -> dict[str, Any] | None:
@@ -267,6 +277,8 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         first_bucket_shrink=_shrink(w),
         window_top_low=w.hi_low,
         window_top_high=w.hi_high,
+        window_top_at_least_bound=w.hi_at_least,
+        graph_upper=w.predicted.graph_upper,
     )
 
 

@@ -120,7 +120,10 @@ def context_text(c: cn.ContextCheck) -> str:
             f"the KV pool holds it from mem_fraction_static {c.lo:.3f}; whether the graphs then "
             "fit is unknown ("
             + (
-                "the capture's low point of free memory is unknown"
+                f"the window's top, at least {c.hi:.3f}, is a lower bound: graphs at the new max "
+                "bs are an upper bound"
+                if c.top_at_least and c.hi is not None
+                else "the capture's low point of free memory is unknown"
                 if c.masked
                 else "the capture did not finish"
             )

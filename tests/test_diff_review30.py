@@ -1,0 +1,68 @@
+"""diff, review 30: the KV section of launches without server_args; like-with-like pool steps of
+a post-capture launch; mem_fraction_static set aside as a slope confounder where no capture list
+is clamped."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from logmem.cli.main import cli
+
+LOG016 = FIXTURES / "016-ling3-tiny-dgx-spark-kda-mla-aug2026.log"
+
+
+def _diff_json(*args: str) -> dict:
+    r = CliRunner().invoke(cli, ["diff", *args, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_kv_section_of_launches_without_server_args() -> None:
+    """016 prints a KV line but no server_args (so no sizing): the tokens are its #tokens."""
+    kv = _diff_json(str(LOG016), str(LOG016))["kv"]
+    assert kv is not None
+    assert kv["tokens"] == [1_933_682, 1_933_682] and kv["change_tokens"] == 0
+    assert kv["tokens_source"] == "KV line #tokens"
+    assert kv["mem_fraction_static"] == [None, None] and kv["terms"] == []
+    assert kv["terms_note"] == (
+        "No split into the rule's terms: A and B printed no server_args, so no mem_fraction_static."
+    )
+
+
+def test_a_list_is_whole_only_below_the_request_pool() -> None:
+    """SGLang cuts the list at req_to_token_pool.size and adds that size: a largest bs equal to
+    the pool may be the cut, so only a smaller one proves the list whole."""
+    from logmem.sglang.capture_tops import pool_left_list_whole
+
+    assert pool_left_list_whole(256, 3071)
+    assert not pool_left_list_whole(256, 256)
+    assert not pool_left_list_whole(300, 256)
+
+
+E7_256 = FIXTURES / "pair-e7-maxbs256-constructed.log"
+POSTCAP = FIXTURES / "postcap-kv-0517-constructed.log"
+
+
+def test_a_post_capture_launch_sets_kv_pool_beside_kv_pool() -> None:
+    """pair-e7 sizes its KV pool in its pool step (39.57 GiB), postcap-kv-0517 backs it after
+    capture (61.56 GiB) and its pool step holds only the other pools (0.22): the old diff set
+    39.57 beside 0.22 as one change of -39.35."""
+    for a, b, post in ((E7_256, POSTCAP, "B"), (POSTCAP, E7_256, "A")):
+        d = _diff_json(str(a), str(b))
+        first = [p for p in d["phases"] if p["rank_b"] is not None][:8]
+        pools = [p for p in first if p["key"] in ("target_pools", "target_kv_after_capture")]
+        alone, pair = pools
+        kv = {"A": (61.56, 39.57), "B": (39.57, 61.56)}[post]
+        assert (pair["a_gib"], pair["b_gib"]) == kv
+        assert pair["name"] in (
+            "KV and other pools ~ KV pool after capture (post-capture KV sizing)",
+            "KV pool after capture (post-capture KV sizing) ~ KV and other pools",
+        )
+        assert alone["change_gib"] is None and 0.22 in (alone["a_gib"], alone["b_gib"])
+        said = " ".join(d["phase_causes"])
+        assert "The launches size the KV pool in different modes" in said
+        assert f"{post}'s own pool step (0.22 GiB) has no counterpart" in said
+        assert "different modes" in d["kv"]["terms_note"] and d["kv"]["terms"] == []
