@@ -8,7 +8,7 @@ from typing import Any
 from logmem.analysis.ledger import Bound
 from logmem.analysis.post_capture import PostCapture, post_capture, reservation_cell_range
 from logmem.frozen import frozen
-from logmem.model.records import Launch, Model
+from logmem.model.records import Launch, Model, full_kv
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.sglang.devices import ranks_in_log
@@ -233,7 +233,11 @@ def sizing(launch: Launch) -> Sizing | None:
     labels = ("SWA", "full") if swa and len(kv) >= 2 else ()
     per_pool = (
         tuple(
-            (labels[i] if i < len(labels) else f"pool {i + 1}", p.total_bytes, p.tokens)
+            (
+                _pool_label(p.label) or (labels[i] if i < len(labels) else f"pool {i + 1}"),
+                p.total_bytes,
+                p.tokens,
+            )
             for i, p in enumerate(kv)
         )
         if len(kv) > 1
@@ -275,15 +279,20 @@ def sizing(launch: Launch) -> Sizing | None:
     )
 
 
+def _pool_label(label: str | None) -> str | None:
+    """A KV line's own allocation_label as the per-pool label ('Full' -> 'full')."""
+    return {"Full": "full", "SWA": "SWA"}.get(label, label) if label else None
+
+
 def _has_swa(m: Model) -> bool:
     return any(isinstance(p, ev.SWASummary) for p in m.pools)
 
 
 def full_pool(m: Model) -> ev.KVPool | None:
-    """The model's full KV pool: with a sliding-window model the first KV line is the SWA
-    pool and the second the full pool (reference 4.3), else the first."""
-    kv = m.kv_pools
-    return kv[1] if _has_swa(m) and len(kv) >= 2 else (kv[0] if kv else None)
+    """The model's full KV pool (records.full_kv): the 'Full' line of a labelled pair, else
+    with a sliding-window model the second KV line (the first is the SWA pool, reference 4.3),
+    else the first."""
+    return full_kv(m.kv_pools, _has_swa(m))
 
 
 def printed_kv_dtype(launch: Launch) -> str | None:

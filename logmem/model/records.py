@@ -179,7 +179,8 @@ class Model:
     role: str  # "target" | "draft"
     weights_begin: ev.WeightsBegin | None
     weights_end: ev.WeightsEnd | None
-    pools: tuple[ev.Event, ...]  # KVPool, MambaPool, SWAPlan, SWASummary, KVAvailable, DSv4Plan
+    # KVPool, MambaPool, SWAPlan, SWASummary, KVAvailable, DSv4Plan, UnifiedSubPool
+    pools: tuple[ev.Event, ...]
     pool_end: ev.PoolEnd | None
     # "Using KV cache dtype: X", printed by the model runner before it allocates this model's
     # pools (TP0 only: the other ranks of the launch allocate the same dtype, so they get
@@ -220,6 +221,12 @@ class Model:
             for p in self.pools
             if isinstance(p, ev.KVPool) and not isinstance(p, ev.PostCaptureKV)
         )
+
+    @property
+    def reserved_full_pool(self) -> ev.KVPool | None:
+        """The full pool's reservation line (post-capture KV sizing): sglang 0.5.17-0.5.23
+        SWAKVPool reserves its 'Full' pool, then its 'SWA' one (swa_memory_pool.py)."""
+        return full_kv(self.reserved_kv_pools, len(self.reserved_kv_pools) >= 2)
 
     @property
     def kv_deferred(self) -> bool:
@@ -377,3 +384,18 @@ def _is_reading(e: ev.Event) -> bool:
     if isinstance(e, (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd)):
         return True
     return isinstance(e, (ev.CaptureBegin, ev.CaptureEnd)) and e.avail is not None
+
+
+def full_kv(kv: tuple[ev.KVPool, ...], swa: bool) -> ev.KVPool | None:
+    """A model's full KV pool among its KV lines. sglang 0.5.17-0.5.23 label a sliding-window
+    model's pools 'Full' and 'SWA' and build the full one first (swa_memory_pool.py SWAKVPool,
+    memory_pool.py _finalize_allocation_log); unlabelled lines of a sliding-window model are
+    SWA first, then full (reference 4.3, swa_memory_pool.py @00381c02)."""
+    if not kv:
+        return None
+    labelled = next((p for p in kv if p.label == "Full"), None)
+    if labelled is not None:
+        return labelled
+    if any(p.label == "SWA" for p in kv):
+        return next((p for p in kv if p.label != "SWA"), None)
+    return kv[1] if swa and len(kv) >= 2 else kv[0]

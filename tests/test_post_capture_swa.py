@@ -1,0 +1,125 @@
+"""Post-capture KV sizing of sliding-window pools (sglang 0.5.23): SWAKVPool's two reservations,
+the split printed after the graphs, and the unified pool's reservation line.
+
+SWAKVPool (srt/mem_cache/swa_memory_pool.py) reserves its pool labelled 'Full' first, then 'SWA';
+after the graphs config_from_budget logs a second 'Use sliding window memory pool.' line and
+kv_pool_runtime.py the split and one KV size for both pools. With --enable-unified-memory one
+UnifiedKVPool buffer is reserved (unified_memory_pool.py, 0.5.22 on) and no KV line is printed.
+The fixtures are built by fixtures/make_postcap_swa.py from the release's format strings.
+"""
+
+from __future__ import annotations
+
+import json
+
+from conftest import FIXTURES
+from logmem.analysis.ledger import What
+from logmem.api import read_log
+from logmem.parse import events as ev
+from logmem.report.causes import cause_name
+from logmem.report.jsonout import render
+from logmem.report.sentences import finding_text
+from logmem.units import GIB
+
+SWA = FIXTURES / "postcap-swa-0523-constructed.log"
+UNI = FIXTURES / "postcap-unified-swa-0523-constructed.log"
+
+
+def _gib(n: int | None) -> float | None:
+    return None if n is None else round(n / GIB, 2)
+
+
+def _led(path):  # type: ignore[no-untyped-def]
+    a = read_log(str(path))
+    return a, a.ledger(a.launches[0])
+
+
+def test_the_reservation_of_the_full_pool_is_the_labelled_one() -> None:
+    # 0.5.17-0.5.23 reserve 'Full' before 'SWA': the full pool's tokens and cell, not the SWA's.
+    _, led = _led(SWA)
+    sz = led.sizing
+    assert sz is not None and sz.post_capture is not None
+    pc = sz.post_capture
+    assert (pc.reserved_tokens, pc.reserved_line, _gib(pc.reserved_bytes)) == (1312601, 6, 30.04)
+    assert pc.reserved_swa is not None
+    assert (_gib(pc.reserved_swa[0]), pc.reserved_swa[1:]) == (24.04, (1050080, 7))
+    # 12 full layers x 8 KV heads x (64 + 64) x 2 B.
+    assert sz.likely_bytes_per_token == 24576
+    assert sz.kv_tokens == 1252738
+    assert (pc.swa_tokens, pc.swa_line) == (1002190, 16)
+
+
+def test_the_split_after_the_graphs_is_the_targets_not_a_second_model() -> None:
+    a, _ = _led(SWA)
+    (rank,) = a.launches[0].ranks
+    # The second 'Use sliding window memory pool' line (after capture) is the target's resize.
+    assert [m.role for m in rank.models] == ["target"]
+    assert [p.source.line_no for p in rank.target.pools if isinstance(p, ev.SWAPlan)] == [5, 15, 16]
+
+
+def test_the_swa_ledger_backs_both_pools_after_the_capture() -> None:
+    _, led = _led(SWA)
+    (r,) = led.ranks
+    pools = r.phase("target_pools")
+    assert pools is not None and _gib(pools.delta_bytes) == 0.20
+    assert not {c.what for c in pools.causes} & {What.KV_POOL, What.KV_FROM_DROP}
+    kv = r.phase("target_kv_after_capture")
+    assert kv is not None and (_gib(kv.before_bytes), _gib(kv.after_bytes)) == (63.38, 11.80)
+    (pool,) = [c for c in kv.causes if c.what is What.KV_POOL]
+    assert (_gib(pool.bytes), pool.facts.tokens, pool.facts.swa_tokens) == (51.66, 1252738, 1002190)
+    assert cause_name(pool) == (
+        "KV pools (K+V, 1,252,738 full-layer + 1,002,190 sliding-window tokens), backed after "
+        "capture"
+    )
+    text = " ".join(" ".join(finding_text(f) for f in led.findings).split())
+    assert "1,252,738 full-layer and 1,002,190 sliding-window tokens in 51.66 GiB" in text
+    assert (
+        "reserved address space for 1,312,601 full-layer tokens (30.04 GiB, line 6) and 1,050,080 "
+        "sliding-window tokens (24.04 GiB, line 7; not memory; the full layers' 24,566 to 24,581"
+    ) in text
+
+
+def test_the_unified_pools_reservation_is_read() -> None:
+    a, led = _led(UNI)
+    t = a.launches[0].ranks[0].target
+    assert t is not None
+    (res,) = t.reserved_kv_pools
+    assert isinstance(res, ev.UnifiedReserved)
+    assert (res.total_bytes, res.sub_pools, res.source.line_no) == (58065248256, 2, 6)
+    sz = led.sizing
+    assert sz is not None and sz.post_capture is not None
+    pc = sz.post_capture
+    assert pc.unified and pc.reserved_bytes == 58065248256
+    assert (pc.reserved_tokens, pc.reserved_swa) == (1312601, (58065248256, 1050080, 5))
+    # The unified buffer's bytes are not (tokens + page) cells: the sub-pool line's entry is.
+    assert pc.full_entry == (24576, 8) and sz.bytes_per_token_range == (24576, 24576)
+    (r,) = led.ranks
+    pools = r.phase("target_pools")
+    assert pools is not None and not {c.what for c in pools.causes} & {What.KV_POOL}
+    kv = r.phase("target_kv_after_capture")
+    assert kv is not None
+    (pool,) = [c for c in kv.causes if c.what is What.KV_POOL]
+    assert (_gib(pool.bytes), pool.facts.swa_tokens) == (51.52, 1000446)
+    text = " ".join(" ".join(finding_text(f) for f in led.findings).split())
+    assert (
+        "reserved address space for one unified buffer of 1,312,601 full-layer and 1,050,080 "
+        "sliding-window tokens (split at line 5; 54.08 GiB, line 6; not memory; the full "
+        "sub-pool's entry_bytes: 24,576 bytes per token, line 8), sized by the KV rule"
+    ) in text
+
+
+def test_json_names_the_unified_reservation_and_the_split() -> None:
+    doc = json.loads(render(read_log(str(UNI))))
+    (rank,) = doc["launches"][0]["ranks"]
+    other = rank["models"][0]["other_pools"]
+    res = next(p for p in other if p["kind"] == "kv_reserved")
+    assert (res["bytes"], res["tokens"], res["unified_sub_pools"], res["line"]) == (
+        58065248256,
+        None,
+        2,
+        6,
+    )
+    split = next(p for p in other if p["kind"] == "post_capture_split")
+    assert (split["full_layer_tokens"], split["swa_layer_tokens"]) == (1250558, 1000446)
+    subs = [(p["name"], p["entry_bytes"]) for p in other if p["kind"] == "unified_sub_pool"]
+    assert subs == [("swa", 24576), ("full", 24576)]
