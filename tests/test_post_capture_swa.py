@@ -123,3 +123,76 @@ def test_json_names_the_unified_reservation_and_the_split() -> None:
     assert (split["full_layer_tokens"], split["swa_layer_tokens"]) == (1250558, 1000446)
     subs = [(p["name"], p["entry_bytes"]) for p in other if p["kind"] == "unified_sub_pool"]
     assert subs == [("swa", 24576), ("full", 24576)]
+
+
+OOM = FIXTURES / "postcap-resize-oom-0523-constructed.log"
+
+
+def test_a_failed_backing_is_the_post_capture_sizings_oom() -> None:
+    # kv_vmm_backing.py / cuda_vmm_utils.py: cuMemCreate failing raises RuntimeError with the
+    # CUresult, uncaught: memory, in the resize after the graphs, not a code error.
+    doc = json.loads(render(read_log(str(OOM))))
+    f = doc["launches"][0]["failure"]
+    assert (f["kind"], f["memory_related"], f["phase"], f["ranks"]) == (
+        "oom",
+        True,
+        "post-capture KV sizing",
+        ["TP1"],
+    )
+    verdict = " ".join(doc["launches"][0]["verdict"])
+    assert (
+        "Crashed: CUDA out of memory on TP1 after the CUDA graphs, while SGLang sized and backed "
+        "the KV pool (post-capture KV sizing). Memory-related." in verdict
+    )
+    assert "(TP1 had 68.45 GiB at line 20), keeps P x (1 - mfs) = 78.46 x (1 - 0.978) = 1.73" in (
+        verdict
+    )
+    assert (
+        "lowering --cuda-graph-max-bs does not: in this mode memory the graphs leave goes to the "
+        "KV pool, not to the headroom" in verdict
+    )
+    # The fix lowers mem_fraction_static: more stays outside the pool the sizing backs.
+    assert [(x["flag"], x["value"]) for x in f["fixes"]] == [("--mem-fraction-static", "0.968")]
+
+
+def test_the_drivers_oom_wordings_are_read() -> None:
+    from logmem.parse.patterns import BY_NAME
+
+    pat = BY_NAME["vmm_oom"].regex
+    for line in (
+        "RuntimeError: cuMemCreate(local): <CUresult.CUDA_ERROR_OUT_OF_MEMORY: 2>",  # 0.5.18+
+        "RuntimeError: cuMemCreate failed: CUresult.CUDA_ERROR_OUT_OF_MEMORY",  # 0.5.17 _check
+        "RuntimeError: cuMemCreate(local): 2",  # a stdlib IntEnum's str on Python 3.11+
+    ):
+        assert pat.search(line), line
+    assert not pat.search(
+        "RuntimeError: cuMemCreate(local): <CUresult.CUDA_ERROR_INVALID_VALUE: 1>"
+    )
+
+
+def test_the_unified_floor_in_the_resize_is_the_post_capture_budget() -> None:
+    # unified_memory_pool.py UnifiedKVPool.finalize_backing checks the bs=1 floor on the budget
+    # after the graphs: not the rule's rest (which only sized the reservation).
+    head = UNI.read_bytes().decode().split("\n")[:15]  # keep tqdm's \r inside its line
+    tail = [
+        "[2026-11-12 17:04:08] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/model_executor/'
+        'model_runner_components/kv_pool_runtime.py", line 151, in compute_post_capture_kv_resize',
+        "    pool.finalize_backing(config)",
+        "RuntimeError: [unified-memory-pool] UnifiedKVPool.finalize_backing: byte budget "
+        "104857600 cannot fit ONE worst-case request (bs=1 floor 3246391296 = swa_window_kv="
+        "3246366720 + sink=24576). A pool this size retract-livelocks at runtime. Raise "
+        "--mem-fraction-static, lower the model context length, or reduce reserved memory.",
+    ]
+    from conftest import read_text_log
+
+    doc = json.loads(render(read_text_log("\n".join(head + tail) + "\n")))
+    f = doc["launches"][0]["failure"]
+    assert (f["phase"], f["memory_related"]) == ("post-capture KV sizing", True)
+    verdict = " ".join(doc["launches"][0]["verdict"])
+    assert "the rule does not explain this failure" not in verdict
+    assert (
+        "it is the free memory after the CUDA graphs (63.38 GiB at line 15) less P x (1 - mfs) = "
+        "78.95 x (1 - 0.85) = 11.84 GiB" in verdict
+    )
+    assert "each 0.01 adds P x 0.01 = 0.79 GiB to the budget the pool is backed from" in verdict

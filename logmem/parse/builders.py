@@ -398,7 +398,7 @@ BUILDERS: dict[str, Builder] = {
         label=lambda m: m.group("label"),
     ),
     "post_capture_split": _mk(PostCaptureSplit, full_tokens=_i("full"), swa_tokens=_i("swa")),
-    **fg.UNIFIED_BUILDERS,
+    **fg.POST_CAPTURE_BUILDERS,
     "kv_not_allocated": b_kv_not_allocated,
     "kv_available": _mk(KVAvailable, avail=_g("avail")),
     "mamba_pool": _mk(

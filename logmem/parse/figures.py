@@ -13,6 +13,7 @@ from logmem.parse.events import (
     Imbalance,
     MiscMemory,
     PostCaptureNote,
+    TorchOOM,
     UnifiedReserved,
     UnifiedSubPool,
 )
@@ -116,5 +117,16 @@ def b_unified_sub_pool(m: regex.Match[str], r: Record) -> Event:
     )
 
 
-# The unified pool's lines under post-capture KV sizing (logmem.parse.builders.BUILDERS).
-UNIFIED_BUILDERS = {"unified_reserved": b_unified_reserved, "unified_sub_pool": b_unified_sub_pool}
+def b_vmm_oom(m: regex.Match[str], r: Record) -> Event:
+    """The driver's OOM backing KV pages (cuMemCreate): a TorchOOM without figures."""
+    return TorchOOM(
+        rank=r.rank, source=r.source, exc_type=m.group("type"), device="CUDA", message=m.group(0)
+    )
+
+
+# Lines of post-capture KV sizing (logmem.parse.builders.BUILDERS).
+POST_CAPTURE_BUILDERS = {
+    "unified_reserved": b_unified_reserved,
+    "unified_sub_pool": b_unified_sub_pool,
+    "vmm_oom": b_vmm_oom,
+}

@@ -555,6 +555,18 @@ PATTERNS: tuple[LinePattern, ...] = (
         "torch.AcceleratorError: CUDA error: out of memory",
         needs=(" error: out of memory",),
     ),
+    # sglang 0.5.17 srt/mem_cache/kv_vmm_backing.py _check ("{label} failed: {err}"), 0.5.18-
+    # 0.5.23 cuda_vmm_utils.py check_drv ("{label}: {err}"): the driver's OOM when SGLang backs
+    # KV pages (post-capture KV sizing). err renders as cuda-bindings' CUresult: its FastEnum
+    # repr '<CUresult.CUDA_ERROR_OUT_OF_MEMORY: 2>' (13.x), 'CUresult.CUDA_ERROR_OUT_OF_MEMORY'
+    # (an enum's str) or '2' (an IntEnum on Python 3.11+).
+    _p(
+        "vmm_oom",
+        r"(?P<type>[\w.]{0,60}Error): (?P<call>cuMem(?:Create|Map))(?:\([a-z ]{1,30}\))?"
+        r"(?: failed)?: (?:<?CUresult\.CUDA_ERROR_OUT_OF_MEMORY(?:: 2>)?|2$)",
+        "RuntimeError: cuMemCreate(local): <CUresult.CUDA_ERROR_OUT_OF_MEMORY: 2>",
+        needs=("cuMemCreate", "cuMemMap"),
+    ),
     _p(
         "capture_failed",
         r"Capture (?:(?:prefill|frozen-KV MTP) )?(?i:cuda|cpu) graph failed: ?(?P<msg>.{0,4000})$"
