@@ -15,6 +15,7 @@ import json
 from conftest import FIXTURES
 from logmem.analysis.ledger import What
 from logmem.api import read_log
+from logmem.compare.whatif import WhatIf
 from logmem.parse import events as ev
 from logmem.report.causes import cause_name
 from logmem.report.jsonout import render
@@ -196,3 +197,51 @@ def test_the_unified_floor_in_the_resize_is_the_post_capture_budget() -> None:
         "78.95 x (1 - 0.85) = 11.84 GiB" in verdict
     )
     assert "each 0.01 adds P x 0.01 = 0.79 GiB to the budget the pool is backed from" in verdict
+
+
+K17 = FIXTURES / "postcap-kv-0517-constructed.log"
+
+
+def test_whatif_moves_the_post_capture_pool_with_the_graphs() -> None:
+    # kv_pool_runtime.py: budget = free after the graphs - headroom + backed pages. Max bs 128 is
+    # below max_running_requests 256: SGLang then keeps its pre-capture activation reserve,
+    # 512 + 8192 x 1.5 + 2 / 8 x 1024 = 13,056 MiB, instead of P x (1 - mfs) = 0.71 GiB.
+    import math
+
+    import logmem
+
+    c = logmem.whatif(str(K17), cuda_graph_max_bs=128)
+    w = c.model
+    assert isinstance(w, WhatIf)
+    m, p = w.measured, w.predicted
+    assert (m.kv_tokens, p.largest_bs) == (807795, 128)
+    g = p.graph_change_bytes
+    assert g < 0  # 128 buckets take less than 256
+    reserve = 13056 * (1 << 20)
+    headroom = round(78.48 * GIB * (1 - 0.991))
+    lost = g + reserve - headroom
+    assert p.kv_tokens == 807795 - math.ceil(lost / 81920)
+    # The headroom is what SGLang keeps, not the graphs' saving: 0.61 + (12.75 - 0.71).
+    assert m.headroom_bytes is not None and p.headroom_bytes is not None
+    assert abs(p.headroom_bytes - (m.headroom_bytes + reserve - headroom)) < 0.01 * GIB
+    text = " ".join(c.render("text").split())
+    assert "KV reservation by SGLang's rule (rest), GiB" in c.render("text")
+    assert (
+        "At max bs 128, below max_running_requests 256, SGLang warns and keeps its pre-capture "
+        "activation reserve of 12.75 GiB free instead (P x (1 - mfs) is 0.71 GiB)" in text
+    )
+    assert "not modelled" not in text
+
+
+def test_whatif_prices_a_post_capture_swa_token_with_both_pools() -> None:
+    # The one KV size of the post-capture line holds the full and the SWA pool: a full-layer
+    # token of the budget costs 24,576 + 0.8 x 24,576 B, not the full pool's cell alone.
+    import logmem
+
+    w = logmem.whatif(str(SWA), cuda_graph_max_bs=64).model
+    assert isinstance(w, WhatIf)
+    assert 44000 < w.bytes_per_token / w.kv_share < 44400
+    assert [x.label for x in w.measured.pools] == ["full KV", "SWA KV"]
+    m, p = w.measured, w.predicted
+    lost = p.graph_change_bytes + (p.headroom_bytes or 0) - (m.headroom_bytes or 0)
+    assert abs((m.kv_tokens - p.kv_tokens) - lost / (w.bytes_per_token / w.kv_share)) < 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.ledger import Bound
@@ -252,7 +253,7 @@ def sizing(launch: Launch) -> Sizing | None:
     draft_pools = tuple(
         (p.total_bytes, p.tokens) for p in (draft.kv_pools if draft else ()) if p.tokens
     )
-    return Sizing(
+    sz = Sizing(
         float(mfs),
         pre_bytes,
         pre_rank,
@@ -276,6 +277,36 @@ def sizing(launch: Launch) -> Sizing | None:
         sum(p.total_bytes for p in mamba) if mamba else None,
         page,
         post_capture(launch, pre_bytes, scaling.rule_mfs_for(mfs)),
+    )
+    return _swa_split(sz)
+
+
+def _swa_split(sz: Sizing) -> Sizing:
+    """Post-capture KV sizing of a sliding-window model prints one KV size for both pools
+    (kv_pool_runtime.py): split it by the cells of the reservations before the graphs (the
+    'Full' and 'SWA' spans per (tokens + page) cells, or the unified buffer's full entry and
+    its rest), so kv_bytes is the full pool's, as in the pre-capture sizing (reference 4.3)."""
+    pc = sz.post_capture
+    if pc is None or not pc.swa_tokens or pc.tokens is None or pc.reserved_swa is None:
+        return sz
+    f_tok, s_tok, (s_bytes, s_res, _) = pc.tokens, pc.swa_tokens, pc.reserved_swa
+    if pc.reserved_bytes is None or not pc.reserved_tokens or not s_res:
+        return sz
+    if pc.unified:
+        if pc.full_entry is None:
+            return sz
+        full_cell: float = pc.full_entry[0]
+        swa_cell = (pc.reserved_bytes - pc.reserved_tokens * full_cell) / s_res
+    else:
+        full_cell = pc.reserved_bytes / (pc.reserved_tokens + sz.page_size)
+        swa_cell = s_bytes / (s_res + sz.page_size)
+    total = pc.kv_bytes
+    full = round(total * f_tok * full_cell / (f_tok * full_cell + s_tok * swa_cell))
+    return replace(
+        sz,
+        logged_pool_bytes=total + (sz.mamba_bytes or 0),
+        kv_bytes=full,
+        pools=(("full", full, f_tok), ("SWA", total - full, s_tok)),
     )
 
 
