@@ -245,3 +245,31 @@ def test_whatif_prices_a_post_capture_swa_token_with_both_pools() -> None:
     m, p = w.measured, w.predicted
     lost = p.graph_change_bytes + (p.headroom_bytes or 0) - (m.headroom_bytes or 0)
     assert abs((m.kv_tokens - p.kv_tokens) - lost / (w.bytes_per_token / w.kv_share)) < 2
+
+
+def test_a_0517_resize_that_fails_leaves_the_reservation_a_reservation() -> None:
+    # 0.5.17 prints the reservation as 'KV Cache is allocated'; with no post-capture line, only
+    # the traceback (model_runner.py post_capture_resize_kv_pool, kv_pool_runtime.py) shows the
+    # mode: the 63.92 GiB line is address space, not a pool 'given back' in the pool step.
+    from conftest import read_text_log
+
+    head = K17.read_bytes().decode().split("\n")[:19]
+    tail = [
+        "[2026-08-19 14:03:02 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.11/dist-packages/sglang/srt/model_executor/model_runner.py'
+        '", line 880, in post_capture_resize_kv_pool',
+        "    resize = compute_post_capture_kv_resize(self)",
+        '  File "/usr/local/lib/python3.11/dist-packages/sglang/srt/mem_cache/kv_vmm_backing.py", '
+        "line 35, in _check",
+        '    raise RuntimeError(f"{label} failed: {err}")',
+        "RuntimeError: cuMemCreate failed: CUresult.CUDA_ERROR_OUT_OF_MEMORY",
+    ]
+    a = read_text_log("\n".join(head + tail) + "\n")
+    led = a.ledger(a.launches[0])
+    tp0 = led.rank("TP0")
+    assert tp0 is not None
+    pools = tp0.phase("target_pools")
+    assert pools is not None and _gib(pools.delta_bytes) == 0.22
+    assert not {c.what for c in pools.causes} & {What.KV_POOL, What.GIVEN_BACK}
+    f = json.loads(render(a))["launches"][0]["failure"]
+    assert (f["kind"], f["phase"]) == ("oom", "post-capture KV sizing")

@@ -192,6 +192,10 @@ class Model:
     # --startup-weight-load-mode overlap (sglang 0.5.18-0.5.23): the line saying the real
     # weights were committed after the graphs; such a load prints no 'Load weight end' reading.
     committed: ev.WeightsCommitted | None = None
+    # A traceback of the launch ran through SGLang's post-capture resize (kv_pool_runtime.py
+    # compute_post_capture_kv_resize): the mode was on though no post-capture line was printed,
+    # so 0.5.17's 'KV Cache is allocated' lines were reservations (launch_build.resize_failed).
+    resize_failed: bool = False
 
     @property
     def kv_pools(self) -> tuple[ev.KVPool, ...]:
@@ -201,7 +205,7 @@ class Model:
             p for p in self.pools if isinstance(p, ev.KVPool) and not isinstance(p, ev.KVReserved)
         )
         post = tuple(p for p in kv if isinstance(p, ev.PostCaptureKV))
-        return post or kv
+        return () if self.resize_failed and not post else post or kv
 
     @property
     def post_capture(self) -> ev.PostCaptureKV | None:
@@ -214,7 +218,7 @@ class Model:
         memory. sglang 0.5.17 prints them as 'KV Cache is allocated' (memory_pool.py
         _finalize_allocation_log, the tensors' reserved span of KvVmmBufferOwner); 0.5.18 on
         says 'VA upper bound' (ev.KVReserved, reserved whether or not the sizing ran)."""
-        if self.post_capture is None:
+        if self.post_capture is None and not self.resize_failed:
             return tuple(p for p in self.pools if isinstance(p, ev.KVReserved))
         return tuple(
             p
@@ -231,7 +235,7 @@ class Model:
     @property
     def kv_deferred(self) -> bool:
         """Post-capture KV sizing: the pool step before the graphs only reserved the KV pool."""
-        return bool(self.reserved_kv_pools) or self.post_capture is not None
+        return bool(self.reserved_kv_pools) or self.post_capture is not None or self.resize_failed
 
     def pool_dtype(self, p: ev.KVPool) -> tuple[str | None, ev.Event | None]:
         """A KV pool's dtype and the line that printed it: its own KV line (E7), else this
