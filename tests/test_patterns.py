@@ -32,6 +32,7 @@ ALSO_MATCHES: frozenset[tuple[str, str]] = frozenset({
     ("swa_cap_no_room", "exception"),
     ("torch_oom", "exception"),
     ("device_oom", "exception"),
+    ("vmm_oom", "exception"),
 })  # fmt: skip
 
 

@@ -363,6 +363,14 @@ def post_capture_causes(
             continue
         printed += 1
         owner_draft = p.draft or is_draft(model)
+        split = next(
+            (
+                e
+                for e in reversed(model.pools if model is not None else pools)
+                if isinstance(e, ev.PostCaptureSplit) and e.source.line_no < p.source.line_no
+            ),
+            None,
+        )
         causes.append(
             Cause(
                 What.KV_POOL,
@@ -375,6 +383,9 @@ def post_capture_causes(
                     one_buffer=True,
                     tokens=p.tokens,
                     after_capture=True,
+                    swa_tokens=split.swa_tokens
+                    if split is not None and split.swa_tokens and not p.draft
+                    else None,
                 ),
             )
         )

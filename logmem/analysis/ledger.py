@@ -192,6 +192,9 @@ class Facts:
     not_bar_rank: bool = False  # a capture total on a rank that prints no bar
     bound_bytes: int | None = None  # rounding: what the printed figures can be off by
     after_capture: bool = False  # a KV pool backed after the graphs (post-capture KV sizing)
+    # Its sliding-window tokens ('Post-capture KV sizing: ... swa_layer_tokens=S'): `tokens` are
+    # then the full layers', and the KV size holds both pools.
+    swa_tokens: int | None = None
     kv_deferred: bool = False  # a pool step whose KV pool is only reserved (backed after capture)
 
 

@@ -55,6 +55,19 @@ class PostCapture:
     # max bs below max_running_requests (the headroom raised), of max_running_requests capped.
     eager_gap: tuple[int, int, int] | None = None
     requests_capped: tuple[int, int, int] | None = None
+    # A sliding-window model: the SWA tokens of the pool backed after the graphs (its 'Post-
+    # capture KV sizing: full_layer_tokens=F, swa_layer_tokens=S' line; `tokens` is F), and
+    # (bytes, tokens, line) of the SWA pool's reservation (swa_memory_pool.py reserves 'Full',
+    # then 'SWA'). None without sliding-window layers.
+    swa_tokens: int | None = None
+    swa_line: int | None = None  # the split's line
+    reserved_swa: tuple[int, int | None, int] | None = None
+    # --enable-unified-memory (unified_memory_pool.py, 0.5.22 on): one buffer of reserved_bytes
+    # holds both sub-pools; reserved_tokens and reserved_swa's tokens come from the 'Use sliding
+    # window memory pool' line before it, and the full sub-pool's entry_bytes is the cell:
+    # (bytes, line) of its sub-pool line.
+    unified: bool = False
+    full_entry: tuple[int, int] | None = None
 
     @property
     def capped(self) -> bool:
@@ -118,7 +131,23 @@ def post_capture(
     t = rank.target
     assert t is not None
     reserved = t.reserved_kv_pools
-    main = reserved[-1] if reserved else None  # a sliding-window model's full pool is last
+    main = t.reserved_full_pool  # a sliding-window model's 'Full' pool, not its 'SWA' one
+    unified = isinstance(main, ev.UnifiedReserved)
+    reserved_tokens = main.tokens if main is not None else None
+    swa_res: tuple[int, int | None, int] | None = None
+    if unified and main is not None:
+        plan = _last(t.pools, ev.SWAPlan, main.source.line_no, split=False)
+        if plan is not None:
+            reserved_tokens = plan.full_tokens
+            swa_res = (main.total_bytes, plan.swa_tokens, plan.source.line_no)
+    else:
+        other = next((p for p in reserved if p is not main and p.label == "SWA"), None)
+        if other is not None:
+            swa_res = (other.total_bytes, other.tokens, other.source.line_no)
+    split = _last(t.pools, ev.PostCaptureSplit, pc.source.line_no, split=True)
+    full_sub = next(
+        (p for p in t.pools if isinstance(p, ev.UnifiedSubPool) and p.name == "full"), None
+    )
     last = _before(rank, pc.source.line_no)
     headroom = (
         rules.outside_budget_bytes(pre_load_bytes, rule_mfs)
@@ -139,7 +168,7 @@ def post_capture(
         pc.avail.bytes if pc.avail is not None else None,
         _avail(last),
         last.source.line_no if last is not None else None,
-        main.tokens if main is not None else None,
+        reserved_tokens,
         main.total_bytes if main is not None else None,
         main.source.line_no if main is not None else None,
         1 if main is not None and main.kv is not None else 2,
@@ -149,7 +178,27 @@ def post_capture(
         main is not None and not isinstance(main, ev.KVReserved),
         _note(rank, "eager_gap", pc.source.line_no),
         _note(rank, "requests_capped", pc.source.line_no),
+        split.swa_tokens if split is not None and split.swa_tokens else None,
+        split.source.line_no if split is not None and split.swa_tokens else None,
+        swa_res,
+        unified,
+        (full_sub.entry_bytes, full_sub.source.line_no) if unified and full_sub else None,
     )
+
+
+def _last(
+    pools: tuple[ev.Event, ...], kind: type[ev.SWAPlan], line: int, split: bool
+) -> ev.SWAPlan | None:
+    """The model's last SWA plan line of ``kind`` printed before ``line``: with ``split`` the
+    post-capture split, else a plan that is not one (the pre-capture split of the rule)."""
+    found = [
+        p
+        for p in pools
+        if isinstance(p, kind)
+        and isinstance(p, ev.PostCaptureSplit) == split
+        and p.source.line_no < line
+    ]
+    return found[-1] if found else None
 
 
 def _note(rank: Rank, what: str, line: int) -> tuple[int, int, int] | None:
@@ -169,6 +218,11 @@ def _note(rank: Rank, what: str, line: int) -> tuple[int, int, int] | None:
 def reservation_cell_range(pc: PostCapture, page_size: int) -> tuple[int, int] | None:
     """Bytes per token the reservation's printed sizes allow: its tensors span exactly
     (tokens + page) cells, where the backed KV size is rounded up to whole pages per buffer."""
+    if pc.unified:
+        # The unified buffer's reservation is bytes, not cells: the full sub-pool's line prints
+        # a token's bytes exactly.
+        e = pc.full_entry[0] if pc.full_entry else None
+        return (e, e) if e else None
     if pc.reserved_bytes is None or not pc.reserved_tokens:
         return None
     return rules.bytes_per_token_range(

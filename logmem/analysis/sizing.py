@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from logmem.analysis.ledger import Bound
 from logmem.analysis.post_capture import PostCapture, post_capture, reservation_cell_range
 from logmem.frozen import frozen
-from logmem.model.records import Launch, Model
+from logmem.model.records import Launch, Model, full_kv
 from logmem.parse import events as ev
 from logmem.sglang import rules
 from logmem.sglang.devices import ranks_in_log
@@ -233,7 +234,11 @@ def sizing(launch: Launch) -> Sizing | None:
     labels = ("SWA", "full") if swa and len(kv) >= 2 else ()
     per_pool = (
         tuple(
-            (labels[i] if i < len(labels) else f"pool {i + 1}", p.total_bytes, p.tokens)
+            (
+                _pool_label(p.label) or (labels[i] if i < len(labels) else f"pool {i + 1}"),
+                p.total_bytes,
+                p.tokens,
+            )
             for i, p in enumerate(kv)
         )
         if len(kv) > 1
@@ -248,7 +253,7 @@ def sizing(launch: Launch) -> Sizing | None:
     draft_pools = tuple(
         (p.total_bytes, p.tokens) for p in (draft.kv_pools if draft else ()) if p.tokens
     )
-    return Sizing(
+    sz = Sizing(
         float(mfs),
         pre_bytes,
         pre_rank,
@@ -273,6 +278,41 @@ def sizing(launch: Launch) -> Sizing | None:
         page,
         post_capture(launch, pre_bytes, scaling.rule_mfs_for(mfs)),
     )
+    return _swa_split(sz)
+
+
+def _swa_split(sz: Sizing) -> Sizing:
+    """Post-capture KV sizing of a sliding-window model prints one KV size for both pools
+    (kv_pool_runtime.py): split it by the cells of the reservations before the graphs (the
+    'Full' and 'SWA' spans per (tokens + page) cells, or the unified buffer's full entry and
+    its rest), so kv_bytes is the full pool's, as in the pre-capture sizing (reference 4.3)."""
+    pc = sz.post_capture
+    if pc is None or not pc.swa_tokens or pc.tokens is None or pc.reserved_swa is None:
+        return sz
+    f_tok, s_tok, (s_bytes, s_res, _) = pc.tokens, pc.swa_tokens, pc.reserved_swa
+    if pc.reserved_bytes is None or not pc.reserved_tokens or not s_res:
+        return sz
+    if pc.unified:
+        if pc.full_entry is None:
+            return sz
+        full_cell: float = pc.full_entry[0]
+        swa_cell = (pc.reserved_bytes - pc.reserved_tokens * full_cell) / s_res
+    else:
+        full_cell = pc.reserved_bytes / (pc.reserved_tokens + sz.page_size)
+        swa_cell = s_bytes / (s_res + sz.page_size)
+    total = pc.kv_bytes
+    full = round(total * f_tok * full_cell / (f_tok * full_cell + s_tok * swa_cell))
+    return replace(
+        sz,
+        logged_pool_bytes=total + (sz.mamba_bytes or 0),
+        kv_bytes=full,
+        pools=(("full", full, f_tok), ("SWA", total - full, s_tok)),
+    )
+
+
+def _pool_label(label: str | None) -> str | None:
+    """A KV line's own allocation_label as the per-pool label ('Full' -> 'full')."""
+    return {"Full": "full", "SWA": "SWA"}.get(label, label) if label else None
 
 
 def _has_swa(m: Model) -> bool:
@@ -280,10 +320,10 @@ def _has_swa(m: Model) -> bool:
 
 
 def full_pool(m: Model) -> ev.KVPool | None:
-    """The model's full KV pool: with a sliding-window model the first KV line is the SWA
-    pool and the second the full pool (reference 4.3), else the first."""
-    kv = m.kv_pools
-    return kv[1] if _has_swa(m) and len(kv) >= 2 else (kv[0] if kv else None)
+    """The model's full KV pool (records.full_kv): the 'Full' line of a labelled pair, else
+    with a sliding-window model the second KV line (the first is the SWA pool, reference 4.3),
+    else the first."""
+    return full_kv(m.kv_pools, _has_swa(m))
 
 
 def printed_kv_dtype(launch: Launch) -> str | None:

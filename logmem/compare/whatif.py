@@ -1,17 +1,16 @@
 """``logmem whatif``: SGLang's KV rule replayed on one launch for another mem_fraction_static,
 cuda_graph_max_bs or context length, and the feasible mem_fraction_static window.
 
-The KV pool moves by the change of the rule's budget (logmem.compare.replay); graph memory
-by a measured slope (logmem.compare.slope) or, failing one, SGLang's own heuristic; the
-headroom after capture is what the tightest rank had left, less both. The records it returns
-(WhatIf, Prediction) live in logmem.compare.whatif_result.
-"""
+The KV pool moves by the change of the rule's budget (logmem.compare.replay); graph memory by a
+measured slope (logmem.compare.slope) or SGLang's heuristic; the headroom after capture is what
+the tightest rank had left, less both. Its records live in logmem.compare.whatif_result."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from logmem.analysis.attribution import build_ledger
+from logmem.analysis.default_mfs import capacity_mib
 from logmem.analysis.mamba_slots import mamba_slots_relation
 from logmem.analysis.projection import rule_agrees
 from logmem.compare import notes as cn
@@ -38,10 +37,12 @@ from logmem.compare.whatif_facts import (
     top_unknown,
 )
 from logmem.compare.whatif_graph import max_bs_change
+from logmem.compare.whatif_postcap import PostCaptureReplay
 from logmem.compare.whatif_result import Prediction as Prediction
 from logmem.compare.whatif_result import WhatIf as WhatIf
 from logmem.errors import FitError
 from logmem.model.records import Launch
+from logmem.sglang import rules
 from logmem.sglang.rules import MFS_GRID
 from logmem.units import MIB
 
@@ -118,7 +119,8 @@ def whatif_launch(
         notes.append(cn.SizedWithAnotherCell(md.sizing_gap, md.bpt))
     if sz.post_capture is not None:
         # The pool was sized after the graphs: not the rule's, and not held by graph changes.
-        notes.append(PostCaptureSized(sz.post_capture.line, cuda_graph_max_bs is not None))
+        pc_note = PostCaptureSized(sz.post_capture.line, cuda_graph_max_bs is not None)
+        notes.append(pc_note)
     elif logged and not rule_agrees(rule0, logged, md.bpt):
         if given_mfs is not None and back is not None and abs(back.mfs - given_mfs) > 0.002:
             notes.append(wf.LoggedMfsDisagrees(given_mfs, back.mfs))
@@ -291,6 +293,16 @@ def whatif_launch(
             after[crash_rank] = (cap, graph_c + free_c - cap)
     t0 = tokens(md.m0)
     draft0, _ = draft_pool(sz, t0, t0)
+    post = sz.post_capture  # the pool was backed after the graphs (post-capture KV sizing)
+    pc = PostCaptureReplay(
+        md,
+        t0,
+        cur_bs,
+        logged_n if logged_n is not None else md.fixed_requests,
+        post is not None and post.eager_gap is not None,
+        rules.pre_capture_activation_reserve_mib(launch.args, capacity_mib(launch)),
+        launch.args,
+    )
     # The least free reading from the pool step on, per rank: a later phase can give memory
     # back (036: the draft's pool step at 0.81 GiB, 2.74 at the end), and a larger pool has to
     # fit at that low point as well as at the end.
@@ -307,9 +319,11 @@ def whatif_launch(
         mr = mamba_requests(t)
         if mr is not None and bs is not None and 0 < mr[1] < bs:
             bs = mr[1]  # SGLang captures no batch above the request pool
+        g_change = graph_delta(bs)
+        if post is not None:
+            t = pc.tokens(m, bs, g_change, t)
         pool_change = round((t - t0) * md.bpt / md.share)
         req_change = md.req_table(t, ctx) - req0 if req0 else 0
-        g_change = graph_delta(bs)
         draft, _ = draft_pool(sz, t, t0)
         d_change = draft.bytes - draft0.bytes if draft is not None and draft0 is not None else 0
         extra = pool_change + req_change + g_change + d_change
@@ -395,6 +409,8 @@ def whatif_launch(
     # A lower bound of the headroom (graphs an upper bound) rules nothing out: the top is then
     # at least the last value the bound settles.
     at_least = predicted.graph_upper is not None
+    if post is not None:  # the pool backed after the graphs at each value (PostCaptureReplay)
+        lo_pos = next((m for m in grid if at[m].kv_tokens > 0), None)
     ok = [
         m
         for m in grid
@@ -414,6 +430,10 @@ def whatif_launch(
         hi_low, hi_high = (sure[-1] if sure else None), hi
         hi = mid[-1] if mid else None
     lo_ctx = md.smallest_mfs_for_context(md.ctx) if md.ctx else None
+    if post is not None and md.ctx:
+        lo_ctx = next((m for m in grid if at[m].kv_tokens >= md.ctx), None)
+    if post is not None:
+        notes[notes.index(pc_note)] = pc.note(pc_note, new_bs if cuda_graph_max_bs else None, mfs)
     top_bounded = bounded or md.floored
     unknown_top = None
     if md.masked is not None and md.masked.graph is not None and hi is not None:

@@ -202,10 +202,18 @@ class PostCaptureSized:
     """Post-capture KV sizing (sglang 0.5.17-0.5.23, kv_pool_runtime.py; logmem.analysis.
     post_capture): SGLang sized the pool after the graphs and kept P x (1 - mfs) free. A change of
     mfs moves the pool by P x the change, as the rule does; a change of graph memory moves the
-    pool, not the headroom, which the replay (the rule before the graphs) does not model."""
+    pool, not the headroom (compare.whatif_postcap replays it)."""
 
     line: int  # the post-capture KV line
     graphs_asked: bool  # --cuda-graph-max-bs was given
+    # The predictions replay the sizing (compare.whatif_postcap): False where the headroom SGLang
+    # would keep at the new max bs is not known (its activation reserve needs the GPU capacity).
+    modelled: bool = True
+    # The decode graph's max bs against max_running_requests changes the headroom SGLang keeps
+    # (kv_pool_runtime.py eager_decode_gap): (new max bs, requests, the activation reserve in
+    # bytes, True: now below, the reserve is kept; False: no longer below, P x (1 - mfs) is).
+    gap: tuple[int, int, int, bool] | None = None
+    headroom_bytes: int | None = None  # P x (1 - mfs) at the predicted value
 
 
 WhatIfNote = (

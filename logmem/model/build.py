@@ -47,7 +47,15 @@ from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.parse.lines import rank_tags
 
-_POOL_EVENTS = (ev.KVPool, ev.MambaPool, ev.SWAPlan, ev.SWASummary, ev.KVAvailable, ev.DSv4Plan)
+_POOL_EVENTS = (
+    ev.KVPool,
+    ev.MambaPool,
+    ev.SWAPlan,
+    ev.SWASummary,
+    ev.KVAvailable,
+    ev.DSv4Plan,
+    ev.UnifiedSubPool,
+)
 _ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed)
 # Start-up steps that come after a capture: one printed on the capture's rank shows that a
 # capture without an end line had finished.
@@ -273,6 +281,11 @@ class _Builder:
         elif isinstance(e, ev.WeightsCommitted):
             m = r.model_post_capture(False)
             m.committed = m.committed or e
+        elif isinstance(e, ev.SWAPlan) and _after_pools(r):
+            # Post-capture KV sizing splits the pool again after the graphs (kv_pool_runtime.py
+            # compute_post_capture_kv_resize -> config_from_budget logs 'Use sliding window
+            # memory pool.', then 'Post-capture KV sizing: full_layer_tokens='): the target's.
+            r.model_post_capture(False).pools.append(e)
         elif isinstance(e, _POOL_EVENTS):
             r.model_for_pools().pools.append(e)
         elif isinstance(e, ev.PoolEnd):
@@ -326,3 +339,8 @@ def build_groups(events: Iterable[ev.Event]) -> tuple[tuple[Launch, ...], tuple[
 def build_launches(events: Iterable[ev.Event]) -> tuple[Launch, ...]:
     """Group events into launches and ranks (see the module docstring for the rules)."""
     return build_groups(events)[0]
+
+
+def _after_pools(r: _RankB) -> bool:
+    """A graph was captured and every model's pools are closed: a pool line now is post-capture."""
+    return bool(r.graphs) and bool(r.models) and all(m.pool_end is not None for m in r.models)

@@ -173,10 +173,18 @@ class _LaunchB:
         ctx = ListContext.from_args(self.server_args.args if self.server_args else None, pool)
         kv_dtypes = launch_kv_dtypes(ranks)
         draft = draft_evidence(ranks, self.server_args.args if self.server_args else None)
+        frozen_ranks = tuple(r.freeze(ctx, kv_dtypes, draft) for r in ranks)
+        if resize_failed(tbs):
+            frozen_ranks = tuple(
+                replace(
+                    r, models=tuple(replace(m, resize_failed=m.role == "target") for m in r.models)
+                )
+                for r in frozen_ranks
+            )
         return Launch(
             index,
             self.server_args,
-            tuple(r.freeze(ctx, kv_dtypes, draft) for r in ranks),
+            frozen_ranks,
             tbs,
             tuple(self.events),
             self.stray_bars,
@@ -206,3 +214,14 @@ def _main_rank_key(r: _RankB) -> tuple[int, ...]:
 def _open_line(r: _RankB) -> int:
     g = r.open_graph()
     return _line_of(g.opening) if g else -1
+
+
+# The functions of SGLang's post-capture resize (sglang 0.5.17-0.5.23: model_runner.py
+# post_capture_resize_kv_pool -> kv_pool_runtime.py compute_post_capture_kv_resize).
+_RESIZE_FUNCS = frozenset({"post_capture_resize_kv_pool", "compute_post_capture_kv_resize"})
+
+
+def resize_failed(tracebacks: tuple[Traceback, ...]) -> bool:
+    """A traceback ran through the post-capture resize: the launch sized its KV pool after the
+    graphs (the mode is launch-wide), whether or not a post-capture line was printed."""
+    return any(f.func in _RESIZE_FUNCS for t in tracebacks for f in t.frames)

@@ -179,7 +179,8 @@ class Model:
     role: str  # "target" | "draft"
     weights_begin: ev.WeightsBegin | None
     weights_end: ev.WeightsEnd | None
-    pools: tuple[ev.Event, ...]  # KVPool, MambaPool, SWAPlan, SWASummary, KVAvailable, DSv4Plan
+    # KVPool, MambaPool, SWAPlan, SWASummary, KVAvailable, DSv4Plan, UnifiedSubPool
+    pools: tuple[ev.Event, ...]
     pool_end: ev.PoolEnd | None
     # "Using KV cache dtype: X", printed by the model runner before it allocates this model's
     # pools (TP0 only: the other ranks of the launch allocate the same dtype, so they get
@@ -191,6 +192,10 @@ class Model:
     # --startup-weight-load-mode overlap (sglang 0.5.18-0.5.23): the line saying the real
     # weights were committed after the graphs; such a load prints no 'Load weight end' reading.
     committed: ev.WeightsCommitted | None = None
+    # A traceback of the launch ran through SGLang's post-capture resize (kv_pool_runtime.py
+    # compute_post_capture_kv_resize): the mode was on though no post-capture line was printed,
+    # so 0.5.17's 'KV Cache is allocated' lines were reservations (launch_build.resize_failed).
+    resize_failed: bool = False
 
     @property
     def kv_pools(self) -> tuple[ev.KVPool, ...]:
@@ -200,7 +205,7 @@ class Model:
             p for p in self.pools if isinstance(p, ev.KVPool) and not isinstance(p, ev.KVReserved)
         )
         post = tuple(p for p in kv if isinstance(p, ev.PostCaptureKV))
-        return post or kv
+        return () if self.resize_failed and not post else post or kv
 
     @property
     def post_capture(self) -> ev.PostCaptureKV | None:
@@ -213,7 +218,7 @@ class Model:
         memory. sglang 0.5.17 prints them as 'KV Cache is allocated' (memory_pool.py
         _finalize_allocation_log, the tensors' reserved span of KvVmmBufferOwner); 0.5.18 on
         says 'VA upper bound' (ev.KVReserved, reserved whether or not the sizing ran)."""
-        if self.post_capture is None:
+        if self.post_capture is None and not self.resize_failed:
             return tuple(p for p in self.pools if isinstance(p, ev.KVReserved))
         return tuple(
             p
@@ -222,9 +227,15 @@ class Model:
         )
 
     @property
+    def reserved_full_pool(self) -> ev.KVPool | None:
+        """The full pool's reservation line (post-capture KV sizing): sglang 0.5.17-0.5.23
+        SWAKVPool reserves its 'Full' pool, then its 'SWA' one (swa_memory_pool.py)."""
+        return full_kv(self.reserved_kv_pools, len(self.reserved_kv_pools) >= 2)
+
+    @property
     def kv_deferred(self) -> bool:
         """Post-capture KV sizing: the pool step before the graphs only reserved the KV pool."""
-        return bool(self.reserved_kv_pools) or self.post_capture is not None
+        return bool(self.reserved_kv_pools) or self.post_capture is not None or self.resize_failed
 
     def pool_dtype(self, p: ev.KVPool) -> tuple[str | None, ev.Event | None]:
         """A KV pool's dtype and the line that printed it: its own KV line (E7), else this
@@ -377,3 +388,18 @@ def _is_reading(e: ev.Event) -> bool:
     if isinstance(e, (ev.WeightsBegin, ev.WeightsEnd, ev.PoolEnd)):
         return True
     return isinstance(e, (ev.CaptureBegin, ev.CaptureEnd)) and e.avail is not None
+
+
+def full_kv(kv: tuple[ev.KVPool, ...], swa: bool) -> ev.KVPool | None:
+    """A model's full KV pool among its KV lines. sglang 0.5.17-0.5.23 label a sliding-window
+    model's pools 'Full' and 'SWA' and build the full one first (swa_memory_pool.py SWAKVPool,
+    memory_pool.py _finalize_allocation_log); unlabelled lines of a sliding-window model are
+    SWA first, then full (reference 4.3, swa_memory_pool.py @00381c02)."""
+    if not kv:
+        return None
+    labelled = next((p for p in kv if p.label == "Full"), None)
+    if labelled is not None:
+        return labelled
+    if any(p.label == "SWA" for p in kv):
+        return next((p for p in kv if p.label != "SWA"), None)
+    return kv[1] if swa and len(kv) >= 2 else kv[0]

@@ -11,6 +11,7 @@ from typing import Any
 
 import regex
 
+from logmem.parse import figures as fg
 from logmem.parse.backends import build_nsa_backends
 from logmem.parse.device_total import build_device_total
 from logmem.parse.events import (
@@ -43,6 +44,7 @@ from logmem.parse.events import (
     OtherRanksFailed,
     PoolEnd,
     PostCaptureKV,
+    PostCaptureSplit,
     Ready,
     RegisterGraphs,
     RocmHint,
@@ -373,6 +375,7 @@ BUILDERS: dict[str, Builder] = {
         v=_go("v"),
         kv=_go("kv"),
         dtype=lambda m: m.group("dtype"),
+        label=lambda m: m.group("label"),
     ),
     "kv_post_capture": _mk(
         PostCaptureKV,
@@ -392,7 +395,10 @@ BUILDERS: dict[str, Builder] = {
         v=_go("v"),
         kv=_go("kv"),
         dtype=lambda m: m.group("dtype"),
+        label=lambda m: m.group("label"),
     ),
+    "post_capture_split": _mk(PostCaptureSplit, full_tokens=_i("full"), swa_tokens=_i("swa")),
+    **fg.POST_CAPTURE_BUILDERS,
     "kv_not_allocated": b_kv_not_allocated,
     "kv_available": _mk(KVAvailable, avail=_g("avail")),
     "mamba_pool": _mk(

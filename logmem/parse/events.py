@@ -1,12 +1,8 @@
 """Events stage: records -> typed, frozen facts with their numbers converted once.
 
-Each event keeps the rank it was printed by and its :class:`~logmem.parse.lines.Source`
-(excluded from equality, so tests compare meaning). A figure the line does not print
-is None, never 0.
-
-This module holds the records only: logmem.parse.builders turns a pattern's match into
-one, logmem.parse.match decides which patterns a record runs, and
-logmem.parse.unmatched summarises the memory lines no pattern claims.
+Each event keeps its rank and its Source (excluded from equality: tests compare meaning). A
+figure the line does not print is None, never 0. Records only: logmem.parse.builders builds
+them from matches, logmem.parse.match picks the patterns, logmem.parse.unmatched the rest.
 """
 
 from __future__ import annotations
@@ -87,6 +83,8 @@ class KVPool(Event):
     v: Mem | None
     kv: Mem | None
     dtype: str | None
+    # allocation_label before 'KV Cache' (0.5.17-0.5.23 _finalize_allocation_log): 'Full', 'SWA'.
+    label: str | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -97,12 +95,9 @@ class KVPool(Event):
 
 @frozen(kw_only=True)
 class PostCaptureKV(KVPool):
-    """SGLang's post-capture KV sizing (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING): the KV pool
-    backed after the CUDA graphs were captured. sglang 0.5.17-0.5.23, srt/model_executor/
-    model_runner_components/kv_pool_runtime.py ``compute_post_capture_kv_resize``: ``#tokens``
-    is the final pool's, ``KV size`` the bytes backed (one figure, K and V together), ``avail
-    mem`` free memory after the backing (the target's line only; the draft's line, 0.5.22 on,
-    prints none). The pre-capture KV line of the same model was an address-space reservation."""
+    """The KV pool backed after the graphs (0.5.17-0.5.23 kv_pool_runtime.py
+    compute_post_capture_kv_resize): #tokens, KV size (K and V, every backed page), avail mem
+    after it (the target's line; a draft's, 0.5.22 on, prints none)."""
 
     avail: Mem | None
     draft: bool
@@ -110,11 +105,9 @@ class PostCaptureKV(KVPool):
 
 @frozen(kw_only=True)
 class PostCaptureNote(Event):
-    """The post-capture sizing's other lines (sglang 0.5.17-0.5.23, kv_pool_runtime.py):
-    ``eager_gap`` (decode max bs ``a`` < max_running_requests ``b``: the headroom is raised),
-    ``requests_capped`` (``a`` -> ``b``), ``canary`` (``amount`` kept out of the budget, 0.5.23)."""
+    """The sizing's warnings (kv_pool_runtime.py): eager_gap, requests_capped; 0.5.23's canary."""
 
-    what: str  # eager_gap | requests_capped | canary
+    what: str  # eager_gap (decode max bs a < requests b) | requests_capped (a -> b) | canary
     a: int | None = None
     b: int | None = None
     amount: Mem | None = None
@@ -122,19 +115,33 @@ class PostCaptureNote(Event):
 
 @frozen(kw_only=True)
 class KVReserved(KVPool):
-    """``[label ]KV Cache VA upper bound. dtype: ..., #tokens: N, K size: X GB, V size: Y GB``
-    (sglang 0.5.18-0.5.23, srt/mem_cache/memory_pool.py ``_finalize_allocation_log`` when
-    ``post_capture_active``): the pool's virtual address space, reserved before the graphs for
-    N tokens; the sizes are the tensors' reserved span, not memory (kv_vmm_backing.py backs one
-    page per buffer until the post-capture sizing)."""
+    """``[label ]KV Cache VA upper bound. ...`` (0.5.18-0.5.23 memory_pool.py
+    _finalize_allocation_log): address space reserved for N tokens before the graphs, not memory."""
+
+
+@frozen(kw_only=True)
+class UnifiedReserved(KVReserved):
+    """``[unified-memory-pool] UnifiedKVPool reserved VA upper bound: total_bytes=X GB (=N B), ...``
+    (0.5.22-0.5.23): the full and SWA sub-pools' one buffer as address space; kv is N bytes."""
+
+    sub_pools: int
+
+
+@frozen(kw_only=True)
+class UnifiedSubPool(Event):
+    """A unified pool's ``sub-pool 'NAME': ... entry_bytes=E`` line: E, a token's bytes in it."""
+
+    name: str
+    kind: str
+    layers: int
+    entry_bytes: int
+    max_slots: int
 
 
 @frozen(kw_only=True)
 class WeightsCommitted(Event):
-    """``Load weight end. Committed real weights after CUDA graph capture in X s (...)``:
-    --startup-weight-load-mode overlap (sglang 0.5.18-0.5.23, model_runner_components/
-    startup_weight_load.py ``StartupWeightLoadManager.finalize``). The storage was allocated
-    before the capture (loader.py ``initialize_model_for_startup``); no memory figure."""
+    """``Load weight end. Committed real weights after CUDA graph capture in X s``: overlap load
+    (0.5.18-0.5.23 startup_weight_load.py); storage allocated before the capture, no figure."""
 
     commit_s: float
     window_s: float
@@ -171,6 +178,11 @@ class SWASummary(Event):
     usage: Mem
     swa_size: int
     full_size: int
+
+
+@frozen(kw_only=True)
+class PostCaptureSplit(SWAPlan):
+    """``Post-capture KV sizing: full_layer_tokens=F, swa_layer_tokens=S`` (0.5.17-0.5.23)."""
 
 
 @frozen(kw_only=True)
@@ -223,8 +235,7 @@ class BarRender(Event):
 
     @property
     def bucket_index(self) -> int | None:
-        """0-based bucket (largest first) whose start this reading is: tqdm renders a new
-        description at count = index, and re-renders the last one at count = total."""
+        """0-based bucket (largest first) this reading starts (tqdm: count = index; total last)."""
         if self.count is None or self.total is None:
             return None
         return min(self.count, self.total - 1) if self.total > 0 else None
@@ -244,11 +255,8 @@ class AllReduceConfig(Event):
 
 @frozen(kw_only=True)
 class CustomAllReduce(Event):
-    """What SGLang said about custom all-reduce on one group (docs/reference.md 8.2).
-
-    ``state`` is "disabled" (``Custom allreduce is disabled because ...``), "failed" (``Setup
-    Custom allreduce failed ...``), "path" (``[AR] All-reduce call path: ...``, ROCm builds) or
-    "using" (``[AR] Using <implementation>``); ``text`` the reason, path or implementation."""
+    """Custom all-reduce on one group (reference 8.2): state "disabled", "failed", "path" (ROCm
+    '[AR] All-reduce call path') or "using" ('[AR] Using X'); text the reason, path or X."""
 
     state: str
     text: str
@@ -256,28 +264,24 @@ class CustomAllReduce(Event):
 
 @frozen(kw_only=True)
 class RocmHint(Event):
-    """A line only a ROCm build prints (``Failed to import amdsmi with ...``: SGLang's custom
-    all-reduce imports amdsmi under is_hip, pynvml otherwise), so the collective library is
-    RCCL even when server_args says device='cuda' and no MoE config names the GPU."""
+    """``Failed to import amdsmi with ...``: only a ROCm build prints it (custom all-reduce
+    imports amdsmi under is_hip), so the library is RCCL even when device='cuda'."""
 
     text: str
 
 
 @frozen(kw_only=True)
 class DeviceName(Event):
-    """The device name SGLang put in a kernel-config file name it looked for (``Config file
-    not found at .../E=128,N=352,device_name=AMD_Radeon_AI_PRO_R9700.json``): torch's device
-    name with spaces as underscores, the one line that says which GPU a log ran on."""
+    """The ``device_name=X`` of a kernel-config file SGLang looked for: torch's device name with
+    spaces as underscores, the one line that says which GPU a log ran on."""
 
     name: str
 
 
 @frozen(kw_only=True)
 class DeviceTotal(Event):
-    """The device capacity SGLang's memory heuristics read (server_args.py, 12.3), printed by the
-    launcher before server_args when nvidia-smi gave no figure: ``Reported total GPU memory per
-    device (MiB): [124546], using min: 124546 MiB.`` (torch.cuda.mem_get_info totals, in MiB;
-    one figure per visible device, in device order)."""
+    """``Reported total GPU memory per device (MiB): [124546], using min: 124546 MiB.``: the
+    capacity SGLang's heuristics read (12.3) when nvidia-smi gave none; one figure per device."""
 
     per_device: tuple[Mem, ...]  # as listed; () when the list cannot be read
     used: Mem | None  # the "using min" figure: what the heuristics take as gpu_mem
@@ -286,9 +290,8 @@ class DeviceTotal(Event):
 
 @frozen(kw_only=True)
 class NSABackends(Event):
-    """The launcher's choice of the NSA (DSA) attention backends for the model's KV dtype,
-    printed before server_args: ``Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto,
-    decode=flashmla_kv.`` (corpus 003, Feb 2026)."""
+    """``Set NSA backends for fp8_e4m3 KV Cache: prefill=flashmla_auto, decode=flashmla_kv.``:
+    the launcher's NSA (DSA) backends for the KV dtype (corpus 003, Feb 2026)."""
 
     kv: str  # the KV cache dtype it was chosen for, as printed
     prefill: str
@@ -297,8 +300,7 @@ class NSABackends(Event):
 
 @frozen(kw_only=True)
 class LaunchEnv(Event):
-    """One environment variable a launcher printed before start-up (``ENV_VAR_CASE K:V`` /
-    ``ENV_VAR_SYS K:V`` / ``Setting ENV_VAR K=V``, SGLang's test harnesses)."""
+    """An environment variable a test harness printed (``ENV_VAR_CASE K:V``, ``Setting ENV_VAR K=V``)."""
 
     key: str
     value: str

@@ -8,7 +8,15 @@ from collections.abc import Callable
 
 import regex
 
-from logmem.parse.events import Event, Imbalance, MiscMemory, PostCaptureNote
+from logmem.parse.events import (
+    Event,
+    Imbalance,
+    MiscMemory,
+    PostCaptureNote,
+    TorchOOM,
+    UnifiedReserved,
+    UnifiedSubPool,
+)
 from logmem.parse.lines import Record
 from logmem.units import Mem
 
@@ -80,3 +88,45 @@ def b_post_capture_note(m: regex.Match[str], r: Record) -> Event:
             rank=r.rank, source=r.source, what="canary", amount=Mem.parse(m.group("canary"))
         )
     return PostCaptureNote(rank=r.rank, source=r.source, what=what, a=a, b=b)
+
+
+def b_unified_reserved(m: regex.Match[str], r: Record) -> Event:
+    """The unified pool's address-space reservation (ev.UnifiedReserved): its exact bytes."""
+    return UnifiedReserved(
+        rank=r.rank,
+        source=r.source,
+        tokens=None,
+        k=None,
+        v=None,
+        kv=Mem.from_bytes(int(m.group("bytes"))),
+        dtype=None,
+        sub_pools=int(m.group("n")),
+    )
+
+
+def b_unified_sub_pool(m: regex.Match[str], r: Record) -> Event:
+    """One sub-pool line of the unified pool (ev.UnifiedSubPool)."""
+    return UnifiedSubPool(
+        rank=r.rank,
+        source=r.source,
+        name=m.group("name"),
+        kind=m.group("kind"),
+        layers=int(m.group("layers")),
+        entry_bytes=int(m.group("entry")),
+        max_slots=int(m.group("slots")),
+    )
+
+
+def b_vmm_oom(m: regex.Match[str], r: Record) -> Event:
+    """The driver's OOM backing KV pages (cuMemCreate): a TorchOOM without figures."""
+    return TorchOOM(
+        rank=r.rank, source=r.source, exc_type=m.group("type"), device="CUDA", message=m.group(0)
+    )
+
+
+# Lines of post-capture KV sizing (logmem.parse.builders.BUILDERS).
+POST_CAPTURE_BUILDERS = {
+    "unified_reserved": b_unified_reserved,
+    "unified_sub_pool": b_unified_sub_pool,
+    "vmm_oom": b_vmm_oom,
+}

@@ -138,6 +138,40 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Post-capture KV sizing: ",),
     ),
     _p(
+        "post_capture_split",
+        r"^Post-capture KV sizing: full_layer_tokens=(?P<full>\d{1,15}), "
+        r"swa_layer_tokens=(?P<swa>\d{1,15})",
+        "Post-capture KV sizing: full_layer_tokens=1252738, swa_layer_tokens=1002190",
+        "sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize: the split of the "
+        "pool backed after the graphs, printed just before its KV line (swa_layer_tokens=0 "
+        "without sliding-window layers)",
+        needs=("Post-capture KV sizing: full_layer_tokens=",),
+    ),
+    _p(
+        "unified_reserved",
+        rf"^\[unified-memory-pool\] UnifiedKVPool reserved VA upper bound: total_bytes="
+        rf"(?P<gb>{NUM}) GB \(=(?P<bytes>\d{{1,20}}) B\), (?P<n>\d{{1,3}}) sub-pool\(s\)",
+        "[unified-memory-pool] UnifiedKVPool reserved VA upper bound: total_bytes=54.08 GB "
+        "(=58065248256 B), 2 sub-pool(s)",
+        "sglang 0.5.22-0.5.23 srt/mem_cache/unified_memory_pool.py UnifiedKVPool.__init__ under "
+        "post-capture KV sizing: the one byte buffer of --enable-unified-memory (full and SWA "
+        "sub-pools) reserved as address space before the graphs, not memory (only its slot-0 "
+        "sink is backed); it prints no 'KV Cache' line. 'UnifiedKVPool allocated: ...' (0.5.16-"
+        "0.5.23, memory taken) is not this pattern",
+        needs=("UnifiedKVPool reserved VA upper bound: ",),
+    ),
+    _p(
+        "unified_sub_pool",
+        r"^\[unified-memory-pool\]   sub-pool '(?P<name>[\w.-]{1,40})': kind=(?P<kind>\w{1,40}), "
+        r"layer_num=(?P<layers>\d{1,6}), grow=(?P<grow>\w{1,10}), entry_bytes=(?P<entry>\d{1,15}), "
+        r"max_slots=(?P<slots>\d{1,15})",
+        "[unified-memory-pool]   sub-pool 'full': kind=MHASubPoolSpec, layer_num=12, grow=down, "
+        "entry_bytes=24576, max_slots=2362681, min_slot_index=1 (slots [0,1) reserved)",
+        "sglang 0.5.16-0.5.23 srt/mem_cache/unified_memory_pool.py UnifiedKVPool.__init__: one "
+        "line per sub-pool after the pool's own line; entry_bytes is a token's bytes in it",
+        needs=("[unified-memory-pool]   sub-pool '",),
+    ),
+    _p(
         "post_capture_note",
         rf"^Post-capture KV sizing: (?:decode CUDA graph max_bs=(?P<bs>\d{{1,9}}) < "
         rf"max_running_requests=(?P<reqs>\d{{1,9}}); reserving activation headroom"
@@ -521,6 +555,18 @@ PATTERNS: tuple[LinePattern, ...] = (
         "torch.AcceleratorError: CUDA error: out of memory",
         needs=(" error: out of memory",),
     ),
+    # sglang 0.5.17 srt/mem_cache/kv_vmm_backing.py _check ("{label} failed: {err}"), 0.5.18-
+    # 0.5.23 cuda_vmm_utils.py check_drv ("{label}: {err}"): the driver's OOM when SGLang backs
+    # KV pages (post-capture KV sizing). err renders as cuda-bindings' CUresult: its FastEnum
+    # repr '<CUresult.CUDA_ERROR_OUT_OF_MEMORY: 2>' (13.x), 'CUresult.CUDA_ERROR_OUT_OF_MEMORY'
+    # (an enum's str) or '2' (an IntEnum on Python 3.11+).
+    _p(
+        "vmm_oom",
+        r"(?P<type>[\w.]{0,60}Error): (?P<call>cuMem(?:Create|Map))(?:\([a-z ]{1,30}\))?"
+        r"(?: failed)?: (?:<?CUresult\.CUDA_ERROR_OUT_OF_MEMORY(?:: 2>)?|2$)",
+        "RuntimeError: cuMemCreate(local): <CUresult.CUDA_ERROR_OUT_OF_MEMORY: 2>",
+        needs=("cuMemCreate", "cuMemMap"),
+    ),
     _p(
         "capture_failed",
         r"Capture (?:(?:prefill|frozen-KV MTP) )?(?i:cuda|cpu) graph failed: ?(?P<msg>.{0,4000})$"
@@ -660,6 +706,7 @@ KEYWORDS: tuple[str, ...] = (
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
     "not initialized from checkpoint", "jit/module_custom_all_reduce", "Post-capture KV sizing",
+    "entry_bytes=",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

@@ -92,6 +92,12 @@ def _kv_what(f: Facts) -> str:
 def _kv_pool(f: Facts) -> str:
     if f.after_capture:
         tok = f", {f.tokens:,} tokens" if f.tokens is not None else ""
+        if f.swa_tokens and f.tokens is not None:
+            # kv_pool_runtime.py: the full and SWA pools of a sliding-window model, one KV size.
+            return (
+                f"{_role(f)}KV pools (K+V, {f.tokens:,} full-layer + {f.swa_tokens:,} "
+                "sliding-window tokens), backed after capture"
+            )
         return f"{_role(f)}KV pool (K+V{tok}), backed after capture"
     tok = ""
     if f.tokens is not None:

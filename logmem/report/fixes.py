@@ -382,7 +382,13 @@ def _(e: fx.RaiseMfsUnexplained) -> str:
     return (
         f"raise it above {fmt_mfs(e.mfs)}, as SGLang's message asks"
         + (f" (its value: above {e.suggested:.3f})" if e.suggested is not None else "")
-        + "; the KV rule cannot say by how much, since it finds a positive budget at this value"
+        + (
+            f"; each 0.01 adds P x 0.01 = {gib_text(e.step_bytes)} GiB to the budget the pool is "
+            "backed from after the graphs"
+            if e.step_bytes is not None
+            else "; the KV rule cannot say by how much, since it finds a positive budget at this "
+            "value"
+        )
     )
 
 

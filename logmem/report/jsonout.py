@@ -64,6 +64,8 @@ def model_json(m: Model) -> dict[str, Any]:
                     "line": _ln(p),
                 }
             )
+            if isinstance(p, ev.UnifiedReserved):
+                other[-1]["unified_sub_pools"] = p.sub_pools  # one buffer of the sub-pools
         elif isinstance(p, ev.KVPool):
             dtype, dtype_by = m.pool_dtype(p)
             pools.append(
@@ -106,10 +108,23 @@ def model_json(m: Model) -> dict[str, Any]:
                     "line": _ln(p),
                 }
             )
+        elif isinstance(p, ev.UnifiedSubPool):
+            other.append(
+                {
+                    "kind": "unified_sub_pool",
+                    "name": p.name,
+                    "layers": p.layers,
+                    "entry_bytes": p.entry_bytes,
+                    "max_slots": p.max_slots,
+                    "line": _ln(p),
+                }
+            )
         elif isinstance(p, ev.SWAPlan):
             other.append(
                 {
-                    "kind": "swa_plan",
+                    "kind": "post_capture_split"
+                    if isinstance(p, ev.PostCaptureSplit)
+                    else "swa_plan",
                     "full_layer_tokens": p.full_tokens,
                     "swa_layer_tokens": p.swa_tokens,
                     "line": _ln(p),

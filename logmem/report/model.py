@@ -102,13 +102,34 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         # Post-capture KV sizing (logmem.analysis.post_capture, kv_pool_runtime.py).
         if pc.reserved_bytes is not None:
             tok = f", {pc.reserved_tokens:,} tokens" if pc.reserved_tokens else ""
+            swa = pc.reserved_swa
+            if swa is not None and pc.unified:
+                tok = (
+                    f", one unified buffer of {pc.reserved_tokens:,} full-layer + "
+                    f"{swa[1]:,} sliding-window tokens (their split: line {swa[2]})"
+                    if pc.reserved_tokens and swa[1] is not None
+                    else ", one unified buffer"
+                )
+            elif swa is not None:
+                tok = f", full layers{tok}"
             rows.append(
                 (
                     "reserved before capture",
                     gib_cell(pc.reserved_bytes),
-                    f"address space, not memory{tok} (line {pc.reserved_line})",
+                    f"address space, not memory{tok}; line {pc.reserved_line}"
+                    if swa is not None and pc.unified
+                    else f"address space, not memory{tok} (line {pc.reserved_line})",
                 )
             )
+            if swa is not None and not pc.unified:
+                stok = f", {swa[1]:,} tokens" if swa[1] is not None else ""
+                rows.append(
+                    (
+                        "SWA pool reserved",
+                        gib_cell(swa[0]),
+                        f"address space, not memory, sliding-window layers{stok} (line {swa[2]})",
+                    )
+                )
         rows += [
             (
                 f"free after capture ({rank_name(pc.rank)})",
@@ -124,7 +145,12 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             ("free after the pool", gib_cell(pc.avail_bytes), f"line {pc.line}"),
         ]
     if sz.kv_tokens:
-        rows.append(("KV tokens", f"{sz.kv_tokens:,}", ""))
+        swa_tok = pc.swa_tokens if pc is not None else None
+        rows.append(("KV tokens", f"{sz.kv_tokens:,}", "full layers" if swa_tok else ""))
+        if swa_tok and pc is not None:
+            rows.append(
+                ("SWA tokens", f"{swa_tok:,}", f"Post-capture KV sizing, line {pc.swa_line}")
+            )
     if sz.bytes_per_token_range:
         lo, hi = sz.bytes_per_token_range
         # No round cell in the range: the range itself is the figure (003's 61,462-61,464).
@@ -141,7 +167,12 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             if sz.likely_bytes_per_token
             else (f"what {what} allow; no round cell size among them")
         )
-        rows.append(("bytes per token", likely, note))
+        if pc is not None and pc.unified and pc.full_entry is not None:
+            note = f"the full sub-pool's entry_bytes (line {pc.full_entry[1]})"
+        label = (
+            "bytes per token" if pc is None or pc.reserved_swa is None else "bytes per full token"
+        )
+        rows.append((label, likely, note))
     if sz.kv_dtype is not None and sz.kv_dtype_line is not None:
         by = "KV line" if isinstance(sz.kv_dtype_line, ev.KVPool) else "Using KV cache dtype"
         rows.append(

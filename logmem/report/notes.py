@@ -99,6 +99,50 @@ def _(n: fx.LoadedBudget) -> str:
 
 
 @note_text.register
+def _(n: fx.PostCaptureResize) -> str:
+    # sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize; the pages are
+    # backed with cuMemCreate (kv_vmm_backing.py), each buffer rounded up to whole pages.
+    read = (
+        f" ({n.rank or 'the GPU'} had {_g(n.free_bytes)} GiB at line {n.free_line})"
+        if n.free_bytes is not None
+        else ""
+    )
+    kept = (
+        f"P x (1 - mfs) = {_g(n.pre_load_bytes)} x (1 - {n.mfs:g}) = {_g(n.headroom_bytes)} GiB"
+        if n.headroom_bytes is not None and n.pre_load_bytes is not None and n.mfs is not None
+        else "P x (1 - mem_fraction_static)"
+    )
+    return (
+        "under post-capture KV sizing the KV pool is backed only after the CUDA graphs: SGLang "
+        f"reads the least free memory over ranks then{read}, keeps {kept} free and backs the "
+        "rest as KV pages, so an out-of-memory there means less was free when the pages were "
+        "backed than the sizing counted on (another process took memory, or the headroom was "
+        "smaller than the whole pages each buffer is rounded up to). Lowering "
+        "--mem-fraction-static keeps more free; lowering --cuda-graph-max-bs does not: in this "
+        "mode memory the graphs leave goes to the KV pool, not to the headroom"
+    )
+
+
+@note_text.register
+def _(n: fx.PostCaptureBudgetShort) -> str:
+    # kv_pool_runtime.py: budget = free after the graphs - P x (1 - mfs) + the pages backed.
+    f = n.figures
+    read = f" ({_g(f.free_bytes)} GiB at line {f.free_line})" if f.free_bytes is not None else ""
+    kept = (
+        f"P x (1 - mfs) = {_g(f.pre_load_bytes)} x (1 - {f.mfs:g}) = {_g(f.headroom_bytes)} GiB"
+        if f.headroom_bytes is not None and f.pre_load_bytes is not None and f.mfs is not None
+        else "P x (1 - mem_fraction_static)"
+    )
+    return (
+        "under post-capture KV sizing the budget that came out short is not the KV rule's rest "
+        "(that only sized the address-space reservation): it is the free memory after the CUDA "
+        f"graphs{read} less {kept}. Raising --mem-fraction-static grows it; so does every GiB "
+        "the graphs no longer take (a lower --cuda-graph-max-bs), since in this mode the graphs "
+        "come out of the KV pool"
+    )
+
+
+@note_text.register
 def _(n: fx.DeepEPLazy) -> str:
     return (
         "DeepEP is on (moe_a2a_backend='deepep') and allocates its buffer lazily at the "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logmem.analysis.findings as fd
+from logmem.analysis.post_capture import PostCapture
 from logmem.report.causes import on_gpu
 from logmem.report.finding_base import finding_text
 from logmem.report.finding_base import g as _g
@@ -23,6 +24,9 @@ def _(f: fd.PostCaptureKVBudget) -> str:
 
     pc, sz = f.post, f.sizing
     tok = f"{pc.tokens:,} tokens in " if pc.tokens is not None else ""
+    if pc.tokens is not None and pc.swa_tokens:
+        # kv_pool_runtime.py: #tokens is the full layers'; KV size holds both pools.
+        tok = f"{pc.tokens:,} full-layer and {pc.swa_tokens:,} sliding-window tokens in "
     head = (
         "Post-capture KV sizing (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING): SGLang backed the KV "
         f"pool after the CUDA graphs, {tok}{_g(pc.kv_bytes)} GiB on {on_gpu(pc.rank)} "
@@ -67,18 +71,42 @@ def _(f: fd.PostCaptureKVBudget) -> str:
     before = ""
     if pc.reserved_tokens is not None and pc.reserved_bytes is not None:
         per = _per_token(sz) if sz is not None else ""
+        if per and pc.reserved_swa is not None:
+            per = f"the full layers' {per}"
+        if pc.unified and pc.full_entry is not None:
+            e, line = pc.full_entry
+            per = f"the full sub-pool's entry_bytes: {e:,} bytes per token, line {line}"
         before = (
-            f". Before the graphs it only reserved address space for {pc.reserved_tokens:,} "
-            f"tokens ({_g(pc.reserved_bytes)} GiB, line {pc.reserved_line}"
+            f". Before the graphs it only reserved address space for {_reserved_text(pc)}"
             + (", printed as 'KV Cache is allocated'" if pc.reserved_as_allocated else "")
             + "; not memory"
             + (f"; {per}" if per else "")
             + ")"
         )
-        if sz is not None and mfs is not None and pc.reserved_pools == 1:
+        if sz is not None and mfs is not None and (pc.reserved_pools == 1 or pc.reserved_swa):
             rule = kv_rule_text(sz.after_weights_bytes, sz.pre_load_bytes, mfs, sz.rest_bytes)
             before += f", sized by the KV rule: {rule}"
     return f"{head}{body}{left}{drafts}{cap}{before}."
+
+
+def _reserved_text(pc: PostCapture) -> str:
+    """What the reservation before the graphs was for, up to its closing parenthesis."""
+    swa = pc.reserved_swa
+    if swa is None:
+        return (
+            f"{pc.reserved_tokens:,} tokens ({_g(pc.reserved_bytes)} GiB, line {pc.reserved_line}"
+        )
+    s_tok = f"{swa[1]:,}" if swa[1] is not None else "its"
+    if pc.unified:
+        # unified_memory_pool.py: one byte buffer for both sub-pools (--enable-unified-memory).
+        return (
+            f"one unified buffer of {pc.reserved_tokens:,} full-layer and {s_tok} sliding-window "
+            f"tokens (split at line {swa[2]}; {_g(pc.reserved_bytes)} GiB, line {pc.reserved_line}"
+        )
+    return (
+        f"{pc.reserved_tokens:,} full-layer tokens ({_g(pc.reserved_bytes)} GiB, line "
+        f"{pc.reserved_line}) and {s_tok} sliding-window tokens ({_g(swa[0])} GiB, line {swa[2]}"
+    )
 
 
 @finding_text.register

@@ -46,6 +46,12 @@ def phase_text(
         return f"after the scheduler started, during the bench_{offline} run"
     if phase is None:
         return "at an unknown point of start-up"
+    if phase == "post-capture KV sizing":
+        return "after the CUDA graphs, while SGLang sized and backed the KV pool (post-capture KV sizing)"
+    if phase == "after post-capture KV sizing":
+        return (
+            "after SGLang backed the KV pool (post-capture KV sizing), before the scheduler started"
+        )
     if phase.startswith("after capture "):
         return f"after the {phase.removeprefix('after capture ')} graph capture"
     if phase.startswith("capture "):

@@ -250,3 +250,59 @@ def reserve_heuristic_applies(args: Mapping[str, Any]) -> bool:
     """Whether the launch's SGLang has the graph-reserve heuristic: it dates from late 2025, when
     the piecewise-graph flags appeared in server_args (``server_args.py``, E4 on)."""
     return any("piecewise_cuda_graph" in k for k in args)
+
+
+POST_CAPTURE_LARGE_GPU_MIB = 60 * 1024
+"""Above this device capacity the pre-capture activation reserve is at least 10 GiB (E7,
+sglang 0.5.17-0.5.18 server_args.py, 0.5.22-0.5.23 runtime_context.py
+``pre_capture_activation_reserve_mb``)."""
+
+POST_CAPTURE_LARGE_GPU_FLOOR_MIB = 10 * 1024
+"""That floor (same)."""
+
+
+def pre_capture_activation_reserve_mib(
+    args: Mapping[str, Any], gpu_mib: float | None
+) -> float | None:
+    """The headroom post-capture KV sizing keeps instead of ``P x (1 - mfs)`` when the decode
+    graph's max bs is below max_running_requests (E7: sglang 0.5.17-0.5.18 server_args.py
+    ``pre_capture_activation_reserve_mb``, 0.5.22-0.5.23 runtime_context.py): ``512 + tokens x
+    1.5 + tp x pp / 8 x 1024`` MiB, tokens ``max(chunked_prefill_size, 2048)`` (PD decode:
+    ``max(max_running_requests x draft tokens, 2048)``), at least 10 GiB on a GPU above 60 GiB.
+    None when an input is missing, or the capacity is unknown and the floor could apply."""
+
+    def num(key: str) -> int | None:
+        v = args.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    tp, pp = num("tp_size") or 1, num("pp_size") or 1
+    if args.get("disaggregation_mode") == "decode":
+        reqs = num("max_running_requests") or num("cuda_graph_max_bs")
+        if reqs is None:
+            return None
+        tokens = max(reqs * (num("speculative_num_draft_tokens") or 1), ACTIVATION_MIN_TOKENS)
+    else:
+        chunk = num("chunked_prefill_size")
+        if chunk is None:
+            return None
+        prefill = chunk if chunk > 0 else num("max_prefill_tokens")
+        if prefill is None:
+            return None
+        tokens = max(prefill, ACTIVATION_MIN_TOKENS)
+    mib = 512 + tokens * ACTIVATION_MIB_PER_TOKEN + tp * pp / 8 * 1024
+    if mib >= POST_CAPTURE_LARGE_GPU_FLOOR_MIB:
+        return mib
+    if gpu_mib is None:
+        return None
+    return (
+        max(mib, POST_CAPTURE_LARGE_GPU_FLOOR_MIB) if gpu_mib > POST_CAPTURE_LARGE_GPU_MIB else mib
+    )
+
+
+def post_capture_eager_gap(args: Mapping[str, Any], decode_max_bs: int, requests: int) -> bool:
+    """The decode graph's max bs is below max_running_requests, so post-capture KV sizing keeps
+    the activation reserve (E7, sglang 0.5.17-0.5.23 kv_pool_runtime.py ``eager_decode_gap``:
+    not a PD prefill server, decode graph on)."""
+    if args.get("disaggregation_mode") == "prefill" or args.get("disable_cuda_graph") is True:
+        return False
+    return decode_max_bs < requests

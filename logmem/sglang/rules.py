@@ -43,6 +43,10 @@ from logmem.sglang.reserve import decode_graph_on as decode_graph_on
 from logmem.sglang.reserve import decode_max_bs as decode_max_bs
 from logmem.sglang.reserve import graph_reserve as graph_reserve
 from logmem.sglang.reserve import graph_reserve_mib_per_bs as graph_reserve_mib_per_bs
+from logmem.sglang.reserve import post_capture_eager_gap as post_capture_eager_gap
+from logmem.sglang.reserve import (
+    pre_capture_activation_reserve_mib as pre_capture_activation_reserve_mib,
+)
 from logmem.sglang.reserve import prefill_graph as prefill_graph
 from logmem.sglang.reserve import reserve_heuristic_applies as reserve_heuristic_applies
 from logmem.units import GIB

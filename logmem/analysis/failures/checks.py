@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.budget import MFS_STEP, budget, fmt_mfs, min_mfs_for_pool
-from logmem.analysis.failures.fixes import Fixes, draft_sized, quantized
-from logmem.analysis.failures.place import Place
+from logmem.analysis.failures.fixes import Fixes, draft_sized, post_capture_resize, quantized
+from logmem.analysis.failures.place import POST_CAPTURE, Place
 from logmem.analysis.failures.records import KVSizing, Unbalanced
 from logmem.analysis.sizing import mfs_scaling
 from logmem.model.records import Launch
@@ -32,6 +32,13 @@ def kv_fixes(launch: Launch, r: KVSizing, place: Place) -> Fixes:
         value = fmt_mfs(said) if said is not None else None
         return [fx.Fix("--mem-fraction-static", value, fx.RaiseMfsNoFigures(said))], []
     p, a = b.pre_load_bytes, b.post_load_bytes
+    if place.phase == POST_CAPTURE and b.mfs is not None:
+        # The resize after the graphs failed (kv_pool_runtime.py compute_post_capture_kv_resize):
+        # its budget moves by P per unit of mfs, and by every byte the graphs take.
+        step = rules.mfs_step_bytes(p, b.scaling.rule_mfs_for(MFS_STEP))
+        raise_it = fx.RaiseMfsUnexplained(b.mfs, said, step)
+        note = fx.PostCaptureBudgetShort(post_capture_resize(launch, place))
+        return [fx.Fix("--mem-fraction-static", None, raise_it)], [note]
     notes: list[fx.Note] = []
     rest = b.rest_bytes
     fixes: list[fx.Fix] = []

@@ -264,6 +264,8 @@ class RaiseMfsUnexplained:
 
     mfs: float
     suggested: float | None = None  # SGLang's own "Raise --mem-fraction-static above X"
+    # Post-capture KV sizing: what each 0.01 adds to the budget after the graphs (P x 0.01).
+    step_bytes: int | None = None
 
 
 @frozen

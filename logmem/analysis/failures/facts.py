@@ -267,6 +267,29 @@ class RuleDoesNotExplain:
 
 
 @frozen
+class PostCaptureResize:
+    """An OOM while SGLang backed the KV pool after the graphs (post-capture KV sizing,
+    sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize): it read free
+    memory after them (min over ranks), kept P x (1 - mfs) and backed the rest as KV pages."""
+
+    rank: str
+    free_bytes: int | None  # the failing rank's last reading: free memory after the graphs
+    free_line: int | None
+    headroom_bytes: int | None  # P x (1 - rule mfs); None without P or mem_fraction_static
+    pre_load_bytes: int | None
+    mfs: float | None
+
+
+@frozen
+class PostCaptureBudgetShort:
+    """SGLang's pool-sizing error raised in the post-capture resize (e.g. 0.5.22-0.5.23
+    unified_memory_pool.py UnifiedKVPool.finalize_backing's bs=1 floor): its budget is the free
+    memory after the graphs less P x (1 - mfs), not the rule's rest (PostCaptureResize's)."""
+
+    figures: PostCaptureResize
+
+
+@frozen
 class TransformersFallback:
     """ "Using Transformers backend." on the failing rank's log."""
 
@@ -346,6 +369,8 @@ Note = (
     | OutsidePyTorch
     | LargerThanGpu
     | RuleDoesNotExplain
+    | PostCaptureResize
+    | PostCaptureBudgetShort
     | TransformersFallback
     | CommUnknown
     | LogStops

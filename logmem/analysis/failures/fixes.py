@@ -26,7 +26,7 @@ from logmem.analysis.failures.budget import (
 )
 from logmem.analysis.failures.deepep_fix import dispatch_tokens_fix
 from logmem.analysis.failures.fallback import native_fix, transformers_fallback
-from logmem.analysis.failures.place import Place
+from logmem.analysis.failures.place import POST_CAPTURE, Place
 from logmem.analysis.failures.records import (
     OutOfMemory,
 )
@@ -231,6 +231,8 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
         # One allocation larger than the whole GPU: no memory setting makes room for it.
         notes.append(fx.LargerThanGpu(r.tried_bytes, r.capacity_bytes))
     else:
+        if phase == POST_CAPTURE:
+            notes.append(post_capture_resize(launch, place))
         more, why = _budget_fixes(launch, r, place, shortfall)
         fixes.extend(more)
         notes.extend(why)
@@ -245,6 +247,34 @@ def oom_fixes(launch: Launch, r: OutOfMemory, place: Place) -> Fixes:
             )
         )
     return fixes, notes
+
+
+def post_capture_resize(launch: Launch, place: Place) -> fx.PostCaptureResize:
+    """The post-capture sizing's figures on the failing rank: its free memory after the graphs
+    (its last capture's end) and the headroom SGLang kept (rules.outside_budget_bytes)."""
+    rank = place.rank
+    end = (
+        next(
+            (g.end for g in reversed(rank.graphs) if g.end is not None and g.end.avail is not None),
+            None,
+        )
+        if rank is not None
+        else None
+    )
+    b = budget(launch)
+    headroom = (
+        rules.outside_budget_bytes(b.pre_load_bytes, b.scaling.rule_mfs_for(b.mfs))
+        if b.pre_load_bytes is not None and b.mfs is not None
+        else None
+    )
+    return fx.PostCaptureResize(
+        rank.label if rank is not None else "",
+        end.avail.bytes if end is not None and end.avail is not None else None,
+        end.source.line_no if end is not None else None,
+        headroom,
+        b.pre_load_bytes,
+        b.mfs,
+    )
 
 
 def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None) -> Fixes:

@@ -24,8 +24,12 @@ PHASES = (
     "after pools",
     "capture <x>",
     "after capture <x>",
+    "post-capture KV sizing",  # after the last capture when the pool is backed after the graphs
+    "after post-capture KV sizing",
     "serving",
 )
+POST_CAPTURE = "post-capture KV sizing"
+AFTER_POST_CAPTURE = "after post-capture KV sizing"
 
 
 def rank_steps(rank: Rank) -> list[tuple[Source, str]]:
@@ -51,6 +55,16 @@ def rank_steps(rank: Rank) -> list[tuple[Source, str]]:
     if rank.summary is not None:
         steps.append((rank.summary.source, "serving"))
     steps.sort(key=lambda s: (s[0].path, s[0].line_no))
+    t = rank.target
+    if t is not None and t.kv_deferred:
+        # Post-capture KV sizing (sglang 0.5.17-0.5.23, scheduler.py init_model_worker): after
+        # every graph, compute_post_capture_kv_resize sizes and backs the pool, then logs it.
+        ends = [i for i, (_, name) in enumerate(steps) if name.startswith("after capture ")]
+        if ends:
+            steps[ends[-1]] = (steps[ends[-1]][0], POST_CAPTURE)
+        if t.post_capture is not None:
+            steps.append((t.post_capture.source, AFTER_POST_CAPTURE))
+            steps.sort(key=lambda s: (s[0].path, s[0].line_no))
     return steps
 
 
@@ -65,7 +79,9 @@ def rank_phase(rank: Rank, before: Source | None = None) -> str:
 
 
 def _phase_order(phase: str) -> int:
-    if phase.startswith("after capture"):
+    if phase == AFTER_POST_CAPTURE:
+        return 8
+    if phase.startswith("after capture") or phase == POST_CAPTURE:
         return 7
     if phase.startswith("capture"):
         return 6
@@ -75,7 +91,7 @@ def _phase_order(phase: str) -> int:
         "distributed init": 1,
         "weights": 3,
         "pools": 4,
-        "serving": 8,
+        "serving": 9,
     }
     if phase == "after distributed init":
         return 2

@@ -39,7 +39,14 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
     rows = [
         ["mem_fraction_static", f"{m.mem_fraction_static:.3f}", f"{p.mem_fraction_static:.3f}"],
         ["largest captured bs", _n(m.largest_bs), _n(p.largest_bs)],
-        ["KV budget by SGLang's rule (rest), GiB", _f(m.rest_gib), _f(p.rest_gib)],
+        [
+            # sglang 0.5.17-0.5.23 post-capture KV sizing: the rule sized the reservation only.
+            "KV reservation by SGLang's rule (rest), GiB"
+            if w.reservation_only
+            else "KV budget by SGLang's rule (rest), GiB",
+            _f(m.rest_gib),
+            _f(p.rest_gib),
+        ],
         ["KV tokens (max_total_num_tokens)", _n(m.kv_tokens), _n(p.kv_tokens)],
         *_pool_rows(m, p),
         [

@@ -195,6 +195,8 @@ class WhatIfView:
     max_bs_method: str | None = None  # "buckets" | "slope above" | "slope, no bucket readings"
     window_top_unknown: str | None = None  # why the top is '?' (what reading is missing)
     window_top_at_least: float | None = None
+    # Post-capture KV sizing: the rule's rest sized only the address-space reservation.
+    reservation_only: bool = False
     added_buckets: dict[str, Any] | None = None  # the buckets a larger max bs adds below its top
     first_bucket_shrink: dict[str, Any] | None = None  # a smaller one: the slope on the pool
     window_top_low: float | None = None  # the top with graphs at the high end of their error
@@ -273,6 +275,7 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         max_bs_method=_METHODS.get(type(w.graph_method)) if w.graph_method else None,
         window_top_unknown=top_unknown_text(w.top_unknown) if w.top_unknown else None,
         window_top_at_least=w.top_unknown.at_least if w.top_unknown else None,
+        reservation_only=any(isinstance(n, wf.PostCaptureSized) for n in w.notes),
         added_buckets=_added(w),
         first_bucket_shrink=_shrink(w),
         window_top_low=w.hi_low,

@@ -48,18 +48,37 @@ def _(n: wf.GraphsDisabled) -> str:
 
 @note_text.register
 def _(n: wf.PostCaptureSized) -> str:
-    # sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize.
-    graphs = (
-        "; the predictions hold the pool and move the headroom instead (not modelled)"
-        if n.graphs_asked
-        else ""
-    )
-    return (
+    # sglang 0.5.17-0.5.23 kv_pool_runtime.py compute_post_capture_kv_resize: budget = free after
+    # the graphs - headroom + the pages backed; the headroom is P x (1 - mfs), or the pre-capture
+    # activation reserve when the decode graph's max bs is below max_running_requests.
+    text = (
         f"Post-capture KV sizing (line {n.line}): SGLang sized the KV pool after the CUDA graphs "
         "from the free memory they left, keeping P x (1 - mem_fraction_static) free. A change of "
         "mem_fraction_static moves the pool by P x the change, as the rule does; a change of "
-        f"graph memory would move the KV pool by the same GiB and leave the headroom as it is{graphs}."
+        "graph memory moves the KV pool by the same GiB and leaves the headroom as it is"
     )
+    if not n.graphs_asked:
+        return text + "."
+    if not n.modelled:
+        return text + (
+            "; at this max bs SGLang keeps its pre-capture activation reserve, whose floor depends "
+            "on the GPU's capacity, which the log does not print: the prediction holds the "
+            "headroom SGLang kept and is not that sizing (not modelled)."
+        )
+    text += ", and the predictions do so (the pool gives up what the graphs take)"
+    if n.gap is not None:
+        bs, reqs, reserve, below = n.gap
+        kept = f" (P x (1 - mfs) is {_gs(n.headroom_bytes)} GiB)" if n.headroom_bytes else ""
+        text += (
+            f". At max bs {bs}, below max_running_requests {reqs}, SGLang warns and keeps its "
+            f"pre-capture activation reserve of {_gs(reserve)} GiB free instead{kept}: the pool "
+            "shrinks by the difference and the headroom grows by it"
+            if below
+            else f". At max bs {bs}, no longer below max_running_requests {reqs}, SGLang keeps "
+            f"only P x (1 - mfs){kept} instead of its {_gs(reserve)} GiB activation reserve: the "
+            "pool grows by the difference"
+        )
+    return text + "."
 
 
 @note_text.register
