@@ -79,18 +79,16 @@ def repeated_lines(launch: Launch) -> tuple[RepeatedLines, ...]:
             (r for r in launch.repeats if r.path == path),
             key=lambda r: order.index(r.rank) if r.rank in order else len(order),
         )
+        ranks = tuple(dict.fromkeys(r.rank for r in rs))
+        shared = any(rank_shared_label(r) is not None for r in launch.ranks if r.label in ranks)
         out.append(
             RepeatedLines(
-                tuple(dict.fromkeys(r.rank for r in rs)),
+                ranks,
                 min(r.first for r in rs),
                 max(r.last for r in rs),
                 min(r.again for r in rs),
                 max(r.again_last for r in rs),
-                shared=any(
-                    rank_shared_label(r) is not None
-                    for r in launch.ranks
-                    if r.label in {x.rank for x in rs}
-                ),
+                shared=shared,
             )
         )
     return tuple(out)
@@ -196,8 +194,12 @@ def _shared_scan(r: Rank) -> SharedLabel | None:
 def shared_labels(launch: Launch) -> tuple[SharedLabel, ...]:
     """Per rank (in the launch's order), the first sign that two processes print its label."""
     found = tuple(f for r in launch.ranks if (f := rank_shared_label(r)) is not None)
-    aside = any(rank_unreliable(r) is None for r in launch.ranks)
-    return tuple(replace(f, set_aside=aside) for f in found)
+    return tuple(replace(f, set_aside=_some_reliable(launch)) for f in found)
+
+
+def _some_reliable(launch: Launch) -> bool:
+    """Whether a rank's ledger is reliable: an unreliable rank's figures are then set aside."""
+    return any(rank_unreliable(r) is None for r in launch.ranks)
 
 
 @frozen
@@ -221,8 +223,7 @@ class OutOfOrder:
 def out_of_order(launch: Launch) -> tuple[OutOfOrder, ...]:
     """Per rank (in the launch's order), its first step that runs back in time."""
     found = tuple(f for r in launch.ranks if (f := rank_out_of_order(r)) is not None)
-    aside = any(rank_unreliable(r) is None for r in launch.ranks)
-    return tuple(replace(f, set_aside=aside) for f in found)
+    return tuple(replace(f, set_aside=_some_reliable(launch)) for f in found)
 
 
 def trusted(launch: Launch) -> Launch:

@@ -209,7 +209,8 @@ def launch_html(lr: LaunchReport, first_figure: int, multi_path: bool) -> tuple[
         else:
             out.append(f"<h3>{esc(sec.title)}</h3>\n{tables}{paras}")
     # The ranks whose ledgers the report shows in full (report.fold's rule) get a waterfall.
-    leading = [rl for rl in led.ranks if rl.rank in lr.leading]
+    shown = set(lr.leading)  # a set: with --all-ranks every rank leads
+    leading = [rl for rl in led.ranks if rl.rank in shown]
     figs, notes = launch_figures(led, leading, lr.fold)
     if lr.communication is not None and lr.communication.plan.cells:
         figs.append(communication_figure(lr))

@@ -275,7 +275,8 @@ def launch_report(
     # Few ranks (or ranks the user picked): every ledger in full; many: the others folded.
     full = all_ranks or bool(ranks_shown) or len(led.ranks) <= 2
     lead_labels = leading_ranks(led, full)
-    leading = [r for r in led.ranks if r.rank in lead_labels]
+    lead_set = set(lead_labels)  # a set: with --all-ranks every rank leads
+    leading = [r for r in led.ranks if r.rank in lead_set]
     split = split_notes(L)  # PyTorch's OOM split, on the failing rank's ledger
     if leading:
         shown = dict(split)

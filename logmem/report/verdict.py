@@ -348,20 +348,19 @@ def _rank_list(labels: tuple[str, ...]) -> str:
 
 
 def _order_lines(v: fx.Verdict) -> list[str]:
-    """Ranks whose lines run back in time: whose figures are used instead, or that no rank's
-    are in order (findings_order.trusted)."""
+    """Ranks whose ledgers are not reliable (lines out of time order, or two processes per
+    label): whose figures are used instead, or that no rank is reliable (findings_order.trusted)."""
     shared = set(v.shared)
     if v.set_aside:
         one = len(v.set_aside) == 1
         used = [x for x in v.rank_labels if x not in v.set_aside]
         mine = "its" if one else "their"
-        why = (
-            ("printed by two processes" if one else "each printed by two processes")
-            if shared >= set(v.set_aside)
-            else f"{mine} lines are out of time order"
-            if not shared & set(v.set_aside)
-            else f"{mine} lines are out of time order, or printed by two processes"
-        )
+        if shared >= set(v.set_aside):
+            why = "printed by two processes" if one else "each printed by two processes"
+        elif shared & set(v.set_aside):
+            why = f"{mine} lines are out of time order, or printed by two processes"
+        else:
+            why = f"{mine} lines are out of time order"
         return [
             f"{_compress(v.set_aside)}: {why} (see Findings), so {mine} figures are not used; "
             f"the sizing and the findings below use {_compress(used)}."
