@@ -81,3 +81,9 @@ def test_what_strict_json_cannot_hold_becomes_a_string() -> None:
         "e": [],
     }
     assert text == _reference(doc)
+
+
+def test_keys_of_one_text_merge_as_strict_json_made_them() -> None:
+    """{'None': 1, None: 2} was written with two "None" keys; strict JSON (str keys) has one."""
+    doc = {"None": 1, None: 2, 3: "x", "3": "y"}
+    assert dumps(doc) == _reference(doc) == '{\n  "None": 2,\n  "3": "y"\n}'

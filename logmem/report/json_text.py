@@ -11,7 +11,7 @@ two on generated documents):
 
 * NaN and the infinities, which strict JSON lacks and a log can print (server_args, hostile
   input), become the strings "nan", "inf" and "-inf";
-* every key becomes ``str(key)``; tuples are lists;
+* every key becomes ``str(key)`` (keys of one text merge, as in a dict); tuples are lists;
 * any other object becomes ``str(obj)``, a string (``default=str``).
 """
 
@@ -70,6 +70,11 @@ def _write(o: Any, nl: str, put: Callable[[str], None]) -> None:
     elif not o:
         put("{}" if isinstance(o, dict) else "[]")
     elif isinstance(o, dict):
+        if not all(type(k) is str for k in o):
+            # Keys that are not strings become str(key) first, as strict JSON made them: two
+            # keys of one text ("None" and None) are then one, at the first's place with the
+            # last's value.
+            o = {str(k): v for k, v in o.items()}
         inner = nl + _INDENT
         sep = "{" + inner
         for k, v in o.items():
