@@ -66,3 +66,15 @@ def test_a_post_capture_launch_sets_kv_pool_beside_kv_pool() -> None:
         assert "The launches size the KV pool in different modes" in said
         assert f"{post}'s own pool step (0.22 GiB) has no counterpart" in said
         assert "different modes" in d["kv"]["terms_note"] and d["kv"]["terms"] == []
+
+
+def test_rank_only_b_has_is_labelled_once() -> None:
+    """024 runs one rank, 014 two: B's TP1 has no partner in A, so its rows carry its own label
+    and no pairing ('TP1 ~ TP1' read as if A had a TP1 matched to it)."""
+    a = FIXTURES / "024-llama31-8b-docs-notebook-output-oct2024.log"
+    b = FIXTURES / "014-qwen35-9b-tp2-rtx4090-gdn-mamba-apr2026.log"
+    d = _diff_json(str(a), str(b))
+    tp1 = [p for p in d["phases"] if p["rank"] == "TP1"]
+    assert tp1 and all(p["rank_b"] is None and p["a_gib"] is None for p in tp1)
+    r = CliRunner().invoke(cli, ["diff", str(a), str(b)])
+    assert r.exit_code == 0 and "TP1 ~ TP1" not in r.output and "'X ~ Y'" not in r.output

@@ -38,7 +38,7 @@ from logmem.analysis.findings_left import LeftFree as LeftFree
 from logmem.analysis.findings_left import LeftWhen as LeftWhen
 from logmem.analysis.findings_left import StartupEnd as StartupEnd
 from logmem.analysis.findings_left import StoppedFirstBucket as StoppedFirstBucket
-from logmem.analysis.findings_left import left_free, served_line
+from logmem.analysis.findings_left import crashed_rank, left_free, served_line
 from logmem.analysis.findings_order import ClockOffset as ClockOffset
 from logmem.analysis.findings_order import LaunchStarted as LaunchStarted
 from logmem.analysis.findings_order import OutOfOrder as OutOfOrder
@@ -255,8 +255,11 @@ def findings(led: LaunchLedger) -> list[Finding]:
     device = led.platform.device
     if rl is not None:
         unmeasured = any(g.captured_without_memory for g in main.graphs)
-        end = StartupEnd(outcome(L).status)
-        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main))
+        o = outcome(L)
+        end = StartupEnd(o.status)
+        failing = o.failure.ranks if o.failure is not None and end is StartupEnd.CRASHED else ()
+        crashed = crashed_rank(rl, failing, led.ranks)
+        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed))
         out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:
@@ -280,6 +283,7 @@ def _rank(
     served: int | None = None,
     unmeasured_after: bool = False,
     rank: Rank | None = None,
+    crashed: tuple[str, int, int] | None = None,
 ) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
@@ -296,7 +300,7 @@ def _rank(
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(capture_findings(rl, device))
     if rl.last_bytes is not None:
-        out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after, rank))
+        out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after, rank, crashed))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
         if low is not None and low[0] < rl.last_bytes - 10 * TINY:
             out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))

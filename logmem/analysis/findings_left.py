@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from typing import ClassVar
 
@@ -49,6 +50,9 @@ class LeftFree:
     # A start-up that did not finish: the KV pools the rank logged after this reading (their
     # bytes, the first pool line), which that reading does not yet show.
     pools_after: tuple[int, int] | None = None
+    # A crash on another rank: that rank's label, its last free reading and the line, since
+    # this rank's reading is not where the failing rank stood.
+    crashed: tuple[str, int, int] | None = None
 
     @property
     def serving(self) -> bool:
@@ -77,6 +81,7 @@ def left_free(
     served: int | None = None,
     unmeasured_after: bool = False,
     rank: Rank | None = None,
+    crashed: tuple[str, int, int] | None = None,
 ) -> LeftFree:
     """The last free reading of the rank, and when it was taken; ``served``: the first line
     showing the server served a batch after start-up (model.build keeps the first one)."""
@@ -95,8 +100,23 @@ def left_free(
     later = unmeasured_after and when is LeftWhen.PHASE_END
     after = _pools_after(rank, final.lines[1]) if end is not StartupEnd.UP else None
     return LeftFree(
-        rl.rank, last, when, final, tight, final.lines[1], end, floor, served, later, after
+        rl.rank, last, when, final, tight, final.lines[1], end, floor, served, later, after, crashed
     )
+
+
+def crashed_rank(
+    rl: RankLedger, failing: tuple[str, ...], ledgers: Sequence[RankLedger]
+) -> tuple[str, int, int] | None:
+    """The first failing rank other than ``rl``'s, with its last free reading and line, when
+    ``rl``'s rank is not among the failing ones and that rank's ledger has a reading."""
+    if not failing or rl.rank in failing:
+        return None
+    by = {r.rank: r for r in ledgers}
+    for label in failing:
+        other = by.get(label)
+        if other is not None and other.last_bytes is not None and other.phases:
+            return label, other.last_bytes, other.phases[-1].lines[1]
+    return None
 
 
 def _pools_after(rank: Rank | None, line: int) -> tuple[int, int] | None:

@@ -119,7 +119,10 @@ def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
         pa = _keyed(la.rank(label_a) if label_a is not None else None)
         pb = _keyed(lb.rank(label_b) if label_b is not None else None)
         shown = label_a if label_a is not None else str(label_b)
-        other = label_b if label_b is not None and label_b != label_a else None
+        # B's label beside A's only where both launches have the rank: a rank of B's alone is
+        # shown by its own label (A's column is empty), not as 'TP1 ~ TP1'.
+        both = label_a is not None and label_b is not None
+        other = label_b if both and label_b != label_a else None
         post = _post_capture_side(pa, pb)
         keys = list(pa) + [k for k in pb if k not in pa]
         if post is not None:

@@ -188,6 +188,14 @@ def _(f: fd.LeftFree) -> str:
     if f.end is fd.StartupEnd.CRASHED:
         # Not headroom: start-up never got past this reading.
         when = f"during capture {f.phase.facts.graph}" if f.when is fd.LeftWhen.LOG_STOPS else when
+        if f.crashed is not None:
+            # The failing rank is another: its own last reading is where the crash stood.
+            label, left, line = f.crashed
+            return (
+                f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, its last reading before "
+                f"{label} crashed (start-up did not finish); {label} last read {_g(left)} GiB "
+                f"free (line {line})."
+            )
         return (
             f"{_g(f.bytes)} GiB was free on {_on(f.rank)} {when}, the last reading SGLang printed "
             "before the crash (start-up did not finish)."
