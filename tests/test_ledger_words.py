@@ -25,7 +25,7 @@ ANALYSIS = REPO / "logmem" / "analysis"
 ID_FIELDS = {
     "Cause": {"kind", "part"},
     "Phase": {"key"},
-    "Facts": set(),
+    "Facts": {"unified"},  # a unified pool's sub-pool names, as the log printed them
     # Names the log printed (a rank, a file, a model path, a dtype), never composed text.
     "CellSource": {"rank", "file", "model", "kv_dtype"},
     "PhaseFacts": {"graph", "from_kind", "to_kind"},

@@ -292,6 +292,8 @@ def pool_causes(
             label = KVLabel.SWA if i == 0 else KVLabel.FULL
         printed += 1 if kvp.kv is not None else 2
         per_summary = kvp.tokens is None and summary_tokens is not None and len(kvs) == 1
+        # The sub-pool and split lines are the model's, not the step's (attribution._readings).
+        unified, swa_tokens = _unified(kvp, model.pools if model is not None else pools)
         causes.append(
             Cause(
                 What.KV_POOL,
@@ -305,6 +307,8 @@ def pool_causes(
                     one_buffer=kvp.kv is not None,
                     tokens=summary_tokens if per_summary else kvp.tokens,
                     summary_tokens=per_summary,
+                    swa_tokens=swa_tokens,
+                    unified=unified,
                 ),
             )
         )
@@ -404,3 +408,14 @@ def post_capture_causes(
         else c
         for c in cl
     ]
+
+
+def _unified(kvp: ev.KVPool, pools: Sequence[ev.Event]) -> tuple[tuple[str, ...], int | None]:
+    """A unified pool's sub-pool names (full first) and its sliding-window tokens (the
+    'Use sliding window memory pool' split), else ((), None)."""
+    if not isinstance(kvp, ev.UnifiedAllocated):
+        return (), None
+    names = [p.name for p in pools if isinstance(p, ev.UnifiedSubPool)]
+    names.sort(key=lambda n: n != "full")
+    plan = next((p for p in pools if isinstance(p, ev.SWAPlan)), None)
+    return tuple(names), plan.swa_tokens if plan is not None and "swa" in names else None

@@ -196,6 +196,8 @@ class Facts:
     # then the full layers', and the KV size holds both pools.
     swa_tokens: int | None = None
     kv_deferred: bool = False  # a pool step whose KV pool is only reserved (backed after capture)
+    # A unified pool's one buffer (--enable-unified-memory): its sub-pools' names, full first.
+    unified: tuple[str, ...] = ()
 
 
 @frozen

@@ -82,6 +82,8 @@ class Sizing:
     def bytes_per_token_range(self) -> tuple[int, int] | None:
         """Bytes per token consistent with the printed pool sizes (each +-0.005 GiB), or with
         the rule and max_total_num_tokens when no KV line is printed (rule_tokens)."""
+        if self.exact_cell is not None:
+            return self.exact_cell[0], self.exact_cell[0]
         if self.kv_bytes is None and self.rule_tokens:
             return rules.rule_bytes_per_token_range(
                 self.rest_bytes, self.rule_tokens, self.rule_mfs
@@ -128,6 +130,8 @@ class Sizing:
     # Post-capture KV sizing (logmem.analysis.post_capture): the pool above is the one backed
     # after the graphs, and the rule's rest sized only the reservation before them.
     post_capture: PostCapture | None = None
+    # A cell the log prints exactly (a unified pool's full sub-pool entry_bytes) and its line.
+    exact_cell: tuple[int, int] | None = None
 
     @property
     def scaling(self) -> MfsScaling:
@@ -278,7 +282,33 @@ def sizing(launch: Launch) -> Sizing | None:
         page,
         post_capture(launch, pre_bytes, scaling.rule_mfs_for(mfs)),
     )
+    if isinstance(main, ev.UnifiedAllocated) and first_rank is not None:
+        return _unified_split(sz, first_rank.target, launch)
     return _swa_split(sz)
+
+
+def _unified_split(sz: Sizing, m: Model | None, launch: Launch) -> Sizing:
+    """A unified pool allocated before the graphs (--enable-unified-memory) prints one exact
+    byte count for its sub-pools: the full pool's share is its tokens (the sliding-window
+    split's, else max_total_num_tokens) times the full sub-pool's entry_bytes, also the exact
+    cell; the rest is the SWA or Mamba sub-pool's (unified_memory_pool.py)."""
+    if m is None or sz.logged_pool_bytes is None:
+        return sz
+    subs = {p.name: p for p in m.pools if isinstance(p, ev.UnifiedSubPool)}
+    full, plan = subs.get("full"), next((p for p in m.pools if isinstance(p, ev.SWAPlan)), None)
+    tokens = plan.full_tokens if plan is not None else None
+    tokens = tokens or (launch.summary.max_total_num_tokens if launch.summary else None)
+    if full is None or not tokens:
+        return replace(sz, kv_tokens=tokens or sz.kv_tokens)
+    total, full_bytes = sz.logged_pool_bytes - (sz.mamba_bytes or 0), tokens * full.entry_bytes
+    other = next((n for n in subs if n != "full"), None)
+    label = {"swa": "SWA", "mamba": "Mamba state"}.get(other or "", other or "other")
+    rest_tokens = plan.swa_tokens if plan is not None and other == "swa" else None
+    # The other sub-pool first, the full pool last, as SGLang prints an SWA model's pools.
+    pools = ((label, total - full_bytes, rest_tokens), ("full", full_bytes, tokens))
+    cell = (full.entry_bytes, full.source.line_no)
+    out = replace(sz, kv_bytes=full_bytes, kv_tokens=tokens, exact_cell=cell)
+    return replace(out, bytes_per_token=float(cell[0]), pools=pools if other is not None else ())
 
 
 def _swa_split(sz: Sizing) -> Sizing:

@@ -14,6 +14,7 @@ from logmem.parse.events import (
     MiscMemory,
     PostCaptureNote,
     TorchOOM,
+    UnifiedAllocated,
     UnifiedReserved,
     UnifiedSubPool,
 )
@@ -90,18 +91,29 @@ def b_post_capture_note(m: regex.Match[str], r: Record) -> Event:
     return PostCaptureNote(rank=r.rank, source=r.source, what=what, a=a, b=b)
 
 
-def b_unified_reserved(m: regex.Match[str], r: Record) -> Event:
-    """The unified pool's address-space reservation (ev.UnifiedReserved): its exact bytes."""
-    return UnifiedReserved(
-        rank=r.rank,
-        source=r.source,
-        tokens=None,
-        k=None,
-        v=None,
-        kv=Mem.from_bytes(int(m.group("bytes"))),
-        dtype=None,
-        sub_pools=int(m.group("n")),
-    )
+def _unified_pool(cls: type[UnifiedReserved] | type[UnifiedAllocated]) -> Builder:
+    """The unified pool's own line: its reservation (ev.UnifiedReserved) or the buffer
+    allocated before the graphs (ev.UnifiedAllocated), with its exact bytes."""
+
+    def build(m: regex.Match[str], r: Record) -> Event:
+        kv = Mem.from_bytes(int(m.group("bytes")))
+        n = int(m.group("n"))
+        return cls(
+            rank=r.rank,
+            source=r.source,
+            tokens=None,
+            k=None,
+            v=None,
+            kv=kv,
+            dtype=None,
+            sub_pools=n,
+        )
+
+    return build
+
+
+b_unified_reserved = _unified_pool(UnifiedReserved)
+b_unified_allocated = _unified_pool(UnifiedAllocated)
 
 
 def b_unified_sub_pool(m: regex.Match[str], r: Record) -> Event:
@@ -127,6 +139,7 @@ def b_vmm_oom(m: regex.Match[str], r: Record) -> Event:
 # Lines of post-capture KV sizing (logmem.parse.builders.BUILDERS).
 POST_CAPTURE_BUILDERS = {
     "unified_reserved": b_unified_reserved,
+    "unified_allocated": b_unified_allocated,
     "unified_sub_pool": b_unified_sub_pool,
     "vmm_oom": b_vmm_oom,
 }

@@ -161,6 +161,18 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("UnifiedKVPool reserved VA upper bound: ",),
     ),
     _p(
+        "unified_allocated",
+        rf"^\[unified-memory-pool\] UnifiedKVPool allocated: total_bytes="
+        rf"(?P<gb>{NUM}) GB \(=(?P<bytes>\d{{1,20}}) B\), (?P<n>\d{{1,3}}) sub-pool\(s\)",
+        "[unified-memory-pool] UnifiedKVPool allocated: total_bytes=54.08 GB (=58065248256 B), "
+        "2 sub-pool(s)",
+        "sglang 0.5.16-0.5.23 srt/mem_cache/unified_memory_pool.py UnifiedKVPool.__init__ "
+        "without post-capture KV sizing (--enable-unified-memory): the one byte buffer of the "
+        "full and SWA (or Mamba) sub-pools, allocated whole before the graphs; the KV pool, "
+        "printed instead of a 'KV Cache is allocated' line",
+        needs=("UnifiedKVPool allocated: ",),
+    ),
+    _p(
         "unified_sub_pool",
         r"^\[unified-memory-pool\]   sub-pool '(?P<name>[\w.-]{1,40})': kind=(?P<kind>\w{1,40}), "
         r"layer_num=(?P<layers>\d{1,6}), grow=(?P<grow>\w{1,10}), entry_bytes=(?P<entry>\d{1,15}), "

@@ -99,6 +99,15 @@ def _kv_pool(f: Facts) -> str:
                 "sliding-window tokens), backed after capture"
             )
         return f"{_role(f)}KV pool (K+V{tok}), backed after capture"
+    if f.unified:
+        # unified_memory_pool.py: one byte buffer whose sub-pools share its bytes.
+        subs = " + ".join(f.unified)
+        tok = ""
+        if f.tokens is not None and f.swa_tokens is not None:
+            tok = f"; {f.tokens:,} full-layer + {f.swa_tokens:,} sliding-window tokens"
+        elif f.tokens is not None:
+            tok = f"; {f.tokens:,} full-layer tokens"
+        return f"{_role(f)}unified KV pool (one buffer: {subs}{tok})"
     tok = ""
     if f.tokens is not None:
         tok = f"; {f.tokens:,} tokens per summary" if f.summary_tokens else f", {f.tokens:,} tokens"

@@ -85,6 +85,8 @@ def model_json(m: Model) -> dict[str, Any]:
                 pools[-1]["allocated"] = "after_capture"
                 pools[-1]["draft_line"] = p.draft
                 pools[-1]["avail_gib"] = _g(p.avail)
+            if isinstance(p, ev.UnifiedAllocated):
+                pools[-1]["unified_sub_pools"] = p.sub_pools  # one buffer of the sub-pools
         elif isinstance(p, ev.MambaPool):
             other.append(
                 {

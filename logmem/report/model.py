@@ -169,9 +169,12 @@ def sizing_table(led: LaunchLedger) -> Table | None:
         )
         if pc is not None and pc.unified and pc.full_entry is not None:
             note = f"the full sub-pool's entry_bytes (line {pc.full_entry[1]})"
-        label = (
-            "bytes per token" if pc is None or pc.reserved_swa is None else "bytes per full token"
+        elif sz.exact_cell is not None:
+            note = f"the full sub-pool's entry_bytes (line {sz.exact_cell[1]})"
+        split = (pc is not None and pc.reserved_swa is not None) or (
+            sz.exact_cell is not None and len(sz.pools) > 1
         )
+        label = "bytes per full token" if split else "bytes per token"
         rows.append((label, likely, note))
     if sz.kv_dtype is not None and sz.kv_dtype_line is not None:
         by = "KV line" if isinstance(sz.kv_dtype_line, ev.KVPool) else "Using KV cache dtype"

@@ -50,6 +50,9 @@ def _(f: fd.Weights) -> str:
 
 def _per_token(sz: Sizing) -> str:
     """The full pool's bytes per token: the range print rounding allows, and the round cell."""
+    if sz.exact_cell is not None:
+        cell, line = sz.exact_cell
+        return f"{cell:,} bytes per token (the full sub-pool's entry_bytes, line {line})"
     rng = sz.bytes_per_token_range
     if rng is None:
         return f"about {sz.bytes_per_token:,.0f} bytes per token" if sz.bytes_per_token else ""
