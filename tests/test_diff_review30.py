@@ -78,3 +78,36 @@ def test_rank_only_b_has_is_labelled_once() -> None:
     assert tp1 and all(p["rank_b"] is None and p["a_gib"] is None for p in tp1)
     r = CliRunner().invoke(cli, ["diff", str(a), str(b)])
     assert r.exit_code == 0 and "TP1 ~ TP1" not in r.output and "'X ~ Y'" not in r.output
+
+
+def test_no_term_split_names_the_missing_rule_input() -> None:
+    """017's ServerArgs line has no mem_fraction_static; its readings are there: the note says
+    which input is missing, not 'mem_fraction_static or the free-memory readings'."""
+    from logmem.api import read_log
+    from logmem.compare.diff_kv import rule_inputs_missing
+
+    a017 = FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"
+    assert rule_inputs_missing(read_log(str(a017)).launches[0]) == ("mem_fraction_static",)
+    note = _diff_json(str(a017), str(FIXTURES / "014-qwen35-9b-tp2-rtx4090-gdn-mamba-apr2026.log"))[
+        "kv"
+    ]["terms_note"]
+    assert "A's log lacks mem_fraction_static in its server_args, an input of the KV rule" in note
+    assert "or the free-memory readings" not in note
+
+
+def test_rule_inputs_missing_lists_each_absent_reading() -> None:
+    from conftest import read_text_log
+    from logmem.compare.diff_kv import rule_inputs_missing
+    from logmem.report.compare.comparable import rule_inputs_missing_text
+
+    text = (
+        "[2026-04-01 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.8)\n"
+        "[2026-04-01 10:00:05 TP0] Memory pool end. avail mem=10.00 GB\n"
+    )
+    missing = rule_inputs_missing(read_text_log(text).launches[0])
+    assert missing == ("free_before_weights", "free_after_weights")
+    said = rule_inputs_missing_text("B", True, missing)
+    assert said == (
+        "B's log lacks the free memory before the weights load (Load weight begin) and the free "
+        "memory after them (Load weight end), inputs of the KV rule"
+    )

@@ -246,11 +246,12 @@ def sizing_modes_text(n: cn.SizingModesDiffer) -> str:
 
 def no_term_split_text(n: cn.NoTermSplit) -> str:
     """Why diff's KV block has no split into the rule's terms."""
-    sides = {has for _, has in n.no_args}
+    sides = {(has, missing) for _, has, missing in n.no_args}
     if len(n.no_args) == 2 and len(sides) == 1:  # both sides lack them alike: say it once
-        why = [cmpw.rule_inputs_missing_text("A and B", sides.pop(), plural=True)]
+        has, missing = sides.pop()
+        why = [cmpw.rule_inputs_missing_text("A and B", has, missing, plural=True)]
     else:
-        why = [cmpw.rule_inputs_missing_text(x, has) for x, has in n.no_args]
+        why = [cmpw.rule_inputs_missing_text(x, has, miss) for x, has, miss in n.no_args]
     if n.ranges is not None:
         (a0, a1), (b0, b1) = n.ranges
         gap = max(0, b0 - a1, a0 - b1)

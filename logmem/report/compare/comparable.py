@@ -106,13 +106,28 @@ def reserve_floor_text(n: cn.ReserveFloorBinds) -> str:
     )
 
 
-def rule_inputs_missing_text(label: str, printed_args: bool, plural: bool = False) -> str:
-    """Why diff's KV block has no rule terms on one side (compare.notes.NoTermSplit.no_args);
-    ``plural``: ``label`` names both sides ("A and B")."""
+_INPUT_WORDS = {
+    "mem_fraction_static": "mem_fraction_static in its server_args",
+    "free_before_weights": "the free memory before the weights load (Load weight begin)",
+    "free_after_weights": "the free memory after them (Load weight end)",
+}
+
+
+def rule_inputs_missing_text(
+    label: str, printed_args: bool, missing: tuple[str, ...] = (), plural: bool = False
+) -> str:
+    """Why diff's KV block has no rule terms on one side (compare.notes.NoTermSplit.no_args):
+    the inputs it lacks by name; ``plural``: ``label`` names both sides ("A and B")."""
     if not printed_args:
         return f"{label} printed no server_args, so no mem_fraction_static"
     whose = f"{label}'s logs lack" if plural else f"{label}'s log lacks"
-    return f"{whose} the rule's inputs (mem_fraction_static or the free-memory readings)"
+    if not missing:
+        return f"{whose} the rule's inputs (mem_fraction_static or the free-memory readings)"
+    words = [_INPUT_WORDS.get(m, m) for m in missing]
+    if plural:
+        words = [w.replace("in its server_args", "in their server_args") for w in words]
+    said = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return f"{whose} {said}, " + ("an input" if len(words) == 1 else "inputs") + " of the KV rule"
 
 
 def same_launch_text(n: cn.SameLaunch) -> str:
