@@ -117,9 +117,9 @@ def test_diff_without_server_args_on_one_side_still_compares_the_printed_pools()
     assert kv is not None and kv.tokens == (327310, 992896)
     assert kv.bytes_per_token == (16384, 147456) and kv.terms == ()
     assert kv.mem_fraction_static[0] is None and kv.terms_note.no_args == (
-        ("A", False),
-        ("B", True),
-    )  # 017: a cut dump
+        ("A", False, ("mem_fraction_static",)),
+        ("B", True, ("mem_fraction_static",)),
+    )  # 017: a cut dump, whose readings are there
     text = " ".join(d.render().split())
     assert "KV cache: 327,310 -> 992,896 tokens" in text
     assert (

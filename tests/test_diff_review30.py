@@ -1,6 +1,6 @@
 """diff, review 30: the KV section of launches without server_args; like-with-like pool steps of
 a post-capture launch; mem_fraction_static set aside as a slope confounder where no capture list
-is clamped."""
+is clamped; a rank only B has; the KV rule's missing inputs named (diff and analyze)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_no_term_split_names_the_missing_rule_input() -> None:
     """017's ServerArgs line has no mem_fraction_static; its readings are there: the note says
     which input is missing, not 'mem_fraction_static or the free-memory readings'."""
     from logmem.api import read_log
-    from logmem.compare.diff_kv import rule_inputs_missing
+    from logmem.sglang.rules import rule_inputs_missing
 
     a017 = FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"
     assert rule_inputs_missing(read_log(str(a017)).launches[0]) == ("mem_fraction_static",)
@@ -97,8 +97,8 @@ def test_no_term_split_names_the_missing_rule_input() -> None:
 
 def test_rule_inputs_missing_lists_each_absent_reading() -> None:
     from conftest import read_text_log
-    from logmem.compare.diff_kv import rule_inputs_missing
     from logmem.report.compare.comparable import rule_inputs_missing_text
+    from logmem.sglang.rules import rule_inputs_missing
 
     text = (
         "[2026-04-01 10:00:00] server_args=ServerArgs(model_path='m', mem_fraction_static=0.8)\n"
@@ -111,3 +111,16 @@ def test_rule_inputs_missing_lists_each_absent_reading() -> None:
         "B's log lacks the free memory before the weights load (Load weight begin) and the free "
         "memory after them (Load weight end), inputs of the KV rule"
     )
+
+
+def test_analyze_says_why_the_kv_rule_is_not_checked() -> None:
+    """analyze of a launch with a pool step but no Sizing names the missing input (017: its
+    ServerArgs line has no mem_fraction_static); a launch with the inputs has no such line."""
+    from logmem.analysis.findings import NoRuleCheck, findings
+    from logmem.api import read_log
+
+    a = read_log(str(FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"))
+    found = [f for f in findings(a.ledger(a.launches[0])) if isinstance(f, NoRuleCheck)]
+    assert found == [NoRuleCheck(("mem_fraction_static",), 3)]
+    b = read_log(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log"))
+    assert not [f for f in findings(b.ledger(b.launches[0])) if isinstance(f, NoRuleCheck)]

@@ -54,6 +54,7 @@ from logmem.analysis.findings_sizing import KVBudget as KVBudget
 from logmem.analysis.findings_sizing import KVLoggedAvailable as KVLoggedAvailable
 from logmem.analysis.findings_sizing import KVSourcesDisagree as KVSourcesDisagree
 from logmem.analysis.findings_sizing import LikelyCause as LikelyCause
+from logmem.analysis.findings_sizing import NoRuleCheck as NoRuleCheck
 from logmem.analysis.findings_sizing import PoolsVsBudget as PoolsVsBudget
 from logmem.analysis.findings_sizing import PostCaptureKVBudget as PostCaptureKVBudget
 from logmem.analysis.findings_sizing import RuleFit as RuleFit
@@ -166,6 +167,7 @@ Finding = (
     | WeightsCommittedLate
     | WeightsNotLoaded
     | KVBudget
+    | NoRuleCheck
     | PostCaptureKVBudget
     | KVLoggedAvailable
     | DraftKVNegative
@@ -243,6 +245,13 @@ def findings(led: LaunchLedger) -> list[Finding]:
         post = post_capture_budget(U, None)
         if post is not None:
             out.append(post)
+        elif rl is not None and any(p.key.endswith("pools") for p in rl.phases):
+            # A pool step the rule cannot be checked against: say which input is missing.
+            # The inputs of the ranks the sizing reads (U); none missing there: nothing to say.
+            missing = rules.rule_inputs_missing(U)
+            args = L.server_args.source.line_no if L.server_args is not None else None
+            if missing or args is None:
+                out.append(NoRuleCheck(missing, args))
     # Right after the KV budget: whether that pool holds the context the server advertises.
     if led.context is not None and led.context.applies:
         out.append(led.context)

@@ -12,6 +12,7 @@ class FindingKind(Enum):
     WEIGHTS_NOT_LOADED = "weights_not_loaded"
     WEIGHTS_COMMITTED = "weights_committed"
     KV_BUDGET = "kv_budget"
+    NO_RULE_CHECK = "no_rule_check"
     POST_CAPTURE_KV = "post_capture_kv"
     KV_LOGGED_AVAILABLE = "kv_logged_available"
     DRAFT_KV_NEGATIVE = "draft_kv_negative"

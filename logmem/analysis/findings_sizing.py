@@ -44,6 +44,16 @@ class KVBudget:
 
 
 @frozen
+class NoRuleCheck:
+    """The launch has a pool step but SGLang's KV rule cannot be recomputed (no Sizing): the
+    inputs the log lacks (rules.RULE_INPUTS), and the server_args line (None: none printed)."""
+
+    kind: ClassVar[FindingKind] = FindingKind.NO_RULE_CHECK
+    missing: tuple[str, ...]
+    args_line: int | None
+
+
+@frozen
 class PostCaptureKVBudget:
     """Post-capture KV sizing: the pool backed after the graphs, beside the reservation the
     rule sized before them (logmem.analysis.post_capture). ``sizing`` is None where the log

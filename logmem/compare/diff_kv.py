@@ -4,19 +4,12 @@ rule that account for the change (split from logmem.compare.diff, which re-expor
 from __future__ import annotations
 
 from logmem.analysis.attribution import LaunchLedger, Sizing
-from logmem.analysis.sizing import (
-    arg_number,
-    common_range,
-    full_pool,
-    line_cell,
-    range_gap,
-    roundest_cell,
-)
+from logmem.analysis.sizing import common_range, full_pool, line_cell, range_gap, roundest_cell
 from logmem.compare import notes as cn
 from logmem.compare.replay import bytes_per_token
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.sglang.rules import budget_readings, mfs_step_bytes, page_size
+from logmem.sglang.rules import mfs_step_bytes, page_size, rule_inputs_missing
 
 
 @frozen
@@ -163,17 +156,6 @@ def _printed_cell(L: Launch) -> tuple[int | None, tuple[int, int] | None]:
     tokens = main.tokens or (L.summary.max_total_num_tokens if L.summary else None)
     got = line_cell(main, tokens, page_size(L.args))
     return (round(got[0]), got[1]) if got is not None else (None, None)
-
-
-def rule_inputs_missing(L: Launch) -> tuple[str, ...]:
-    """Which of the KV rule's inputs (compare.notes.RULE_INPUTS) the launch's log lacks."""
-    readings = budget_readings(L)
-    have = (
-        arg_number(L.args, "mem_fraction_static", 1e-6, 1.0) is not None,
-        readings.pre_load_bytes is not None,
-        readings.after_weights_bytes is not None,
-    )
-    return tuple(name for name, ok in zip(cn.RULE_INPUTS, have) if not ok)
 
 
 def printed_kv_change(

@@ -98,10 +98,6 @@ class TermKind(Enum):
 # --- why there is no slope / no split ------------------------------------------------------
 
 
-# The KV rule's inputs a launch may lack (analysis.sizing needs all three).
-RULE_INPUTS = ("mem_fraction_static", "free_before_weights", "free_after_weights")
-
-
 @frozen
 class NoTermSplit:
     bytes_per_token: tuple[int, int] | None  # they differ
@@ -109,7 +105,7 @@ class NoTermSplit:
     # The bytes per token each printed pool allows, when known: they do not overlap.
     ranges: tuple[tuple[int, int], tuple[int, int]] | None = None
     # ("A" / "B", printed a server_args line, the inputs it lacks): the rule's inputs are
-    # missing on that side (analysis.sizing is None); the inputs are RULE_INPUTS' names.
+    # missing on that side (analysis.sizing is None); the inputs are rules.RULE_INPUTS' names.
     no_args: tuple[tuple[str, bool, tuple[str, ...]], ...] = ()
     # "A" / "B": that launch backs its KV pool after capture (post-capture KV sizing) and the
     # other sizes it in its pool step: one rule's terms do not split the change.

@@ -93,3 +93,43 @@ def _(f: fd.PoolsVsBudget) -> str:
         f"{what} {_g(abs(f.gap_bytes))} GiB {more} than that budget ({_g(f.pool_bytes)} against "
         f"{_g(f.rule_bytes)} GiB, beyond print rounding): {why}."
     )
+
+
+_INPUT_WORDS = {
+    "mem_fraction_static": "mem_fraction_static in its server_args",
+    "free_before_weights": "the free memory before the weights load (Load weight begin)",
+    "free_after_weights": "the free memory after them (Load weight end)",
+}
+
+
+def missing_inputs_words(missing: tuple[str, ...], plural: bool = False) -> str:
+    """The KV rule's inputs a log lacks (rules.RULE_INPUTS' names), as a clause."""
+    words = [_INPUT_WORDS.get(m, m) for m in missing] or ["the readings of its in-order ranks"]
+    if plural:
+        words = [w.replace("in its server_args", "in their server_args") for w in words]
+    said = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return f"{said}, " + ("an input" if len(words) == 1 else "inputs") + " of the KV rule"
+
+
+def rule_inputs_missing_text(
+    label: str, printed_args: bool, missing: tuple[str, ...] = (), plural: bool = False
+) -> str:
+    """Why diff's KV block has no rule terms on one side (compare.notes.NoTermSplit.no_args):
+    the inputs it lacks by name; ``plural``: ``label`` names both sides ("A and B")."""
+    if not printed_args:
+        return f"{label} printed no server_args, so no mem_fraction_static"
+    whose = f"{label}'s logs lack" if plural else f"{label}'s log lacks"
+    if not missing:
+        return f"{whose} the rule's inputs (mem_fraction_static or the free-memory readings)"
+    return f"{whose} {missing_inputs_words(missing, plural)}"
+
+
+@finding_text.register
+def _(f: fd.NoRuleCheck) -> str:
+    why = (
+        "this launch printed no server_args, so no mem_fraction_static"
+        if f.args_line is None
+        else f"this launch lacks {missing_inputs_words(f.missing)} (server_args: line "
+        f"{f.args_line})"
+    )
+    return f"No check of the KV pool against SGLang's KV rule: {why}."

@@ -268,6 +268,24 @@ def budget_readings(launch: Launch, draft: bool = False) -> BudgetReadings:
     )
 
 
+RULE_INPUTS = ("mem_fraction_static", "free_before_weights", "free_after_weights")
+"""The KV rule's inputs (kv_budget_bytes): the flag, P and A; same as kv_budget_bytes, all eras."""
+
+
+def rule_inputs_missing(launch: Launch) -> tuple[str, ...]:
+    """Which of RULE_INPUTS the launch's log lacks (a server_args line without the flag, a
+    log that starts after Load weight begin or prints no Load weight end reading); same
+    readings as budget_readings, all eras."""
+    mfs = launch.args.get("mem_fraction_static")
+    readings = budget_readings(launch)
+    have = (
+        isinstance(mfs, (int, float)) and not isinstance(mfs, bool) and 1e-6 <= mfs <= 1,
+        readings.pre_load_bytes is not None,
+        readings.after_weights_bytes is not None,
+    )
+    return tuple(name for name, ok in zip(RULE_INPUTS, have) if not ok)
+
+
 def _min_over(ranks: Iterable[Rank], reading: Any) -> tuple[int, str] | None:
     vals = [(e.avail.bytes, r.label) for r in ranks if (e := reading(r)) is not None]
     return min(vals) if vals else None

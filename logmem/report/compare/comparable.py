@@ -7,6 +7,7 @@ from typing import Any
 
 from logmem.compare import notes as cn
 from logmem.compare.comparable import Aspect, Identity, Mismatch
+from logmem.report.budget_words import rule_inputs_missing_text as rule_inputs_missing_text
 from logmem.sglang.default_mfs import LARGE_GPU_MIB, RESERVE_FLOOR_MIB
 from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib
@@ -104,30 +105,6 @@ def reserve_floor_text(n: cn.ReserveFloorBinds) -> str:
         f"{RESERVE_FLOOR_MIB // 1024} GiB floor at every max bs of launches {who}, so max bs "
         "does not move it."
     )
-
-
-_INPUT_WORDS = {
-    "mem_fraction_static": "mem_fraction_static in its server_args",
-    "free_before_weights": "the free memory before the weights load (Load weight begin)",
-    "free_after_weights": "the free memory after them (Load weight end)",
-}
-
-
-def rule_inputs_missing_text(
-    label: str, printed_args: bool, missing: tuple[str, ...] = (), plural: bool = False
-) -> str:
-    """Why diff's KV block has no rule terms on one side (compare.notes.NoTermSplit.no_args):
-    the inputs it lacks by name; ``plural``: ``label`` names both sides ("A and B")."""
-    if not printed_args:
-        return f"{label} printed no server_args, so no mem_fraction_static"
-    whose = f"{label}'s logs lack" if plural else f"{label}'s log lacks"
-    if not missing:
-        return f"{whose} the rule's inputs (mem_fraction_static or the free-memory readings)"
-    words = [_INPUT_WORDS.get(m, m) for m in missing]
-    if plural:
-        words = [w.replace("in its server_args", "in their server_args") for w in words]
-    said = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-    return f"{whose} {said}, " + ("an input" if len(words) == 1 else "inputs") + " of the KV rule"
 
 
 def same_launch_text(n: cn.SameLaunch) -> str:
