@@ -28,7 +28,7 @@ from logmem.analysis.sizing import (
     rule_fits_step,
 )
 from logmem.frozen import frozen
-from logmem.model.records import Launch, Model
+from logmem.model.records import Launch, Model, swa_plan, unified_sub_pools
 from logmem.parse import events as ev
 from logmem.sglang import rules, sharding
 from logmem.units import GIB
@@ -415,7 +415,6 @@ def _unified(kvp: ev.KVPool, pools: Sequence[ev.Event]) -> tuple[tuple[str, ...]
     'Use sliding window memory pool' split), else ((), None)."""
     if not isinstance(kvp, ev.UnifiedAllocated):
         return (), None
-    names = [p.name for p in pools if isinstance(p, ev.UnifiedSubPool)]
-    names.sort(key=lambda n: n != "full")
-    plan = next((p for p in pools if isinstance(p, ev.SWAPlan)), None)
-    return tuple(names), plan.swa_tokens if plan is not None and "swa" in names else None
+    names = tuple(p.name for p in unified_sub_pools(pools))
+    plan = swa_plan(pools)
+    return names, plan.swa_tokens if plan is not None and "swa" in names else None

@@ -71,7 +71,6 @@ from logmem.analysis.imbalance import imbalance_finding
 from logmem.analysis.ledger import Bound, Cause, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
-from logmem.analysis.sizing import arg_number
 from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
@@ -213,7 +212,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
         out.append(UnifiedMemory(smi.source.line_no))
     t = main.target
     if t and t.weights_end and t.weights_end.usage:
-        offload = arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)
+        offload = rules.arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)
         out.append(
             Weights(
                 main.label,

@@ -19,7 +19,6 @@ from logmem.analysis.sizing import (
     RULE_STEP_SLACK,
     MfsScaling,
     Sizing,
-    arg_number,
     mfs_scaling,
     req_to_token,
 )
@@ -80,7 +79,7 @@ def post_capture_budget(L: Launch, sz: Sizing | None) -> PostCaptureKVBudget | N
             sz.mem_fraction_static,
             tuple(a.factor for a in sz.adjustments),
         )
-    mfs = arg_number(L.args, "mem_fraction_static", 1e-6, 1.0)
+    mfs = rules.rule_mfs(L.args)
     scaling = mfs_scaling(L)
     pre = rules.budget_readings(L).pre_load_bytes
     pc = post_capture(L, pre, scaling.rule_mfs_for(mfs) if mfs is not None else None)
@@ -305,7 +304,7 @@ def pools_vs_budget(
     if abs(gap) <= tol:
         return None
     reason = GapReason.CELLS_BIGGER if gap > 0 else GapReason.CAPPED
-    cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
+    cap = rules.arg_number(L.args, "max_total_tokens", 1, 1e15)
     capped = (
         gap < 0 and cap is not None and sz.kv_tokens is not None and 0 <= cap - sz.kv_tokens < 4096
     )

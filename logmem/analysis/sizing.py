@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
 
 from logmem.analysis.ledger import Bound
 from logmem.analysis.post_capture import PostCapture, post_capture, reservation_cell_range
@@ -198,20 +197,8 @@ class GraphReserve:
     measured_bound: Bound = Bound.EXACT
 
 
-def arg_number(args: dict[str, Any], key: str, lo: float, hi: float) -> float | None:
-    """A numeric server_args value in a sane range (logs are untrusted: no bools, inf or 1e999)."""
-    v = args.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) and lo <= f <= hi else None
-
-
 def sizing(launch: Launch) -> Sizing | None:
-    mfs = arg_number(launch.args, "mem_fraction_static", 1e-6, 1.0)
+    mfs = rules.rule_mfs(launch.args)
     readings = rules.budget_readings(launch)
     pre_bytes, pre_rank = readings.pre_load_bytes, readings.pre_load_rank
     post_bytes = readings.after_weights_bytes
@@ -294,8 +281,8 @@ def _unified_split(sz: Sizing, m: Model | None, launch: Launch) -> Sizing:
     cell; the rest is the SWA or Mamba sub-pool's (unified_memory_pool.py)."""
     if m is None or sz.logged_pool_bytes is None:
         return sz
-    subs = {p.name: p for p in m.pools if isinstance(p, ev.UnifiedSubPool)}
-    full, plan = subs.get("full"), next((p for p in m.pools if isinstance(p, ev.SWAPlan)), None)
+    subs = {p.name: p for p in m.unified_sub_pools}
+    full, plan = subs.get("full"), m.swa_plan
     tokens = plan.full_tokens if plan is not None else None
     tokens = tokens or (launch.summary.max_total_num_tokens if launch.summary else None)
     if full is None or not tokens:

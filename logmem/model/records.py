@@ -8,6 +8,7 @@ A figure the log does not print is None here, never 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import field
 from functools import cached_property
 from typing import Any
@@ -249,6 +250,28 @@ class Model:
     @property
     def mamba_pools(self) -> tuple[ev.MambaPool, ...]:
         return tuple(p for p in self.pools if isinstance(p, ev.MambaPool))
+
+    @property
+    def unified_sub_pools(self) -> tuple[ev.UnifiedSubPool, ...]:
+        """A unified pool's sub-pools (--enable-unified-memory), the full one first: the order
+        in which the ledger names them and the sizing prices a token."""
+        return unified_sub_pools(self.pools)
+
+    @property
+    def swa_plan(self) -> ev.SWAPlan | None:
+        """The 'Use sliding window memory pool' split of a sliding-window model, if printed."""
+        return swa_plan(self.pools)
+
+
+def unified_sub_pools(pools: Iterable[ev.Event]) -> tuple[ev.UnifiedSubPool, ...]:
+    """The unified pool's sub-pool lines among a model's pool lines, the full one first."""
+    subs = [p for p in pools if isinstance(p, ev.UnifiedSubPool)]
+    return tuple(sorted(subs, key=lambda p: p.name != "full"))
+
+
+def swa_plan(pools: Iterable[ev.Event]) -> ev.SWAPlan | None:
+    """The sliding-window split line among a model's pool lines."""
+    return next((p for p in pools if isinstance(p, ev.SWAPlan)), None)
 
 
 @frozen

@@ -272,14 +272,30 @@ RULE_INPUTS = ("mem_fraction_static", "free_before_weights", "free_after_weights
 """The KV rule's inputs (kv_budget_bytes): the flag, P and A; same as kv_budget_bytes, all eras."""
 
 
+def arg_number(args: Mapping[str, Any], key: str, lo: float, hi: float) -> float | None:
+    """A numeric server_args value in a sane range (logs are untrusted: no bools, inf or 1e999)."""
+    v = args.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) and lo <= f <= hi else None
+
+
+def rule_mfs(args: Mapping[str, Any]) -> float | None:
+    """``mem_fraction_static`` as the KV rule can use it: a number in (0, 1], else unknown."""
+    return arg_number(args, "mem_fraction_static", 1e-6, 1.0)
+
+
 def rule_inputs_missing(launch: Launch) -> tuple[str, ...]:
     """Which of RULE_INPUTS the launch's log lacks (a server_args line without the flag, a
     log that starts after Load weight begin or prints no Load weight end reading); same
     readings as budget_readings, all eras."""
-    mfs = launch.args.get("mem_fraction_static")
     readings = budget_readings(launch)
     have = (
-        isinstance(mfs, (int, float)) and not isinstance(mfs, bool) and 1e-6 <= mfs <= 1,
+        rule_mfs(launch.args) is not None,
         readings.pre_load_bytes is not None,
         readings.after_weights_bytes is not None,
     )
