@@ -38,6 +38,20 @@ def test_formats_from_file_and_stdin(fmt: str, use_stdin: bool) -> None:
         assert max(len(line) for line in res.output.splitlines()) <= 100
 
 
+@pytest.mark.parametrize(
+    ("short", "full"), [("md", "markdown"), ("txt", "text"), ("MD", "markdown")]
+)
+@pytest.mark.parametrize("command", ["analyze", "diff"])
+def test_format_short_names(short: str, full: str, command: str) -> None:
+    """-f md / -f txt are the formats .md / .txt name (users type them; the review did)."""
+    logs = [str(LOG)] * (2 if command == "diff" else 1)
+    a = run([command, *logs, "-f", short])
+    b = run([command, *logs, "-f", full])
+    assert a.exit_code == 0, a.output
+    assert a.output == b.output
+    assert run([command, *logs, "-f", "mdx"]).exit_code == 2
+
+
 def test_stdin_and_file_agree() -> None:
     a = run(["analyze", str(LOG), "-f", "json"]).output
     b = run(["analyze", "-", "-f", "json"], LOG.read_bytes()).output

@@ -158,6 +158,19 @@ def force_option(fn: F) -> F:
     )(fn)
 
 
+# Short names users type for a format (the -o extensions .md and .txt say the same).
+FORMAT_ALIASES = {"md": "markdown", "txt": "text"}
+
+
+class FormatChoice(click.Choice):  # type: ignore[type-arg]
+    """-f's choices, also under their short names (``-f md`` is markdown)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and FORMAT_ALIASES.get(value.lower()) in self.choices:
+            value = FORMAT_ALIASES[value.lower()]
+        return super().convert(value, param, ctx)
+
+
 def format_options(formats: list[str] | None = None) -> Callable[[F], F]:
     """-f/--format, -o/--output and --force, shared by every reporting command."""
     choices = formats or TEXT_FORMATS
@@ -169,9 +182,9 @@ def format_options(formats: list[str] | None = None) -> Callable[[F], F]:
             "-f",
             "--format",
             "fmt",
-            type=click.Choice(choices),
+            type=FormatChoice(choices),
             default=None,
-            help="Output format (default: text, or from the -o extension).",
+            help="Output format (default: text, or from the -o extension); md and txt also work.",
         )(fn)
         return fn
 
