@@ -76,6 +76,7 @@ from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
 from logmem.model.records import Rank
 from logmem.parse import events as ev
+from logmem.parse.server_args import arg_number
 from logmem.sglang import rules
 from logmem.units import GIB
 
@@ -212,7 +213,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
         out.append(UnifiedMemory(smi.source.line_no))
     t = main.target
     if t and t.weights_end and t.weights_end.usage:
-        offload = rules.arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)
+        offload = arg_number(L.args, "cpu_offload_gb", 1e-9, 1e9)
         out.append(
             Weights(
                 main.label,

@@ -25,6 +25,7 @@ from logmem.analysis.sizing import (
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
+from logmem.parse.server_args import arg_number
 from logmem.sglang import rules
 from logmem.units import GIB
 
@@ -304,7 +305,7 @@ def pools_vs_budget(
     if abs(gap) <= tol:
         return None
     reason = GapReason.CELLS_BIGGER if gap > 0 else GapReason.CAPPED
-    cap = rules.arg_number(L.args, "max_total_tokens", 1, 1e15)
+    cap = arg_number(L.args, "max_total_tokens", 1, 1e15)
     capped = (
         gap < 0 and cap is not None and sz.kv_tokens is not None and 0 <= cap - sz.kv_tokens < 4096
     )

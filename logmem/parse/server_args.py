@@ -8,6 +8,8 @@ or elided by an author still yields its plain key=value pairs.
 from __future__ import annotations
 
 import ast
+import math
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 import regex
@@ -121,3 +123,15 @@ def _is_config_call(node: ast.expr) -> TypeGuard[ast.Call]:
 
 def _call_kwargs(call: ast.Call) -> dict[str, Any]:
     return {kw.arg: _literal(kw.value) for kw in call.keywords if kw.arg is not None}
+
+
+def arg_number(args: Mapping[str, Any], key: str, lo: float, hi: float) -> float | None:
+    """A numeric server_args value in a sane range (logs are untrusted: no bools, inf or 1e999)."""
+    v = args.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) and lo <= f <= hi else None

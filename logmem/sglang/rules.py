@@ -17,6 +17,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from logmem.frozen import frozen
+from logmem.parse.server_args import arg_number
 from logmem.sglang.adjustments import AITER_LONG_CONTEXT as AITER_LONG_CONTEXT
 from logmem.sglang.adjustments import MFS_ADJUSTMENTS as MFS_ADJUSTMENTS
 from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARCHITECTURES
@@ -272,20 +273,9 @@ RULE_INPUTS = ("mem_fraction_static", "free_before_weights", "free_after_weights
 """The KV rule's inputs (kv_budget_bytes): the flag, P and A; same as kv_budget_bytes, all eras."""
 
 
-def arg_number(args: Mapping[str, Any], key: str, lo: float, hi: float) -> float | None:
-    """A numeric server_args value in a sane range (logs are untrusted: no bools, inf or 1e999)."""
-    v = args.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) and lo <= f <= hi else None
-
-
 def rule_mfs(args: Mapping[str, Any]) -> float | None:
-    """``mem_fraction_static`` as the KV rule can use it: a number in (0, 1], else unknown."""
+    """``mem_fraction_static`` as the KV rule can use it (server_args.py: a float flag that
+    model_runner.py's rule multiplies P by; all eras): a number in (0, 1], else unknown."""
     return arg_number(args, "mem_fraction_static", 1e-6, 1.0)
 
 
