@@ -56,6 +56,8 @@ _POOL_EVENTS = (
     ev.DSv4Plan,
     ev.UnifiedSubPool,
 )
+# What the launcher process prints without a rank (prefix with a time only): launch-level.
+_LAUNCHER_EVENTS = (ev.Ready, ev.HttpUp, ev.SigQuit, ev.ProcessDied, ev.SigTerm)
 _ERROR_EVENTS = (ev.ExceptionLine, ev.TorchOOM, ev.NotEnoughMemory, ev.CaptureFailed)
 # Start-up steps that come after a capture: one printed on the capture's rank shows that a
 # capture without an end line had finished.
@@ -172,7 +174,7 @@ class _Builder:
         L.repeats.mark(e)
         if isinstance(e, STEPS):
             L.steps.setdefault(e.source.path, FileSteps()).add(e)
-        if e.rank == "" and isinstance(e, (ev.Ready, ev.HttpUp, ev.SigQuit)):
+        if e.rank == "" and isinstance(e, _LAUNCHER_EVENTS):
             L.events.append(e)
             return
         if isinstance(e, ev.Serving):  # the first only: however the log was split into files
@@ -210,7 +212,8 @@ class _Builder:
             return True  # no draft model in this launch, so a second init is a new start-up
         path = e.source.path
         ended = any(
-            isinstance(x, (ev.Ready, ev.HttpUp, ev.SigQuit)) and x.source.path == path
+            isinstance(x, (ev.Ready, ev.HttpUp, ev.SigQuit, ev.ProcessDied))
+            and x.source.path == path
             for x in L.events
         ) or any(err.source.path == path for t in L.tracebacks for err in t.errors)
         return ended or any(

@@ -20,7 +20,6 @@ from logmem.parse.events import (
     BenchResult,
     CaptureBegin,
     CaptureEnd,
-    CaptureFailed,
     CaptureSizes,
     CustomAllReduce,
     DeviceName,
@@ -28,6 +27,7 @@ from logmem.parse.events import (
     Event,
     ExceptionIgnored,
     ExceptionLine,
+    FatalError,
     Frame,
     GraphDisabled,
     HttpUp,
@@ -45,6 +45,7 @@ from logmem.parse.events import (
     PoolEnd,
     PostCaptureKV,
     PostCaptureSplit,
+    ProcessDied,
     Ready,
     RegisterGraphs,
     RocmHint,
@@ -52,6 +53,7 @@ from logmem.parse.events import (
     ServerArgs,
     Serving,
     SigQuit,
+    SigTerm,
     Summary,
     SWAPlan,
     SWASummary,
@@ -65,6 +67,7 @@ from logmem.parse.figures import b_imbalance, b_kv_not_allocated, b_misc, b_post
 from logmem.parse.kv_sizing import kv_sizing_builder
 from logmem.parse.lazy import lazy
 from logmem.parse.lines import Record
+from logmem.parse.oom_builders import b_capture_failed, b_torch_oom
 from logmem.parse.patterns import BY_NAME
 from logmem.parse.server_args import parse_server_args
 from logmem.parse.uninitialized import build_uninitialized
@@ -205,72 +208,6 @@ def _b_summary(m: regex.Match[str], r: Record) -> Event:
     )
 
 
-_OOM_FIELDS = {
-    "tried": lazy(r"Tried to allocate (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
-    "gpu": lazy(r"GPU (\d{1,4}) has a total capacity"),
-    "capacity": lazy(r"total capacity of (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB)"),
-    "free": lazy(r"of which (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is free"),
-    "in_use": lazy(r"(?:has|this process has) (\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) memory in use"),
-    "allocated": lazy(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is allocated by PyTorch"),
-    "reserved": lazy(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) is reserved by PyTorch but unallocated"),
-    "private": lazy(r"(\d[\d.]{0,20}) (B|KiB|MiB|GiB|TiB) allocated in private pools"),
-}
-
-
-def _oom_mem(key: str, text: str) -> Mem | None:
-    m = _OOM_FIELDS[key].search(text)
-    try:
-        return Mem.parse(m.group(1), m.group(2)) if m else None
-    except ValueError:  # "1.2.3 MiB", "1..1 GiB": a mangled figure is unknown, not a crash
-        return None
-
-
-def _b_torch_oom(m: regex.Match[str], r: Record) -> Event:
-    return _torch_oom(m.group("type"), m.group("device"), m.group("rest"), m.group(0), r)
-
-
-def _torch_oom(exc_type: str, device: str, rest: str, message: str, r: Record) -> TorchOOM:
-    g = _OOM_FIELDS["gpu"].search(rest)
-    return TorchOOM(
-        rank=r.rank,
-        source=r.source,
-        exc_type=exc_type,
-        device=device,
-        tried=_oom_mem("tried", rest),
-        gpu=int(g.group(1)) if g else None,
-        capacity=_oom_mem("capacity", rest),
-        free=_oom_mem("free", rest),
-        in_use=_oom_mem("in_use", rest),
-        allocated=_oom_mem("allocated", rest),
-        reserved_unallocated=_oom_mem("reserved", rest),
-        private_pools=_oom_mem("private", rest),
-        message=message[:2000],
-    )
-
-
-# The OOM sentence a capture failure quotes: "Capture cuda graph failed: CUDA out of memory. ..."
-_QUOTED_OOM = lazy(r"(?P<device>CUDA|HIP|NPU|XPU|MUSA) out of memory\.(?P<rest>.{0,4000})")
-
-
-def _b_capture_failed(m: regex.Match[str], r: Record) -> Event:
-    msg = m.group("msg")
-    q = _QUOTED_OOM.search(msg)
-    # PyTorch raises this sentence as torch.OutOfMemoryError (str(e) drops the type, so the
-    # capture failure's text carries only the sentence).
-    oom = (
-        _torch_oom(
-            "torch.OutOfMemoryError",
-            q.group("device"),
-            q.group("rest"),
-            "torch.OutOfMemoryError: " + msg[q.start() :],
-            r,
-        )
-        if q is not None
-        else None
-    )
-    return CaptureFailed(rank=r.rank, source=r.source, message=msg, oom=oom)
-
-
 def _b_frame(m: regex.Match[str], r: Record) -> Event:
     return Frame(
         rank=r.rank,
@@ -352,6 +289,11 @@ def _go(name: str) -> Callable[[regex.Match[str]], Mem | None]:
 
 def _i(name: str) -> Callable[[regex.Match[str]], int | None]:
     return lambda m: int(m.group(name)) if m.group(name) is not None else None
+
+
+def _fatal(m: regex.Match[str]) -> str:
+    # faulthandler's whole line ('Fatal Python error: Aborted'); ROCm's from its status name.
+    return str(f"Fatal Python error: {m['python']}" if m["python"] else m["hsa"]).strip()
 
 
 BUILDERS: dict[str, Builder] = {
@@ -465,17 +407,22 @@ BUILDERS: dict[str, Builder] = {
     "state_cache_no_memory": kv_sizing_builder("state_cache"),
     "unified_pool_no_memory": kv_sizing_builder("unified_pool"),
     "swa_cap_no_room": kv_sizing_builder("swa_cap"),
-    "torch_oom": _b_torch_oom,
+    "torch_oom": b_torch_oom,
     "device_oom": _mk(
         TorchOOM,
         exc_type=lambda m: m.group("type"),
         device=lambda m: m.group("device"),
         message=lambda m: m.group(0),  # the driver's OOM prints none of PyTorch's figures
     ),
-    "capture_failed": _b_capture_failed,
+    "capture_failed": b_capture_failed,
     "scheduler_exception": _mk(SchedulerException, text=lambda m: m.group("rest")),
     "other_ranks_failed": _mk(OtherRanksFailed, tp_rank=_i("tp")),
     "sigquit": _mk(SigQuit),
+    "process_died": _mk(
+        ProcessDied, process=lambda m: m["name"], pid=_i("pid"), exit_code=_i("code")
+    ),
+    "sigterm": _mk(SigTerm),
+    "fatal_error": _mk(FatalError, kind=lambda m: "python" if m["python"] else "hsa", text=_fatal),
     "ready": _mk(Ready),
     "http_up": _mk(HttpUp),
     "graph_disabled": _mk(

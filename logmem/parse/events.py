@@ -368,6 +368,30 @@ class SigQuit(Event):
 
 
 @frozen(kw_only=True)
+class ProcessDied(Event):
+    """The launcher's watchdog saw a child process end: 'Subprocess NAME (pid=P) crashed with
+    exit code C' (a negative C is the signal that ended it, as multiprocessing reports it)."""
+
+    process: str
+    pid: int | None
+    exit_code: int | None
+
+
+@frozen(kw_only=True)
+class SigTerm(Event):
+    """'SIGTERM received': the server was asked to stop; deaths after it are its shutdown."""
+
+
+@frozen(kw_only=True)
+class FatalError(Event):
+    """A process died by a signal without a Python traceback: faulthandler's 'Fatal Python
+    error: X' (kind 'python'), or the ROCm runtime's 'HSA_STATUS_ERROR_...' abort ('hsa')."""
+
+    kind: str
+    text: str
+
+
+@frozen(kw_only=True)
 class Ready(Event):
     pass
 

@@ -606,9 +606,38 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "sigquit",
-        r"Received sigquit from a child proces",
-        "Received sigquit from a child process. It usually means the child failed.",
-        needs=("Received sigquit from a child proces",),
+        r"Received sigquit from a child proces|SIGQUIT received\. .{0,200}?It usually means one child failed",
+        "SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+        "'Received sigquit from a child process' sglang 0.2-0.5.23 (srt/entrypoints/engine.py); "
+        "'SIGQUIT received. ... one child failed' 0.5.3-0.5.23 (tokenizer_manager.py, the running "
+        "phase's handler)",
+        needs=("Received sigquit from a child proces", "SIGQUIT received. "),
+    ),
+    _p(
+        "process_died",
+        r"Subprocess (?P<name>[\w.-]{1,80}) \(pid=(?P<pid>\d{1,10})\) crashed with exit code "
+        r"(?P<code>-?\d{1,6})",
+        "Subprocess scheduler_0 (pid=22741) crashed with exit code -6. Triggering SIGQUIT for cleanup...",
+        "the launcher's watchdog saw a child end (srt/utils/watchdog.py SubprocessWatchdog, in 0.5.23, "
+        "not in 0.5.9); a negative code is the signal that ended it",
+        needs=(") crashed with exit code ",),
+    ),
+    _p(
+        "sigterm",
+        r"SIGTERM received\. ",
+        "SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+        "someone stopped the server (tokenizer_manager.py sigterm_handler, 0.4.6-0.5.23): the deaths "
+        "that follow are its shutdown",
+        needs=("SIGTERM received. ",),
+    ),
+    _p(
+        "fatal_error",
+        r"^(?:Fatal Python error: (?P<python>.{1,300})"
+        r"|.{0,300}?(?P<hsa>HSA_STATUS_ERROR_[A-Z_]{1,60}(?:: .{0,300})?))$",
+        "Fatal Python error: Aborted",
+        "a process killed by a signal without a Python traceback: faulthandler's report "
+        "('Aborted', 'Segmentation fault'), or ROCm's runtime aborting on a device exception",
+        needs=("Fatal Python error: ", "HSA_STATUS_ERROR_"),
     ),
     _p(
         "ready",
@@ -713,7 +742,8 @@ KEYWORDS: tuple[str, ...] = (
     "KV cache", "KV Cache", "sliding window memory", "Sliding window memory", "Capture", "Capturing",
     "Compiling num tokens", "%|", "Registering", "memory capacity is unbalanced",
     "Not enough memory", "out of memory", "Error", "Exception", "exception", "Traceback",
-    "didn't finish", "Received sigquit", "ready to roll", "Uvicorn running",
+    "didn't finish", "Received sigquit", "SIGQUIT received", "crashed with exit code",
+    "SIGTERM received", "Fatal Python error", "HSA_STATUS_ERROR_", "ready to roll", "Uvicorn running",
     "Application startup complete", "CUDA graph", "[AR]", "Custom allreduce", "ENV_VAR", "device_name=",
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',

@@ -11,8 +11,7 @@ from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.comm_inputs import env_values
 from logmem.analysis.comm_join import communication
 from logmem.analysis.context import ContextVsPool
-from logmem.analysis.failures import Failure, RankError, outcome, read_errors
-from logmem.analysis.failures.records import exc_type_of, message_of
+from logmem.analysis.failures import outcome, read_errors
 from logmem.analysis.findings_order import set_aside
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
@@ -21,6 +20,7 @@ from logmem.report import json_text
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
+from logmem.report.failure_json import death_json, error_json, failure_json
 from logmem.report.finding_lines import finding_lines
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json, repeats_json, start_json
@@ -28,7 +28,6 @@ from logmem.report.inputs_text import source_json as _line
 from logmem.report.sentences import reserve_term_text
 from logmem.report.sizing_json import default_mfs_json, sizing_json
 from logmem.report.uninitialized import uninitialized_json
-from logmem.report.verdict import headline_text
 from logmem.units import Mem, gib
 
 if TYPE_CHECKING:
@@ -260,59 +259,6 @@ def rank_json(r: Rank, led: RankLedger | None = None) -> dict[str, Any]:
     return out
 
 
-def failure_json(f: Failure | None) -> dict[str, Any] | None:
-    if f is None:
-        return None
-    # Imported for a failure only: a clean launch's report does not load them (see
-    # logmem.report.verdict).
-    from logmem.report.fixes import effect_text, fix_value
-    from logmem.report.memory_split import failure_split
-    from logmem.report.notes import explanation_text
-
-    return {
-        "kind": f.kind,
-        "memory_related": f.memory_related,
-        "phase": f.phase,
-        "ranks": list(f.ranks),
-        "graph": f.graph,
-        "size": f.size,
-        "tried_gib": gib(f.tried_bytes),
-        "free_gib": gib(f.free_bytes),
-        "capacity_gib": gib(f.capacity_bytes),
-        "message": f.message,
-        "line": _line(f.line),
-        "rank_line": _line(f.rank_line),
-        "fixes": [
-            {"flag": x.flag, "value": fix_value(x), "effect": effect_text(x.effect)}
-            for x in f.fixes
-        ],
-        # The verdict in words (what every format prints first) and the figures behind it.
-        "headline": headline_text(f),
-        "explanation": explanation_text(f),
-        "exc_type": f.exc_type,
-        "shortfall_gib": gib(f.shortfall_bytes),
-        "bucket_free_gib": gib(f.bucket_free_bytes),
-        "memory_split": failure_split(f.record),
-        "errors": [
-            {"rank": e.rank, "record": type(e.record).__name__, "line": _line(e.source)}
-            for e in f.errors
-        ],
-    }
-
-
-def _error_json(errors: tuple[RankError | None, ...]) -> dict[str, Any] | None:
-    """The first decisive error: its rank, whole message (continuation lines too) and line."""
-    e = errors[0] if errors else None
-    if e is None:
-        return None
-    return {
-        "rank": e.rank,
-        "exc_type": exc_type_of(e.record),
-        "message": message_of(e.record, e.source),
-        "line": _line(e.source),
-    }
-
-
 def _opening(t: Traceback) -> Source | None:
     if t.opening is not None:
         return t.opening.source
@@ -372,11 +318,12 @@ def launch_json(
         "verdict": verdict_lines(L),
         "failure": failure_json(oc.failure),
         "runtime_errors": len(oc.runtime_errors),
-        "first_runtime_error": _error_json(read_errors(oc.runtime_errors[:1])),
+        "first_runtime_error": error_json(read_errors(oc.runtime_errors[:1])),
+        "runtime_deaths": [death_json(d) for d in oc.runtime_deaths],
         "came_up": {"by": oc.up.by.value, "line": _line(oc.up.source)} if oc.up else None,
         "other_tracebacks": [
             {"kind": n.kind.value, "line": _line(_opening(n.traceback))}
-            | (_error_json((n.error,)) or {"message": None, "exc_type": None})
+            | (error_json((n.error,)) or {"message": None, "exc_type": None})
             for n in oc.noise
         ],
         "max_total_num_tokens": s.max_total_num_tokens if s else None,

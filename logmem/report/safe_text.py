@@ -37,3 +37,9 @@ def strip_controls(report: str) -> str:
     """A whole report without control characters other than tab and newline."""
     out: str = _CONTROLS.sub("", report) if _CONTROLS.search(report) else report
     return out
+
+
+def short(text: str, n: int = 80) -> str:
+    """A log message on one line, cut to ``n`` characters (its continuation lines joined)."""
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3].rstrip() + "..."

@@ -26,6 +26,8 @@ from logmem.analysis.failures.records import (
 )
 from logmem.analysis.failures.traces import NoiseKind, UpBy
 from logmem.parse.events import SchedulerException
+from logmem.report.death_words import death_text
+from logmem.report.safe_text import short
 from logmem.report.uninitialized import caveat_text
 from logmem.sglang import rules
 
@@ -166,11 +168,6 @@ def _kv_sizing_what(rec: KVSizing) -> str:
     return f"{what} (SGLang: {words}{at})"
 
 
-def short(text: str, n: int = 80) -> str:
-    text = " ".join(text.split())  # a message's continuation lines, on one line
-    return text if len(text) <= n else text[: n - 3].rstrip() + "..."
-
-
 def quoted(message: str) -> str:
     """An exception's message for a headline: shortened, or said to be missing (never "()")."""
     return short(message) if message.strip() else "no message printed"
@@ -293,6 +290,7 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
         else:
             tail = "they are not start-up failures"
         lines.append(f"{len(oc.runtime_errors)} error(s) after start-up{at}; {tail}.")
+    lines.extend(death_text(d) for d in oc.runtime_deaths)
     lines.extend(_noise_lines(oc.noise))
     return lines
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from logmem.analysis.failures.deaths import Death
 from logmem.analysis.failures.effects import (  # re-exported: fx.LowerMfs, fx.Fix ...
     AtMostTimes as AtMostTimes,
 )
@@ -438,6 +439,8 @@ class Outcome:
     up: Up | None = None  # where start-up ended (the ready line, or what stands for it)
     noise: tuple[Noise, ...] = ()  # tracebacks that are not the server's errors
     offline: str | None = None  # the offline tool this launch is, when the log names one
+    # Child processes that died after start-up without a Python traceback (deaths.py).
+    runtime_deaths: tuple[Death, ...] = ()
 
 
 @frozen

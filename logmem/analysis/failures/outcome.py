@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.budget import budget
+from logmem.analysis.failures.deaths import Death, failed_deaths
 from logmem.analysis.failures.place import Place, furthest_rank, place_of
 from logmem.analysis.failures.records import (
     ChildDied,
@@ -83,13 +84,16 @@ def outcome(launch: Launch) -> fx.Outcome:
     cut = [t for t in own if _cut(t, own, up, last_steps)]
     runtime = tuple(t for t in own if t.errors and after(t.errors[0].source, up))
     sigquit = [e for e in launch.events if isinstance(e, ev.SigQuit) and not after(e.source, up)]
+    died = failed_deaths(launch)
+    early = tuple(d for d in died if not after(d.event.source, up))
+    late = tuple(d for d in died if after(d.event.source, up))
     tool = offline_tool(launch)
-    if crash_tbs or cut or sigquit:
-        failure = _crash_failure(launch, crash_tbs, cut, tool)
-        return fx.Outcome("crashed", failure, runtime, up, tuple(noise), tool)
+    if crash_tbs or cut or sigquit or early:
+        failure = _crash_failure(launch, crash_tbs, cut, tool, early)
+        return fx.Outcome("crashed", failure, runtime, up, tuple(noise), tool, late)
     if _finished(launch) or up is not None:
-        return fx.Outcome("ready", None, runtime, up, tuple(noise), tool)
-    return fx.Outcome("incomplete", _stopped(launch), runtime, up, tuple(noise), tool)
+        return fx.Outcome("ready", None, runtime, up, tuple(noise), tool, late)
+    return fx.Outcome("incomplete", _stopped(launch), runtime, up, tuple(noise), tool, late)
 
 
 def _cut(t: Traceback, own: Sequence[Traceback], up: Up | None, last_steps: dict[str, int]) -> bool:
@@ -138,7 +142,11 @@ def _fatal(tb: Traceback, up: Up | None, last_steps: dict[str, int]) -> bool:
 
 
 def _crash_failure(
-    launch: Launch, tbs: list[Traceback], cut: list[Traceback], tool: str | None
+    launch: Launch,
+    tbs: list[Traceback],
+    cut: list[Traceback],
+    tool: str | None,
+    died: tuple[Death, ...] = (),
 ) -> fx.Failure:
     errors = read_errors(tbs) + tuple(
         RankError(t.rank, CutTraceback(), t.opening.source) for t in cut if t.opening
@@ -147,6 +155,11 @@ def _crash_failure(
         # One process: an unprefixed traceback (bench_one_batch, a paste without prefixes) is its.
         sole = launch.ranks[0].label
         errors = tuple(replace(e, rank=sole) if e.rank is None else e for e in errors)
+    if not errors and died:
+        d = died[0]
+        fatal = d.fatal[0].text if d.fatal else None
+        rec0 = ChildDied(d.event.process, d.event.exit_code, d.signal, fatal)
+        errors = (RankError(None, rec0, d.event.source),)
     if not errors:
         errors = (RankError(None, ChildDied(), None),)
     principal = min(errors, key=lambda e: (priority(e.record), e.source.line_no if e.source else 0))

@@ -117,7 +117,13 @@ class CutTraceback:
 
 @frozen
 class ChildDied:
-    """ "Received sigquit from a child process" with no readable traceback."""
+    """A child process died with no readable traceback: "Received sigquit from a child
+    process", or the watchdog's "Subprocess NAME ... crashed with exit code C" (deaths.py)."""
+
+    process: str | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    fatal: str | None = None  # the first fatal-error line before it (faulthandler, ROCm)
 
 
 ErrorRecord = (
@@ -474,6 +480,9 @@ def message_of(r: ErrorRecord, src: Source | None) -> str:
         return f"{r.exc_type}: {r.message}" if r.exc_type else r.message
     if isinstance(r, CutTraceback):
         return "a traceback the log cuts before its exception line"
+    if isinstance(r, ChildDied) and r.process is not None:
+        code = f"exit code {r.exit_code}" + (f", {r.signal}" if r.signal else "")
+        return f"{r.process} died ({code})" + (f" after '{r.fatal}'" if r.fatal else "")
     return "a child process died (sigquit) without a readable traceback"
 
 
