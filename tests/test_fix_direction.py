@@ -23,6 +23,7 @@ from logmem.analysis.failures.facts import (
     Failure,
     Fix,
     LowerByAtLeast,
+    LowerMfs,
     NativeImpl,
 )
 from logmem.analysis.failures.fallback import native_version_flag
@@ -393,3 +394,43 @@ def test_the_find_outside_fix_names_the_other_processes_share_when_the_message_s
     says = " ".join(verdict_lines(verdict(read_log(str(path)).launches[0])))
     fix = next(x for x in says.split("Fix: ") if x.startswith("nvidia-smi"))
     assert f"find the other processes holding {others:.2f} GiB" in fix, fix
+
+
+# --- A pool sized with a smaller cell than it allocates (003's FP8 indexer) -----------------
+
+_CAPTURE_OOM = """
+[2026-02-26 05:58:58 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", line 497, in capture
+    ) = self.capture_one_batch_size(bs, forward)
+torch.OutOfMemoryError: HIP out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total \
+capacity of 287.98 GiB of which 1.29 GiB is free. Of the allocated memory 280.38 GiB is \
+allocated by PyTorch, and 6.32 MiB is reserved by PyTorch but unallocated.
+"""
+
+
+def test_lowering_mfs_under_a_bigger_allocated_cell_prices_the_pools_shrink(
+    tmp_path: Path,
+) -> None:
+    """003's pools allocate 61,463 bytes per token for the 55,227 SGLang sized them with: each
+    GiB of budget the rule gives up shrinks the pools by 1.113 GiB, and SGLang counts the tokens
+    lost at its sizing cell. A capture OOM there needs a smaller step down than P x d alone."""
+    lines = corpus_log("003-").read_text().splitlines(keepends=True)[:515]
+    log = tmp_path / "ov.log"
+    log.write_text("".join(lines) + _CAPTURE_OOM)
+    f = failure_of(log)
+    (fix,) = [x for x in f.fixes if x.flag == "--mem-fraction-static"]
+    e = fix.effect
+    assert isinstance(e, LowerMfs)
+    assert e.sizing_cell is not None and 55_200 < e.sizing_cell < 55_250
+    assert 1.11 < e.pool_ratio < 1.12
+    short = e.need_bytes
+    # The budget the rule gives up, times the ratio, covers the shortfall; P x d alone would
+    # ask a lower value (0.898) than needed.
+    budget_freed = (0.908 - float(fix.value or 0)) * e.pre_load_bytes
+    assert budget_freed < short <= e.freed_bytes
+    assert fix.value == "0.899"
+    assert e.lost_tokens is not None
+    assert math.isclose(e.lost_tokens, budget_freed / e.sizing_cell, rel_tol=1e-3)
+    text = fix_text(fix)
+    assert "61,463 bytes per token the pools allocate over the 55,227 SGLang sized them" in text
+    assert "55,227-byte sizing cell" in text

@@ -61,12 +61,32 @@ def _(e: fx.LowerMfs) -> str:
         why = f"(no figures in the error: this is one {e.step:g} step)"
     on = f", on {e.pre_load_rank}" if e.pre_load_rank else ""
     where = f"P = {_g(e.pre_load_bytes)} GiB, the smallest Load weight begin avail{on}"
-    delta = e.need_bytes / (e.pre_load_bytes * e.factor)
+    r = e.pool_ratio
+    delta = e.need_bytes / (e.pre_load_bytes * e.factor * r)
+    p_term = _scaled_p(e.pre_load_bytes, e.factor)
+    ratio = ""
+    if r > 1.0 and e.sizing_cell and e.bytes_per_token:
+        p_term = f"({p_term} x {r:.3f})"
+        ratio = (
+            f"; {r:.3f} = the {e.bytes_per_token:,.0f} bytes per token the pools allocate over "
+            f"the {e.sizing_cell:,.0f} SGLang sized them with, so each GiB of budget the rule "
+            f"gives up shrinks the pools by {r:.3f} GiB"
+        )
     text = (
         f"lowers mem_fraction_static from {fmt_mfs(e.mfs)} by at least {_g(e.need_bytes)} / "
-        f"{_scaled_p(e.pre_load_bytes, e.factor)} = {delta:.4f} ({where}{_scaled_why(e.factor)}), "
+        f"{p_term} = {delta:.4f} ({where}{_scaled_why(e.factor)}{ratio}), "
         f"so {_g(e.freed_bytes)} GiB more stays outside the KV pool {why}"
     )
+    if r > 1.0 and e.sizing_cell and e.lost_tokens is not None:
+        pct = (
+            f", {e.lost_tokens / e.kv_tokens:.1%} of {tokens_text(e.kv_tokens)}"
+            if e.kv_tokens
+            else ""
+        )
+        return text + (
+            f"; costs about {tokens_text(math.ceil(e.lost_tokens))} KV tokens{pct} (SGLang "
+            f"counts them at its {e.sizing_cell:,.0f}-byte sizing cell)"
+        )
     if e.bytes_per_token and e.lost_tokens is not None:
         share = f" (KV's {e.kv_share:.0%} share of it)" if e.kv_share < 1 else ""
         pct = (

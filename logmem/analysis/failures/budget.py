@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from logmem.analysis.findings_sizing import pools_vs_budget
 from logmem.analysis.sizing import MfsScaling, mfs_scaling, sizing
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Model, Rank
@@ -39,6 +40,10 @@ class Budget:
     )
     # SGLang's own scaling of the flag before the rule (Sizing.scaling, by era and model).
     scaling: MfsScaling = MfsScaling()
+    # The cell SGLang's sizing divided the budget by, when the pools allocate a bigger one
+    # (PoolsVsBudget.sizing_cell_bytes, e.g. 003's FP8 indexer): a token given up returns
+    # token_price of pools but only sizing_cell of the rule's budget.
+    sizing_cell: float | None = None
 
     @property
     def factor(self) -> float:
@@ -73,6 +78,15 @@ class Budget:
             return self.kv_bytes / (self.kv_bytes + self.mamba_bytes)
         return 1.0
 
+    @property
+    def pool_ratio(self) -> float:
+        """Bytes of pools per byte of the rule's budget: token_price / sizing_cell when SGLang
+        sized the pool with a smaller cell than it allocates, else 1."""
+        bpt = self.bytes_per_token
+        if self.sizing_cell and bpt and bpt > self.sizing_cell:
+            return bpt / self.sizing_cell
+        return 1.0
+
 
 def _model(rank: Rank, draft: bool) -> Model | None:
     return rank.draft if draft else rank.target
@@ -89,11 +103,14 @@ def budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> Bud
     tp = launch.args.get("tp_size")
     sz = sizing(launch)
     kv_bytes, kv_tokens = (kv.total_bytes, kv.tokens) if kv else (None, None)
-    price = cell = None
+    price = cell = sizing_cell = None
     if not draft and sz is not None and sz.kv_tokens:
         # The pool the findings price: a sliding-window model's full pool, not its first line.
         kv_bytes, kv_tokens = sz.kv_bytes, sz.kv_tokens
         price, cell = sz.all_pools_bytes_per_token, sz.full_cell_bytes
+        main = launch.main_rank
+        gap = pools_vs_budget(sz, main, launch, None) if main is not None else None
+        sizing_cell = gap.sizing_cell_bytes if gap is not None else None
     return Budget(
         mfs=mfs
         if mfs is not None
@@ -110,6 +127,7 @@ def budget(launch: Launch, draft: bool = False, mfs: float | None = None) -> Bud
         token_price=price,
         cell_bytes=cell,
         scaling=sz.scaling if sz is not None else mfs_scaling(launch),
+        sizing_cell=sizing_cell,
     )
 
 

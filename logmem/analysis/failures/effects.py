@@ -40,6 +40,15 @@ class LowerMfs:
     kv_tokens: int | None = None
     factor: float = 1.0  # SGLang scales the flag by this before the rule (Budget.scaling)
     cell_bytes: float | None = None  # the KV cell inside bytes_per_token (the rest: other pools)
+    # SGLang's sizing cell when smaller than bytes_per_token (Budget.sizing_cell): each byte of
+    # budget given up shrinks the pools by bytes_per_token / sizing_cell.
+    sizing_cell: float | None = None
+
+    @property
+    def pool_ratio(self) -> float:
+        if self.sizing_cell and self.bytes_per_token and self.bytes_per_token > self.sizing_cell:
+            return self.bytes_per_token / self.sizing_cell
+        return 1.0
 
 
 class Pools(Enum):

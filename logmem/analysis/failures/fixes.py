@@ -56,15 +56,20 @@ def lower_mfs(
     SGLang's own scaling of the flag (Budget.scaling); price it in KV tokens."""
     if b.mfs is None or b.pre_load_bytes is None:
         return None, None
-    p, s = b.pre_load_bytes, b.scaling
+    p, s, r = b.pre_load_bytes, b.scaling, b.pool_ratio
     now = s.rule_mfs_for(b.mfs)
-    x = floor3(s.flag_mfs_for(now - need_bytes / p))
-    freed = rules.mfs_step_bytes(p, now - s.rule_mfs_for(x))
+    # The rule gives up P x d of budget; the pools shrink by r times that when SGLang sized
+    # them with a smaller cell than they allocate (r = 1 otherwise).
+    x = floor3(s.flag_mfs_for(now - need_bytes / (p * r)))
+    budget_freed = rules.mfs_step_bytes(p, now - s.rule_mfs_for(x))
+    freed = round(budget_freed * r)
     bpt = b.bytes_per_token
     lowest = min_mfs_for_pool(b)
     blocker: fx.Blocker | None = None
     lost = None
-    if bpt:
+    if bpt and r > 1.0 and b.sizing_cell:
+        lost = budget_freed / b.sizing_cell  # SGLang counts tokens with its sizing cell
+    elif bpt:
         lost = freed * b.kv_share / bpt
         if b.kv_tokens and lost >= b.kv_tokens:
             blocker = fx.NoKVTokensLeft(x)
@@ -86,6 +91,7 @@ def lower_mfs(
         b.kv_tokens,
         b.factor,
         b.cell_bytes,
+        b.sizing_cell if r > 1.0 else None,
     )
     return fx.Fix("--mem-fraction-static", fmt_mfs(x), effect), blocker
 
