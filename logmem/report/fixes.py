@@ -373,6 +373,19 @@ def _(e: fx.ChangeComponent) -> str:
     return f"the error is raised in {_COMPONENT[e.where]} ({where}){during}{recur}: {change}"
 
 
+@effect_text.register
+def _(e: fx.EnvSwitchOff) -> str:
+    g = e.gate
+    where = f"{e.path.rsplit('/', 1)[-1] if e.path else '?'} line {e.line}"
+    during = f" during the {e.graph} graph capture" if e.graph else ""
+    return (
+        f"the error is raised in {g.func} ({where}){during}, {g.path}, which SGLang takes only "
+        f"when {g.var} is on (off by default; {g.source}): this launch's environment (or its "
+        "container image) set it; "
+        f"unset it, or set it to {g.off}, and {g.default_path} runs"
+    )
+
+
 def _scaled_p(p: int, factor: float) -> str:
     """P in a division by the flag's change: times SGLang's own factor when it scales the flag."""
     return f"{_g(p)}" if factor == 1 else f"({_g(p)} x {factor:g})"

@@ -24,6 +24,9 @@ from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARC
 from logmem.sglang.adjustments import MfsAdjustment as MfsAdjustment
 from logmem.sglang.adjustments import adjustment_candidates as adjustment_candidates
 from logmem.sglang.adjustments import mfs_adjustments as mfs_adjustments
+from logmem.sglang.code_paths import ENV_GATES as ENV_GATES
+from logmem.sglang.code_paths import EnvGate as EnvGate
+from logmem.sglang.code_paths import env_gate as env_gate
 from logmem.sglang.releases import RELEASES
 from logmem.sglang.reserve import ACTIVATION_MIB_PER_TOKEN as ACTIVATION_MIB_PER_TOKEN
 from logmem.sglang.reserve import ACTIVATION_MIN_TOKENS as ACTIVATION_MIN_TOKENS

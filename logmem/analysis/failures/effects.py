@@ -10,6 +10,7 @@ from enum import Enum
 
 from logmem.frozen import frozen
 from logmem.parse import events as ev
+from logmem.sglang import rules
 
 # --- what a fix buys and costs -----------------------------------------------------------------
 
@@ -253,6 +254,17 @@ class ChangeComponent:
     # The launcher set NSA (DSA) backends for this model ("Set NSA backends for ... KV Cache")
     # while another attention backend was passed: the model's own family is a thing to try.
     nsa: ev.NSABackends | None = None
+
+
+@frozen
+class EnvSwitchOff:
+    """The raising function runs only when an environment switch is on (rules.env_gate): the
+    launch's environment set it; turning it off takes SGLang's default path."""
+
+    gate: rules.EnvGate
+    path: str | None  # the frame's file
+    line: int | None
+    graph: str | None  # the capture it failed in, when it did
 
 
 @frozen

@@ -47,6 +47,9 @@ from logmem.analysis.failures.effects import (
     Effect as Effect,
 )
 from logmem.analysis.failures.effects import (
+    EnvSwitchOff as EnvSwitchOff,
+)
+from logmem.analysis.failures.effects import (
     ExpandableSegments as ExpandableSegments,
 )
 from logmem.analysis.failures.effects import (

@@ -465,7 +465,12 @@ def not_memory_fixes(launch: Launch, place: Place, raised: RaisedIn) -> list[fx.
             in_use,
             _nsa_elsewhere(launch) if raised.where is Where.ATTENTION else None,
         )
-        return [fx.Fix(flag, None, effect)]
+        out = [fx.Fix(flag, None, effect)]
+        gate = rules.env_gate(f.func)
+        if gate is not None:
+            # The function runs only with the switch on: turning it off is the first fix.
+            out.insert(0, fx.Fix(gate.var, gate.off, fx.EnvSwitchOff(gate, f.path, f.line, graph)))
+        return out
     if graph is None:
         return []
     machinery = raised.where is Where.CAPTURE
