@@ -332,6 +332,7 @@ Effect = (
     | SkipImbalanceCheck
     | DisableGraph
     | ChangeComponent
+    | EnvSwitchOff
     | NativeImpl
 )
 
