@@ -139,20 +139,46 @@ def test_gpu_tier_rule_matches_011_arithmetic() -> None:
     )
 
 
-def test_011_without_capacity_names_the_windows_but_claims_nothing() -> None:
-    """011 prints no device capacity: the row stays unknown and says on which GPU sizes (above
-    TP0's 77.43 GiB free before loading) the tier rule would give 0.831."""
+def test_without_capacity_the_windows_are_named_but_nothing_claimed() -> None:
+    """011's settings with no device capacity: the row stays unknown and says on which GPU
+    sizes (above TP0's 77.43 GiB free before loading) the tier rule would give 0.831."""
     from logmem.report.mfs_words import default_mfs_text
 
-    led = _led("011")
-    d = led.default_mfs
-    assert d is not None and d.rule is Rule.UNKNOWN and d.capacity_mib is None
+    d = default_mfs(_grok_011_args(), date(2025, 9, 11), None, None, free_mib=77.43 * 1024)
+    assert d.rule is Rule.UNKNOWN and d.capacity_mib is None
     assert d.tier_windows is not None and (81558, 82041) in d.tier_windows
     assert all(a >= 77.43 * 1024 for a, _ in d.tier_windows)  # none below P
     value, source = default_mfs_text(d)
     assert value == "unknown"
     assert "GPU-tier reserve rule of sglang 0.4.8-0.5.2 (Jun-Oct 2025)" in source
     assert "81,558-82,041" in source and "unconfirmed" in source
+
+
+def test_011_takes_gpu_mem_from_the_gpu_it_names_and_says_so() -> None:
+    """011 prints no device total, but its kernel-config lines name NVIDIA_H100_80GB_HBM3
+    (line 137): nvidia-smi's 81,559 MiB for that board gives the dump's 0.831 by the GPU-tier
+    rule, and the row says the figure comes from the name, not from a line."""
+    from logmem.report.mfs_words import default_mfs_text
+
+    led = _led("011")
+    d = led.default_mfs
+    assert d is not None and d.rule is Rule.GPU_TIER and d.matches is True
+    assert d.capacity_mib == 81559 and d.capacity_named == ("NVIDIA_H100_80GB_HBM3", 137)
+    value, source = default_mfs_text(d)
+    assert value == "GPU-tier reserve"
+    assert "no line prints it: nvidia-smi's total for NVIDIA_H100_80GB_HBM3" in source
+
+
+def test_a_gpu_name_outside_the_table_gives_no_capacity() -> None:
+    from logmem.analysis.default_mfs import named_capacity
+    from logmem.sglang.devices import named_capacity_mib
+
+    assert named_capacity_mib("AMD_Instinct_MI355X") is None  # not in the table: no figure
+    # 003 names its MI355X: no capacity is taken from that name.
+    (L,) = api.read_log(str(corpus_log("003-")), require_startup=False).launches
+    assert named_capacity(L) is None
+    d = build_ledger(L).default_mfs
+    assert d is not None and d.capacity_named is None
 
 
 def test_no_log_flips_to_the_tier_rule_without_its_arithmetic() -> None:

@@ -83,9 +83,18 @@ def _tier_text(d: DefaultMfs, when: str) -> str:
     )
     assert d.capacity_mib is not None and d.tier_reserved_mib is not None
     return (
-        f"matches {TIER_RULE}{older}: gpu_mem {d.capacity_mib:,.0f} MiB, tp x pp {world}: "
+        f"matches {TIER_RULE}{older}: {gpu_mem(d)}, tp x pp {world}: "
         f"reserve {d.tier_reserved_mib:,.0f} MiB gives {d.predicted:g}, the value server_args prints"
     )
+
+
+def gpu_mem(d: DefaultMfs) -> str:
+    """gpu_mem as the rule took it, saying where a figure no line prints came from."""
+    text = f"gpu_mem {d.capacity_mib:,.0f} MiB"
+    if d.capacity_named is not None:
+        name, line = d.capacity_named
+        text += f" (no line prints it: nvidia-smi's total for {name}, the GPU line {line} names)"
+    return text
 
 
 def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
@@ -106,7 +115,7 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         )
     if d.rule is Rule.LARGE_GPU:
         how = "server_args' value fits it" if d.era_from == "dump" else when
-        cap = f"gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else "a GPU"
+        cap = f"{gpu_mem(d)}" if d.capacity_mib else "a GPU"
         value = (
             f"passed (the large-GPU rule gives {d.predicted:.3f})"
             if d.matches is False
@@ -124,7 +133,7 @@ def default_mfs_text(d: DefaultMfs) -> tuple[str, str]:
         return _post_capture_text(d, when, form)
     if d.rule is Rule.RESERVE:
         how = "server_args' value fits it" if d.era_from == "dump" else when
-        cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
+        cap = f", {gpu_mem(d)}" if d.capacity_mib else ""
         res = f", reserve {d.reserved_mib:,.0f} MiB" if d.reserved_mib is not None else ""
         how += f"; {form}'s form" if form else ""
         if d.matches is True:
@@ -187,7 +196,7 @@ def _post_capture_text(d: DefaultMfs, when: str, form: str) -> tuple[str, str]:
         else "reserve unknown"
     )
     head = f"post-capture KV sizing ({when}; {form}'s form): {res}, no graph reserve"
-    cap = f", gpu_mem {d.capacity_mib:,.0f} MiB" if d.capacity_mib else ""
+    cap = f", {gpu_mem(d)}" if d.capacity_mib else ""
     if d.matches is True:
         return "post-capture reserve", f"{head}{cap}: {_match(d)}"
     if d.matches is False:

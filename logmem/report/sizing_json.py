@@ -28,6 +28,11 @@ def default_mfs_json(d: Any) -> dict[str, Any] | None:
             "tp_size": d.tp_size,
             "pp_size": d.pp_size,
             "capacity_mib": d.capacity_mib,
+            "capacity_from_device_name": (
+                {"device_name": d.capacity_named[0], "line": d.capacity_named[1]}
+                if d.capacity_named is not None
+                else None
+            ),
             "reserved_mib": d.reserved_mib,
             "free_before_load_mib": d.free_mib,
         },

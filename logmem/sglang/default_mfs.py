@@ -168,6 +168,9 @@ class DefaultMfs:
     # The releases read whose form of the rule gave ``predicted`` ("0.5.8-0.5.9";
     # logmem.sglang.mfs_versions; None: no form computed)
     form: str | None = None
+    # capacity_mib is the figure of the GPU the log names, not a printed total: (device name,
+    # line of its kernel-config file); None when a line printed the total or none is known.
+    capacity_named: tuple[str, int] | None = None
 
     @property
     def matches(self) -> bool | None:

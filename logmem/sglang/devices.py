@@ -69,3 +69,21 @@ def ranks_in_log(args: Mapping[str, Any]) -> int | None:
         return None
     world = tp * pp * (dp if not args.get("enable_dp_attention") else 1)
     return world // nnodes if world % nnodes == 0 else None
+
+
+# memory.total as nvidia-smi prints it (MiB) for boards whose torch device name (spaces as
+# underscores, the ``device_name=`` of SGLang's kernel-config files) fixes the memory size;
+# SGLang's gpu_mem is this figure (get_nvgpu_memory_capacity, common.py). Only boards whose
+# figure has been seen in nvidia-smi output: 011's H100 dump (0.831) agrees with 81,559.
+NVIDIA_SMI_TOTAL_MIB: dict[str, int] = {
+    "NVIDIA_H100_80GB_HBM3": 81_559,
+    "NVIDIA_H200": 143_771,
+    "NVIDIA_A100-SXM4-80GB": 81_920,
+    "NVIDIA_GeForce_RTX_4090": 24_564,
+    "NVIDIA_L4": 23_034,
+}
+
+
+def named_capacity_mib(device_name: str) -> int | None:
+    """gpu_mem of a GPU known by its torch name (NVIDIA_SMI_TOTAL_MIB), None for any other."""
+    return NVIDIA_SMI_TOTAL_MIB.get(device_name)
