@@ -72,8 +72,13 @@ def test_corpus_006_finding_and_verdict_caveat() -> None:
     assert "in layers 0-29" in text and "all are MoE expert weights" in text
     assert "runs with them uninitialised" in text
     assert "24.13 GiB per rank on TP0 (quant=awq, bits=4; server_args quantization='awq')" in text
-    # No parameter count is in the log: no expected size, no "BF16 size", no ratio.
-    assert "no parameter count" in text and "BF16" not in text and " x " not in text
+    # The names are the unquantised FusedMoE method's (w13_weight, w2_weight): quantization='awq'
+    # gave the MoE layers no method (awq.py), so they are allocated in the model dtype; no
+    # expected size is stated (the log has no parameter count): no "BF16 size", no ratio.
+    assert f.unquantized_experts and f.moe_method == "moe_wna16"
+    assert "unquantised experts' (w13_weight, w2_weight" in text
+    assert "allocated in the model's dtype" in text and "--quantization moe_wna16" in text
+    assert "BF16" not in text and " x " not in text
     lines = verdict_lines(verdict(L))
     assert lines[0] == "Ready: start-up finished on 2 ranks."
     assert lines[1].startswith("Caveat: start-up finished, but line 48 lists 60 weights (all MoE")
@@ -111,3 +116,14 @@ def test_a_cut_list_says_at_least() -> None:
     text = finding_text(f)
     assert "at least 2 weights (the line is cut)" in text
     assert "GiB" not in text  # no Load weight end: no size sentence
+
+
+def test_quantised_names_or_an_unquantised_launch_are_not_called_unquantised_experts() -> None:
+    from logmem.sglang.quant import experts_unquantized
+
+    kinds = ["model.layers.*.mlp.experts.w13_weight", "model.layers.*.mlp.experts.w2_weight"]
+    assert experts_unquantized(kinds, "awq")
+    assert not experts_unquantized(kinds, None)  # a bf16 launch: these are its real names
+    assert not experts_unquantized(["model.layers.*.mlp.experts.w13_qweight"], "awq")
+    assert not experts_unquantized(kinds + ["model.layers.*.self_attn.q_proj.weight"], "awq")
+    assert not experts_unquantized([], "awq")

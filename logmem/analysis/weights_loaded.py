@@ -15,6 +15,7 @@ from logmem.analysis.findings_kinds import FindingKind
 from logmem.frozen import frozen
 from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
+from logmem.sglang.quant import experts_unquantized, moe_method_for
 
 
 @frozen
@@ -30,6 +31,10 @@ class WeightsNotLoaded:
     weights_line: int | None
     quant: tuple[tuple[str, str], ...]  # Load weight end's quant=, bits=, ... as printed
     quantization: str | None  # server_args' quantization; None: not set or not dumped
+    # Every listed name is an expert under its unquantised name in a quantised launch: the
+    # method gave the MoE layers none (sglang.quant), so they are allocated in the model dtype.
+    unquantized_experts: bool = False
+    moe_method: str | None = None  # the method that would load those experts (sglang.quant)
 
     @property
     def line(self) -> int:
@@ -53,6 +58,11 @@ def weights_not_loaded(L: Launch) -> tuple[WeightsNotLoaded, ...]:
         assert m.uninitialized is not None
         we = m.weights_end
         q = L.args.get("quantization")
+        method = q if isinstance(q, str) and q else None
+        if method is None and we is not None:
+            method = dict(we.details).get("quant")
+        u = m.uninitialized
+        unquantized = u.other_kinds == 0 and experts_unquantized((k for k, _ in u.kinds), method)
         out.append(
             WeightsNotLoaded(
                 r.label,
@@ -65,6 +75,8 @@ def weights_not_loaded(L: Launch) -> tuple[WeightsNotLoaded, ...]:
                 we.source.line_no if we is not None else None,
                 tuple((k, v) for k, v in we.details if k != "dtype") if we is not None else (),
                 q if isinstance(q, str) and q else None,
+                unquantized,
+                moe_method_for(method) if unquantized else None,
             )
         )
     return tuple(out)

@@ -13,6 +13,7 @@ from logmem.analysis.weights_loaded import WeightsNotLoaded
 from logmem.parse import events as ev
 from logmem.report.finding_base import finding_text
 from logmem.report.finding_base import g as _g
+from logmem.sglang.quant import UNQUANTIZED_MOE_PARAMS
 
 
 def _count(u: ev.WeightsUninitialized) -> str:
@@ -62,17 +63,53 @@ def _(f: WeightsNotLoaded) -> str:
         if f.quantization is None:
             named = named[:1]
         how = f" ({'; '.join(named)})" if named else ""
-        text += (
-            f" The weights take {_g(f.usage_bytes)} GiB per rank on {f.rank or 'the GPU'}{how}: "
-            "the log prints no parameter count, so whether that is the size the quantization "
-            "implies is for the reader to judge from the checkpoint."
-        )
+        head = f" The weights take {_g(f.usage_bytes)} GiB per rank on {f.rank or 'the GPU'}{how}"
+        if f.unquantized_experts:
+            text += f"{head}, and {unquantized_text(f)}."
+        else:
+            text += (
+                f"{head}: the log prints no parameter count, so whether that is the size the "
+                "quantization implies is for the reader to judge from the checkpoint."
+            )
+    elif f.unquantized_experts:
+        text += f" {unquantized_text(f)[0].upper()}{unquantized_text(f)[1:]}."
     return text
+
+
+def unquantized_text(f: WeightsNotLoaded) -> str:
+    """Why a quantised launch's experts were left unfilled: the method gave the MoE layers
+    none, so they are allocated unquantised (sglang.quant)."""
+    names = ", ".join(UNQUANTIZED_MOE_PARAMS)
+    method = f"quantization={f.quantization!r}" if f.quantization else "this quantization"
+    fix = (
+        f"; --quantization {f.moe_method} gives AWQ and GPTQ experts a quantised method "
+        "(moe_wna16.py; whether its kernels run on this GPU the log does not show)"
+        if f.moe_method
+        else ""
+    )
+    source = (
+        "AWQConfig gives FusedMoE none: awq.py, sglang 0.5.8-0.5.9"
+        if f.moe_method
+        else "the names are unquant.py's, sglang 0.5.8-0.5.9"
+    )
+    return (
+        f"the listed names are the unquantised experts' ({names}, SGLang's "
+        f"UnquantizedFusedMoEMethod; a quantised method names them w13_qweight, w13_scales ...): "
+        f"with {method} SGLang gave the MoE layers no quantised method, so the experts are "
+        "allocated in the model's dtype, not at the checkpoint's bits, and its quantised expert "
+        f"tensors had no parameter to load into ({source}){fix}"
+    )
 
 
 def caveat_text(f: WeightsNotLoaded, ready: bool) -> str:
     """The verdict's caveat: a start-up can finish with weights the checkpoint never filled."""
-    experts = " (all MoE expert weights)" if f.all_experts else ""
+    experts = (
+        " (all MoE expert weights, allocated unquantised)"
+        if f.unquantized_experts
+        else " (all MoE expert weights)"
+        if f.all_experts
+        else ""
+    )
     what = (
         f"line {f.line} lists {_count(f.listed)}{experts} that were not initialized from the "
         "checkpoint"
