@@ -278,3 +278,20 @@ def _cli(*args: str) -> str:
     r = CliRunner().invoke(cli, list(args))
     assert r.exit_code == 0, r.output
     return r.output
+
+
+def _all_logs() -> list[Path]:
+    return [*corpus_logs(), *fixture_logs()]
+
+
+@pytest.mark.parametrize("path", _all_logs(), ids=lambda p: p.name)
+def test_no_report_names_cublas_off_cuda(path: Path) -> None:
+    """The math library whose workspaces a first forward allocates is the platform's own:
+    cuBLAS is CUDA's; an Ascend, ROCm or MUSA log is never told about it (019, 036, 003)."""
+    from logmem.analysis.platform import platform
+
+    out = CliRunner().invoke(cli, ["analyze", str(path), "-f", "text"])
+    assert out.exit_code in (0, 1)
+    for L in read_log(str(path), require_startup=False).launches:
+        if platform(L).device in ("npu", "rocm", "musa"):
+            assert "cuBLAS" not in out.output, path.name

@@ -26,9 +26,30 @@ class Platform:
     library: comm.Library  # the collective library behind torch.distributed
 
     @property
+    def math_library(self) -> str:
+        """The BLAS library whose workspaces a first forward allocates (math_library)."""
+        return math_library(self.library)
+
+    @property
     def unified_possible(self) -> bool:
         """Whether the device could read system RAM as free memory (a GB10-like device)."""
         return unified_possible(self.device)
+
+
+# The math library whose workspaces a device's first matmuls allocate, by the collective
+# library that names the platform: an Ascend or MUSA log must not be told about cuBLAS.
+_MATH_LIBRARY = {
+    comm.Library.NCCL: "cuBLAS",
+    comm.Library.RCCL: "hipBLASLt / rocBLAS",
+    comm.Library.HCCL: "CANN operator",
+    comm.Library.MCCL: "muBLAS",
+}
+
+
+def math_library(library: comm.Library | None) -> str:
+    """cuBLAS on CUDA, hipBLASLt / rocBLAS on ROCm, CANN's operators on Ascend, muBLAS on
+    MUSA; a neutral name where the platform is not known."""
+    return _MATH_LIBRARY.get(library, "math-library") if library is not None else "math-library"
 
 
 def unified_possible(device: str) -> bool:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from logmem.analysis.failures import OutOfMemory, outcome
+from logmem.analysis.platform import math_library
 from logmem.model.records import Launch
 from logmem.parse.oom_split import Figure, MemorySplit
+from logmem.sglang.comm import Library
 from logmem.units import format_gib
 
 
@@ -36,6 +38,13 @@ def split_json(s: MemorySplit | None) -> dict[str, Any] | None:
     }
 
 
+def _outside_parts(device: str) -> str:
+    """What a process holds outside PyTorch's allocator, named for the message's device."""
+    hip = device.upper() == "HIP"
+    lib = Library.RCCL if hip else Library.NCCL
+    return f"{device} context, {lib.value}/DeepEP buffers, {math_library(lib)} workspaces"
+
+
 def split_sentence(s: MemorySplit, line: int | None) -> str:
     """One note: the figures as the message prints them, and what follows from them."""
     where = f" (line {line})" if line is not None else ""
@@ -62,7 +71,7 @@ def split_sentence(s: MemorySplit, line: int | None) -> str:
     if outside is not None and s.this_process is not None:
         out += (
             f" This process uses {s.this_process.text}, so {format_gib(outside)} GiB of it is outside "
-            f"PyTorch (CUDA context, NCCL/DeepEP buffers, cuBLAS workspaces; +-"
+            f"PyTorch ({_outside_parts(s.device)}; +-"
             f"{format_gib(s.outside_pytorch_resolution)} GiB from rounding)."
         )
         if s.processes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logmem.analysis.findings as fd
 from logmem.analysis.failures.budget import fmt_mfs
 from logmem.analysis.ledger import Bound, Lazy
+from logmem.analysis.platform import math_library
 from logmem.analysis.sizing import Sizing
 from logmem.report import budget_words as budget_words  # registers PoolsVsBudget's words
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
@@ -391,7 +392,7 @@ def _(f: fd.Reuse) -> str:
         Lazy.UNNAMED: "unnamed expert-parallel buffers",
     }
     listed = [names[x] for x in f.lazy]
-    lazy = f" ({', '.join([*listed, 'cuBLAS workspaces'])})" if f.lazy else ""
+    lazy = f" ({', '.join([*listed, f'{math_library(f.library)} workspaces'])})" if f.lazy else ""
     parts = ", ".join(
         f"{r.graph} {_g(r.largest_bytes)} GiB against {_g(r.first_largest_bytes)} for {r.first_graph}"
         for r in f.graphs
