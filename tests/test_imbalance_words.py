@@ -62,3 +62,43 @@ def test_a_launch_whose_allocated_cell_is_the_sizing_one_keeps_it() -> None:
     (f,) = [x for x in led.findings if isinstance(x, fd.Imbalance)]
     assert f.sizing_cell is None and led.imbalance_sizing_cell is None
     assert "sizing cell" not in finding_text(f)
+
+
+def test_019_gap_that_follows_rank_parity_is_not_blamed_on_other_processes() -> None:
+    """019 (Ascend A3, TP16): every even TP rank reads 60.75-60.82 GB before loading, every odd
+    one 61.08-61.10: a split on every other device is the devices', not stray processes'."""
+    path = corpus_log("019-")
+    text = path.read_text()
+    begin: dict[int, float] = {}
+    for m in re.finditer(r"TP(\d+)(?: EP\d+)?\] Load weight begin\. avail mem=([\d.]+) GB", text):
+        begin.setdefault(int(m[1]), float(m[2]))  # the target's (the draft's comes later)
+    assert len(begin) == 16
+    even = [v for r, v in begin.items() if r % 2 == 0]
+    odd = [v for r, v in begin.items() if r % 2 == 1]
+    assert max(even) < min(odd)  # the pattern is the log's
+
+    (L,) = read_log(str(path)).launches
+    (f,) = [x for x in build_ledger(L).findings if isinstance(x, fd.Imbalance)]
+    assert f.parity is not None and f.parity.lower == "even"
+    said = finding_text(f)
+    band = f"every even TP rank has {min(even):.2f}-{max(even):.2f} GiB free"
+    assert band in said and f"every odd one {min(odd):.2f}-{max(odd):.2f} GiB" in said
+    assert "other processes on some GPUs" not in said
+
+
+def test_parity_split_needs_two_bands_apart() -> None:
+    from logmem.analysis.imbalance import parity_split
+    from logmem.units import GIB
+
+    def g(x: float) -> int:
+        return round(x * GIB)
+
+    two_bands = [(0, g(60.75)), (1, g(61.1)), (2, g(60.81)), (3, g(61.09))]
+    assert parity_split(two_bands) is not None
+    # One rank off (stray process): no parity pattern.
+    one_off = [(0, g(61.1)), (1, g(61.1)), (2, g(60.75)), (3, g(61.09))]
+    assert parity_split(one_off) is None
+    # Bands wider than the space between them: no pattern.
+    wide = [(0, g(60.0)), (1, g(60.9)), (2, g(60.6)), (3, g(61.5))]
+    assert parity_split(wide) is None
+    assert parity_split([(0, g(60.0)), (1, g(61.0))]) is None  # two ranks are no pattern

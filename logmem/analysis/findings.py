@@ -67,6 +67,7 @@ from logmem.analysis.findings_sizing import (
     unexplained,
 )
 from logmem.analysis.imbalance import Imbalance as Imbalance
+from logmem.analysis.imbalance import ParitySplit as ParitySplit
 from logmem.analysis.imbalance import imbalance_finding
 from logmem.analysis.ledger import Bound, Cause, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit

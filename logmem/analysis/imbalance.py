@@ -35,6 +35,37 @@ class Imbalance:
     # budget the gap costs (mfs x the gap): the tokens SGLang's sizing would have added.
     sizing_cell: float | None = None
     loss_bytes: int | None = None
+    # The gap follows TP-rank parity: every even rank in one band, every odd one in another
+    # (parity_split); None when it does not, or fewer than four ranks show it.
+    parity: ParitySplit | None = None
+
+
+@frozen
+class ParitySplit:
+    """Pre-load free memory that splits by TP-rank parity: (least, most) of each band."""
+
+    even: tuple[int, int]
+    odd: tuple[int, int]
+
+    @property
+    def lower(self) -> str:
+        return "even" if self.even[1] < self.odd[0] else "odd"
+
+
+def parity_split(readings: list[tuple[int, int]]) -> ParitySplit | None:
+    """(TP rank, bytes) pairs whose even and odd ranks form two bands: the space between the
+    bands is at least twice the wider band's span and beyond print rounding. Needs two ranks of
+    each parity: a pattern of two ranks is no pattern."""
+    even = [b for t, b in readings if t % 2 == 0]
+    odd = [b for t, b in readings if t % 2 == 1]
+    if len(even) < 2 or len(odd) < 2:
+        return None
+    e, o = (min(even), max(even)), (min(odd), max(odd))
+    space = max(o[0] - e[1], e[0] - o[1])
+    span = max(e[1] - e[0], o[1] - o[0])
+    if space < rules.DIFFERENCE_RESOLUTION_BYTES or space < 2 * span:
+        return None
+    return ParitySplit(e, o)
 
 
 def imbalance_finding(led: LaunchLedger, notable: int) -> Imbalance | None:
@@ -48,6 +79,11 @@ def imbalance_finding(led: LaunchLedger, notable: int) -> Imbalance | None:
     )
     used = led.used.ranks  # the ranks in time order
     pre = [(e.avail.bytes, r.label) for r in used if (e := rules.pre_load_reading(r))]
+    by_tp = [
+        (tp, e.avail.bytes)
+        for r in used
+        if (e := rules.pre_load_reading(r)) and (tp := r.tag("TP")) is not None
+    ]
     least = min(pre)[0]
     tied = tuple(
         label
@@ -71,4 +107,5 @@ def imbalance_finding(led: LaunchLedger, notable: int) -> Imbalance | None:
         rules.imbalance_budget_loss_bytes(led.imbalance_bytes, sz.rule_mfs)
         if sz is not None and led.imbalance_sizing_cell
         else None,
+        parity_split(by_tp) if len(by_tp) == len(pre) else None,
     )

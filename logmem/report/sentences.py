@@ -313,6 +313,13 @@ def _(f: fd.Imbalance) -> str:
         init = f"distributed init (its mem usage is {_g(lo)} to {_g(hi)} GiB across ranks)"
         if before * 5 <= gap:
             text += f". The gap opens in {init}, not before SGLang started"
+        elif before * 5 >= gap * 4 and f.parity is not None:
+            text += (
+                f". It is there at the first reading ({_g(before)} GiB apart before distributed "
+                f"init) and follows TP-rank parity: {_parity(f.parity)}; a split that falls on "
+                "every other device points at the devices or their runtime (e.g. one of each "
+                "pair holding more), not at other processes on some of them"
+            )
         elif before * 5 >= gap * 4:
             text += (
                 f". It is there at the first reading ({_g(before)} GiB apart before distributed "
@@ -324,6 +331,15 @@ def _(f: fd.Imbalance) -> str:
                 f"GPUs of different sizes); the rest opens in {init}"
             )
     return text + "."
+
+
+def _band(lo_hi: tuple[int, int]) -> str:
+    lo, hi = lo_hi
+    return f"{_g(lo)} GiB" if _g(lo) == _g(hi) else f"{_g(lo)}-{_g(hi)} GiB"
+
+
+def _parity(p: fd.ParitySplit) -> str:
+    return f"every even TP rank has {_band(p.even)} free, every odd one {_band(p.odd)}"
 
 
 _SNAPSHOT = "a torch memory snapshot taken during start-up (logmem snapshot)"
