@@ -130,7 +130,7 @@ def documented() -> list[tuple[str, str | None]]:
     # rules.py and the module it re-exports SGLang's mem_fraction_static adjustments from.
     body = [
         node
-        for name in ("rules.py", "adjustments.py", "reserve.py")
+        for name in ("rules.py", "adjustments.py", "reserve.py", "spec_draft.py")
         for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
     ]
     for i, node in enumerate(body):
@@ -155,9 +155,15 @@ def documented() -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("name,doc", documented(), ids=[n for n, _ in documented()])
 def test_every_rule_names_its_source(name: str, doc: str | None) -> None:
     assert doc, f"rules.{name} has no docstring"
-    if name in ("Reserve", "ReserveTerm", "BudgetReadings", "PrefillGraph") or name.endswith(
-        "_BYTES"
-    ):
+    if name in (
+        "Reserve",
+        "ReserveTerm",
+        "BudgetReadings",
+        "PrefillGraph",
+        "DraftShare",
+        "DraftPoolSource",
+        "DraftPoolRule",
+    ) or name.endswith("_BYTES"):
         return  # records of a rule, and byte versions that point at the rule they convert
     # A file of SGLang's (or "same ..." as the rule before it), or an explicit "unverified".
     assert re.search(r"\w+\.(?:py|hpp)\b|same|unverified", doc, re.I), f"rules.{name}: no source"
