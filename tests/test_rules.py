@@ -130,7 +130,14 @@ def documented() -> list[tuple[str, str | None]]:
     # rules.py and the module it re-exports SGLang's mem_fraction_static adjustments from.
     body = [
         node
-        for name in ("rules.py", "adjustments.py", "reserve.py", "code_paths.py", "quant.py")
+        for name in (
+            "rules.py",
+            "adjustments.py",
+            "reserve.py",
+            "code_paths.py",
+            "quant.py",
+            "spec_draft.py",
+        )
         for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
     ]
     for i, node in enumerate(body):
@@ -161,6 +168,9 @@ def test_every_rule_names_its_source(name: str, doc: str | None) -> None:
         "BudgetReadings",
         "PrefillGraph",
         "EnvGate",
+        "DraftShare",
+        "DraftPoolSource",
+        "DraftPoolRule",
     ) or name.endswith("_BYTES"):
         return  # records of a rule, and byte versions that point at the rule they convert
     # A file of SGLang's (or "same ..." as the rule before it), or an explicit "unverified".

@@ -123,13 +123,9 @@ def test_small_remainders_get_no_finding() -> None:
 
 
 def test_free_memory_that_rose_is_given_back() -> None:
-    """019 and 036: free memory rose ~2.1 / ~3.4 GiB between the draft's pool end and its
-    capture; 021: the pools logged 0.41 GiB more than free memory fell."""
-    for prefix, key, amount in (
-        ("019-", "pre_capture:draft", -2.13),
-        ("036-", "pre_capture:draft", -3.39),
-        ("021-", "target_pools", -0.41),
-    ):
+    """021: the pools logged 0.41 GiB more than free memory fell (019's and 036's rise after the
+    draft's pool end is the draft's embed/lm_head: tests/test_spec_draft.py)."""
+    for prefix, key, amount in (("021-", "target_pools", -0.41),):
         led = _ledger(corpus_log(prefix))
         main = led.launch.main_rank
         assert main is not None
@@ -139,9 +135,6 @@ def test_free_memory_that_rose_is_given_back() -> None:
         assert ph is not None
         rest = next(c for c in ph.causes if c.kind == "unattributed")
         assert rest.what is What.GIVEN_BACK and gib(rest.bytes) == amount
-    led = _ledger(corpus_log("019-"))
-    f = next(f for f in led.findings if isinstance(f, fd.Unexplained))
-    assert f.likely is fd.LikelyCause.GIVEN_BACK and "given back" in finding_text(f)
 
 
 def test_old_log_pool_is_the_kv_cache_for_the_summary_tokens() -> None:

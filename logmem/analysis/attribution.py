@@ -26,6 +26,7 @@ from logmem.analysis.captures import captured_between, graph_kind, graph_phase, 
 from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.analysis.device_total import DeviceTotals, PreStart, device_totals, pre_starts
+from logmem.analysis.draft_release import name_draft_release
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.findings_order import rank_out_of_order, rank_shared_label, trusted
 from logmem.analysis.findings_sizing import pools_vs_budget
@@ -412,6 +413,7 @@ def rank_ledger(
         )
         r0 = readings[0] if len(readings) == 1 else None
         empty = NoLedger((r0.kind, r0.bytes, r0.line) if r0 else None, e3)
+    phases = name_draft_release(launch, phases)
     unordered, shared = rank_out_of_order(rank) is not None, rank_shared_label(rank) is not None
     led = RankLedger(rank.label, tuple(phases), empty, unordered, shared)
     led.check()

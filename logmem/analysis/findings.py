@@ -48,7 +48,7 @@ from logmem.analysis.findings_order import order_findings
 
 # The sizing records are part of this module's Finding union (and its public names).
 from logmem.analysis.findings_sizing import BudgetNotPositive as BudgetNotPositive
-from logmem.analysis.findings_sizing import DraftKVNegative as DraftKVNegative
+from logmem.analysis.findings_sizing import DraftPool as DraftPool
 from logmem.analysis.findings_sizing import GapReason as GapReason
 from logmem.analysis.findings_sizing import KVBudget as KVBudget
 from logmem.analysis.findings_sizing import KVLoggedAvailable as KVLoggedAvailable
@@ -69,7 +69,7 @@ from logmem.analysis.findings_sizing import (
 from logmem.analysis.imbalance import Imbalance as Imbalance
 from logmem.analysis.imbalance import ParitySplit as ParitySplit
 from logmem.analysis.imbalance import imbalance_finding
-from logmem.analysis.ledger import Bound, Cause, Phase, RankLedger, What
+from logmem.analysis.ledger import Bound, Bucket, Cause, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
 from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
@@ -115,12 +115,25 @@ class Workspaces:
 
 
 @frozen
+class DraftReleased:
+    """Free memory rose after the draft's pool step: the draft freed its own embedding / lm_head
+    for the target's (logmem.analysis.draft_release, rules.draft_share)."""
+
+    kind: ClassVar[FindingKind] = FindingKind.DRAFT_RELEASED
+    rank: str
+    bytes: int  # the rise, positive
+    lines: tuple[int, int]
+    head: bool  # the lm_head too (set_embed_and_head), not only the embedding (set_embed)
+
+
+@frozen
 class BottomedOut:
     kind: ClassVar[FindingKind] = FindingKind.BOTTOMED_OUT
     bytes: int
     line: int
     phase: Phase
     last_bytes: int
+    bucket: Bucket | None = None  # a capture's bucket reading, below the phase's own ends
 
 
 @frozen
@@ -171,7 +184,7 @@ Finding = (
     | NoRuleCheck
     | PostCaptureKVBudget
     | KVLoggedAvailable
-    | DraftKVNegative
+    | DraftPool
     | BudgetNotPositive
     | PoolsVsBudget
     | PoolStep
@@ -186,6 +199,7 @@ Finding = (
     | BucketsRose
     | NegligibleCaptures
     | LeftFree
+    | DraftReleased
     | BottomedOut
     | Imbalance
     | Unexplained
@@ -309,11 +323,23 @@ def _rank(
     ):
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     out.extend(capture_findings(rl, device))
+    released = next(
+        (
+            (p, c)
+            for p in rl.phases
+            for c in p.causes
+            if c.what in (What.DRAFT_EMBED_HEAD, What.DRAFT_EMBED)
+        ),
+        None,
+    )
+    if released is not None:
+        p, c = released
+        out.append(DraftReleased(rl.rank, -c.bytes, p.lines, c.what is What.DRAFT_EMBED_HEAD))
     if rl.last_bytes is not None:
         out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after, rank, crashed))
-        low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)
+        low = rl.lowest_reading()
         if low is not None and low[0] < rl.last_bytes - 10 * TINY:
-            out.append(BottomedOut(low[0], low[1].lines[1], low[1], rl.last_bytes))
+            out.append(BottomedOut(low[0], low[1], low[2], rl.last_bytes, low[3]))
     return out
 
 

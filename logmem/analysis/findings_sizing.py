@@ -27,6 +27,7 @@ from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.parse.server_args import arg_number
 from logmem.sglang import rules
+from logmem.sglang.eras import printed_on
 from logmem.units import GIB
 
 _NOTABLE = 5 * rules.DIFFERENCE_RESOLUTION_BYTES  # below this a gap is not worth a sentence
@@ -100,10 +101,21 @@ class KVLoggedAvailable:
 
 
 @frozen
-class DraftKVNegative:
-    kind: ClassVar[FindingKind] = FindingKind.DRAFT_KV_NEGATIVE
-    avail_bytes: int
+class DraftPool:
+    """The draft model's KV pool and where its size came from (rules.draft_pool_rule): the
+    target's token count, never a mem_fraction_static budget of the draft's own."""
+
+    kind: ClassVar[FindingKind] = FindingKind.DRAFT_POOL
+    bytes: int
+    tokens: int | None
     line: int
+    target_tokens: int | None  # the target's max_total_num_tokens (its full pool's)
+    rule: rules.DraftPoolRule
+    algorithm: str | None
+    swa: bool  # the target has a sliding-window pool
+    # The draft's own "available memory for KV cache" (bytes, line), where a build prints one:
+    # computed by the draft runner and not used.
+    logged_avail: tuple[int, int] | None = None
 
 
 @frozen
@@ -255,7 +267,7 @@ SizingFinding = (
     KVBudget
     | PostCaptureKVBudget
     | KVLoggedAvailable
-    | DraftKVNegative
+    | DraftPool
     | BudgetNotPositive
     | PoolsVsBudget
     | Unexplained
@@ -276,8 +288,9 @@ def sizing_findings(
         for kva in (p for p in m.pools if isinstance(p, ev.KVAvailable)):
             if m.role == "target":
                 out.append(KVLoggedAvailable(kva.avail.bytes, kva.source.line_no, sz.rest_bytes))
-            elif kva.avail.bytes < 0:
-                out.append(DraftKVNegative(kva.avail.bytes, kva.source.line_no))
+    draft = draft_pool(sz, main, L)
+    if draft is not None:
+        out.append(draft)
     if sz.rest_bytes <= 0:
         out.append(_not_positive(sz))
         return out
@@ -285,6 +298,27 @@ def sizing_findings(
     if gap is not None:
         out.append(gap)
     return out
+
+
+def draft_pool(sz: Sizing, main: Rank, L: Launch) -> DraftPool | None:
+    """The main rank's draft KV pool, sized from the target's tokens (rules.draft_pool_rule)."""
+    d = main.draft
+    kv = d.kv_pools if d is not None else ()
+    if d is None or not kv:
+        return None
+    kva = next((p for p in d.pools if isinstance(p, ev.KVAvailable)), None)
+    algo = rules.speculative_algorithm(L.args)
+    swa = any(label == "SWA" for label, _, _ in sz.pools)
+    return DraftPool(
+        sum(p.total_bytes for p in kv),
+        kv[0].tokens,
+        kv[0].source.line_no,
+        sz.kv_tokens,
+        rules.draft_pool_rule(algo, swa, printed_on(L)),
+        algo,
+        swa,
+        (kva.avail.bytes, kva.source.line_no) if kva is not None else None,
+    )
 
 
 def pools_vs_budget(

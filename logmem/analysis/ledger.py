@@ -60,6 +60,10 @@ class What(Enum):
     # remainders (kind "unattributed")
     ROUNDING = "rounding"
     GIVEN_BACK = "given_back"  # free memory rose beyond the causes: released, not a consumer
+    # The rise right after a draft's pool step, where SGLang frees the draft's own copies for
+    # the target's (rules.draft_share): its embed_tokens and lm_head, or (EAGLE3) its embedding.
+    DRAFT_EMBED_HEAD = "draft_embed_head"
+    DRAFT_EMBED = "draft_embed"
     UNATTRIBUTED = "unattributed"
     UNLOGGED = "unlogged"
     SMALL_POOLS = "small_pools"  # small pools and the allocator
@@ -353,6 +357,21 @@ class RankLedger:
         if start is None:
             return None
         return min((p.after_bytes, p.lines[1]) for p in self.phases[start:])
+
+    def lowest_reading(self) -> tuple[int, int, Phase, Bucket | None] | None:
+        """(bytes, line, phase, bucket) of the least free reading of the whole chain: a phase's
+        end or a capture's bucket reading, whose bars can dip below the capture's end line (021:
+        5.62 GiB at num_tokens 8 of the prefill capture, which ends at 7.27). The first such
+        reading on a tie; None without phases."""
+        best: tuple[int, int, Phase, Bucket | None] | None = None
+        for p in self.phases:
+            for x in (
+                *((b.avail_bytes, b.line, p, b) for b in p.buckets),
+                (p.after_bytes, p.lines[1], p, None),
+            ):
+                if best is None or x[0] < best[0]:
+                    best = x
+        return best
 
     def free_after_pools(self) -> tuple[int, int] | None:
         """(bytes, line) of the reading that ends the target's pool step, or the draft's pool

@@ -42,6 +42,8 @@ _FIXED: dict[What, str] = {
     What.RELEASED: "released in capture (net)",
     What.ROUNDING: "rounding of printed values",
     What.GIVEN_BACK: "given back: free memory rose (unlogged)",
+    What.DRAFT_EMBED_HEAD: "draft embed/lm_head given back",
+    What.DRAFT_EMBED: "draft embedding given back",
     What.UNATTRIBUTED: "unattributed",
     What.SMALL_POOLS_AND_WORKSPACES: "unlogged: small pools + workspaces",
     What.WEIGHTS_AND_POOLS: "weights + unlogged pools",
@@ -268,6 +270,15 @@ def _cause_note(c: Cause) -> str:
         return (
             f"mem usage=-{net} GB: at least {net} GiB was released during the capture (temporaries "
             "freed, or another process); the graphs' own cost is inside this net figure"
+        )
+    if w in (What.DRAFT_EMBED_HEAD, What.DRAFT_EMBED):
+        # rules.draft_share: set_embed_and_head / set_embed end in torch.cuda.empty_cache().
+        own = "embed_tokens and lm_head" if w is What.DRAFT_EMBED_HEAD else "embed_tokens"
+        call = "set_embed_and_head" if w is What.DRAFT_EMBED_HEAD else "set_embed"
+        return (
+            f"after the draft's pool, SGLang's {call} frees the draft's own {own} (loaded "
+            "with its weights) for the target's and empties the allocator's cache, which also "
+            "returns its unused cached blocks; net of what this step allocated"
         )
     if w is What.GRAPH_TOTAL:
         if f.not_bar_rank:

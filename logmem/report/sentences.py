@@ -13,6 +13,7 @@ from logmem.analysis.platform import math_library
 from logmem.analysis.sizing import Sizing
 from logmem.report import budget_words as budget_words  # registers PoolsVsBudget's words
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
+from logmem.report import draft_words as draft_words  # registers its findings' words
 from logmem.report import order_sentences as order_sentences  # registers its findings' words
 from logmem.report import post_capture_words as post_capture_words  # registers its words
 from logmem.report import uninitialized as uninitialized  # registers its finding's words
@@ -116,15 +117,6 @@ def _(f: fd.KVLoggedAvailable) -> str:
     return (
         f"SGLang logged {_g(f.avail_bytes)} GiB available for the KV cache (line {f.line}); "
         f"the rule above gives {_g(f.rest_bytes)}."
-    )
-
-
-@finding_text.register
-def _(f: fd.DraftKVNegative) -> str:
-    return (
-        f"The draft model's KV budget is negative ({_g(f.avail_bytes)} GiB, line {f.line}): the "
-        "draft was sized from what the target left, so its pools ate into memory the target had "
-        "reserved."
     )
 
 
@@ -247,10 +239,20 @@ def _(f: fd.LeftFree) -> str:
     return f"{_g(f.bytes)} GiB is left free on {_on(f.rank)} {when}."
 
 
+def _at_bucket(f: fd.BottomedOut) -> str:
+    """Where in a capture the low point is: a bucket's reading, not the capture's end line."""
+    b = f.bucket
+    if b is None or b.size is None:
+        return ", a bar reading" if b is not None else ""
+    tokens = f.phase.graph is not None and rules.graph_sized_in_tokens(f.phase.graph.name)
+    return f", the bar at {'num_tokens' if tokens else 'bs'} {b.size}"
+
+
 @finding_text.register
 def _(f: fd.BottomedOut) -> str:
     return (
-        f"Free memory bottomed out at {_g(f.bytes)} GiB (line {f.line}, {phase_name(f.phase)}) "
+        f"Free memory bottomed out at {_g(f.bytes)} GiB (line {f.line}, {phase_name(f.phase)}"
+        f"{_at_bucket(f)}) "
         f"before rising to {_g(f.last_bytes)} GiB: the lowest point is what an extra "
         "allocation there would have to fit in."
     )

@@ -53,6 +53,12 @@ from logmem.sglang.reserve import (
 )
 from logmem.sglang.reserve import prefill_graph as prefill_graph
 from logmem.sglang.reserve import reserve_heuristic_applies as reserve_heuristic_applies
+from logmem.sglang.spec_draft import DraftPoolRule as DraftPoolRule
+from logmem.sglang.spec_draft import DraftPoolSource as DraftPoolSource
+from logmem.sglang.spec_draft import DraftShare as DraftShare
+from logmem.sglang.spec_draft import draft_pool_rule as draft_pool_rule
+from logmem.sglang.spec_draft import draft_share as draft_share
+from logmem.sglang.spec_draft import speculative_algorithm as speculative_algorithm
 from logmem.units import GIB
 
 if TYPE_CHECKING:
