@@ -224,11 +224,11 @@ def _(f: fd.LeftFree) -> str:
         else ""
     )
     if f.at_floor:
-        # SGLang prints no figure below 0.00: the headroom is unknown, not zero.
+        # The driver reports no free memory below 0 (rules.at_floor): unknown headroom, not zero.
         tail = f"; {served}" if served else ": the first requests may run out of memory"
         return (
-            f"Free memory on {_on(f.rank)} reads 0.00 GiB {when}, SGLang's floor for the reading, "
-            f"so the headroom is unknown{tail}."
+            f"Free memory on {_on(f.rank)} reads 0.00 GiB {when}: the driver reports no free memory "
+            f"below zero (SGLang keeps no floor of its own), so the headroom is unknown{tail}."
         )
     if f.tight:
         tight = (
