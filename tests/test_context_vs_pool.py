@@ -368,3 +368,14 @@ def test_a_smaller_swa_pool_makes_the_request_cap_era_dependent() -> None:
     t = finding_text(f)
     assert "the full pool's (20,000) up to sglang 0.5.3, the smaller SWA pool's (10,000)" in t
     assert fact(kv_tokens=20_000, context_len=32_768, swa_tokens=30_000).max_req_len == 19_999
+
+
+def test_slots_short_under_a_binding_cap_names_the_cap_not_mfs() -> None:
+    # --max-total-tokens sized the pool (model_runner.py init_memory_pool: min(profiled, cap)):
+    # lowering mem_fraction_static frees nothing while the cap binds.
+    base = dict(kv_tokens=100_000, context_len=8_192, max_running_requests=4)
+    t = finding_text(fact(**base, max_total_tokens=100_000))
+    assert "lower --max-total-tokens to 32,768" in t and "lower --mem-fraction-static" not in t
+    assert "lower --mem-fraction-static or pass --max-total-tokens 32,768" in finding_text(
+        fact(**base)
+    )

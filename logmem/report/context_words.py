@@ -105,12 +105,19 @@ def _slots_short(f: ContextVsPool) -> str:
         who = "; with disable_radix_cache=True nothing uses them"
     else:
         who = ""
+    mtt = f.max_total_tokens
+    free = (
+        # The cap sizes the pool: a lower mem_fraction_static frees nothing while it binds.
+        f"lower --max-total-tokens to {slots:,} (its {mtt:,} sizes the pool while it binds, not "
+        "--mem-fraction-static)"
+        if mtt is not None and kv >= mtt
+        else f"lower --mem-fraction-static or pass --max-total-tokens {slots:,}"
+    )
     return (
         f"max_running_requests={n} x context_len {ctx:,} = {slots:,} tokens, "
         f"{slots / kv:.0%} of the KV pool ({kv:,} tokens): running requests can never hold the "
         f"other {unused:,} tokens{who}. To use them, raise --max-running-requests (the pool "
-        f"holds {f.full_contexts or 0:.1f} full contexts); to free the memory, lower "
-        f"--mem-fraction-static or pass --max-total-tokens {slots:,}."
+        f"holds {f.full_contexts or 0:.1f} full contexts); to free the memory, {free}."
     )
 
 
