@@ -177,10 +177,34 @@ def test_finding_fires_only_where_the_log_shows_it(name: str) -> None:
 def test_sentence_001() -> None:
     c = ledger("001-qwq32b-tp4-l4-docs.log").context
     assert finding_text(c) == (
-        "context_len 131,072 is 2.8 times the KV pool (46,611 tokens): a request that long cannot "
-        "be held. Lower --context-length to 46,611 or less; raising --mem-fraction-static cannot "
-        "help: even 1.0 gives 99,768 tokens (logmem whatif)."
+        "context_len 131,072 is 2.8 times the KV pool (46,611 tokens). That does not fail the "
+        "launch, but SGLang caps each request at max_req_len = min(context_len - 1, "
+        "max_total_num_tokens - 1) = 46,610 tokens of prompt and output: a prompt of 46,605 "
+        "tokens or more is rejected (cut to fit with --allow-auto-truncate) and max_new_tokens is "
+        "cut to what the prompt leaves. No --mem-fraction-static serves the full context: even "
+        "1.0 gives 99,768 tokens (logmem whatif); pass --context-length 46,611 or less, so the "
+        "server reports the length it serves."
     )
+
+
+def test_a_pool_below_the_context_caps_the_request_not_the_launch() -> None:
+    # 007 (sglang 0.4.6, tp_worker.py): max_req_len = min(40,960 - 1, 15,387 - 1); the launch
+    # came up and served a batch. The fact carries SGLang's cap, the JSON too.
+    a = read_log(str(corpus_log("007-")))
+    c = build_ledger(a.launches[0], a.launches).context
+    assert c is not None and c.too_long
+    assert c.max_req_len == 15_386 and c.prompt_rejected_from == 15_381
+    assert a.launches[0].ready is not None or a.launches[0].summary is not None
+    t = finding_text(c)
+    assert "does not fail the launch" in t and "cannot be held" not in t
+    assert rules.max_request_len(40_960, 50_000) == 40_959  # the context binds
+    assert rules.max_request_len(40_960, 15_387) == 15_386
+
+
+def test_a_binding_max_total_tokens_is_the_lever_not_mfs() -> None:
+    t = finding_text(fact(kv_tokens=20_480, context_len=32_768, max_total_tokens=20_480))
+    assert "--max-total-tokens 20,480 caps the pool" in t
+    assert "raising --mem-fraction-static does not grow it while the cap binds" in t
 
 
 def test_sentence_single_slot_too_long_with_an_mfs_that_holds_it() -> None:
@@ -225,9 +249,9 @@ def test_outside_and_budget_add_up_to_the_free_memory_after_weights(m1: float, m
 
 def test_sentence_without_readings_or_capped_says_so() -> None:
     t = finding_text(fact(kv_tokens=38_141, context_len=131_072, projected=False))
-    assert "raise --mem-fraction-static); from which value is unknown" in t
+    assert "(raise --mem-fraction-static; from which value is unknown" in t
     t = finding_text(fact(kv_tokens=20_480, context_len=32_768, max_total_tokens=20_480))
-    assert "raise --max-total-tokens (20,480 caps the pool)" in t
+    assert "raise --max-total-tokens to serve the full context" in t
     # Print rounding may put the projection's value at the launch's own: no mfs lever then.
     t = finding_text(fact(kv_tokens=40_000, context_len=40_960, fits_from_mfs=0.85))
     assert "mem-fraction-static" not in t
@@ -299,7 +323,7 @@ def test_a_fit_that_leaves_less_outside_the_pool_than_the_launch_used_is_not_off
         CliRunner().invoke(cli, ["analyze", str(log)], catch_exceptions=False).output.split()
     )
     assert "or enlarge the pool: from --mem-fraction-static 1.000" not in text
-    assert "the pool cannot be enlarged enough on this GPU" in text
+    assert "The pool cannot be enlarged enough on this GPU" in text
     out = CliRunner().invoke(cli, ["analyze", str(log), "-f", "json"], catch_exceptions=False)
     c = json.loads(out.output)["launches"][0]["context_capacity"]
     assert c["fit_leaves_too_little"] is True
@@ -321,8 +345,8 @@ def test_037_no_mfs_can_hold_the_context_whatever_p_is() -> None:
     t = finding_text(c)
     assert "raise --mem-fraction-static" not in t
     assert (
-        "Lower --context-length to 38,141 or less; raising --mem-fraction-static cannot help: "
-        "even 1.0 gives at most 60,375 tokens (all 7.37 GiB free after the weights, line 1"
+        "No --mem-fraction-static serves the full context: even 1.0 gives at most 60,375 tokens "
+        "(all 7.37 GiB free after the weights, line 1"
     ) in t
 
 
@@ -331,7 +355,27 @@ def test_ceiling_that_holds_the_context_keeps_the_unknown_lever() -> None:
 
     big = PoolCeiling(200_000, 26 * 2**30, 1, 131_072)
     t = finding_text(fact(kv_tokens=38_141, context_len=131_072, projected=False, ceiling=big))
-    assert "raise --mem-fraction-static); from which value is unknown" in t
+    assert "(raise --mem-fraction-static; from which value is unknown" in t
     # The projection, when there is one, is the figure: the ceiling is not computed then.
     c = ledger("001-qwq32b-tp4-l4-docs.log").context
     assert c is not None and c.projected and c.ceiling is None
+
+
+def test_a_smaller_swa_pool_makes_the_request_cap_era_dependent() -> None:
+    # sglang 0.5.9 caps a request by max_token_pool_size = min(SWA, full); 0.5.3 by the full pool.
+    f = fact(kv_tokens=20_000, context_len=32_768, max_running_requests=8, swa_tokens=10_000)
+    assert f.too_long and f.max_req_len is None and f.prompt_rejected_from is None
+    t = finding_text(f)
+    assert "the full pool's (20,000) up to sglang 0.5.3, the smaller SWA pool's (10,000)" in t
+    assert fact(kv_tokens=20_000, context_len=32_768, swa_tokens=30_000).max_req_len == 19_999
+
+
+def test_slots_short_under_a_binding_cap_names_the_cap_not_mfs() -> None:
+    # --max-total-tokens sized the pool (model_runner.py init_memory_pool: min(profiled, cap)):
+    # lowering mem_fraction_static frees nothing while the cap binds.
+    base = dict(kv_tokens=100_000, context_len=8_192, max_running_requests=4)
+    t = finding_text(fact(**base, max_total_tokens=100_000))
+    assert "lower --max-total-tokens to 32,768" in t and "lower --mem-fraction-static" not in t
+    assert "lower --mem-fraction-static or pass --max-total-tokens 32,768" in finding_text(
+        fact(**base)
+    )

@@ -135,7 +135,7 @@ def test_report_041_shows_the_release_not_graphs() -> None:
 def test_whatif_does_not_build_on_floored_or_masked_graphs() -> None:
     text = _run("whatif", str(corpus_log("007-")))
     assert "CUDA graphs, GiB                              unknown        unknown" in text
-    assert "[0.372, ?]" in text and "0.00 GiB, the floor" in text
+    assert "[0.372, ?]" in text and "0.00 GiB, the driver's zero (SGLang sets no floor)" in text
     text = _run("whatif", str(corpus_log("041-")))
     assert "CUDA graphs, GiB                         unknown  unknown" in text
     assert "-5.30" not in text
@@ -198,3 +198,19 @@ def test_free_memory_before_an_unmeasured_capture_is_not_the_servers_headroom() 
     # 001 prints the capture's readings: its last reading is after capture, nothing to add.
     (left,) = [f for f in _ledger(corpus_log("001-")).findings if isinstance(f, fd.LeftFree)]
     assert not left.unmeasured_after and "before graph capture" not in finding_text(left)
+
+
+def test_007_the_zero_reading_is_the_drivers_not_sglangs() -> None:
+    # SGLang of 0.4.6 (and 0.3.6 - 0.5.9) keeps no floor of free memory: the 0.00 reading is
+    # the driver's zero (rules.at_floor). No sentence, text or whatif, may say it is SGLang's.
+    led = _ledger(corpus_log("007-"))
+    left = next(f for f in led.findings if isinstance(f, fd.LeftFree))
+    assert left.at_floor
+    text = finding_text(left)
+    assert "the driver reports no free memory below zero" in text
+    assert "SGLang keeps no floor of its own" in text
+    for out in (
+        _run("analyze", str(corpus_log("007-"))),
+        _run("whatif", str(corpus_log("007-")), "--mem-fraction-static", "0.9"),
+    ):
+        assert "SGLang's floor" not in out and "floor of SGLang" not in out

@@ -98,11 +98,18 @@ def test_a_remainder_above_the_threshold_gets_its_likely_cause() -> None:
     assert f.likely is fd.LikelyCause.REQUEST_TABLE and gib(f.bytes) == 2.08
     assert f.table is not None and f.table.rows == rules.DEFAULT_REQUEST_ROWS
     lo, hi = f.table.context
-    # The inverse of the table rule: (rows + 1) x context x 4 B is the remainder at both ends.
-    assert abs(rules.req_to_token_bytes(4096, lo) - f.bytes) < 16388
-    assert abs(rules.req_to_token_bytes(2048, hi) - f.bytes) < 8196
+    # Sept 2025 (sglang 0.5.2/0.5.3, model_runner.py): ReqToTokenPool(size=max_num_reqs), no
+    # padding row; the inverse of the table rule gives the remainder at both ends.
+    assert f.table.padding_row is False
+    assert abs(rules.req_to_token_bytes(4096, lo, False) - f.bytes) < 16388
+    assert abs(rules.req_to_token_bytes(2048, hi, False) - f.bytes) < 8196
     text = finding_text(f)
-    assert "request-to-token table" in text and "would pin it down" in text
+    assert "request-to-token table (request slots x context length x 4 B)" in text
+    assert "would pin it down" in text and "(lines 17, 20)" in text
+    # The range is an upper bound, not an estimate: gpt-oss-20b's real context (131,072; 4,096
+    # default slots at its profiled pool) lies below it, the rest being other small pools.
+    assert "the context is at most about 272,600 (2,048 slots) to 136,300 tokens" in text
+    assert lo > 131_072
 
 
 def test_a_missing_summary_line_still_names_the_table() -> None:

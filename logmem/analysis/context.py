@@ -71,6 +71,9 @@ class ContextVsPool:
     # the free memory after the weights, so the pool holds at most that over its cell (None when
     # the projection above exists, or the reading or the cell is missing).
     ceiling: PoolCeiling | None = None
+    # A hybrid SWA model's SWA pool tokens: from sglang 0.5.9 the request cap takes the smaller
+    # of the two pools (rules.max_request_len), so below the cap it makes the cap era-dependent.
+    swa_tokens: int | None = None
 
     @property
     def ceiling_too_small(self) -> bool:
@@ -91,6 +94,23 @@ class ContextVsPool:
         if self.context_len is None:
             return None
         return rules.context_fits(self.kv_tokens, self.context_len)
+
+    @property
+    def max_req_len(self) -> int | None:
+        """SGLang's cap on one request, prompt plus output (rules.max_request_len): below
+        context_len - 1 when the pool is shorter than the context; None: context unknown."""
+        if self.context_len is None:
+            return None
+        n = rules.max_request_len(self.context_len, self.kv_tokens)
+        if self.swa_tokens is not None and self.swa_tokens - 1 < n:
+            return None  # the full pool's cap up to 0.5.3, the SWA pool's from 0.5.9: unknown
+        return n
+
+    @property
+    def prompt_rejected_from(self) -> int | None:
+        """The prompt length from which SGLang rejects a request (max_req_input_len)."""
+        n = self.max_req_len
+        return None if n is None else n - rules.REQUEST_INPUT_MARGIN
 
     @property
     def full_contexts(self) -> float | None:
@@ -190,7 +210,16 @@ def context_vs_pool(
         if now is not None and least_free_after_pools is not None
         else None,
         _ceiling(launch) if proj is None else None,
+        _swa_tokens(launch),
     )
+
+
+def _swa_tokens(launch: Launch) -> int | None:
+    """The main rank's SWA pool tokens (its KV line labelled 'SWA'), None without one."""
+    main = launch.main_rank
+    t = main.target if main is not None else None
+    pools = [p for p in t.kv_pools if p.label == "SWA" and p.tokens] if t is not None else []
+    return pools[0].tokens if pools else None
 
 
 def _ceiling(launch: Launch) -> PoolCeiling | None:

@@ -42,7 +42,7 @@ class LeftFree:
     tight: bool
     line: int
     end: StartupEnd = StartupEnd.UP
-    at_floor: bool = False  # the reading is SGLang's 0.00 floor: the real figure is unknown
+    at_floor: bool = False  # 0.00, the driver's zero (rules.at_floor): the real figure is unknown
     served_line: int | None = None  # a batch the scheduler served after start-up, if logged
     # Graphs were captured after this reading with no memory printed (E0/E1): the headroom the
     # server ends with is lower by an unknown amount.

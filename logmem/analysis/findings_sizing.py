@@ -201,7 +201,10 @@ class TableBounds:
     """What SGLang's request-to-token table would need to be the unexplained amount."""
 
     rows: tuple[int, int]  # request slots: the flag's value, or SGLang's default bounds
-    context: tuple[int, int]  # the context lengths at which the table is that big
+    # The context lengths at which the table alone would be the whole remainder: upper bounds,
+    # since the step's other unlogged allocations (small pools, allocator) share the remainder.
+    context: tuple[int, int]
+    padding_row: bool = True  # the table holds one row more (rules.req_to_token_padding_row)
 
 
 @frozen
@@ -446,10 +449,17 @@ def unexplained(rl: RankLedger, launch: Launch, device: str = "unknown") -> list
 def _table_bounds(amount: int, launch: Launch) -> TableBounds:
     """The request slots SGLang gave the table (the flag, else its default bounds) and the
     context lengths at which such a table is `amount` bytes."""
+    from logmem.sglang.eras import printed_on
+
     n = launch.args.get("max_running_requests")
+    passed = isinstance(n, int) and n > 0
     rows = (n, n) if isinstance(n, int) and n > 0 else rules.DEFAULT_REQUEST_ROWS
-    ctx = (rules.req_to_token_context(amount, rows[1]), rules.req_to_token_context(amount, rows[0]))
-    return TableBounds(rows, ctx)
+    pad = rules.req_to_token_padding_row(printed_on(launch), passed)
+    ctx = (
+        rules.req_to_token_context(amount, rows[1], pad),
+        rules.req_to_token_context(amount, rows[0], pad),
+    )
+    return TableBounds(rows, ctx, pad)
 
 
 def _not_positive(sz: Sizing) -> BudgetNotPositive:

@@ -18,27 +18,45 @@ def _times(x: float) -> str:
 
 def _too_long(f: ContextVsPool) -> str:
     ctx, kv = f.context_len or 0, f.kv_tokens
+    n, rejected = f.max_req_len, f.prompt_rejected_from
+    cap = (
+        f"max_total_num_tokens - 1) = {n:,} tokens of prompt and output: a prompt of "
+        f"{rejected:,} tokens or more"
+        if n is not None and rejected is not None
+        else f"pool tokens - 1) tokens of prompt and output, the full pool's ({kv:,}) up to sglang "
+        f"0.5.3, the smaller SWA pool's ({f.swa_tokens or 0:,}) from 0.5.9: a prompt of 5 "
+        "tokens less or more"
+    )
     text = (
-        f"context_len {ctx:,} is {_times(ctx / kv)} times the KV pool ({kv:,} tokens): "
-        "a request that long cannot be held"
+        f"context_len {ctx:,} is {_times(ctx / kv)} times the KV pool ({kv:,} tokens). That does "
+        f"not fail the launch, but SGLang caps each request at max_req_len = min(context_len - 1, "
+        f"{cap} is rejected (cut to fit with --allow-auto-truncate) and max_new_tokens is cut to "
+        "what the prompt leaves"
     )
     if f.max_running_requests == 1:
-        text += ", and the one request slot (max_running_requests=1) never reaches its context"
-    lower = f"Lower --context-length to {kv:,} or less"
+        text += "; the one request slot (max_running_requests=1) never reaches its context"
+    # Lowering the context length does not lengthen a request: it makes /v1/models report the
+    # length the server serves (max_model_len is context_len) and shrinks the request table.
+    lower = f"pass --context-length {kv:,} or less, so the server reports the length it serves."
     mtt = f.max_total_tokens
     if mtt is not None and kv >= mtt:
-        return f"{text}. {lower}, or raise --max-total-tokens ({mtt:,} caps the pool)."
+        return (
+            f"{text}. --max-total-tokens {mtt:,} caps the pool, so raising --mem-fraction-static "
+            f"does not grow it while the cap binds: raise --max-total-tokens to serve the full "
+            f"context, else {lower}"
+        )
     if not f.projected and f.ceiling_too_small and f.ceiling is not None:
         c = f.ceiling
         return (
-            f"{text}. {lower}; raising --mem-fraction-static cannot help: even 1.0 gives at most "
+            f"{text}. No --mem-fraction-static serves the full context: even 1.0 gives at most "
             f"{c.tokens:,} tokens (all {format_gib(c.after_weights_bytes)} GiB free after the "
-            f"weights, line {c.line}, at {c.cell_bytes:,} B per token)."
+            f"weights, line {c.line}, at {c.cell_bytes:,} B per token); {lower}"
         )
     if not f.projected:
         return (
-            f"{text}. {lower}, or enlarge the pool (raise --mem-fraction-static); from which value "
-            "is unknown: the log lacks the readings logmem whatif needs."
+            f"{text}. To serve the full context, enlarge the pool (raise --mem-fraction-static; "
+            "from which value is unknown: the log lacks the readings logmem whatif needs); "
+            f"else {lower}"
         )
     lo, now = f.fits_from_mfs, f.mem_fraction_static
     if lo is None:
@@ -46,22 +64,23 @@ def _too_long(f: ContextVsPool) -> str:
             f" gives {f.tokens_at_full_mfs:,} tokens" if f.tokens_at_full_mfs else " is not enough"
         )
         return (
-            f"{text}. {lower}; raising --mem-fraction-static cannot help: even 1.0{full} "
-            "(logmem whatif)."
+            f"{text}. No --mem-fraction-static serves the full context: even 1.0{full} "
+            f"(logmem whatif); {lower}"
         )
     if now is not None and lo <= now:
-        return f"{text}. {lower}."  # print rounding: the projection holds it already
+        return f"{text}. {lower[0].upper()}{lower[1:]}"  # print rounding: the projection holds it
     if f.fit_leaves_too_little:
         return (
-            f"{text}. {lower}; the pool cannot be enlarged enough on this GPU: one full context "
+            f"{text}. The pool cannot be enlarged enough on this GPU: one full context "
             f"needs --mem-fraction-static {lo:.3f}, which leaves "
             f"{format_gib(max(f.outside_at_fit_bytes or 0, 0))} GiB outside the pool, less than "
             f"this launch used there after sizing (at least {format_gib(f.used_outside_bytes or 0)}"
-            " GiB: request table, workspaces, graphs; activations need more at run time)."
+            f" GiB: request table, workspaces, graphs; activations need more at run time); {lower}"
         )
     return (
-        f"{text}. {lower}, or enlarge the pool: from --mem-fraction-static {lo:.3f} it holds one "
-        f"full context{_outside(f)} (whether the graphs then fit: logmem whatif)."
+        f"{text}. To serve the full context, enlarge the pool: from --mem-fraction-static {lo:.3f} "
+        f"it holds one full context{_outside(f)} (whether the graphs then fit: logmem whatif); "
+        f"else {lower}"
     )
 
 
@@ -86,12 +105,19 @@ def _slots_short(f: ContextVsPool) -> str:
         who = "; with disable_radix_cache=True nothing uses them"
     else:
         who = ""
+    mtt = f.max_total_tokens
+    free = (
+        # The cap sizes the pool: a lower mem_fraction_static frees nothing while it binds.
+        f"lower --max-total-tokens to {slots:,} (its {mtt:,} sizes the pool while it binds, not "
+        "--mem-fraction-static)"
+        if mtt is not None and kv >= mtt
+        else f"lower --mem-fraction-static or pass --max-total-tokens {slots:,}"
+    )
     return (
         f"max_running_requests={n} x context_len {ctx:,} = {slots:,} tokens, "
         f"{slots / kv:.0%} of the KV pool ({kv:,} tokens): running requests can never hold the "
         f"other {unused:,} tokens{who}. To use them, raise --max-running-requests (the pool "
-        f"holds {f.full_contexts or 0:.1f} full contexts); to free the memory, lower "
-        f"--mem-fraction-static or pass --max-total-tokens {slots:,}."
+        f"holds {f.full_contexts or 0:.1f} full contexts); to free the memory, {free}."
     )
 
 

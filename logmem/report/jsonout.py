@@ -279,6 +279,8 @@ def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
         "max_running_requests_source": c.requests_source,
         "full_contexts": round(full, 3) if full is not None else None,
         "one_context_fits": c.one_context_fits,
+        "max_request_len": c.max_req_len,
+        "prompt_rejected_from": c.prompt_rejected_from,
         "slots_tokens": c.slots_tokens,
         "slots_exceed_pool": c.slots_exceed_pool,
         "unused_by_slots_tokens": c.unused_by_slots_tokens,

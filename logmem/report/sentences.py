@@ -217,11 +217,11 @@ def _(f: fd.LeftFree) -> str:
         else ""
     )
     if f.at_floor:
-        # SGLang prints no figure below 0.00: the headroom is unknown, not zero.
+        # The driver reports no free memory below 0 (rules.at_floor): unknown headroom, not zero.
         tail = f"; {served}" if served else ": the first requests may run out of memory"
         return (
-            f"Free memory on {_on(f.rank)} reads 0.00 GiB {when}, SGLang's floor for the reading, "
-            f"so the headroom is unknown{tail}."
+            f"Free memory on {_on(f.rank)} reads 0.00 GiB {when}: the driver reports no free memory "
+            f"below zero (SGLang keeps no floor of its own), so the headroom is unknown{tail}."
         )
     if f.tight:
         tight = (
@@ -365,18 +365,21 @@ def _(f: fd.Unexplained) -> str:
         )
     if f.likely is fd.LikelyCause.REQUEST_TABLE and f.table is not None:
         (r_lo, r_hi), (c_lo, c_hi) = f.table.rows, f.table.context
-        slots = (
-            f"with {r_lo:,} request slots"
+        bound = (
+            f"with {r_lo:,} request slots, the context is at most about {about(c_lo)} tokens"
             if r_lo == r_hi
-            else f"SGLang's default of {r_lo:,} to {r_hi:,} request slots"
+            else f"with SGLang's default of {r_lo:,} to {r_hi:,} request slots, the context is at "
+            f"most about {about(c_hi)} ({r_lo:,} slots) to {about(c_lo)} tokens ({r_hi:,})"
         )
-        ctx = f"{about(c_lo)} tokens" if c_lo == c_hi else f"{about(c_lo)} to {about(c_hi)}"
+        rows = "(request slots + 1)" if f.table.padding_row else "request slots"
+        lines = ", ".join(str(n) for n in f.lines)
         return (
-            f"{_g(f.bytes)} GiB of {where} is in no printed line: most likely the "
-            "request-to-token table ((request slots + 1) x context length x 4 B), which this log "
-            f"does not size; {slots} make it {_g(f.bytes)} GiB at a context of about {ctx} "
-            "tokens. The scheduler summary line (max_running_requests, context_len) or "
-            "context_length in the server_args would pin it down."
+            f"{_g(f.bytes)} GiB of {where} is in no printed line (lines {lines}): most likely the "
+            f"request-to-token table ({rows} x context length x 4 B), which this log does not "
+            f"size; {bound}, where the table alone would take it all (the step's other unlogged "
+            "allocations, small pools and allocator, share it). The scheduler summary line "
+            "(max_running_requests, context_len) or context_length in the server_args would pin "
+            "it down."
         )
     if f.likely is fd.LikelyCause.BEYOND_TABLE:
         return (

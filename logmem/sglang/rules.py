@@ -88,10 +88,15 @@ DIFFERENCE_RESOLUTION_BYTES = round(DIFFERENCE_RESOLUTION_GIB * GIB)
 
 
 def at_floor(avail_bytes: int) -> bool:
-    """A free-memory reading printed as 0.00 GB (or below). Free memory comes from
-    ``get_available_gpu_memory`` (``python/sglang/srt/utils.py``: the driver's free bytes), which
-    stops at 0: a driver that spills to system memory (WSL) keeps reporting 0.00, so a further
-    drop from there cannot be seen (all eras, E0-E7; seen in a May-2025 WSL log)."""
+    """A free-memory reading printed as 0.00 GB (or below): the driver's zero, not SGLang's.
+
+    The reading is the driver's free bytes (``torch.cuda.mem_get_info`` in
+    ``get_available_gpu_memory``, ``python/sglang/srt/utils.py``, later ``utils/common.py``),
+    which cannot go below 0. SGLang keeps no floor of its own: it neither clamps the reading nor
+    keeps a minimum of free memory (``profile_max_num_token`` in ``model_runner.py`` takes the
+    reading as it is; read in sglang 0.3.6, 0.4.6, 0.5.2, 0.5.3 and 0.5.9, 2024-11 - 2026-02).
+    A driver that spills to system memory (WSL) keeps reporting 0.00 while allocations go on,
+    so a further drop from there cannot be seen (seen in a May-2025 WSL log, sglang 0.4.6)."""
     return avail_bytes < PRINT_RESOLUTION_BYTES
 
 
@@ -391,6 +396,27 @@ def context_fits(kv_tokens: int, context_len: int) -> bool:
     (``TokenToKVPoolAllocator``, ``mem_cache/memory_pool.py``, later ``mem_cache/allocator.py``;
     ``max_total_num_tokens`` is that pool's size, all eras E0-E7), so a request of ``context_len`` tokens needs that many slots at once."""
     return kv_tokens >= context_len
+
+
+REQUEST_INPUT_MARGIN = 5
+"""``max_req_input_len = max_req_len - 5`` (same source and versions as ``max_request_len``)."""
+
+
+def max_request_len(context_len: int, kv_tokens: int) -> int:
+    """The longest request SGLang serves, prompt plus output: ``max_req_len = min(context_len
+    - 1, max_total_num_tokens - 1)`` (``managers/tp_worker.py`` ``TpModelWorker.__init__``,
+    read in sglang 0.3.6, 0.4.6, 0.5.2, 0.5.3 and 0.5.9, 2024-11 - 2026-02; 0.5.9 takes
+    ``max_token_pool_size``, the smaller of the SWA and full pools of a hybrid SWA model).
+
+    A KV pool smaller than the context does not fail the launch (only ``max_req_len <= 0``
+    does: "Memory pool size is too small"): it shortens every request. The scheduler rejects
+    a prompt of ``max_req_len - 5`` tokens or more (``managers/utils.py``
+    ``validate_input_length``, 400 "Input length ... exceeds the maximum allowed length"; with
+    ``--allow-auto-truncate`` the prompt is cut instead) and cuts ``max_new_tokens`` to
+    ``max_req_len - prompt - 1`` (``managers/scheduler.py`` ``handle_generate_request``).
+    ``/v1/models`` still reports ``max_model_len = context_len`` (``entrypoints/http_server.py``,
+    same versions), so a client learns the cap only from the rejections."""
+    return min(context_len - 1, kv_tokens - 1)
 
 
 def full_contexts(kv_tokens: int, context_len: int) -> float:

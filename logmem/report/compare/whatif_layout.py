@@ -159,7 +159,7 @@ def _window(w: WhatIfView) -> str:
         )
         return (
             f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged: free "
-            "memory after capture reads 0.00 GiB, the floor of SGLang's readings, so the real "
+            "memory after capture reads 0.00 GiB, the driver's zero (SGLang sets no floor), so the real "
             f"headroom may be below zero and the graphs' memory is unknown.{top}"
         )
     if w.window_top_unknown and lo is not None:

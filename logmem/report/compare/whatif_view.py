@@ -189,7 +189,7 @@ class WhatIfView:
     notes: tuple[str, ...]
     assumptions: tuple[str, ...]
     schema: str = WHATIF_SCHEMA
-    # Free memory after capture reads 0.00 GiB, SGLang's floor: the top is an upper bound.
+    # Free memory after capture reads 0.00 GiB, the driver's zero: the top is an upper bound.
     window_top_floored: bool = False
     graphs_disabled_by: str | None = None  # the flag that turned CUDA graphs off
     max_bs_method: str | None = None  # "buckets" | "slope above" | "slope, no bucket readings"
