@@ -24,6 +24,8 @@ from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARC
 from logmem.sglang.adjustments import MfsAdjustment as MfsAdjustment
 from logmem.sglang.adjustments import adjustment_candidates as adjustment_candidates
 from logmem.sglang.adjustments import mfs_adjustments as mfs_adjustments
+from logmem.sglang.arg_memory import NON_MEMORY_ARGS as NON_MEMORY_ARGS
+from logmem.sglang.arg_memory import memory_neutral_arg as memory_neutral_arg
 from logmem.sglang.releases import RELEASES
 from logmem.sglang.reserve import ACTIVATION_MIB_PER_TOKEN as ACTIVATION_MIB_PER_TOKEN
 from logmem.sglang.reserve import ACTIVATION_MIN_TOKENS as ACTIVATION_MIN_TOKENS
