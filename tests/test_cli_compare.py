@@ -281,7 +281,8 @@ def test_fit_refusals(logs: dict[str, Path]) -> None:
     assert same.exit_code == 1
     assert (
         same.output
-        == "Error: the launches do not differ in cuda_graph_max_bs / cuda_graph_bs: nothing to fit\n"
+        == "Error: no slope: both launches capture the same largest batch size 80; a slope needs "
+        "two different sizes\n"
     )
     assert run(["fit", str(logs["a80"])]).exit_code == 2
     assert run(["fit", "-", "-"], b"").exit_code == 2

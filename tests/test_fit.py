@@ -411,8 +411,12 @@ def test_fit_refuses_a_confounded_pair(tmp_path: Path) -> None:
 
 def test_kv_terms_account_for_an_mfs_change(tmp_path: Path) -> None:
     d = diff(*pair(tmp_path, Model(mfs=0.85), Model(mfs=0.87)))
-    assert d.args.varied == () and not d.slopes and d.slope_note == SlopeNotVaried()
-    assert "do not differ" in (diff_view(d).slope_note or "")
+    assert (
+        d.args.varied == ()
+        and not d.slopes
+        and d.slope_note == SlopeNotVaried((80, 80), (False, False))
+    )
+    assert "the same largest batch size 80" in (diff_view(d).slope_note or "")
     assert d.kv is not None
     terms = {t.name: t.tokens for t in d.kv.terms}
     # 21.63 GiB x 0.02 = 0.4326 GiB = about 7,088 tokens of 64 KiB

@@ -130,6 +130,9 @@ class NotInEveryLaunch:
 class SameLargestSize:
     graph: str
     rank: str
+    size: int | None = None  # the largest captured size, the same in every launch
+    per_bs: bool = True  # a batch size (False: tokens, piecewise / prefill graphs)
+    launches: int = 0  # how many launches capture it
 
 
 @frozen
