@@ -72,6 +72,9 @@ class ArgsComparison:
     # One-sided keys that cannot change GPU memory (rules.memory_neutral_arg): never offered
     # as a cause, so the report lists them with the ignored keys, not beside the table.
     ignored_one_sided: tuple[str, ...] = ()
+    # Labels of launches whose server_args line its author elided with '...'
+    # (ev.ServerArgs.elided): the keys it lacks are unknown there, not another version's.
+    elided: tuple[str, ...] = ()
 
 
 _ABSENT = object()
@@ -121,6 +124,9 @@ def compare_args(
         only_in,
         tuple(one_sided),
         ignored_one_sided=tuple(c.key for c in one_sided if rules.memory_neutral_arg(c.key)),
+        elided=tuple(
+            lab for lab, L in zip(labels, launches) if L.server_args and L.server_args.elided
+        ),
     )
 
 

@@ -110,6 +110,8 @@ class NoTermSplit:
     # "A" / "B": that launch backs its KV pool after capture (post-capture KV sizing) and the
     # other sizes it in its pool step: one rule's terms do not split the change.
     post_capture: str | None = None
+    # "A" / "B" whose server_args line its author elided with '...' (ev.ServerArgs.elided).
+    elided: tuple[str, ...] = ()
 
 
 SlopeNote = (

@@ -63,7 +63,15 @@ def only_in_text(args: ArgsView) -> str:
     if not parts:
         return ""
     text = "; ".join(parts)
-    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed server_args line."
+    if args.elided:
+        who = " and ".join(f"launch {x}" if x.isdigit() else x for x in args.elided)
+        why = (
+            f"{who}'s server_args line is elided by its author ('...'): a key it leaves out is "
+            "unknown there, not SGLang's default."
+        )
+    else:
+        why = "A key one launch does not print means another SGLang version, or a trimmed server_args line."
+    return f"{text[0].upper()}{text[1:]}. {why}"
 
 
 def arg_tag(key: str, args: ArgsView) -> str:
