@@ -121,6 +121,9 @@ def test_analyze_says_why_the_kv_rule_is_not_checked() -> None:
 
     a = read_log(str(FIXTURES / "017-qwen3-8b-b200-piecewise-reference-log-apr2026.log"))
     found = [f for f in findings(a.ledger(a.launches[0])) if isinstance(f, NoRuleCheck)]
-    assert found == [NoRuleCheck(("mem_fraction_static",), 3)]
+    assert [(f.missing, f.args_line, f.args_elided) for f in found] == [
+        (("mem_fraction_static",), 3, True)
+    ]
+    assert found[0].inferred is not None and found[0].inferred.mfs == 0.854
     b = read_log(str(FIXTURES / "001-qwq32b-tp4-l4-docs.log"))
     assert not [f for f in findings(b.ledger(b.launches[0])) if isinstance(f, NoRuleCheck)]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from conftest import FIXTURES
 from logmem.analysis.attribution import build_ledger
 from logmem.api import read_log
-from logmem.compare.args import NON_MEMORY_ARGS, compare_args
+from logmem.compare.args import compare_args
 from logmem.compare.diff import Diff, diff_launches
 from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.compare.notes import (
@@ -38,6 +38,7 @@ from logmem.report.compare.render import render_markdown, render_text, to_json
 from logmem.report.compare.view import diff_view
 from logmem.report.compare.whatif_view import whatif_view
 from logmem.sglang.eras import era_guess, era_markers
+from logmem.sglang.rules import memory_neutral_arg
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -410,8 +411,12 @@ def test_fit_refuses_a_confounded_pair(tmp_path: Path) -> None:
 
 def test_kv_terms_account_for_an_mfs_change(tmp_path: Path) -> None:
     d = diff(*pair(tmp_path, Model(mfs=0.85), Model(mfs=0.87)))
-    assert d.args.varied == () and not d.slopes and d.slope_note == SlopeNotVaried()
-    assert "do not differ" in (diff_view(d).slope_note or "")
+    assert (
+        d.args.varied == ()
+        and not d.slopes
+        and d.slope_note == SlopeNotVaried((80, 80), (False, False))
+    )
+    assert "the same largest batch size 80" in (diff_view(d).slope_note or "")
     assert d.kv is not None
     terms = {t.name: t.tokens for t in d.kv.terms}
     # 21.63 GiB x 0.02 = 0.4326 GiB = about 7,088 tokens of 64 KiB
@@ -481,10 +486,10 @@ def test_diff_names_different_wording(tmp_path: Path) -> None:
 
 
 def test_non_memory_keys_never_block() -> None:
-    assert {"port", "host", "random_seed", "model_path", "log_level", "api_key"} <= NON_MEMORY_ARGS
-    assert (
-        "mem_fraction_static" not in NON_MEMORY_ARGS and "cuda_graph_max_bs" not in NON_MEMORY_ARGS
-    )
+    for key in ("port", "host", "random_seed", "model_path", "log_level", "api_key"):
+        assert memory_neutral_arg(key), key
+    assert not memory_neutral_arg("mem_fraction_static")
+    assert not memory_neutral_arg("cuda_graph_max_bs")
 
 
 def test_diff_of_a_log_with_itself_is_all_zero() -> None:

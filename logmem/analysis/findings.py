@@ -69,9 +69,12 @@ from logmem.analysis.findings_sizing import (
 from logmem.analysis.imbalance import Imbalance as Imbalance
 from logmem.analysis.imbalance import ParitySplit as ParitySplit
 from logmem.analysis.imbalance import imbalance_finding
+from logmem.analysis.kv_logged import KVPoolsLogged as KVPoolsLogged
+from logmem.analysis.kv_logged import kv_pools_logged
 from logmem.analysis.ledger import Bound, Bucket, Cause, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
+from logmem.analysis.mfs_inferred import backsolved_mfs
 from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
@@ -188,6 +191,7 @@ Finding = (
     | BudgetNotPositive
     | PoolsVsBudget
     | PoolStep
+    | KVPoolsLogged
     | KVSourcesDisagree
     | Workspaces
     | GraphSplit
@@ -266,7 +270,16 @@ def findings(led: LaunchLedger) -> list[Finding]:
             missing = rules.rule_inputs_missing(U)
             args = L.server_args.source.line_no if L.server_args is not None else None
             if missing or args is None:
-                out.append(NoRuleCheck(missing, args))
+                elided = L.server_args is not None and L.server_args.elided
+                solved = backsolved_mfs(L) if missing == ("mem_fraction_static",) else None
+                out.append(NoRuleCheck(missing, args, elided, solved))
+    # An excerpt's KV lines with no pool step on the main rank to show them in, nor a KV budget
+    # that states the pools logged: said as printed.
+    stated = led.sizing is not None and led.sizing.logged_pool_bytes is not None
+    if not stated and (rl is None or not any(p.key.endswith("pools") for p in rl.phases)):
+        logged = kv_pools_logged(L, main.label)
+        if logged is not None:
+            out.append(logged)
     # Right after the KV budget: whether that pool holds the context the server advertises.
     if led.context is not None and led.context.applies:
         out.append(led.context)

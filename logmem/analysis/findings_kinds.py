@@ -19,6 +19,7 @@ class FindingKind(Enum):
     BUDGET_NOT_POSITIVE = "budget_not_positive"
     POOLS_VS_BUDGET = "pools_vs_budget"
     POOL_STEP = "pool_step"
+    KV_POOLS_LOGGED = "kv_pools_logged"
     KV_SOURCES_DISAGREE = "kv_sources_disagree"
     WORKSPACES = "workspaces"
     GRAPH_SPLIT = "graph_split"

@@ -14,6 +14,7 @@ from typing import ClassVar
 from logmem.analysis.attribution_pools import KVHint
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import CellSource, Phase, RankLedger, What
+from logmem.analysis.mfs_inferred import BackSolvedMfs
 from logmem.analysis.post_capture import PostCapture, post_capture
 from logmem.analysis.sizing import (
     RULE_STEP_SLACK,
@@ -52,6 +53,12 @@ class NoRuleCheck:
     kind: ClassVar[FindingKind] = FindingKind.NO_RULE_CHECK
     missing: tuple[str, ...]
     args_line: int | None
+    # The server_args line is elided by its author ('...', ev.ServerArgs.elided): a setting it
+    # lacks is unknown, not SGLang's default.
+    args_elided: bool = False
+    # mem_fraction_static solved from the readings and pools the rule uses (analysis.
+    # mfs_inferred), where it is the one input missing: an inference, not a printed value.
+    inferred: BackSolvedMfs | None = None
 
 
 @frozen

@@ -1,7 +1,7 @@
 """server_args across launches: which keys differ, which touch memory, which block a slope.
 
 ``compare_args`` sorts every key two or more launches print into changed (memory-relevant),
-ignored (NON_MEMORY_ARGS), one-sided (printed by only some launches: another SGLang version),
+ignored (rules.memory_neutral_arg: names, paths, seeds, logging), one-sided (printed by only some launches: another SGLang version),
 varied (the CUDA-graph batch sizes a slope is fitted over) and confounders (anything else
 memory-relevant that ``--allow-diff`` does not name).
 """
@@ -14,74 +14,6 @@ from typing import Any
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang import rules
-
-# server_args keys that do not change GPU memory at start-up: where the server listens,
-# what and how it logs, credentials, seeds, timeouts, chat/parsing front-end options,
-# and names or paths of files (the same weights under another path load the same; a
-# different model shows up in the weights phase instead). `diff` lists these under
-# "ignored" and they never block a slope. Any key not named here counts as
-# memory-relevant, so a new SGLang flag is suspect until someone adds it here.
-NON_MEMORY_ARGS: frozenset[str] = frozenset(
-    {
-        # network and process placement
-        "host",
-        "port",
-        "nccl_port",
-        "dist_init_addr",
-        "node_rank",
-        "api_key",
-        "admin_api_key",
-        # seeds and timeouts
-        "random_seed",
-        "watchdog_timeout",
-        "dist_timeout",
-        "soft_watchdog_timeout",
-        # names and paths
-        "model_path",
-        "tokenizer_path",
-        "download_dir",
-        "served_model_name",
-        "file_storage_path",
-        "chat_template",
-        "completion_template",
-        "crash_dump_folder",
-        "debug_tensor_dump_output_folder",
-        "debug_tensor_dump_input_file",
-        # logging, metrics and tracing
-        "log_level",
-        "log_level_http",
-        "log_requests",
-        "log_requests_level",
-        "log_requests_format",
-        "log_requests_target",
-        "show_time_cost",
-        "decode_log_interval",
-        "enable_metrics",
-        "enable_metrics_for_all_schedulers",
-        "enable_cache_report",
-        "enable_request_time_stats_logging",
-        "bucket_time_to_first_token",
-        "bucket_inter_token_latency",
-        "bucket_e2e_request_latency",
-        "collect_tokens_histogram",
-        "prompt_tokens_buckets",
-        "generation_tokens_buckets",
-        "kv_events_config",
-        "enable_trace",
-        "otlp_traces_endpoint",
-        "uvicorn_access_log_exclude_prefixes",
-        "gc_warning_threshold_secs",
-        # front end (tokenizer process, parsers, streaming): CPU side
-        "tool_call_parser",
-        "reasoning_parser",
-        "stream_interval",
-        "stream_output",
-        "allow_auto_truncate",
-        "constrained_json_whitespace_pattern",
-        "skip_server_warmup",
-        "warmups",
-    }
-)
 
 # The varied setting of a slope pair and the lists SGLang derives from it (the dump
 # shows values after __post_init__, so a new max bs also rewrites these).
@@ -125,7 +57,7 @@ class ArgsComparison:
     changed: tuple[
         ArgChange, ...
     ]  # memory-relevant keys every launch prints, with differing values
-    ignored: tuple[ArgChange, ...]  # the same in NON_MEMORY_ARGS
+    ignored: tuple[ArgChange, ...]  # the same, keys rules.memory_neutral_arg calls neutral
     varied: tuple[str, ...]  # changed (or one-sided) keys in GRAPH_SIZE_ARGS
     confounders: tuple[str, ...]  # other memory-relevant differences not named by --allow-diff
     allowed: tuple[str, ...]  # differing keys that --allow-diff named
@@ -137,6 +69,12 @@ class ArgsComparison:
     # Differing keys that are not confounders by a rule (compare.mfs_aside: mem_fraction_static
     # where no capture list was cut to the request pool).
     set_aside: tuple[str, ...] = ()
+    # One-sided keys that cannot change GPU memory (rules.memory_neutral_arg): never offered
+    # as a cause, so the report lists them with the ignored keys, not beside the table.
+    ignored_one_sided: tuple[str, ...] = ()
+    # Labels of launches whose server_args line its author elided with '...'
+    # (ev.ServerArgs.elided): the keys it lacks are unknown there, not another version's.
+    elided: tuple[str, ...] = ()
 
 
 _ABSENT = object()
@@ -162,7 +100,7 @@ def compare_args(
         if any(v is _ABSENT for v in vals):
             one_sided.append(row)
         else:
-            (ignored if k in NON_MEMORY_ARGS else changed).append(row)
+            (ignored if rules.memory_neutral_arg(k) else changed).append(row)
     present_labels = [lab for lab, d in zip(labels, dumps) if d is not None]
     only_in = tuple(
         (lab, keys_only)
@@ -171,7 +109,7 @@ def compare_args(
     )
     # A memory-relevant key only some launches print (another SGLang version) also stands in
     # the way of a slope: its value on the others is unknown.
-    relevant = [c for c in changed] + [c for c in one_sided if c.key not in NON_MEMORY_ARGS]
+    relevant = [c for c in changed] + [c for c in one_sided if not rules.memory_neutral_arg(c.key)]
     varied = tuple(c.key for c in relevant if c.key in GRAPH_SIZE_ARGS)
     others = [c.key for c in relevant if c.key not in GRAPH_SIZE_ARGS]
     allowed = tuple(k for k in others if k in allow)
@@ -185,6 +123,10 @@ def compare_args(
         missing,
         only_in,
         tuple(one_sided),
+        ignored_one_sided=tuple(c.key for c in one_sided if rules.memory_neutral_arg(c.key)),
+        elided=tuple(
+            lab for lab, L in zip(labels, launches) if L.server_args and L.server_args.elided
+        ),
     )
 
 

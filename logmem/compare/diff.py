@@ -34,7 +34,14 @@ from logmem.compare.diff_kv import kv_change as kv_change
 from logmem.compare.load import LaunchRef
 from logmem.compare.mfs_aside import set_mfs_aside
 from logmem.compare.points import rank_map
-from logmem.compare.slope import Slope, mfs_hint, slope_across_models, slope_assumptions, slopes
+from logmem.compare.slope import (
+    Slope,
+    mfs_hint,
+    same_sizes,
+    slope_across_models,
+    slope_assumptions,
+    slopes,
+)
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.sglang.eras import (
@@ -287,7 +294,7 @@ def _slope_part(
     if cmp.missing:
         return cmp, cn.SlopeNoArgs(tuple(cmp.missing)), [], notes
     if not cmp.varied:
-        return cmp, cn.SlopeNotVaried(), [], notes
+        return cmp, same_sizes(pair), [], notes
     if "model_path" not in allow and (
         across := slope_across_models(pair, labels, confounder_parts(cmp, 4))
     ):

@@ -174,7 +174,8 @@ def printed_kv_change(
         for lab, sz, L in (("A", sa, a), ("B", sb, b))
         if sz is None
     )
-    note = cn.NoTermSplit(None, None, None, lacking)
+    elided = tuple(lab for lab, L in (("A", a), ("B", b)) if L.server_args and L.server_args.elided)
+    note = cn.NoTermSplit(None, None, None, lacking, elided=elided)
 
     def side(sz: Sizing | None) -> tuple[float | None, int | None, int | None, int | None]:
         if sz is None:

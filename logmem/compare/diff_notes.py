@@ -138,7 +138,13 @@ class SlopeNoArgs:
 
 @frozen
 class SlopeNotVaried:
-    pass
+    """The launches print the same CUDA-graph batch sizes (compare.slope.same_sizes), so they
+    capture the same largest size: a slope needs two."""
+
+    # Each launch's largest captured batch size of its batch-sized graph (compare.points.
+    # main_point), else server_args' resolved cuda_graph_max_bs; None: neither is known.
+    sizes: tuple[int | None, ...] = ()
+    from_args: tuple[bool, ...] = ()  # the size is server_args' (no captured size printed)
 
 
 @frozen

@@ -110,6 +110,8 @@ class NoTermSplit:
     # "A" / "B": that launch backs its KV pool after capture (post-capture KV sizing) and the
     # other sizes it in its pool step: one rule's terms do not split the change.
     post_capture: str | None = None
+    # "A" / "B" whose server_args line its author elided with '...' (ev.ServerArgs.elided).
+    elided: tuple[str, ...] = ()
 
 
 SlopeNote = (
@@ -130,6 +132,9 @@ class NotInEveryLaunch:
 class SameLargestSize:
     graph: str
     rank: str
+    size: int | None = None  # the largest captured size, the same in every launch
+    per_bs: bool = True  # a batch size (False: tokens, piecewise / prefill graphs)
+    launches: int = 0  # how many launches capture it
 
 
 @frozen

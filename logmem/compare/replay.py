@@ -7,20 +7,20 @@ request-to-token table; everything else stays as the launch measured it.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.captures import phase_cost
 from logmem.analysis.failures.effects import CapPerRow
 from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Bound, Phase
+from logmem.analysis.mfs_inferred import BackSolvedMfs as BackSolvedMfs
+from logmem.analysis.mfs_inferred import backsolved_mfs as backsolved_mfs
+from logmem.analysis.mfs_inferred import with_logged_mfs as with_logged_mfs
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.projection import bytes_per_token as bytes_per_token
 from logmem.analysis.sizing import Sizing
 from logmem.errors import FitError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.parse import events as ev
 from logmem.parse.server_args import ELIDED_SERVER_ARGS
 from logmem.sglang.rules import (
     at_floor,
@@ -202,35 +202,6 @@ def missing_sizing(launch: Launch) -> str:
     return ", ".join(miss) or "them"
 
 
-@frozen
-class BackSolvedMfs:
-    """The mem_fraction_static SGLang's KV rule gives back from a log's own readings:
-    rest = after-weights free - P x (1 - mfs), with rest taken as the pools it allocated."""
-
-    mfs: float  # the flag's value (SGLang's own scaling undone), to 3 decimals
-    after_weights_bytes: int
-    pre_load_bytes: int
-    pools_bytes: int  # the pools inside the budget, as their lines print them
-
-
-def backsolved_mfs(launch: Launch) -> BackSolvedMfs | None:
-    """mfs = 1 - (after-weights free - pools) / P, from a log without mem_fraction_static; an
-    estimate (printed to 0.01 GB; the rule floors rest to whole cells and pages). None when
-    the readings are missing or give no value in (0, 1]."""
-    from logmem.analysis.attribution import build_ledger
-
-    try:
-        # Any stand-in value gives the readings; the result does not depend on it.
-        sz = build_ledger(with_logged_mfs(launch, 0.5)).sizing
-    except FitError:
-        return None
-    if sz is None or not sz.logged_pool_bytes or not sz.pre_load_bytes:
-        return None
-    a, p, pools = sz.after_weights_bytes, sz.pre_load_bytes, sz.logged_pool_bytes
-    m = round(sz.flag_mfs_for(1 - (a - pools) / p), 3)
-    return BackSolvedMfs(m, a, p, pools) if 0 < m <= 1 else None
-
-
 def _logged_mfs_hint(launch: Launch) -> str:
     b = backsolved_mfs(launch)
     if b is None:
@@ -298,19 +269,4 @@ def unfinished(launch: Launch) -> Unfinished | None:
         raised,
         cap,
         graph if cap is not None else None,
-    )
-
-
-def with_logged_mfs(launch: Launch, logged_mfs: float) -> Launch:
-    """The launch with the mem_fraction_static it ran with, given by the user for a log that
-    prints no server_args (``--logged-mem-fraction-static``); an error if the log says otherwise."""
-    known = launch.args.get("mem_fraction_static")
-    if isinstance(known, (int, float)) and float(known) != logged_mfs:
-        raise FitError(
-            f"--logged-mem-fraction-static {logged_mfs:g}: the log's server_args say {known:g}"
-        )
-    args = dict(launch.args) | {"mem_fraction_static": logged_mfs}
-    src = launch.server_args.source if launch.server_args else launch.all_events()[0].source
-    return replace(
-        launch, server_args=ev.ServerArgs(rank=None, source=src, args=args, form="given")
     )

@@ -19,12 +19,13 @@ from logmem.compare.args import (
     compare_args,
     confounder_message,
     confounder_parts,
+    graph_max_bs,
 )
 from logmem.compare.comparable import Aspect, Mismatch, mismatches
 from logmem.compare.diff_mfs import mfs_not_all_derived, reserve_floor_binds
 from logmem.compare.load import LaunchRef
 from logmem.compare.mfs_aside import set_mfs_aside
-from logmem.compare.points import GraphPoint, graph_points, rank_map
+from logmem.compare.points import GraphPoint, graph_points, main_point, rank_map
 from logmem.errors import FitError, NoSlopeError
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -252,7 +253,9 @@ def slopes(
         s = _slope_for(pts, launches[0].args, reserve)
         if s is None:
             if len({p.rows for p in pts}) < 2:
-                notes.append(cn.SameLargestSize(k[1], k[0]))
+                size = pts[0].largest_size
+                same = size if all(p.largest_size == size for p in pts) else None
+                notes.append(cn.SameLargestSize(k[1], k[0], same, pts[0].per_bs, len(pts)))
             continue
         families_done.add(k[1])
         out.append(s)
@@ -274,6 +277,23 @@ def slope_assumptions(found: Sequence[Slope] = ()) -> tuple[cn.Note, ...]:
 
 
 # --- fit --------------------------------------------------------------------------------
+
+
+def same_sizes(launches: Sequence[Launch]) -> cn.SlopeNotVaried:
+    """Why launches that print the same CUDA-graph batch sizes give no slope, with the size:
+    each one's largest captured batch size (its batch-sized graph on the rank that printed
+    the bars), else server_args' resolved cuda_graph_max_bs."""
+    sizes: list[int | None] = []
+    from_args: list[bool] = []
+    for L in launches:
+        p = main_point(L)
+        if p is not None and p.largest_size is not None:
+            sizes.append(p.largest_size)
+            from_args.append(p.rows_source.size_from_args)
+        else:
+            sizes.append(graph_max_bs(L.args))
+            from_args.append(True)
+    return cn.SlopeNotVaried(tuple(sizes), tuple(from_args))
 
 
 def slope_across_models(
@@ -326,9 +346,7 @@ def fit_launches(
             "CUDA-graph batch sizes differ"
         )
     if not cmp.varied:
-        raise FitError(
-            "the launches do not differ in cuda_graph_max_bs / cuda_graph_bs: nothing to fit"
-        )
+        raise NoSlopeError("no slope", (same_sizes(launches),), joined=False)
     parts = confounder_parts(cmp) if cmp.confounders else []
     if "model_path" not in allow and (across := slope_across_models(launches, labels, parts)):
         raise NoSlopeError("no slope", (across,), joined=False)

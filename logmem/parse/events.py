@@ -13,6 +13,7 @@ from typing import Any
 from logmem.frozen import frozen
 from logmem.parse import events_pools as _pools
 from logmem.parse.event_base import Event as Event
+from logmem.parse.server_args import ELIDED_SERVER_ARGS
 from logmem.units import Mem
 
 # The pool step's events live in logmem.parse.events_pools; every stage reads them here.
@@ -38,6 +39,12 @@ class ServerArgs(Event):
     args: dict[str, Any] = field(hash=False)
     form: str  # "repr" | "dict"
     error: str | None = None  # why parsing failed (e.g. a line split by a log shipper)
+
+    @property
+    def elided(self) -> bool:
+        """The author replaced arguments with '...' (017): the keys it lacks are unknown, not
+        SGLang's defaults (parse.server_args.ELIDED_SERVER_ARGS)."""
+        return self.error is not None and self.error.startswith(ELIDED_SERVER_ARGS)
 
 
 @frozen(kw_only=True)

@@ -5,6 +5,7 @@ an mfs adjustment this SGLang applied or not)."""
 from __future__ import annotations
 
 import logmem.analysis.findings as fd
+from logmem.analysis.mfs_inferred import BackSolvedMfs
 from logmem.report.finding_base import about, finding_text
 from logmem.report.finding_base import g as _g
 from logmem.sglang import rules
@@ -124,12 +125,47 @@ def rule_inputs_missing_text(
     return f"{whose} {missing_inputs_words(missing, plural)}"
 
 
+def elided_words(line: int | None) -> str:
+    """The clause of a server_args line its author elided with '...' (ev.ServerArgs.elided)."""
+    where = f" (line {line})" if line is not None else ""
+    return (
+        f"its server_args line{where} is elided by its author ('...'), so a setting it leaves "
+        "out is unknown, not SGLang's default"
+    )
+
+
 @finding_text.register
 def _(f: fd.NoRuleCheck) -> str:
-    why = (
-        "this launch printed no server_args, so no mem_fraction_static"
-        if f.args_line is None
-        else f"this launch lacks {missing_inputs_words(f.missing)} (server_args: line "
-        f"{f.args_line})"
+    if f.args_line is None:
+        why = "this launch printed no server_args, so no mem_fraction_static"
+    elif f.args_elided and "mem_fraction_static" in f.missing:
+        why = f"this launch lacks {missing_inputs_words(f.missing)}; {elided_words(f.args_line)}"
+    else:
+        why = (
+            f"this launch lacks {missing_inputs_words(f.missing)} (server_args: line {f.args_line})"
+        )
+    return (
+        f"No check of the KV pool against SGLang's KV rule: {why}.{inferred_mfs_text(f.inferred)}"
     )
-    return f"No check of the KV pool against SGLang's KV rule: {why}."
+
+
+def _and_lines(lines: tuple[int, ...]) -> str:
+    shown = [str(n) for n in lines]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def inferred_mfs_text(b: BackSolvedMfs | None) -> str:
+    """' Inferred from lines ...: mem_fraction_static ...' for a value the rule solves for (an
+    inference from the readings, never said as printed); '' when there is none."""
+    if b is None:
+        return ""
+    if b.low is not None and b.high is not None and b.low != b.high:
+        span = f"{b.low:.3f}-{b.high:.3f} by the readings' print rounding"
+    else:
+        span = "to three decimals; the readings' print rounding does not move it"
+    where = f"from lines {_and_lines(b.lines)}" if b.lines else "from the log's readings"
+    return (
+        f" Inferred {where}, not printed: mem_fraction_static {b.mfs:.3f} ({span}), SGLang's KV "
+        f"rule solved for it: 1 - (after-weights free {_g(b.after_weights_bytes)} - pools "
+        f"{_g(b.pools_bytes)} GiB) / P {_g(b.pre_load_bytes)} GiB."
+    )

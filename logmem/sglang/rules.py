@@ -24,6 +24,8 @@ from logmem.sglang.adjustments import MULTIMODAL_ARCHITECTURES as MULTIMODAL_ARC
 from logmem.sglang.adjustments import MfsAdjustment as MfsAdjustment
 from logmem.sglang.adjustments import adjustment_candidates as adjustment_candidates
 from logmem.sglang.adjustments import mfs_adjustments as mfs_adjustments
+from logmem.sglang.arg_memory import NON_MEMORY_ARGS as NON_MEMORY_ARGS
+from logmem.sglang.arg_memory import memory_neutral_arg as memory_neutral_arg
 from logmem.sglang.code_paths import ENV_GATES as ENV_GATES
 from logmem.sglang.code_paths import EnvGate as EnvGate
 from logmem.sglang.code_paths import env_gate as env_gate

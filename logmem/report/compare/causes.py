@@ -252,6 +252,11 @@ def no_term_split_text(n: cn.NoTermSplit) -> str:
         why = [cmpw.rule_inputs_missing_text("A and B", has, missing, plural=True)]
     else:
         why = [cmpw.rule_inputs_missing_text(x, has, miss) for x, has, miss in n.no_args]
+    for x in n.elided:
+        why.append(
+            f"{x}'s server_args line is elided by its author ('...'), so a setting it "
+            "leaves out is unknown, not SGLang's default"
+        )
     if n.ranges is not None:
         (a0, a1), (b0, b1) = n.ranges
         gap = max(0, b0 - a1, a0 - b1)

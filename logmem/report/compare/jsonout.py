@@ -44,6 +44,8 @@ def _args(a: ArgsView) -> dict[str, Any]:
         "ignored_args": {r.key: list(r.values) for r in a.ignored},
         "only_in": {lab: list(keys) for lab, keys in a.only_in},
         "one_sided_args": {r.key: list(r.values) for r in a.one_sided},
+        "ignored_one_sided": list(a.ignored_one_sided),
+        "server_args_elided": list(a.elided),
     }
 
 

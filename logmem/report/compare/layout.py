@@ -8,7 +8,13 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from logmem.report.compare.out import Out
-from logmem.report.compare.settings import arg_tag, arg_values, diff_args, only_in_text
+from logmem.report.compare.settings import (
+    arg_tag,
+    arg_values,
+    diff_args,
+    only_in_text,
+    relevant_only_in,
+)
 from logmem.report.compare.view import (
     DiffView,
     FitView,
@@ -430,7 +436,7 @@ def _fit(f: FitView, o: Out) -> str:
         [r.key, " | ".join(arg_values(r.values)), arg_tag(r.key, f.args)] for r in f.args.changed
     ]
     o.table(["server_args key", "values (in launch order)", "note"], rows, left=3)
-    if f.args.only_in:
+    if relevant_only_in(f.args):
         o.para(only_in_text(f.args))
     _slopes(o, f.slopes)
     return _tail(o, f.notes, f.assumptions)

@@ -68,7 +68,25 @@ def _(n: cn.SlopeNoArgs) -> str:
 
 @note_text.register
 def _(n: cn.SlopeNotVaried) -> str:
-    return "none: the launches do not differ in cuda_graph_max_bs / cuda_graph_bs"
+    who = "both launches" if len(n.sizes) == 2 else f"all {len(n.sizes)} launches"
+    size = n.sizes[0] if n.sizes else None
+    if size is not None and all(x == size for x in n.sizes):
+        where = ""
+        if all(n.from_args):
+            none = "neither log prints" if len(n.sizes) == 2 else "no log prints"
+            where = f" (server_args' cuda_graph_max_bs: {none} its captured sizes)"
+        elif any(n.from_args):
+            where = " (server_args' cuda_graph_max_bs where a log prints no captured sizes)"
+        return (
+            f"none: {who} capture the same largest batch size {size}{where}; a slope needs two "
+            "different sizes"
+        )
+    known = [str(x) for x in n.sizes if x is not None]
+    seen = f" (largest captured batch sizes {', '.join(known)})" if len(known) > 1 else ""
+    return (
+        f"none: the launches print the same cuda_graph_max_bs / cuda_graph_bs{seen}; a slope "
+        "needs two launches that set different sizes"
+    )
 
 
 @note_text.register
@@ -100,7 +118,14 @@ def _(n: cn.NotInEveryLaunch) -> str:
 
 @note_text.register
 def _(n: cn.SameLargestSize) -> str:
-    return f"{n.graph} on {_on(n.rank)}: the same largest size in every launch, no slope"
+    if n.size is None:
+        return f"{n.graph} on {_on(n.rank)}: the same largest size in every launch, no slope"
+    what = "batch size" if n.per_bs else "size (tokens)"
+    who = "both launches capture" if n.launches == 2 else "every launch captures"
+    return (
+        f"{n.graph} on {_on(n.rank)}: {who} the same largest {what} {n.size}; a slope needs "
+        "two different sizes"
+    )
 
 
 @note_text.register

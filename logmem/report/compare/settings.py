@@ -43,16 +43,35 @@ def arg_values(values: tuple[Any, ...]) -> list[str]:
     return [f"{differ[0]} {arg_value(f.get(differ[0]))}{more}" for f in flats]
 
 
+def relevant_only_in(args: ArgsView) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The keys only some launches print, less those that cannot change GPU memory (they go on
+    the "Ignored" line instead: never offered as a cause)."""
+    out = []
+    for lab, keys in args.only_in:
+        mine = tuple(k for k in keys if k not in args.ignored_one_sided)
+        if mine:
+            out.append((lab, mine))
+    return tuple(out)
+
+
 def only_in_text(args: ArgsView) -> str:
     """'Only in A: x, y; only in B: z.' for keys one launch does not print (another version)."""
     parts = [
         f"only in {'launch ' if lab.isdigit() else ''}{lab} ({len(keys)}): {key_list(keys)}"
-        for lab, keys in args.only_in
+        for lab, keys in relevant_only_in(args)
     ]
     if not parts:
         return ""
     text = "; ".join(parts)
-    return f"{text[0].upper()}{text[1:]}. A key one launch does not print means another SGLang version, or a trimmed server_args line."
+    if args.elided:
+        who = " and ".join(f"launch {x}" if x.isdigit() else x for x in args.elided)
+        why = (
+            f"{who}'s server_args line is elided by its author ('...'): a key it leaves out is "
+            "unknown there, not SGLang's default."
+        )
+    else:
+        why = "A key one launch does not print means another SGLang version, or a trimmed server_args line."
+    return f"{text[0].upper()}{text[1:]}. {why}"
 
 
 def arg_tag(key: str, args: ArgsView) -> str:
@@ -68,16 +87,26 @@ def diff_args(args: ArgsView, o: Out) -> None:
         o.table(["server_args key", "A", "B", "note"], rows, left=4)
     elif args.missing:
         o.para(f"Cannot tell: no server_args line in {' and '.join(args.missing)}.")
-    elif args.only_in:
+    elif relevant_only_in(args):
         o.para("None among the keys both launches print.")
     else:
         o.para("None.")
-    if args.only_in:
+    if relevant_only_in(args):
         o.para(only_in_text(args))
-    if args.ignored:
-        ign = "; ".join(
-            f"{r.key} {arg_value(r.values[0])} -> {arg_value(r.values[1])}" for r in args.ignored
-        )
+    ignored_text(args, o)
+
+
+def ignored_text(args: ArgsView, o: Out) -> None:
+    """The keys that cannot change GPU memory (rules.memory_neutral_arg), on one line: those
+    with other values, then those only one launch prints."""
+    parts = [f"{r.key} {arg_value(r.values[0])} -> {arg_value(r.values[1])}" for r in args.ignored]
+    for lab, keys in args.only_in:
+        mine = [k for k in keys if k in args.ignored_one_sided]
+        if mine:
+            who = f"launch {lab}" if lab.isdigit() else lab
+            parts.append(f"only {who} prints {key_list(mine)}")
+    if parts:
         o.para(
-            f"Ignored (names, paths, seeds: not memory settings; the model is compared by its weights line): {ign}."
+            "Ignored (names, paths, seeds: not memory settings; the model is compared "
+            f"by its weights line): {'; '.join(parts)}."
         )

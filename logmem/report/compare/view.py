@@ -91,6 +91,8 @@ class ArgsView:
     one_sided: tuple[ArgRow, ...]
     missing: tuple[str, ...]  # labels of launches without a server_args line
     set_aside: tuple[str, ...] = ()  # differing keys a rule keeps from blocking the slope
+    ignored_one_sided: tuple[str, ...] = ()  # one-sided keys that cannot change GPU memory
+    elided: tuple[str, ...] = ()  # labels whose server_args line is elided with '...'
 
 
 def _rows(changes: tuple[ArgChange, ...]) -> tuple[ArgRow, ...]:
@@ -107,6 +109,8 @@ def args_view(a: ArgsComparison) -> ArgsView:
         _rows(a.one_sided),
         a.missing,
         a.set_aside,
+        a.ignored_one_sided,
+        a.elided,
     )
 
 
