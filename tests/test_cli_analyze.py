@@ -145,15 +145,30 @@ def test_help_lists_every_command() -> None:
     assert set(COMMANDS) <= set(listed)
 
 
-def test_a_launch_without_server_args_is_titled_by_the_architecture_it_loaded() -> None:
-    """014 prints no server_args dump, so no model path: the heading names the architecture its
-    Load weight end printed, and says the path is missing, instead of a bare 'Launch'."""
+def test_a_launch_without_server_args_is_titled_by_the_line_that_names_its_model() -> None:
+    """014 prints no server_args dump, but line 46 'Found local HF snapshot for Qwen/Qwen3.5-9B'
+    names the model; 018's echoed command passes --model-path (line 1). A log that names no
+    model at all is titled by the architecture its Load weight end printed."""
     from conftest import corpus_log
 
     path = corpus_log("014-")
     text = path.read_text()
     assert "server_args" not in text
+    lines = text.splitlines()
+    assert "Found local HF snapshot for Qwen/Qwen3.5-9B at " in lines[45]
+    out = run(["analyze", str(path)]).output
+    assert out.splitlines()[0] == "Launch: Qwen/Qwen3.5-9B (HF snapshot, line 46; no server_args)"
+    head = run(["analyze", str(corpus_log("018-"))]).output.splitlines()[0]
+    assert head == "Launch: /z_data/syxin/Hanrui/gpt-oss-20b (command line, line 1; no server_args)"
+
+
+def test_a_log_that_names_no_model_is_titled_by_its_architecture(tmp_path: Path) -> None:
+    from conftest import corpus_log
+
+    text = corpus_log("014-").read_text()
+    path = tmp_path / "no-name.log"
+    path.write_text("\n".join(x for x in text.splitlines() if "HF snapshot" not in x) + "\n")
     arch = re.search(r"Load weight end\..*?type=(\w+)", text)
     assert arch is not None
     out = run(["analyze", str(path)]).output
-    assert out.splitlines()[0] == f"Launch: {arch[1]} (model path not in the log)"
+    assert out.splitlines()[0] == f"Launch: {arch[1]} (no line names the model)"

@@ -205,6 +205,13 @@ class LaunchEnv(Event):
 
 
 @frozen(kw_only=True)
+class ModelSnapshot(Event):
+    """``Found local HF snapshot for NAME at PATH``: the model a rank loads, by its hub name."""
+
+    name: str
+
+
+@frozen(kw_only=True)
 class LaunchCommand(Event):
     """The command line that started SGLang, as a shell or harness echoed it."""
 

@@ -404,6 +404,15 @@ PATTERNS: tuple[LinePattern, ...] = (
         needs=("Reported total GPU memory per device (MiB): [",),
     ),
     _p(
+        "hf_snapshot",
+        r"Found local HF snapshot for (?P<name>[^\s;]{1,400}) at ",
+        "Found local HF snapshot for Qwen/Qwen3.5-9B at /root/.cache/huggingface/hub/"
+        "models--Qwen--Qwen3.5-9B/snapshots/c2022362; skipping download.",
+        "a rank names the model it loads (corpus 014): the model's name where no server_args "
+        "dump is in the log",
+        needs=("Found local HF snapshot for ",),
+    ),
+    _p(
         "nsa_backends",
         r"Set NSA backends for (?P<kv>[\w.-]{1,40}) KV Cache: prefill=(?P<prefill>[\w-]{1,60}), "
         r"decode=(?P<decode>[\w-]{1,60})",
@@ -748,7 +757,7 @@ KEYWORDS: tuple[str, ...] = (
     "sglang.launch_server", "sglang.bench_", "Prefill. latency", "Total. latency",
     "median latency", "Benchmark Result", "Using Transformers backend", '.py", line ',
     "not initialized from checkpoint", "jit/module_custom_all_reduce", "Post-capture KV sizing",
-    "entry_bytes=",
+    "entry_bytes=", "; skipping download",
 )  # fmt: skip
 # Literals of lines a running server prints by the thousand (Decode / Prefill batch): the
 # reader yields only the first segment that holds one in each file, and the first after each

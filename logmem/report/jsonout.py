@@ -13,6 +13,7 @@ from logmem.analysis.comm_join import communication
 from logmem.analysis.context import ContextVsPool
 from logmem.analysis.failures import outcome, read_errors
 from logmem.analysis.findings_order import set_aside
+from logmem.analysis.model_name import architecture, model_name
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
@@ -313,6 +314,7 @@ def launch_json(
     return {
         "index": L.index,
         "paths": list(L.paths),
+        "model": _model_named(L),
         "start": start_json(L.start),
         "next_start": _line(L.next_start),
         "repeats": repeats_json(L.repeats),
@@ -445,3 +447,15 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
 
 def render(a: Analysis) -> str:
     return json_text.dumps(analysis_json(a)) + "\n"
+
+
+def _model_named(L: Launch) -> dict[str, Any]:
+    """The model's name and the line that names it (analysis.model_name), and the architecture
+    Load weight end printed; nulls for what the log does not give."""
+    named = model_name(L)
+    return {
+        "name": named.name if named else None,
+        "named_by": named.by.value if named else None,
+        "line": named.line if named else None,
+        "architecture": architecture(L),
+    }
