@@ -258,8 +258,9 @@ def graph_phase(
             hi = ends[i]
             covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
             bound = floor_bound(smp.avail.bytes, nxt) if nxt is not None else Bound.EXACT
+            to_end = i + 1 == len(s) and cost is not None and rules.END_LINE_EMPTIES_CACHE
             buckets.append(
-                Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers, bound)
+                Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers, bound, to_end)
             )
         consecutive = idx == list(range(len(s)))
         allocs, ep_size = (
@@ -347,6 +348,7 @@ def graph_phase(
                         (smp.source.line_no, nxt_line),
                         Facts(
                             span=span,
+                            to_end=i + 1 == len(s) and rules.END_LINE_EMPTIES_CACHE,
                             lazy=lazy.lazy if i == 0 else (),
                             ep_size=lazy.ep_size if i == 0 else None,
                             library=lazy.library if i == 0 else None,

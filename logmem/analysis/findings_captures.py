@@ -222,7 +222,8 @@ def capture_findings(rl: RankLedger, device: str = "unknown") -> list[CaptureFin
             )
         if p.delta_bytes < -TINY:
             out.append(CaptureRose(rl.rank, g.label, -p.delta_bytes, p.lines))
-        rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]
+        # A rise to the end line is the cache its reading released, not a bucket's (to_end).
+        rising = [b.bucket_cost_bytes for b in p.buckets if b.bucket_cost_bytes is not None]
         rising = [c for c in rising if c < -NOTABLE]
         if rising:
             out.append(BucketsRose(rl.rank, g.label, len(rising), -min(rising), device))

@@ -78,8 +78,15 @@ def _(f: fd.GraphSparse) -> str:
         f"{_on(f.rank)}{_logged(f.readings_bytes, f.lines[1])}, "
         "but the log kept "
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
-        f"{parts}."
+        f"{parts}{_END_LINE if any(c.facts.to_end for c in f.parts) else ''}."
     )
+
+
+# rules.END_LINE_EMPTIES_CACHE, for a stretch measured from the last bar to the end line.
+_END_LINE = (
+    " (the end line reads free memory after emptying the allocator's cache, the bars without: "
+    "the last bar to the end line is that bucket's cost less what the cache gave back)"
+)
 
 
 @finding_text.register

@@ -169,7 +169,11 @@ _WORDED: dict[What, Callable[[Facts], str]] = {
     What.LARGEST: _largest,
     What.OTHER_BUCKETS: lambda f: f"other {f.count} buckets",
     What.BEFORE_STOP: lambda f: f"{span_text(f.span or Span(0))}, before the stop",
-    What.SPAN: lambda f: span_text(f.span or Span(0)),
+    What.SPAN: lambda f: (
+        f"{span_text(f.span or Span(0))} to the end line (not a per-bucket cost)"
+        if f.to_end
+        else span_text(f.span or Span(0))
+    ),
 }
 
 

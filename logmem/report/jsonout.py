@@ -227,7 +227,8 @@ def phases_json(led: RankLedger) -> list[dict[str, Any]]:
                 {
                     "size": b.size,
                     "avail_gib": gib(b.avail_bytes),
-                    "cost_gib": gib(b.cost_bytes),
+                    "cost_gib": gib(b.bucket_cost_bytes),
+                    "to_end_line_gib": gib(b.cost_bytes) if b.to_end else None,
                     "line": b.line,
                 }
                 for b in p.buckets

@@ -421,6 +421,17 @@ deepep.py, the same; 0.5.9 - 0.5.23, srt/environ.py, ``EnvInt(128)`` (2025-07 - 
 
 # --- CUDA graphs ------------------------------------------------------------------------------
 
+END_LINE_EMPTIES_CACHE = True
+"""A capture's end line reads free memory after emptying PyTorch's allocator cache; its bars do not.
+
+The ``Capturing batches (bs=.. avail_mem=..)`` / ``Capturing num tokens`` bars read
+``get_available_gpu_memory(..., empty_cache=False)`` (cuda_graph_runner.py and
+piecewise_cuda_graph_runner.py, sglang 0.4.6 - 0.5.9; runner/decode_cuda_graph_runner.py and
+prefill_cuda_graph_runner.py, 0.5.23); the begin and end lines call it with its default
+``empty_cache=True`` (model_runner.py; cuda_graph_setup.py in 0.5.23), which first returns the
+blocks the allocator cached during capture (all eras, E0-E7). So the last bar minus the end
+line is the last bucket's cost less what the end reading released: not a per-bucket cost."""
+
 
 def graph_sized_in_tokens(name: str) -> bool:
     """Whether a graph family's sizes are token counts rather than batch sizes.
