@@ -45,3 +45,21 @@ def test_bar_to_bar_costs_stay() -> None:
     assert [b["cost_gib"] for b in bs] == [8.63, 0.02, None]
     assert bs[-1]["to_end_line_gib"] == 0.01
     assert bs[0]["to_end_line_gib"] is None
+
+
+# --- A10: CUDA graphs off by server_args ------------------------------------------------------
+
+
+def test_graphs_off_is_said_plainly() -> None:
+    for prefix in ("005-", "006-"):
+        text = _text(prefix)
+        assert "CUDA graphs are off (disable_cuda_graph=True in server_args, line 8)" in text
+        assert "no capture phase and no graph memory" in text
+        # Nothing offers smaller graph sizes for a launch that captures none.
+        assert "--cuda-graph-max-bs" not in text and "--cuda-graph-bs" not in text
+        doc = _json(prefix)
+        assert any("CUDA graphs are off" in f for f in doc["launches"][0]["findings"])
+
+
+def test_graphs_on_says_nothing_of_it() -> None:
+    assert "CUDA graphs are off" not in _text("019-")

@@ -145,8 +145,20 @@ class RankGraphSpread:
     main_rank: str
 
 
+@frozen
+class GraphsOff:
+    """server_args turned CUDA graphs off (rules.graphs_off) and no rank logged a capture: the
+    launch has no capture phase and no graph memory, not a capture the log missed."""
+
+    kind: ClassVar[FindingKind] = FindingKind.GRAPHS_OFF
+    flag: str  # the server_args key, as dumped, or the command line's flag
+    line: int  # the server_args line, or the command line's
+    command: bool = False  # told by the echoed command line (no server_args dump)
+
+
 CaptureFinding = (
-    GraphSplit
+    GraphsOff
+    | GraphSplit
     | LargestBucketNote
     | GraphSparse
     | StoppedFirstBucket

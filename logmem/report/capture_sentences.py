@@ -61,6 +61,20 @@ def _logged(readings: int | None, line: int) -> str:
 
 
 @finding_text.register
+def _(f: fd.GraphsOff) -> str:
+    where = (
+        f"{f.flag} on the command line, line {f.line}"
+        if f.command
+        else f"{f.flag}=True in server_args, line {f.line}"
+    )
+    return (
+        f"CUDA graphs are off ({where}): SGLang captures no "
+        "graph, so this launch has no capture phase and no graph memory (decode runs without "
+        "graphs); no graph size is there to lower."
+    )
+
+
+@finding_text.register
 def _(f: fd.LargestBucketNote) -> str:
     # Several lazy allocations and the bucket's graph in one drop: none gets the whole of it.
     return (

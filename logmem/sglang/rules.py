@@ -458,6 +458,13 @@ def graph_cap_flag(name: str, args: Mapping[str, Any]) -> str:
     return "--cuda-graph-max-bs"
 
 
+def graphs_off(args: Mapping[str, Any]) -> bool:
+    """Whether server_args turn every CUDA graph off: ``disable_cuda_graph=True`` returns from
+    ``ModelRunner.init_device_graphs`` before any capture (model_runner.py, sglang 0.4.6 - 0.5.9);
+    0.5.23's cuda_graph_hook.py sets both phases' backend to disabled for it (all eras, E0-E7)."""
+    return args.get("disable_cuda_graph") is True
+
+
 def graph_disable_flag(name: str) -> str:
     """The server flag that skips a graph family's capture: ``--disable-piecewise-cuda-graph``
     for the piecewise graph (``server_args.py``, about Apr 2026 on; before, it was opt-in),
