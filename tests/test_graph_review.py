@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import corpus_log
-from logmem.api import analyze
+from conftest import FIXTURES, corpus_log, read_text_log
+from logmem.analysis.capture_lever import Given, capture_lever
+from logmem.api import analyze, read_log, whatif
 from logmem.report import jsonout, text
+from logmem.report.text import render as render_text
+from logmem.sglang import rules
 
 
 def _text(prefix: str) -> str:
@@ -63,3 +66,62 @@ def test_graphs_off_is_said_plainly() -> None:
 
 def test_graphs_on_says_nothing_of_it() -> None:
     assert "CUDA graphs are off" not in _text("019-")
+
+
+# --- B3: the flag that shrinks an explicit capture list ---------------------------------------
+
+RESTART = FIXTURES / "two-launches-restart-constructed.log"
+GENERATED = "cuda_graph_bs=[1, 2, 4, 8, 12, 16, 24, 32, 40, 48]"
+
+
+def test_passed_list_names_the_list_flag() -> None:
+    # 019 and 036 echo their command lines with --cuda-graph-bs (Feb / Jan 2026: 0.5.3 on).
+    for prefix in ("019-", "036-"):
+        text = _text(prefix).replace("\n  ", " ")
+        assert "dropping the largest sizes from --cuda-graph-bs" in text
+        assert "a smaller --cuda-graph-max-bs" not in text
+
+
+def test_unknown_list_says_both_and_why() -> None:
+    # The restart fixture (June 2026) dumps SGLang's own generated list and echoes no command
+    # line: which flag applies cannot be known, and the Fix says so.
+    text = " ".join(render_text(read_text_log(RESTART.read_text())).split())
+    assert "Fix: --cuda-graph-max-bs 32:" in text
+    assert "or drop the largest sizes from --cuda-graph-bs if the launch passed one" in text
+
+
+def test_list_no_generator_gives_is_the_launchs_own() -> None:
+    # The same launch with a list SGLang never generates: the user's; the Fix cuts that list.
+    own = RESTART.read_text().replace(GENERATED, "cuda_graph_bs=[1, 2, 4, 8, 16, 32, 48]")
+    assert own != RESTART.read_text()
+    a = read_text_log(own)
+    lever = capture_lever(a.launches[-1])
+    assert lever is not None and lever.given and lever.basis == Given.NOT_GENERATED
+    text = " ".join(render_text(a).split())
+    assert "Fix: --cuda-graph-bs 1 2 4 8 16 32:" in text  # the passed list, cut
+    assert "--cuda-graph-max-bs 32 would not do it" in text
+
+
+def test_era_up_to_0_5_2_cuts_a_passed_list() -> None:
+    # cuda_graph_runner.py 0.5.2 cuts a passed list at cuda_graph_max_bs: the cap flag works.
+    flags = rules.capture_list_flags("decode", {"cuda_graph_bs": [1, 2, 3]}, (2025, 6))
+    assert flags is not None and flags.overrides is False
+    assert rules.list_given_by_dump({"cuda_graph_bs": None}, (2025, 6)) is False
+    assert rules.list_given_by_dump({"cuda_graph_bs": [1, 2, 3]}, (2025, 6)) is True
+    # From 0.5.3 the dump prints the generated list too: unknown from the dump alone.
+    assert rules.list_given_by_dump({"cuda_graph_bs": [1, 2, 4, 8]}, (2026, 3)) is None
+    assert rules.capture_list_flags("decode", {}, (2025, 9)) == rules.CaptureListFlags(
+        "--cuda-graph-max-bs", "--cuda-graph-bs", None
+    )
+    e7 = rules.capture_list_flags("decode", {"cuda_graph_bs_decode": None}, (2026, 9))
+    assert e7 is not None and e7.listed == "--cuda-graph-bs-decode" and e7.overrides
+    assert rules.capture_list_flags("piecewise", {}, (2026, 1)) is None
+    # 011 (v0.5.2, cuda_graph_bs=None): the cap flag, certain.
+    lever = capture_lever(read_log(str(corpus_log("011-"))).launches[0])
+    assert lever is not None and lever.cap_works and not lever.given
+
+
+def test_whatif_on_a_passed_list_says_the_cap_is_ignored() -> None:
+    w = whatif(str(corpus_log("019-")), cuda_graph_max_bs=16)
+    text = " ".join(w.render("text").split())
+    assert "This launch passed --cuda-graph-bs, which sets the largest size" in text

@@ -130,7 +130,7 @@ def documented() -> list[tuple[str, str | None]]:
     # rules.py and the module it re-exports SGLang's mem_fraction_static adjustments from.
     body = [
         node
-        for name in ("rules.py", "adjustments.py", "reserve.py")
+        for name in ("rules.py", "adjustments.py", "reserve.py", "graph_rules.py")
         for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
     ]
     for i, node in enumerate(body):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
+from logmem.analysis.capture_lever import CaptureLever, capture_lever
 from logmem.analysis.comm_inputs import launch_command
 from logmem.analysis.context import ContextVsPool as ContextVsPool
 from logmem.analysis.failures.outcome import outcome
@@ -272,7 +273,8 @@ def findings(led: LaunchLedger) -> list[Finding]:
         failing = o.failure.ranks if o.failure is not None and end is StartupEnd.CRASHED else ()
         crashed = crashed_rank(rl, failing, led.ranks)
         off = _graphs_off(L)
-        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed, off))
+        lever = capture_lever(L)
+        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed, off, lever))
         out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:
@@ -298,6 +300,7 @@ def _rank(
     rank: Rank | None = None,
     crashed: tuple[str, int, int] | None = None,
     off: GraphsOff | None = None,
+    lever: CaptureLever | None = None,
 ) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
@@ -314,7 +317,7 @@ def _rank(
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
     if off is not None:
         out.append(off)  # where the captures' findings would be
-    out.extend(capture_findings(rl, device))
+    out.extend(capture_findings(rl, device, lever))
     if rl.last_bytes is not None:
         out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after, rank, crashed))
         low = min(((p.after_bytes, p) for p in rl.phases), key=lambda x: x[0], default=None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import ClassVar
 
+from logmem.analysis.capture_lever import CaptureLever
 from logmem.analysis.captures import graph_kind, lazy_allocs, phase_cost
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.findings_left import StoppedFirstBucket
@@ -43,6 +44,7 @@ class GraphSplit:
     bound: Bound = Bound.EXACT
     # The phase's readings (begin - end) when they print otherwise than the logged figure.
     readings_bytes: int | None = None
+    lever: CaptureLever | None = None  # which flag shrinks its list (batch-size graphs)
 
 
 @frozen
@@ -169,7 +171,9 @@ CaptureFinding = (
 )
 
 
-def capture_findings(rl: RankLedger, device: str = "unknown") -> list[CaptureFinding]:
+def capture_findings(
+    rl: RankLedger, device: str = "unknown", lever: CaptureLever | None = None
+) -> list[CaptureFinding]:
     """Each capture of the rank's ledger: how its memory splits, or why it cannot."""
     out: list[CaptureFinding] = []
     negligible: list[str] = []
@@ -218,6 +222,7 @@ def capture_findings(rl: RankLedger, device: str = "unknown") -> list[CaptureFin
                     logged,
                     bound,
                     readings,
+                    None if rules.graph_sized_in_tokens(g.name) else lever,
                 )
             )
             if largest.facts.lazy:

@@ -11,6 +11,7 @@ from logmem.report.causes import bounded_words, cause_name, lazy_list, span_text
 from logmem.report.causes import on_gpu as _on
 from logmem.report.finding_base import finding_text, graphs_name, lines_text
 from logmem.report.finding_base import g as _g
+from logmem.report.lever_words import smaller_sizes
 
 
 def _fixed_size_lazy(c: Cause) -> str:
@@ -34,11 +35,11 @@ def _(f: fd.GraphSplit) -> str:
     lever = (
         "a smaller largest num_tokens"
         if span is not None and span.tokens
-        else "a smaller --cuda-graph-max-bs"
+        else smaller_sizes(f.lever)
     )
     if fixed:
         # DeepEP's buffer (sized by its dispatch tokens) and the peer buffers do not scale with
-        # the bucket size: a smaller --cuda-graph-max-bs shrinks only the graph's part.
+        # the bucket size: smaller graph sizes shrink only the graph's part.
         tail = (
             f"{tail}{', but it' if tail else '; the largest bucket'} also holds {fixed} (below), "
             f"which do not shrink with the bucket size: {lever} reduces only its graph's share, "

@@ -118,7 +118,7 @@ def _(n: fx.PostCaptureResize) -> str:
         "rest as KV pages, so an out-of-memory there means less was free when the pages were "
         "backed than the sizing counted on (another process took memory, or the headroom was "
         "smaller than the whole pages each buffer is rounded up to). Lowering "
-        "--mem-fraction-static keeps more free; lowering --cuda-graph-max-bs does not: in this "
+        "--mem-fraction-static keeps more free; smaller CUDA-graph sizes do not: in this "
         "mode memory the graphs leave goes to the KV pool, not to the headroom"
     )
 
@@ -137,7 +137,7 @@ def _(n: fx.PostCaptureBudgetShort) -> str:
         "under post-capture KV sizing the budget that came out short is not the KV rule's rest "
         "(that only sized the address-space reservation): it is the free memory after the CUDA "
         f"graphs{read} less {kept}. Raising --mem-fraction-static grows it; so does every GiB "
-        "the graphs no longer take (a lower --cuda-graph-max-bs), since in this mode the graphs "
+        "the graphs no longer take (smaller CUDA-graph sizes), since in this mode the graphs "
         "come out of the KV pool"
     )
 
@@ -240,7 +240,7 @@ def _(n: fx.NotMemory) -> str:
         where = f", raised by the capture machinery in {frame_text(raised.frame)}"
     return (
         f"{_a(n.exc_type) if n.exc_type else 'the error'} points to a code, install or version "
-        f"mismatch{where}{free}; do not change --mem-fraction-static or --cuda-graph-max-bs for it"
+        f"mismatch{where}{free}; do not change --mem-fraction-static or the CUDA-graph sizes for it"
     )
 
 
