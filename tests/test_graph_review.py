@@ -125,3 +125,40 @@ def test_whatif_on_a_passed_list_says_the_cap_is_ignored() -> None:
     w = whatif(str(corpus_log("019-")), cuda_graph_max_bs=16)
     text = " ".join(w.render("text").split())
     assert "This launch passed --cuda-graph-bs, which sets the largest size" in text
+
+
+# --- B4: target-verify graphs run bs x draft tokens per bucket ---------------------------------
+
+
+def test_pre_e7_speculative_target_graph_is_the_verify_graph() -> None:
+    # 019: NEXTN with speculative_num_draft_tokens=4; the target's graph prints as plain decode.
+    text = " ".join(_text("019-").split())
+    assert "NPU graphs (decode: the target's verify graph, bs x 4 draft tokens per bucket)" in text
+    assert "largest bucket (bs 36 = 144 tokens) 8.63" in text
+    assert (
+        "CUDA graphs (draft) take 0.41 GiB on DP0 TP0 EP0: static 0.00, largest bucket (bs 36) "
+        in text
+    )
+    phase = next(
+        p
+        for p in _json("019-")["launches"][0]["ranks"][0]["phases"]
+        if p.get("verify_tokens_per_req")
+    )
+    assert phase["verify_tokens_per_req"] == 4
+    assert [b["tokens"] for b in phase["buckets"]][:2] == [144, 128]
+
+
+def test_e7_target_verify_takes_the_begin_lines_tokens() -> None:
+    path = str(FIXTURES / "kimi-k3-b200-dp2-dcp8-target-verify-constructed.log")
+    text = " ".join(render_text(analyze(path)).split())
+    assert "CUDA graphs (target verify, bs x 4 draft tokens per bucket)" in text
+    assert "largest bucket (bs 192 = 768 tokens)" in text
+
+
+def test_no_verify_without_speculation() -> None:
+    assert rules.verify_tokens_per_req("decode", {"speculative_algorithm": None}, None) is None
+    assert rules.verify_tokens_per_req("target decode", {}, 1) is None
+    spec = {"speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 4}
+    assert rules.verify_tokens_per_req("draft", spec, None) is None
+    assert rules.verify_tokens_per_req("decode", spec, None) == 4
+    assert "verify" not in _text("011-")

@@ -377,6 +377,15 @@ def graph_phase(
     rest = What.UNATTRIBUTED if before.graph is g else What.WORKSPACES_BEFORE
     causes = bound_remainders(remainder(delta, causes, rest, lines), before.bytes, after.bytes)
     start, end = _phase_bounds(g, before, after)
+    # The target's verify graph runs bs x draft tokens per bucket: its spans say so.
+    per = rules.verify_tokens_per_req(g.name, launch.args, g.tokens_per_req)
+    if per is not None:
+        causes = [
+            replace(c, facts=replace(c.facts, span=replace(c.facts.span, per_req=per)))
+            if c.facts.span is not None
+            else c
+            for c in causes
+        ]
     return Phase(
         f"capture:{g.name}",
         PhaseWhat.CAPTURE,
@@ -386,7 +395,7 @@ def graph_phase(
         lines,
         g,
         tuple(buckets),
-        PhaseFacts(graph=g.label, start=start, end=end),
+        PhaseFacts(graph=g.label, start=start, end=end, verify_per_req=per),
     )
 
 

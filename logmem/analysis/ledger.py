@@ -129,6 +129,9 @@ class Span:
     first: int | None = None
     last: int | None = None
     tokens: bool = False  # sized in tokens (prefill-type graphs), else in batch size
+    # A target-verify graph's tokens per request: each bs runs bs x per_req tokens
+    # (rules.verify_tokens_per_req); None for other graphs.
+    per_req: int | None = None
 
 
 class CellOrigin(Enum):
@@ -283,6 +286,7 @@ class PhaseFacts:
     end: CaptureEnd | None = None
     kv_deferred: bool = False  # pools: the KV pool is reserved here, backed after capture
     committed: bool = False  # the weights' real values were committed after capture (overlap)
+    verify_per_req: int | None = None  # capture: a target-verify graph's tokens per request
 
 
 @frozen

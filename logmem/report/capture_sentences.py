@@ -7,7 +7,7 @@ from __future__ import annotations
 import logmem.analysis.findings as fd
 from logmem.analysis.ledger import Bound, Cause, Lazy, Span
 from logmem.analysis.platform import unified_possible
-from logmem.report.causes import bounded_words, cause_name, lazy_list, span_text
+from logmem.report.causes import bounded_words, cause_name, lazy_list, span_text, verify_label
 from logmem.report.causes import on_gpu as _on
 from logmem.report.finding_base import finding_text, graphs_name, lines_text
 from logmem.report.finding_base import g as _g
@@ -45,8 +45,9 @@ def _(f: fd.GraphSplit) -> str:
             f"which do not shrink with the bucket size: {lever} reduces only its graph's share, "
             "which the log cannot split off"
         )
+    label = verify_label(f.graph, span.per_req if span is not None else None)
     return (
-        f"{graphs_name(f.backend)} ({f.graph}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
+        f"{graphs_name(f.backend)} ({label}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
         f"{_logged(f.readings_bytes, f.lines[1])}: static {b(f.static.bytes, f.static.bound)}, "
         f"{cause_name(f.largest)} {b(f.largest.bytes, f.largest.bound)}, the {cause_name(f.other)} "
         f"{b(f.other.bytes, f.other.bound)} in all{tail}."

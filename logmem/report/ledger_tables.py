@@ -185,9 +185,11 @@ def bucket_tables(led: RankLedger) -> list[Table]:
     for p in led.phases:
         if not p.buckets:
             continue
+        per = p.facts.verify_per_req
         rows = tuple(
             (
                 str(b.size) if b.size is not None else "?",
+                *(() if per is None else (f"{b.size * per:,}" if b.size is not None else "?",)),
                 gib_cell(b.avail_bytes),
                 f"({bounded(b.cost_bytes, b.bound)})"
                 if b.to_end
@@ -211,11 +213,19 @@ def bucket_tables(led: RankLedger) -> list[Table]:
             *sorted(
                 {f"cost {bound_note(b.bound)}." for b in p.buckets if b.bound is not Bound.EXACT}
             ),
+            *(
+                ()
+                if per is None
+                else (
+                    f"tokens = size x {per}: the target's verify graph runs each request's "
+                    f"{per} draft tokens (speculative_num_draft_tokens / num_tokens_per_req)",
+                )
+            ),
         )
         out.append(
             Table(
                 f"Buckets of {phase_name(p)} on {rank_name(led.rank)} (GiB)",
-                ("size", "free at start", "cost", "line"),
+                ("size", *(() if per is None else ("tokens",)), "free at start", "cost", "line"),
                 rows,
                 notes=notes,
             )
