@@ -118,7 +118,7 @@ def _(n: fx.PostCaptureResize) -> str:
         "rest as KV pages, so an out-of-memory there means less was free when the pages were "
         "backed than the sizing counted on (another process took memory, or the headroom was "
         "smaller than the whole pages each buffer is rounded up to). Lowering "
-        "--mem-fraction-static keeps more free; smaller CUDA-graph sizes do not: in this "
+        "--mem-fraction-static keeps more free; lowering --cuda-graph-max-bs does not: in this "
         "mode memory the graphs leave goes to the KV pool, not to the headroom"
     )
 
