@@ -133,7 +133,7 @@ def test_buckets_svg_highlights_the_largest_bucket_of_each_family() -> None:
     assert count_ids(svg, "largest-bucket") == 3
     assert count_ids(svg, "bucket-line") == 3
     assert "largest bucket (bs 8192): 5.04 GiB" in texts(svg)
-    assert "Buckets of capture target verify: the GPU (no rank tag)" in texts(svg)
+    assert "Buckets of capture target verify (bs x 16 tokens): the GPU (no rank tag)" in texts(svg)
 
 
 def test_buckets_of_a_capture_the_log_cut_off() -> None:

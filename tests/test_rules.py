@@ -138,6 +138,7 @@ def documented() -> list[tuple[str, str | None]]:
             "quant.py",
             "spec_draft.py",
             "arg_memory.py",
+            "graph_rules.py",
         )
         for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
     ]

@@ -258,8 +258,9 @@ def graph_phase(
             hi = ends[i]
             covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
             bound = floor_bound(smp.avail.bytes, nxt) if nxt is not None else Bound.EXACT
+            to_end = i + 1 == len(s) and cost is not None and rules.END_LINE_EMPTIES_CACHE
             buckets.append(
-                Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers, bound)
+                Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers, bound, to_end)
             )
         consecutive = idx == list(range(len(s)))
         allocs, ep_size = (
@@ -347,6 +348,7 @@ def graph_phase(
                         (smp.source.line_no, nxt_line),
                         Facts(
                             span=span,
+                            to_end=i + 1 == len(s) and rules.END_LINE_EMPTIES_CACHE,
                             lazy=lazy.lazy if i == 0 else (),
                             ep_size=lazy.ep_size if i == 0 else None,
                             library=lazy.library if i == 0 else None,
@@ -375,6 +377,15 @@ def graph_phase(
     rest = What.UNATTRIBUTED if before.graph is g else What.WORKSPACES_BEFORE
     causes = bound_remainders(remainder(delta, causes, rest, lines), before.bytes, after.bytes)
     start, end = _phase_bounds(g, before, after)
+    # The target's verify graph runs bs x draft tokens per bucket: its spans say so.
+    per = rules.verify_tokens_per_req(g.name, launch.args, g.tokens_per_req)
+    if per is not None:
+        causes = [
+            replace(c, facts=replace(c.facts, span=replace(c.facts.span, per_req=per)))
+            if c.facts.span is not None
+            else c
+            for c in causes
+        ]
     return Phase(
         f"capture:{g.name}",
         PhaseWhat.CAPTURE,
@@ -384,7 +395,7 @@ def graph_phase(
         lines,
         g,
         tuple(buckets),
-        PhaseFacts(graph=g.label, start=start, end=end),
+        PhaseFacts(graph=g.label, start=start, end=end, verify_per_req=per),
     )
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
+from logmem.analysis.capture_lever import CaptureLever, capture_lever
+from logmem.analysis.comm_inputs import launch_command
 from logmem.analysis.context import ContextVsPool as ContextVsPool
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_captures import (
@@ -25,6 +27,7 @@ from logmem.analysis.findings_captures import (
 from logmem.analysis.findings_captures import BucketsRose as BucketsRose
 from logmem.analysis.findings_captures import CaptureRose as CaptureRose
 from logmem.analysis.findings_captures import CaptureUnmeasured as CaptureUnmeasured
+from logmem.analysis.findings_captures import GraphsOff as GraphsOff
 from logmem.analysis.findings_captures import GraphSparse as GraphSparse
 from logmem.analysis.findings_captures import GraphSplit as GraphSplit
 from logmem.analysis.findings_captures import LargestBucketNote as LargestBucketNote
@@ -78,7 +81,7 @@ from logmem.analysis.mfs_inferred import backsolved_mfs
 from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
-from logmem.model.records import Rank
+from logmem.model.records import Launch, Rank
 from logmem.parse import events as ev
 from logmem.parse.server_args import arg_number
 from logmem.sglang import rules
@@ -194,6 +197,7 @@ Finding = (
     | KVPoolsLogged
     | KVSourcesDisagree
     | Workspaces
+    | GraphsOff
     | GraphSplit
     | LargestBucketNote
     | GraphSparse
@@ -296,7 +300,9 @@ def findings(led: LaunchLedger) -> list[Finding]:
         end = StartupEnd(o.status)
         failing = o.failure.ranks if o.failure is not None and end is StartupEnd.CRASHED else ()
         crashed = crashed_rank(rl, failing, led.ranks)
-        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed))
+        off = _graphs_off(L)
+        lever = capture_lever(L)
+        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed, off, lever))
         out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:
@@ -321,6 +327,8 @@ def _rank(
     unmeasured_after: bool = False,
     rank: Rank | None = None,
     crashed: tuple[str, int, int] | None = None,
+    off: GraphsOff | None = None,
+    lever: CaptureLever | None = None,
 ) -> list[Finding]:
     out: list[Finding] = []
     pools = rl.phase("target_pools")
@@ -335,7 +343,9 @@ def _rank(
         and pre.causes[0].what is What.ATTENTION_WORKSPACES
     ):
         out.append(Workspaces(rl.rank, pre.delta_bytes, pre.lines))
-    out.extend(capture_findings(rl, device))
+    if off is not None:
+        out.append(off)  # where the captures' findings would be
+    out.extend(capture_findings(rl, device, lever))
     released = next(
         (
             (p, c)
@@ -354,6 +364,20 @@ def _rank(
         if low is not None and low[0] < rl.last_bytes - 10 * TINY:
             out.append(BottomedOut(low[0], low[1], low[2], rl.last_bytes, low[3]))
     return out
+
+
+def _graphs_off(L: Launch) -> GraphsOff | None:
+    """CUDA graphs off by server_args, else by the echoed command line (a launch with no dump,
+    corpus 018), when no rank logged a capture."""
+    if any(r.graphs for r in L.ranks):
+        return None
+    if L.server_args is not None:
+        off = rules.graphs_off(L.args)
+        return GraphsOff("disable_cuda_graph", L.server_args.source.line_no) if off else None
+    cmd = launch_command(L)
+    if cmd is not None and "--disable-cuda-graph" in cmd.argv.replace("=", " ").split():
+        return GraphsOff("--disable-cuda-graph", cmd.source.line_no, command=True)
+    return None
 
 
 def _pool_step(rank: str, p: Phase) -> PoolStep:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import ClassVar
 
+from logmem.analysis.capture_lever import CaptureLever
 from logmem.analysis.captures import graph_kind, lazy_allocs, phase_cost
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.findings_left import StoppedFirstBucket
@@ -43,6 +44,7 @@ class GraphSplit:
     bound: Bound = Bound.EXACT
     # The phase's readings (begin - end) when they print otherwise than the logged figure.
     readings_bytes: int | None = None
+    lever: CaptureLever | None = None  # which flag shrinks its list (batch-size graphs)
 
 
 @frozen
@@ -145,8 +147,20 @@ class RankGraphSpread:
     main_rank: str
 
 
+@frozen
+class GraphsOff:
+    """server_args turned CUDA graphs off (rules.graphs_off) and no rank logged a capture: the
+    launch has no capture phase and no graph memory, not a capture the log missed."""
+
+    kind: ClassVar[FindingKind] = FindingKind.GRAPHS_OFF
+    flag: str  # the server_args key, as dumped, or the command line's flag
+    line: int  # the server_args line, or the command line's
+    command: bool = False  # told by the echoed command line (no server_args dump)
+
+
 CaptureFinding = (
-    GraphSplit
+    GraphsOff
+    | GraphSplit
     | LargestBucketNote
     | GraphSparse
     | StoppedFirstBucket
@@ -157,7 +171,9 @@ CaptureFinding = (
 )
 
 
-def capture_findings(rl: RankLedger, device: str = "unknown") -> list[CaptureFinding]:
+def capture_findings(
+    rl: RankLedger, device: str = "unknown", lever: CaptureLever | None = None
+) -> list[CaptureFinding]:
     """Each capture of the rank's ledger: how its memory splits, or why it cannot."""
     out: list[CaptureFinding] = []
     negligible: list[str] = []
@@ -206,6 +222,7 @@ def capture_findings(rl: RankLedger, device: str = "unknown") -> list[CaptureFin
                     logged,
                     bound,
                     readings,
+                    None if rules.graph_sized_in_tokens(g.name) else lever,
                 )
             )
             if largest.facts.lazy:
@@ -222,7 +239,8 @@ def capture_findings(rl: RankLedger, device: str = "unknown") -> list[CaptureFin
             )
         if p.delta_bytes < -TINY:
             out.append(CaptureRose(rl.rank, g.label, -p.delta_bytes, p.lines))
-        rising = [b.cost_bytes for b in p.buckets if b.cost_bytes is not None]
+        # A rise to the end line is the cache its reading released, not a bucket's (to_end).
+        rising = [b.bucket_cost_bytes for b in p.buckets if b.bucket_cost_bytes is not None]
         rising = [c for c in rising if c < -NOTABLE]
         if rising:
             out.append(BucketsRose(rl.rank, g.label, len(rising), -min(rising), device))

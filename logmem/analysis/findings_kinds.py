@@ -29,6 +29,7 @@ class FindingKind(Enum):
     CAPTURE_ROSE = "capture_rose"
     BUCKETS_ROSE = "buckets_rose"
     NEGLIGIBLE_CAPTURES = "negligible_captures"
+    GRAPHS_OFF = "graphs_off"
     CAPTURE_UNMEASURED = "capture_unmeasured"
     LEFT_FREE = "left_free"
     DRAFT_RELEASED = "draft_released"

@@ -133,6 +133,9 @@ class Span:
     first: int | None = None
     last: int | None = None
     tokens: bool = False  # sized in tokens (prefill-type graphs), else in batch size
+    # A target-verify graph's tokens per request: each bs runs bs x per_req tokens
+    # (rules.verify_tokens_per_req); None for other graphs.
+    per_req: int | None = None
 
 
 class CellOrigin(Enum):
@@ -202,6 +205,9 @@ class Facts:
     kv_deferred: bool = False  # a pool step whose KV pool is only reserved (backed after capture)
     # A unified pool's one buffer (--enable-unified-memory): its sub-pools' names, full first.
     unified: tuple[str, ...] = ()
+    # A stretch of buckets measured from a bar reading to the capture's end line: the end line
+    # empties the allocator's cache first and bars do not (rules.END_LINE_EMPTIES_CACHE).
+    to_end: bool = False
 
 
 @frozen
@@ -228,6 +234,14 @@ class Bucket:
     line: int
     covers: int = 1  # how many buckets lie between this reading and the next
     bound: Bound = Bound.EXACT  # the cost's: readings at the 0.00 floor (floor_bound)
+    # cost_bytes runs to the capture's end line, whose reading empties the allocator's cache
+    # first (rules.END_LINE_EMPTIES_CACHE): not a per-bucket cost.
+    to_end: bool = False
+
+    @property
+    def bucket_cost_bytes(self) -> int | None:
+        """The cost when it is this bucket's own (bar to bar), else None."""
+        return None if self.to_end else self.cost_bytes
 
 
 class PhaseWhat(Enum):
@@ -276,6 +290,7 @@ class PhaseFacts:
     end: CaptureEnd | None = None
     kv_deferred: bool = False  # pools: the KV pool is reserved here, backed after capture
     committed: bool = False  # the weights' real values were committed after capture (overlap)
+    verify_per_req: int | None = None  # capture: a target-verify graph's tokens per request
 
 
 @frozen

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger
+from logmem.analysis.capture_lever import CaptureLever
 from logmem.analysis.captures import phase_cost
 from logmem.analysis.findings_sizing import GapReason, PoolsVsBudget
 from logmem.analysis.ledger import Bound, Bucket, Lazy, Phase
@@ -105,6 +106,16 @@ class CappedAtRequestPool:
     requested: int | None = None  # --cuda-graph-max-bs as asked
     unchanged: bool = False  # the cap is the largest size the launch captured: nothing changes
     line: int | None = None  # the summary line that prints max_running_requests
+
+
+@frozen
+class ListOverridesCap:
+    """--cuda-graph-max-bs asked of a launch that passed (or may have passed) its own
+    --cuda-graph-bs, which in its era sets the largest size (rules.capture_list_flags): the
+    prediction is for the list without its sizes above the asked max bs."""
+
+    lever: CaptureLever
+    requested: int
 
 
 @frozen
@@ -229,6 +240,7 @@ WhatIfNote = (
     | CappedAtRequestPool
     | ListTopAt
     | MaxBsWasClamped
+    | ListOverridesCap
     | DeepEPv2Refuses
     | WeightsOfABrokenLoad
     | MfsHeld

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger
+from logmem.analysis.capture_lever import capture_lever
 from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.compare.comparable import Aspect, mismatches
@@ -93,6 +94,9 @@ def max_bs_change(
     clamp = clamped_to_requests(launch.args, _graph_month(_main_graph(launch, main)))
     if clamp is not None and requested > clamp.max_bs:
         notes.append(wf.MaxBsWasClamped(clamp.max_bs, clamp.certain))
+    lever = capture_lever(launch)
+    if lever is not None and not lever.cap_works:
+        notes.append(wf.ListOverridesCap(lever, requested))
     refusal = v2_refusal(launch.args, requested, _v2_capacity(launch))
     if refusal is not None:
         notes.append(wf.DeepEPv2Refuses(requested, refusal))

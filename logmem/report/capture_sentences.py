@@ -7,10 +7,11 @@ from __future__ import annotations
 import logmem.analysis.findings as fd
 from logmem.analysis.ledger import Bound, Cause, Lazy, Span
 from logmem.analysis.platform import unified_possible
-from logmem.report.causes import bounded_words, cause_name, lazy_list, span_text
+from logmem.report.causes import bounded_words, cause_name, lazy_list, span_text, verify_label
 from logmem.report.causes import on_gpu as _on
 from logmem.report.finding_base import finding_text, graphs_name, lines_text
 from logmem.report.finding_base import g as _g
+from logmem.report.lever_words import smaller_sizes
 
 
 def _fixed_size_lazy(c: Cause) -> str:
@@ -34,18 +35,19 @@ def _(f: fd.GraphSplit) -> str:
     lever = (
         "a smaller largest num_tokens"
         if span is not None and span.tokens
-        else "a smaller --cuda-graph-max-bs"
+        else smaller_sizes(f.lever)
     )
     if fixed:
         # DeepEP's buffer (sized by its dispatch tokens) and the peer buffers do not scale with
-        # the bucket size: a smaller --cuda-graph-max-bs shrinks only the graph's part.
+        # the bucket size: smaller graph sizes shrink only the graph's part.
         tail = (
             f"{tail}{', but it' if tail else '; the largest bucket'} also holds {fixed} (below), "
             f"which do not shrink with the bucket size: {lever} reduces only its graph's share, "
             "which the log cannot split off"
         )
+    label = verify_label(f.graph, span.per_req if span is not None else None)
     return (
-        f"{graphs_name(f.backend)} ({f.graph}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
+        f"{graphs_name(f.backend)} ({label}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
         f"{_logged(f.readings_bytes, f.lines[1])}: static {b(f.static.bytes, f.static.bound)}, "
         f"{cause_name(f.largest)} {b(f.largest.bytes, f.largest.bound)}, the {cause_name(f.other)} "
         f"{b(f.other.bytes, f.other.bound)} in all{tail}."
@@ -58,6 +60,20 @@ def _logged(readings: int | None, line: int) -> str:
     if readings is None:
         return ""
     return f" (the end line's mem usage, line {line}; the printed readings give {_g(readings)})"
+
+
+@finding_text.register
+def _(f: fd.GraphsOff) -> str:
+    where = (
+        f"{f.flag} on the command line, line {f.line}"
+        if f.command
+        else f"{f.flag}=True in server_args, line {f.line}"
+    )
+    return (
+        f"CUDA graphs are off ({where}): SGLang captures no "
+        "graph, so this launch has no capture phase and no graph memory (decode runs without "
+        "graphs); no graph size is there to lower."
+    )
 
 
 @finding_text.register
@@ -78,8 +94,15 @@ def _(f: fd.GraphSparse) -> str:
         f"{_on(f.rank)}{_logged(f.readings_bytes, f.lines[1])}, "
         "but the log kept "
         "bar readings for only some buckets, so the largest bucket cannot be told apart: "
-        f"{parts}."
+        f"{parts}{_END_LINE if any(c.facts.to_end for c in f.parts) else ''}."
     )
+
+
+# rules.END_LINE_EMPTIES_CACHE, for a stretch measured from the last bar to the end line.
+_END_LINE = (
+    " (the end line reads free memory after emptying the allocator's cache, the bars without: "
+    "the last bar to the end line is that bucket's cost less what the cache gave back)"
+)
 
 
 @finding_text.register

@@ -72,16 +72,26 @@ def _role(f: Facts | PhaseFacts | None = None) -> str:
     return "second model's " if f is not None and f.second else ""
 
 
-def _size(size: int | None, tokens: bool) -> str:
+def _size(size: int | None, tokens: bool, per_req: int | None = None) -> str:
     if size is None:
         return "?"
+    if per_req is not None and not tokens:
+        return f"bs {size} = {size * per_req:,} tokens"  # a verify batch: bs x draft tokens
     return f"num_tokens {size}" if tokens else f"bs {size}"
+
+
+def verify_label(graph: str, per_req: int | None) -> str:
+    """A graph family's label, said to be the target's verify graph where it is one."""
+    if per_req is None:
+        return graph
+    what = "" if "verify" in graph else ": the target's verify graph"
+    return f"{graph}{what}, bs x {per_req} draft tokens per bucket"
 
 
 def span_text(s: Span) -> str:
     """A stretch of buckets: "bucket bs 8", "12 buckets, bs 256 to 8", or only their count."""
     if s.first is not None and s.count == 1:
-        return f"bucket {_size(s.first, s.tokens)}"
+        return f"bucket {_size(s.first, s.tokens, s.per_req)}"
     if s.first is not None and s.last is not None:
         return f"{s.count} buckets, {_size(s.first, s.tokens)} to {s.last}"
     return f"{s.count} bucket{'s' if s.count != 1 else ''}" if s.count > 0 else "buckets"
@@ -123,7 +133,7 @@ def _first_buckets(f: Facts) -> str:
 
 def _largest(f: Facts) -> str:
     s = f.span
-    return f"largest bucket ({_size(s.first, s.tokens) if s and s.first else 'first bucket'})"
+    return f"largest bucket ({_size(s.first, s.tokens, s.per_req) if s and s.first else 'first bucket'})"
 
 
 def _ws(f: Facts) -> str:
@@ -171,7 +181,11 @@ _WORDED: dict[What, Callable[[Facts], str]] = {
     What.LARGEST: _largest,
     What.OTHER_BUCKETS: lambda f: f"other {f.count} buckets",
     What.BEFORE_STOP: lambda f: f"{span_text(f.span or Span(0))}, before the stop",
-    What.SPAN: lambda f: span_text(f.span or Span(0)),
+    What.SPAN: lambda f: (
+        f"{span_text(f.span or Span(0))} to the end line (not a per-bucket cost)"
+        if f.to_end
+        else span_text(f.span or Span(0))
+    ),
 }
 
 
@@ -337,7 +351,15 @@ def phase_name(p: Phase) -> str:
         return "until the scheduler summary"
     if w is PhaseWhat.GAP:
         return f"{f.from_kind.replace('_', ' ')} -> {f.to_kind.replace('_', ' ')}"
-    return f"capture {f.graph}{_capture_suffix(f.start, f.end)}"
+    n = f.verify_per_req
+    verify = (
+        ""
+        if n is None
+        else f" (target verify, bs x {n} tokens)"
+        if "verify" not in f.graph
+        else f" (bs x {n} tokens)"
+    )
+    return f"capture {f.graph}{verify}{_capture_suffix(f.start, f.end)}"
 
 
 def _capture_suffix(start: CaptureStart | None, end: CaptureEnd | None) -> str:

@@ -5,6 +5,7 @@ logmem.report.fixes)."""
 from __future__ import annotations
 
 import logmem.analysis.failures.facts as fx
+from logmem.report.lever_words import alternative
 from logmem.units import format_gib
 
 
@@ -29,7 +30,15 @@ def _within_t(w: fx.DecodeWithinT | None) -> str:
             if w.graph_bs is not None
             else f"at most {w.bs_limit}"
         )
-        parts.append(f"lower {w.flag} from {w.graph_max_bs} to {cap} with it")
+        lv = w.lever
+        if lv is not None and lv.use_list:
+            parts.append(
+                f"drop the sizes above {w.graph_bs or w.bs_limit} from {lv.list_flag} (its largest "
+                f"is {w.graph_max_bs}; a passed list sets it, {lv.cap_flag} would not) with it"
+            )
+        else:
+            alt = f" ({alternative(lv)})" if lv is not None and not lv.cap_works else ""
+            parts.append(f"lower {w.flag} from {w.graph_max_bs} to {cap} with it{alt}")
     elif w.graph_max_bs is None:
         parts.append(f"keep {w.flag} at or below {w.bs_limit}")
     if w.running_too_big:

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from functools import singledispatch
 
 import logmem.analysis.failures.facts as fx
+from logmem.analysis.capture_lever import CaptureLever
 from logmem.analysis.failures.budget import fmt_mfs
 from logmem.parse.lazy import lazy
 from logmem.report.deepep_fix_words import dispatch_half_text, dispatch_ratio_text
+from logmem.report.lever_words import alternative
 from logmem.sglang import rules
 from logmem.units import GIB, MIB
 
@@ -106,8 +108,14 @@ def _(e: fx.LowerMfs) -> str:
     return text
 
 
-def _cap_cost(cap: int) -> str:
-    return f"costs: batches above {cap} run without a graph (slower), KV is unchanged"
+def _cap_cost(cap: int, lever: CaptureLever | None = None) -> str:
+    cost = f"costs: batches above {cap} run without a graph (slower), KV is unchanged"
+    if lever is None or lever.cap_works:
+        return cost
+    if lever.use_list:
+        # The Fix's flag is the list: say why not the cap flag, the one users reach for.
+        return f"{cost}; {lever.cap_flag} {cap} would not do it: a passed {lever.list_flag} list sets the largest size"
+    return f"{cost}; {alternative(lever)}"
 
 
 def _sizes_text(sizes: Sequence[int]) -> str:
@@ -126,7 +134,7 @@ def _(e: fx.CapDropBuckets) -> str:
         f"{how}: dropping {e.unit} {_sizes_text(e.dropped)} returns {_g(e.first_bytes)} - "
         f"{_g(e.at_cap_bytes)} = {_g(e.first_bytes - e.at_cap_bytes)} GiB (bar readings before "
         f"{e.unit} {e.largest} and {e.cap}) against the {_g(e.shortfall_bytes)} GiB shortfall; "
-        f"{_cap_cost(e.cap)}"
+        f"{_cap_cost(e.cap, e.lever)}"
     )
 
 
@@ -159,7 +167,7 @@ def _(e: fx.CapPerRow) -> str:
         f"{basis}, {per:.2f} MiB per row; capping at {e.cap} saves about {per:.2f} MiB x "
         f"({e.largest} - {e.cap}) = {_g(e.saved_bytes)} GiB against the {_g(e.shortfall_bytes)} GiB "
         f"shortfall ({_POOLS[e.pools]}; M <= {e.largest} - {_g(e.shortfall_bytes)} GiB / per row = "
-        f"{e.shared_limit:.0f}{measured}); {_cap_cost(e.cap)}"
+        f"{e.shared_limit:.0f}{measured}); {_cap_cost(e.cap, e.lever)}"
     )
 
 

@@ -71,7 +71,7 @@ def samples_records(a: Analysis) -> list[dict[str, Any]]:
                             "rank": rl.rank,
                             "size": b.size,
                             "avail_gib": gib(b.avail_bytes),
-                            "cost_gib": gib(b.cost_bytes),
+                            "cost_gib": gib(b.bucket_cost_bytes),
                             "line": b.line,
                         }
                     )

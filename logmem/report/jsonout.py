@@ -223,12 +223,17 @@ def phases_json(led: RankLedger) -> list[dict[str, Any]]:
             "delta_bytes": p.delta_bytes,
             "lines": list(p.lines),
         }
+        per = p.facts.verify_per_req
+        item["verify_tokens_per_req"] = per
         if p.buckets:
             item["buckets"] = [
                 {
                     "size": b.size,
                     "avail_gib": gib(b.avail_bytes),
-                    "cost_gib": gib(b.cost_bytes),
+                    "cost_gib": gib(b.bucket_cost_bytes),
+                    "to_end_line_gib": gib(b.cost_bytes) if b.to_end else None,
+                    # A target-verify graph's bucket runs bs x draft tokens (else null).
+                    "tokens": b.size * per if per is not None and b.size is not None else None,
                     "line": b.line,
                 }
                 for b in p.buckets

@@ -185,11 +185,15 @@ def bucket_tables(led: RankLedger) -> list[Table]:
     for p in led.phases:
         if not p.buckets:
             continue
+        per = p.facts.verify_per_req
         rows = tuple(
             (
                 str(b.size) if b.size is not None else "?",
+                *(() if per is None else (f"{b.size * per:,}" if b.size is not None else "?",)),
                 gib_cell(b.avail_bytes),
-                bounded(b.cost_bytes, b.bound),
+                f"({bounded(b.cost_bytes, b.bound)})"
+                if b.to_end
+                else bounded(b.cost_bytes, b.bound),
                 str(b.line),
             )
             for b in p.buckets
@@ -197,15 +201,31 @@ def bucket_tables(led: RankLedger) -> list[Table]:
         src = p.graph.sizes_source if p.graph is not None else None
         notes = (
             f"sizes from the {src}" if src else "sizes from the progress bar",
-            "cost = free at this bucket's start minus free at the next one's (or the end line)",
+            "cost = free at this bucket's start minus free at the next bar's",
+            *(
+                (
+                    "(cost): the last bar to the end line, not a per-bucket cost: the end line "
+                    "empties the allocator's cache before reading, the bars do not",
+                )
+                if any(b.to_end for b in p.buckets)
+                else ()
+            ),
             *sorted(
                 {f"cost {bound_note(b.bound)}." for b in p.buckets if b.bound is not Bound.EXACT}
+            ),
+            *(
+                ()
+                if per is None
+                else (
+                    f"tokens = size x {per}: the target's verify graph runs each request's "
+                    f"{per} draft tokens (speculative_num_draft_tokens / num_tokens_per_req)",
+                )
             ),
         )
         out.append(
             Table(
                 f"Buckets of {phase_name(p)} on {rank_name(led.rank)} (GiB)",
-                ("size", "free at start", "cost", "line"),
+                ("size", *(() if per is None else ("tokens",)), "free at start", "cost", "line"),
                 rows,
                 notes=notes,
             )

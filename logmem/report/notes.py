@@ -137,7 +137,7 @@ def _(n: fx.PostCaptureBudgetShort) -> str:
         "under post-capture KV sizing the budget that came out short is not the KV rule's rest "
         "(that only sized the address-space reservation): it is the free memory after the CUDA "
         f"graphs{read} less {kept}. Raising --mem-fraction-static grows it; so does every GiB "
-        "the graphs no longer take (a lower --cuda-graph-max-bs), since in this mode the graphs "
+        "the graphs no longer take (smaller CUDA-graph sizes), since in this mode the graphs "
         "come out of the KV pool"
     )
 
@@ -240,7 +240,7 @@ def _(n: fx.NotMemory) -> str:
         where = f", raised by the capture machinery in {frame_text(raised.frame)}"
     return (
         f"{_a(n.exc_type) if n.exc_type else 'the error'} points to a code, install or version "
-        f"mismatch{where}{free}; do not change --mem-fraction-static or --cuda-graph-max-bs for it"
+        f"mismatch{where}{free}; do not change --mem-fraction-static or the CUDA-graph sizes for it"
     )
 
 

@@ -401,6 +401,26 @@ def largest_from_count(
     return largest, name
 
 
+def generated_list(listed: Sequence[int], ctx: ListContext) -> bool:
+    """Whether one of SGLang's list generators that apply at ``ctx`` (the log's month, the
+    variant) gives ``listed`` when cut at its largest size (with max bs appended, 0.5.10 on).
+    A dumped list that none gives was the launch's own ``--cuda-graph-bs``."""
+    want = sorted(set(listed))
+    if not want:
+        return False
+    top = want[-1]
+    for rule in RULES:
+        if not _applies(rule, "bs", ctx):
+            continue
+        full = rule.sizes()[: rule.max_len] if rule.max_len is not None else rule.sizes()
+        cut = [x for x in full if x <= top]
+        if rule.appends_max_bs and cut and cut[-1] < top:
+            cut.append(top)
+        if cut == want:
+            return True
+    return False
+
+
 # The largest batch a given cuda_graph_max_bs captures (logmem whatif): capture_tops.py.
 from logmem.sglang.capture_tops import CaptureTop as CaptureTop  # noqa: E402
 from logmem.sglang.capture_tops import GpuFacts as GpuFacts  # noqa: E402

@@ -29,6 +29,15 @@ from logmem.sglang.arg_memory import memory_neutral_arg as memory_neutral_arg
 from logmem.sglang.code_paths import ENV_GATES as ENV_GATES
 from logmem.sglang.code_paths import EnvGate as EnvGate
 from logmem.sglang.code_paths import env_gate as env_gate
+from logmem.sglang.graph_rules import END_LINE_EMPTIES_CACHE as END_LINE_EMPTIES_CACHE
+from logmem.sglang.graph_rules import CaptureListFlags as CaptureListFlags
+from logmem.sglang.graph_rules import capture_list_flags as capture_list_flags
+from logmem.sglang.graph_rules import graph_cap_flag as graph_cap_flag
+from logmem.sglang.graph_rules import graph_disable_flag as graph_disable_flag
+from logmem.sglang.graph_rules import graph_sized_in_tokens as graph_sized_in_tokens
+from logmem.sglang.graph_rules import graphs_off as graphs_off
+from logmem.sglang.graph_rules import list_given_by_dump as list_given_by_dump
+from logmem.sglang.graph_rules import verify_tokens_per_req as verify_tokens_per_req
 from logmem.sglang.releases import RELEASES
 from logmem.sglang.reserve import ACTIVATION_MIB_PER_TOKEN as ACTIVATION_MIB_PER_TOKEN
 from logmem.sglang.reserve import ACTIVATION_MIN_TOKENS as ACTIVATION_MIN_TOKENS
@@ -456,36 +465,4 @@ token_dispatcher.py, ``get_int_env_var(..., 128)``; 0.5.5, srt/layers/moe/token_
 deepep.py, the same; 0.5.9 - 0.5.23, srt/environ.py, ``EnvInt(128)`` (2025-07 - 2026-10)."""
 
 
-# --- CUDA graphs ------------------------------------------------------------------------------
-
-
-def graph_sized_in_tokens(name: str) -> bool:
-    """Whether a graph family's sizes are token counts rather than batch sizes.
-
-    Piecewise (``piecewise_cuda_graph_runner.py``, ``Capture cuda graph num tokens``, E4-E6)
-    and prefill graphs (``Capture <role> prefill CUDA graph``, ``cuda_graph_setup.py``, E7) are
-    captured per ``num_tokens``; decode, verify, draft and draft-extend graphs per ``bs``."""
-    return "prefill" in name or "piecewise" in name
-
-
-def graph_cap_flag(name: str, args: Mapping[str, Any]) -> str:
-    """The server flag that caps a graph family's largest bucket.
-
-    ``server_args.py``: decode graphs ``--cuda-graph-max-bs`` (all eras; ``--cuda-graph-max-bs-
-    decode`` where the dump has ``cuda_graph_max_bs_decode``, 2026); piecewise graphs
-    ``--piecewise-cuda-graph-max-tokens`` (E4-E6); E7 prefill graphs ``--cuda-graph-max-bs-
-    prefill`` where the dump has ``cuda_graph_max_bs_prefill``."""
-    if graph_sized_in_tokens(name):
-        if "piecewise" not in name and "cuda_graph_max_bs_prefill" in args:
-            return "--cuda-graph-max-bs-prefill"
-        return "--piecewise-cuda-graph-max-tokens"
-    if "cuda_graph_max_bs_decode" in args:
-        return "--cuda-graph-max-bs-decode"
-    return "--cuda-graph-max-bs"
-
-
-def graph_disable_flag(name: str) -> str:
-    """The server flag that skips a graph family's capture: ``--disable-piecewise-cuda-graph``
-    for the piecewise graph (``server_args.py``, about Apr 2026 on; before, it was opt-in),
-    ``--disable-cuda-graph`` for the others (all eras)."""
-    return "--disable-piecewise-cuda-graph" if "piecewise" in name else "--disable-cuda-graph"
+# --- CUDA graphs: logmem/sglang/graph_rules.py (re-exported above) ---------------------------

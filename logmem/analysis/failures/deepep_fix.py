@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import logmem.analysis.failures.facts as fx
+from logmem.analysis.capture_lever import capture_lever
 from logmem.analysis.comm_inputs import echoed_env
 from logmem.analysis.failures.records import OutOfMemory
 from logmem.model.records import Launch
@@ -35,6 +36,7 @@ def _decode_within(launch: Launch, new_tokens: int) -> fx.DecodeWithinT:
         dp_n,
         running if isinstance(running, int) and not isinstance(running, bool) else None,
         comm.deepep_mode(args) == "auto",
+        capture_lever(launch, graphs[0].name if graphs else "decode"),
     )
 
 

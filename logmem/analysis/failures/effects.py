@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from logmem.analysis.capture_lever import CaptureLever
 from logmem.frozen import frozen
 from logmem.parse import events as ev
 from logmem.sglang import rules
@@ -71,6 +72,7 @@ class CapDropBuckets:
     at_cap_bytes: int  # the bar reading before the cap's bucket
     largest: int
     shortfall_bytes: int
+    lever: CaptureLever | None = None  # which flag shrinks the list (capture_lever)
 
 
 @frozen
@@ -91,6 +93,7 @@ class CapPerRow:
     second_bytes: int | None = None  # the next bar reading (measured basis)
     oom_free_bytes: int | None = None  # needed basis: free at the OOM
     tried_bytes: int | None = None  # needed basis: what the OOM asked for
+    lever: CaptureLever | None = None  # which flag shrinks the list (capture_lever)
 
 
 @frozen
@@ -122,6 +125,7 @@ class DecodeWithinT:
     dp: int  # DP-attention ranks: each runs its own decode batch
     max_running: int | None  # --max-running-requests now (None: not in server_args)
     auto: bool  # deepep_mode 'auto': the buffer is the larger of normal and low-latency sizes
+    lever: CaptureLever | None = None  # which flag shrinks the decode list (capture_lever)
 
     @property
     def bs_limit(self) -> int:

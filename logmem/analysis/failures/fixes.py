@@ -15,6 +15,7 @@ from dataclasses import replace
 import regex
 
 import logmem.analysis.failures.facts as fx
+from logmem.analysis.capture_lever import cap_fix_flag, capture_lever
 from logmem.analysis.failures.budget import (
     MFS_STEP,
     Budget,
@@ -149,12 +150,14 @@ def cap_fix(
     cap = fits[-1] if fits else (int(limit) // 8 * 8 if limit >= 8 else int(limit))
     if cap < 1:
         return None
+    # Which flag shrinks the list in this era: a passed --cuda-graph-bs may override the cap.
+    lever = None if u == "num_tokens" else capture_lever(launch, g.name)
+    flag, value = cap_fix_flag(lever, flag, cap, listed)
     if shared is False:
         at = next(x for x in samples if x.size == cap)
         dropped = tuple(x.size for x in samples if x.size and x.size > cap)
-        return fx.Fix(
-            flag, str(cap), fx.CapDropBuckets(u, cap, dropped, a0, at.avail.bytes, b0, shortfall)
-        )
+        drop = fx.CapDropBuckets(u, cap, dropped, a0, at.avail.bytes, b0, shortfall, lever)
+        return fx.Fix(flag, value, drop)
     pools = (
         fx.Pools.SHARED
         if shared
@@ -176,8 +179,9 @@ def cap_fix(
         second,
         None if second is not None else oom_free,
         None if second is not None else tried,
+        lever,
     )
-    return fx.Fix(flag, str(cap), effect)
+    return fx.Fix(flag, value, effect)
 
 
 # --- out of memory ----------------------------------------------------------------------------

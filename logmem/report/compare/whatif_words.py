@@ -6,6 +6,7 @@ from __future__ import annotations
 from logmem.compare import whatif_facts as wf
 from logmem.compare import whatif_sizes as ws
 from logmem.report.compare.notes import note_text
+from logmem.report.lever_words import why_unknown
 from logmem.report.uninitialized import listed
 from logmem.sglang.capture_align import Alignment
 from logmem.sglang.decode_max_bs import CLAMP_RELEASES
@@ -233,6 +234,21 @@ def _(n: wf.MaxBsWasClamped) -> str:
         f"The launch's decode max bs {n.max_bs:,} is its --max-running-requests: SGLang "
         f"{CLAMP_RELEASES} lowers a max bs left at its GPU default to it{may}. A max bs passed "
         "explicitly is not lowered; the decode runner still clamps the list to the request pool."
+    )
+
+
+@note_text.register
+def _(n: wf.ListOverridesCap) -> str:
+    lv, m = n.lever, n.requested
+    if lv.use_list:
+        return (
+            f"This launch passed {lv.list_flag}, which sets the largest size: {lv.cap_flag} {m} "
+            f"with the same list would change nothing (SGLang ignores {lv.cap_flag} then). The "
+            f"prediction is for a {lv.list_flag} list whose largest size is {m}."
+        )
+    return (
+        f"The prediction is for {lv.cap_flag} {m} on SGLang's own list; had the launch passed "
+        f"its own {lv.list_flag}, that list would have to change instead: {why_unknown(lv)}."
     )
 
 

@@ -125,7 +125,7 @@ def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
                 "rank": rl.rank,
                 "sizes": sizes,
                 "avail_gib": [_gib(b.avail_bytes) for b in p.buckets],
-                "cost_gib": [_gib(b.cost_bytes) for b in p.buckets],
+                "cost_gib": [_gib(b.bucket_cost_bytes) for b in p.buckets],
                 "lines": [b.line for b in p.buckets],
                 "largest": largest,
                 "begin_gib": _gib(p.before_bytes),
