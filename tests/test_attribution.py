@@ -146,7 +146,8 @@ def test_kimi_k3_target_verify_split() -> None:
     assert cap is not None
     assert gib(cap.before_bytes) == 22.33 and gib(cap.after_bytes) == 9.41
     assert gib(_cause(cap, "static").bytes) == 1.33
-    largest = _cause(cap, "largest bucket (bs 192)")
+    # Verify graphs capture bs x speculative_num_draft_tokens (4) tokens per bucket.
+    largest = _cause(cap, "largest bucket (bs 192 = 768 tokens)")
     assert gib(largest.bytes) == 10.24
     # DeepEP's one buffer per process is created at the first dispatch: the launch's first
     # capture (target prefill) holds it, never a later family (issue 14). It is the MoE
@@ -171,7 +172,10 @@ def test_kimi_k3_target_verify_split() -> None:
     )
     assert split.largest_dominates and split.lines == cap.lines
     text = " ".join(_texts(led))
-    assert "static 1.33, largest bucket (bs 192) 10.24, the other 22 buckets 1.35 in all" in text
+    assert (
+        "static 1.33, largest bucket (bs 192 = 768 tokens) 10.24, the other 22 buckets 1.35 in all"
+        in text
+    )
     assert "the largest bucket does" in text
 
 
@@ -327,7 +331,10 @@ def test_sparse_bars_never_call_a_stretch_the_largest_bucket() -> None:
     assert cap is not None and cap.part("largest") is None
     names = [cause_name(c) for c in cap.causes]
     assert names[0] == "static buffers (before the first bucket)"
-    assert names[1] == "22 buckets, bs 160 to 2" and names[2] == "bucket bs 1"
+    # The last bar to the end line is bucket bs 1's cost less what the end line's empty_cache
+    # gave back (rules.END_LINE_EMPTIES_CACHE): named so, not as a per-bucket cost.
+    assert names[1] == "22 buckets, bs 160 to 2"
+    assert names[2] == "bucket bs 1 to the end line (not a per-bucket cost)"
     assert [gib(c.bytes) for c in cap.causes[:3]] == [0.24, 0.64, 0.02]
 
 

@@ -537,3 +537,25 @@ def test_deepep_reserve_only_for_sglang_that_has_it() -> None:
     assert "reserves nothing for DeepEP" in text and "was passed" not in text
     new = next(x for x in _com(DEEPEP).findings if isinstance(x, cj.DeepEPNoReserve))
     assert new.reserve_exists is True and "was not set aside" in comm_finding_text(new)
+
+
+def test_custom_all_reduce_failure_without_server_args_is_a_finding() -> None:
+    """014 prints no server_args (so no communication table) but both ranks say 'Setup Custom
+    allreduce failed with CUDART error: peer access is not supported' (lines 16-17): the report
+    says custom all-reduce is off and the group all-reduces through NCCL alone."""
+    from logmem.analysis import findings as fd
+    from logmem.report.sentences import finding_text
+
+    path = corpus_log("014-")
+    lines = path.read_text().splitlines()
+    assert all("Setup Custom allreduce failed" in lines[i] for i in (15, 16))
+    (L,) = read_log(str(path)).launches
+    led = build_ledger(L)
+    (f,) = [x for x in led.findings if isinstance(x, fd.CustomAllReduceOff)]
+    assert f.lines == (16, 17) and set(f.ranks) == {"TP0", "TP1"} and f.library == "NCCL"
+    text = finding_text(f)
+    assert "peer access is not supported between these two devices" in text
+    assert "through NCCL alone" in text
+    # With server_args the communication table says it instead: no second finding.
+    (L5,) = read_log(str(corpus_log("005-"))).launches
+    assert not [x for x in build_ledger(L5).findings if isinstance(x, fd.CustomAllReduceOff)]

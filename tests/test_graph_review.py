@@ -162,3 +162,20 @@ def test_no_verify_without_speculation() -> None:
     assert rules.verify_tokens_per_req("draft", spec, None) is None
     assert rules.verify_tokens_per_req("decode", spec, None) == 4
     assert "verify" not in _text("011-")
+
+
+def test_buckets_over_which_free_memory_rose_are_not_given_a_negative_cost() -> None:
+    """021 (GB10): the 57 buckets after the largest end 0.25 GiB higher than they start; a
+    graph costs no negative memory, so the sentence says free memory rose over them."""
+    from conftest import corpus_log
+    from logmem.analysis import findings as fd
+    from logmem.analysis.attribution import build_ledger
+    from logmem.api import read_log
+    from logmem.report.sentences import finding_text
+
+    (L,) = read_log(str(corpus_log("021-"))).launches
+    split = [f for f in build_ledger(L).findings if isinstance(f, fd.GraphSplit)]
+    prefill = next(f for f in split if f.other.bytes < 0)
+    text = finding_text(prefill)
+    assert "over the other 57 buckets free memory rose 0.25 GiB" in text
+    assert "-0.25" not in text

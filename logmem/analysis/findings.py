@@ -176,6 +176,37 @@ class UnifiedMemory:
     line: int  # the "Failed to get GPU memory capacity from nvidia-smi" line
 
 
+@frozen
+class CustomAllReduceOff:
+    """The log says custom all-reduce did not set up ("Setup Custom allreduce failed ...", "Custom
+    allreduce is disabled because ..."), in a launch with no server_args dump and so no
+    communication table to say it in: the TP group all-reduces through the collective library
+    alone, and no custom all-reduce buffers are in the ledger."""
+
+    kind: ClassVar[FindingKind] = FindingKind.CUSTOM_AR_OFF
+    state: str  # "failed" | "disabled"
+    text: str  # the first such line's message, as printed
+    lines: tuple[int, ...]  # every such line
+    ranks: tuple[str, ...]  # the ranks that printed one
+    library: str  # what the group all-reduces through instead (Platform.library)
+
+
+def custom_ar_off(L: Launch, library: str) -> CustomAllReduceOff | None:
+    """The finding for a launch without server_args whose ranks say custom all-reduce is off."""
+    if L.server_args is not None:
+        return None  # the communication table says it (comm_join.CustomAROff)
+    offs = [
+        e
+        for e in L.all_events()
+        if isinstance(e, ev.CustomAllReduce) and e.state in ("disabled", "failed")
+    ]
+    if not offs:
+        return None
+    ranks = tuple(dict.fromkeys(e.rank for e in offs if e.rank))
+    lines = tuple(e.source.line_no for e in offs)
+    return CustomAllReduceOff(offs[0].state, offs[0].text, lines, ranks, library)
+
+
 Finding = (
     LaunchStarted
     | RepeatedLines
@@ -183,6 +214,7 @@ Finding = (
     | SharedLabel
     | ClockOffset
     | UnifiedMemory
+    | CustomAllReduceOff
     | Weights
     | WeightsCommittedLate
     | WeightsNotLoaded
@@ -315,6 +347,9 @@ def findings(led: LaunchLedger) -> list[Finding]:
     ):
         out.append(Reserve(main.label, led.reserve.reserve_bytes, led.reserve.measured_bytes))
     out.extend(reuse_findings(rl, L, led.platform.library))
+    ar = custom_ar_off(L, led.platform.library.value)
+    if ar is not None:
+        out.append(ar)
     out.extend(rank_graph_spread(U, main))
     return out
 

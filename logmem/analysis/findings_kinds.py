@@ -41,6 +41,7 @@ class FindingKind(Enum):
     RANK_GRAPH_SPREAD = "rank_graph_spread"
     CONTEXT_VS_POOL = "context_vs_pool"
     UNIFIED_MEMORY = "unified_memory"
+    CUSTOM_AR_OFF = "custom_all_reduce_off"
     MAMBA_SLOTS = "mamba_slots"
     OUT_OF_ORDER = "out_of_order"
     SHARED_LABEL = "shared_label"

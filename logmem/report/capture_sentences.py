@@ -12,6 +12,7 @@ from logmem.report.causes import on_gpu as _on
 from logmem.report.finding_base import finding_text, graphs_name, lines_text
 from logmem.report.finding_base import g as _g
 from logmem.report.lever_words import smaller_sizes
+from logmem.sglang.rules import DIFFERENCE_RESOLUTION_BYTES
 
 
 def _fixed_size_lazy(c: Cause) -> str:
@@ -46,11 +47,18 @@ def _(f: fd.GraphSplit) -> str:
             "which the log cannot split off"
         )
     label = verify_label(f.graph, span.per_req if span is not None else None)
+    # A negative sum is no cost: free memory rose over those buckets (a release, or on a
+    # unified-memory device the system RAM the reading is), so it is said as a rise.
+    other = (
+        f"over the {cause_name(f.other)} free memory rose {_g(-f.other.bytes)} GiB (no cost the "
+        "readings can show)"
+        if f.other.bytes <= -DIFFERENCE_RESOLUTION_BYTES
+        else f"the {cause_name(f.other)} {b(f.other.bytes, f.other.bound)} in all"
+    )
     return (
         f"{graphs_name(f.backend)} ({label}) take {b(f.drop_bytes, f.bound)} GiB on {_on(f.rank)}"
         f"{_logged(f.readings_bytes, f.lines[1])}: static {b(f.static.bytes, f.static.bound)}, "
-        f"{cause_name(f.largest)} {b(f.largest.bytes, f.largest.bound)}, the {cause_name(f.other)} "
-        f"{b(f.other.bytes, f.other.bound)} in all{tail}."
+        f"{cause_name(f.largest)} {b(f.largest.bytes, f.largest.bound)}, {other}{tail}."
     )
 
 

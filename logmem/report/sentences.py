@@ -462,3 +462,16 @@ def reserve_term_text(t: rules.Reserve) -> str:
     if t.term is rules.ReserveTerm.BREAKABLE_DEEPEP:
         return f"breakable prefill graph with DeepEP: {rules.BREAKABLE_DEEPEP_MIB} MB"
     return f"DeepEP all-to-all: {rules.DEEPEP_A2A_RESERVE_MIB} MB"
+
+
+@finding_text.register
+def _(f: fd.CustomAllReduceOff) -> str:
+    why = f.text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
+    what = "is disabled because" if f.state == "disabled" else "setup failed"
+    lines = ", ".join(str(n) for n in f.lines[:4]) + (" ..." if len(f.lines) > 4 else "")
+    who = f" on {', '.join(f.ranks)}" if 1 < len(f.ranks) <= 4 else ""
+    return (
+        f"Custom all-reduce {what} {why} (line{'s' if len(f.lines) > 1 else ''} {lines}{who}): "
+        f"the TP group all-reduces through {f.library} alone, so this ledger holds no custom "
+        "all-reduce buffers; with no server_args dump the log gives no communication table."
+    )

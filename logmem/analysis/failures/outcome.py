@@ -176,7 +176,8 @@ def _crash_failure(
     # Imported here: only a crash needs the fix rules, and a clean launch's analyze does not
     # import them (0.6 ms of a small log's analyze).
     from logmem.analysis.failures.checks import imbalance_fixes, kv_fixes
-    from logmem.analysis.failures.fixes import not_memory_fixes, oom_fixes
+    from logmem.analysis.failures.code_fixes import not_memory_fixes
+    from logmem.analysis.failures.fixes import oom_fixes
 
     fixes: list[fx.Fix] = []
     notes: list[fx.Note] = []
