@@ -13,6 +13,7 @@ from typing import Any
 from logmem.analysis.platform import is_hip, platform_events
 from logmem.errors import EnvError, InputError
 from logmem.frozen import frozen
+from logmem.model.command import command_flags, last_command
 from logmem.parse import events as ev
 from logmem.sglang.eras import printed_on
 
@@ -171,26 +172,17 @@ def launch_command(launch: Any, events: list[ev.Event] | None = None) -> ev.Laun
     """The command line the launcher echoed last before the server_args dump (None: none)."""
     sa = launch.server_args
     before = sa.source.line_no if sa is not None else None
-    cmds = [
-        e
-        for e in (events if events is not None else launch.all_events())
-        if isinstance(e, ev.LaunchCommand) and (before is None or e.source.line_no < before)
-    ]
-    return cmds[-1] if cmds else None
+    return last_command(events if events is not None else launch.all_events(), before)
 
 
 def mfs_explicit(args: Mapping[str, Any], evidence: Evidence) -> bool | None:
-    """Whether --mem-fraction-static was given: the echoed command line says so (a ``--config``
-    file could also set it: unknown then); with no command line, unknown (None)."""
+    """Whether --mem-fraction-static was given: the echoed command line (its continuation
+    lines joined, model.command) says so; a ``--config`` file could also set it, or a word a
+    terminal cut into no flag may have been it: unknown then; with no command line, None."""
     cmd = evidence.command
     if cmd is None:
         return None
-    words = cmd.argv.replace("=", " ").replace("'", " ").replace(",", " ").split()
-    if "--mem-fraction-static" in words:
-        return True
-    if "--config" in words:
-        return None
-    return False
+    return command_flags(cmd).passed("--mem-fraction-static")
 
 
 def mfs_passed(launch: Any) -> bool | None:

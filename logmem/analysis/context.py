@@ -48,9 +48,10 @@ class ContextVsPool:
     kv_tokens: int
     kv_tokens_source: str  # "summary" (max_total_num_tokens) | "kv_line" (#tokens)
     context_len: int | None
-    context_source: str | None  # "summary" (context_len) | "server_args" (context_length)
+    # "summary" (context_len) | "server_args" (context_length) | "command" (its echoed command)
+    context_source: str | None
     max_running_requests: int | None
-    requests_source: str | None  # "summary" | "server_args"
+    requests_source: str | None  # "summary" | "server_args" | "command"
     requests_passed: bool  # --max-running-requests was given (server_args is not None)
     # The projection of the pool (logmem.analysis.projection); None without the readings.
     projected: bool
@@ -176,13 +177,13 @@ def context_vs_pool(
         kv, kv_src, line = pool
     ctx, ctx_src = (s.get_int("context_len"), "summary") if s else (None, None)
     if ctx is None and _int(args.get("context_length")) is not None:
-        ctx, ctx_src = _int(args.get("context_length")), "server_args"
+        ctx, ctx_src = _int(args.get("context_length")), launch.args_from
     if ctx is None:
         ctx_src = None
     passed = _int(args.get("max_running_requests"))
     mrr, mrr_src = (s.get_int("max_running_requests"), "summary") if s else (None, None)
     if mrr is None and passed is not None:
-        mrr, mrr_src = passed, "server_args"
+        mrr, mrr_src = passed, launch.args_from
     if mrr is None:
         mrr_src = None
     proj = PoolProjection.of(sz, args)

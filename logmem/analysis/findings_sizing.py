@@ -178,6 +178,8 @@ class PoolsVsBudget:
     budget_bytes: int | None = None
     budget_line: int | None = None
     budget_tokens: int | None = None
+    # MAX_TOTAL_TOKENS read from the echoed command line (no server_args): the line it is on.
+    cap_line: int | None = None
 
     @property
     def sizing_cell_bytes(self) -> float | None:
@@ -380,7 +382,16 @@ def pools_vs_budget(
         budget,
         line,
         held,
+        _cap_line(L) if capped else None,
     )
+
+
+def _cap_line(L: Launch) -> int | None:
+    """The echoed command line's line that passed --max-total-tokens, when the launch's args
+    come from that command (no server_args)."""
+    flags = L.command_flags
+    f = flags.get("--max-total-tokens") if flags is not None else None
+    return f.line if f is not None and L.args_from == "command" else None
 
 
 def _logged_budget(main: Rank) -> tuple[int, int] | None:

@@ -6,14 +6,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-from logmem.analysis.comm_inputs import launch_command
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
-from logmem.parse.lazy import lazy
-
-# --model-path X / --model X / --model-path=X in an echoed command (its first physical line).
-_MODEL_FLAG = lazy(r"(?:^|\s)--model(?:-path)?(?:=|\s{1,8})(?P<v>[^\s'\"]{1,400})")
 
 
 class NamedBy(Enum):
@@ -33,12 +28,10 @@ def model_name(L: Launch) -> ModelName | None:
     """The model's name and the line that gives it; None when no line names the model."""
     path = L.args.get("model_path")
     if isinstance(path, str) and path:
-        return ModelName(path, NamedBy.SERVER_ARGS, None)
-    cmd = launch_command(L)
-    if cmd is not None:
-        m = _MODEL_FLAG.search(cmd.argv)
-        if m is not None:
-            return ModelName(m.group("v"), NamedBy.COMMAND, cmd.source.line_no)
+        if L.args_from == "server_args":
+            return ModelName(path, NamedBy.SERVER_ARGS, None)
+        cmd = L.command  # the flags read off the echoed command (model.command)
+        return ModelName(path, NamedBy.COMMAND, cmd.source.line_no if cmd is not None else None)
     snap = next((e for e in L.all_events() if isinstance(e, ev.ModelSnapshot)), None)
     if snap is not None:
         return ModelName(snap.name, NamedBy.SNAPSHOT, snap.source.line_no)

@@ -131,6 +131,9 @@ class Sizing:
     post_capture: PostCapture | None = None
     # A cell the log prints exactly (a unified pool's full sub-pool entry_bytes) and its line.
     exact_cell: tuple[int, int] | None = None
+    # The echoed command line's lines (first, last) mem_fraction_static was read from, when the
+    # launch printed no server_args (Launch.args_from "command"); None: its server_args.
+    mfs_lines: tuple[int, int] | None = None
 
     @property
     def scaling(self) -> MfsScaling:
@@ -268,10 +271,19 @@ def sizing(launch: Launch) -> Sizing | None:
         sum(p.total_bytes for p in mamba) if mamba else None,
         page,
         post_capture(launch, pre_bytes, scaling.rule_mfs_for(mfs)),
+        mfs_lines=_command_lines(launch),
     )
     if isinstance(main, ev.UnifiedAllocated) and first_rank is not None:
         return _unified_split(sz, first_rank.target, launch)
     return _swa_split(sz)
+
+
+def _command_lines(launch: Launch) -> tuple[int, int] | None:
+    """The command line's lines when the launch's args come from it (no server_args)."""
+    flags = launch.command_flags
+    if launch.args_from != "command" or flags is None:
+        return None
+    return flags.line, flags.last_line
 
 
 def _unified_split(sz: Sizing, m: Model | None, launch: Launch) -> Sizing:

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logmem.frozen import frozen
 from logmem.model.boundaries import LaunchStart, Repeat
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
 from logmem.units import Mem
+
+if TYPE_CHECKING:
+    from logmem.model.command import CommandFlags
 
 
 @frozen
@@ -359,7 +362,38 @@ class Launch:
 
     @property
     def args(self) -> dict[str, Any]:
-        return self.server_args.args if self.server_args else {}
+        """The launch's settings: its server_args dump's; with none, the flags of its echoed
+        command line that are sure (model.command: never a value a terminal may have cut)."""
+        if self.server_args is not None:
+            return self.server_args.args
+        return self._command_args
+
+    @cached_property
+    def _command_args(self) -> dict[str, Any]:
+        flags = self.command_flags
+        return flags.args() if flags is not None else {}
+
+    @property
+    def args_from(self) -> str | None:
+        """Where ``args`` come from: "server_args", "command" (the echoed command line), None."""
+        if self.server_args is not None:
+            return "server_args"
+        return "command" if self.args else None
+
+    @cached_property
+    def command(self) -> ev.LaunchCommand | None:
+        """The command line echoed last before the server_args dump (None: none)."""
+        from logmem.model.command import last_command
+
+        sa = self.server_args
+        return last_command(self._in_line_order, sa.source.line_no if sa is not None else None)
+
+    @cached_property
+    def command_flags(self) -> CommandFlags | None:
+        """The flags of ``command`` (None: no command line)."""
+        from logmem.model.command import command_flags
+
+        return command_flags(self.command) if self.command is not None else None
 
     def rank(self, label: str) -> Rank | None:
         return next((r for r in self.ranks if r.label == label), None)

@@ -264,7 +264,7 @@ def _child(w: int, stats: ReadStats, found: Iterator[Segment], parent: int) -> N
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     out = os.fdopen(w, "wb", buffering=1 << 16)
     try:
-        batch: list[tuple[int, bytes, bool, bool]] = []
+        batch: list[tuple[int, bytes, bool, int]] = []
         size = 0
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")  # the parent's filters decide when it raises them
@@ -303,7 +303,7 @@ def _send(out: IO[bytes], kind: str, payload: Any) -> None:
     out.flush()
 
 
-def _flush(out: IO[bytes], batch: list[tuple[int, bytes, bool, bool]]) -> int:
+def _flush(out: IO[bytes], batch: list[tuple[int, bytes, bool, int]]) -> int:
     if batch:
         _send(out, "segments", batch)
         batch.clear()

@@ -1,17 +1,20 @@
-"""Reader additions to keyword segments: the lines that continue an exception's message, and
-the once-literals a running server prints by the thousand (logmem.parse.read uses both).
+"""Reader additions to keyword segments: the lines that continue an exception's message or an
+echoed launch command, and the once-literals a running server prints by the thousand
+(logmem.parse.read uses them).
 
-Both keep the reader linear: a continuation is looked at only after an exception line, and a
-once-literal is searched for (one bytes.find per literal and chunk) only while armed.
+All keep the reader linear: a continuation is looked at only after an exception or command
+line, each line once, and a once-literal is searched for (one bytes.find per literal and
+chunk) only while armed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 
 from logmem.frozen import mutable
+from logmem.parse.command_lines import COMMAND, MAX_COMMAND_LINES, asks_more, command_goes_on
 
 if TYPE_CHECKING:
     from logmem.parse.read import Segment
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
 # line, marked as continuations, up to a line that starts something else, whatever chunk of
 # the input they land in (Once.pending carries an unfinished one to the next range).
 MAX_CONTINUATION_LINES = 12
+MESSAGE = 1  # Segment.continuation: a line of an exception's message (COMMAND: of a command)
 EXCEPTION_HEAD = re.compile(
     rb"^[ \t]{0,8}(?:[a-z_][a-z0-9_]{0,40}\.){0,5}(?:[A-Z][A-Za-z0-9_]{0,60})?(?:Error|Exception)"
     rb"(?::|[ \t]*$)"
@@ -35,15 +39,27 @@ CONTINUATION_STOP = re.compile(
 
 
 @mutable
+class Pending:
+    """The continuation lines being taken: of which kind, how many and how many bytes so far,
+    and (a command) whether the last one ends with a shell ``\\`` that asks for another."""
+
+    kind: int
+    taken: int = 0
+    nbytes: int = 0
+    more: bool = False
+
+
+@mutable
 class Once:
     """Literals yielded once per file and once per start-up (see patterns.ONCE_LITERALS):
     armed at the start of a file and again at each scheduler summary."""
 
     literals: tuple[bytes, ...]
     armed: bool = True
-    continuations: bool = False  # also yield the lines that continue an exception's message
+    # also yield the lines that continue an exception's message or an echoed command
+    continuations: bool = False
     # Continuation lines taken when the last range scanned ran out: the next range goes on.
-    pending: int | None = None
+    pending: Pending | None = None
     # Segments yielded so far: the reader counts newlines with numpy only while they are
     # sparse (separators.numpy_ok).
     segments: int = 0
@@ -81,25 +97,46 @@ class OnceSearch:
 
 
 def continuation(
-    path: str, buf: bytes, start: int, hi: int, line_no: int, cut: int, done: int = 0
-) -> Generator[Segment, None, tuple[int, int | None]]:
-    """The lines from `start` (numbered from `line_no`) that continue an exception's message,
-    `done` of them taken already, as continuation segments of at most `cut` bytes.
+    path: str,
+    buf: bytes,
+    start: int,
+    hi: int,
+    line_no: int,
+    cut: int,
+    state: Pending,
+    keyword_at: Callable[[int], int],
+) -> Generator[Segment, None, tuple[int, Pending | None]]:
+    """The lines from `start` (numbered from `line_no`) that continue an exception's message or
+    a command (`state`: its kind and what is taken already), as continuation segments of at
+    most `cut` bytes. `keyword_at(pos)`: where the next keyword is at or after a line start
+    (-1: none): a line that holds one is never a command's, so it is read as itself.
 
     Returns where the last one taken ends (``start - 1``: none), and, when ``buf[:hi]`` ran out
-    at a line's start before a line that stops them, how many are taken: the reader goes on with
-    them at the start of its next range (a chunk boundary then changes nothing)."""
-    end, k = start - 1, done
-    while k < MAX_CONTINUATION_LINES:
+    at a line's start before a line that stops them, what is taken: the reader goes on with
+    it at the start of its next range (a chunk boundary then changes nothing)."""
+    end, command = start - 1, state.kind == COMMAND
+    while state.taken < (MAX_COMMAND_LINES if command else MAX_CONTINUATION_LINES):
         if start >= hi:
-            return end, k
+            return end, state
         stop = buf.find(b"\n", start, hi)
         stop = hi if stop < 0 else stop
         line = buf[start:stop]
-        if b"\r" in line or CONTINUATION_STOP.match(line):
+        if b"\r" in line:
             break
-        yield _segment(path, line_no + k - done, line[:cut])
-        k, end = k + 1, stop
+        if command:
+            at = keyword_at(start)
+            if (0 <= at < stop) or not command_goes_on(line, state):
+                break
+        elif CONTINUATION_STOP.match(line):
+            break
+        yield _segment(path, line_no, line[:cut], state.kind)
+        state.taken, state.nbytes, line_no, end = (
+            state.taken + 1,
+            state.nbytes + len(line),
+            line_no + 1,
+            stop,
+        )
+        state.more = command and asks_more(line)
         if buf[end : end + 1] != b"\n":
             break
         start = end + 1
@@ -111,7 +148,7 @@ def is_exception_head(data: bytes) -> bool:
     return (b"Error" in data or b"Exception" in data) and EXCEPTION_HEAD.match(data) is not None
 
 
-def _segment(path: str, line_no: int, data: bytes) -> Segment:
+def _segment(path: str, line_no: int, data: bytes, kind: int) -> Segment:
     from logmem.parse.read import Segment
 
-    return Segment(path, line_no, data, continuation=True)
+    return Segment(path, line_no, data, continuation=kind)

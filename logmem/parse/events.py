@@ -212,12 +212,27 @@ class ModelSnapshot(Event):
 
 
 @frozen(kw_only=True)
+class Seam:
+    """Where a command's next physical line joins on (logmem.parse.command_lines.join_command)."""
+
+    at: int  # the offset in LaunchCommand.argv where the line's text begins
+    line: int  # its line number
+    kind: str  # "shell" (after a backslash), "space" (a blank either side), "cut" (inside a word)
+
+
+@frozen(kw_only=True)
 class LaunchCommand(Event):
-    """The command line that started SGLang, as a shell or harness echoed it."""
+    """The command line that started SGLang, as a shell or harness echoed it: its first line is
+    ``source``; a command that runs on over more lines spans them up to ``last_line``."""
 
     program: str  # "python3 -m sglang.launch_server", "... sglang.bench_one_batch" as printed
-    argv: str  # everything after the program, as printed
+    argv: str  # everything after the program, its continuation lines joined on (see seams)
     env: tuple[tuple[str, str], ...]  # KEY=VALUE words before the program
+    last_line: int | None = None  # the last line it spans (None: its first only)
+    seams: tuple[Seam, ...] = ()
+    # Every "cut" seam is a terminal's wrap at a width all its rows share: nothing was lost
+    # there, so a word across it is whole (command_lines._wrapped_rows).
+    cuts_whole: bool = False
 
 
 @frozen(kw_only=True)

@@ -22,12 +22,15 @@ from collections.abc import Iterable, Iterator
 
 import regex
 
+from logmem.frozen import mutable
 from logmem.parse.builders import BUILDERS
+from logmem.parse.command_lines import COMMAND, join_command
 from logmem.parse.events import (
     CaptureFailed,
     Event,
     ExceptionLine,
     Imbalance,
+    LaunchCommand,
     MessageMore,
     NotEnoughMemory,
     TorchOOM,
@@ -162,11 +165,31 @@ def iter_segment_events(
     `small` as for the reader (logmem.parse.read.iter_segments): the pure-Python literal finds."""
     gate = _gate(small)
     lines = gate.lines
+    held: _Held | None = None  # an echoed command, until its continuation lines are in
     for seg in segments:
+        if held is not None and seg.continuation != COMMAND:
+            yield join_command(held.cmd, held.head, held.lines)
+            yield from held.after
+            held = None
         if seg.continuation:
-            yield from _continuation(gate, seg)
+            if seg.continuation == COMMAND:
+                if held is not None:  # else its head was no command after all: it says nothing
+                    held.lines.append((seg.line_no, seg.data))
+            else:
+                yield from _continuation(gate, seg)
             continue
         data = seg.data
+        if b"sglang.launch_server" in data or b"sglang.bench_" in data:
+            events = list(_events(gate, split_records(seg), unmatched))
+            at = next((i for i, e in enumerate(events) if isinstance(e, LaunchCommand)), None)
+            if at is None:
+                yield from events
+            else:
+                yield from events[:at]
+                cmd = events[at]
+                assert isinstance(cmd, LaunchCommand)
+                held = _Held(cmd, data, [], events[at + 1 :])
+            continue
         if unmatched is not None and not _ALWAYS and len(data) <= _MASK_BYTES and b"\0" not in data:
             # One translate and one lookup for the shapes a server repeats all day.
             mask = data.translate(_DIGITS_TO_NUL)
@@ -191,6 +214,20 @@ def iter_segment_events(
         elif _quick(gate, data, unmatched):
             continue
         yield from _events(gate, split_records(seg), unmatched)
+    if held is not None:
+        yield join_command(held.cmd, held.head, held.lines)
+        yield from held.after
+
+
+@mutable
+class _Held:
+    """A command line's event, its line's bytes, the lines that continue it and the events
+    its line gave after it, held until the next segment that is not its continuation."""
+
+    cmd: LaunchCommand
+    head: bytes
+    lines: list[tuple[int, bytes]]
+    after: list[Event]
 
 
 def _simple(seg: Segment, found: _Class, unmatched: UnmatchedSink) -> Event | None:

@@ -38,6 +38,16 @@ class LinePattern:
         return regex.compile(self.source, regex.ASCII)
 
 
+# The program of an echoed launch command, and the line shape that only quotes one (a
+# deprecation warning's "Example:"): the reader follows a command onto its continuation lines
+# (logmem.parse.continuation) by the same regexes the launch_command pattern uses.
+COMMAND_PROGRAM = (
+    r"(?<![\w.'])python[0-9.]{0,6} {1,8}-m {1,8}sglang\.(?:launch_server|bench_one_batch"
+    r"|bench_offline_throughput)"
+)
+COMMAND_NOT = r"\s{0,8}Example:"
+
+
 def _p(
     name: str, pattern: str, example: str, note: str = "", *, needs: tuple[str, ...] = ()
 ) -> LinePattern:
@@ -432,9 +442,8 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "launch_command",
-        r"^(?!\s{0,8}Example:)(?P<pre>.{0,2000}?)(?<![\w.'])"
-        r"(?P<prog>python[0-9.]{0,6} {1,8}-m {1,8}sglang\.(?:launch_server|bench_one_batch"
-        r"|bench_offline_throughput))(?P<argv>(?:\s.{0,200000})?)$",
+        rf"^(?!{COMMAND_NOT})(?P<pre>.{{0,2000}}?)(?P<prog>{COMMAND_PROGRAM})"
+        r"(?P<argv>(?:\s.{0,200000})?)$",
         "command=python3 -m sglang.launch_server --model-path m --tp-size 2 --mem-fraction-static 0.8",
         "a shell or harness echo of the command line (corpus 001, 007, 018, 019, 036); "
         "`sglang serve` has no rare byte for the reader's prefilter, so it is not read",

@@ -19,10 +19,19 @@ from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from logmem.parse import separators
+from logmem.parse.command_lines import COMMAND, asks_more, is_command_head
 from logmem.parse.continuation import (
     MAX_CONTINUATION_LINES as MAX_CONTINUATION_LINES,  # re-exported: tests use it
 )
-from logmem.parse.continuation import REARM, Once, OnceSearch, continuation, is_exception_head
+from logmem.parse.continuation import (
+    MESSAGE,
+    REARM,
+    Once,
+    OnceSearch,
+    Pending,
+    continuation,
+    is_exception_head,
+)
 from logmem.parse.matchers import (  # noqa: F401 - re-exported: tests and benchmarks use them
     _MATCHERS,
     Cursor,
@@ -60,8 +69,9 @@ class Segment(NamedTuple):
     line_no: int
     data: bytes
     truncated: bool = False
-    # A line after an exception line that continues its message (no keyword needed).
-    continuation: bool = False
+    # A line after an exception line that continues its message (continuation.MESSAGE), or after
+    # a command line that continues the command (command_lines.COMMAND); no keyword needed. 0: not.
+    continuation: int = 0
 
 
 # --- segments ---------------------------------------------------------------------------
@@ -208,9 +218,9 @@ def _scan(
     seps = separators.for_range(buf, lo, hi, stats.bytes_read, once.segments)
     base = line_no  # the line number at `lo`
     pos = lo
-    if once.pending is not None:  # an exception's message ran on to the end of the last range
+    if once.pending is not None:  # a message or command ran on to the end of the last range
         end, once.pending = yield from continuation(
-            path, buf, lo, hi, line_no, MAX_SEGMENT_BYTES, once.pending
+            path, buf, lo, hi, line_no, MAX_SEGMENT_BYTES, once.pending, cursor.next_hit
         )
         pos = end + 1
     # Where the armed once-literal is next (looked up again only after a summary re-arms it).
@@ -238,12 +248,23 @@ def _scan(
         if REARM in data and once.literals:
             once.armed = True
             first = search.find(end)
-        if once.continuations and is_exception_head(data) and buf[end : end + 1] == b"\n":
-            end, once.pending = yield from continuation(
-                path, buf, end + 1, hi, line_no + 1, MAX_SEGMENT_BYTES
-            )
+        if once.continuations and buf[end : end + 1] == b"\n":
+            state = _continued(data)
+            if state is not None:
+                end, once.pending = yield from continuation(
+                    path, buf, end + 1, hi, line_no + 1, MAX_SEGMENT_BYTES, state, cursor.next_hit
+                )
         pos = end + 1
     return base + seps.newlines_before(hi)
+
+
+def _continued(data: bytes) -> Pending | None:
+    """What the lines after segment `data` may continue: an exception's message, a command."""
+    if is_exception_head(data):
+        return Pending(MESSAGE)
+    if is_command_head(data):
+        return Pending(COMMAND, nbytes=len(data), more=asks_more(data))
+    return None
 
 
 def read_segments(

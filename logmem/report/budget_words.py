@@ -74,7 +74,9 @@ def _fit_text(fit: fd.RuleFit) -> str:
 @finding_text.register
 def _(f: fd.PoolsVsBudget) -> str:
     why = (
-        f"--max-total-tokens {f.max_total_tokens:,} capped the pool"
+        f"--max-total-tokens {f.max_total_tokens:,}"
+        + (f" (echoed command line, line {f.cap_line})" if f.cap_line is not None else "")
+        + " capped the pool"
         if f.reason is fd.GapReason.MAX_TOTAL_TOKENS and f.max_total_tokens is not None
         else _fit_text(f.fits)
         if f.fits is not None
@@ -169,3 +171,14 @@ def inferred_mfs_text(b: BackSolvedMfs | None) -> str:
         f"rule solved for it: 1 - (after-weights free {_g(b.after_weights_bytes)} - pools "
         f"{_g(b.pools_bytes)} GiB) / P {_g(b.pre_load_bytes)} GiB."
     )
+
+
+def mfs_source_text(lines: tuple[int, int] | None) -> str:
+    """Where the KV sizing's mem_fraction_static was read (Sizing.mfs_lines)."""
+    return "server_args" if lines is None else f"echoed command line, {lines_text(lines)}"
+
+
+def lines_text(lines: tuple[int, int]) -> str:
+    """ "line 3" or "lines 1-3"."""
+    first, last = lines
+    return f"line {first}" if first == last else f"lines {first}-{last}"

@@ -37,6 +37,28 @@ if TYPE_CHECKING:
 SCHEMA = "logmem.analysis/1"
 
 
+def command_json(L: Launch) -> dict[str, Any] | None:
+    """The echoed command line the launch's flags are read from (model.command), or None."""
+    cmd, flags = L.command, L.command_flags
+    if cmd is None or flags is None:
+        return None
+    return {
+        "line": flags.line,
+        "last_line": flags.last_line,
+        "cut_seams": [s.line for s in cmd.seams if s.kind == "cut"],
+        "cuts_whole": cmd.cuts_whole,
+        "flags": [
+            {
+                "name": f.name,
+                "value": None if f.split else f.value,
+                "split": f.split,
+                "line": f.line,
+            }
+            for f in flags.flags
+        ],
+    }
+
+
 def _g(m: Mem | None) -> float | None:
     return m.gib if m is not None else None
 
@@ -344,6 +366,8 @@ def launch_json(
         "server_args": L.args if L.server_args else None,
         "server_args_line": _ln(L.server_args),
         "server_args_error": L.server_args.error if L.server_args else None,
+        "args_from": L.args_from,
+        "command": command_json(L),
         "ranks_set_aside": list(set_aside(L)),
         "binding_rank": led.binding_rank,
         "imbalance_gib": gib(led.imbalance_bytes),

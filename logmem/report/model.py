@@ -18,6 +18,7 @@ from logmem.analysis.failures import verdict
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
+from logmem.report.budget_words import mfs_source_text
 from logmem.report.communication import comm_view
 from logmem.report.device_words import device_top
 from logmem.report.finding_lines import finding_lines
@@ -79,7 +80,7 @@ def sizing_table(led: LaunchLedger) -> Table | None:
             gib_cell(sz.after_weights_bytes),
             "",
         ),
-        ("mem_fraction_static", f"{sz.mem_fraction_static:g}", "server_args"),
+        ("mem_fraction_static", f"{sz.mem_fraction_static:g}", mfs_source_text(sz.mfs_lines)),
         *(
             (
                 f"x {a.factor:g} ({a.scope})",

@@ -18,7 +18,7 @@ from logmem.report import kv_logged_words as kv_logged_words  # registers KVPool
 from logmem.report import order_sentences as order_sentences  # registers its findings' words
 from logmem.report import post_capture_words as post_capture_words  # registers its words
 from logmem.report import uninitialized as uninitialized  # registers its finding's words
-from logmem.report.budget_words import adjustment_text
+from logmem.report.budget_words import adjustment_text, lines_text
 from logmem.report.capture_sentences import unified_clause
 from logmem.report.causes import (
     bounded_words,
@@ -107,6 +107,11 @@ def _(f: fd.KVBudget) -> str:
         f"; SGLang scales mem_fraction_static {adjustment_text(a)} after printing server_args"
         for a in sz.adjustments
     )
+    if sz.mfs_lines is not None:  # no server_args: the flag as the echoed command passed it
+        why += (
+            f"; mem_fraction_static from the echoed command line ({lines_text(sz.mfs_lines)}), "
+            "as the log prints no server_args"
+        )
     return (
         f"KV budget by SGLang's rule: "
         f"{kv_rule_text(sz.after_weights_bytes, sz.pre_load_bytes, mfs, sz.rest_bytes)}{logged}{why}."

@@ -64,6 +64,7 @@ def sizing_json(led: LaunchLedger) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {
         "mem_fraction_static": sz.mem_fraction_static,
+        "mem_fraction_static_source": "server_args" if sz.mfs_lines is None else "command",
         "pre_load_gib": gib(sz.pre_load_bytes),
         "pre_load_rank": sz.pre_load_rank,
         "after_weights_gib": gib(sz.after_weights_bytes),
