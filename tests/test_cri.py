@@ -12,6 +12,7 @@ import json
 import random
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -276,3 +277,15 @@ def test_read_ahead_gives_the_same_segments(
     want = _segments(wrapped)
     assert [(s.line_no, s.data) for s in segs] == [(n, d) for n, d, c in want if not c]
     assert (stats[0].container, stats[0].joined_lines, stats[0].cut_lines) == ("cri", 22, 1)
+
+
+def test_alternating_pieces_are_read_in_linear_time(tmp_path: Path) -> None:
+    """stderr P / F pairs with no stdout P anywhere: each return to nothing-open looks for the
+    next P record, and a needle that is never found must not be searched for to the end
+    again each time (that was quadratic: minutes for these 2 MiB)."""
+    pair = f"{TS} stderr P GB 1.5 \n{TS} stderr F 0 x\n".encode()
+    data = pair * ((2 << 20) // len(pair))
+    t0 = time.process_time()
+    text, st_ = _read(tmp_path, data)
+    assert time.process_time() - t0 < 3.0
+    assert text.count("GB 1.5 0 x\n") == data.count(b"\n") // 2 == st_.joined_lines

@@ -63,14 +63,22 @@ def is_cri(head: bytes, whole: bool = False) -> bool:
     return hits > 0 and 2 * hits >= len(lines)
 
 
-def _next_partial(data: bytes, pos: int) -> int:
-    """The start of the first line at or after `pos` that is a P record, else len(data)."""
+_PARTIAL_NEEDLES = (b" stdout P", b" stderr P")
+
+
+def _next_partial(data: bytes, pos: int, found: list[int]) -> int:
+    """The start of the first line at or after `pos` that is a P record, else len(data).
+    `found` keeps where each needle was last found (searched again only once passed): with
+    one needle missing, a search to the end per call would make the chunk's work quadratic."""
     n = len(data)
     while pos < n:
-        hits = [h for h in (data.find(b" stdout P", pos), data.find(b" stderr P", pos)) if h >= 0]
-        if not hits:
+        for i, needle in enumerate(_PARTIAL_NEEDLES):
+            if found[i] < pos:
+                at = data.find(needle, pos)
+                found[i] = n if at < 0 else at
+        hit = min(found)
+        if hit >= n:
             return n
-        hit = min(hits)
         start = data.rfind(b"\n", 0, hit) + 1
         m = _RECORD.match(data, start)
         if m is not None and m.start(2) == hit + 8:
@@ -214,11 +222,12 @@ class Joined:
         # The line-by-line path runs from a P record to where nothing is open again; the lines
         # between are taken whole (_whole_records). Each search below is made once per range.
         next_p = -1  # the line start of the next P record at or after pos (n: none)
+        found = [-1, -1]  # where _next_partial last found each of its needles
         slow_until = 0  # whole records were tried up to here and did not fit
         while pos < n:
             if self._rec is None and pos >= slow_until and self._idle():
                 if next_p < pos:
-                    next_p = _next_partial(data, pos)
+                    next_p = _next_partial(data, pos, found)
                 end = self._whole_records(data, pos, next_p)
                 if end == pos:
                     slow_until = next_p
