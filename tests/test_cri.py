@@ -289,3 +289,10 @@ def test_alternating_pieces_are_read_in_linear_time(tmp_path: Path) -> None:
     text, st_ = _read(tmp_path, data)
     assert time.process_time() - t0 < 3.0
     assert text.count("GB 1.5 0 x\n") == data.count(b"\n") // 2 == st_.joined_lines
+
+
+def test_a_last_line_that_is_no_record_is_read_as_it_is(tmp_path: Path) -> None:
+    data = f"{TS} stderr F a 1.5 GB\n{TS} stderr F b\nplain tail avail mem=2.25".encode()
+    text, st_ = _read(tmp_path, data, 3)
+    assert text == "a 1.5 GB\nb\nplain tail avail mem=2.25"  # not a record: nothing cut
+    assert (st_.cut_lines, st_.container) == (0, "cri")
