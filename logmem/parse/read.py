@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from logmem.parse import separators
+from logmem.parse import cri, separators
 from logmem.parse.command_lines import COMMAND, asks_more, is_command_head
 from logmem.parse.continuation import (
     MAX_CONTINUATION_LINES as MAX_CONTINUATION_LINES,  # re-exported: tests use it
@@ -107,19 +107,26 @@ def iter_segments(
 
         scanner = prescan.start(keywords, chunks)
     try:
-        yield from _segments(path, chunks, keywords, stats, once, continuations, scanner, small)
+        found = _segments(path, chunks, keywords, stats, once, continuations, scanner, small)
+        for seg in found:
+            # A CRI file's logical lines are numbered back to the physical line of their
+            # first piece (whether it is one is known from the first chunk on).
+            yield seg if not chunks.cri else seg._replace(line_no=chunks.line_no(seg.line_no))
+        if chunks.cri:
+            stats.lines, stats.ends_with_newline = chunks.physical_lines, chunks.ends_with_newline
     finally:
         if scanner is not None:
             scanner.close()
 
 
-def chunks_of(path: str, stats: ReadStats, chunk_bytes: int | None = None) -> Iterator[bytes]:
-    """The chunks the reader cuts into segments (a generator: nothing is opened before the
-    first); `chunk_bytes` cuts them smaller."""
+def chunks_of(path: str, stats: ReadStats, chunk_bytes: int | None = None) -> cri.Joined:
+    """The chunks the reader cuts into segments (an iterator: nothing is opened before the
+    first), a CRI container log's P/F pieces joined into lines (logmem.parse.cri);
+    `chunk_bytes` cuts them smaller (before the joining, so it is cut too)."""
     chunks = iter_chunks(path, stats)
     if chunk_bytes:
         chunks = (c[i : i + chunk_bytes] for c in chunks for i in range(0, len(c), chunk_bytes))
-    return chunks
+    return cri.Joined(chunks, stats)
 
 
 def _segments(

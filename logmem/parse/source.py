@@ -65,6 +65,11 @@ class ReadStats:
     encoding: str | None = None  # "utf-16-le" etc. when a byte-order mark said so
     stopped: str | None = None
     stop_detail: str | None = None
+    # "cri": a container runtime's log file, its P/F pieces joined (logmem.parse.cri)
+    container: str | None = None
+    joined_lines: int = 0  # logical lines made of two or more pieces
+    cut_lines: int = 0  # unfinished lines cut (the input ended, or too much held behind them)
+    first_cut_line: int | None = None
 
 
 # --- the byte limit ---------------------------------------------------------------------

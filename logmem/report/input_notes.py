@@ -28,6 +28,17 @@ def input_stop_note(why: str, compression: str | None, at: int, detail: str | No
     )
 
 
+def cri_note(st: ReadStats) -> str:
+    """What joining a CRI container log's pieces did (logmem.parse.cri)."""
+    note = f"a CRI container log: {st.joined_lines:,} line(s) split into P/F pieces joined"
+    if st.cut_lines:
+        note += (
+            f"; {st.cut_lines:,} line(s) never finished (first at line {st.first_cut_line}) "
+            "are read up to their last whole word"
+        )
+    return note
+
+
 def stop_sentence(st: ReadStats, who: str = "") -> str:
     """'A (x.log.gz): the gzip stream is cut short after ...' for one input that stopped."""
     assert st.stopped is not None

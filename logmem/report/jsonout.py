@@ -438,6 +438,16 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
                 "ends_with_newline": st.ends_with_newline,
                 "truncated_segments": st.truncated_segments,
                 "encoding": st.encoding,
+                # A CRI container log (logmem.parse.cri): its P/F pieces joined into lines.
+                "cri": (
+                    {
+                        "joined_lines": st.joined_lines,
+                        "cut_lines": st.cut_lines,
+                        "first_cut_line": st.first_cut_line,
+                    }
+                    if st.container == "cri"
+                    else None
+                ),
                 # Reading ended early: "truncated" / "corrupt" stream or "max-bytes"; at_byte
                 # (decompressed) is where, and everything before it was read.
                 "stopped": (

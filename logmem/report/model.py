@@ -30,7 +30,7 @@ from logmem.report.fold import (
     folded_ranks_table,
     leading_ranks,
 )
-from logmem.report.input_notes import input_stop_note, summarised_sentences
+from logmem.report.input_notes import cri_note, input_stop_note, summarised_sentences
 from logmem.report.inputs_text import input_sentences
 from logmem.report.launch_title import launch_title
 from logmem.report.ledger_tables import bucket_tables, ledger_table, ranks_table
@@ -357,6 +357,8 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
             parts.append("no newline at the end (cut off?)")
         if st.encoding:
             parts.append(f"{st.encoding} text")
+        if st.container == "cri":
+            parts.append(cri_note(st))
         if st.truncated_segments:
             parts.append(f"{st.truncated_segments} over-long line(s) cut to 4 MiB")
         if st.stopped:
