@@ -228,6 +228,9 @@ class Bucket:
     line: int
     covers: int = 1  # how many buckets lie between this reading and the next
     bound: Bound = Bound.EXACT  # the cost's: readings at the 0.00 floor (floor_bound)
+    # Where ``size`` comes from (Graph.sample_size): "progress bar", the sizes list's line
+    # ("bs line", "begin line", ...), or None when the size is unknown.
+    size_from: str | None = None
 
 
 class PhaseWhat(Enum):

@@ -226,6 +226,7 @@ def phases_json(led: RankLedger) -> list[dict[str, Any]]:
             item["buckets"] = [
                 {
                     "size": b.size,
+                    "size_from": b.size_from,
                     "avail_gib": gib(b.avail_bytes),
                     "cost_gib": gib(b.cost_bytes),
                     "line": b.line,
