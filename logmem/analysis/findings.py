@@ -14,6 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.context import ContextVsPool as ContextVsPool
+from logmem.analysis.exhausted import Exhausted as Exhausted
+from logmem.analysis.exhausted import exhausted
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_captures import (
     NOTABLE,
@@ -203,6 +205,7 @@ Finding = (
     | BucketsRose
     | NegligibleCaptures
     | LeftFree
+    | Exhausted
     | DraftReleased
     | BottomedOut
     | Imbalance
@@ -297,6 +300,13 @@ def findings(led: LaunchLedger) -> list[Finding]:
         failing = o.failure.ranks if o.failure is not None and end is StartupEnd.CRASHED else ()
         crashed = crashed_rank(rl, failing, led.ranks)
         out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed))
+        if end is StartupEnd.UP:
+            unified = (
+                smi.source.line_no if smi is not None and led.platform.unified_possible else None
+            )
+            ex = exhausted(rl, L, led.sizing, unified)
+            if ex is not None:
+                out.append(ex)
         out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:

@@ -31,6 +31,7 @@ class FindingKind(Enum):
     NEGLIGIBLE_CAPTURES = "negligible_captures"
     CAPTURE_UNMEASURED = "capture_unmeasured"
     LEFT_FREE = "left_free"
+    EXHAUSTED = "exhausted"  # the floor reached before or during capture, yet it came up
     DRAFT_RELEASED = "draft_released"
     BOTTOMED_OUT = "bottomed_out"
     IMBALANCE = "imbalance"

@@ -318,7 +318,7 @@ def launch_json(
         "next_start": _line(L.next_start),
         "repeats": repeats_json(L.repeats),
         "outcome": oc.status,
-        "verdict": verdict_lines(L),
+        "verdict": verdict_lines(L, led),
         "failure": failure_json(oc.failure),
         "runtime_errors": len(oc.runtime_errors),
         "first_runtime_error": error_json(read_errors(oc.runtime_errors[:1])),
