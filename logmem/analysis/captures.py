@@ -187,7 +187,7 @@ def graph_kind(name: str) -> str:
 def _bucket_indices(g: Graph) -> tuple[list[int], int | None, bool]:
     """Each sample's 0-based bucket in capture order, the number of buckets, and whether
     the indices were read (tqdm's n/total or the sizes list) rather than assumed."""
-    order = sorted(g.sizes, reverse=True) if g.sizes else None  # SGLang captures largest first
+    order = g.capture_order
     n = len(order) if order else g.bar_total
     out: list[int] = []
     known = True
@@ -201,7 +201,7 @@ def _bucket_indices(g: Graph) -> tuple[list[int], int | None, bool]:
 
 def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> Span:
     """Buckets lo..hi-1 (capture order); ``size``: the bar's size at bucket lo."""
-    order = sorted(g.sizes, reverse=True) if g.sizes else None
+    order = g.capture_order
     count = hi - lo
     tokens = graph_kind(g.name) == "prefill"
     if order is None and count == 1 and size is not None:
@@ -213,14 +213,16 @@ def _span(g: Graph, lo: int, hi: int, size: int | None = None) -> Span:
 
 
 def _largest(g: Graph, first: Sample, second: Sample, lazy: Facts) -> Cause:
-    """The capture's first (largest) bucket: its bar reading to the next one's."""
+    """The capture's first (largest) bucket: its bar reading to the next one's (its size as
+    the bucket table gives it, Graph.sample_size)."""
+    size = g.sample_size(0)[0] if g.samples and g.samples[0] is first else first.size
     return _derived(
         What.LARGEST,
         first.avail.bytes,
         second.avail.bytes,
         (first.source.line_no, second.source.line_no),
         Facts(
-            span=Span(1, first.size, first.size, graph_kind(g.name) == "prefill"),
+            span=Span(1, size, size, graph_kind(g.name) == "prefill"),
             lazy=lazy.lazy,
             ep_size=lazy.ep_size,
             library=lazy.library,
@@ -259,8 +261,18 @@ def graph_phase(
             covers = (hi - idx[i]) if hi is not None and hi > idx[i] else 1
             bound = floor_bound(smp.avail.bytes, nxt) if nxt is not None else Bound.EXACT
             to_end = i + 1 == len(s) and cost is not None and rules.END_LINE_EMPTIES_CACHE
+            size, size_from = g.sample_size(i)
             buckets.append(
-                Bucket(smp.size, smp.avail.bytes, cost, smp.source.line_no, covers, bound, to_end)
+                Bucket(
+                    size,
+                    smp.avail.bytes,
+                    cost,
+                    smp.source.line_no,
+                    covers,
+                    bound,
+                    to_end,
+                    size_from,
+                )
             )
         consecutive = idx == list(range(len(s)))
         allocs, ep_size = (

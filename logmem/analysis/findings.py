@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, ClassVar
 from logmem.analysis.capture_lever import CaptureLever, capture_lever
 from logmem.analysis.comm_inputs import launch_command
 from logmem.analysis.context import ContextVsPool as ContextVsPool
+from logmem.analysis.exhausted import Exhausted as Exhausted
+from logmem.analysis.exhausted import exhausted
 from logmem.analysis.failures.outcome import outcome
 from logmem.analysis.findings_captures import (
     NOTABLE,
@@ -239,6 +241,7 @@ Finding = (
     | BucketsRose
     | NegligibleCaptures
     | LeftFree
+    | Exhausted
     | DraftReleased
     | BottomedOut
     | Imbalance
@@ -335,6 +338,13 @@ def findings(led: LaunchLedger) -> list[Finding]:
         off = _graphs_off(L)
         lever = capture_lever(L)
         out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed, off, lever))
+        if end is StartupEnd.UP:
+            unified = (
+                smi.source.line_no if smi is not None and led.platform.unified_possible else None
+            )
+            ex = exhausted(rl, L, led.sizing, unified)
+            if ex is not None:
+                out.append(ex)
         out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:

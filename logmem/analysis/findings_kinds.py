@@ -32,6 +32,7 @@ class FindingKind(Enum):
     GRAPHS_OFF = "graphs_off"
     CAPTURE_UNMEASURED = "capture_unmeasured"
     LEFT_FREE = "left_free"
+    EXHAUSTED = "exhausted"  # the floor reached before or during capture, yet it came up
     DRAFT_RELEASED = "draft_released"
     BOTTOMED_OUT = "bottomed_out"
     IMBALANCE = "imbalance"

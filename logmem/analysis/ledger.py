@@ -243,6 +243,10 @@ class Bucket:
         """The cost when it is this bucket's own (bar to bar), else None."""
         return None if self.to_end else self.cost_bytes
 
+    # Where ``size`` comes from (Graph.sample_size): "progress bar", the sizes list's line
+    # ("bs line", "begin line", ...), or None when the size is unknown.
+    size_from: str | None = None
+
 
 class PhaseWhat(Enum):
     """What a phase is: logmem.report.causes words each one."""

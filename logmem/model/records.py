@@ -91,14 +91,39 @@ class Graph:
             return None
         return self.samples[1].avail.bytes - self.end_bytes
 
+    @property
+    def capture_order(self) -> list[int] | None:
+        """The printed sizes in the order SGLang captures them, largest first (None: no list).
+
+        ``capture()`` in ``cuda_graph_runner.py`` iterates ``reversed(self.capture_bs)`` from
+        sglang 0.4.4 on (read in 0.4.4, 0.4.4.post1 - 0.4.9; 0.4.3 and earlier iterate the list
+        ascending but print no reading in the bar), and the bar's description is set before each
+        bucket is captured, so a reading belongs to the bucket it starts."""
+        return sorted(self.sizes, reverse=True) if self.sizes else None
+
     def sample_bucket(self, i: int) -> int | None:
         """The 0-based bucket (capture order) of sample i: from the sizes list, else tqdm's count."""
         smp = self.samples[i]
         # The sizes list is exact; tqdm's count can lag one behind a new description when
         # renders are throttled, so it is only the fallback.
-        if self.sizes and smp.size in self.sizes:
-            return sorted(self.sizes, reverse=True).index(smp.size)
+        order = self.capture_order
+        if order and smp.size in order:
+            return order.index(smp.size)
         return smp.index
+
+    def sample_size(self, i: int) -> tuple[int | None, str | None]:
+        """The size of sample i's bucket and where it comes from: the bar's own ``bs=`` (or
+        num_tokens), else the sizes list at the bucket tqdm's count gives (the old bar format
+        ``Capturing batches (avail_mem=...)`` prints no size: 0.4.4.post1 - 0.4.8), else
+        (None, None). The one assignment the ledger's spans and the bucket table both use."""
+        smp = self.samples[i]
+        if smp.size is not None:
+            return smp.size, "progress bar"
+        order = self.capture_order
+        b = self.sample_bucket(i)
+        if order is not None and b is not None and 0 <= b < len(order):
+            return order[b], self.sizes_source
+        return None, None
 
     @property
     def static_measured(self) -> bool:

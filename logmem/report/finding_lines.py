@@ -8,6 +8,7 @@ from __future__ import annotations
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.findings import (
     ClockOffset,
+    Exhausted,
     LaunchStarted,
     OutOfOrder,
     RepeatedLines,
@@ -35,6 +36,9 @@ def finding_lines(led: LaunchLedger) -> tuple[str, ...]:
     unreliable = unreliable_source(led.launch)
     shared = set(shared_label_ranks(led.launch))
     hedge = "" if not unreliable else _HEDGE_SHARED if shared >= set(unreliable) else _HEDGE
+    # Exhausted is said in the verdict (report.model.verdict_lines), with its fixes.
     return tuple(
-        finding_text(f) + ("" if isinstance(f, _NOT_FROM_LEDGERS) else hedge) for f in led.findings
+        finding_text(f) + ("" if isinstance(f, _NOT_FROM_LEDGERS) else hedge)
+        for f in led.findings
+        if not isinstance(f, Exhausted)
     ) + tuple(t + hedge for t in graph_sentences(led.launch))

@@ -13,7 +13,6 @@ from logmem.analysis.comm_join import communication
 from logmem.analysis.context import ContextVsPool
 from logmem.analysis.failures import outcome, read_errors
 from logmem.analysis.findings_order import set_aside
-from logmem.analysis.model_name import architecture, model_name
 from logmem.model.records import Graph, Launch, Model, Rank, Traceback
 from logmem.parse import events as ev
 from logmem.parse.lines import Source
@@ -26,6 +25,7 @@ from logmem.report.finding_lines import finding_lines
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json, repeats_json, start_json
 from logmem.report.inputs_text import source_json as _line
+from logmem.report.launch_json import command_json, model_named_json
 from logmem.report.sentences import reserve_term_text
 from logmem.report.sizing_json import default_mfs_json, sizing_json
 from logmem.report.uninitialized import uninitialized_json
@@ -35,28 +35,6 @@ if TYPE_CHECKING:
     from logmem.model.analysis import Analysis
 
 SCHEMA = "logmem.analysis/1"
-
-
-def command_json(L: Launch) -> dict[str, Any] | None:
-    """The echoed command line the launch's flags are read from (model.command), or None."""
-    cmd, flags = L.command, L.command_flags
-    if cmd is None or flags is None:
-        return None
-    return {
-        "line": flags.line,
-        "last_line": flags.last_line,
-        "cut_seams": [s.line for s in cmd.seams if s.kind == "cut"],
-        "cuts_whole": cmd.cuts_whole,
-        "flags": [
-            {
-                "name": f.name,
-                "value": None if f.split else f.value,
-                "split": f.split,
-                "line": f.line,
-            }
-            for f in flags.flags
-        ],
-    }
 
 
 def _g(m: Mem | None) -> float | None:
@@ -251,6 +229,7 @@ def phases_json(led: RankLedger) -> list[dict[str, Any]]:
             item["buckets"] = [
                 {
                     "size": b.size,
+                    "size_from": b.size_from,
                     "avail_gib": gib(b.avail_bytes),
                     "cost_gib": gib(b.bucket_cost_bytes),
                     "to_end_line_gib": gib(b.cost_bytes) if b.to_end else None,
@@ -341,12 +320,12 @@ def launch_json(
     return {
         "index": L.index,
         "paths": list(L.paths),
-        "model": _model_named(L),
+        "model": model_named_json(L),
         "start": start_json(L.start),
         "next_start": _line(L.next_start),
         "repeats": repeats_json(L.repeats),
         "outcome": oc.status,
-        "verdict": verdict_lines(L),
+        "verdict": verdict_lines(L, led),
         "failure": failure_json(oc.failure),
         "runtime_errors": len(oc.runtime_errors),
         "first_runtime_error": error_json(read_errors(oc.runtime_errors[:1])),
@@ -486,15 +465,3 @@ def analysis_json(a: Analysis) -> dict[str, Any]:
 
 def render(a: Analysis) -> str:
     return json_text.dumps(analysis_json(a)) + "\n"
-
-
-def _model_named(L: Launch) -> dict[str, Any]:
-    """The model's name and the line that names it (analysis.model_name), and the architecture
-    Load weight end printed; nulls for what the log does not give."""
-    named = model_name(L)
-    return {
-        "name": named.name if named else None,
-        "named_by": named.by.value if named else None,
-        "line": named.line if named else None,
-        "architecture": architecture(L),
-    }

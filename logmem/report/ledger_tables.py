@@ -3,11 +3,11 @@ rank, and a capture's graph buckets."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.captures import total_cost
-from logmem.analysis.ledger import Bound
+from logmem.analysis.ledger import Bound, Bucket
 from logmem.model.records import Rank
 from logmem.report.causes import (
     bound_note,
@@ -198,9 +198,8 @@ def bucket_tables(led: RankLedger) -> list[Table]:
             )
             for b in p.buckets
         )
-        src = p.graph.sizes_source if p.graph is not None else None
         notes = (
-            f"sizes from the {src}" if src else "sizes from the progress bar",
+            _sizes_note(p.buckets),
             "cost = free at this bucket's start minus free at the next bar's",
             *(
                 (
@@ -231,3 +230,17 @@ def bucket_tables(led: RankLedger) -> list[Table]:
             )
         )
     return out
+
+
+def _sizes_note(buckets: Sequence[Bucket]) -> str:
+    """Where the size column comes from, bucket by bucket (Bucket.size_from): the bar's own
+    size, the sizes list (capture order, largest first), or unknown."""
+    sources = {b.size_from for b in buckets}
+    known = sorted(x for x in sources if x is not None)
+    if not known:
+        return "sizes unknown: neither the progress bar nor a sizes list gives them"
+    parts = [
+        f"the {x}" if x == "progress bar" else f"the {x} (captured largest first)" for x in known
+    ]
+    text = "sizes from " + " and ".join(parts)
+    return text + ("; ? = unknown" if None in sources else "")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
+from logmem.analysis.exhausted import Exhausted
 from logmem.analysis.failures import verdict
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -21,6 +22,7 @@ from logmem.parse import events as ev
 from logmem.report.budget_words import mfs_source_text
 from logmem.report.communication import comm_view
 from logmem.report.device_words import device_top
+from logmem.report.exhausted_words import caveat_text, fix_lines
 from logmem.report.finding_lines import finding_lines
 from logmem.report.fold import (
     Fold,
@@ -330,7 +332,7 @@ def launch_report(
     n_other = len(led.ranks) - len(leading)
     sections_t = tuple(sections)
     return LaunchReport(
-        title, tuple(verdict_lines(L)), found, sections_t, led, com, fold, n_other, lead_labels
+        title, tuple(verdict_lines(L, led)), found, sections_t, led, com, fold, n_other, lead_labels
     )
 
 
@@ -342,9 +344,15 @@ def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:
     return replace(led, ranks=tuple(rl for rl in led.ranks if rl.rank in shown))
 
 
-def verdict_lines(L: Launch) -> list[str]:
-    """The verdict sentences every format prints first."""
-    return verdict_text(verdict(L))
+def verdict_lines(L: Launch, led: LaunchLedger | None = None) -> list[str]:
+    """The verdict sentences every format prints first; with the ledger, a launch that came up
+    with free memory at the 0.00 floor before or during capture gets its caveat and fixes."""
+    lines = verdict_text(verdict(L))
+    if led is not None:
+        for f in led.findings:
+            if isinstance(f, Exhausted):
+                lines[1:1] = [caveat_text(f), *fix_lines(f)]
+    return lines
 
 
 def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:

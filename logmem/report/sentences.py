@@ -14,6 +14,7 @@ from logmem.analysis.sizing import Sizing
 from logmem.report import budget_words as budget_words  # registers PoolsVsBudget's words
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
 from logmem.report import draft_words as draft_words  # registers its findings' words
+from logmem.report import exhausted_words as exhausted_words  # registers Exhausted's words
 from logmem.report import kv_logged_words as kv_logged_words  # registers KVPoolsLogged's words
 from logmem.report import order_sentences as order_sentences  # registers its findings' words
 from logmem.report import post_capture_words as post_capture_words  # registers its words

@@ -152,11 +152,24 @@ def _window(w: WhatIfView) -> str:
             f"unknown.{top}"
         )
     if w.window_top_floored and lo is not None and (u is None or not u.memory_related):
-        top = (
-            f" Up to {hi:.3f} the reading stays >= {reserve:.2f} GiB, so the top is at most {hi:.3f}."
-            if hi is not None
-            else ""
-        )
+        # A floored reading is an upper bound of the headroom at every setting: at the logged
+        # one memory was already exhausted, so the top lies below it (and below hi, where even
+        # that bound falls under the reserve).
+        m0 = w.measured.mem_fraction_static
+        top = ""
+        if m0 is not None:
+            top = (
+                f" At {m0:.3f}, the logged setting, free memory was already exhausted, so the top "
+                f"is below {m0:.3f}"
+            )
+            if hi is not None and hi < m0 - 0.0005:
+                top += (
+                    f", and at most {hi:.3f} to keep {reserve:.2f} GiB free (above it even the "
+                    "most the reading allows is less)"
+                )
+            top += "."
+        elif hi is not None:
+            top = f" The top is at most {hi:.3f}: above it even the most the reading allows is less than {reserve:.2f} GiB."
         return (
             f"[{lo:.3f}, ?]: from {lo:.3f} the KV pool is positive. The top cannot be judged: free "
             "memory after capture reads 0.00 GiB, the driver's zero (SGLang sets no floor), so the real "
