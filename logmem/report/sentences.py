@@ -34,21 +34,30 @@ from logmem.report.finding_base import finding_text as finding_text
 from logmem.report.finding_base import g as _g
 from logmem.report.finding_base import graphs_name as graphs_name
 from logmem.report.formula import kv_rule_text
+from logmem.report.released_words import weights_release_text
 from logmem.sglang import rules
 
 
 @finding_text.register
 def _(f: fd.Weights) -> str:
+    # A later release may be a temporary the load held: the drop is then the step's, not the
+    # weights' own size.
+    lead = (
+        f"The weight step took {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})"
+        if f.released is not None
+        else f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})"
+    )
+    tail = weights_release_text(f.released) if f.released is not None else ""
     if f.cpu_offload_gb:
         # cpu_offload_gb caps what each rank offloads (GiB: SGLang multiplies by 1024**3); the
         # log does not say how much was offloaded, only what stayed on the GPU.
         return (
-            f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}); up to "
+            f"{lead}; up to "
             f"{f.cpu_offload_gb:g} GiB of each rank's weights may live in CPU memory "
             f"(cpu_offload_gb={f.cpu_offload_gb:g}), so {_g(f.bytes)} GiB is what stayed on the "
-            "GPU, not the model's share per rank."
+            f"GPU, not the model's share per rank.{tail}"
         )
-    return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})."
+    return f"{lead}.{tail}"
 
 
 def _per_token(sz: Sizing) -> str:
@@ -251,9 +260,20 @@ def _at_bucket(f: fd.BottomedOut) -> str:
 
 @finding_text.register
 def _(f: fd.BottomedOut) -> str:
+    at = f"line {f.line}, {phase_name(f.phase)}{_at_bucket(f)}"
+    u = f.unsampled
+    if u is not None:
+        # No readings inside the capture: free memory there may have gone lower (graphs, and a
+        # release that came only later), so this is the least reading, not the least point.
+        bars = "only one bar reading" if u.buckets else "no bar readings"
+        return (
+            f"The lowest reading of free memory is {_g(f.bytes)} GiB ({at}), before it rose to "
+            f"{_g(f.last_bytes)} GiB. Inside {phase_name(u)}, which the log does not sample "
+            f"({bars}), it may have been lower: what an extra allocation there would have to "
+            f"fit in is at most {_g(f.bytes)} GiB."
+        )
     return (
-        f"Free memory bottomed out at {_g(f.bytes)} GiB (line {f.line}, {phase_name(f.phase)}"
-        f"{_at_bucket(f)}) "
+        f"Free memory bottomed out at {_g(f.bytes)} GiB ({at}) "
         f"before rising to {_g(f.last_bytes)} GiB: the lowest point is what an extra "
         "allocation there would have to fit in."
     )

@@ -361,6 +361,13 @@ def _(n: cn.LowPointBinds) -> str:
             if n.after_capture
             else ""
         )
+        + (
+            f" It is the lowest reading, not the lowest point: the log has no readings inside "
+            f"the {n.unsampled} capture there, where free memory may have gone lower, so the "
+            "headroom figures (and where the headroom runs out) are upper bounds."
+            if n.unsampled
+            else ""
+        )
     )
 
 

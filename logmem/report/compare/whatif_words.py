@@ -219,7 +219,13 @@ def top_unknown_text(t: wf.TopUnknown) -> str:
         f"and the lowest free memory during it are unknown, and the log lacks {missing}."
     )
     if t.at_most is not None:
-        text += f" Above {t.at_most:.3f} the headroom after capture would not stay."
+        # From the readings around the capture; inside it free memory is not known (the release
+        # masks it), so the headroom there is at most this and may run out lower too.
+        text += (
+            f" Above {t.at_most:.3f} the headroom would not stay even at the log's readings; free "
+            "memory inside the capture may have gone lower, so below it the headroom is an upper "
+            "bound."
+        )
     return text
 
 
