@@ -56,7 +56,10 @@ def test_a_context_fit_that_leaves_too_little_outside_the_pool_is_not_offered() 
     assert "leaves 0.00 GiB outside the pool" in d["full_context"], d["full_context"]
     log = corpus_log("041-")
     r = CliRunner().invoke(cli, ["whatif", str(log)])
-    assert "not a usable setting; lower --context-length" in " ".join(r.output.split())
+    # 041 released 5.29 GiB after sizing: the readings' verdict, conditional (review C #1).
+    out = " ".join(r.output.split())
+    assert "less than this launch used there after sizing (at least 0.39 GiB)" in out
+    assert "until then lower --context-length" in out
 
 
 def test_the_window_top_keeps_the_low_point_after_the_pool_not_only_the_end() -> None:

@@ -46,6 +46,7 @@ from logmem.analysis.ledger import (
 )
 from logmem.analysis.platform import Platform, platform
 from logmem.analysis.post_capture import committed_between
+from logmem.analysis.released import later_release
 from logmem.analysis.sizing import GraphReserve, Sizing, graph_reserve, sizing
 from logmem.frozen import frozen
 from logmem.model.records import Graph, Launch, Model, Rank
@@ -471,7 +472,7 @@ def build_ledger(
         (),
         hint,
         platform=plat,
-        context=context_vs_pool(used, sz, _least_free(ranks, binding)),
+        context=context_vs_pool(used, sz, _least_free(ranks, binding), later_release(ranks)),
         device_totals=totals,
         pre_start=tuple(pre_starts(launch, ranks, totals).values()),
         default_mfs=dmfs,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.projection import PoolProjection
+from logmem.analysis.released import LaterRelease
 from logmem.analysis.sizing import full_pool, line_cell
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -75,6 +76,22 @@ class ContextVsPool:
     # A hybrid SWA model's SWA pool tokens: from sglang 0.5.9 the request cap takes the smaller
     # of the two pools (rules.max_request_len), so below the cap it makes the cap era-dependent.
     swa_tokens: int | None = None
+    # Memory released after sizing on every rank (logmem.analysis.released): the readings the
+    # verdict is priced from held it, so "on this GPU" is not what they show.
+    released: LaterRelease | None = None
+    # The pool at the launch's own mem_fraction_static had that memory been free before sizing,
+    # by SGLang's rule: (another process held it, so P and A were both that much higher; this
+    # launch's load held it, so A alone). None without the projection.
+    tokens_if_released: tuple[int, int] | None = None
+
+    @property
+    def released_holds_context(self) -> bool | None:
+        """Whether, with the release free before sizing, the launch's own setting would hold one
+        full context in both cases (None: not computed)."""
+        t, ctx = self.tokens_if_released, self.context_len
+        if t is None or ctx is None:
+            return None
+        return all(rules.context_fits(x, ctx) for x in t)
 
     @property
     def ceiling_too_small(self) -> bool:
@@ -163,10 +180,14 @@ class ContextVsPool:
 
 
 def context_vs_pool(
-    launch: Launch, sz: Sizing | None, least_free_after_pools: int | None = None
+    launch: Launch,
+    sz: Sizing | None,
+    least_free_after_pools: int | None = None,
+    released: LaterRelease | None = None,
 ) -> ContextVsPool | None:
     """The launch's fact, or None when the log prints no KV token count.
-    ``least_free_after_pools``: the binding rank's least free reading after its pool step."""
+    ``least_free_after_pools``: the binding rank's least free reading after its pool step;
+    ``released``: memory released after sizing on every rank (logmem.analysis.released)."""
     s = launch.summary
     args = launch.args
     kv, kv_src, line = (s.max_total_num_tokens, "summary", s.source.line_no) if s else (0, "", 0)
@@ -212,7 +233,20 @@ def context_vs_pool(
         else None,
         _ceiling(launch) if proj is None else None,
         _swa_tokens(launch),
+        released,
+        _if_released(proj, released),
     )
+
+
+def _if_released(
+    proj: PoolProjection | None, released: LaterRelease | None
+) -> tuple[int, int] | None:
+    """The pool at the launch's mfs with the release free before sizing: another process (P and
+    A both higher by what every rank released) and a temporary of the load (A alone)."""
+    if proj is None or released is None or proj.m0 is None:
+        return None
+    r = released.least_bytes
+    return proj.pool_tokens_with(proj.m0, r, r), proj.pool_tokens_with(proj.m0, r)
 
 
 def _swa_tokens(launch: Launch) -> int | None:

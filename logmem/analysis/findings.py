@@ -80,6 +80,7 @@ from logmem.analysis.ledger import Bound, Bucket, Cause, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
 from logmem.analysis.mfs_inferred import backsolved_mfs
+from logmem.analysis.released import LaterRelease, later_release
 from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
@@ -101,6 +102,9 @@ class Weights:
     model_type: str
     cpu_offload_gb: float | None
     line: int
+    # Memory released after sizing on every rank (logmem.analysis.released): the weight step's
+    # drop may hold a load-time temporary, so it is the step's, not the weights' own size.
+    released: LaterRelease | None = None
 
 
 @frozen
@@ -142,6 +146,9 @@ class BottomedOut:
     phase: Phase
     last_bytes: int
     bucket: Bucket | None = None  # a capture's bucket reading, below the phase's own ends
+    # The capture the reading begins, ends or lies in, when the log does not sample it (at most
+    # one bar reading, RankLedger.unsampled_capture_at): the lowest reading, not the low point.
+    unsampled: Phase | None = None
 
 
 @frozen
@@ -279,6 +286,7 @@ def findings(led: LaunchLedger) -> list[Finding]:
                 t.weights_end.model_type,
                 offload,
                 t.weights_end.source.line_no,
+                later_release(led.ranks),
             )
         )
     if t and t.committed and not t.weights_end:
@@ -407,7 +415,8 @@ def _rank(
         out.append(left_free(rl, rl.last_bytes, end, served, unmeasured_after, rank, crashed))
         low = rl.lowest_reading()
         if low is not None and low[0] < rl.last_bytes - 10 * TINY:
-            out.append(BottomedOut(low[0], low[1], low[2], rl.last_bytes, low[3]))
+            unsampled = rl.unsampled_capture_at(low[1])
+            out.append(BottomedOut(low[0], low[1], low[2], rl.last_bytes, low[3], unsampled))
     return out
 
 

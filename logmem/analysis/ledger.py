@@ -367,6 +367,12 @@ class RankLedger:
             None,
         )
 
+    def phases_after_pools(self) -> tuple[Phase, ...]:
+        """The phases after the target's pool step (SGLang sized the KV pool at its start, so
+        all of them come after sizing); () without a pool step."""
+        start = self._pool_step()
+        return () if start is None else self.phases[start + 1 :]
+
     def least_free_from_pools(self) -> tuple[int, int] | None:
         """(bytes, line) of the least free reading from the target's pool step on: what the
         pool left, less whatever came after it (workspaces, graphs, a draft model); a later
@@ -391,6 +397,21 @@ class RankLedger:
                 if best is None or x[0] < best[0]:
                     best = x
         return best
+
+    def unsampled_capture_at(self, line: int) -> Phase | None:
+        """The capture that the reading on ``line`` begins, ends or lies in, when the log has at
+        most one bar reading inside it (grep-filtered logs print none, some only the 100% bar):
+        free memory inside it is unknown, and may have been lower than any reading."""
+        return next(
+            (
+                p
+                for p in self.phases
+                if p.what is PhaseWhat.CAPTURE
+                and p.lines[0] <= line <= p.lines[1]
+                and len(p.buckets) <= 1
+            ),
+            None,
+        )
 
     def free_after_pools(self) -> tuple[int, int] | None:
         """(bytes, line) of the reading that ends the target's pool step, or the draft's pool

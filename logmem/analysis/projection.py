@@ -126,6 +126,23 @@ class PoolProjection:
             t = min(t, self.max_total_tokens)
         return max(t, 0)
 
+    def pool_tokens_with(self, m: float, extra_after: int, extra_pre: int = 0) -> int:
+        """The KV tokens at ``m`` had the readings been higher: ``extra_after`` more free after
+        the weights and ``extra_pre`` more before them (memory the launch released after sizing,
+        logmem.analysis.released), priced like ``pool_tokens`` from the logged pool."""
+        sz = self.sz
+        rest = kv_budget_bytes(
+            sz.after_weights_bytes + extra_after, sz.pre_load_bytes + extra_pre, sz.rule_mfs_for(m)
+        )
+        kv = int(rest * self.share)
+        if kv <= 0:
+            return 0
+        base = self.base if self.base is not None else self.tokens(self.m0)
+        t = base + int((kv - self._kv0) // self.sizing_bpt) // self.page * self.page
+        if self.max_total_tokens is not None:
+            t = min(t, self.max_total_tokens)
+        return max(t, 0)
+
     def smallest_mfs_for_context(self, context_len: int) -> float | None:
         """From which mem_fraction_static the pool holds one full context (None: not even 1.0)."""
         return smallest_mfs_holding(self.pool_tokens, context_len)

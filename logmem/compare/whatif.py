@@ -31,8 +31,7 @@ from logmem.compare.whatif_facts import (
     budget_pools,
     context_check,
     draft_pool,
-    low_points,
-    lows_after_capture,
+    low_point_facts,
     main_buckets,
     top_unknown,
 )
@@ -306,13 +305,10 @@ def whatif_launch(
     # The least free reading from the pool step on, per rank: a later phase can give memory
     # back (036: the draft's pool step at 0.81 GiB, 2.74 at the end), and a larger pool has to
     # fit at that low point as well as at the end.
-    low = low_points(led, after)
-    past = lows_after_capture(led, low, main.graph if main is not None else None)
-    binds = min((v for v in low.values() if v[0] < after[v[2]][0]), default=None)
+    # A low point at a capture the log does not sample is a lowest reading (``unsampled``).
+    low, past, unsampled, binds = low_point_facts(led, after, main.graph if main else None)
     if binds is not None:
-        assumptions.append(
-            cn.LowPointBinds(binds[2], binds[0], binds[1], after[binds[2]][0], binds[2] in past)
-        )
+        assumptions.append(binds)
 
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
@@ -371,7 +367,8 @@ def whatif_launch(
             as_launched=same,
             pools=budget_pools(sz, t, t0, md.bpt) + ((draft,) if draft is not None else ()),
             draft_change_bytes=d_change,
-            low_point_unknown=md.masked is not None and extra > 0,
+            low_point_unknown=(md.masked is not None or unsampled is not None) and extra > 0,
+            headroom_upper=unsampled is not None,
             graph_error_bytes=graph_error(bs),
             graph_upper=graph_upper(bs) if not bounded else None,
         )
@@ -460,6 +457,8 @@ def whatif_launch(
             outside_at_fit_bytes=c.outside_at_fit_bytes,
             used_outside_bytes=c.used_outside_bytes,
         )
+    if c is not None and c.released is not None and c.context_len == md.ctx:
+        context = replace(context, fact=c)  # memory released after sizing (analysis.released)
     assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
     if use is not None and cuda_graph_max_bs is not None and priced and disabled is None:
         assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))

@@ -419,6 +419,39 @@ def low_points(
     return out
 
 
+def unsampled_low(
+    led: LaunchLedger,
+    low: Mapping[str, tuple[int, int, str]],
+    after: Mapping[str, tuple[int, int]],
+) -> str | None:
+    """The label of a capture with no readings inside it (RankLedger.unsampled_capture_at) where
+    a rank's low point, below its end, sits: that is then the lowest reading, free memory inside
+    the capture may have gone lower, and headroom built on it is an upper bound. None: none."""
+    for rank, (b, line, _r) in low.items():
+        rl = led.rank(rank)
+        u = rl.unsampled_capture_at(line) if rl is not None and b < after[rank][0] else None
+        if u is not None:
+            return u.graph.label if u.graph is not None else "graph"
+    return None
+
+
+def low_point_facts(
+    led: LaunchLedger, after: Mapping[str, tuple[int, int]], graph: str | None
+) -> tuple[dict[str, tuple[int, int, str]], frozenset[str], str | None, cn.LowPointBinds | None]:
+    """(low_points, lows_after_capture, unsampled_low, the note for the binding low point below
+    its rank's end, or None)."""
+    low = low_points(led, after)
+    past = lows_after_capture(led, low, graph)
+    unsampled = unsampled_low(led, low, after)
+    b = min((v for v in low.values() if v[0] < after[v[2]][0]), default=None)
+    note = (
+        cn.LowPointBinds(b[2], b[0], b[1], after[b[2]][0], b[2] in past, unsampled)
+        if b is not None
+        else None
+    )
+    return low, past, unsampled, note
+
+
 def lows_after_capture(
     led: LaunchLedger, low: Mapping[str, tuple[int, int, str]], graph: str | None
 ) -> frozenset[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from logmem.analysis.context import ContextVsPool
 from logmem.analysis.findings_sizing import PoolsVsBudget
 from logmem.analysis.ledger import Lazy
 from logmem.compare.comparable import Mismatch
@@ -150,6 +151,9 @@ class LowPointBinds:
     line: int
     final_bytes: int
     after_capture: bool = False  # it comes after the resized graph's capture ended
+    # The capture (its label) the low reading borders, when the log has no readings inside it
+    # (whatif_facts.unsampled_low): the headroom figures are then upper bounds.
+    unsampled: str | None = None
 
 
 @frozen
@@ -253,3 +257,6 @@ class ContextCheck:
     top_at_least: bool = False
     outside_at_fit_bytes: int | None = None  # TOO_LITTLE_OUTSIDE: P x (1 - lo)
     used_outside_bytes: int | None = None  # TOO_LITTLE_OUTSIDE: what the launch used there
+    # analyze's fact, when memory was released after sizing (ContextVsPool.released): the
+    # readings the check is priced from held it, so it is this launch's verdict, not the GPU's.
+    fact: ContextVsPool | None = None

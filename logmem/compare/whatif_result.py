@@ -62,6 +62,9 @@ class Prediction:
     # (capture_lists.CaptureTop.sizes) and the larger is priced; "other graphs": other
     # batch-sized graphs (the draft's) held as measured under a smaller max bs.
     graph_upper: str | None = None
+    # The headroom rests on a lowest reading at a capture the log does not sample inside
+    # (whatif_facts.unsampled_low): free memory may have gone lower there, so it is at most this.
+    headroom_upper: bool = False
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""

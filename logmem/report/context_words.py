@@ -7,6 +7,7 @@ Only figures the fact holds (what the log printed, SGLang's rule on them, the pr
 from __future__ import annotations
 
 from logmem.analysis.context import ContextVsPool
+from logmem.report.released_words import released_verdict
 from logmem.units import format_gib
 
 
@@ -63,6 +64,12 @@ def _too_long(f: ContextVsPool) -> str:
         full = (
             f" gives {f.tokens_at_full_mfs:,} tokens" if f.tokens_at_full_mfs else " is not enough"
         )
+        if f.released is not None:
+            return (
+                f"{text}. At the free memory SGLang read when it sized the pool, no "
+                f"--mem-fraction-static serves the full context: even 1.0{full} (logmem whatif)."
+                f"{released_verdict(f, lower)}"
+            )
         return (
             f"{text}. No --mem-fraction-static serves the full context: even 1.0{full} "
             f"(logmem whatif); {lower}"
@@ -70,13 +77,19 @@ def _too_long(f: ContextVsPool) -> str:
     if now is not None and lo <= now:
         return f"{text}. {lower[0].upper()}{lower[1:]}"  # print rounding: the projection holds it
     if f.fit_leaves_too_little:
-        return (
-            f"{text}. The pool cannot be enlarged enough on this GPU: one full context "
-            f"needs --mem-fraction-static {lo:.3f}, which leaves "
+        short = (
+            f"one full context needs --mem-fraction-static {lo:.3f}, which leaves "
             f"{format_gib(max(f.outside_at_fit_bytes or 0, 0))} GiB outside the pool, less than "
             f"this launch used there after sizing (at least {format_gib(f.used_outside_bytes or 0)}"
-            f" GiB: request table, workspaces, graphs; activations need more at run time); {lower}"
+            " GiB: request table, workspaces, graphs; activations need more at run time)"
         )
+        if f.released is not None:
+            # The readings held memory given back later: they price this launch, not the GPU.
+            return (
+                f"{text}. At the free memory SGLang read when it sized the pool, {short}."
+                f"{released_verdict(f, lower)}"
+            )
+        return f"{text}. The pool cannot be enlarged enough on this GPU: {short}; {lower}"
     return (
         f"{text}. To serve the full context, enlarge the pool: from --mem-fraction-static {lo:.3f} "
         f"it holds one full context{_outside(f)} (whether the graphs then fit: logmem whatif); "

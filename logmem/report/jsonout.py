@@ -298,6 +298,12 @@ def context_json(c: ContextVsPool | None) -> dict[str, Any] | None:
         "used_outside_budget_bytes": c.used_outside_bytes,
         "fit_leaves_too_little": c.fit_leaves_too_little,
         "tokens_ceiling": dataclasses.asdict(c.ceiling) if c.ceiling is not None else None,
+        # Memory released after sizing on every rank (analysis.released), and the pool at the
+        # launch's mfs had it been free before sizing: [another process held it, the load did].
+        "released_after_sizing": [dataclasses.asdict(r) for r in c.released.ranks]
+        if c.released is not None
+        else None,
+        "tokens_if_released": list(c.tokens_if_released) if c.tokens_if_released else None,
         "max_total_tokens": c.max_total_tokens,
         "radix_cache": c.radix_cache,
         "finding": c.applies,

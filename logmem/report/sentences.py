@@ -15,6 +15,7 @@ from logmem.report import budget_words as budget_words  # registers PoolsVsBudge
 from logmem.report import capture_sentences as capture_sentences  # registers its findings' words
 from logmem.report import draft_words as draft_words  # registers its findings' words
 from logmem.report import exhausted_words as exhausted_words  # registers Exhausted's words
+from logmem.report import imbalance_words as imbalance_words  # registers Imbalance's words
 from logmem.report import kv_logged_words as kv_logged_words  # registers KVPoolsLogged's words
 from logmem.report import order_sentences as order_sentences  # registers its findings' words
 from logmem.report import post_capture_words as post_capture_words  # registers its words
@@ -35,21 +36,30 @@ from logmem.report.finding_base import finding_text as finding_text
 from logmem.report.finding_base import g as _g
 from logmem.report.finding_base import graphs_name as graphs_name
 from logmem.report.formula import kv_rule_text
+from logmem.report.released_words import weights_release_text
 from logmem.sglang import rules
 
 
 @finding_text.register
 def _(f: fd.Weights) -> str:
+    # A later release may be a temporary the load held: the drop is then the step's, not the
+    # weights' own size.
+    lead = (
+        f"The weight step took {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})"
+        if f.released is not None
+        else f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})"
+    )
+    tail = weights_release_text(f.released) if f.released is not None else ""
     if f.cpu_offload_gb:
         # cpu_offload_gb caps what each rank offloads (GiB: SGLang multiplies by 1024**3); the
         # log does not say how much was offloaded, only what stayed on the GPU.
         return (
-            f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type}); up to "
+            f"{lead}; up to "
             f"{f.cpu_offload_gb:g} GiB of each rank's weights may live in CPU memory "
             f"(cpu_offload_gb={f.cpu_offload_gb:g}), so {_g(f.bytes)} GiB is what stayed on the "
-            "GPU, not the model's share per rank."
+            f"GPU, not the model's share per rank.{tail}"
         )
-    return f"Weights take {_g(f.bytes)} GiB per rank on {_on(f.rank)} ({f.model_type})."
+    return f"{lead}.{tail}"
 
 
 def _per_token(sz: Sizing) -> str:
@@ -257,9 +267,20 @@ def _at_bucket(f: fd.BottomedOut) -> str:
 
 @finding_text.register
 def _(f: fd.BottomedOut) -> str:
+    at = f"line {f.line}, {phase_name(f.phase)}{_at_bucket(f)}"
+    u = f.unsampled
+    if u is not None:
+        # No readings inside the capture: free memory there may have gone lower (graphs, and a
+        # release that came only later), so this is the least reading, not the least point.
+        bars = "only one bar reading" if u.buckets else "no bar readings"
+        return (
+            f"The lowest reading of free memory is {_g(f.bytes)} GiB ({at}), before it rose to "
+            f"{_g(f.last_bytes)} GiB. Inside {phase_name(u)}, which the log does not sample "
+            f"({bars}), it may have been lower: what an extra allocation there would have to "
+            f"fit in is at most {_g(f.bytes)} GiB."
+        )
     return (
-        f"Free memory bottomed out at {_g(f.bytes)} GiB (line {f.line}, {phase_name(f.phase)}"
-        f"{_at_bucket(f)}) "
+        f"Free memory bottomed out at {_g(f.bytes)} GiB ({at}) "
         f"before rising to {_g(f.last_bytes)} GiB: the lowest point is what an extra "
         "allocation there would have to fit in."
     )
@@ -283,72 +304,6 @@ def _(f: fd.UnifiedMemory) -> str:
         "such as GB10 or on a MIG slice; on a unified-memory device every 'free' figure below is "
         "the system's available RAM, shared with the OS, its page cache and other processes."
     )
-
-
-@finding_text.register
-def _(f: fd.Imbalance) -> str:
-    names = [f.binding_rank or "one rank", *f.tied_ranks]
-    others = (
-        ", ".join(f.tied_ranks) if len(f.tied_ranks) <= 2 else f"{len(f.tied_ranks)} other ranks"
-    )
-    least = names[0] if len(names) == 1 else f"{names[0]} and {others}"
-    text = (
-        f"Ranks differ by {_g(f.gap_bytes)} GiB of free memory before loading"
-        + (f" ({f.richest_rank} the most, {least} the least)" if f.richest_rank else "")
-        + "; SGLang sizes every rank's KV pool from the least"
-    )
-    if f.kv_tokens:
-        at = (
-            f": {_g(f.loss_bytes or 0)} GiB at SGLang's sizing cell of {f.sizing_cell:,.0f} bytes "
-            "per token"
-            if f.sizing_cell
-            else f", at {f.shared_price:,.0f} bytes per token with the other pools' share"
-            if f.shared_price
-            else ""
-        )
-        text += (
-            f": each pool is about {f.kv_tokens:,} tokens smaller than if every rank had "
-            f"{f.richest_rank or 'the most'}'s (mem_fraction_static x the gap{at})"
-        )
-        if f.tied_ranks:
-            has = "has" if len(f.tied_ranks) == 1 else "have"
-            text += (
-                f"; freeing memory on {f.binding_rank} alone gains nothing: "
-                f"{others} {has} as little"
-            )
-    if f.init_usage_range is not None and f.before_init_gap_bytes is not None:
-        lo, hi = f.init_usage_range
-        before, gap = f.before_init_gap_bytes, f.gap_bytes
-        init = f"distributed init (its mem usage is {_g(lo)} to {_g(hi)} GiB across ranks)"
-        if before * 5 <= gap:
-            text += f". The gap opens in {init}, not before SGLang started"
-        elif before * 5 >= gap * 4 and f.parity is not None:
-            text += (
-                f". It is there at the first reading ({_g(before)} GiB apart before distributed "
-                f"init) and follows TP-rank parity: {_parity(f.parity)}; a split that falls on "
-                "every other device points at the devices or their runtime (e.g. one of each "
-                "pair holding more), not at other processes on some of them"
-            )
-        elif before * 5 >= gap * 4:
-            text += (
-                f". It is there at the first reading ({_g(before)} GiB apart before distributed "
-                "init): other processes on some GPUs, or GPUs of different sizes"
-            )
-        else:
-            text += (
-                f". {_g(before)} GiB of it is there at the first reading (other processes, or "
-                f"GPUs of different sizes); the rest opens in {init}"
-            )
-    return text + "."
-
-
-def _band(lo_hi: tuple[int, int]) -> str:
-    lo, hi = lo_hi
-    return f"{_g(lo)} GiB" if _g(lo) == _g(hi) else f"{_g(lo)}-{_g(hi)} GiB"
-
-
-def _parity(p: fd.ParitySplit) -> str:
-    return f"every even TP rank has {_band(p.even)} free, every odd one {_band(p.odd)}"
 
 
 _SNAPSHOT = "a torch memory snapshot taken during start-up (logmem snapshot)"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import singledispatch
 
 from logmem.analysis.ledger import Lazy
 from logmem.compare import notes as cn
 from logmem.errors import FitError, NoSlopeError
 from logmem.report.causes import on_gpu as _on
 from logmem.report.compare import comparable as cmpw
+from logmem.report.compare import slope_notes as slope_notes  # registers its notes
 from logmem.report.compare.causes import (
     attention_tp_text,
     first_bucket_text,
@@ -24,6 +24,8 @@ from logmem.report.compare.causes import (
     uninitialized_text,
 )
 from logmem.report.compare.graph_words import largest_becomes_text
+from logmem.report.compare.note_base import note_text as note_text
+from logmem.report.compare.note_base import texts as texts
 from logmem.report.compare.words import (
     era_text,
     failed_bucket_slope_text,
@@ -39,73 +41,6 @@ from logmem.units import format_gib as _gs
 
 # Every bucket cost or static size is a difference of two printed readings.
 _E = DIFFERENCE_RESOLUTION_GIB
-
-
-@singledispatch
-def note_text(n: object) -> str:
-    raise TypeError(f"no sentence for {type(n).__name__}")
-
-
-def texts(ns: tuple[object, ...]) -> tuple[str, ...]:
-    return tuple(note_text(n) for n in ns)
-
-
-# --- why no slope, no split ------------------------------------------------------------------
-
-
-@note_text.register
-def _(n: cn.SlopeNotAsked) -> str:
-    return "not computed (--no-slope)"
-
-
-@note_text.register
-def _(n: cn.SlopeNoArgs) -> str:
-    return (
-        f"not computed: {' and '.join(n.missing)} printed no server_args, so the other settings "
-        "cannot be checked"
-    )
-
-
-@note_text.register
-def _(n: cn.SlopeNotVaried) -> str:
-    who = "both launches" if len(n.sizes) == 2 else f"all {len(n.sizes)} launches"
-    size = n.sizes[0] if n.sizes else None
-    if size is not None and all(x == size for x in n.sizes):
-        where = ""
-        if all(n.from_args):
-            none = "neither log prints" if len(n.sizes) == 2 else "no log prints"
-            where = f" (server_args' cuda_graph_max_bs: {none} its captured sizes)"
-        elif any(n.from_args):
-            where = " (server_args' cuda_graph_max_bs where a log prints no captured sizes)"
-        return (
-            f"none: {who} capture the same largest batch size {size}{where}; a slope needs two "
-            "different sizes"
-        )
-    known = [str(x) for x in n.sizes if x is not None]
-    seen = f" (largest captured batch sizes {', '.join(known)})" if len(known) > 1 else ""
-    return (
-        f"none: the launches print the same cuda_graph_max_bs / cuda_graph_bs{seen}; a slope "
-        "needs two launches that set different sizes"
-    )
-
-
-@note_text.register
-def _(n: cn.SlopeConfounded) -> str:
-    hint = (
-        " (SGLang derives its default mem_fraction_static from cuda_graph_max_bs: pass it to both)"
-        if n.mfs_hint
-        else ""
-    )
-    return (
-        f"none: besides the CUDA-graph batch sizes the launches differ in "
-        f"{'; '.join(n.parts)}, so a slope would mix their effects{hint}. "
-        "--allow-diff KEY fits one anyway."
-    )
-
-
-@note_text.register
-def _(n: cn.SlopeNoRows) -> str:
-    return "none: no graph family has readings that differ in rows in both launches"
 
 
 # --- notes -----------------------------------------------------------------------------------
@@ -359,6 +294,13 @@ def _(n: cn.LowPointBinds) -> str:
             " It comes after the decode graphs' capture ended, so a change of their memory "
             "(either way) holds there too."
             if n.after_capture
+            else ""
+        )
+        + (
+            f" It is the lowest reading, not the lowest point: the log has no readings inside "
+            f"the {n.unsampled} capture there, where free memory may have gone lower, so the "
+            "headroom figures (and where the headroom runs out) are upper bounds."
+            if n.unsampled
             else ""
         )
     )

@@ -64,7 +64,7 @@ class PredictionView:
 
 def _bounds(p: Prediction) -> tuple[str, str]:
     graph = "unknown" if not p.graph_known else "exact" if p.graph_exact else "at least"
-    head = "exact" if p.headroom_exact else "at most"
+    head = "exact" if p.headroom_exact and not p.headroom_upper else "at most"
     if p.graph_upper and graph == "exact":  # graphs at most, so the headroom at least
         graph, head = "at most", "at least" if head == "exact" else head
     if p.graph_error_bytes != 0:  # a slope prices the graphs

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from logmem.compare import whatif_facts as wf
 from logmem.compare import whatif_sizes as ws
+from logmem.report.compare import whatif_pool_words as whatif_pool_words  # registers its notes
 from logmem.report.compare.notes import note_text
 from logmem.report.lever_words import why_unknown
 from logmem.report.uninitialized import listed
 from logmem.sglang.capture_align import Alignment
 from logmem.sglang.decode_max_bs import CLAMP_RELEASES
 from logmem.sglang.deepep_v2_budget import V2_ENV, V2_RELEASES
-from logmem.sglang.default_mfs import Rule
-from logmem.sglang.rules import DECODE_GRAPH_MIB_PER_BS
 from logmem.units import format_gib as _gs
 
 
@@ -220,7 +219,13 @@ def top_unknown_text(t: wf.TopUnknown) -> str:
         f"and the lowest free memory during it are unknown, and the log lacks {missing}."
     )
     if t.at_most is not None:
-        text += f" Above {t.at_most:.3f} the headroom after capture would not stay."
+        # From the readings around the capture; inside it free memory is not known (the release
+        # masks it), so the headroom there is at most this and may run out lower too.
+        text += (
+            f" Above {t.at_most:.3f} the headroom would not stay even at the log's readings; free "
+            "memory inside the capture may have gone lower, so below it the headroom is an upper "
+            "bound."
+        )
     return text
 
 
@@ -271,85 +276,6 @@ def _(n: wf.DeepEPv2Refuses) -> str:
         f"decode graph dispatches {tokens} per rank, "
         f"above {V2_ENV} ({cap}). Raise it to {r.tokens:,} or more, or keep max bs at "
         f"{r.max_bs_that_fits:,} or less; the figures here assume the start-up went on."
-    )
-
-
-@note_text.register
-def _(n: wf.CappedAtRequestPool) -> str:
-    # No line: the pool predicted at the new setting (a hybrid Mamba model's slots // 3).
-    line = f", line {n.line}" if n.line is not None else " at the predicted setting"
-    if n.unchanged:
-        asked = f"--cuda-graph-max-bs {n.requested}: " if n.requested is not None else ""
-        return (
-            f"{asked}the largest captured batch stays {n.pool}: capped by the request pool "
-            f"(max_running_requests {n.pool}{line}), as the launch already captured; nothing "
-            "changes."
-        )
-    return (
-        f"SGLang caps captured batch sizes at the request pool (max_running_requests "
-        f"{n.pool}{line}): largest bs {n.pool}."
-    )
-
-
-@note_text.register
-def _(n: wf.MfsHeld) -> str:
-    if n.rule is Rule.PASSED:
-        return f"mem_fraction_static is held at {n.mfs:g}, as passed on the command line."
-    if n.rule is Rule.LARGE_GPU:
-        return (
-            f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
-            "the GPU's capacity and tp size, so max bs does not move it."
-        )
-    if n.rule is Rule.TP_TABLE:
-        return (
-            f"mem_fraction_static is held at {n.mfs:g}: SGLang's default of this era comes from "
-            "tp_size alone, so max bs does not move it."
-        )
-    if n.rule is Rule.GPU_TIER:
-        return (
-            f"mem_fraction_static is held at {n.mfs:g}: it matches SGLang's GPU-tier default of "
-            "sglang 0.4.8-0.5.2 (Jun-Oct 2025), which comes from the GPU's capacity and tp x pp, so max bs does "
-            "not move it."
-        )
-    if n.rule is Rule.RESERVE and n.matches is False:
-        return (
-            f"mem_fraction_static is held at {n.mfs:g}, as passed: SGLang's reserve formula gives "
-            "another value here (see analyze's default-mfs row), so max bs does not move it."
-        )
-    if n.rule is Rule.RESERVE and n.matches:
-        return (
-            f"mem_fraction_static is held at {n.mfs:g}, the default SGLang derived from its "
-            f"reserve formula; without --mem-fraction-static that default moves by "
-            f"{DECODE_GRAPH_MIB_PER_BS:g} MiB per unit of max bs divided by the GPU capacity."
-        )
-    # Which rule gave it cannot be told: no claim that the default follows max bs.
-    return (
-        f"mem_fraction_static is held at {n.mfs:g} (whether SGLang derived it or it was passed "
-        "cannot be told from the log)."
-    )
-
-
-@note_text.register
-def _(n: wf.MambaRequestsFollow) -> str:
-    cap = (
-        f"; {n.new_requests} requests cap the decode graphs at bs {n.graph_cap}"
-        if n.graph_cap is not None
-        else ""
-    )
-    return (
-        f"Hybrid Mamba: the log shows max_running_requests {n.requests} (line {n.summary_line}) = "
-        f"max_mamba_cache_size {n.slots} (line {n.slots_line}) // 3, so the request count follows "
-        f"the Mamba slots, which scale with the Mamba state pool: at {n.mfs:g}, about "
-        f"{n.new_slots} slots, {n.new_requests} requests{cap}. The slots are the logged ones x the "
-        "change of the full pool's tokens (an estimate: SGLang rounds its own split)."
-    )
-
-
-@note_text.register
-def _(n: wf.MambaRequestsHeld) -> str:
-    return (
-        "max_running_requests is held as logged: this hybrid Mamba model's log does not show it "
-        "as max_mamba_cache_size // 3, so how its Mamba slots set it is unknown."
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from logmem.compare import notes as cn
 from logmem.compare.replay import Unfinished
 from logmem.report.causes import on_gpu as _on
+from logmem.report.released_words import released_verdict
 from logmem.sglang.eras import EraGuess
 from logmem.sglang.mfs_versions import FORMULA_FORMS
 from logmem.sglang.rules import (
@@ -92,12 +93,22 @@ def term_text(t: cn.TermKind) -> str:
     }[t]
 
 
+_LOWER = "lower --context-length"
+
+
 def context_text(c: cn.ContextCheck) -> str:
     """Whether one full context fits, and from which mem_fraction_static."""
     f = cn.ContextFit
     if c.fit is f.UNKNOWN:
         return "context length unknown (the log prints no context_len); pass --context-length"
     if c.fit is f.IMPOSSIBLE:
+        if c.fact is not None:
+            return (
+                f"at the readings SGLang sized the pool from, it needs "
+                f"{_gs((c.context or 0) * c.bytes_per_token)} GiB of KV, and even "
+                f"mem_fraction_static 1.0 gives {_gs(c.full_bytes)} GiB ({c.full_tokens:,} "
+                f"tokens).{released_verdict(c.fact, _LOWER)}"
+            )
         return (
             f"impossible: it needs {_gs((c.context or 0) * c.bytes_per_token)} GiB of KV, and even "
             f"mem_fraction_static 1.0 gives {_gs(c.full_bytes)} GiB ({c.full_tokens:,} tokens) on "
@@ -109,12 +120,14 @@ def context_text(c: cn.ContextCheck) -> str:
             "leave the headroom after capture"
         )
     if c.fit is f.TOO_LITTLE_OUTSIDE:
-        return (
+        short = (
             f"the KV pool holds it only from mem_fraction_static {c.lo:.3f}, which leaves "
             f"{_gs(max(c.outside_at_fit_bytes or 0, 0))} GiB outside the pool, less than this "
-            f"launch used there after sizing (at least {_gs(c.used_outside_bytes or 0)} GiB): not "
-            "a usable setting; lower --context-length"
+            f"launch used there after sizing (at least {_gs(c.used_outside_bytes or 0)} GiB)"
         )
+        if c.fact is not None:
+            return f"at the readings SGLang sized the pool from, {short}.{released_verdict(c.fact, _LOWER)}"
+        return f"{short}: not a usable setting; lower --context-length"
     if c.fit is f.BOUNDED:
         return (
             f"the KV pool holds it from mem_fraction_static {c.lo:.3f}; whether the graphs then "
