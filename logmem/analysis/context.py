@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.projection import PoolProjection
+from logmem.analysis.request_table import RequestTable, request_table
 from logmem.analysis.sizing import full_pool, line_cell
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -74,6 +75,9 @@ class ContextVsPool:
     # A hybrid SWA model's SWA pool tokens: from sglang 0.5.9 the request cap takes the smaller
     # of the two pools (rules.max_request_len), so below the cap it makes the cap era-dependent.
     swa_tokens: int | None = None
+    # The request-to-token table, and what it becomes at --context-length kv_tokens: lowering
+    # the context also frees memory outside the KV budget (analysis.request_table).
+    table: RequestTable | None = None
 
     @property
     def ceiling_too_small(self) -> bool:
@@ -211,6 +215,7 @@ def context_vs_pool(
         else None,
         _ceiling(launch) if proj is None else None,
         _swa_tokens(launch),
+        request_table(launch, kv),
     )
 
 

@@ -75,6 +75,8 @@ from logmem.analysis.ledger import Bound, Bucket, Cause, Phase, RankLedger, What
 from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
 from logmem.analysis.mfs_inferred import backsolved_mfs
+from logmem.analysis.request_table import RequestTableShare as RequestTableShare
+from logmem.analysis.request_table import request_table, request_table_share
 from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
@@ -212,6 +214,7 @@ Finding = (
     | RankGraphSpread
     | ContextVsPool
     | MambaSlotsLimit
+    | RequestTableShare
 )
 
 
@@ -296,7 +299,14 @@ def findings(led: LaunchLedger) -> list[Finding]:
         end = StartupEnd(o.status)
         failing = o.failure.ranks if o.failure is not None and end is StartupEnd.CRASHED else ()
         crashed = crashed_rank(rl, failing, led.ranks)
-        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed))
+        ranked = _rank(rl, end, device, served_line(L), unmeasured, main, crashed)
+        out.extend(ranked)
+        # Right after what is left free: the request table, when it is a lever on that.
+        left = next((f for f in ranked if isinstance(f, LeftFree)), None)
+        table = led.context.table if led.context is not None else request_table(L, None)
+        share = request_table_share(table, left)
+        if share is not None:
+            out.append(share)
         out.extend(unexplained(rl, U, device))
     imbalance = imbalance_finding(led, NOTABLE)
     if imbalance is not None:

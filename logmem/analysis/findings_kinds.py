@@ -41,6 +41,7 @@ class FindingKind(Enum):
     CONTEXT_VS_POOL = "context_vs_pool"
     UNIFIED_MEMORY = "unified_memory"
     MAMBA_SLOTS = "mamba_slots"
+    REQUEST_TABLE_SHARE = "request_table_share"
     OUT_OF_ORDER = "out_of_order"
     SHARED_LABEL = "shared_label"
     LAUNCH_START = "launch_start"
