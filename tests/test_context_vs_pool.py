@@ -182,8 +182,10 @@ def test_sentence_001() -> None:
         "max_total_num_tokens - 1) = 46,610 tokens of prompt and output: a prompt of 46,605 "
         "tokens or more is rejected (cut to fit with --allow-auto-truncate) and max_new_tokens is "
         "cut to what the prompt leaves. No --mem-fraction-static serves the full context: even "
-        "1.0 gives 99,768 tokens (logmem whatif); pass --context-length 46,611 or less, so the "
-        "server reports the length it serves."
+        "1.0 gives 99,768 tokens (logmem whatif); pass --context-length 46,611 or less: the "
+        "server then reports the length it serves, and the request-to-token table, allocated "
+        "after the KV pool is sized, shrinks from 1.00 GiB to 0.36 GiB ((2,048 + 1) rows x (46,611 + "
+        "4) x 4 B): 0.64 GiB freed, the KV pool unchanged."
     )
 
 

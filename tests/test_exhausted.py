@@ -34,8 +34,8 @@ def test_007_pools_took_everything_on_wsl() -> None:
     assert f.sign is not None and f.sign.platform is FloorPlatform.WSL and f.sign.line == 1
     assert f.mfs is not None and f.mfs.empty_below == 0.372 and f.mfs.step_tokens == 303
     assert f.table is not None and (f.table.table_bytes, f.table.table_at_bytes) == (
-        2049 * 40960 * 4,
-        2049 * 15387 * 4,
+        2049 * (40960 + 4) * 4,  # rows x (context + 4) x 4 B (ReqToTokenPool)
+        2049 * (15387 + 4) * 4,
     )
     text = " ".join(_verdict(p))
     assert text.startswith(

@@ -139,6 +139,7 @@ def documented() -> list[tuple[str, str | None]]:
             "spec_draft.py",
             "arg_memory.py",
             "graph_rules.py",
+            "request_pool.py",
         )
         for node in ast.parse((HOME / name).read_text(encoding="utf-8")).body
     ]
@@ -284,8 +285,8 @@ def test_bytes_per_token_range_holds_the_true_cell(
 
 
 def test_req_to_token_table_of_snippet_18_1() -> None:
-    # log-formats 18.1: 2049 requests x 131072 context x 4 B is the ~1.00 GiB the pools miss.
-    assert rules.req_to_token_bytes(2048, 131072) == 2049 * 131072 * 4
+    # log-formats 18.1: 2049 requests x (131072 + 4) x 4 B is the ~1.00 GiB the pools miss.
+    assert rules.req_to_token_bytes(2048, 131072) == 2049 * (131072 + 4) * 4
     assert f"{rules.req_to_token_bytes(2048, 131072) / GIB:.2f}" == "1.00"
 
 

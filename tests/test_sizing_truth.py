@@ -104,7 +104,7 @@ def test_a_remainder_above_the_threshold_gets_its_likely_cause() -> None:
     assert abs(rules.req_to_token_bytes(4096, lo, False) - f.bytes) < 16388
     assert abs(rules.req_to_token_bytes(2048, hi, False) - f.bytes) < 8196
     text = finding_text(f)
-    assert "request-to-token table (request slots x context length x 4 B)" in text
+    assert "request-to-token table (request slots x (context length + 4) x 4 B)" in text
     assert "would pin it down" in text and "(lines 17, 20)" in text
     # The range is an upper bound, not an estimate: gpt-oss-20b's real context (131,072; 4,096
     # default slots at its profiled pool) lies below it, the rest being other small pools.

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.released import LaterRelease
+from logmem.analysis.request_table import RequestTable, request_table
 from logmem.analysis.sizing import full_pool, line_cell
 from logmem.frozen import frozen
 from logmem.model.records import Launch
@@ -92,6 +93,10 @@ class ContextVsPool:
         if t is None or ctx is None:
             return None
         return all(rules.context_fits(x, ctx) for x in t)
+
+    # The request-to-token table, and what it becomes at --context-length kv_tokens: lowering
+    # the context also frees memory outside the KV budget (analysis.request_table).
+    table: RequestTable | None = None
 
     @property
     def ceiling_too_small(self) -> bool:
@@ -235,6 +240,7 @@ def context_vs_pool(
         _swa_tokens(launch),
         released,
         _if_released(proj, released),
+        request_table(launch, kv),
     )
 
 

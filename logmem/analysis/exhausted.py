@@ -19,7 +19,8 @@ import regex
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import PhaseWhat, RankLedger
 from logmem.analysis.projection import PoolProjection
-from logmem.analysis.sizing import Sizing, req_to_token, req_to_token_padded
+from logmem.analysis.request_table import request_table
+from logmem.analysis.sizing import Sizing
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse.lazy import lazy
@@ -142,14 +143,12 @@ def _mfs_lever(sz: Sizing | None, launch: Launch) -> MfsLever | None:
 
 
 def _table_lever(launch: Launch, kv_tokens: int | None) -> TableLever | None:
-    req = req_to_token(launch)
-    if req is None or kv_tokens is None:
+    """The table now and at --context-length kv_tokens, as analysis.request_table sizes it
+    (SGLang's slot count again at the new context); None when the context fits the pool."""
+    t = request_table(launch, kv_tokens)
+    if t is None or t.at_context is None or kv_tokens is None:
         return None
-    n, ctx, table = req
-    if ctx <= kv_tokens:
-        return None  # a shorter context would cut what the server serves
-    at = rules.req_to_token_bytes(n, kv_tokens, req_to_token_padded(launch))
-    return TableLever(ctx, kv_tokens, n, table, at)
+    return TableLever(t.context_len, kv_tokens, t.max_running_requests, t.bytes, t.at_context.bytes)
 
 
 def exhausted(

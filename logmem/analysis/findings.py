@@ -81,6 +81,8 @@ from logmem.analysis.mamba_slots import MambaSlotsLimit as MambaSlotsLimit
 from logmem.analysis.mamba_slots import mamba_slots_limit
 from logmem.analysis.mfs_inferred import backsolved_mfs
 from logmem.analysis.released import LaterRelease, later_release
+from logmem.analysis.request_table import RequestTableShare as RequestTableShare
+from logmem.analysis.request_table import request_table, request_table_share
 from logmem.analysis.weights_loaded import WeightsNotLoaded as WeightsNotLoaded
 from logmem.analysis.weights_loaded import weights_not_loaded
 from logmem.frozen import frozen
@@ -258,6 +260,7 @@ Finding = (
     | RankGraphSpread
     | ContextVsPool
     | MambaSlotsLimit
+    | RequestTableShare
 )
 
 
@@ -345,7 +348,14 @@ def findings(led: LaunchLedger) -> list[Finding]:
         crashed = crashed_rank(rl, failing, led.ranks)
         off = _graphs_off(L)
         lever = capture_lever(L)
-        out.extend(_rank(rl, end, device, served_line(L), unmeasured, main, crashed, off, lever))
+        ranked = _rank(rl, end, device, served_line(L), unmeasured, main, crashed, off, lever)
+        out.extend(ranked)
+        # Right after what is left free: the request table, when it is a lever on that.
+        left = next((f for f in ranked if isinstance(f, LeftFree)), None)
+        table = led.context.table if led.context is not None else request_table(L, None)
+        share = request_table_share(table, left)
+        if share is not None:
+            out.append(share)
         if end is StartupEnd.UP:
             unified = (
                 smi.source.line_no if smi is not None and led.platform.unified_possible else None

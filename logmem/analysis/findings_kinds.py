@@ -44,6 +44,7 @@ class FindingKind(Enum):
     UNIFIED_MEMORY = "unified_memory"
     CUSTOM_AR_OFF = "custom_all_reduce_off"
     MAMBA_SLOTS = "mamba_slots"
+    REQUEST_TABLE_SHARE = "request_table_share"
     OUT_OF_ORDER = "out_of_order"
     SHARED_LABEL = "shared_label"
     LAUNCH_START = "launch_start"

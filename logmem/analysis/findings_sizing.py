@@ -16,6 +16,8 @@ from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.ledger import CellSource, Phase, RankLedger, What
 from logmem.analysis.mfs_inferred import BackSolvedMfs
 from logmem.analysis.post_capture import PostCapture, post_capture
+from logmem.analysis.request_table import TableBounds as TableBounds
+from logmem.analysis.request_table import table_bounds
 from logmem.analysis.sizing import (
     RULE_STEP_SLACK,
     MfsScaling,
@@ -203,17 +205,6 @@ class LikelyCause(Enum):
     BEYOND_TABLE = "beyond_table"  # a pool step that holds more than pools and table
     GIVEN_BACK = "given_back"  # free memory rose beyond the phase's causes
     UNLOGGED = "unlogged"  # an unlogged stretch (warm-up, before the draft, a gap)
-
-
-@frozen
-class TableBounds:
-    """What SGLang's request-to-token table would need to be the unexplained amount."""
-
-    rows: tuple[int, int]  # request slots: the flag's value, or SGLang's default bounds
-    # The context lengths at which the table alone would be the whole remainder: upper bounds,
-    # since the step's other unlogged allocations (small pools, allocator) share the remainder.
-    context: tuple[int, int]
-    padding_row: bool = True  # the table holds one row more (rules.req_to_token_padding_row)
 
 
 @frozen
@@ -457,27 +448,11 @@ def unexplained(rl: RankLedger, launch: Launch, device: str = "unknown") -> list
         elif target_pools and any(c.what is What.REQ_TABLE for c in p.causes):
             likely = LikelyCause.BEYOND_TABLE
         elif target_pools:
-            likely, table = LikelyCause.REQUEST_TABLE, _table_bounds(rest, launch)
+            likely, table = LikelyCause.REQUEST_TABLE, table_bounds(rest, launch)
         else:
             likely = LikelyCause.UNLOGGED
         out.append(Unexplained(rl.rank, p, rest, likely, p.lines, table, device))
     return out
-
-
-def _table_bounds(amount: int, launch: Launch) -> TableBounds:
-    """The request slots SGLang gave the table (the flag, else its default bounds) and the
-    context lengths at which such a table is `amount` bytes."""
-    from logmem.sglang.eras import printed_on
-
-    n = launch.args.get("max_running_requests")
-    passed = isinstance(n, int) and n > 0
-    rows = (n, n) if isinstance(n, int) and n > 0 else rules.DEFAULT_REQUEST_ROWS
-    pad = rules.req_to_token_padding_row(printed_on(launch), passed)
-    ctx = (
-        rules.req_to_token_context(amount, rows[1], pad),
-        rules.req_to_token_context(amount, rows[0], pad),
-    )
-    return TableBounds(rows, ctx, pad)
 
 
 def _not_positive(sz: Sizing) -> BudgetNotPositive:

@@ -28,6 +28,7 @@ from logmem.analysis.ledger import (
     Span,
     What,
 )
+from logmem.sglang import rules
 from logmem.sglang.comm import Library
 from logmem.units import GIB, format_gib, gib
 
@@ -274,7 +275,7 @@ def _cause_note(c: Cause) -> str:
     g = format_gib
     if w is What.REQ_TABLE:
         rows = f"({f.n_req} + 1)" if f.pad_row else f"{f.n_req}"
-        return f"{rows} x {f.ctx} x 4 B"
+        return f"{rows} x ({f.ctx} + {rules.REQ_TO_TOKEN_EXTRA_COLUMNS}) x 4 B"
     if w is What.ROUNDING and f.bound_bytes is not None:
         return f"within +-{f.bound_bytes / GIB:.2f} GiB"
     if w is What.STATIC:

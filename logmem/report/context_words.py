@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from logmem.analysis.context import ContextVsPool
 from logmem.report.released_words import released_verdict
+from logmem.report.request_table_words import context_table_clause
 from logmem.units import format_gib
 
 
@@ -37,8 +38,12 @@ def _too_long(f: ContextVsPool) -> str:
     if f.max_running_requests == 1:
         text += "; the one request slot (max_running_requests=1) never reaches its context"
     # Lowering the context length does not lengthen a request: it makes /v1/models report the
-    # length the server serves (max_model_len is context_len) and shrinks the request table.
-    lower = f"pass --context-length {kv:,} or less, so the server reports the length it serves."
+    # length the server serves (max_model_len is context_len) and shrinks the request table,
+    # which SGLang allocates outside the KV budget (analysis.request_table).
+    lower = (
+        f"pass --context-length {kv:,} or less: the server then reports the length it serves, "
+        f"{context_table_clause(f.table)}."
+    )
     mtt = f.max_total_tokens
     if mtt is not None and kv >= mtt:
         return (

@@ -31,12 +31,13 @@ from logmem.report.causes import (
 )
 from logmem.report.causes import on_gpu as _on
 from logmem.report.context_words import context_text
-from logmem.report.finding_base import about
 from logmem.report.finding_base import finding_text as finding_text
 from logmem.report.finding_base import g as _g
 from logmem.report.finding_base import graphs_name as graphs_name
 from logmem.report.formula import kv_rule_text
+from logmem.report.mamba_words import mamba_slots_text
 from logmem.report.released_words import weights_release_text
+from logmem.report.request_table_words import table_share_text, unsized_table_text
 from logmem.sglang import rules
 
 
@@ -190,14 +191,19 @@ def _(f: fd.Workspaces) -> str:
     )
 
 
-@finding_text.register
-def _(f: fd.LeftFree) -> str:
-    when = {
+def left_when(f: fd.LeftFree) -> str:
+    """When the reading of what is left was taken, as the LeftFree sentence says it."""
+    return {
         fd.LeftWhen.AFTER_CAPTURE: "after capture",
         fd.LeftWhen.PHASE_END: phase_end(f.phase),
         fd.LeftWhen.SUMMARY: "at the scheduler summary",
         fd.LeftWhen.LOG_STOPS: f"when the log stops (in capture {f.phase.facts.graph})",
     }[f.when]
+
+
+@finding_text.register
+def _(f: fd.LeftFree) -> str:
+    when = left_when(f)
     if f.end is fd.StartupEnd.CRASHED:
         # Not headroom: start-up never got past this reading.
         when = f"during capture {f.phase.facts.graph}" if f.when is fd.LeftWhen.LOG_STOPS else when
@@ -287,14 +293,13 @@ def _(f: fd.BottomedOut) -> str:
 
 
 @finding_text.register
+def _(f: fd.RequestTableShare) -> str:
+    return table_share_text(f, left_when(f.left))
+
+
+@finding_text.register
 def _(f: fd.MambaSlotsLimit) -> str:
-    return (
-        f"max_running_requests={f.max_running_requests} (line {f.summary_line}) is a third of the "
-        f"Mamba state pool's {f.slots} slots (max_mamba_cache_size, line {f.slots_line}): that "
-        f"pool, not the KV pool ({f.kv_tokens:,} tokens), limits how many requests run at once. "
-        "More slots (--max-mamba-cache-size, or a larger --mamba-full-memory-ratio, which gives "
-        "the Mamba state more of the budget and the KV pool less) allow more."
-    )
+    return mamba_slots_text(f)
 
 
 @finding_text.register
@@ -326,23 +331,7 @@ def _(f: fd.Unexplained) -> str:
             f"{_smi(f.device)} or {_SNAPSHOT} would show what was released."
         )
     if f.likely is fd.LikelyCause.REQUEST_TABLE and f.table is not None:
-        (r_lo, r_hi), (c_lo, c_hi) = f.table.rows, f.table.context
-        bound = (
-            f"with {r_lo:,} request slots, the context is at most about {about(c_lo)} tokens"
-            if r_lo == r_hi
-            else f"with SGLang's default of {r_lo:,} to {r_hi:,} request slots, the context is at "
-            f"most about {about(c_hi)} ({r_lo:,} slots) to {about(c_lo)} tokens ({r_hi:,})"
-        )
-        rows = "(request slots + 1)" if f.table.padding_row else "request slots"
-        lines = ", ".join(str(n) for n in f.lines)
-        return (
-            f"{_g(f.bytes)} GiB of {where} is in no printed line (lines {lines}): most likely the "
-            f"request-to-token table ({rows} x context length x 4 B), which this log does not "
-            f"size; {bound}, where the table alone would take it all (the step's other unlogged "
-            "allocations, small pools and allocator, share it). The scheduler summary line "
-            "(max_running_requests, context_len) or context_length in the server_args would pin "
-            "it down."
-        )
+        return unsized_table_text(f.bytes, where, f.lines, f.table)
     if f.likely is fd.LikelyCause.BEYOND_TABLE:
         return (
             f"{_g(f.bytes)} GiB of {where} is neither a printed pool nor the request-to-token "

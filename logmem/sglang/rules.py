@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from logmem.frozen import frozen
@@ -38,7 +37,16 @@ from logmem.sglang.graph_rules import graph_sized_in_tokens as graph_sized_in_to
 from logmem.sglang.graph_rules import graphs_off as graphs_off
 from logmem.sglang.graph_rules import list_given_by_dump as list_given_by_dump
 from logmem.sglang.graph_rules import verify_tokens_per_req as verify_tokens_per_req
-from logmem.sglang.releases import RELEASES
+from logmem.sglang.request_pool import DEFAULT_REQUEST_ROWS as DEFAULT_REQUEST_ROWS
+from logmem.sglang.request_pool import MAMBA_REQUEST_RATIO as MAMBA_REQUEST_RATIO
+from logmem.sglang.request_pool import REQ_TO_TOKEN_EXTRA_COLUMNS as REQ_TO_TOKEN_EXTRA_COLUMNS
+from logmem.sglang.request_pool import default_max_running_requests as default_max_running_requests
+from logmem.sglang.request_pool import default_rows_at_cap as default_rows_at_cap
+from logmem.sglang.request_pool import mamba_request_ratio as mamba_request_ratio
+from logmem.sglang.request_pool import req_to_token_bytes as req_to_token_bytes
+from logmem.sglang.request_pool import req_to_token_bytes_for as req_to_token_bytes_for
+from logmem.sglang.request_pool import req_to_token_context as req_to_token_context
+from logmem.sglang.request_pool import req_to_token_padding_row as req_to_token_padding_row
 from logmem.sglang.reserve import ACTIVATION_MIB_PER_TOKEN as ACTIVATION_MIB_PER_TOKEN
 from logmem.sglang.reserve import ACTIVATION_MIN_TOKENS as ACTIVATION_MIN_TOKENS
 from logmem.sglang.reserve import BREAKABLE_DEEPEP_MIB as BREAKABLE_DEEPEP_MIB
@@ -334,67 +342,6 @@ def kv_rule_tolerance_bytes(mfs: float, parts: int, cell_bytes: float | None) ->
     and ``memory_pool.py``, all eras E0-E7; one page of up to 128 slots is allowed for)."""
     reading = PRINT_RESOLUTION_BYTES * (1 + (1 - mfs))
     return reading + printed_sum_error_bytes(parts) + 129 * (cell_bytes or 0)
-
-
-# --- small pools ------------------------------------------------------------------------------
-
-
-def req_to_token_bytes(
-    max_running_requests: int, context_len: int, padding_row: bool = True
-) -> int:
-    """The request-to-token table: ``(max_running_requests + 1) x context_len x 4 B`` with a
-    padding row, ``max_running_requests x context_len x 4 B`` without.
-
-    ``ReqToTokenPool`` (``mem_cache/memory_pool.py``) holds one int32 row of ``context_len``
-    per slot; allocated inside the pool step before ``Memory pool end`` and never logged (all
-    eras E0-E7). Whether the printed max_running_requests counts the padding row depends on the
-    release: ``req_to_token_padding_row``."""
-    return (max_running_requests + (1 if padding_row else 0)) * context_len * 4
-
-
-def req_to_token_padding_row(printed: date | None, passed: bool) -> bool:
-    """Whether the request-to-token table holds one row more than the printed
-    ``max_running_requests`` (the scheduler's ``min(..., req_to_token_pool.size)``), read in the
-    released wheels (srt/model_executor/model_runner.py ``init_memory_pool``; from 0.5.9
-    model_runner_kv_cache_mixin.py; srt/mem_cache/memory_pool.py ``ReqToTokenPool``):
-
-    * sglang 0.3.6 - 0.4.6.post5 (to 2025-06-09): ``ReqToTokenPool(size=max_num_reqs + 1)``:
-      the default prints that size (2049), the padding row included; a passed
-      --max-running-requests prints itself, one row less;
-    * 0.4.7 - 0.5.10 (2025-06-10 on): ``size=max_num_reqs``, no padding row;
-    * 0.5.13 (2026-06-11) - 0.5.23: ``_alloc_size = size + 1``: one row more than printed.
-
-    Undated: True (the larger table). A printed value the token count bounds (``tokens // 2``
-    below the pool) understates the rows in every release."""
-    if printed is None:
-        return True
-    if printed < RELEASES["0.4.7"]:
-        return passed
-    return printed >= RELEASES["0.5.13"]
-
-
-DEFAULT_REQUEST_ROWS = (2048, 4096)
-"""The bounds of SGLang's default request-pool size (``init_memory_pool``, ``model_runner.py``
-0.3.6 - 0.5.3 read, 2024-11 - 2025-10; ``model_runner_kv_cache_mixin.py`` 0.5.9). Since 0.5.x
-the size is computed from the profiled token count before ``--max-total-tokens`` clamps it, so
-the printed ``#tokens`` does not always give the row count: only these bounds are certain."""
-
-
-def default_max_running_requests(max_total_tokens: int, context_len: int) -> int:
-    """SGLang's default request-pool size: ``min(max(int(tokens / ctx x 512), 2048), 4096)``.
-
-    ``profile_max_num_token`` / ``init_memory_pool`` (``model_runner.py``,
-    ``model_runner_kv_cache_mixin.py``), about 2025 on; around 2024 the cap was 5120."""
-    lo, hi = DEFAULT_REQUEST_ROWS
-    return min(max(int(max_total_tokens / context_len * 512), lo), hi)
-
-
-def req_to_token_context(
-    table_bytes: int, max_running_requests: int, padding_row: bool = True
-) -> int:
-    """The context length at which ``req_to_token_bytes`` gives ``table_bytes``: its inverse in
-    ``context_len`` (same source and eras)."""
-    return round(table_bytes / req_to_token_bytes(max_running_requests, 1, padding_row))
 
 
 # --- the context against the KV pool ---------------------------------------------------------

@@ -372,7 +372,7 @@ def _(n: cn.TokensByRule) -> str:
 def _(n: cn.ContextChange) -> str:
     return (
         f"context length {n.logged:,} -> {n.new:,} changes only the request-to-token table "
-        "((requests + 1) x context x 4 B) and the one-full-context check."
+        "(request rows x (context + 4) x 4 B) and the one-full-context check."
     )
 
 
