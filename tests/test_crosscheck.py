@@ -34,7 +34,7 @@ def test_estimate_takes_parallel_sizes_from_the_log() -> None:
     assert pools is not None
     table = next(c for c in pools.causes if c.what is What.REQ_TABLE)
     # 0.4.3.post4 prints the pool size, padding row included: 2049 rows.
-    assert doc["req_to_token_bytes"] == table.bytes == 2049 * 131072 * 4
+    assert doc["req_to_token_bytes"] == table.bytes == 2049 * (131072 + 4) * 4
     assert doc["unknown"] == []
 
 
@@ -115,7 +115,7 @@ def test_estimate_flags_fill_the_unknown_figures() -> None:
     doc = json.loads(CliRunner().invoke(cli, base + more).stdout)
     assert doc["unknown"] == []
     assert doc["logits_buffer_bytes"] == 80 * 152064 * 4
-    assert doc["req_to_token_bytes"] == 2049 * 131072 * 4  # corpus 001 logs this table
+    assert doc["req_to_token_bytes"] == 2049 * (131072 + 4) * 4  # corpus 001 logs this table
 
 
 def test_analyze_with_a_config_the_launch_cannot_split_says_so(tmp_path: Path) -> None:
@@ -135,7 +135,7 @@ def test_api_expected_sizes_is_what_the_command_runs() -> None:
     by_path = api.expected_sizes(QWQ, str(LOG))
     by_dict = api.expected_sizes(json.loads(QWQ.read_text()), read_log(str(LOG)), tp=4)
     assert by_path == by_dict
-    assert by_path.parallel.tp == 4 and by_path.req_to_token_bytes == 2049 * 131072 * 4
+    assert by_path.parallel.tp == 4 and by_path.req_to_token_bytes == 2049 * (131072 + 4) * 4
     cli_doc = json.loads(
         CliRunner()
         .invoke(cli, ["estimate", str(LOG), "--model-config", str(QWQ), "-f", "json"])

@@ -285,9 +285,9 @@ def test_dsa_indexer_keys_added_per_layer() -> None:
 
 def test_req_to_token_table() -> None:
     est = estimate(cfg("qwq-32b"), max_running_requests=2048, context_len=131072)
-    assert est.req_to_token_bytes == 2049 * 131072 * 4
+    assert est.req_to_token_bytes == 2049 * (131072 + 4) * 4
     fallback = estimate(cfg("qwq-32b"), max_running_requests=10)
-    assert fallback.req_to_token_bytes == 11 * 40960 * 4
+    assert fallback.req_to_token_bytes == 11 * (40960 + 4) * 4
 
 
 def test_bad_settings_raise() -> None:
@@ -375,7 +375,7 @@ def test_settings_from_server_args() -> None:
     est = estimate(cfg("deepseek-v3"), **kw)
     assert est.kv_bytes_per_token_per_rank == 35_136
     assert est.logits_buffer_bytes == 512 * 129280 * 4
-    assert est.req_to_token_bytes == 257 * 8192 * 4
+    assert est.req_to_token_bytes == 257 * (8192 + 4) * 4
 
 
 def test_settings_from_server_args_missing_keys_absent() -> None:

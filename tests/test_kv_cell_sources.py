@@ -35,7 +35,7 @@ P, A, MFS, CTX, ROWS = 78.50, 70.98, 0.88, 131072, 2049
 TOKENS = int((A - P * (1 - MFS)) * GIB // CELL)
 # As logmem's request-to-token cause counts it: late 2024 (sglang 0.3.6) prints the pool size,
 # its padding row included, so the 2049 printed are the rows (rules.req_to_token_padding_row).
-TABLE = ROWS * CTX * 4
+TABLE = ROWS * (CTX + 4) * 4  # ReqToTokenPool: context_len + 4 columns of int32
 
 LLAMA = {
     "_name_or_path": MODEL,

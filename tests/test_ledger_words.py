@@ -90,7 +90,7 @@ def test_the_words_come_from_the_facts() -> None:
     table = Cause(What.REQ_TABLE, 1, "estimated", (), Facts(n_req=2048, ctx=8192))
     assert (cause_name(table), cause_note(table)) == (
         "request-to-token table",
-        "(2048 + 1) x 8192 x 4 B",
+        "(2048 + 1) x (8192 + 4) x 4 B",
     )
     rest = Cause(What.BEYOND_TABLE, 1, "unattributed", (), Facts(workspaces=True))
     assert cause_name(rest) == "unlogged: pools + workspaces beyond the request-to-token table"

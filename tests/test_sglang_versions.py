@@ -195,7 +195,7 @@ def test_the_printed_request_count_and_the_padding_row_by_release() -> None:
     assert rules.req_to_token_padding_row(date(2026, 4, 14), passed=False) is False
     assert rules.req_to_token_padding_row(date(2026, 8, 27), passed=False) is True
     assert rules.req_to_token_padding_row(None, passed=False) is True
-    assert rules.req_to_token_bytes(2049, 131072, padding_row=False) == 2049 * 131072 * 4
+    assert rules.req_to_token_bytes(2049, 131072, padding_row=False) == 2049 * (131072 + 4) * 4
 
 
 def test_corpus_001_table_is_the_printed_2049_rows() -> None:
@@ -204,7 +204,7 @@ def test_corpus_001_table_is_the_printed_2049_rows() -> None:
     from logmem.analysis.sizing import req_to_token
 
     launch = api.read_log(str(corpus_log("001-")), require_startup=False).launches[0]
-    assert req_to_token(launch) == (2049, 131072, 2049 * 131072 * 4)
+    assert req_to_token(launch) == (2049, 131072, 2049 * (131072 + 4) * 4)
 
 
 def test_the_formula_is_not_tried_before_any_build_had_it() -> None:

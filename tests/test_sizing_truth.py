@@ -89,26 +89,27 @@ def test_glm5_pool_remainder_is_the_request_table_not_small_pools() -> None:
 
 
 def test_a_remainder_above_the_threshold_gets_its_likely_cause() -> None:
-    """018: KV line 0.00 GiB, pool step 2.08 GiB, no summary fields: the request table, with
-    SGLang's default request slots and the context that would make it that big."""
+    """018: KV line 0.00 GiB, pool step 2.08 GiB, no summary fields: the request table. Its
+    wrapped command line gives mfs 0.12 and --max-total-tokens 4096 (model.command), so the
+    profiled tokens (at least 3.5 M) put SGLang's default slot count at its 4,096 cap."""
     led = _ledger(corpus_log("018-"))
     found = [f for f in led.findings if isinstance(f, fd.Unexplained)]
     assert len(found) == 1
     f = found[0]
     assert f.likely is fd.LikelyCause.REQUEST_TABLE and gib(f.bytes) == 2.08
-    assert f.table is not None and f.table.rows == rules.DEFAULT_REQUEST_ROWS
+    assert f.table is not None and f.table.rows == (4096, 4096)
     lo, hi = f.table.context
     # Sept 2025 (sglang 0.5.2/0.5.3, model_runner.py): ReqToTokenPool(size=max_num_reqs), no
-    # padding row; the inverse of the table rule gives the remainder at both ends.
-    assert f.table.padding_row is False
+    # padding row; the inverse of the table rule gives the remainder.
+    assert f.table.padding_row is False and lo == hi
     assert abs(rules.req_to_token_bytes(4096, lo, False) - f.bytes) < 16388
-    assert abs(rules.req_to_token_bytes(2048, hi, False) - f.bytes) < 8196
     text = finding_text(f)
     assert "request-to-token table (request slots x (context length + 4) x 4 B)" in text
-    assert "would pin it down" in text and "(lines 17, 20)" in text
-    # The range is an upper bound, not an estimate: gpt-oss-20b's real context (131,072; 4,096
-    # default slots at its profiled pool) lies below it, the rest being other small pools.
-    assert "the context is at most about 272,600 (2,048 slots) to 136,300 tokens" in text
+    assert "SGLang's default gives it 4,096 request slots here" in text
+    assert "(lines 17, 20)" in text and "bench_one_batch prints no scheduler summary" in text
+    # The figure is an upper bound, not an estimate: gpt-oss-20b's real context (131,072) lies
+    # below it, the rest being other small pools.
+    assert "the context is at most about 136,300 tokens" in text
     assert lo > 131_072
 
 
