@@ -102,3 +102,14 @@ def test_parity_split_needs_two_bands_apart() -> None:
     wide = [(0, g(60.0)), (1, g(60.9)), (2, g(60.6)), (3, g(61.5))]
     assert parity_split(wide) is None
     assert parity_split([(0, g(60.0)), (1, g(61.0))]) is None  # two ranks are no pattern
+
+
+def test_036_same_hardware_same_parity_words_as_019() -> None:
+    """036 (the same Ascend A3 CI as 019): even ranks 60.77-60.86, odd 61.04-61.09: the same
+    parity sentence, not 'other processes'."""
+    (L,) = read_log(str(corpus_log("036-"))).launches
+    (f,) = [x for x in build_ledger(L).findings if isinstance(x, fd.Imbalance)]
+    assert f.parity is not None
+    said = finding_text(f)
+    assert "every even TP rank has 60.77-60.86 GiB free, every odd one 61.04-61.09 GiB" in said
+    assert "other processes on some GPUs" not in said

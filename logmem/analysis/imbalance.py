@@ -54,8 +54,8 @@ class ParitySplit:
 
 def parity_split(readings: list[tuple[int, int]]) -> ParitySplit | None:
     """(TP rank, bytes) pairs whose even and odd ranks form two bands: the space between the
-    bands is at least twice the wider band's span and beyond print rounding. Needs two ranks of
-    each parity: a pattern of two ranks is no pattern."""
+    bands is at least the wider band's span and beyond print rounding (036: 60.77-60.86 against
+    61.04-61.09). Needs two ranks of each parity: a pattern of two ranks is no pattern."""
     even = [b for t, b in readings if t % 2 == 0]
     odd = [b for t, b in readings if t % 2 == 1]
     if len(even) < 2 or len(odd) < 2:
@@ -63,7 +63,7 @@ def parity_split(readings: list[tuple[int, int]]) -> ParitySplit | None:
     e, o = (min(even), max(even)), (min(odd), max(odd))
     space = max(o[0] - e[1], e[0] - o[1])
     span = max(e[1] - e[0], o[1] - o[0])
-    if space < rules.DIFFERENCE_RESOLUTION_BYTES or space < 2 * span:
+    if space < rules.DIFFERENCE_RESOLUTION_BYTES or space < span:
         return None
     return ParitySplit(e, o)
 

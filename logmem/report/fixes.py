@@ -386,11 +386,17 @@ def _(e: fx.EnvSwitchOff) -> str:
     g = e.gate
     where = f"{e.path.rsplit('/', 1)[-1] if e.path else '?'} line {e.line}"
     during = f" during the {e.graph} graph capture" if e.graph else ""
+    dense = (
+        "; with the attention backend passed, this DSA model's sparse indexer is skipped, so the "
+        "server would run dense attention"
+        if e.dense_attention
+        else ""
+    )
     return (
-        f"the error is raised in {g.func} ({where}){during}, {g.path}, which SGLang takes only "
-        f"when {g.var} is on (off by default; {g.source}): this launch's environment (or its "
-        "container image) set it; "
-        f"unset it, or set it to {g.off}, and {g.default_path} runs"
+        f"a workaround: {g.func} ({where}){during} is {g.path}, which SGLang takes only when "
+        f"{g.var} is on ({g.source}, where it is off by default; this build's line numbers may "
+        f"differ from those releases), so the launch's environment or its image probably set "
+        f"it; unset it, or set it to {g.off}, and {g.default_path} runs{dense}"
     )
 
 

@@ -46,6 +46,8 @@ def _(f: fd.Imbalance) -> str:
         init = f"distributed init (its mem usage is {_g(lo)} to {_g(hi)} GiB across ranks)"
         if before * 5 <= gap:
             text += f". The gap opens in {init}, not before SGLang started"
+            if f.parity is not None:
+                text += f", and follows TP-rank parity: {_parity(f.parity)}"
         elif before * 5 >= gap * 4 and f.parity is not None:
             text += (
                 f". It is there at the first reading ({_g(before)} GiB apart before distributed "
@@ -58,11 +60,19 @@ def _(f: fd.Imbalance) -> str:
                 f". It is there at the first reading ({_g(before)} GiB apart before distributed "
                 "init): other processes on some GPUs, or GPUs of different sizes"
             )
+        elif f.parity is not None:
+            text += (
+                f". {_g(before)} GiB of it is there at the first reading and the rest opens in "
+                f"{init}; it follows TP-rank parity: {_parity(f.parity)}, which points at the "
+                "devices or their runtime rather than at other processes"
+            )
         else:
             text += (
                 f". {_g(before)} GiB of it is there at the first reading (other processes, or "
                 f"GPUs of different sizes); the rest opens in {init}"
             )
+    elif f.parity is not None:
+        text += f". It follows TP-rank parity: {_parity(f.parity)}"
     return text + "."
 
 

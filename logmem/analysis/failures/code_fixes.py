@@ -34,8 +34,13 @@ def not_memory_fixes(launch: Launch, place: Place, raised: RaisedIn) -> list[fx.
         out = [fx.Fix(flag, None, effect)]
         gate = rules.env_gate(f.func)
         if gate is not None:
-            # The function runs only with the switch on: turning it off is the first fix.
-            out.insert(0, fx.Fix(gate.var, gate.off, fx.EnvSwitchOff(gate, f.path, f.line, graph)))
+            # The function runs only with the switch on (in the releases read): turning it off
+            # is a workaround after the component fix, since the backend passed may be the cause
+            # (003: triton for a DSA model, whose indexer triton skips).
+            dense = effect.nsa is not None and effect.in_use is not None
+            out.append(
+                fx.Fix(gate.var, gate.off, fx.EnvSwitchOff(gate, f.path, f.line, graph, dense))
+            )
         return out
     if graph is None:
         return []

@@ -269,6 +269,9 @@ class EnvSwitchOff:
     path: str | None  # the frame's file
     line: int | None
     graph: str | None  # the capture it failed in, when it did
+    # The launch passed another attention backend than the NSA ones its DSA model was set up
+    # for: with it the model's sparse indexer is skipped (dense attention), switch or not.
+    dense_attention: bool = False
 
 
 @frozen
