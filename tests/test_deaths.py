@@ -116,3 +116,38 @@ def test_corpus_006_json_names_the_death() -> None:
         172,
     )
     assert [f["line"]["line"] for f in d["fatal"]] == [93, 94, 134, 135]
+
+
+def test_faulthandler_dump_names_where_it_died_and_links_unfilled_weights() -> None:
+    """006: faulthandler's dump after 'Fatal Python error: Aborted' lists the watchdog thread
+    first, then the scheduler's: it died in sampler.py (top_k_top_p_min_p_sampling...), on the
+    first request, with 60 expert weights the checkpoint did not fill (line 48)."""
+    from conftest import corpus_log
+
+    path = corpus_log("006-")
+    raw = path.read_bytes().decode().split("\n")  # not splitlines(): the log holds \x1c-like bytes
+    (L,) = read_log(str(path)).launches
+    (d,) = outcome(L).runtime_deaths
+    assert d.died_in is not None
+    f = d.died_in
+    assert f.path.endswith("/sglang/srt/layers/sampler.py")
+    assert f"line {f.line} in {f.func}" in raw[f.source.line_no - 1]  # faulthandler: no comma
+    text = " ".join(verdict_lines(verdict(L)))
+    assert "with no Python traceback" not in text
+    assert f"in SGLang's sampler.py line {f.line}, in {f.func}" in text
+    assert "the 60 weights the checkpoint did not fill (line 48)" in text
+    assert "likely cause" in text
+
+
+def test_a_dump_of_the_watchdog_thread_alone_names_no_place(tmp_path: Path) -> None:
+    tail = [
+        "Fatal Python error: Aborted",
+        "",
+        "Thread 0x00007f54bb7ff6c0 (most recent call first):",
+        '  File "/x/sglang/srt/utils/watchdog.py", line 147 in _watchdog_once',
+        '  File "/usr/lib/python3.12/threading.py", line 1012 in run',
+    ]
+    L = _launch(tmp_path, BASE + tail + [DIED.format(code=-6)])
+    (d,) = outcome(L).runtime_deaths
+    assert d.died_in is None
+    assert "with no Python traceback" in " ".join(verdict_lines(verdict(L)))

@@ -43,7 +43,7 @@ from logmem.model.captures import begin_capture, capture_sizes, end_capture
 from logmem.model.inputs import InputGroup, group_inputs, same_launch_args
 from logmem.model.launch_build import _first_args, _LaunchB, _main_rank_key
 from logmem.model.rank_build import RankB as _RankB
-from logmem.model.records import Launch
+from logmem.model.records import MAX_FRAMES, Launch
 from logmem.parse import events as ev
 from logmem.parse.lines import rank_tags
 
@@ -247,6 +247,8 @@ class _Builder:
         if isinstance(e, ev.Frame):
             L.add_frame(e)
             return
+        if isinstance(e, ev.FatalError) and e.kind == "python":
+            L.fault_frames_left = MAX_FRAMES  # faulthandler's thread dump follows
         if isinstance(e, ev.MessageMore):
             L.continue_message(e)
             return

@@ -57,6 +57,8 @@ class _LaunchB:
     next_after: int | None = None  # the last line read before next_start (LaunchStart.after)
     steps: dict[str, FileSteps] = field(default_factory=dict)  # per file: its steps so far
     repeats: Repeats = field(default_factory=Repeats)  # lines printed again before it came up
+    # Frames of faulthandler's dump still to keep: set by each 'Fatal Python error' line.
+    fault_frames_left: int = 0
 
     def rank(self, label: str, tags: tuple[tuple[str, int], ...]) -> _RankB:
         r = self.ranks.get(label)
@@ -89,10 +91,16 @@ class _LaunchB:
         self.last_error = (tb, e.source.path, e.source.line_no)
 
     def add_frame(self, f: ev.Frame) -> None:
-        """A frame belongs to the traceback its error line will go to: the oldest still open."""
+        """A frame belongs to the traceback its error line will go to: the oldest still open.
+        With none open, right after 'Fatal Python error', it is faulthandler's dump of the
+        dying process's threads: the first MAX_FRAMES of them are kept as launch events (where
+        it died, analysis.failures.deaths); any other frame outside a traceback is dropped."""
         key = next(iter(self.open_tbs), None)
         if key is not None:
             self.open_tbs[key].add_frame(f)
+        elif self.fault_frames_left > 0:
+            self.fault_frames_left -= 1
+            self.events.append(f)
 
     def continue_message(self, more: ev.MessageMore) -> None:
         self.last_error = continue_last_error(self.last_error, more)

@@ -713,11 +713,12 @@ PATTERNS: tuple[LinePattern, ...] = (
     ),
     _p(
         "frame",
-        r'^\s{0,8}(?:\[rank\d{1,6}\]:\s{0,8})?File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9}), '
+        r'^\s{0,8}(?:\[rank\d{1,6}\]:\s{0,8})?File "(?P<path>[^"]{1,1000})", line (?P<line>\d{1,9}),? '
         r"in (?P<func>\S{1,300})",
         '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", '
         "line 929, in capture_one_batch_size",
-        "a traceback frame of a Python file; unprefixed",
+        "a traceback frame of a Python file; unprefixed (faulthandler's dump after 'Fatal Python "
+        "error' writes 'line N in FUNC', no comma: corpus 006)",
         needs=('.py", line ',),
     ),
     _p(

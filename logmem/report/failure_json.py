@@ -76,4 +76,14 @@ def death_json(d: Death) -> dict[str, Any]:
         "line": _line(e.source),
         "fatal": [{"text": f.text, "line": _line(f.source)} for f in d.fatal],
         "oom_logged": d.oom_logged,
+        "died_in": (
+            {
+                "path": d.died_in.path,
+                "line": d.died_in.line,
+                "func": d.died_in.func,
+                "at": _line(d.died_in.source),
+            }
+            if d.died_in is not None
+            else None
+        ),
     }

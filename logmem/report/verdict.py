@@ -290,7 +290,7 @@ def verdict_lines(v: fx.Verdict) -> list[str]:
         else:
             tail = "they are not start-up failures"
         lines.append(f"{len(oc.runtime_errors)} error(s) after start-up{at}; {tail}.")
-    lines.extend(death_text(d) for d in oc.runtime_deaths)
+    lines.extend(death_text(d, v.not_loaded) for d in oc.runtime_deaths)
     lines.extend(_noise_lines(oc.noise))
     return lines
 

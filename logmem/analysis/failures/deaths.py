@@ -32,6 +32,9 @@ class Death:
     fatal: tuple[ev.FatalError, ...]
     shutdown: bool  # after 'SIGTERM received' in the same file: the server was being stopped
     oom_logged: bool  # the launch's tracebacks hold an out-of-memory error
+    # Where it died in SGLang's code, by faulthandler's dump after 'Fatal Python error': the
+    # innermost frame under sglang/ that is not the watchdog's own thread (None: no dump).
+    died_in: ev.Frame | None = None
 
 
 def signal_name(exit_code: int | None) -> str | None:
@@ -48,7 +51,11 @@ def deaths(launch: Launch) -> tuple[Death, ...]:
     """Every watchdog death of the launch, in log order, with its fatal-error lines."""
     out: list[Death] = []
     events = sorted(
-        (e for e in launch.events if isinstance(e, (ev.ProcessDied, ev.SigTerm, ev.FatalError))),
+        (
+            e
+            for e in launch.events
+            if isinstance(e, (ev.ProcessDied, ev.SigTerm, ev.FatalError, ev.Frame))
+        ),
         key=lambda e: (e.source.path, e.source.line_no),
     )
     oom = any(
@@ -57,6 +64,7 @@ def deaths(launch: Launch) -> tuple[Death, ...]:
         for err in t.errors
     )
     pending: dict[str, list[ev.FatalError]] = {}
+    frames: dict[str, ev.Frame] = {}  # per file: the first SGLang frame of a dump since then
     stopped: set[str] = set()
     for e in events:
         path = e.source.path
@@ -66,10 +74,20 @@ def deaths(launch: Launch) -> tuple[Death, ...]:
             held = pending.setdefault(path, [])
             if len(held) < MAX_FATAL_LINES:
                 held.append(e)
+        elif isinstance(e, ev.Frame):
+            if path not in frames and _sglang_frame(e):
+                frames[path] = e
         else:
             fatal = tuple(pending.pop(path, ()))
-            out.append(Death(e, signal_name(e.exit_code), fatal, path in stopped, oom))
+            died_in = frames.pop(path, None)
+            out.append(Death(e, signal_name(e.exit_code), fatal, path in stopped, oom, died_in))
     return tuple(out)
+
+
+def _sglang_frame(f: ev.Frame) -> bool:
+    """A frame in SGLang's own code, other than the watchdog thread every dump lists first."""
+    p = f.path.replace("\\", "/")
+    return "/sglang/" in p and not p.endswith("/watchdog.py")
 
 
 def failed_deaths(launch: Launch) -> tuple[Death, ...]:
