@@ -48,6 +48,9 @@ def rescanning() -> Iterator[None]:
         tb = next((t for t in self.tracebacks if t.opening is not None and not t.errors), None)
         if tb is not None:
             tb.add_frame(f)
+        elif self.fault_frames_left > 0:  # faulthandler's dump (not a look-up: kept as is)
+            self.fault_frames_left -= 1
+            self.events.append(f)
 
     mp.setattr(build._LaunchB, "bar_rank", bar_rank)
     mp.setattr(build._LaunchB, "add_error", add_error)

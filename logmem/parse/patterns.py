@@ -718,8 +718,9 @@ PATTERNS: tuple[LinePattern, ...] = (
         '  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/cuda_graph_runner.py", '
         "line 929, in capture_one_batch_size",
         "a traceback frame of a Python file; unprefixed (faulthandler's dump after 'Fatal Python "
-        "error' writes 'line N in FUNC', no comma: corpus 006)",
-        needs=('.py", line ',),
+        "error' writes 'line N in FUNC', no comma: corpus 006); '<string>' and '<frozen ...>' "
+        "frames too",
+        needs=('.py", line ', '>", line '),
     ),
     _p(
         "exception_ignored",
