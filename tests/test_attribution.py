@@ -424,3 +424,17 @@ def test_every_finding_type_has_a_kind_and_a_sentence() -> None:
     types = typing.get_args(fd.Finding)
     assert len({t.kind for t in types}) == len(types) == len(fd.FindingKind)
     assert all(t in finding_text.registry for t in types)  # type: ignore[attr-defined]
+
+
+def test_bucket_table_marks_a_rise_not_a_negative_cost() -> None:
+    # 021 (GB10, unified memory): free memory rose across some prefill buckets; the table says
+    # "rose X" as the capture finding does ("free memory rose"), never a negative cost.
+    from logmem.report.ledger_tables import bucket_tables
+
+    rl = _ledger(corpus_log("021-")).rank("")
+    assert rl is not None
+    table = bucket_tables(rl)[0]
+    costs = [row[-2] for row in table.rows]
+    assert "rose 0.52" in costs and "(rose 1.42)" in costs
+    assert not any(c.lstrip("(").startswith("-") for c in costs)
+    assert any(n.startswith("rose X:") for n in table.notes)

@@ -310,6 +310,8 @@ def whatif_launch(
     if binds is not None:
         assumptions.append(binds)
 
+    heuristic = use is not None and isinstance(use.source, cn.HeuristicSlope)
+
     def predict(m: float, bs: int | None, ctx: int | None) -> Prediction:
         t = tokens(m)
         mr = mamba_requests(t)
@@ -371,6 +373,7 @@ def whatif_launch(
             headroom_upper=unsampled is not None,
             graph_error_bytes=graph_error(bs),
             graph_upper=graph_upper(bs) if not bounded else None,
+            graph_estimate=heuristic and graph_error(bs) is None,
         )
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)
@@ -408,13 +411,7 @@ def whatif_launch(
     at_least = predicted.graph_upper is not None
     if post is not None:  # the pool backed after the graphs at each value (PostCaptureReplay)
         lo_pos = next((m for m in grid if at[m].kv_tokens > 0), None)
-    ok = [
-        m
-        for m in grid
-        if (p := at[m]).headroom_bytes is not None
-        and (v := p.verdict(activation_reserve_bytes)) is not False
-        and (v is True or not at_least)
-    ]
+    ok = [m for m in grid if at[m].in_window(activation_reserve_bytes, at_least)]
     hi = ok[-1] if ok else None
     # The top with graphs at the top of the slope's error (None: no error, or not known).
     # ``hi`` counts a value whose headroom the error spans (its verdict is unknown): the top with

@@ -41,6 +41,7 @@ from logmem.model.records import Graph, Launch
 from logmem.sglang.capture_lists import GpuFacts, ListContext, largest_at_max_bs
 from logmem.sglang.decode_max_bs import clamped_to_requests
 from logmem.sglang.deepep_v2_budget import V2_ENV, v2_refusal
+from logmem.sglang.eras import static_logits_buffer
 from logmem.units import MIB
 
 
@@ -136,7 +137,7 @@ def max_bs_change(
         if use is None:
             h, terms = heuristic_mib_per_bs(launch.args, new_bs)
             use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
-            notes.append(cn.NoMeasuredSlope(h))
+            notes.append(cn.NoMeasuredSlope(h, *_kept(launch, top, cur_bs, new_bs, rows_per_bs)))
     added = None
     if bsum is None and new_bs > cur_bs and measured_per_row(use) and main is not None:
         graph = found[0] if found else main.graph
@@ -180,6 +181,19 @@ def max_bs_change(
     return MaxBsChange(
         new_bs, use, method, bsum, tuple(notes), tuple(assumptions), other, added, shrinks
     )
+
+
+def _kept(
+    launch: Launch, top: wf.ListTopAt | None, cur_bs: int, new_bs: int, rows_per_bs: int
+) -> tuple[bool, tuple[int, ...], int | None]:
+    """Whether the buckets a larger max bs adds each keep their own logits (no static logits
+    buffer in this version: rules.kept_logits_bytes), which sizes they are and their rows."""
+    if new_bs <= cur_bs or static_logits_buffer(launch) is not False:
+        return False, (), None
+    between = added_buckets("", top.top, cur_bs, new_bs, None) if top is not None else None
+    sizes = (between.sizes if between else ()) + (new_bs,)
+    known = top is not None
+    return True, sizes if known else (), sum(sizes) * rows_per_bs if known else None
 
 
 def _failed_bucket_slope(

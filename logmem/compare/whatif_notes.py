@@ -93,6 +93,12 @@ class StartupUnfinished:
 @frozen
 class NoMeasuredSlope:
     mib_per_bs: float | None = None  # the heuristic slope used (rules.graph_reserve_mib_per_bs)
+    # A larger max bs in a version whose buckets keep their own logits (rules.kept_logits_bytes):
+    # the sizes the new list captures above the launch's top or between (its new top last;
+    # empty: the list is not known) and their rows; the log gives no vocabulary to price them.
+    kept_logits: bool = False
+    added: tuple[int, ...] = ()
+    rows: int | None = None
 
 
 @frozen

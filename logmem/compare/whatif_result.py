@@ -65,6 +65,10 @@ class Prediction:
     # The headroom rests on a lowest reading at a capture the log does not sample inside
     # (whatif_facts.unsampled_low): free memory may have gone lower there, so it is at most this.
     headroom_upper: bool = False
+    # The graph change is priced by SGLang's graph-reserve heuristic (a budget inside its default
+    # mem_fraction_static formula, not a measurement of this launch): its error is unbounded, so
+    # only a verdict the graphs as measured already settle stands.
+    graph_estimate: bool = False
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
@@ -81,10 +85,29 @@ class Prediction:
             return False
         if self.headroom_bytes is None:
             return None
+        if self.graph_estimate and self.graph_change_bytes:
+            # Raising max bs costs at least nothing, lowering frees at most nothing more: the
+            # headroom with the graphs as measured is the bound the estimate cannot move past.
+            base = self.headroom_bytes + self.graph_change_bytes
+            if self.graph_change_bytes > 0:
+                return False if base < reserve_bytes else None
+            if base < reserve_bytes:
+                return None
         if self.headroom_bytes < reserve_bytes:
             # An upper bound below the reserve rules it out too; a lower bound does not.
             return None if self.graph_upper else False
         return True if self.headroom_exact and not self.low_point_unknown else None
+
+    def in_window(self, reserve_bytes: int, at_least: bool) -> bool:
+        """Whether this setting is inside the feasible mem_fraction_static window: not ruled
+        out, and when the headroom is a lower bound (``at_least``) settled; with graphs by
+        SGLang's heuristic the window is the estimate's (its verdict is uncertain)."""
+        v = self.verdict(reserve_bytes)
+        if self.headroom_bytes is None or v is False:
+            return False
+        if self.graph_estimate:
+            return self.headroom_bytes >= reserve_bytes
+        return v is True or not at_least
 
     def feasible(self, reserve_bytes: int) -> bool:
         return self.verdict(reserve_bytes) is True

@@ -191,9 +191,7 @@ def bucket_tables(led: RankLedger) -> list[Table]:
                 str(b.size) if b.size is not None else "?",
                 *(() if per is None else (f"{b.size * per:,}" if b.size is not None else "?",)),
                 gib_cell(b.avail_bytes),
-                f"({bounded(b.cost_bytes, b.bound)})"
-                if b.to_end
-                else bounded(b.cost_bytes, b.bound),
+                f"({_cost_cell(b)})" if b.to_end else _cost_cell(b),
                 str(b.line),
             )
             for b in p.buckets
@@ -201,6 +199,14 @@ def bucket_tables(led: RankLedger) -> list[Table]:
         notes = (
             _sizes_note(p.buckets),
             "cost = free at this bucket's start minus free at the next bar's",
+            *(
+                (
+                    "rose X: free memory rose by X GiB across the bucket, no cost the readings "
+                    "can show (freed temporaries, another process, or unified memory)",
+                )
+                if any(_rose(b) for b in p.buckets)
+                else ()
+            ),
             *(
                 (
                     "(cost): the last bar to the end line, not a per-bucket cost: the end line "
@@ -230,6 +236,29 @@ def bucket_tables(led: RankLedger) -> list[Table]:
             )
         )
     return out
+
+
+def _rose(b: Bucket) -> bool:
+    """Free memory rose across the bucket by at least a printed 0.01 GiB."""
+    return (
+        b.bound.known
+        and b.cost_bytes is not None
+        and gib_cell(-b.cost_bytes)
+        not in (
+            "0.00",
+            "-0.00",
+        )
+        and b.cost_bytes < 0
+    )
+
+
+def _cost_cell(b: Bucket) -> str:
+    """The bucket's cost, or "rose X" where free memory rose across it: a negative cost is not
+    a cost (the capture findings say "free memory rose" too)."""
+    if _rose(b):
+        assert b.cost_bytes is not None
+        return f"rose {gib_cell(-b.cost_bytes)}"
+    return bounded(b.cost_bytes, b.bound)
 
 
 def _sizes_note(buckets: Sequence[Bucket]) -> str:

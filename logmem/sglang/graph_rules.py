@@ -141,3 +141,18 @@ def verify_tokens_per_req(name: str, args: Mapping[str, Any], printed: int | Non
         return printed
     ndt = args.get("speculative_num_draft_tokens")
     return ndt if isinstance(ndt, int) and not isinstance(ndt, bool) and ndt >= 1 else None
+
+
+def kept_logits_bytes(rows: int, vocab: int) -> int:
+    """What captured buckets keep of their own logits when the version has no static logits
+    buffer (before 0.5.1, eras.static_logits_buffer False): rows x vocab x 4 B, per bucket.
+
+    cuda_graph_runner.py (0.4.3.post2 and 0.4.3.post4, March 2025): ``capture`` stores each bucket's
+    ``(next_token_logits, hidden_states)`` in ``self.output_buffers[bs]``, so they stay live;
+    every graph is captured into one pool (``global_graph_memory_pool``, set from the first
+    ``graph.pool()``), where a bucket's freed activations are reused by the next but its kept
+    outputs are not. logits_processor.py ``_get_logits``: ``tensor_model_parallel_all_gather``
+    then ``logits[:, : vocab_size].float()``, i.e. float32 over the whole vocabulary on every TP
+    rank. So each bucket, smaller or larger than the largest, costs at least its rows x vocab x
+    4 B; a larger largest bucket adds its activations on top."""
+    return rows * vocab * 4

@@ -35,6 +35,7 @@ from logmem.sglang.graph_rules import graph_cap_flag as graph_cap_flag
 from logmem.sglang.graph_rules import graph_disable_flag as graph_disable_flag
 from logmem.sglang.graph_rules import graph_sized_in_tokens as graph_sized_in_tokens
 from logmem.sglang.graph_rules import graphs_off as graphs_off
+from logmem.sglang.graph_rules import kept_logits_bytes as kept_logits_bytes
 from logmem.sglang.graph_rules import list_given_by_dump as list_given_by_dump
 from logmem.sglang.graph_rules import verify_tokens_per_req as verify_tokens_per_req
 from logmem.sglang.request_pool import DEFAULT_REQUEST_ROWS as DEFAULT_REQUEST_ROWS

@@ -81,6 +81,8 @@ def _prediction(p: Prediction, reserve: int, u: Unfinished | None) -> Prediction
     label = None
     if u is not None:
         label = unfinished_label(u) if p.as_launched else (f"NO ({crashed})" if crashed else None)
+    if label is None and p.graph_estimate and p.verdict(reserve) is None:
+        label = "uncertain"  # graphs priced by SGLang's reserve heuristic, not measured
     return PredictionView(
         p.mem_fraction_static,
         p.largest_bs,

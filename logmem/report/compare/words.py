@@ -15,7 +15,9 @@ from logmem.sglang.rules import (
     DP_ATTENTION_LARGE_BS,
     DP_ATTENTION_LARGE_BS_MIB,
     DP_ATTENTION_MIB_PER_BS_DP,
+    kept_logits_bytes,
 )
+from logmem.units import GIB
 from logmem.units import format_gib as _gs
 
 # --- sources ---------------------------------------------------------------------------------
@@ -201,11 +203,34 @@ def era_text(g: EraGuess) -> str:
 
 def no_measured_slope_text(n: cn.NoMeasuredSlope) -> str:
     h = n.mib_per_bs if n.mib_per_bs is not None else DECODE_GRAPH_MIB_PER_BS
+    text = (
+        "No measured slope: graph memory for the new max bs is priced by SGLang's graph-reserve "
+        f"heuristic, {h:g} MiB per unit of max bs (its terms are under Assumptions). That is a "
+        "reserve inside SGLang's default mem_fraction_static formula, not a measurement of this "
+        "launch: the graphs and headroom are an estimate whose error is not known, so only what "
+        "the graphs as measured settle is a verdict."
+    )
+    if n.kept_logits:
+        if n.added and n.rows is not None:
+            per_entry = kept_logits_bytes(n.rows, 1)
+            span = f"bs {n.added[0]}" if len(n.added) == 1 else f"bs {n.added[0]}-{n.added[-1]}"
+            which = (
+                f"the {len(n.added)} bucket(s) it adds ({span}) hold {n.rows:,} rows, "
+                f"{per_entry:,} B per vocabulary entry ("
+                f"{kept_logits_bytes(n.rows, 100_000) / GIB:.2f} GiB per 100,000 entries; the log "
+                "does not give the vocabulary)"
+            )
+        else:
+            which = "the log does not tell which buckets the new list adds"
+        text += (
+            " In this SGLang (before the static logits buffer) every captured bucket keeps its "
+            "own float32 logits in the shared graph pool (bs x vocab x 4 B, after the TP "
+            f"all-gather; cuda_graph_runner.py output_buffers), so each added bucket costs at "
+            f"least that: {which}; the larger bucket's activations come on top."
+        )
     return (
-        "No measured slope: graph memory for the new max bs uses SGLang's own graph-reserve "
-        f"heuristic, {h:g} MiB per unit of max bs (its terms are under Assumptions). Measure it "
-        "with --slope-from A B (two launches that differ only in --cuda-graph-max-bs) or give "
-        "--mib-per-row."
+        text + " Measure it with --slope-from A B (two launches that differ only in "
+        "--cuda-graph-max-bs) or give --mib-per-row."
     )
 
 
