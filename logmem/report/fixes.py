@@ -10,6 +10,7 @@ import logmem.analysis.failures.facts as fx
 from logmem.analysis.capture_lever import CaptureLever
 from logmem.analysis.failures.budget import fmt_mfs
 from logmem.parse.lazy import lazy
+from logmem.report.capture_rest_words import rest_text
 from logmem.report.deepep_fix_words import dispatch_half_text, dispatch_ratio_text
 from logmem.report.lever_words import alternative
 from logmem.sglang import rules
@@ -87,7 +88,7 @@ def _(e: fx.LowerMfs) -> str:
         )
         return text + (
             f"; costs about {tokens_text(math.ceil(e.lost_tokens))} KV tokens{pct} (SGLang "
-            f"counts them at its {e.sizing_cell:,.0f}-byte sizing cell)"
+            f"counts them at its {e.sizing_cell:,.0f}-byte sizing cell){rest_text(e)}"
         )
     if e.bytes_per_token and e.lost_tokens is not None:
         share = f" (KV's {e.kv_share:.0%} share of it)" if e.kv_share < 1 else ""
@@ -105,7 +106,7 @@ def _(e: fx.LowerMfs) -> str:
             f"; costs about {tokens_text(math.ceil(e.lost_tokens))} KV tokens{share}{pct} at "
             f"{e.bytes_per_token:,.0f} bytes per token{others}"
         )
-    return text
+    return text + rest_text(e)
 
 
 def _cap_cost(cap: int, lever: CaptureLever | None = None) -> str:
