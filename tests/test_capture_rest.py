@@ -49,3 +49,15 @@ def test_rest_priced_from_measured_later_buckets() -> None:
     assert rest.rest_bytes == 10 * 2**20
     assert fx.CaptureRest("bs", 1, 0, None, 0).rest_bytes == 0
     assert fx.CaptureRest("bs", 32, None, 2.0, 3).rest_bytes is None
+
+
+def test_threshold_fixes_are_labelled_not_working_values() -> None:
+    """Review D#3: the smallest mfs with a pool and the offload that only makes the pool positive
+    are thresholds, not working values."""
+    a = logmem.read_log(str(FIX / "not-enough-memory-kv-constructed.log"))
+    text = " ".join(verdict_lines(a.launches[0]))
+    assert "only the threshold" in text and "not a working value" in text
+    a = logmem.read_log(str(FIX / "oom-load-weights-constructed.log"))
+    text = " ".join(verdict_lines(a.launches[0]))
+    assert "the minimum that makes a KV pool at all" in text
+    assert "the pool gets only the 0.41 GiB the rounding leaves" in text
