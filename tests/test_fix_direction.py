@@ -325,9 +325,10 @@ def test_dispatch_tokens_fix_scales_the_t_the_launch_set(tmp_path: Path) -> None
     text = _dispatch_fix_text(src)
     assert f"{math.floor(256 * 1.20 / 3.55)} of the 256 this launch set on line 1" in text, text
     assert "default 128" not in text
-    # deepep_mode='auto': the buffer is the larger of the two sizes (deepep.py num_rdma_bytes =
-    # max(...)), not a sum: lowering T helps only if the low-latency size is the larger.
-    assert "the larger of the normal-mode and low-latency sizes" in text
+    # deepep_mode='auto': two buffers (deepep.py get_deepep_buffer): NVLink from normal mode,
+    # RDMA = max(normal RDMA, low-latency hint), not one "larger of" buffer (review D#6).
+    assert "the larger of the normal-mode RDMA size and the low-latency size" in text
+    assert "the NVLink one from the normal-mode config alone" in text
     assert "adds" not in text and "do not shrink with T" not in text
     # DeepEP's low-latency dispatch takes at most T tokens per rank and SGLang does not cap the
     # decode batch at T: the fix lowers --cuda-graph-max-bs (256 -> 80, the capture list's

@@ -10,6 +10,7 @@ from logmem.analysis.capture_lever import CaptureLever
 from logmem.analysis.failures.budget import fmt_mfs
 from logmem.parse.lazy import lazy
 from logmem.report import code_fix_words as code_fix_words  # registers its effects' words
+from logmem.report.capture_rest_words import rest_text
 from logmem.report.deepep_fix_words import dispatch_half_text, dispatch_ratio_text
 from logmem.report.fix_base import effect_text as effect_text
 from logmem.report.lever_words import alternative
@@ -82,7 +83,7 @@ def _(e: fx.LowerMfs) -> str:
         )
         return text + (
             f"; costs about {tokens_text(math.ceil(e.lost_tokens))} KV tokens{pct} (SGLang "
-            f"counts them at its {e.sizing_cell:,.0f}-byte sizing cell)"
+            f"counts them at its {e.sizing_cell:,.0f}-byte sizing cell){rest_text(e)}"
         )
     if e.bytes_per_token and e.lost_tokens is not None:
         share = f" (KV's {e.kv_share:.0%} share of it)" if e.kv_share < 1 else ""
@@ -100,7 +101,7 @@ def _(e: fx.LowerMfs) -> str:
             f"; costs about {tokens_text(math.ceil(e.lost_tokens))} KV tokens{share}{pct} at "
             f"{e.bytes_per_token:,.0f} bytes per token{others}"
         )
-    return text
+    return text + rest_text(e)
 
 
 def _cap_cost(cap: int, lever: CaptureLever | None = None) -> str:
@@ -220,8 +221,11 @@ def _(e: fx.QuantizeFP8) -> str:
 @effect_text.register
 def _(e: fx.CpuOffload) -> str:
     why = (
-        f"{_g(e.budget_lack_bytes)} GiB is what the KV budget lacks, rounded up: that only makes the "
-        "pool positive, each further GiB adds a GiB of KV"
+        f"the minimum that makes a KV pool at all: {_g(e.budget_lack_bytes)} GiB is what the KV "
+        f"budget lacks, rounded up, so at {e.gib} GiB the pool gets only the "
+        f"{_g(e.gib * GIB - e.budget_lack_bytes)} GiB the rounding leaves; each further GiB "
+        "offloaded adds a GiB of KV, so a usable pool needs its size in GiB on top: one full "
+        "context is context length x the KV bytes per token, which this log does not print"
         if e.budget_lack_bytes is not None
         else f"the {_g(e.need_bytes)} GiB shortfall, rounded up; the rest of the model was not "
         "loaded, so it may need more"
@@ -253,13 +257,16 @@ def _(e: fx.SmallestMfs) -> str:
         else ""
     )
     return (
-        f"the smallest value with a {'positive KV budget' if fixed else 'KV pool at all'}: "
+        f"only the threshold, the smallest value with a "
+        f"{'positive KV budget' if fixed else 'KV pool at all'}: "
         f"mfs > 1 - {_g(e.after_weights_bytes)} / "
-        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}{scaled}{_sglang_says(e.suggested)}; each "
-        f"further {e.step:g} adds "
-        f"{_g(e.step_bytes)} GiB of KV; costs headroom: {_g(e.headroom_bytes)} GiB is left outside "
-        "the budget for activations and CUDA graphs, so too high a value fails later in capture"
-        + lower
+        f"{_g(e.pre_load_bytes)} = {e.exact:.4f}{scaled}{_sglang_says(e.suggested)}; it gives "
+        f"a pool of next to nothing, not a working value: each further {e.step:g} adds "
+        f"{_g(e.step_bytes)} GiB of KV, so go higher by {e.step:g} per {_g(e.step_bytes)} GiB of "
+        "pool a run needs (one full context is context length x the KV bytes per token, which "
+        f"this log does not print); costs headroom: {_g(e.headroom_bytes)} GiB is left outside "
+        "the budget at the threshold for activations and CUDA graphs, less with each step, so "
+        "too high a value fails later in capture" + lower
     )
 
 

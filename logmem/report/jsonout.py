@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from logmem import __version__
@@ -316,7 +316,10 @@ def _round(x: float | None) -> int | None:
 
 
 def launch_json(
-    L: Launch, led: LaunchLedger, shown: Callable[[str], bool] | None = None
+    L: Launch,
+    led: LaunchLedger,
+    shown: Callable[[str], bool] | None = None,
+    peers: Sequence[Launch] = (),
 ) -> dict[str, Any]:
     """One launch's JSON; ``led`` is its ledger as Analysis.ledger builds it."""
     oc = outcome(L)
@@ -331,7 +334,7 @@ def launch_json(
         "next_start": _line(L.next_start),
         "repeats": repeats_json(L.repeats),
         "outcome": oc.status,
-        "verdict": verdict_lines(L, led),
+        "verdict": verdict_lines(L, led, peers),
         "failure": failure_json(oc.failure),
         "runtime_errors": len(oc.runtime_errors),
         "first_runtime_error": error_json(read_errors(oc.runtime_errors[:1])),
@@ -404,7 +407,7 @@ def expected_json(led: LaunchLedger, config: dict[str, Any]) -> dict[str, Any]:
 
 def analysis_json(a: Analysis) -> dict[str, Any]:
     ledgers = [a.ledger(L) for L in a.launches]
-    launches = [launch_json(L, led, a.shows) for L, led in zip(a.launches, ledgers)]
+    launches = [launch_json(L, led, a.shows, a.all_launches) for L, led in zip(a.launches, ledgers)]
     for doc, led in zip(launches, ledgers):
         com = communication(led, a.model_config, env_values(a))
         doc["communication"] = comm_json(com) if com is not None else None

@@ -16,10 +16,12 @@ from logmem.analysis.comm_inputs import EnvValue, env_values
 from logmem.analysis.comm_join import Communication, communication
 from logmem.analysis.exhausted import Exhausted
 from logmem.analysis.failures import verdict
+from logmem.analysis.failures.capture_rest import peer_up
 from logmem.frozen import frozen
 from logmem.model.records import Launch
 from logmem.parse import events as ev
 from logmem.report.budget_words import mfs_source_text
+from logmem.report.capture_rest_words import peer_text
 from logmem.report.communication import comm_view
 from logmem.report.device_words import device_top
 from logmem.report.exhausted_words import caveat_text, fix_lines
@@ -273,6 +275,7 @@ def launch_report(
     config: dict[str, Any] | None = None,
     env: Sequence[EnvValue] = (),
     ranks_shown: tuple[str, ...] = (),
+    peers: Sequence[Launch] = (),
 ) -> LaunchReport:
     """One launch's report; ``led`` is its ledger as Analysis.ledger builds it (with the
     other launches' KV lines and the --model-config)."""
@@ -332,7 +335,15 @@ def launch_report(
     n_other = len(led.ranks) - len(leading)
     sections_t = tuple(sections)
     return LaunchReport(
-        title, tuple(verdict_lines(L, led)), found, sections_t, led, com, fold, n_other, lead_labels
+        title,
+        tuple(verdict_lines(L, led, peers)),
+        found,
+        sections_t,
+        led,
+        com,
+        fold,
+        n_other,
+        lead_labels,
     )
 
 
@@ -344,10 +355,20 @@ def shown_ledger(led: LaunchLedger, shown: tuple[str, ...]) -> LaunchLedger:
     return replace(led, ranks=tuple(rl for rl in led.ranks if rl.rank in shown))
 
 
-def verdict_lines(L: Launch, led: LaunchLedger | None = None) -> list[str]:
+def verdict_lines(
+    L: Launch, led: LaunchLedger | None = None, peers: Sequence[Launch] = ()
+) -> list[str]:
     """The verdict sentences every format prints first; with the ledger, a launch that came up
-    with free memory at the 0.00 floor before or during capture gets its caveat and fixes."""
+    with free memory at the 0.00 floor before or during capture gets its caveat and fixes; with
+    the input's other launches, one that came up at another mem_fraction_static is cited after
+    the mem_fraction_static fix."""
     lines = verdict_text(verdict(L))
+    peer = peer_up(L, peers) if peers else None
+    if peer is not None:
+        at = next(
+            (i for i, x in enumerate(lines) if x.startswith("Fix: --mem-fraction-static")), None
+        )
+        lines.insert(len(lines) if at is None else at + 1, peer_text(peer))
     if led is not None:
         for f in led.findings:
             if isinstance(f, Exhausted):
@@ -393,6 +414,7 @@ def analysis_report(a: Analysis, all_ranks: bool = False) -> Report:
                 a.model_config,
                 env_values(a),
                 a.shown_ranks,
+                a.all_launches,
             )
             for L in a.launches
         ),

@@ -26,6 +26,30 @@ class Purpose(Enum):
 
 
 @frozen
+class CaptureRest:
+    """What a failed capture still had to take after the failed bucket, as the readings price it.
+
+    With one shared graph pool the largest bucket sets the pool and each later bucket adds its
+    own increment (its outputs, allocator growth): the increments the bars measured between
+    later buckets of this capture, averaged, price the buckets still to capture."""
+
+    unit: str  # bs | num_tokens
+    failed: int  # the bucket that failed
+    remaining: int | None  # buckets still to capture after it (None: the list is not printed)
+    per_bucket_bytes: float | None  # mean measured increment of this capture's later buckets
+    measured: int  # how many later buckets that mean is over (0: none measured)
+
+    @property
+    def rest_bytes(self) -> int | None:
+        """The remaining buckets' cost (0 when none remain; None when not priced)."""
+        if self.remaining == 0:
+            return 0
+        if self.remaining is None or self.per_bucket_bytes is None:
+            return None
+        return round(self.per_bucket_bytes * self.remaining)
+
+
+@frozen
 class LowerMfs:
     mfs: float
     to: float
@@ -45,6 +69,9 @@ class LowerMfs:
     # SGLang's sizing cell when smaller than bytes_per_token (Budget.sizing_cell): each byte of
     # budget given up shrinks the pools by bytes_per_token / sizing_cell.
     sizing_cell: float | None = None
+    # A capture OOM: need_bytes is the shortfall plus rest.rest_bytes when the readings price
+    # the buckets still to capture; rest says what is and is not covered.
+    rest: CaptureRest | None = None
 
     @property
     def pool_ratio(self) -> float:

@@ -20,6 +20,9 @@ from logmem.analysis.failures.effects import (
     CapPerRow as CapPerRow,
 )
 from logmem.analysis.failures.effects import (
+    CaptureRest as CaptureRest,
+)
+from logmem.analysis.failures.effects import (
     Change as Change,
 )
 from logmem.analysis.failures.effects import (

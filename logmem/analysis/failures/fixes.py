@@ -25,6 +25,7 @@ from logmem.analysis.failures.budget import (
     fmt_mfs,
     min_mfs_for_pool,
 )
+from logmem.analysis.failures.capture_rest import capture_rest
 from logmem.analysis.failures.deepep_fix import dispatch_tokens_fix
 from logmem.analysis.failures.fallback import native_fix, transformers_fallback
 from logmem.analysis.failures.place import POST_CAPTURE, Place
@@ -49,12 +50,19 @@ def draft_sized(place: Place) -> bool:
 
 
 def lower_mfs(
-    b: Budget, need_bytes: int, purpose: fx.Purpose, library: str | None = None
+    b: Budget,
+    need_bytes: int,
+    purpose: fx.Purpose,
+    library: str | None = None,
+    rest: fx.CaptureRest | None = None,
 ) -> tuple[fx.Fix | None, fx.Blocker | None]:
     """Lower the flag to X so that P x (rule(mfs) - rule(X)) >= need_bytes, where rule() is
-    SGLang's own scaling of the flag (Budget.scaling); price it in KV tokens."""
+    SGLang's own scaling of the flag (Budget.scaling); price it in KV tokens. A capture's
+    ``rest`` adds what its remaining buckets cost, when the readings price them."""
     if b.mfs is None or b.pre_load_bytes is None:
         return None, None
+    if rest is not None and rest.rest_bytes:
+        need_bytes += rest.rest_bytes
     p, s, r = b.pre_load_bytes, b.scaling, b.pool_ratio
     now = s.rule_mfs_for(b.mfs)
     # The rule gives up P x d of budget; the pools shrink by r times that when SGLang sized
@@ -91,6 +99,7 @@ def lower_mfs(
         b.factor,
         b.cell_bytes,
         b.sizing_cell if r > 1.0 else None,
+        rest,
     )
     return fx.Fix("--mem-fraction-static", fmt_mfs(x), effect), blocker
 
@@ -302,7 +311,13 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
     purpose = fx.Purpose.CAPTURE if phase.startswith("capture") else fx.Purpose.ACTIVATIONS
     if r.comm_library is not None:
         purpose = fx.Purpose.COMM
-    mfs_fix, blocker = lower_mfs(b, need, purpose, r.comm_library)
+    # A capture still had its smaller buckets to take after the failed one.
+    rest = (
+        capture_rest(place.bar_graph)
+        if purpose is fx.Purpose.CAPTURE and place.bar_graph is not None
+        else None
+    )
+    mfs_fix, blocker = lower_mfs(b, need, purpose, r.comm_library, rest)
     if mfs_fix is not None and blocker is None:
         fixes.append(mfs_fix)
     # A communication buffer does not shrink with the graph's batch sizes: no cap for it.
