@@ -272,12 +272,30 @@ def test_sentence_slots_cannot_fill_the_pool() -> None:
 
 
 def test_sentence_unknown_context() -> None:
+    """Review D#11. 023's server_args (line 3): max_running_requests=1, context_length=None,
+    cpu_offload_gb=48, disable_radix_cache=False, and no scheduler summary: the context is the
+    model config's, which the log does not give; what follows from the log alone is said."""
     c = ledger("023-qwen3-14b-tp2-fp16-truncated-mid-capture.log").context
-    assert finding_text(c) == (
-        "max_running_requests=1 (server_args): the one request slot fills the KV pool (139,814 "
-        "tokens) only with a request that long; the context length is not logged (the log has no "
-        "scheduler summary line), so how much of the pool it can reach is unknown."
+    assert c is not None and c.context_unset and c.cpu_offload_gb == 48
+    t = finding_text(c)
+    assert t.startswith(
+        "max_running_requests=1 (server_args): one request runs at a time, and SGLang caps it "
+        "at the smaller of the context length and the KV pool (139,814 tokens), less one."
     )
+    assert "context_length=None in server_args" in t and "which the log does not print" in t
+    assert "If it is below 139,814 tokens, the one request slot never reaches the rest" in t
+    assert "(only the prefix cache (radix cache) can use it)" in t
+    assert "48 GB of weights offloaded to the CPU (cpu_offload_gb=48)" in t
+    assert "a lower --cpu-offload-gb" in t
+    assert t.endswith("from the log alone how much of the pool it can reach is unknown.")
+    assert "40,960" not in t  # the model's config is not in the log
+
+
+def test_sentence_unknown_context_without_offload_or_unset_context() -> None:
+    c = ledger("023-qwen3-14b-tp2-fp16-truncated-mid-capture.log").context
+    assert c is not None
+    t = finding_text(replace(c, context_unset=False, cpu_offload_gb=None, radix_cache=None))
+    assert "context_length=None" not in t and "cpu-offload" not in t and "radix" not in t
 
 
 def test_fixture_where_the_pool_holds_the_context_has_no_sentence() -> None:

@@ -217,3 +217,25 @@ def test_the_nvidia_smi_fallback_line_puts_the_unified_memory_caveat_first() -> 
     assert "system's available RAM" in finding_text(first)
     (L,) = read_log(str(corpus_log("001-"))).launches
     assert not any(isinstance(f, fd.UnifiedMemory) for f in build_ledger(L).findings)
+
+
+def test_a_low_point_of_system_ram_is_no_limit_an_allocation_must_fit() -> None:
+    """Review D#10. 021: nvidia-smi gave no total (line 10), so the bar readings are system RAM;
+    the least one (5.62 GiB, line 160, bar num_tokens 8) is not what an extra allocation would
+    have to fit in. 001 (discrete GPUs, no fallback line) keeps 'bottomed out'."""
+    import logmem.analysis.findings as fd
+    from logmem.analysis.attribution import build_ledger
+    from logmem.api import read_log
+    from logmem.report.sentences import finding_text
+
+    path = corpus_log("021-")
+    assert b"num_tokens=8 avail_mem=5.62 GB" in path.read_bytes().split(b"\n")[159]
+    (L,) = read_log(str(path)).launches
+    (low,) = [f for f in build_ledger(L).findings if isinstance(f, fd.BottomedOut)]
+    assert (low.line, low.unified_line) == (160, 10)
+    text = finding_text(low)
+    assert "The lowest reading was 5.62 GiB (line 160" in text and "system's available RAM" in text
+    assert "not a fixed limit" in text and "bottomed out" not in text
+    assert "is what an extra allocation there would have to fit in" not in text
+    for f in build_ledger(read_log(str(corpus_log("001-"))).launches[0]).findings:
+        assert not isinstance(f, fd.BottomedOut) or f.unified_line is None

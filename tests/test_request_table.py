@@ -78,7 +78,8 @@ def test_037_table_share_names_both_levers() -> None:
     assert f.table.bytes == 2048 * 131076 * 4 and f.left.bytes < f.table.bytes
     text = finding_text(f)
     assert "more than the 0.83 GiB left free after capture" in text
-    assert "--max-running-requests N (the default here" in text and "N x 0.50 MiB" in text
+    assert "--max-running-requests N (not passed here; the summary prints" in text
+    assert "N x 0.50 MiB" in text
     assert "(0.29 GiB at 38,141, the pool's tokens)" in text
 
 
@@ -90,6 +91,38 @@ def test_001_padding_row_era() -> None:
     assert c.table.at_context.bytes == 2049 * (46611 + 4) * 4
     f = _one(corpus_log("001-"), fd.RequestTableShare)
     assert "(N + 1) x 0.50 MiB" in finding_text(f)
+
+
+def test_a_printed_slot_count_is_stated_not_the_defaults_range() -> None:
+    """Review D#9. 001 line 71: max_running_requests=2049, max_total_num_tokens=46611 (sglang
+    0.4.3: min(tokens // 2, pool size), the pool 2048 + 1); 037 (0.4.9, no padding row
+    printed): max_running_requests=2048 at its summary line."""
+    f = _one(corpus_log("001-"), fd.RequestTableShare)
+    assert isinstance(f, fd.RequestTableShare)
+    assert f.table.default_slots == 2048 and f.table.printed_at is not None
+    assert f.table.printed_at.line_no == 71
+    text = finding_text(f)
+    assert "(the default here: 2,048; the summary prints 2,049, line 71, the padding row" in text
+    assert "2,048 to 4,096" not in text
+    g = _one(corpus_log("037-"), fd.RequestTableShare)
+    assert isinstance(g, fd.RequestTableShare) and g.table.default_slots is None
+    assert g.table.printed_at is not None
+    assert f"max_running_requests=2,048, line {g.table.printed_at.line_no})" in finding_text(g)
+    assert "2,048 to 4,096" not in finding_text(g)
+
+
+def test_the_default_behind_a_printed_count_needs_the_release_and_the_tokens() -> None:
+    """tp_worker.py 0.4.3: the count is min(tokens // 2, pool size); a count the tokens bound,
+    a passed value, a later release or an undated log proves no default."""
+    from datetime import date
+
+    old, new = date(2025, 3, 1), date(2025, 9, 1)
+    assert rules.default_slots_printed(old, False, 2049, 46611) == 2048
+    assert rules.default_slots_printed(old, False, 2049, 4098) is None  # tokens // 2 bound
+    assert rules.default_slots_printed(old, True, 2049, 46611) is None
+    assert rules.default_slots_printed(new, False, 2049, 46611) is None
+    assert rules.default_slots_printed(None, False, 2049, 46611) is None
+    assert rules.default_slots_printed(old, False, 2049, None) is None
 
 
 def test_share_needs_a_tenth_of_what_is_left() -> None:

@@ -230,6 +230,41 @@ def test_a_test_harness_traceback_is_not_the_servers_error() -> None:
     assert "79.59 not less than or equal to 45.9" in words(L)
 
 
+def test_a_failed_test_threshold_says_the_figures_and_blames_no_memory() -> None:
+    """Corpus 019: line 4654 "AssertionError: 79.59 not less than or equal to 45.9", after the
+    serving benchmark's results (line 4597) and the ready line: the server came up and missed
+    the test's target; the sentence must not say "not errors of the server" (review D#8)."""
+    L = launch_of(corpus_log("019-"))
+    checks = [n.check for n in outcome(L).noise if n.check is not None]
+    assert [(c.actual, c.limit, c.required) for c in checks] == [("79.59", "45.9", "<=")] * 2
+    assert all(n.after_up for n in outcome(L).noise)
+    assert {n.results.line_no for n in outcome(L).noise if n.results} == {4597}
+    text = words(L)
+    assert "requires at most 45.9 and got 79.59" in text
+    assert "after the benchmark results at line 4597" in text
+    assert "not errors of the server" not in text and "not a start-up or memory error" in text
+
+
+@pytest.mark.parametrize(
+    ("message", "want"),
+    [
+        ("3.5 not greater than or equal to 4", ("3.5", "4", ">=")),
+        ("0.91 not greater than 0.95 : accuracy", ("0.91", "0.95", ">")),
+        ("12 not less than 10", ("12", "10", "<")),
+        ("first != second", None),
+    ],
+)
+def test_a_harness_assertion_is_read_in_unittests_wording(
+    message: str, want: tuple[str, str, str] | None
+) -> None:
+    """unittest/case.py's assert{Greater,Less}[Equal] messages; any other message has no check."""
+    from logmem.analysis.failures.harness import test_check
+    from logmem.analysis.failures.records import RankError
+
+    c = test_check(RankError(None, PythonError("AssertionError", message), None))
+    assert (None if c is None else (c.actual, c.limit, c.required)) == want
+
+
 def test_a_capture_traceback_cut_before_its_exception_is_a_crash_of_unknown_cause() -> None:
     L = launch_of(fixture("capture-traceback-cut-constructed.log"))
     oc = outcome(L)

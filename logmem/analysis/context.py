@@ -19,6 +19,7 @@ from logmem.analysis.request_table import RequestTable, request_table
 from logmem.analysis.sizing import full_pool, line_cell
 from logmem.frozen import frozen
 from logmem.model.records import Launch
+from logmem.parse.server_args import arg_number
 from logmem.sglang import rules
 from logmem.sglang.rules import after_weights_reading
 
@@ -97,6 +98,12 @@ class ContextVsPool:
     # The request-to-token table, and what it becomes at --context-length kv_tokens: lowering
     # the context also frees memory outside the KV budget (analysis.request_table).
     table: RequestTable | None = None
+    # server_args printed context_length=None: SGLang serves the model config's own length
+    # (max_position_embeddings), which the log does not print; and the weights it offloads to
+    # the CPU (cpu_offload_gb, GB as SGLang means it): what a pool larger than the one request
+    # can reach could keep on the GPU instead.
+    context_unset: bool = False
+    cpu_offload_gb: float | None = None
 
     @property
     def ceiling_too_small(self) -> bool:
@@ -241,6 +248,10 @@ def context_vs_pool(
         released,
         _if_released(proj, released),
         request_table(launch, kv),
+        context_unset=launch.server_args is not None
+        and "context_length" in args
+        and args["context_length"] is None,
+        cpu_offload_gb=arg_number(args, "cpu_offload_gb", 1e-9, 1e9),
     )
 
 

@@ -151,6 +151,9 @@ class BottomedOut:
     # The capture the reading begins, ends or lies in, when the log does not sample it (at most
     # one bar reading, RankLedger.unsampled_capture_at): the lowest reading, not the low point.
     unsampled: Phase | None = None
+    # The UnifiedMemory line when the readings are the system's available RAM (GB10): the low
+    # point then moves with the OS and other processes, it is no limit an allocation must fit.
+    unified_line: int | None = None
 
 
 @frozen
@@ -349,6 +352,11 @@ def findings(led: LaunchLedger) -> list[Finding]:
         off = _graphs_off(L)
         lever = capture_lever(L)
         ranked = _rank(rl, end, device, served_line(L), unmeasured, main, crashed, off, lever)
+        if smi is not None and led.platform.unified_possible:
+            at = smi.source.line_no
+            ranked = [
+                replace(f, unified_line=at) if isinstance(f, BottomedOut) else f for f in ranked
+            ]
         out.extend(ranked)
         # Right after what is left free: the request table, when it is a lever on that.
         left = next((f for f in ranked if isinstance(f, LeftFree)), None)

@@ -16,6 +16,7 @@ from logmem.analysis.findings_left import LeftFree
 from logmem.analysis.sizing import req_to_token, req_to_token_padded, sizing
 from logmem.frozen import frozen
 from logmem.model.records import Launch
+from logmem.parse.lines import Source
 from logmem.sglang import rules
 from logmem.sglang.eras import printed_on
 from logmem.sglang.spec_draft import speculative_algorithm
@@ -56,6 +57,11 @@ class RequestTable:
     # or SGLang's slot count there is unknown (a --max-total-tokens cap hides the profiled
     # tokens the default is sized from).
     at_context: TableAt | None = None
+    # The scheduler summary line the count was read from (None: server_args gave it), and the
+    # default slot count it stands for when it prints the padding row too (0.3.6 - 0.4.6:
+    # 2,049 for 2,048; rules.default_slots_printed).
+    printed_at: Source | None = None
+    default_slots: int | None = None
 
     @property
     def slot_bytes(self) -> int:
@@ -92,7 +98,12 @@ def request_table(launch: Launch, kv_tokens: int | None) -> RequestTable | None:
         at = _at_context(launch, n, ctx, kv_tokens, passed)
     passed_pad = rules.req_to_token_padding_row(printed_on(launch), True)
     spec = speculative_algorithm(launch.args) is not None
-    return RequestTable(n, ctx, size, pad, passed, passed_pad, spec, at)
+    s = launch.summary
+    from_summary = s is not None and s.get_int("max_running_requests") == n
+    tokens = s.max_total_num_tokens if s is not None else None
+    default = rules.default_slots_printed(printed_on(launch), passed, n, tokens)
+    src = s.source if from_summary and s is not None else None
+    return RequestTable(n, ctx, size, pad, passed, passed_pad, spec, at, src, default)
 
 
 def _at_context(launch: Launch, n: int, ctx: int, to: int, passed: bool) -> TableAt | None:

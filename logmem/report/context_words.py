@@ -114,15 +114,20 @@ def _outside(f: ContextVsPool) -> str:
     return text + " for the request table, workspaces, graphs and activations"
 
 
+def _users(f: ContextVsPool, them: str) -> str:
+    """What can use KV tokens no running request reaches: the prefix cache, or nothing."""
+    if f.radix_cache is True:
+        return f"only the prefix cache (radix cache) can use {them}"
+    if f.radix_cache is False:
+        return f"with disable_radix_cache=True nothing uses {them}"
+    return ""
+
+
 def _slots_short(f: ContextVsPool) -> str:
     n, ctx, kv = f.max_running_requests or 0, f.context_len or 0, f.kv_tokens
     slots, unused = f.slots_tokens or 0, f.unused_by_slots_tokens or 0
-    if f.radix_cache is True:
-        who = "; only the prefix cache (radix cache) can use them"
-    elif f.radix_cache is False:
-        who = "; with disable_radix_cache=True nothing uses them"
-    else:
-        who = ""
+    who = _users(f, "them")
+    who = f"; {who}" if who else ""
     mtt = f.max_total_tokens
     free = (
         # The cap sizes the pool: a lower mem_fraction_static frees nothing while it binds.
@@ -146,9 +151,28 @@ def _slots_unknown(f: ContextVsPool) -> str:
         if f.kv_tokens_source == "summary"
         else "the log has no scheduler summary line"
     )
+    own = (
+        "; context_length=None in server_args, so SGLang serves the length the model's "
+        "config.json gives (max_position_embeddings or a like key, times a rope scaling "
+        "factor), which the log does not print"
+        if f.context_unset
+        else ""
+    )
+    who = _users(f, "it")
+    who = f" ({who})" if who else ""
+    off = f.cpu_offload_gb
+    weights = (
+        f"; with {off:g} GB of weights offloaded to the CPU (cpu_offload_gb={off:g}), that "
+        "memory could keep some of them on the GPU instead (a lower --cpu-offload-gb, with "
+        "--max-total-tokens at the context length)"
+        if off is not None
+        else ""
+    )
     return (
-        f"max_running_requests=1 (server_args): the one request slot fills the KV pool ({kv:,} "
-        f"tokens) only with a request that long; the context length is not logged ({why}), so "
+        f"max_running_requests=1 (server_args): one request runs at a time, and SGLang caps it "
+        f"at the smaller of the context length and the KV pool ({kv:,} tokens), less one. The "
+        f"context length is not logged ({why}){own}. If it is below {kv:,} tokens, the one "
+        f"request slot never reaches the rest of the pool{who}{weights}; from the log alone "
         "how much of the pool it can reach is unknown."
     )
 

@@ -6,7 +6,9 @@ from typing import Any
 
 from logmem.analysis.failures.deaths import Death
 from logmem.analysis.failures.facts import Failure
+from logmem.analysis.failures.harness import TestCheck
 from logmem.analysis.failures.records import RankError, exc_type_of, message_of
+from logmem.parse.lines import Source
 from logmem.report.inputs_text import source_json as _line
 from logmem.report.verdict import headline_text
 from logmem.units import gib
@@ -86,4 +88,18 @@ def death_json(d: Death) -> dict[str, Any]:
             if d.died_in is not None
             else None
         ),
+    }
+
+
+def check_json(c: TestCheck | None, results: Source | None) -> dict[str, Any] | None:
+    """A test harness's failed comparison: the figures as printed, the relation the test
+    required, and the benchmark results printed before it."""
+    if c is None:
+        return None
+    return {
+        "actual": c.actual,
+        "limit": c.limit,
+        "required": c.required,
+        "line": _line(c.source),
+        "results_line": _line(results),
     }

@@ -20,7 +20,7 @@ from logmem.report import json_text
 from logmem.report.causes import ledger_note, ledger_rows, phase_name
 from logmem.report.communication import comm_json
 from logmem.report.device_json import device_totals_json, pre_start_json
-from logmem.report.failure_json import death_json, error_json, failure_json
+from logmem.report.failure_json import check_json, death_json, error_json, failure_json
 from logmem.report.finding_lines import finding_lines
 from logmem.report.input_notes import summarised_json
 from logmem.report.inputs_text import inputs_json, repeats_json, start_json
@@ -341,8 +341,9 @@ def launch_json(
         "runtime_deaths": [death_json(d) for d in oc.runtime_deaths],
         "came_up": {"by": oc.up.by.value, "line": _line(oc.up.source)} if oc.up else None,
         "other_tracebacks": [
-            {"kind": n.kind.value, "line": _line(_opening(n.traceback))}
+            {"kind": n.kind.value, "line": _line(_opening(n.traceback)), "after_up": n.after_up}
             | (error_json((n.error,)) or {"message": None, "exc_type": None})
+            | {"check": check_json(n.check, n.results)}
             for n in oc.noise
         ],
         "max_total_num_tokens": s.max_total_num_tokens if s else None,

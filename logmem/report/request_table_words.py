@@ -43,6 +43,21 @@ def context_table_clause(t: RequestTable | None) -> str:
     )
 
 
+def _slots_text(t: RequestTable) -> str:
+    """The launch's request slots as the log gives them: passed, or the summary's count (the
+    default, with the padding row that release prints)."""
+    n = t.max_running_requests
+    if t.passed:
+        return f"passed here as {n:,}"
+    at = f", line {t.printed_at.line_no}" if t.printed_at is not None else ""
+    if t.default_slots is not None:
+        return (
+            f"the default here: {t.default_slots:,}; the summary prints {n:,}{at}, the padding "
+            "row included"
+        )
+    return f"not passed here; the summary prints max_running_requests={n:,}{at}"
+
+
 def table_share_text(f: RequestTableShare, when: str) -> str:
     t, left = f.table, f.left
     if left.at_floor:
@@ -51,11 +66,7 @@ def table_share_text(f: RequestTableShare, when: str) -> str:
         share = f"more than the {format_gib(left.bytes)} GiB left free {when}"
     else:
         share = f"{t.bytes / left.bytes:.0%} of the {format_gib(left.bytes)} GiB left free {when}"
-    slots = (
-        f"passed here as {t.max_running_requests:,}"
-        if t.passed
-        else "the default here, 2,048 to 4,096 from the pool and the context"
-    )
+    slots = _slots_text(t)
     at = t.at_context
     ctx = (
         f" ({format_gib(at.bytes)} GiB at {at.context_len:,}, the pool's tokens)"

@@ -275,6 +275,21 @@ def _at_bucket(f: fd.BottomedOut) -> str:
 def _(f: fd.BottomedOut) -> str:
     at = f"line {f.line}, {phase_name(f.phase)}{_at_bucket(f)}"
     u = f.unsampled
+    if f.unified_line is not None:
+        # System RAM (UnifiedMemory): the OS, its page cache and other processes move it both
+        # ways, so its least reading bounds nothing an allocation must fit in.
+        inside = (
+            f" (inside {phase_name(u)}, which the log does not sample, it may have read lower)"
+            if u is not None
+            else ""
+        )
+        return (
+            f"The lowest reading was {_g(f.bytes)} GiB ({at}), before it rose to "
+            f"{_g(f.last_bytes)} GiB{inside}. nvidia-smi gave no memory total (line "
+            f"{f.unified_line}): on a unified-memory device such as GB10 these readings are the "
+            "system's available RAM, which the OS, its page cache and other processes move both "
+            "ways, so the lowest one is not a fixed limit an extra allocation would have to fit in."
+        )
     if u is not None:
         # No readings inside the capture: free memory there may have gone lower (graphs, and a
         # release that came only later), so this is the least reading, not the least point.

@@ -329,12 +329,36 @@ def _noise_lines(noise: Sequence[fx.Noise]) -> list[str]:
         if kind is NoiseKind.EXIT:
             lines = f"{n} traceback{s} printed {who}{what}: exit noise, not failures of the launch."
         else:
-            lines = (
-                f"{n} traceback{s} from a test harness{what}: the harness's own checks, not "
-                "errors of the server."
-            )
+            lines = _harness_text(group, f"{n} traceback{s} from a test harness{what}")
         out.append(lines)
     return out
+
+
+_RELATION = {"<=": "at most", "<": "below", ">=": "at least", ">": "above"}
+
+
+def _harness_text(group: Sequence[fx.Noise], head: str) -> str:
+    """A test harness's tracebacks: a test failed. When it is a failed comparison, its figures
+    say what the server missed; it is still not a start-up or memory error."""
+    c = next((x.check for x in group if x.check is not None), None)
+    late = all(x.after_up for x in group)
+    if c is None:
+        when = " after start-up" if late else ""
+        return (
+            f"{head}: a test failed{when} (the test's traceback, not one the server printed); "
+            "it is not a start-up or memory error."
+        )
+    seen = next((x.results for x in group if x.results is not None), None)
+    after_results = f" after the benchmark results at line {seen.line_no}" if seen else ""
+    if late:
+        ran = "the server came up and " + ("served" if seen else "ran") + " but missed that target"
+    else:
+        ran = "what it measured missed that target"
+    return (
+        f"{head}: a test failed its threshold{after_results}: it requires "
+        f"{_RELATION[c.required]} {c.limit} and got {c.actual}; {ran}. This is not a start-up "
+        "or memory error."
+    )
 
 
 def _rank_list(labels: tuple[str, ...]) -> str:

@@ -56,6 +56,26 @@ def req_to_token_padding_row(printed: date | None, passed: bool) -> bool:
     return printed >= RELEASES["0.5.13"]
 
 
+def default_slots_printed(
+    printed: date | None, passed: bool, count: int, tokens: int | None
+) -> int | None:
+    """SGLang's default request-pool size behind a summary's ``max_running_requests=count``,
+    when the log proves it: sglang 0.3.6 - 0.4.6.post5 print ``min(max_total_num_tokens // 2,
+    req_to_token_pool.size)`` (srt/managers/tp_worker.py 0.4.3), the pool's size being
+    ``max_num_reqs + 1`` (model_runner.py ``init_memory_pool``: 2049 for the default 2048), so
+    a count below ``tokens // 2`` within the default's bounds plus one is ``max_num_reqs`` + 1.
+    A passed value, another release (none before 0.3.6 read; no padding row printed from
+    0.4.7), an undated log or an unknown token count: None (not claimed)."""
+    lo, hi = DEFAULT_REQUEST_ROWS
+    if passed or printed is None or tokens is None:
+        return None
+    if not RELEASES["0.3.6"] <= printed < RELEASES["0.4.7"]:
+        return None
+    if not lo < count <= hi + 1 or count >= tokens // 2:
+        return None
+    return count - 1
+
+
 def req_to_token_bytes_for(max_num_reqs: int, context_len: int, printed: date | None) -> int:
     """The table for a request-pool size of ``max_num_reqs`` (a --max-running-requests value or
     SGLang's default): a passed value prints itself, so its rows are

@@ -43,6 +43,7 @@ from logmem.sglang.request_pool import MAMBA_REQUEST_RATIO as MAMBA_REQUEST_RATI
 from logmem.sglang.request_pool import REQ_TO_TOKEN_EXTRA_COLUMNS as REQ_TO_TOKEN_EXTRA_COLUMNS
 from logmem.sglang.request_pool import default_max_running_requests as default_max_running_requests
 from logmem.sglang.request_pool import default_rows_at_cap as default_rows_at_cap
+from logmem.sglang.request_pool import default_slots_printed as default_slots_printed
 from logmem.sglang.request_pool import mamba_request_ratio as mamba_request_ratio
 from logmem.sglang.request_pool import req_to_token_bytes as req_to_token_bytes
 from logmem.sglang.request_pool import req_to_token_bytes_for as req_to_token_bytes_for

@@ -103,6 +103,7 @@ from logmem.analysis.failures.effects import (
 from logmem.analysis.failures.effects import (
     SmallestMfs as SmallestMfs,
 )
+from logmem.analysis.failures.harness import TestCheck
 from logmem.analysis.failures.records import ErrorRecord, RankError
 from logmem.analysis.failures.traces import NoiseKind, RaisedIn, Up
 from logmem.analysis.weights_loaded import WeightsNotLoaded
@@ -435,6 +436,11 @@ class Noise:
     kind: NoiseKind
     traceback: Traceback
     error: RankError | None
+    # A harness's failed comparison (harness.test_check), the benchmark results printed
+    # before it, and whether start-up had ended: what the test found, not the server's error.
+    check: TestCheck | None = None
+    results: Source | None = None
+    after_up: bool = False
 
 
 @frozen

@@ -14,6 +14,7 @@ from dataclasses import replace
 import logmem.analysis.failures.facts as fx
 from logmem.analysis.failures.budget import budget
 from logmem.analysis.failures.deaths import Death, failed_deaths
+from logmem.analysis.failures.harness import results_before, test_check
 from logmem.analysis.failures.place import Place, furthest_rank, place_of
 from logmem.analysis.failures.records import (
     ChildDied,
@@ -34,6 +35,7 @@ from logmem.analysis.failures.records import (
     read_errors,
 )
 from logmem.analysis.failures.traces import (
+    NoiseKind,
     RaisedIn,
     Up,
     Where,
@@ -74,7 +76,12 @@ def outcome(launch: Launch) -> fx.Outcome:
             own.append(t)
         else:
             first = read_errors((t,))
-            noise.append(fx.Noise(kind, t, first[0] if first else None))
+            err = first[0] if first else None
+            at = err.source if err is not None else (t.opening.source if t.opening else None)
+            past = at is not None and after(at, up)
+            check = test_check(err) if kind is NoiseKind.HARNESS else None
+            seen = results_before(launch, at) if check is not None else None
+            noise.append(fx.Noise(kind, t, err, check, seen, past))
     last_steps = _last_step_lines(launch) if up is None else {}
     crash_tbs = [
         t
