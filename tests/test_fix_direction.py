@@ -458,3 +458,23 @@ def test_a_function_no_switch_gates_gets_no_environment_fix() -> None:
     assert rules.env_gate(None) is None
     gate = rules.env_gate("forward_absorb_fused_mla_rope_prepare")
     assert gate is not None and gate.var == "SGLANG_ROCM_FUSED_DECODE_MLA"
+
+
+def test_a_library_heap_that_ran_out_with_the_device_free_puts_its_own_lever_first() -> None:
+    """deepep-buffer-failure: the bs 256 bar read 4.56 GiB free (line 92) and DeepEP asked 3.55
+    GiB: the message's '1.20 GiB free' is the library's heap, not the device's free memory, so
+    the dispatch-token fix comes before a lower mem_fraction_static, which may not help."""
+    from logmem.analysis.failures.facts import LibraryHeapLimit
+
+    path = FIXTURES / "deepep-buffer-failure-constructed.log"
+    raw = path.read_bytes().decode().split("\n")
+    assert "avail_mem=4.56 GB" in raw[91]
+    f = failure_of(path)
+    (heap,) = [n for n in f.notes if isinstance(n, LibraryHeapLimit)]
+    assert heap.line == 92 and heap.reading_bytes > heap.tried_bytes
+    flags = [x.flag for x in f.fixes]
+    assert flags.index("SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK") < flags.index(
+        "--mem-fraction-static"
+    )
+    said = _said(path)
+    assert "may not help" in said and "the library's own heap" in said

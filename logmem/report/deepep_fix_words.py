@@ -59,8 +59,7 @@ def _within_t(w: fx.DecodeWithinT | None) -> str:
             "; with deepep_mode 'auto' SGLang sizes two buffers (sglang 0.5.9 token_dispatcher/"
             "deepep.py get_deepep_buffer): the NVLink one from the normal-mode config alone, the "
             "RDMA (NVSHMEM) one as the larger of the normal-mode RDMA size and the low-latency "
-            "size, so T shrinks the RDMA buffer when the low-latency size is the larger (on one "
-            "node normal mode needs no RDMA bytes)"
+            "size, so T shrinks the RDMA buffer when the low-latency size is the larger"
         )
     return need
 

@@ -151,6 +151,21 @@ def _(n: fx.DeepEPLazy) -> str:
 
 
 @note_text.register
+def _(n: fx.LibraryHeapLimit) -> str:
+    free = (
+        f"the {_g(n.free_bytes)} GiB free in its message"
+        if n.free_bytes is not None
+        else "its message's free figure"
+    )
+    return (
+        f"the bar before it read {_g(n.reading_bytes)} GiB free (line {n.line}), more "
+        f"than the {_g(n.tried_bytes)} GiB {n.library} asked for: {free} is most likely the "
+        "library's own heap, not the device's free memory as SGLang reads it, so a lower "
+        "--mem-fraction-static may not help; shrinking the request (its dispatch tokens) does"
+    )
+
+
+@note_text.register
 def _(n: fx.MfsCannotFix) -> str:
     b = n.blocker
     if isinstance(b, fx.NoKVTokensLeft):

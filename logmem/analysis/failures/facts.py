@@ -183,6 +183,18 @@ class DeepEPLazy:
 
 
 @frozen
+class LibraryHeapLimit:
+    """A communication library's failed allocation asked for less than the free memory SGLang
+    read just before it: the message's 'free' is the library's own heap, not the device's."""
+
+    library: str
+    reading_bytes: int  # the last bar reading before the failure
+    line: int
+    tried_bytes: int
+    free_bytes: int | None  # the message's own free figure
+
+
+@frozen
 class NoKVTokensLeft:
     to: float
 
@@ -362,6 +374,7 @@ Note = (
     | WeightsFloor
     | LoadedBudget
     | DeepEPLazy
+    | LibraryHeapLimit
     | MfsCannotFix
     | NoServerArgs
     | BudgetCameOut

@@ -339,6 +339,14 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
         if r.comm_library is None:
             notes.append(fx.DeepEPLazy())
         fixes.append(dispatch_tokens_fix(launch, r))
+        heap = _library_heap(r, place)
+        if heap is not None:
+            notes.append(heap)
+            if mfs_fix is not None and mfs_fix in fixes:
+                # The device had room: the library's own heap is what ran out, so the request's
+                # own size (the dispatch tokens) comes first and mfs may not help.
+                fixes.remove(mfs_fix)
+                fixes.append(mfs_fix)
     if mfs_fix is not None and blocker is not None:
         notes.append(fx.MfsCannotFix(blocker))
     if b.mfs is None:
@@ -350,6 +358,20 @@ def _budget_fixes(launch: Launch, r: OutOfMemory, place: Place, need: int | None
             change = fx.LowerByAtLeast(delta)
             fixes.insert(0, fx.Fix("--mem-fraction-static", None, effect, change))
     return fixes, notes
+
+
+def _library_heap(r: OutOfMemory, place: Place) -> fx.LibraryHeapLimit | None:
+    """The note when a library's failed request is smaller than SGLang's last reading before it
+    (the bar of the bucket it failed in): the device had the room, the library's heap did not."""
+    g = place.bar_graph
+    if r.comm_library is None or r.tried_bytes is None or g is None or not g.samples:
+        return None
+    last = g.samples[-1]
+    if last.avail.bytes <= r.tried_bytes:
+        return None
+    return fx.LibraryHeapLimit(
+        r.comm_library, last.avail.bytes, last.source.line_no, r.tried_bytes, r.free_bytes
+    )
 
 
 # An OOM with this much of the GPU's used memory outside PyTorch points at it, not at SGLang's
