@@ -25,6 +25,7 @@ from logmem.compare.diff_notes import SlopeNotAsked as SlopeNotAsked
 from logmem.compare.diff_notes import SlopeNotVaried as SlopeNotVaried
 from logmem.compare.diff_notes import WeightsUninitializedIn as WeightsUninitializedIn
 from logmem.compare.whatif_notes import ActivationReserve as ActivationReserve
+from logmem.compare.whatif_notes import BarsSlope as BarsSlope
 from logmem.compare.whatif_notes import ContextChange as ContextChange
 from logmem.compare.whatif_notes import ContextCheck as ContextCheck
 from logmem.compare.whatif_notes import ContextFit as ContextFit

@@ -239,6 +239,8 @@ def whatif_launch(
         """Why graphs at a smaller ``bs`` are an upper bound (Prediction.graph_upper): priced from
         the measured buckets with the first-captured bucket's extra allocation whole (no slope
         shrinks its pool), or other batch-sized graphs held as measured; None: not a bound."""
+        if bs is not None and cur_bs is not None and bs > cur_bs and use is not None:
+            return "scaled top" if isinstance(use.source, cn.BarsSlope) else None
         if bs is None or cur_bs is None or bs >= cur_bs:
             return None
         if bsum is not None and bs == bsum.new_bs:

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from logmem.analysis.attribution import LaunchLedger
 from logmem.analysis.capture_lever import capture_lever
+from logmem.analysis.ledger import Cause
 from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.compare.comparable import Aspect, mismatches
@@ -31,6 +32,7 @@ from logmem.compare.whatif_sizes import (
     AddedBuckets,
     FirstBucketShrinks,
     added_buckets,
+    bars_slope,
     first_bucket_shrinks,
     measured_per_row,
 )
@@ -134,6 +136,8 @@ def max_bs_change(
             assert isinstance(use.source, cn.FailedBucketSlope)
             notes.append(cn.SlopeFromFailedBucket(use.mib_per_row * rows_per_bs, use.source, h))
             use = replace(use, mib_per_row=use.mib_per_row / rows_per_bs)
+        if use is None and new_bs > cur_bs and found is not None and main is not None:
+            use = bars_slope(found[0], found[1], _static(led, main), rows_per_bs)
         if use is None:
             h, terms = heuristic_mib_per_bs(launch.args, new_bs)
             use = GraphSlope(h, None, cn.HeuristicSlope(terms), per_bs=True)
@@ -194,6 +198,13 @@ def _kept(
     sizes = (between.sizes if between else ()) + (new_bs,)
     known = top is not None
     return True, sizes if known else (), sum(sizes) * rows_per_bs if known else None
+
+
+def _static(led: LaunchLedger, main: GraphPoint) -> Cause | None:
+    """The main graph's static buffers on its rank (capture begin minus the first bar)."""
+    rl = led.rank(main.rank)
+    p = next((p for p in rl.phases if p.graph and p.graph.name == main.graph), None) if rl else None
+    return p.part("static") if p is not None else None
 
 
 def _failed_bucket_slope(

@@ -62,7 +62,21 @@ class FailedBucketSlope:
     )
 
 
-SlopeSource = MeasuredSlope | GivenSlope | HeuristicSlope | FailedBucketSlope
+@frozen
+class BarsSlope:
+    """A larger max bs priced from this launch's own bar readings (whatif_sizes.bars_slope): the
+    largest bucket's cost (and the static buffers') per row, scaled to the new top's rows."""
+
+    graph: str
+    largest: int  # the launch's largest (first-captured) bucket
+    rows: int  # its rows
+    largest_bytes: int  # its cost, first bar minus second bar
+    largest_lines: tuple[int, int]
+    static_bytes: int | None  # capture begin minus the first bar (None: not read)
+    static_lines: tuple[int, ...] = ()
+
+
+SlopeSource = MeasuredSlope | GivenSlope | HeuristicSlope | FailedBucketSlope | BarsSlope
 
 
 @frozen

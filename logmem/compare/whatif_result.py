@@ -60,7 +60,8 @@ class Prediction:
     # bucket's extra allocation (lazy allocations and the graph memory pool, which the largest
     # batch sizes) kept whole without a slope; "larger list": the log allows two largest sizes
     # (capture_lists.CaptureTop.sizes) and the larger is priced; "other graphs": other
-    # batch-sized graphs (the draft's) held as measured under a smaller max bs.
+    # batch-sized graphs (the draft's) held as measured under a smaller max bs; "scaled top": a
+    # larger max bs priced from the bars with the first bucket's whole cost scaled by rows.
     graph_upper: str | None = None
     # The headroom rests on a lowest reading at a capture the log does not sample inside
     # (whatif_facts.unsampled_low): free memory may have gone lower there, so it is at most this.
@@ -93,6 +94,11 @@ class Prediction:
                 return False if base < reserve_bytes else None
             if base < reserve_bytes:
                 return None
+        if (
+            self.graph_upper == "scaled top"  # graphs at most as scaled, at least as measured
+            and self.headroom_bytes + max(self.graph_change_bytes, 0) < reserve_bytes
+        ):
+            return False  # short even with the graphs as measured
         if self.headroom_bytes < reserve_bytes:
             # An upper bound below the reserve rules it out too; a lower bound does not.
             return None if self.graph_upper else False

@@ -8,6 +8,17 @@ buckets, 0.30 GiB). They are priced at the average of the launch's own later buc
 is one difference of two readings (the reading after the first bucket minus the capture end),
 so the average is known to 0.01 GiB / their count.
 
+Raising max bs with no slope from elsewhere, on a log whose bars read every bucket
+(``bars_slope``): SGLang captures the largest batch first into the graph memory pool every
+runner shares (``graph_memory_pool``; cuda_graph_runner.py), so the first bucket's cost holds
+the pool its activations need, its kept outputs and the first capture's lazy allocations, and
+every later bucket only what it keeps beyond the pool. The new top is priced at that first cost
+per row (and the static buffers, capture begin minus the first bar, per row of max bs), scaled to
+its rows. Every part of the first cost that does not grow with rows (lazy allocations, fixed
+workspaces) is scaled too, so the figure is an upper bound: pair-e2 80 -> 160 prices +0.88 GiB
+where the 160 launch measured +0.41 (its largest bucket holds a fixed 0.40 GiB the 80 launch
+alone cannot separate).
+
 Lowering max bs with a measured or given slope: the first-captured bucket's extra allocation
 holds the graph memory pool sized by the largest batch (SGLang's runners share one pool,
 ``graph_memory_pool``, which the first and largest capture sizes; cuda_graph_runner.py), so it
@@ -18,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from logmem.analysis.ledger import Bucket
+from logmem.analysis.ledger import Bound, Bucket, Cause
 from logmem.compare import notes as cn
 from logmem.compare.slope import GraphSlope
 from logmem.frozen import frozen
@@ -38,10 +49,17 @@ class AddedBuckets:
     measured: int  # how many later buckets the average is over
     lines: tuple[int, int] | None
     error_bytes: int  # the average's printing bound x the added count
+    # The launch's own top: captured after the new top, it becomes a later bucket too (its cost
+    # as the first is in the largest bucket's slope).
+    moved: int | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.sizes) + (self.moved is not None)
 
     @property
     def bytes(self) -> int:
-        return len(self.sizes) * self.per_bucket_bytes if self.per_bucket_bytes else 0
+        return self.count * self.per_bucket_bytes if self.per_bucket_bytes else 0
 
 
 @frozen
@@ -73,7 +91,7 @@ def measured_per_row(slope: GraphSlope | None) -> bool:
     src = slope.source
     if isinstance(src, cn.MeasuredSlope):
         return src.basis == "largest bucket"
-    return isinstance(src, cn.GivenSlope)
+    return isinstance(src, (cn.GivenSlope, cn.BarsSlope))
 
 
 def added_buckets(
@@ -92,15 +110,45 @@ def added_buckets(
     if not fits:
         return None
     sizes = max((tuple(s for s in x if cur_bs < s < new_bs) for x in fits), key=len)
-    if not sizes:
-        return None
     later = list(buckets[1:]) if buckets else []
     if not later:
-        return AddedBuckets(graph, sizes, None, 0, None, 0)
+        return AddedBuckets(graph, sizes, None, 0, None, 0, cur_bs) if sizes else None
     total = sum(int(b.cost_bytes or 0) for b in later)
     per = round(total / len(later))
-    err = round(PRINT_ERROR_BYTES * len(sizes) / len(later))
-    return AddedBuckets(graph, sizes, per, len(later), (later[0].line, later[-1].line), err)
+    err = round(PRINT_ERROR_BYTES * (len(sizes) + 1) / len(later))
+    return AddedBuckets(graph, sizes, per, len(later), (later[0].line, later[-1].line), err, cur_bs)
+
+
+def bars_slope(
+    graph: str, buckets: Sequence[Bucket], static: Cause | None, rows_per_bs: int
+) -> GraphSlope | None:
+    """The per-row slope of a larger max bs from this launch's bar readings (module docstring):
+    the first bucket's cost / its rows, the static buffers' / the rows of max bs; each known to
+    one printed difference of two readings (0.01 GiB) / the rows. None: the first bucket has no
+    cost of its own (it runs to the end line) or no rows."""
+    first = buckets[0]
+    cost = first.bucket_cost_bytes
+    rows = int(first.size or 0) * rows_per_bs
+    if cost is None or rows <= 0 or len(buckets) < 2:
+        return None
+    st = static.bytes if static is not None and static.bound is Bound.EXACT else None
+    src = cn.BarsSlope(
+        graph,
+        int(first.size or 0),
+        rows,
+        cost,
+        (first.line, buckets[1].line),
+        st,
+        static.lines if static is not None and st is not None else (),
+    )
+    err = PRINT_ERROR_BYTES / rows / MIB
+    return GraphSlope(
+        cost / rows / MIB,
+        max(st, 0) / rows / MIB if st is not None else None,
+        src,
+        mib_per_row_error=err,
+        static_mib_per_row_error=err if st is not None else None,
+    )
 
 
 def first_bucket_shrinks(

@@ -91,6 +91,8 @@ def _whatif_table(w: WhatIfView, o: Out) -> None:
         why = (
             "priced at the larger of the largest batches the log allows"
             if w.graph_upper == "larger list"
+            else "the largest bucket's whole cost scaled by rows"
+            if w.graph_upper == "scaled top"
             else "the other batch-sized graphs held as measured"
         )
         o.para(
@@ -192,6 +194,9 @@ def _window(w: WhatIfView) -> str:
                     else "it may be higher by what the other batch-sized graphs, held as "
                     "measured, shed at the smaller max bs (Assumptions)."
                     if w.graph_upper == "other graphs"
+                    else "it may be higher by the part of the largest bucket that does not grow "
+                    "with rows (--slope-from A B measures it)."
+                    if w.graph_upper == "scaled top"
                     else "it may be higher by what the graph memory pool sheds with the largest "
                     "batch (--slope-from A B or --mib-per-row prices it)."
                 )

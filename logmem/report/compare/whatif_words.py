@@ -167,9 +167,15 @@ def _(n: ws.FirstBucketShrinks) -> str:
 @note_text.register
 def _(n: ws.AddedBuckets) -> str:
     count = f"{len(n.sizes)} bucket{'s' if len(n.sizes) != 1 else ''}"
+    moved = (
+        f"; the launch's own top, bs {n.moved}, is captured after the new one too, {n.count} in all"
+        if n.moved is not None
+        else ""
+    )
     text = (
-        f"The capture list at the new max bs adds {count} below its top (bs {_few(n.sizes)}), "
-        "each captured after the largest and costing its own graph"
+        f"The capture list at the new max bs adds {count} below its top"
+        f"{f' (bs {_few(n.sizes)})' if n.sizes else ''}{moved}, each captured after the largest "
+        "and costing its own graph"
     )
     if n.per_bucket_bytes is None or n.lines is None:
         return text + (

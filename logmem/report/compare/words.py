@@ -83,7 +83,30 @@ def slope_source_text(s: cn.SlopeSource) -> str:
             f"from the failed {s.graph} bucket at {s.largest} ({basis}), one shared pool assumed, "
             "as analyze's --cuda-graph-max-bs Fix"
         )
+    if isinstance(s, cn.BarsSlope):
+        return bars_slope_text(s)
     return f"SGLang's heuristic, not measured: {heuristic_terms_text(s.terms)}"
+
+
+def bars_slope_text(s: cn.BarsSlope) -> str:
+    """The model a larger max bs is priced by from this launch's own bars, with its inputs."""
+    a, b = s.largest_lines
+    static = (
+        f"; static buffers {_gs(s.static_bytes)} GiB (capture begin minus that bar, "
+        f"lines {', '.join(map(str, s.static_lines)) or 'not named'}) per row alike"
+        if s.static_bytes is not None
+        else "; static buffers stay as measured (not read)"
+    )
+    return (
+        f"from this launch's bars: the largest bucket (bs {s.largest}, {s.rows:,} rows) cost "
+        f"{_gs(s.largest_bytes)} GiB ({f'first bar minus second, line {a}' if a == b else f'bar at line {a} minus bar at line {b}'}), per row "
+        f"{s.largest_bytes / s.rows / 2**20:.3f} MiB{static}; each figure +- 0.01 GiB by "
+        "printing. SGLang captures the largest batch first into the one graph memory pool every "
+        "bucket shares (cuda_graph_runner.py graph_memory_pool), so the new top needs that cost "
+        "per row at its rows; the first bucket's cost also holds what does not grow with rows "
+        "(lazy allocations, fixed workspaces), scaled here too, so the figure is an upper bound "
+        "(one launch cannot separate them; --slope-from A B measures the slope)"
+    )
 
 
 def term_text(t: cn.TermKind) -> str:
