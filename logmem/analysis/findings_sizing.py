@@ -125,6 +125,7 @@ class DraftPool:
     # The draft's own "available memory for KV cache" (bytes, line), where a build prints one:
     # computed by the draft runner and not used.
     logged_avail: tuple[int, int] | None = None
+    parts: int = 1  # how many printed sizes make up ``bytes`` (K and V print apart)
 
 
 @frozen
@@ -182,6 +183,9 @@ class PoolsVsBudget:
     budget_tokens: int | None = None
     # MAX_TOTAL_TOKENS read from the echoed command line (no server_args): the line it is on.
     cap_line: int | None = None
+    # The draft model's KV pool (bytes, line) that pool_bytes includes, where this SGLang counts
+    # it inside the target's budget (rules.draft_pool_rule); None: the target's pools alone.
+    draft: tuple[int, int] | None = None
 
     @property
     def sizing_cell_bytes(self) -> float | None:
@@ -321,6 +325,7 @@ def draft_pool(sz: Sizing, main: Rank, L: Launch) -> DraftPool | None:
         algo,
         swa,
         (kva.avail.bytes, kva.source.line_no) if kva is not None else None,
+        sum(1 if p.kv is not None else 2 for p in kv),
     )
 
 
@@ -337,8 +342,12 @@ def pools_vs_budget(
         derived = pool is not None
     if pool is None:
         return None
+    d = draft_pool(sz, main, L)
+    counted = d if d is not None and d.rule.in_budget else None
+    if counted is not None:
+        pool += counted.bytes  # the rule's rest is split between the target's and the draft's
     gap = pool - sz.rest_bytes
-    tol = _rule_tolerance(sz, derived)
+    tol = _rule_tolerance(sz, derived, counted.parts if counted is not None else 0)
     if abs(gap) <= tol:
         return None
     reason = GapReason.CELLS_BIGGER if gap > 0 else GapReason.CAPPED
@@ -346,7 +355,10 @@ def pools_vs_budget(
     capped = (
         gap < 0 and cap is not None and sz.kv_tokens is not None and 0 <= cap - sz.kv_tokens < 4096
     )
-    tokens = sz.kv_tokens if not derived and sz.kv_bytes == sz.logged_pool_bytes else None
+    # With the draft counted the sizing cell is the target's scaled by the draft's layers, not
+    # the allocated one: no per-token explanation is drawn from it.
+    lone = not derived and counted is None and sz.kv_bytes == sz.logged_pool_bytes
+    tokens = sz.kv_tokens if lone else None
     cell = sz.likely_bytes_per_token
     fit = None if capped else _fit(sz, pool, tol)
     budget = line = held = None
@@ -374,6 +386,7 @@ def pools_vs_budget(
         line,
         held,
         _cap_line(L) if capped else None,
+        (counted.bytes, counted.line) if counted is not None else None,
     )
 
 
@@ -392,11 +405,13 @@ def _logged_budget(main: Rank) -> tuple[int, int] | None:
     return (kva.avail.bytes, kva.source.line_no) if kva is not None else None
 
 
-def _rule_tolerance(sz: Sizing, derived: bool) -> float:
+def _rule_tolerance(sz: Sizing, derived: bool, draft_parts: int = 0) -> float:
     """How far pools and rule may differ before a finding says so: print rounding of every
-    figure involved (rules.kv_rule_tolerance_bytes), at least _NOTABLE; a pool derived from a
-    drop also holds the small unlogged pools."""
-    tol = rules.kv_rule_tolerance_bytes(sz.rule_mfs, sz.printed_parts, sz.full_cell_bytes)
+    figure involved (rules.kv_rule_tolerance_bytes; ``draft_parts``: the draft pool's printed
+    sizes, when it is counted), at least _NOTABLE; a pool derived from a drop also holds the
+    small unlogged pools."""
+    parts = sz.printed_parts + draft_parts
+    tol = rules.kv_rule_tolerance_bytes(sz.rule_mfs, parts, sz.full_cell_bytes)
     return max(tol, RULE_STEP_SLACK if derived else _NOTABLE)
 
 

@@ -374,22 +374,21 @@ class RankLedger:
         return () if start is None else self.phases[start + 1 :]
 
     def least_free_from_pools(self) -> tuple[int, int] | None:
-        """(bytes, line) of the least free reading from the target's pool step on: what the
-        pool left, less whatever came after it (workspaces, graphs, a draft model); a later
-        phase may give memory back, so this can sit below the last reading. None without a
-        pool step."""
+        """(bytes, line) of the least free reading from the target's pool step on, a capture's
+        bar included (lowest_reading): what the pool left, less whatever came after it
+        (workspaces, graphs, a draft model); a later phase may give memory back, so this can sit
+        below the last reading. None without a pool step."""
         start = self._pool_step()
-        if start is None:
-            return None
-        return min((p.after_bytes, p.lines[1]) for p in self.phases[start:])
+        low = self.lowest_reading(start) if start is not None else None
+        return (low[0], low[1]) if low is not None else None
 
-    def lowest_reading(self) -> tuple[int, int, Phase, Bucket | None] | None:
-        """(bytes, line, phase, bucket) of the least free reading of the whole chain: a phase's
-        end or a capture's bucket reading, whose bars can dip below the capture's end line (021:
-        5.62 GiB at num_tokens 8 of the prefill capture, which ends at 7.27). The first such
-        reading on a tie; None without phases."""
+    def lowest_reading(self, start: int = 0) -> tuple[int, int, Phase, Bucket | None] | None:
+        """(bytes, line, phase, bucket) of the least free reading of the chain from phase
+        ``start`` on: a phase's end or a capture's bucket reading, whose bars can dip below the
+        capture's end line (021: 5.62 GiB at num_tokens 8 of the prefill capture, which ends at
+        7.27). The first such reading on a tie; None without phases."""
         best: tuple[int, int, Phase, Bucket | None] | None = None
-        for p in self.phases:
+        for p in self.phases[start:]:
             for x in (
                 *((b.avail_bytes, b.line, p, b) for b in p.buckets),
                 (p.after_bytes, p.lines[1], p, None),

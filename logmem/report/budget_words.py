@@ -92,9 +92,18 @@ def _(f: fd.PoolsVsBudget) -> str:
         if f.derived
         else "The pools logged"
     )
+    against = f"{_g(f.pool_bytes)} against {_g(f.rule_bytes)} GiB"
+    if f.draft is not None:
+        b, line = f.draft
+        what = (
+            f"{what}, with the draft model's KV pool ({_g(b)} GiB, line {line}) that this SGLang "
+            "counts inside the target's budget (it scales the target's bytes per token by the "
+            "draft's layers, so the rule's rest holds both pools),"
+        )
+        against = f"{_g(f.pool_bytes - b)} GiB of the target's and {_g(b)} of the draft's against {_g(f.rule_bytes)} GiB"
     return (
-        f"{what} {_g(abs(f.gap_bytes))} GiB {more} than that budget ({_g(f.pool_bytes)} against "
-        f"{_g(f.rule_bytes)} GiB, beyond print rounding): {why}."
+        f"{what} {_g(abs(f.gap_bytes))} GiB {more} than that budget ({against}, beyond print "
+        f"rounding): {why}."
     )
 
 

@@ -287,7 +287,7 @@ def _(n: cn.MfsMovesKVOnly) -> str:
 @note_text.register
 def _(n: cn.LowPointBinds) -> str:
     return (
-        f"Free memory on {n.rank} fell to {_gs(n.low_bytes)} GiB (line {n.line}) after the KV pool, "
+        f"Free memory on {_on(n.rank)} fell to {_gs(n.low_bytes)} GiB (line {n.line}) after the KV pool, "
         f"below the {_gs(n.final_bytes)} GiB it ended with: a larger pool must fit at that low "
         "point too, so headroom is the lower of the two, less the extra memory."
         + (
