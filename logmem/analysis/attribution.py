@@ -23,13 +23,14 @@ from logmem.analysis.attribution_pools import (
     post_capture_causes,
 )
 from logmem.analysis.captures import captured_between, graph_kind, graph_phase, total_cost
+from logmem.analysis.config_kv import ConfigKV, config_kv
 from logmem.analysis.context import ContextVsPool, context_vs_pool
 from logmem.analysis.default_mfs import launch_default_mfs
 from logmem.analysis.device_total import DeviceTotals, PreStart, device_totals, pre_starts
 from logmem.analysis.draft_release import name_draft_release
 from logmem.analysis.findings import Finding, findings
 from logmem.analysis.findings_order import rank_out_of_order, rank_shared_label, trusted
-from logmem.analysis.findings_sizing import pools_vs_budget
+from logmem.analysis.findings_sizing import budget_sizing_cell
 from logmem.analysis.ledger import (
     Bound,
     Cause,
@@ -93,6 +94,7 @@ class LaunchLedger:
     # The cell imbalance_tokens is priced at when it is SGLang's sizing cell, not the allocated
     # one (findings_sizing.PoolsVsBudget.sizing_cell_bytes); None: the allocated cell.
     imbalance_sizing_cell: float | None = None
+    config: ConfigKV | None = None  # what --model-config gives (analysis.config_kv)
 
     def rank(self, label: str) -> RankLedger | None:
         return next((r for r in self.ranks if r.rank == label), None)
@@ -430,7 +432,8 @@ def build_ledger(
     # Figures taken across ranks come from the ranks whose lines are in time order.
     used = trusted(launch)
     sz = sizing(used)
-    hint = kv_hint(used, sz, peers, model_config)
+    cfg = config_kv(used, model_config)  # None without --model-config
+    hint = kv_hint(used, sz, peers, cfg)
     plat = platform(launch)
     lib = comms_facts(launch, plat)
     ranks = tuple(rank_ledger(launch, r, sz, hint, plat, lib) for r in launch.ranks)
@@ -442,7 +445,7 @@ def build_ledger(
     # budget gives with it (the draft's pool is sized from what the target left, not from it);
     # where the pools show SGLang sized with another cell than it allocates, that one (the
     # tokens SGLang would have added are budget // its cell).
-    sizing_cell = _sizing_cell(used, sz, ranks)
+    sizing_cell = budget_sizing_cell(used, sz, ranks)
     cell = sizing_cell or (sz.budget_bytes_per_token if sz is not None else None)
     if imbalance is not None and sz is not None and cell:
         # The KV rule takes P and the after-weights reading as minimums over ranks, so a rank
@@ -472,24 +475,14 @@ def build_ledger(
         (),
         hint,
         platform=plat,
-        context=context_vs_pool(used, sz, _least_free(ranks, binding), later_release(ranks)),
+        context=context_vs_pool(used, sz, _least_free(ranks, binding), later_release(ranks), cfg),
         device_totals=totals,
         pre_start=tuple(pre_starts(launch, ranks, totals).values()),
         default_mfs=dmfs,
         imbalance_sizing_cell=sizing_cell if imb_tokens is not None else None,
+        config=cfg,
     )
     return replace(led, findings=tuple(findings(led)))
-
-
-def _sizing_cell(launch: Launch, sz: Sizing | None, ranks: Sequence[RankLedger]) -> float | None:
-    """The cell SGLang's sizing used, when the pools show it differs from the allocated one
-    (findings_sizing.PoolsVsBudget.sizing_cell_bytes); None: the allocated cell is the price."""
-    main = launch.main_rank
-    if sz is None or main is None:
-        return None
-    rl = next((r for r in ranks if r.rank == main.label), None)
-    gap = pools_vs_budget(sz, main, launch, rl)
-    return gap.sizing_cell_bytes if gap is not None else None
 
 
 def _least_free(ranks: Sequence[RankLedger], binding: str | None) -> int | None:

@@ -7,10 +7,10 @@ Part of the attribution stage (logmem.analysis.attribution builds the phases).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
+from logmem.analysis.config_kv import ConfigKV
 from logmem.analysis.ledger import (
     Cause,
     CellOrigin,
@@ -101,16 +101,17 @@ def kv_hint(
     launch: Launch,
     sz: Sizing | None,
     peers: Sequence[Launch] = (),
-    config: Mapping[str, Any] | None = None,
+    config: ConfigKV | None = None,
 ) -> KVHint:
     """The hint for ``launch``'s ranks: another rank's KV line, else that of another launch in
-    ``peers`` (every launch of the input) with the same KV settings, else ``config``."""
+    ``peers`` (every launch of the input) with the same KV settings, else ``config``'s cell
+    (a caller's --model-config, logmem.analysis.config_kv)."""
     tokens = launch.summary.max_total_num_tokens if launch.summary else None
     kv = _one_kv_line(launch, tokens)
     if kv is None:
         if not tokens:
             return KVHint(tokens)
-        return _launch_hint(launch, peers, tokens) or _config_hint(launch, config, tokens)
+        return _launch_hint(launch, peers, tokens) or _config_hint(config, tokens)
     n = kv.tokens or tokens
     cell = sz.full_cell_bytes if sz is not None and sz.kv_tokens == n else None
     got = line_cell(kv, n, rules.page_size(launch.args))
@@ -157,31 +158,17 @@ def _launch_hint(launch: Launch, peers: Sequence[Launch], tokens: int) -> KVHint
     return None
 
 
-def _config_hint(launch: Launch, config: Mapping[str, Any] | None, tokens: int) -> KVHint:
+def _config_hint(config: ConfigKV | None, tokens: int) -> KVHint:
     """The --model-config estimate of the full pool's cell for this launch's layout."""
-    if config is None:
-        return KVHint(tokens)
-    from logmem.estimate.build import estimate
-    from logmem.estimate.config import EstimateError, settings_for_launch
-    from logmem.estimate.crosscheck import model_differs
-
-    if model_differs(launch, config) is not None:
-        return KVHint(tokens)  # the config names another architecture: not this launch's cell
-    try:
-        est = estimate(config, **settings_for_launch(launch))
-    except EstimateError:
-        return KVHint(tokens)  # a layout the config cannot split: not this launch's model
-    cell = est.kv_bytes_per_token_per_rank
-    if not cell or est.kv_swa_bytes_per_token_per_rank is not None:
-        # A hybrid sliding-window model splits the budget over two pools: no one cell.
+    if config is None or not config.cell_bytes:
         return KVHint(tokens)
     source = CellSource(
         CellOrigin.CONFIG,
-        model=est.model,
-        kv_dtype=est.kv_cache_dtype,
-        attn_tp=est.parallel.attn_tp,
+        model=config.model,
+        kv_dtype=config.kv_dtype,
+        attn_tp=config.attn_tp,
     )
-    return KVHint(tokens, float(cell), source)
+    return KVHint(tokens, float(config.cell_bytes), source)
 
 
 # More than this left in a pool step is never "small pools": the request-to-token table

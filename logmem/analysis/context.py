@@ -5,13 +5,15 @@ The rule (a request of the full context needs that many KV slots at once) is SGL
 lives in logmem.sglang.rules; the mem_fraction_static figure comes from the projection
 ``logmem whatif`` uses (logmem.analysis.projection), so analyze and whatif say the same.
 Every figure is one the log printed (scheduler summary, KV line, server_args) or that rule
-applied to them; a figure the log lacks stays None.
+applied to them; a figure the log lacks stays None, except the context length a caller's
+--model-config gives where server_args printed context_length=None (context_source "config").
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from logmem.analysis.config_kv import ConfigKV
 from logmem.analysis.findings_kinds import FindingKind
 from logmem.analysis.projection import PoolProjection
 from logmem.analysis.released import LaterRelease
@@ -52,6 +54,7 @@ class ContextVsPool:
     kv_tokens_source: str  # "summary" (max_total_num_tokens) | "kv_line" (#tokens)
     context_len: int | None
     # "summary" (context_len) | "server_args" (context_length) | "command" (its echoed command)
+    # | "config" (a caller's --model-config, where server_args printed context_length=None)
     context_source: str | None
     max_running_requests: int | None
     requests_source: str | None  # "summary" | "server_args" | "command"
@@ -104,6 +107,9 @@ class ContextVsPool:
     # can reach could keep on the GPU instead.
     context_unset: bool = False
     cpu_offload_gb: float | None = None
+    # The config key the "config" context came from, and whether rope_scaling's factor scaled it.
+    context_key: str | None = None
+    context_scaled: bool = False
 
     @property
     def ceiling_too_small(self) -> bool:
@@ -196,10 +202,13 @@ def context_vs_pool(
     sz: Sizing | None,
     least_free_after_pools: int | None = None,
     released: LaterRelease | None = None,
+    config: ConfigKV | None = None,
 ) -> ContextVsPool | None:
     """The launch's fact, or None when the log prints no KV token count.
     ``least_free_after_pools``: the binding rank's least free reading after its pool step;
-    ``released``: memory released after sizing on every rank (logmem.analysis.released)."""
+    ``released``: memory released after sizing on every rank (logmem.analysis.released);
+    ``config``: a caller's --model-config, whose context length stands in (source "config")
+    only where server_args printed context_length=None and nothing else printed one."""
     s = launch.summary
     args = launch.args
     kv, kv_src, line = (s.max_total_num_tokens, "summary", s.source.line_no) if s else (0, "", 0)
@@ -211,6 +220,8 @@ def context_vs_pool(
     ctx, ctx_src = (s.get_int("context_len"), "summary") if s else (None, None)
     if ctx is None and _int(args.get("context_length")) is not None:
         ctx, ctx_src = _int(args.get("context_length")), launch.args_from
+    if ctx is None and config is not None and config.context_len is not None:
+        ctx, ctx_src = config.context_len, "config"
     if ctx is None:
         ctx_src = None
     passed = _int(args.get("max_running_requests"))
@@ -252,6 +263,8 @@ def context_vs_pool(
         and "context_length" in args
         and args["context_length"] is None,
         cpu_offload_gb=arg_number(args, "cpu_offload_gb", 1e-9, 1e9),
+        context_key=config.context_key if ctx_src == "config" and config is not None else None,
+        context_scaled=ctx_src == "config" and config is not None and config.rope_factor_applied,
     )
 
 

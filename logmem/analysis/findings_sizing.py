@@ -8,6 +8,7 @@ finding says a figure disagrees only when the printed figures cannot explain the
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from enum import Enum
 from typing import ClassVar
 
@@ -483,3 +484,16 @@ def _not_positive(sz: Sizing) -> BudgetNotPositive:
             at = None
     step = rules.mfs_step_bytes(sz.pre_load_bytes, sz.rule_mfs_for(0.01))
     return BudgetNotPositive(sz.rest_bytes, sz.mem_fraction_static, at, step)
+
+
+def budget_sizing_cell(
+    launch: Launch, sz: Sizing | None, ranks: Sequence[RankLedger]
+) -> float | None:
+    """The cell SGLang's sizing used, when the pools show it differs from the allocated one
+    (PoolsVsBudget.sizing_cell_bytes); None: the allocated cell is the price."""
+    main = launch.main_rank
+    if sz is None or main is None:
+        return None
+    rl = next((r for r in ranks if r.rank == main.label), None)
+    gap = pools_vs_budget(sz, main, launch, rl)
+    return gap.sizing_cell_bytes if gap is not None else None

@@ -18,6 +18,20 @@ def _times(x: float) -> str:
     return f"{x:.2f}" if one == "1.0" else one
 
 
+def _context(f: ContextVsPool) -> str:
+    """The context length as the log gives it, or labelled as config.json's (never as if the
+    log printed it)."""
+    ctx = f.context_len or 0
+    if f.context_source != "config":
+        return f"context_len {ctx:,}"
+    key = f.context_key or "a context key"
+    how = f"{key} x its rope_scaling factor" if f.context_scaled else key
+    return (
+        f"the context length {ctx:,} from config.json (--model-config: {how}, which SGLang "
+        "serves as server_args has context_length=None; the log does not print it)"
+    )
+
+
 def _too_long(f: ContextVsPool) -> str:
     ctx, kv = f.context_len or 0, f.kv_tokens
     n, rejected = f.max_req_len, f.prompt_rejected_from
@@ -30,7 +44,7 @@ def _too_long(f: ContextVsPool) -> str:
         "tokens less or more"
     )
     text = (
-        f"context_len {ctx:,} is {_times(ctx / kv)} times the KV pool ({kv:,} tokens). That does "
+        f"{_context(f)} is {_times(ctx / kv)} times the KV pool ({kv:,} tokens). That does "
         f"not fail the launch, but SGLang caps each request at max_req_len = min(context_len - 1, "
         f"{cap} is rejected (cut to fit with --allow-auto-truncate) and max_new_tokens is cut to "
         "what the prompt leaves"
@@ -124,7 +138,7 @@ def _users(f: ContextVsPool, them: str) -> str:
 
 
 def _slots_short(f: ContextVsPool) -> str:
-    n, ctx, kv = f.max_running_requests or 0, f.context_len or 0, f.kv_tokens
+    n, kv = f.max_running_requests or 0, f.kv_tokens
     slots, unused = f.slots_tokens or 0, f.unused_by_slots_tokens or 0
     who = _users(f, "them")
     who = f"; {who}" if who else ""
@@ -137,10 +151,23 @@ def _slots_short(f: ContextVsPool) -> str:
         else f"lower --mem-fraction-static or pass --max-total-tokens {slots:,}"
     )
     return (
-        f"max_running_requests={n} x context_len {ctx:,} = {slots:,} tokens, "
+        f"max_running_requests={n} x {_context(f)} = {slots:,} tokens, "
         f"{slots / kv:.0%} of the KV pool ({kv:,} tokens): running requests can never hold the "
         f"other {unused:,} tokens{who}. To use them, raise --max-running-requests (the pool "
-        f"holds {f.full_contexts or 0:.1f} full contexts); to free the memory, {free}."
+        f"holds {f.full_contexts or 0:.1f} full contexts); to free the memory, {free}"
+        f"{_offload(f, f'{slots:,}')}."
+    )
+
+
+def _offload(f: ContextVsPool, cap: str) -> str:
+    """Weights offloaded to the CPU: the memory no request reaches could hold some of them."""
+    off = f.cpu_offload_gb
+    if off is None:
+        return ""
+    return (
+        f"; with {off:g} GB of weights offloaded to the CPU (cpu_offload_gb={off:g}), that "
+        "memory could keep some of them on the GPU instead (a lower --cpu-offload-gb, with "
+        f"--max-total-tokens at {cap})"
     )
 
 
@@ -160,14 +187,7 @@ def _slots_unknown(f: ContextVsPool) -> str:
     )
     who = _users(f, "it")
     who = f" ({who})" if who else ""
-    off = f.cpu_offload_gb
-    weights = (
-        f"; with {off:g} GB of weights offloaded to the CPU (cpu_offload_gb={off:g}), that "
-        "memory could keep some of them on the GPU instead (a lower --cpu-offload-gb, with "
-        "--max-total-tokens at the context length)"
-        if off is not None
-        else ""
-    )
+    weights = _offload(f, "the context length")
     return (
         f"max_running_requests=1 (server_args): one request runs at a time, and SGLang caps it "
         f"at the smaller of the context length and the KV pool ({kv:,} tokens), less one. The "

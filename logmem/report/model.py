@@ -23,6 +23,7 @@ from logmem.parse import events as ev
 from logmem.report.budget_words import mfs_source_text
 from logmem.report.capture_rest_words import peer_text
 from logmem.report.communication import comm_view
+from logmem.report.config_fit_words import config_fit_line, threshold_fix
 from logmem.report.device_words import device_top
 from logmem.report.exhausted_words import caveat_text, fix_lines
 from logmem.report.finding_lines import finding_lines
@@ -362,12 +363,18 @@ def verdict_lines(
     with free memory at the 0.00 floor before or during capture gets its caveat and fixes; with
     the input's other launches, one that came up at another mem_fraction_static is cited after
     the mem_fraction_static fix."""
-    lines = verdict_text(verdict(L))
+    v = verdict(L)
+    lines = verdict_text(v)
+    at = next((i for i, x in enumerate(lines) if x.startswith("Fix: --mem-fraction-static")), None)
+    # --model-config's cell and context: the value that holds one full context, after the
+    # threshold the log alone gives (said to be config.json's, report.config_fit_words).
+    cfg = led.config if led is not None else None
+    extra = config_fit_line(cfg) if cfg is not None and threshold_fix(v.outcome) else None
+    if extra is not None and at is not None:
+        at += 1
+        lines.insert(at, extra)
     peer = peer_up(L, peers) if peers else None
     if peer is not None:
-        at = next(
-            (i for i, x in enumerate(lines) if x.startswith("Fix: --mem-fraction-static")), None
-        )
         lines.insert(len(lines) if at is None else at + 1, peer_text(peer))
     if led is not None:
         for f in led.findings:

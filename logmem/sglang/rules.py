@@ -392,6 +392,46 @@ def slots_tokens(max_running_requests: int, context_len: int) -> int:
     return max_running_requests * context_len
 
 
+CONTEXT_LENGTH_KEYS = (
+    "max_sequence_length",
+    "seq_length",
+    "max_seq_len",
+    "model_max_length",
+    "max_position_embeddings",
+)
+"""The config keys SGLang reads the model's context length from, first found wins
+(``CONTEXT_LENGTH_KEYS``, ``utils/hf_transformers_utils.py`` in 0.5.9, ``hf_transformers_utils.py``
+in 0.4.6: the same list)."""
+
+
+def config_context_length(text_config: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The context length SGLang serves when ``--context-length`` is not given, and the key it
+    came from: ``get_context_length`` on the text config (``utils/hf_transformers_utils.py``,
+    read in 0.4.6 and 0.5.9; ``ModelConfig._derive_context_length``, ``configs/model_config.py``,
+    uses it when ``context_length`` is None). The first ``CONTEXT_LENGTH_KEYS`` value, times
+    ``rope_scaling["factor"]`` unless the scaling names ``original_max_position_embeddings`` or
+    is ``rope_type`` llama3. SGLang falls back to 2048, but it reads a transformers config
+    object whose class may default a key the JSON lacks, so a config.json without any of the
+    keys gives None (unknown), not 2048."""
+    scaling = text_config.get("rope_scaling")
+    factor: float = 1
+    if isinstance(scaling, Mapping) and scaling:
+        f = scaling.get("factor", 1)
+        ok = isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f < 1e6
+        factor = f if ok else 1
+        if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+            factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        value = text_config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e12:
+            return None  # SGLang would take it; a value no server serves is not a length
+        n = int(factor * value)
+        return (n, key) if n > 0 else None
+    return None
+
+
 MFS_GRID = tuple(i / 1000 for i in range(1, 1001))
 """The mem_fraction_static values logmem tries: (0, 1] in steps of 0.001, as users pass it
 (``--mem-fraction-static`` takes a float in (0, 1], ``server_args.py``, all eras)."""
