@@ -338,7 +338,15 @@ def test_whatif_max_bs_with_a_measured_or_heuristic_slope(logs: dict[str, Path])
     added = given["added_buckets"]
     assert added["sizes"] == list(range(88, 160, 8)) and added["gib"] is not None
     assert abs(given["predicted"]["graph_change_gib"] - (2.5 * 80 / 1024 + added["gib"])) <= 0.01
-    heur = run(["whatif", a, "--cuda-graph-max-bs", "160"])
+    # With no slope asked for, this launch's own bars price the growth (an upper bound).
+    bars = run(["whatif", a, "--cuda-graph-max-bs", "160"])
+    assert bars.exit_code == 0 and "from this launch's bars" in " ".join(bars.output.split())
+    assert "estimated upper bound" in " ".join(bars.output.split())
+    # Without bar readings SGLang's heuristic prices it, and says so.
+    nobars = Path(a).with_name("a80-nobars.log")
+    text = Path(a).read_text()
+    nobars.write_text("\n".join(x for x in text.split("\n") if "Capturing batches" not in x))
+    heur = run(["whatif", str(nobars), "--cuda-graph-max-bs", "160"])
     assert heur.exit_code == 0 and "heuristic, not measured" in heur.output
     bad = run(["whatif", a, "--cuda-graph-max-bs", "160", "--slope-from", a, str(logs["mfs_pool"])])
     assert bad.exit_code == 1 and "mem_fraction_static" in bad.output

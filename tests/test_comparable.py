@@ -100,9 +100,10 @@ def test_a_slopes_error_is_carried_into_graphs_and_headroom() -> None:
     # more rows: +-0.16 GiB (extrapolated to 4x the fitted range).
     assert p["graph_error_gib"] == pytest.approx(0.16, abs=0.005)
     assert p["graph_bound"] == "estimated"
-    # 5.75 from the slope, + the 15 buckets the list adds below 1024 (544-992, 0.02 GiB each at
-    # the launch's later buckets' average; review 28).
-    assert "6.04 +- 0.16" in w.render()
+    # 5.75 from the slope, + the 15 buckets the list adds below 1024 (544-992) and the launch's
+    # own top (512), which becomes a later bucket: 16 x 0.02 GiB at the launch's later buckets'
+    # average (review 28; the old top was missed before).
+    assert "6.06 +- 0.16" in w.render()
     # One model, one GPU, one era: nothing to say first.
     assert not any(isinstance(n, cn.SlopeFromOtherLaunches) for n in w.model.notes)  # type: ignore[union-attr]
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import corpus_log
 from logmem import api
 from logmem.report.text import render as _render
 from logmem.sglang import rules
 
 ROOT = Path(__file__).resolve().parents[1]
-LOG_023 = Path("/work/shared/corpus/023-qwen3-14b-tp2-fp16-truncated-mid-capture.log")
+LOG_023 = corpus_log("023-")
 NEM = ROOT / "fixtures" / "not-enough-memory-kv-constructed.log"
 
 

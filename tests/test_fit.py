@@ -24,7 +24,7 @@ from logmem.compare.args import compare_args
 from logmem.compare.diff import Diff, diff_launches
 from logmem.compare.load import LaunchRef, pick_launch, split_spec
 from logmem.compare.notes import (
-    HeuristicSlope,
+    BarsSlope,
     RowsBasis,
     RowsSource,
     SlopeNotVaried,
@@ -576,12 +576,12 @@ def test_whatif_max_bs_uses_a_slope_or_the_labelled_heuristic(tmp_path: Path) ->
     # Predicted from A with B's slope: B's measured graph memory, within printing error.
     assert w.predicted.graph_bytes is not None and real_b.measured.graph_bytes is not None
     assert abs(w.predicted.graph_bytes - real_b.measured.graph_bytes) <= 0.03 * GIB
+    # Without a slope, this launch's bars price the growth: an upper bound that holds B's
+    # measured graphs (the largest bucket's fixed part scales with the rows too).
     h = whatif(la, ra, cuda_graph_max_bs=160)
-    assert h.slope is not None and h.slope.per_bs and isinstance(h.slope.source, HeuristicSlope)
-    hv = whatif_view(h)
-    assert hv.inputs.slope is not None and "heuristic, not measured" in hv.inputs.slope.source
-    assert h.predicted.graph_change_bytes == 80 * 2 * MIB
-    assert any("No measured slope" in n for n in hv.notes)
+    assert h.slope is not None and isinstance(h.slope.source, BarsSlope)
+    assert h.predicted.graph_bytes is not None
+    assert h.predicted.graph_bytes + 0.03 * GIB >= real_b.measured.graph_bytes
 
 
 OOM_DECODE = FIXTURES / "oom-decode-largest-bucket-constructed.log"

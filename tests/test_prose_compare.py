@@ -105,7 +105,13 @@ def test_every_fact_has_a_sentence() -> None:
     ]
     assert whatif_notes.KVRuleReplayed in facts
     sources = {cn.RowsSource, cn.HeuristicTerms, cn.MeasuredGrowth, cn.ContextCheck}
-    sources |= {cn.MeasuredSlope, cn.GivenSlope, cn.HeuristicSlope, cn.FailedBucketSlope}
+    sources |= {
+        cn.MeasuredSlope,
+        cn.GivenSlope,
+        cn.HeuristicSlope,
+        cn.FailedBucketSlope,
+        cn.BarsSlope,
+    }
     for c in facts:
         if c in sources:
             continue

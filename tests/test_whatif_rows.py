@@ -25,7 +25,9 @@ def test_draft_pool_outside_budget_follows_tokens() -> None:
     assert pools["draft KV"]["in_budget"] is False
     assert pools["SWA KV"]["in_budget"] is True
     assert d["predicted"]["draft_pool_change_gib"] == pytest.approx(0.51, abs=0.01)
-    assert d["predicted"]["headroom_gib"] == pytest.approx(2.25, abs=0.01)
+    # Held at the low point, the prefill capture's bar (5.62 GiB, line 160), not the last
+    # reading (6.22): 0.60 less than before whatif counted bar readings.
+    assert d["predicted"]["headroom_gib"] == pytest.approx(1.65, abs=0.01)
 
 
 def test_graphs_disabled_are_dash_and_named() -> None:
