@@ -73,7 +73,8 @@ from logmem.cli.output import guess_format, write_output
     default=0.0,
     show_default=True,
     metavar="GIB",
-    help="Free memory to keep after capture for activations.",
+    help="Free memory to keep after capture (the end of start-up) for activations; a low "
+    "point earlier in start-up only has to stay >= 0.",
 )
 @click.option(
     "--context-length",

@@ -39,6 +39,7 @@ from logmem.compare.whatif_graph import max_bs_change
 from logmem.compare.whatif_postcap import PostCaptureReplay
 from logmem.compare.whatif_result import Prediction as Prediction
 from logmem.compare.whatif_result import WhatIf as WhatIf
+from logmem.compare.whatif_result import headrooms, reserve_tops
 from logmem.errors import FitError
 from logmem.model.records import Launch
 from logmem.sglang import rules
@@ -327,16 +328,7 @@ def whatif_launch(
         draft, _ = draft_pool(sz, t, t0)
         d_change = draft.bytes - draft0.bytes if draft is not None and draft0 is not None else 0
         extra = pool_change + req_change + g_change + d_change
-        worst: tuple[int, str] | None = None
-        for rank, (free, _g) in after.items():
-            h = free - extra
-            if rank in low and low[rank][0] < free:  # a low point before the end
-                # Before the capture ended a smaller graph has freed nothing yet; after it, the
-                # graph's change holds there with its sign.
-                g_low = g_change if rank in past else max(g_change, 0)
-                h = min(h, low[rank][0] - (pool_change + req_change + d_change + g_low))
-            if worst is None or h < worst[0]:
-                worst = (h, rank)
+        worst, end_h, low_h = headrooms(after, low, past, extra - g_change, g_change)
         graph_bytes = None
         if worst is not None and md.has_capture and md.graphs_known:
             graph_bytes = after[worst[1]][1] + g_change
@@ -376,6 +368,8 @@ def whatif_launch(
             graph_error_bytes=graph_error(bs),
             graph_upper=graph_upper(bs) if not bounded else None,
             graph_estimate=heuristic and graph_error(bs) is None,
+            end_headroom_bytes=end_h,
+            low_headroom_bytes=low_h,
         )
 
     measured = predict(md.m0, cur_bs, md.logged_ctx)
@@ -421,8 +415,9 @@ def whatif_launch(
     err = predicted.graph_error_bytes
     hi_low = hi_high = None
     if err and hi is not None:
-        mid = [m for m in ok if (at[m].headroom_bytes or 0) >= activation_reserve_bytes]
-        sure = [m for m in mid if (at[m].headroom_bytes or 0) - err >= activation_reserve_bytes]
+        r = activation_reserve_bytes
+        mid = [m for m in ok if (at[m].against(r) or 0) >= r]
+        sure = [m for m in mid if (at[m].against(r) or 0) - err >= r]
         hi_low, hi_high = (sure[-1] if sure else None), hi
         hi = mid[-1] if mid else None
     lo_ctx = md.smallest_mfs_for_context(md.ctx) if md.ctx else None
@@ -458,7 +453,7 @@ def whatif_launch(
         )
     if c is not None and c.released is not None and c.context_len == md.ctx:
         context = replace(context, fact=c)  # memory released after sizing (analysis.released)
-    assumptions.append(cn.ActivationReserve(activation_reserve_bytes))
+    assumptions.append(cn.ActivationReserve(activation_reserve_bytes, binds is not None))
     if use is not None and cuda_graph_max_bs is not None and priced and disabled is None:
         assumptions.append(cn.SlopeUsed(use.mib_per_row, use.per_bs, use.source))
     return WhatIf(
@@ -495,4 +490,5 @@ def whatif_launch(
         hi_low,
         hi_high,
         at_least and hi is not None,
+        reserve_tops(at, activation_reserve_bytes),
     )

@@ -239,6 +239,7 @@ class OnlyMainGraph:
 @frozen
 class ActivationReserve:
     bytes: int  # 0: none given
+    low_point: bool = False  # a low point before the end is checked too (at >= 0, not the reserve)
 
 
 @frozen

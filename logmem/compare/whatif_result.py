@@ -5,6 +5,8 @@ setting, the feasible mem_fraction_static window and the notes (logmem.compare.w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from logmem.compare import notes as cn
 from logmem.compare.load import LaunchRef
 from logmem.compare.replay import Unfinished
@@ -70,36 +72,46 @@ class Prediction:
     # mem_fraction_static formula, not a measurement of this launch): its error is unbounded, so
     # only a verdict the graphs as measured already settle stands.
     graph_estimate: bool = False
+    # The two limits behind headroom_bytes (their lower): free memory after capture (the last
+    # reading) less the extra memory, and the same at a low point before the end (None: none).
+    # --activation-reserve is kept after capture; the low point only has to stay >= 0 (no
+    # prefill activation runs in the middle of start-up).
+    end_headroom_bytes: int | None = None
+    low_headroom_bytes: int | None = None
+
+    def against(self, reserve_bytes: int) -> int | None:
+        """The headroom to set against the reserve: after capture as is, at the low point with
+        the reserve added back (it only has to stay >= 0 there); headroom_bytes at no reserve."""
+        if self.end_headroom_bytes is None or self.low_headroom_bytes is None:
+            return self.headroom_bytes
+        return min(self.end_headroom_bytes, self.low_headroom_bytes + reserve_bytes)
 
     def verdict(self, reserve_bytes: int) -> bool | None:
         """Feasible: True, False, or None when the bounds cannot tell."""
+        h = self.against(reserve_bytes)
         if self.bs_unsure:
             return None
         err = self.graph_error_bytes
-        if (
-            err
-            and self.headroom_bytes is not None
-            and abs(self.headroom_bytes - reserve_bytes) <= err
-        ):
+        if err and h is not None and abs(h - reserve_bytes) <= err:
             return None  # the slope's error spans the reserve
         if self.crashed or self.kv_tokens <= 0:
             return False
-        if self.headroom_bytes is None:
+        if h is None:
             return None
         if self.graph_estimate and self.graph_change_bytes:
             # Raising max bs costs at least nothing, lowering frees at most nothing more: the
             # headroom with the graphs as measured is the bound the estimate cannot move past.
-            base = self.headroom_bytes + self.graph_change_bytes
+            base = h + self.graph_change_bytes
             if self.graph_change_bytes > 0:
                 return False if base < reserve_bytes else None
             if base < reserve_bytes:
                 return None
         if (
             self.graph_upper == "scaled top"  # graphs at most as scaled, at least as measured
-            and self.headroom_bytes + max(self.graph_change_bytes, 0) < reserve_bytes
+            and h + max(self.graph_change_bytes, 0) < reserve_bytes
         ):
             return False  # short even with the graphs as measured
-        if self.headroom_bytes < reserve_bytes:
+        if h < reserve_bytes:
             # An upper bound below the reserve rules it out too; a lower bound does not.
             return None if self.graph_upper else False
         return True if self.headroom_exact and not self.low_point_unknown else None
@@ -108,11 +120,11 @@ class Prediction:
         """Whether this setting is inside the feasible mem_fraction_static window: not ruled
         out, and when the headroom is a lower bound (``at_least``) settled; with graphs by
         SGLang's heuristic the window is the estimate's (its verdict is uncertain)."""
-        v = self.verdict(reserve_bytes)
-        if self.headroom_bytes is None or v is False:
+        v, h = self.verdict(reserve_bytes), self.against(reserve_bytes)
+        if h is None or v is False:
             return False
         if self.graph_estimate:
-            return self.headroom_bytes >= reserve_bytes
+            return h >= reserve_bytes
         return v is True or not at_least
 
     def feasible(self, reserve_bytes: int) -> bool:
@@ -160,6 +172,9 @@ class WhatIf:
     # `hi` is only a lower bound on the window's top: the headroom is a lower bound
     # (Prediction.graph_upper), so values above it are not ruled out.
     hi_at_least: bool = False
+    # With a reserve and a low point before the end: the top each limit allows alone (the low
+    # point >= 0, the reserve after capture), `hi` being the lower (whatif_result.reserve_tops).
+    tops: tuple[float | None, float | None] | None = None
 
     @property
     def feasible(self) -> bool:
@@ -179,3 +194,47 @@ class WhatIf:
         """[lo, hi], or None when it is empty."""
         lo, hi = self.lo_positive, self.hi
         return (lo, hi) if lo is not None and hi is not None and lo <= hi else None
+
+
+def headrooms(
+    after: Mapping[str, tuple[int, int]],
+    low: Mapping[str, tuple[int, int, str]],
+    past: frozenset[str],
+    pools_change: int,
+    graph_change: int,
+) -> tuple[tuple[int, str] | None, int | None, int | None]:
+    """(the least headroom and its rank, the least after capture, the least at a low point
+    before the end or None) over the ranks, less the extra pools and graph memory."""
+    worst: tuple[int, str] | None = None
+    ends: list[int] = []
+    lows: list[int] = []
+    for rank, (free, _g) in after.items():
+        h = free - pools_change - graph_change
+        ends.append(h)
+        if rank in low and low[rank][0] < free:  # a low point before the end
+            # Before the capture ended a smaller graph has freed nothing yet; after it, the
+            # graph's change holds there with its sign.
+            g_low = graph_change if rank in past else max(graph_change, 0)
+            lows.append(low[rank][0] - (pools_change + g_low))
+            h = min(h, lows[-1])
+        if worst is None or h < worst[0]:
+            worst = (h, rank)
+    return worst, min(ends, default=None), min(lows, default=None)
+
+
+def reserve_tops(
+    at: Mapping[float, Prediction], reserve_bytes: int
+) -> tuple[float | None, float | None] | None:
+    """With a reserve and a low point before the end: (the top the low point >= 0 allows, the
+    top the reserve after capture allows); the window's top is the lower. None otherwise."""
+    if not reserve_bytes or not any(p.low_headroom_bytes is not None for p in at.values()):
+        return None
+    by_low = [
+        m for m, p in at.items() if (p.low_headroom_bytes or 0) >= 0 and p.verdict(0) is not False
+    ]
+    by_end = [
+        m
+        for m, p in at.items()
+        if p.end_headroom_bytes is not None and p.end_headroom_bytes >= reserve_bytes
+    ]
+    return (by_low[-1] if by_low else None), (by_end[-1] if by_end else None)

@@ -322,6 +322,8 @@ def whatif_json(w: WhatIfView) -> dict[str, Any]:
         "window_top_at_least": w.window_top_at_least,
         "window_top_low": w.window_top_low,
         "window_top_high": w.window_top_high,
+        "window_top_by_low_point": w.window_top_by_low_point,
+        "window_top_by_reserve": w.window_top_by_reserve,
         "graphs_disabled_by": w.graphs_disabled_by,
         "max_bs_method": w.max_bs_method,
         "added_buckets": w.added_buckets,

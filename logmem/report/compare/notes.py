@@ -396,7 +396,15 @@ def _(n: cn.ActivationReserve) -> str:
             "No activation reserve: the window's top only keeps headroom >= 0 after capture. Prefill "
             "activations need more at run time; pass --activation-reserve GIB."
         )
-    return f"The window's top keeps {_gs(n.bytes)} GiB free after capture (--activation-reserve)."
+    low = (
+        "; the low point before the end only has to stay >= 0 (no prefill runs in the middle of "
+        "start-up), so the top is the lower of the two limits"
+        if n.low_point
+        else ""
+    )
+    return (
+        f"The window's top keeps {_gs(n.bytes)} GiB free after capture (--activation-reserve){low}."
+    )
 
 
 def no_slope_text(e: NoSlopeError) -> str:

@@ -207,7 +207,9 @@ def _window(w: WhatIfView) -> str:
                     "activations (pass --activation-reserve GIB)."
                 )
         elif w.window_top_exact:
-            text += f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB."
+            text += (
+                _tops(w, hi, reserve) or f"up to {hi:.3f} the headroom stays >= {reserve:.2f} GiB."
+            )
             text += _top_error(w, hi, reserve)
             if not reserve:
                 # The top keeps nothing for prefill activations: a bound, not a setting to run.
@@ -241,6 +243,32 @@ def _window(w: WhatIfView) -> str:
         else f"the headroom stays >= {reserve:.2f} GiB only up to {hi:.3f}",
     ]
     return f"EMPTY: no mem_fraction_static works: {why[0]}, but {why[1]}."
+
+
+def _tops(w: WhatIfView, hi: float, reserve: float) -> str:
+    """The two limits of the top, with a reserve and a low point before the end: the low point
+    stays >= 0, the reserve is kept after capture; which one sets the top ('' without both)."""
+    by_low, by_end = w.window_top_by_low_point, w.window_top_by_reserve
+    if not reserve or w.low_point_at is None or (by_low is None and by_end is None):
+        return ""
+    text = (
+        f"up to {hi:.3f} free memory stays >= 0 at the low point ({w.low_point_at}) and keeps "
+        f"{reserve:.2f} GiB after capture."
+    )
+    low_sets = by_end is None or (by_low is not None and by_low <= by_end)
+    if by_low == by_end:
+        return text + " Both limits set the top."
+    if low_sets:
+        alone = f"would allow {by_end:.3f}" if by_end is not None else "allows no value"
+        return (
+            text
+            + f" The low point sets the top; the {reserve:.2f} GiB reserve after capture {alone}."
+        )
+    alone = f"would allow {by_low:.3f}" if by_low is not None else "allows no value"
+    return (
+        text
+        + f" The {reserve:.2f} GiB reserve after capture sets the top; the low point alone {alone}."
+    )
 
 
 def _top_error(w: WhatIfView, hi: float, reserve: float) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from logmem.compare import notes as cn
 from logmem.compare import whatif_facts as wf
 from logmem.compare.replay import Unfinished
 from logmem.compare.whatif import Prediction, WhatIf
@@ -206,6 +207,17 @@ class WhatIfView:
     window_top_at_least_bound: bool = False  # the top is only a lower bound (graphs at most)
     # Why graphs are at most: "first bucket" | "larger list" (Prediction.graph_upper)
     graph_upper: str | None = None
+    # With a reserve and a low point before the end: the top the low point >= 0 allows and the
+    # top the reserve after capture allows (the window's top is the lower), and where the low
+    # point is ("DP0 TP0 EP0, line 1370").
+    window_top_by_low_point: float | None = None
+    window_top_by_reserve: float | None = None
+    low_point_at: str | None = None
+
+
+def _low_point_at(w: WhatIf) -> str | None:
+    b = next((n for n in w.assumptions if isinstance(n, cn.LowPointBinds)), None)
+    return f"{b.rank or 'the GPU'}, line {b.line}" if b is not None else None
 
 
 def _added(w: WhatIf) -> dict[str, Any] | None:
@@ -284,6 +296,9 @@ def whatif_view(w: WhatIf) -> WhatIfView:
         window_top_high=w.hi_high,
         window_top_at_least_bound=w.hi_at_least,
         graph_upper=w.predicted.graph_upper,
+        window_top_by_low_point=w.tops[0] if w.tops else None,
+        window_top_by_reserve=w.tops[1] if w.tops else None,
+        low_point_at=_low_point_at(w) if w.tops else None,
     )
 
 
