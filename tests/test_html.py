@@ -333,3 +333,33 @@ def test_two_launches_number_their_figures_on() -> None:
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 4
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
+
+
+def test_a_source_line_shows_the_rank_line_glued_behind_a_bar(tmp_path: Path) -> None:
+    """001 line 63 is a tqdm render with TP1's capture-begin line glued behind it; the page
+    cited only the render, so the one line behind TP1's 1.45 GiB point did not show it
+    (review E #8)."""
+    out = tmp_path / "001.html"
+    log = FIXTURES / "001-qwq32b-tp4-l4-docs.log"
+    result = CliRunner().invoke(cli, ["analyze", str(log), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [
+        r for r in out.read_text().splitlines() if re.match(r'<span class="ln"> +63  </span>', r)
+    ]
+    assert rows
+    for row in rows:
+        assert "0/13" in row and "[2025-03-08 12:29:21 TP1] Capture cuda graph begin" in row
+        assert row.endswith("avail mem=1.45 GB")
+
+
+def test_a_rank_without_its_own_list_takes_the_launchs_printed_list() -> None:
+    """023: TP0 prints bs [1] (line 57, max_running_requests=1 caps the list), TP1 prints no
+    list; TP1's largest size is TP0's list, not cuda_graph_max_bs 8 (review E #4)."""
+    a = FIXTURES / "023-qwen3-14b-tp2-fp16-truncated-mid-capture.log"
+    b = FIXTURES / "014-qwen35-9b-tp2-rtx4090-gdn-mamba-apr2026.log"
+    text = CliRunner().invoke(cli, ["diff", str(a), str(b)]).output
+    rows = [r for r in text.splitlines() if "largest size" in r]
+    assert any(r.startswith("TP1") and " 1 (TP0's list)" in r for r in rows), rows
+    assert "(max bs)" not in text
+    doc = CliRunner().invoke(cli, ["diff", str(a), str(b), "-f", "json"]).output
+    assert '"largest_size_source": "list of TP0"' in doc

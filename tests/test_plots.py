@@ -132,7 +132,7 @@ def test_buckets_svg_highlights_the_largest_bucket_of_each_family() -> None:
     svg = svg_of("buckets", fams)
     assert count_ids(svg, "largest-bucket") == 3
     assert count_ids(svg, "bucket-line") == 3
-    assert "largest bucket (bs 8192): 5.04 GiB" in texts(svg)
+    assert "largest bucket (num_tokens 8192): 5.04 GiB" in texts(svg)
     assert "Buckets of capture target verify (bs x 16 tokens): the GPU (no rank tag)" in texts(svg)
 
 
@@ -382,3 +382,20 @@ def test_plot_of_a_file_with_two_launches_says_which_it_draws() -> None:
         logmem.plot(str(two))
     bad = r.invoke(cli, ["plot", str(two), "--launch", "5"])
     assert bad.exit_code == 1 and "--launch 5: the input holds 2 launch(es)" in bad.stderr
+
+
+def test_a_token_sized_graph_is_labelled_in_tokens_as_the_text_says() -> None:
+    """021's target prefill graph is captured by num_tokens=[4 .. 8192] (line 159): the plot
+    says "num_tokens 8192" as the text report does, not "bs 8192" (review E #9)."""
+    from logmem.analysis.attribution import build_ledger
+    from logmem.api import read_log
+
+    led = build_ledger(
+        read_log(str(FIXTURES / "021-laguna-s21-int4-dgx-spark-dflash-spec.log")).launches[0]
+    )
+    fams = [f for r in led.ranks[:1] for f in plots.buckets_data(r)]
+    svg = plots.svg("buckets", fams)
+    assert "largest bucket (num_tokens 8192): 5.04 GiB" in svg
+    assert "bs 8192" not in svg
+    assert "bucket size: tokens (num_tokens)" in svg
+    assert "largest bucket (bs 8 = 128 tokens)" in svg  # the verify graph: bs x draft tokens

@@ -105,7 +105,8 @@ def test_hostile_strings_are_text_in_the_svg() -> None:
     assert [e for e in root.iter() if e.tag not in {f"{NS}{t}" for t in SVG_TAGS}] == []
     said = [e.text for e in root.iter(f"{NS}text")]
     assert HOSTILE in said  # the title, exactly as the log wrote it
-    assert any(t and t.startswith(HOSTILE[:20]) for t in said if t != HOSTILE)  # the cut tick
+    # The cut tick: words dropped, the rest (markup included) still text.
+    assert any(t and "…" in t and "onload=1>" in t for t in said if t != HOSTILE)
     assert not [a for e in root.iter() for a in e.attrib if a.startswith("on")]
 
 
@@ -223,3 +224,31 @@ def test_fit_figure_has_axes_units_and_legend() -> None:
         "pair-e7-maxbs256-constructed",
         "pair-e7-maxbs512-constructed",
     ]
+
+
+# --- a label that must shrink loses words of its names, never a number (review E #10) -----
+
+
+def test_fit_text_keeps_every_number_of_a_label_it_shortens() -> None:
+    label = "−28.52 GiB: SWA KV pool 20.42; full-attention KV pool 8.50 +2 more"
+    cut = fit_text(label, 8.0, 200.0)
+    assert "…" in cut and text_width(cut, 8.0) <= 200.0
+    for number in ("−28.52", "GiB:", "20.42;", "8.50", "+2"):
+        assert number in cut.split(" "), (number, cut)
+
+
+@pytest.mark.parametrize(
+    "log", [LOG_021, FIXTURES / "019-deepseek-r1-w4a8-ascend-a3-tp16-dp4-deepep-mtp.log"]
+)
+def test_no_figure_label_drops_a_number_it_was_given(log: Path) -> None:
+    """021's KV step (its 8.50 GiB full-attention pool) and 019's verify phase (bs x 4) were
+    cut with "…" behind the name, dropping the number; every number of every full label the
+    figures were given must be in the label drawn."""
+    led = build_ledger(read_log(str(log)).launches[0])
+    data = [plots.waterfall_data(r) for r in led.ranks[:2]]
+    drawn = " ".join(t.text for sc in _scenes(log) for t in sc.items if isinstance(t, Text))
+    full = [st["label"] for d in data for st in d["steps"] if st.get("shown", True)]
+    full += [st["phase"] for d in data for st in d["steps"] if st.get("shown", True)]
+    for text in full:
+        for number in re.findall(r"\d+(?:\.\d+)?", text):
+            assert number in drawn, (number, text)

@@ -76,6 +76,9 @@ class RowsSource:
     basis: RowsBasis
     value: int | None = None
     size_from_args: bool = False  # no bs list printed: the largest size is cuda_graph_max_bs
+    # This rank printed no list, another rank of the launch did: its label (every rank runs
+    # get_batch_sizes_to_capture on the same server_args and request pool).
+    size_from_rank: str | None = None
 
 
 @frozen

@@ -81,16 +81,40 @@ def _rows_per_bs(g: Graph, args: Mapping[str, Any]) -> tuple[int | None, RowsSou
     return 1, RowsSource(RowsBasis.DECODE)
 
 
+def _keyed(graphs: Sequence[Graph]) -> list[tuple[str, Graph]]:
+    """A rank's graphs keyed by family, "#2" appended for a repeat on the same rank."""
+    seen: dict[str, int] = {}
+    out = []
+    for g in graphs:
+        n = seen.get(g.name, 0) + 1
+        seen[g.name] = n
+        out.append((g.name if n == 1 else f"{g.name}#{n}", g))
+    return out
+
+
+def _printed_lists(launch: Launch) -> dict[str, tuple[int, str]]:
+    """Graph key -> (largest printed size, rank) of the first rank of the launch that printed
+    the graph's list: every rank computes the same list (cuda_graph_runner.py
+    get_batch_sizes_to_capture reads only server_args and the request pool, which all ranks
+    share), but often only TP0 prints it."""
+    out: dict[str, tuple[int, str]] = {}
+    for r in launch.ranks:
+        for key, g in _keyed(r.graphs):
+            if g.sizes and key not in out:
+                out[key] = (max(g.sizes), r.label)
+    return out
+
+
 def graph_points(launch: Launch) -> list[GraphPoint]:
     out: list[GraphPoint] = []
+    printed = _printed_lists(launch)
     for r in launch.ranks:
-        seen: dict[str, int] = {}
-        for g in r.graphs:
-            n = seen.get(g.name, 0) + 1
-            seen[g.name] = n
-            key = g.name if n == 1 else f"{g.name}#{n}"
+        for key, g in _keyed(r.graphs):
             per, source = _rows_per_bs(g, launch.args)
             size = g.largest_size
+            if size is None and key in printed:
+                size, rank = printed[key]
+                source = replace(source, size_from_rank=rank)
             if size is None and per is not None and "draft" not in g.name:
                 # No bs list and no bar sizes (E0-E2): the resolved flag is the best we have.
                 size = graph_max_bs(launch.args)

@@ -73,7 +73,9 @@ def _role(f: Facts | PhaseFacts | None = None) -> str:
     return "second model's " if f is not None and f.second else ""
 
 
-def _size(size: int | None, tokens: bool, per_req: int | None = None) -> str:
+def size_text(size: int | None, tokens: bool, per_req: int | None = None) -> str:
+    """A bucket's size in its graph's unit: "num_tokens 8192" for a token-sized graph
+    (rules.graph_sized_in_tokens), "bs 8 = 32 tokens" for a verify batch, else "bs 8"."""
     if size is None:
         return "?"
     if per_req is not None and not tokens:
@@ -92,9 +94,9 @@ def verify_label(graph: str, per_req: int | None) -> str:
 def span_text(s: Span) -> str:
     """A stretch of buckets: "bucket bs 8", "12 buckets, bs 256 to 8", or only their count."""
     if s.first is not None and s.count == 1:
-        return f"bucket {_size(s.first, s.tokens, s.per_req)}"
+        return f"bucket {size_text(s.first, s.tokens, s.per_req)}"
     if s.first is not None and s.last is not None:
-        return f"{s.count} buckets, {_size(s.first, s.tokens)} to {s.last}"
+        return f"{s.count} buckets, {size_text(s.first, s.tokens)} to {s.last}"
     return f"{s.count} bucket{'s' if s.count != 1 else ''}" if s.count > 0 else "buckets"
 
 
@@ -134,7 +136,7 @@ def _first_buckets(f: Facts) -> str:
 
 def _largest(f: Facts) -> str:
     s = f.span
-    return f"largest bucket ({_size(s.first, s.tokens, s.per_req) if s and s.first else 'first bucket'})"
+    return f"largest bucket ({size_text(s.first, s.tokens, s.per_req) if s and s.first else 'first bucket'})"
 
 
 def _ws(f: Facts) -> str:

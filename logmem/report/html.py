@@ -50,13 +50,22 @@ def sources_html(n: int, fig: Figure, multi_path: bool) -> str:
     )
 
 
-def _line_index(launch: Launch, rank_label: str | None) -> dict[int, Source]:
-    """Line number -> source, the rank's own lines first (per-rank files reuse line numbers)."""
+def _line_index(launch: Launch, rank_label: str | None) -> dict[int, list[Source]]:
+    """Line number -> the records read from it, the rank's own file first (per-rank files
+    reuse line numbers). A line can hold several records: a rank's line glued behind another
+    rank's tqdm render is split by the parser, and the reading a figure plots may be in the
+    second one (001 line 63: a bar, then TP1's capture begin), so every record of the line's
+    file is kept, in the order read."""
     rank = launch.rank(rank_label) if rank_label is not None else None
     own = list(rank.events) if rank is not None else []
-    index: dict[int, Source] = {}
+    path: dict[int, str] = {}
+    index: dict[int, list[Source]] = {}
     for e in [*own, *launch.all_events()]:
-        index.setdefault(e.source.line_no, e.source)
+        src = e.source
+        where = path.setdefault(src.line_no, src.path)
+        parts = index.setdefault(src.line_no, [])
+        if src.path == where and src not in parts:
+            parts.append(src)
     return index
 
 
@@ -66,9 +75,11 @@ def _sources(
     index = _line_index(launch, rank_label)
     out = []
     for n in sorted(set(lines)):
-        src = index.get(n)
-        if src is not None:
-            out.append((src.path, src.line_no, src.text))
+        parts = index.get(n)
+        if parts:
+            # A record whose text another one of the line holds (the whole line) adds nothing.
+            kept = [x for x in parts if not any(x.text in y.text and x is not y for y in parts)]
+            out.append((parts[0].path, n, "".join(x.text for x in kept or parts[:1])))
     return tuple(out)
 
 

@@ -111,7 +111,13 @@ def _point(p: PointView | None) -> dict[str, Any] | None:
         return None
     return {
         "largest_size": p.largest_size,
-        "largest_size_source": "cuda_graph_max_bs" if p.largest_size_from_args else None,
+        "largest_size_source": (
+            f"list of {p.largest_size_from_rank}"
+            if p.largest_size_from_rank is not None
+            else "cuda_graph_max_bs"
+            if p.largest_size_from_args
+            else None
+        ),
         "rows": p.rows,
         "static_gib": p.static_gib,
         "largest_bucket_gib": p.largest_bucket_gib,

@@ -23,6 +23,7 @@ from logmem.report.compare.view import (
     SlopeView,
 )
 from logmem.report.compare.views import View
+from logmem.report.table import rank_name
 from logmem.sglang.comm import env_value_text
 from logmem.sglang.rules import DIFFERENCE_RESOLUTION_GIB
 
@@ -47,9 +48,12 @@ def _n(v: int | None, signed: bool = False) -> str:
 
 def _size(p: PointView | None) -> str:
     """A point's largest size; '(max bs)' where it is server_args' cuda_graph_max_bs because
-    the log prints no bs list, bars or bucket count."""
+    the log prints no bs list, bars or bucket count; "(TP0's list)" where the rank printed
+    none but another rank of the launch did."""
     if p is None:
         return _n(None)
+    if p.largest_size_from_rank is not None:
+        return f"{_n(p.largest_size)} ({rank_name(p.largest_size_from_rank)}'s list)"
     return _n(p.largest_size) + (" (max bs)" if p.largest_size_from_args else "")
 
 
@@ -319,8 +323,9 @@ def _diff_graphs(d: DiffView, o: Out) -> None:
         o.para(same)
     if any(p is not None and p.largest_size_from_args for g in d.graphs for p in (g.a, g.b)):
         o.para(
-            "'(max bs)': that log prints no bs list, bar sizes or bucket count for the graph, so "
-            "its largest size is taken as server_args' cuda_graph_max_bs."
+            "'(max bs)': no rank of that launch prints a bs list, bar sizes or bucket count for "
+            "the graph, so its largest size is taken as server_args' cuda_graph_max_bs (an "
+            "upper bound: SGLang drops sizes above the request pool)."
         )
     for c in d.graph_causes:
         o.para(c)

@@ -262,6 +262,8 @@ class PointView:
     total_gib: float | None
     # No bs list, bars or rule in the log: the largest size is server_args' cuda_graph_max_bs.
     largest_size_from_args: bool = False
+    # The rank printed no list: the largest size is this rank's printed list (same launch).
+    largest_size_from_rank: str | None = None
 
 
 @frozen
@@ -317,6 +319,7 @@ def _point(p: GraphPoint | None) -> PointView | None:
         gib(p.other_bytes),
         gib(p.total_bytes),
         p.rows_source.size_from_args,
+        p.rows_source.size_from_rank,
     )
 
 

@@ -20,12 +20,14 @@ from typing import Any
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger
 from logmem.analysis.ledger import CaptureEnd, What
-from logmem.report.causes import cause_name, ledger_note, phase_name
+from logmem.report.causes import cause_name, ledger_note, phase_name, size_text
+from logmem.report.figures.scene import elide
 from logmem.report.table import rank_name
 from logmem.sglang.rules import (
     DIFFERENCE_RESOLUTION_BYTES,
     DIFFERENCE_RESOLUTION_GIB,
     PRINT_RESOLUTION_GIB,
+    graph_sized_in_tokens,
 )
 from logmem.units import GIB
 
@@ -38,8 +40,14 @@ def _gib(n: int | None) -> float | None:
 
 
 def short(text: str, n: int = MAX_LABEL) -> str:
-    """A label cut to `n` characters, with an ellipsis."""
+    """A label cut to `n` characters, with an ellipsis (names with no figures: file names)."""
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def shorten(text: str, n: int = MAX_LABEL) -> str:
+    """A label that carries figures brought to about `n` characters: words of its names
+    dropped, never a number (scene.elide)."""
+    return elide(text, lambda t: len(t) <= n)
 
 
 # --- view models -------------------------------------------------------------------------
@@ -59,9 +67,9 @@ def step_label(causes: Sequence[Mapping[str, Any]], delta_gib: float) -> str:
     if not big:
         return head
     if len(big) == 1 and abs(big[0]["gib"] - delta_gib) < PRINT_RESOLUTION_GIB:
-        return f"{head} {short(big[0]['name'])}"
+        return f"{head} {shorten(big[0]['name'])}"
     # Two causes share one line: drop their parenthesised detail (the ledger table has it).
-    parts = [f"{short(_PAREN.sub('', c['name']), 32)} {c['gib']:.2f}" for c in big[:2]]
+    parts = [f"{shorten(_PAREN.sub('', c['name']), 32)} {c['gib']:.2f}" for c in big[:2]]
     more = f" +{len(big) - 2} more" if len(big) > 2 else ""
     return f"{head}: " + "; ".join(parts) + more
 
@@ -117,6 +125,8 @@ def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
         known = [s for s in sizes if s is not None]
         largest = sizes.index(max(known)) if known else 0
         name = p.graph.name if p.graph is not None else p.key.removeprefix("capture:")
+        tokens = graph_sized_in_tokens(name)  # the unit the text reports use (causes.size_text)
+        per_req = p.facts.verify_per_req
         out.append(
             {
                 "kind": "buckets",
@@ -124,6 +134,10 @@ def buckets_data(rl: RankLedger) -> list[dict[str, Any]]:
                 "phase": phase_name(p),
                 "rank": rl.rank,
                 "sizes": sizes,
+                "size_labels": [
+                    size_text(v, tokens, per_req) if v is not None else None for v in sizes
+                ],
+                "unit": "num_tokens" if tokens else "bs",
                 "avail_gib": [_gib(b.avail_bytes) for b in p.buckets],
                 "cost_gib": [_gib(b.bucket_cost_bytes) for b in p.buckets],
                 "lines": [b.line for b in p.buckets],

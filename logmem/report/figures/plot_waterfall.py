@@ -9,7 +9,7 @@ from typing import Any
 
 from logmem.report.figures.canvas import HIGHLIGHT, KIND_COLOURS, ROSE_COLOUR
 from logmem.report.figures.chart import TICK, Panel, label_width, legend, nice_ticks, row_span
-from logmem.report.figures.plot_data import short
+from logmem.report.figures.plot_data import shorten
 from logmem.report.figures.scene import Line, Rect, Scene, fit_text, text_width
 
 WIDTH = 612.0  # 8.5 inches
@@ -100,7 +100,7 @@ def _panel(s: Scene, top: float, data: Mapping[str, Any], left: float) -> float:
     s.add(Line(((x, p.y0), (x, p.y1)), HIGHLIGHT, 0.8, "dashed"))
     p.spines()
     p.xticks(xt)
-    p.yticks(list(range(n)), [short(st["phase"], 38) for st in steps])
+    p.yticks(list(range(n)), [shorten(st["phase"], 38) for st in steps])
     p.title(data["title"])
     p.xlabel(f"free GPU memory (GiB); dashed: {last:.2f} GiB left at the last reading")
     return height
@@ -109,7 +109,9 @@ def _panel(s: Scene, top: float, data: Mapping[str, Any], left: float) -> float:
 def waterfall_scene(data: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> Scene:
     """Free-memory waterfall, one panel per rank; each step split into its causes, coloured by kind."""
     panels = [data] if isinstance(data, Mapping) else list(data)
-    names = [short(st["phase"], 38) for pn in panels for st in pn["steps"] if st.get("shown", True)]
+    names = [
+        shorten(st["phase"], 38) for pn in panels for st in pn["steps"] if st.get("shown", True)
+    ]
     left = 10 + label_width(names) + 8
     s = Scene(WIDTH, 0)
     y = 0.0

@@ -33,6 +33,7 @@ from logmem.report.figures.plot_data import (
     milestone,
     ranks_data,
     short,
+    shorten,
     step_label,
     waterfall_data,
 )
@@ -107,7 +108,8 @@ def _bucket_panel(s: Scene, top: float, height: float, d: Mapping[str, Any]) -> 
     p.yticks(yt)
     title = d["title"] + (" — log stops during capture" if d.get("stopped") else "")
     p.title(title)
-    p.xlabel("bucket size (batch size or tokens)" if by_size else "bucket (capture order)")
+    unit = "tokens (num_tokens)" if d.get("unit") == "num_tokens" else "batch size (bs)"
+    p.xlabel(f"bucket size: {unit}" if by_size else "bucket (capture order)")
     p.ylabel("free at bucket start (GiB)", left - 12)
     for value, name, style in refs:
         if value is not None:
@@ -124,7 +126,8 @@ def _bucket_panel(s: Scene, top: float, height: float, d: Mapping[str, Any]) -> 
     lx, ly = pts[li]
     s.add(Mark(lx, ly, 4.5, HIGHLIGHT, gid="largest-bucket"))
     cost = d["cost_gib"][li]
-    what = f"bs {sizes[li]}" if sizes[li] is not None else "first bucket"
+    labels = d.get("size_labels") or [None] * len(sizes)
+    what = labels[li] or (f"bs {sizes[li]}" if sizes[li] is not None else "first bucket")
     note = (
         f"largest bucket ({what}): {cost:.2f} GiB"
         if cost is not None
@@ -184,7 +187,7 @@ def ranks_scene(data: Mapping[str, Any]) -> Scene:
     width = min(max(6.0, 0.1 * n * m + 1.5), 11.0) * 72
     s = Scene(width, 0)
     entries = [
-        (short(se["phase"], 40), ramp(VIRIDIS, 0.1 + 0.8 * j / max(m - 1, 1)), "box")
+        (shorten(se["phase"], 40), ramp(VIRIDIS, 0.1 + 0.8 * j / max(m - 1, 1)), "box")
         for j, se in enumerate(series)
     ]
     top = max((v for se in series for v in se["gib"] if v is not None), default=1.0) or 1.0

@@ -11,6 +11,7 @@ common ones), so a label found to fit here fits in any of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import field
 
 from logmem.frozen import frozen, mutable
@@ -47,14 +48,58 @@ def text_width(text: str, size: float, bold: bool = False) -> float:
     return em * size * _HINTING * (_BOLD if bold else 1.0)
 
 
-def fit_text(text: str, size: float, room: float) -> str:
-    """`text` cut (with an ellipsis) to fit `room` points; at least 12 characters are kept."""
-    if text_width(text, size) <= room:
+_UNITS = frozenset({"GiB", "GiB:", "MiB", "MiB:", "GiB;", "MiB;", "GiB,", "MiB,"})
+
+
+def _kept(word: str) -> bool:
+    """A word a shortened label never drops: a number (with its unit) is what a label carries."""
+    return any(ch.isdigit() for ch in word) or word in _UNITS
+
+
+def elide(text: str, fits: Callable[[str], bool]) -> str:
+    """`text` shortened until `fits` says so by dropping words of its names, never a number:
+    the longest stretch of words loses a word first, the one farthest from the number it names
+    (the head and tail of a label lose their last), the dropped words shown as "…" (with the
+    closing brackets a label's tail held). A label that cannot fit with its
+    numbers is returned with them, longer than asked."""
+    if fits(text):
         return text
-    cut = text
-    while len(cut) > 12 and text_width(cut + "…", size) > room:
-        cut = cut[:-1]
-    return cut.rstrip() + "…"
+    runs: list[list[str]] = []  # alternating: kept words (numbers) and droppable ones
+    for w in text.split(" "):
+        if not runs or _kept(w) != _kept(runs[-1][0]):
+            runs.append([])
+        runs[-1].append(w)
+    keep = [len(r) for r in runs]
+
+    def render() -> str:
+        out = []
+        for i, (r, k) in enumerate(zip(runs, keep)):
+            if k == len(r) or _kept(r[0]):
+                out.extend(r)
+            elif 0 < i < len(runs) - 1:
+                # Words between numbers name the one after them: the ones nearest it stay
+                # (a label's head names the thing and its tail words trail: both lose their last).
+                out.extend(["…", *r[len(r) - k :]])
+            else:
+                gone = " ".join(r[k:])
+                shut = ")" * max(gone.count(")") - gone.count("("), 0)
+                out.extend([*r[:k], "…" + shut])
+        return " ".join(out)
+
+    best = render()
+    while not fits(best):
+        open_ = [i for i, r in enumerate(runs) if not _kept(r[0]) and keep[i] > 0]
+        if not open_:
+            break
+        i = max(open_, key=lambda j: (len(" ".join(runs[j][: keep[j]])), j))  # widest first
+        keep[i] -= 1
+        best = render()
+    return best
+
+
+def fit_text(text: str, size: float, room: float) -> str:
+    """`text` fitted to `room` points by elide: words of names dropped, numbers kept."""
+    return elide(text, lambda t: text_width(t, size) <= room)
 
 
 @frozen
