@@ -14,7 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 
 from logmem.analysis.attribution import LaunchLedger, RankLedger, build_ledger
-from logmem.analysis.ledger import Phase
+from logmem.analysis.failures.facts import Verdict
+from logmem.analysis.ledger import CaptureEnd, Phase
 from logmem.compare import notes as cn
 from logmem.compare.args import ArgsComparison, compare_args, confounder_parts
 from logmem.compare.comparable import Aspect, identity, mismatches, models_differ
@@ -31,6 +32,7 @@ from logmem.compare.diff_graphs import GraphChange, graph_changes, like_with_lik
 from logmem.compare.diff_kv import KVChange as KVChange
 from logmem.compare.diff_kv import KVTerm as KVTerm
 from logmem.compare.diff_kv import kv_change as kv_change
+from logmem.compare.diff_outcome import EndState, end_state, unreached_markers, verdicts
 from logmem.compare.load import LaunchRef
 from logmem.compare.mfs_aside import set_mfs_aside
 from logmem.compare.points import rank_map
@@ -69,10 +71,15 @@ class PhaseChange:
     # pool step of a launch sizing its KV pool at start-up beside the post-capture KV step of
     # one with SGLang 0.5.17+'s post-capture KV sizing; _paired_pools). ``phase`` is then A's.
     phase_b: Phase | None = None
+    # A capture a launch stopped in (CaptureEnd.STOPPED), per side: (bucket readings it took,
+    # the size of the last one); its drop is not comparable with a complete capture's.
+    stopped: tuple[tuple[int, int | None] | None, tuple[int, int | None] | None] = (None, None)
 
     @property
     def change_bytes(self) -> int | None:
-        return None if self.a_bytes is None or self.b_bytes is None else self.b_bytes - self.a_bytes
+        if self.a_bytes is None or self.b_bytes is None or any(self.stopped):
+            return None
+        return self.b_bytes - self.a_bytes
 
 
 @frozen
@@ -96,6 +103,11 @@ class Diff:
         cn.Note, ...
     ] = ()  # said under the phases table (logmem.compare.diff_causes)
     graph_causes: tuple[cn.Note, ...] = ()  # said under the CUDA graphs table
+    # analyze's verdict of A and B (logmem.analysis.failures), said before anything else.
+    outcomes: tuple[Verdict, Verdict] | None = None
+    ends: tuple[EndState, EndState] | None = None  # where each start-up ended
+    # (marker, side) of wording markers set aside: a line that side's unfinished start-up lacks.
+    unreached: tuple[tuple[str, str], ...] = ()
 
 
 # The pool step of a launch (KV and other pools, or with post-capture KV sizing the other pools
@@ -152,10 +164,20 @@ def _phase_changes(la: LaunchLedger, lb: LaunchLedger) -> list[PhaseChange]:
                 continue
             ref = a if a else b
             assert ref is not None  # k is one of A's or B's keys
+            cut = (_stopped(a[0]) if a else None, _stopped(b[0]) if b else None)
             out.append(
-                PhaseChange(shown, k, ref[0], a[1] if a else None, b[1] if b else None, other)
+                PhaseChange(
+                    shown, k, ref[0], a[1] if a else None, b[1] if b else None, other, None, cut
+                )
             )
     return out
+
+
+def _stopped(p: Phase) -> tuple[int, int | None] | None:
+    """(bucket readings, last size) of a capture the launch stopped in; None otherwise."""
+    if p.facts.end is not CaptureEnd.STOPPED:
+        return None
+    return len(p.buckets), (p.buckets[-1].size if p.buckets else None)
 
 
 def _sizing_modes(phases: Sequence[PhaseChange]) -> tuple[cn.SizingModesDiffer, ...]:
@@ -212,7 +234,10 @@ def diff_launches(
     cmp = compare_args((a, b), labels, allow)
     la, lb = build_ledger(a), build_ledger(b)
     ma, mb = era_markers(a), era_markers(b)
-    markers = tuple(Marker(n, (ma.get(n, "-"), mb.get(n, "-"))) for n in MARKER_NAMES)
+    outcomes = verdicts(a, b)
+    markers, unreached = unreached_markers(
+        tuple(Marker(n, (ma.get(n, "-"), mb.get(n, "-"))) for n in MARKER_NAMES), outcomes
+    )
     cmp, note, found, notes = _slope_part((a, b), labels, cmp, allow, slope, (la, lb))
     moved = {
         x: y
@@ -274,6 +299,9 @@ def diff_launches(
         (env := env_changes(a, b)),
         _sizing_modes(phases) + ((why_w,) if why_w is not None else ()),
         first_bucket_causes(graphs, env, cmp),
+        outcomes,
+        (end_state(a, la, outcomes[0]), end_state(b, lb, outcomes[1])),
+        unreached,
     )
 
 

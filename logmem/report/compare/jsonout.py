@@ -32,6 +32,7 @@ def _launch(v: LaunchView, diff: bool = False) -> dict[str, Any]:
     out["stopped"] = list(v.stopped)  # its inputs whose reading ended early (empty: none)
     if diff:
         out |= {"era_guess": v.era_guess, "model": v.model}
+        out |= {"outcome": v.outcome, "end_state": v.end_state}
     return out
 
 
@@ -184,6 +185,7 @@ def diff_json(d: DiffView) -> dict[str, Any]:
         "wording": [
             {"marker": m.marker, "a": m.a, "b": m.b, "differs": m.differs} for m in d.wording
         ],
+        "wording_not_compared": d.unreached,
         "phases": [
             {
                 "rank": p.rank,
@@ -193,6 +195,7 @@ def diff_json(d: DiffView) -> dict[str, Any]:
                 "a_gib": p.a_gib,
                 "b_gib": p.b_gib,
                 "change_gib": p.change_gib,
+                "not_comparable": p.not_comparable,
             }
             for p in d.phases
         ],

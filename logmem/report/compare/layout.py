@@ -212,6 +212,8 @@ def _diff_settings(d: DiffView, o: Out) -> None:
     o.para(era if differ else f"The same wording in both logs: {same}.")
     if differ:
         o.table(["line", "A", "B"], [[m.marker, m.a, m.b] for m in differ], left=3)
+    if d.unreached:
+        o.para(d.unreached)
 
 
 def _diff_phases(d: DiffView, o: Out) -> None:
@@ -223,7 +225,7 @@ def _diff_phases(d: DiffView, o: Out) -> None:
             p.name,
             _f(p.a_gib),
             _f(p.b_gib),
-            _f(p.change_gib, signed=True),
+            "n/c" if p.not_comparable else _f(p.change_gib, signed=True),
         ]
         for p in d.phases
         if p.rank in shown
@@ -231,6 +233,9 @@ def _diff_phases(d: DiffView, o: Out) -> None:
     o.table(["rank", "phase", "A", "B", "change"], prow, left=2)
     if same:
         o.para(same)
+    for why in dict.fromkeys(p.not_comparable for p in d.phases if p.rank in shown):
+        if why:
+            o.para(why)
     if any(p.rank_b is not None for p in d.phases):
         o.para("'X ~ Y': A's rank X beside B's rank Y (how they were paired: Notes).")
     for c in d.phase_causes:
@@ -405,12 +410,30 @@ def bucket_summary(comparable: int, beyond: int, odd: int, limit: float) -> str:
     return f"{head}; {rest}" if head else rest[0].upper() + rest[1:]
 
 
+def _diff_ends(d: DiffView, o: Out) -> None:
+    """Where each start-up ended: free memory after it and max_running_requests."""
+    if not d.ends:
+        return
+    o.heading("Where each start-up ended")
+    rows = []
+    for name, a, b, change in d.ends:
+        if isinstance(a, int) or isinstance(b, int):
+            rows.append([name, _n(a), _n(b), _n(change, signed=True)])
+        else:
+            rows.append([f"{name} (GiB)", _f(a), _f(b), _f(change, signed=True)])
+    o.table(["", "A", "B", "change"], rows, left=1)
+    o.para(f"From: A {d.end_sources[0]}; B {d.end_sources[1]} ('-': not in the log).")
+
+
 def _diff(d: DiffView, o: Out) -> str:
     o.title(f"logmem diff: A = {d.a.name}, B = {d.b.name}")
+    for line in d.outcomes:
+        o.para(line)
     for h in d.headlines:
         o.para(h)
     _diff_settings(d, o)
     _diff_phases(d, o)
+    _diff_ends(d, o)
     _diff_graphs(d, o)
     if d.slopes:
         _slopes(o, d.slopes)

@@ -21,6 +21,15 @@ from logmem.compare.slope import Fit, Line, Slope
 from logmem.frozen import frozen
 from logmem.report.causes import phase_name
 from logmem.report.compare.notes import note_text, texts
+from logmem.report.compare.outcome_words import (
+    end_json,
+    end_rows,
+    end_source,
+    outcome_json,
+    outcome_line,
+    stopped_text,
+    unreached_text,
+)
 from logmem.report.compare.words import (
     era_text,
     growth_text,
@@ -66,11 +75,20 @@ class LaunchView:
     era_guess: str | None = None  # diff only
     model: str | None = None  # diff only: model_path (architecture)
     stopped: tuple[dict[str, Any], ...] = ()  # its inputs read in part (report.input_notes)
+    outcome: dict[str, Any] | None = None  # diff only: analyze's verdict (outcome_words)
+    end_state: dict[str, Any] | None = None  # diff only: where its start-up ended
 
 
-def launch_view(ref: LaunchRef, era: str | None = None, model: str | None = None) -> LaunchView:
+def launch_view(
+    ref: LaunchRef,
+    era: str | None = None,
+    model: str | None = None,
+    ended: tuple[dict[str, Any], dict[str, Any]] | None = None,
+) -> LaunchView:
+    """``ended``: diff's (outcome, end state) of the launch."""
     stopped = tuple(stopped_json(ref.stopped))
-    return LaunchView(ref.label, ref.paths, ref.index, ref.name, era, model, stopped)
+    o, e = ended if ended is not None else (None, None)
+    return LaunchView(ref.label, ref.paths, ref.index, ref.name, era, model, stopped, o, e)
 
 
 @frozen
@@ -223,6 +241,7 @@ class PhaseRow:
     a_gib: float | None
     b_gib: float | None
     change_gib: float | None
+    not_comparable: str | None = None  # why the change is not given (a capture stopped)
 
 
 @frozen
@@ -306,6 +325,11 @@ class DiffView:
     env: tuple[tuple[str, str | None, str | None, int | None, int | None], ...] = ()
     phase_causes: tuple[str, ...] = ()
     graph_causes: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()  # 'A: <verdict>', 'B: <verdict>': said first
+    unreached: str | None = None  # wording markers set aside (an unfinished start-up's)
+    # (row, A, B, change) of where each start-up ended, and each side's sources.
+    ends: tuple[tuple[str, Any, Any, Any], ...] = ()
+    end_sources: tuple[str, str] = ("-", "-")
 
 
 def _point(p: GraphPoint | None) -> PointView | None:
@@ -360,6 +384,12 @@ def _gib2(pair: tuple[int | None, int | None]) -> tuple[float | None, float | No
 
 
 def diff_view(d: Diff) -> DiffView:
+    vs, ends = d.outcomes, d.ends
+    ended = (
+        ((outcome_json(vs[0]), end_json(ends[0])), (outcome_json(vs[1]), end_json(ends[1])))
+        if vs is not None and ends is not None
+        else (None, None)
+    )
     kv = None
     if d.kv is not None:
         k = d.kv
@@ -380,8 +410,8 @@ def diff_view(d: Diff) -> DiffView:
             k.apart_at_least,
         )
     return DiffView(
-        launch_view(d.a, era_text(d.eras[0]), d.models[0]),
-        launch_view(d.b, era_text(d.eras[1]), d.models[1]),
+        launch_view(d.a, era_text(d.eras[0]), d.models[0], ended[0]),
+        launch_view(d.b, era_text(d.eras[1]), d.models[1], ended[1]),
         texts(d.headlines),
         args_view(d.args),
         tuple(WordingRow(m.name, m.values[0], m.values[1], m.differs) for m in d.markers),
@@ -395,6 +425,7 @@ def diff_view(d: Diff) -> DiffView:
                 gib(p.a_bytes),
                 gib(p.b_bytes),
                 gib(p.change_bytes),
+                stopped_text(p),
             )
             for p in d.phases
         ),
@@ -407,6 +438,10 @@ def diff_view(d: Diff) -> DiffView:
         env=tuple((e.key, e.a, e.b, e.line_a, e.line_b) for e in d.env),
         phase_causes=texts(d.phase_causes),
         graph_causes=texts(d.graph_causes),
+        outcomes=tuple(outcome_line(s, v) for s, v in zip("AB", vs, strict=True)) if vs else (),
+        unreached=unreached_text(d.unreached),
+        ends=tuple(end_rows(ends)) if ends is not None else (),
+        end_sources=(end_source(ends[0]), end_source(ends[1])) if ends is not None else ("-", "-"),
     )
 
 
