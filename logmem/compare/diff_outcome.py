@@ -17,11 +17,12 @@ from logmem.analysis.failures.facts import Verdict
 from logmem.analysis.failures.verdict import verdict
 from logmem.frozen import frozen
 from logmem.model.records import Launch
-from logmem.sglang.eras import Marker
+from logmem.sglang.eras import ABSENT_MARKERS, Marker
 
-# era_markers' values for a line a launch did not print (logmem.sglang.eras): in a launch that
-# stopped, the line may lie after the point it stopped.
-_NOT_PRINTED = {"none", "no end line", "no lines", "no line", "-"}
+# era_markers' values for a line a launch did not print (logmem.sglang.eras.ABSENT_MARKERS, and
+# "-" for a marker it has no value for): in a launch that stopped, the line may lie after the
+# point it stopped.
+_NOT_PRINTED = ABSENT_MARKERS | {"-"}
 
 
 @frozen

@@ -233,14 +233,16 @@ class EraGuess:
 
 
 # Markers whose value says the line is absent (a trimmed paste, one GPU) rather than worded.
-_ABSENT = {"not printed", "none", "no end line", "no lines", "no line", "single rank"}
+ABSENT_MARKERS = frozenset(
+    {"not printed", "none", "no end line", "no lines", "no line", "single rank"}
+)
 
 
 def wording_differs(markers: tuple[Marker, ...]) -> bool:
     """Some line both launches printed is worded differently: a line one of them lacks (a
     trimmed paste), or one GPU against several, says nothing of the version."""
     return any(
-        m.differs and not any(v in _ABSENT for v in m.values)
+        m.differs and not any(v in ABSENT_MARKERS for v in m.values)
         for m in markers
         if m.name != "bs list line"  # absent from E0-E2 and E7, and from trimmed pastes
     )
