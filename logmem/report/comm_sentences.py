@@ -255,12 +255,18 @@ def comm_finding_text(f: object) -> str:
     raise TypeError(f"no sentence for {type(f).__name__}")
 
 
+def custom_ar_off_words(state: str, text: str) -> str:
+    """'Custom all-reduce setup failed with ...' from the log's own line, its hint cut off."""
+    why = text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
+    what = "is disabled because" if state == "disabled" else "setup failed"
+    return f"Custom all-reduce {what} {why}"
+
+
 @comm_finding_text.register
 def _(f: cj.CustomAROff) -> str:
-    why = f.text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
-    what = "is disabled because" if f.state == "disabled" else "setup failed"
     return (
-        f"Custom all-reduce {what} {why} (line {f.line}): the TP group all-reduces through {f.library}, "
+        f"{custom_ar_off_words(f.state, f.text)} (line {f.line}): the TP group all-reduces "
+        f"through {f.library}, "
         "so there are no custom all-reduce buffers in the table."
     )
 

@@ -30,6 +30,7 @@ from logmem.report.causes import (
     phase_name,
 )
 from logmem.report.causes import on_gpu as _on
+from logmem.report.comm_sentences import custom_ar_off_words
 from logmem.report.context_words import context_text
 from logmem.report.finding_base import finding_text as finding_text
 from logmem.report.finding_base import g as _g
@@ -431,12 +432,11 @@ def reserve_term_text(t: rules.Reserve) -> str:
 
 @finding_text.register
 def _(f: fd.CustomAllReduceOff) -> str:
-    why = f.text.split(". To silence", 1)[0].strip().rstrip(".")[:200]
-    what = "is disabled because" if f.state == "disabled" else "setup failed"
     lines = ", ".join(str(n) for n in f.lines[:4]) + (" ..." if len(f.lines) > 4 else "")
     who = f" on {', '.join(f.ranks)}" if 1 < len(f.ranks) <= 4 else ""
     return (
-        f"Custom all-reduce {what} {why} (line{'s' if len(f.lines) > 1 else ''} {lines}{who}): "
+        f"{custom_ar_off_words(f.state, f.text)} (line{'s' if len(f.lines) > 1 else ''} "
+        f"{lines}{who}): "
         f"the TP group all-reduces through {f.library} alone, so this ledger holds no custom "
         "all-reduce buffers; with no server_args dump the log gives no communication table."
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from logmem.analysis.failures.effects import pool_ratio
 from logmem.analysis.findings_sizing import pools_vs_budget
 from logmem.analysis.sizing import MfsScaling, mfs_scaling, sizing
 from logmem.frozen import frozen
@@ -80,12 +81,8 @@ class Budget:
 
     @property
     def pool_ratio(self) -> float:
-        """Bytes of pools per byte of the rule's budget: token_price / sizing_cell when SGLang
-        sized the pool with a smaller cell than it allocates, else 1."""
-        bpt = self.bytes_per_token
-        if self.sizing_cell and bpt and bpt > self.sizing_cell:
-            return bpt / self.sizing_cell
-        return 1.0
+        """Bytes of pools per byte of the rule's budget (effects.pool_ratio)."""
+        return pool_ratio(self.bytes_per_token, self.sizing_cell)
 
 
 def _model(rank: Rank, draft: bool) -> Model | None:

@@ -49,6 +49,14 @@ class CaptureRest:
         return round(self.per_bucket_bytes * self.remaining)
 
 
+def pool_ratio(bytes_per_token: float | None, sizing_cell: float | None) -> float:
+    """Bytes of pools per byte of the rule's budget: bytes_per_token / sizing_cell when SGLang
+    sized the pool with a smaller cell than it allocates (PoolsVsBudget.sizing_cell_bytes), else 1."""
+    if sizing_cell and bytes_per_token and bytes_per_token > sizing_cell:
+        return bytes_per_token / sizing_cell
+    return 1.0
+
+
 @frozen
 class LowerMfs:
     mfs: float
@@ -75,9 +83,7 @@ class LowerMfs:
 
     @property
     def pool_ratio(self) -> float:
-        if self.sizing_cell and self.bytes_per_token and self.bytes_per_token > self.sizing_cell:
-            return self.bytes_per_token / self.sizing_cell
-        return 1.0
+        return pool_ratio(self.bytes_per_token, self.sizing_cell)
 
 
 class Pools(Enum):
